@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs what the build needs when it is missing: Debian dev packages through apt-get (as root or
+# with sudo). Does nothing when the headers are already found (pkg-config, or CPATH on the GPU machine).
+set -euo pipefail
+have_hdr() { echo "#include <$1>" | ${CC:-cc} -E -x c - >/dev/null 2>&1; }
+missing=()
+have_hdr microhttpd.h || missing+=(libmicrohttpd-dev)
+have_hdr cjson/cJSON.h || missing+=(libcjson-dev)
+command -v pkg-config >/dev/null || missing+=(pkg-config)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "deps: installing ${missing[*]}"
+  SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
+fi
+CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+[ -f "$CUDA_HOME/include/nvrtc.h" ] || { echo "deps: NVRTC not found under CUDA_HOME=$CUDA_HOME (set CUDA_HOME)"; exit 1; }
+exit 0

@@ -1,0 +1,113 @@
+# warpd — build, run, test. `make run` and `make test` are all a new user needs (see README.md).
+CUDA_HOME ?= /usr/local/cuda
+PREFIX    ?= /usr/local
+DESTDIR   ?=
+CC        ?= cc
+HOST      ?= 127.0.0.1
+PORT      ?= 8080
+BUILD     ?= build
+
+PKGS      := libmicrohttpd libcjson
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+ifeq ($(strip $(PKG_LIBS)),)
+PKG_LIBS := -lmicrohttpd -lcjson   # plain CPATH/LIBRARY_PATH (the GPU machine)
+endif
+
+WARN      := -Wall -Wextra -Werror
+CFLAGS    ?= -O2 -g
+ALL_CFLAGS := -std=c11 $(WARN) $(CFLAGS) -ffp-contract=off -D_GNU_SOURCE -MMD -MP -I. -Iserver -Ikernels \
+              -I$(CUDA_HOME)/include $(PKG_CFLAGS) \
+              -DWP_DEFAULT_TEMPLATES=\"$(abspath templates)\" -DWP_DEFAULT_WEB=\"$(abspath clients/web)\" \
+              -DWP_DEFAULT_CUDA_HOME=\"$(CUDA_HOME)\"
+LDLIBS    := $(PKG_LIBS) -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lnvrtc -ldl -lpthread -lm
+SAN       := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+
+LIB_SRC   := $(filter-out server/main.c,$(wildcard server/*.c)) $(wildcard kernels/*.c)
+UNIT_SRC  := $(wildcard tests/unit/test_*.c)
+API_SRC   := $(wildcard tests/api/*.c)
+GPU_SRC   := $(wildcard tests/gpu/*.c)
+GPU_CU    := $(wildcard tests/gpu/*.cu)
+NVCC      ?= $(CUDA_HOME)/bin/nvcc
+BENCH_SRC := $(wildcard bench/*.c)
+
+# Two flavours of every object: plain (build/) and sanitized (build/asan/).
+obj   = $(patsubst %.c,$(BUILD)/%.o,$(1))
+aobj  = $(patsubst %.c,$(BUILD)/asan/%.o,$(1))
+
+LIB_OBJ  := $(call obj,$(LIB_SRC))
+ALIB_OBJ := $(call aobj,$(LIB_SRC))
+
+.PHONY: all deps run test test-unit test-api test-web test-gpu bench clean install format check-format
+all: $(BUILD)/warpd
+
+deps:
+	@./.ci/deps.sh
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+$(BUILD)/asan/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(SAN) -c $< -o $@
+
+$(BUILD)/libwarpd.a: $(LIB_OBJ)
+	@rm -f $@; ar rcs $@ $^
+$(BUILD)/asan/libwarpd.a: $(ALIB_OBJ)
+	@rm -f $@; ar rcs $@ $^
+
+$(BUILD)/warpd: $(BUILD)/server/main.o $(BUILD)/libwarpd.a
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+$(BUILD)/asan/warpd: $(BUILD)/asan/server/main.o $(BUILD)/asan/libwarpd.a
+	$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(LDLIBS)
+
+# Unit and API test programs run sanitized; GPU tests and benchmarks run plain.
+$(BUILD)/asan/tests/%: $(BUILD)/asan/tests/%.o $(BUILD)/asan/libwarpd.a
+	$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(LDLIBS)
+$(BUILD)/tests/gpu/%: $(BUILD)/tests/gpu/%.o $(BUILD)/libwarpd.a
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+# Standalone CUDA programs (templates checked directly, CUB comparisons): built with nvcc.
+$(BUILD)/tests/gpu/%: tests/gpu/%.cu $(wildcard templates/*.cuh) kernels/wp_abi.h
+	@mkdir -p $(dir $@)
+	$(NVCC) -std=c++17 -O2 -arch=sm_90 -Ikernels -Itemplates -DWP_NEED_FP16 -o $@ $<
+$(BUILD)/bench/%: $(BUILD)/bench/%.o $(BUILD)/libwarpd.a
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+UNIT_BIN  := $(patsubst %.c,$(BUILD)/asan/%,$(UNIT_SRC))
+API_BIN   := $(patsubst %.c,$(BUILD)/asan/%,$(API_SRC))
+GPU_BIN   := $(patsubst %.c,$(BUILD)/%,$(GPU_SRC)) $(patsubst %.cu,$(BUILD)/%,$(GPU_CU))
+BENCH_BIN := $(patsubst %.c,$(BUILD)/%,$(BENCH_SRC))
+
+run: deps $(BUILD)/warpd
+	$(BUILD)/warpd --listen $(HOST):$(PORT)
+
+# The whole CI suite: unit (ASan+UBSan), API against a sanitized daemon on loopback, web, clients.
+test: deps $(BUILD)/warpd $(BUILD)/asan/warpd $(UNIT_BIN) $(API_BIN)
+	@BUILD=$(BUILD) ./tests/run.sh all
+
+test-unit: $(UNIT_BIN)
+	@BUILD=$(BUILD) ./tests/run.sh unit
+test-api: $(BUILD)/asan/warpd $(API_BIN)
+	@BUILD=$(BUILD) ./tests/run.sh api
+
+test-gpu: $(BUILD)/warpd $(GPU_BIN)
+	@BUILD=$(BUILD) ./tests/run.sh gpu
+
+bench: $(BUILD)/warpd $(BENCH_BIN)
+	@BUILD=$(BUILD) ./bench/run.sh
+
+install: $(BUILD)/warpd
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/warpd/templates $(DESTDIR)$(PREFIX)/share/warpd/web
+	install -m 755 $(BUILD)/warpd $(DESTDIR)$(PREFIX)/bin/warpd
+	install -m 644 templates/* kernels/wp_abi.h $(DESTDIR)$(PREFIX)/share/warpd/templates/
+	cp -r clients/web/. $(DESTDIR)$(PREFIX)/share/warpd/web/
+
+format:
+	clang-format -i server/*.[ch] kernels/*.[ch] tests/*/*.[ch] bench/*.c
+check-format:
+	clang-format --dry-run --Werror server/*.[ch] kernels/*.[ch]
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

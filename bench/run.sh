@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Runs the benchmark programs in $BUILD/bench (bench_core first, then any other), skipping those not
+# built, after a header saying when, on what GPU, and at which commit. Prints numbers, never pass/fail.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+
+echo "date:   $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+if command -v nvidia-smi >/dev/null 2>&1; then
+  echo "gpu:    $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)"
+else
+  echo "gpu:    none (no nvidia-smi)"
+fi
+commit=$(git rev-parse --short HEAD 2>/dev/null) || commit=uncommitted
+echo "commit: ${commit:-uncommitted}"
+
+known=(bench_core)
+others=()
+for b in "$BUILD"/bench/*; do
+  name=$(basename "$b")
+  [[ -f "$b" && -x "$b" && "$name" != *.o && "$name" != *.d && "$name" != bench_core ]] && others+=("$name")
+done
+for name in "${known[@]}" "${others[@]}"; do
+  echo
+  if [ -x "$BUILD/bench/$name" ]; then
+    echo "== $name"
+    "$BUILD/bench/$name" || echo "($name exited $?)"
+  else
+    echo "== $name: not built, skipped"
+  fi
+done

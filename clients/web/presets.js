@@ -1,0 +1,68 @@
+// presets.js — the classic warp patterns, as data. A preset names a family and the fields it sets;
+// everything else comes from that family's defaults in GET /v1/families. The playground lists only
+// the presets whose family the server has, so presets for families still being written (warp_reduce,
+// warp_scan, stencil, ds_permute, ds_bpermute) appear by themselves once the server offers them.
+//
+// state fields: type, width, mask, op, args {name: text}, pred {op, value, lo, hi},
+//               input {kind: iota|random|values, lanes, elems, seed, values}, active (hex), step (bool)
+
+const lanes = (f) => Array.from({ length: 32 }, (_, i) => f(i)).join(', ');
+
+export const PRESETS = [
+  { id: 'broadcast', name: 'Broadcast from lane 3', family: 'shfl',
+    about: '__shfl_sync(mask, v, 3): every lane reads lane 3.',
+    state: { type: 'i32', args: { src_lane: '3' }, input: { kind: 'random', seed: 1 } } },
+  { id: 'shift-up', name: 'Shift up by 1', family: 'shfl_up',
+    about: '__shfl_up_sync(mask, v, 1): lane i reads lane i−1; lane 0 keeps its own value.',
+    state: { type: 'i32', args: { delta: '1' } } },
+  { id: 'shift-down', name: 'Shift down by 2', family: 'shfl_down',
+    about: '__shfl_down_sync(mask, v, 2): lane i reads lane i+2; the last two lanes keep their own.',
+    state: { type: 'i32', args: { delta: '2' } } },
+  { id: 'rotate', name: 'Rotate by 1 (src_lane = lane+1)', family: 'shfl',
+    about: '__shfl_sync with a per-lane source: the index wraps modulo the width, so this rotates.',
+    state: { type: 'i32', args: { src_lane: 'lane+1' } } },
+  { id: 'butterfly', name: 'Butterfly (xor 16)', family: 'shfl_xor',
+    about: '__shfl_xor_sync(mask, v, 16): the two halves of the warp swap.',
+    state: { type: 'i32', args: { lane_mask: '16' } } },
+  { id: 'xor-array', name: 'Xor of a per-lane array', family: 'shfl_xor',
+    about: 'Each lane holds 3 elements; every element moves with the same partner lane ^ 1.',
+    state: { type: 'i32', args: { lane_mask: '1' }, input: { kind: 'iota', elems: 3 } } },
+  { id: 'swap', name: 'Element swap between paired lanes', family: 'swap',
+    about: 'Lane i and lane i^1 exchange element 0 of one with element 3 of the other (two shfl_xor).',
+    state: { type: 'i32', args: { lane_mask: '1', first: '0', second: '3' }, input: { kind: 'iota', elems: 4 } } },
+  { id: 'ballot-range', name: 'Ballot of 42 < x < 53 (128 threads)', family: 'ballot',
+    about: '__ballot_sync over four warps: bits set where the value lies strictly between 42 and 53.',
+    state: { type: 'i32', pred: { op: 'between', lo: '42', hi: '53' }, input: { kind: 'iota', lanes: 128 } } },
+  { id: 'activemask-odd', name: '__activemask with odd lanes returned', family: 'activemask',
+    about: 'The odd lanes return at the top of the kernel; the even lanes see 0x55555555.',
+    state: { active: '0x55555555' } },
+  { id: 'allreduce-sum', name: 'Butterfly all-reduce: sum', family: 'warp_allreduce',
+    about: 'for (o = 16; o > 0; o /= 2) v += __shfl_xor_sync(mask, v, o); step through the five shuffles.',
+    state: { type: 'f32', op: 'sum', step: true } },
+  { id: 'allreduce-max', name: 'Butterfly all-reduce: max', family: 'warp_allreduce',
+    about: 'The same butterfly with max: every lane ends with the warp maximum.',
+    state: { type: 'i32', op: 'max', input: { kind: 'random', seed: 7 }, step: true } },
+  { id: 'match-groups', name: 'Match groups (value = lane % 4)', family: 'match_any',
+    about: '__match_any_sync: each lane gets the mask of lanes holding the same bits; one colour per group.',
+    state: { type: 'u32', input: { kind: 'values', values: lanes((i) => i % 4) } } },
+  { id: 'vote-any', name: 'Vote: any lane equal to 17', family: 'vote_any',
+    about: '__any_sync: true in every lane when some participating lane holds 17.',
+    state: { type: 'i32', pred: { op: 'eq', value: '17' } } },
+  // Families of issue 3 / issue 4 not in the server yet: shown only once /v1/families lists them.
+  { id: 'warp-reduce', name: 'Warp reduce (shfl_down): sum', family: 'warp_reduce',
+    about: 'Tree reduction over __shfl_down_sync; the result lands in lane 0.', state: { type: 'i32', op: 'sum', step: true } },
+  { id: 'warp-scan', name: 'Warp scan (shfl_up): inclusive sum', family: 'warp_scan',
+    about: 'Kogge–Stone scan over __shfl_up_sync.', state: { type: 'i32', op: 'sum', step: true } },
+  { id: 'moving-average', name: '5-point moving average from shuffles', family: 'stencil',
+    about: 'Neighbours taken with shuffles; halo through the edge lanes.', state: { type: 'f32' } },
+  { id: 'ds-permute', name: 'AMD ds_permute (forward, 64 lanes)', family: 'ds_permute',
+    about: 'Forward permute: each lane writes to a byte address; the highest lane wins a collision.', state: {} },
+  { id: 'ds-bpermute', name: 'AMD ds_bpermute (backward, 64 lanes)', family: 'ds_bpermute',
+    about: 'Backward permute: each lane reads from a byte address (like __shfl_sync).', state: {} },
+];
+
+/** The presets the server can run: those whose family /v1/families lists. */
+export function availablePresets(families) {
+  const names = new Set(families.map((f) => f.name));
+  return PRESETS.filter((p) => names.has(p.family));
+}

@@ -1,0 +1,89 @@
+/* family.h — a kernel family is one row: its name, template, allowed types/widths/args, how its
+ * output reads, and its CPU reference (the emulator's semantics). The HTTP schema, validation, the
+ * compiler and the emulator all read the same row. One kernels/X.c per family group. */
+#ifndef WP_FAMILY_H
+#define WP_FAMILY_H
+
+#include <stdint.h>
+
+#include "types.h"
+#include "wp_abi.h"
+
+struct wp_spec;
+
+/* Widths as a bitmask of log2(width): 1..32 -> bits 0..5. */
+#define WP_W_ALL 0x3fu
+#define WP_W_32 0x20u
+
+enum {
+    WP_F_OP = 1u << 0,      /* takes `op` (builtin list or expression) */
+    WP_F_PRED = 1u << 1,    /* takes a vote predicate */
+    WP_F_ARRAY = 1u << 2,   /* a lane's input may be an array of up to WP_MAX_ELEMS */
+    WP_F_SWAP = 1u << 3,    /* takes `first` and `second` */
+    WP_F_NO_MASK = 1u << 4, /* takes no member mask (activemask): mask must be 0xffffffff */
+    WP_F_TILED = 1u << 5,   /* width < 32 means cooperative-groups tiles: mask & tile, results tile-relative */
+    WP_F_NO_INPUT = 1u << 6 /* reads no input values (activemask) */
+};
+
+typedef enum {
+    WP_OUT_VALUE,     /* a value of the spec's type per element */
+    WP_OUT_BOOL,      /* 0/1 per lane */
+    WP_OUT_MASK,      /* a 32-bit lane mask per lane */
+    WP_OUT_MASK_PRED  /* mask per lane, plus a 0/1 predicate in src[] (match_all) */
+} wp_out_kind;
+
+enum { WP_BACKEND_CUDA = 1u << 0, WP_BACKEND_EMU = 1u << 1 };
+
+/* Why a lane has no defined result. */
+typedef enum {
+    WP_WHY_DEFINED = 0,
+    WP_WHY_INACTIVE,       /* the lane returned before the primitive (or is past n) */
+    WP_WHY_NOT_MEMBER,     /* the lane is active but not in the member mask: it did not call */
+    WP_WHY_SRC_INACTIVE,   /* its source lane returned early */
+    WP_WHY_SRC_NOT_MEMBER, /* its source lane is not in the member mask */
+    WP_WHY_UNDEF_OPERAND   /* a step combined an undefined value (allreduce) */
+} wp_why;
+const char *wp_why_name(wp_why w); /* "inactive", "not_member", "src_inactive", ... */
+
+/* One run of a warp primitive over n lanes (host memory, layout of wp_abi.h). */
+typedef struct {
+    int n, elems;
+    const uint64_t *in;        /* n*elems */
+    const int32_t *arg;        /* n (already expanded from a scalar) */
+    const uint8_t *active;     /* n */
+    int pred_kind;
+    uint64_t pred_a, pred_b;
+    int first, second;
+} wp_warp_job;
+
+typedef struct {
+    uint64_t *out;    /* n*elems; undefined elements left as they were */
+    int32_t *src;     /* n; source lane for shuffles (-1 when the lane kept its own value or n/a);
+                         match_all: predicate */
+    uint8_t *why;     /* n*elems; wp_why per element */
+} wp_warp_result;
+
+typedef void (*wp_emulate_fn)(const struct wp_spec *spec, const wp_warp_job *job, wp_warp_result *res);
+
+typedef struct wp_family {
+    const char *name;          /* "shfl_xor" */
+    const char *template_file; /* "shfl.cu" in templates/ */
+    const char *kernel;        /* C++ template name, instantiated as kernel<T, WIDTH, MASK[, Op]> */
+    const char *doc;           /* one line for /v1/families */
+    uint32_t types;            /* WP_TBIT set */
+    uint32_t widths;           /* WP_W_* */
+    const char *arg;           /* run-time argument name ("src_lane", "delta", "lane_mask") or NULL */
+    int arg_default;
+    int arg_min, arg_max;      /* allowed range of the argument */
+    unsigned flags;            /* WP_F_* */
+    uint32_t ops;              /* WP_OPBIT set of allowed operators (WP_F_OP only) */
+    wp_out_kind out;
+    unsigned backends;         /* WP_BACKEND_* */
+    int min_sm;                /* e.g. 80 for redux */
+    wp_emulate_fn emulate;
+} wp_family;
+
+const wp_family *wp_family_find(const char *name);
+const wp_family *const *wp_family_list(int *count);
+
+#endif

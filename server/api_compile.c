@@ -1,0 +1,114 @@
+/* api_compile.c — POST /v1/compile: compile (or find in the cache) the kernel of a spec and report
+ * its key, where it came from, compile time, NVRTC log, registers, spills, and on request the PTX,
+ * the C++ that was compiled and the SASS (when nvdisasm is installed). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "app.h"
+#include "jsonval.h"
+
+static const char *const compile_fields[] = {"family", "type", "width", "mask", "op", "ptx", "source", "sass", NULL};
+
+static bool want(const cJSON *body, const char *name, wp_err *err, int *bad) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, name);
+    if (!v) return false;
+    if (!cJSON_IsBool(v)) {
+        WP_FAIL(err, 400, "wrong_type", name, "%s must be true or false", name);
+        *bad = 1;
+        return false;
+    }
+    return cJSON_IsTrue(v);
+}
+
+/* SASS through nvdisasm, when the machine has it; NULL otherwise. */
+static char *disassemble(wp_app *app, const wp_artifact *a) {
+    (void)app;
+    const char *cands[] = {WP_DEFAULT_CUDA_HOME "/bin/nvdisasm", "/usr/local/cuda/bin/nvdisasm", "/usr/bin/nvdisasm"};
+    const char *nvdisasm = NULL;
+    for (size_t i = 0; i < WP_ARRAY_LEN(cands) && !nvdisasm; i++)
+        if (access(cands[i], X_OK) == 0) nvdisasm = cands[i];
+    if (!nvdisasm || !a->cubin_len) return NULL;
+    char path[] = "/tmp/warpd-sass-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0) return NULL;
+    bool ok = write(fd, a->cubin, a->cubin_len) == (ssize_t)a->cubin_len;
+    close(fd);
+    char *out = NULL;
+    if (ok) {
+        char cmd[800];
+        snprintf(cmd, sizeof cmd, "%s -c -g '%s' 2>&1", nvdisasm, path);
+        FILE *p = popen(cmd, "r");
+        if (p) {
+            size_t cap = 1 << 16, n = 0;
+            out = malloc(cap);
+            size_t got;
+            while (out && (got = fread(out + n, 1, cap - n - 1, p)) > 0) {
+                n += got;
+                if (n + 1 >= cap) {
+                    char *nb = realloc(out, cap *= 2);
+                    if (!nb) break;
+                    out = nb;
+                }
+            }
+            if (out) out[n] = 0;
+            pclose(p);
+        }
+    }
+    unlink(path);
+    return out;
+}
+
+void wp_api_compile(void *appv, const wp_req *req, wp_resp *resp) {
+    wp_app *app = appv;
+    wp_err err = {0};
+    wp_spec spec = {0};
+    wp_ready_kernel rk = {0};
+    int bad = 0;
+    cJSON *body = wp_app_parse_body(app, req, &err);
+    if (!body || wp_json_only(body, "", compile_fields, &err) || wp_spec_from_json(body, app->arch, &spec, &err))
+        goto fail;
+    bool want_ptx = want(body, "ptx", &err, &bad), want_src = want(body, "source", &err, &bad),
+         want_sass = want(body, "sass", &err, &bad);
+    if (bad) goto fail;
+    if (!spec.family->template_file) {
+        WP_FAIL(&err, 400, "not_compiled", "family", "family %s runs on the emulator only; nothing to compile",
+                spec.family->name);
+        goto fail;
+    }
+    if (wp_app_kernel_get(app, &spec, NULL, &rk, &err)) goto fail;
+    atomic_fetch_add(&app->compile_requests, 1);
+    const wp_artifact *a = wp_kernel_artifact(rk.kernel);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "key", rk.key_text);
+    cJSON_AddStringToObject(o, "hash", rk.hash);
+    cJSON_AddStringToObject(o, "cache", wp_source_name(rk.source));
+    cJSON_AddBoolToObject(o, "cached", rk.source != WP_SRC_COMPILE);
+    cJSON_AddNumberToObject(o, "compile_ms", a->compile_ms);
+    cJSON_AddNumberToObject(o, "lookup_us", rk.key_us + rk.cache_us);
+    char name[512], prelude[4];
+    if (wp_spec_name_expr(&spec, name, sizeof name, prelude, 0) == 0) cJSON_AddStringToObject(o, "instantiation", name);
+    cJSON_AddStringToObject(o, "lowered_name", a->lowered ? a->lowered : "");
+    cJSON_AddNumberToObject(o, "regs", a->regs);
+    cJSON_AddNumberToObject(o, "spills", a->spills);
+    cJSON_AddNumberToObject(o, "cubin_bytes", (double)a->cubin_len);
+    cJSON_AddStringToObject(o, "arch", spec.arch);
+    cJSON_AddStringToObject(o, "log", a->log ? a->log : "");
+    if (want_ptx) cJSON_AddStringToObject(o, "ptx", a->ptx ? a->ptx : "");
+    if (want_src) cJSON_AddStringToObject(o, "source", a->source ? a->source : "");
+    if (want_sass) {
+        char *sass = disassemble(app, a);
+        if (sass) cJSON_AddStringToObject(o, "sass", sass);
+        else cJSON_AddNullToObject(o, "sass");
+        free(sass);
+    }
+    wp_resp_json(resp, 200, o);
+    goto done;
+fail:
+    wp_resp_error(resp, &err);
+done:
+    wp_app_kernel_put(app, &rk);
+    wp_spec_free(&spec);
+    cJSON_Delete(body);
+}

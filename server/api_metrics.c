@@ -1,0 +1,55 @@
+/* api_metrics.c — GET /metrics in the Prometheus text format: requests, cache, compiles, queue. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "app.h"
+
+void wp_api_metrics(void *appv, const wp_req *req, wp_resp *resp) {
+    wp_app *app = appv;
+    (void)req;
+    wp_cache_stats cs;
+    wp_cache_stats_get(app->cache, &cs);
+    wp_http_stats hs = {0};
+    if (app->http) wp_http_stats_get(app->http, &hs);
+    wp_device_info di;
+    wp_backend_info(app->preferred, &di);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) {
+        wp_err e;
+        WP_FAIL(&e, 500, "no_memory", "", "out of memory");
+        wp_resp_error(resp, &e);
+        return;
+    }
+#define C(name, help, v) fprintf(f, "# HELP " name " " help "\n# TYPE " name " counter\n" name " %llu\n", (unsigned long long)(v))
+#define G(name, help, v) fprintf(f, "# HELP " name " " help "\n# TYPE " name " gauge\n" name " %llu\n", (unsigned long long)(v))
+    C("warpd_http_requests_total", "HTTP requests received.", hs.requests);
+    fprintf(f, "# HELP warpd_http_responses_total HTTP responses by status class.\n# TYPE warpd_http_responses_total counter\n");
+    fprintf(f, "warpd_http_responses_total{class=\"2xx\"} %llu\n", (unsigned long long)hs.responses_2xx);
+    fprintf(f, "warpd_http_responses_total{class=\"4xx\"} %llu\n", (unsigned long long)hs.responses_4xx);
+    fprintf(f, "warpd_http_responses_total{class=\"5xx\"} %llu\n", (unsigned long long)hs.responses_5xx);
+    C("warpd_http_rejected_busy_total", "Requests refused with 503 because the work queue was full.", hs.rejected_busy);
+    G("warpd_queue_depth", "Requests waiting for a worker.", hs.queue_depth);
+    G("warpd_workers_busy", "Workers running a request.", hs.workers_busy);
+    fprintf(f, "# HELP warpd_cache_hits_total Kernel cache hits by tier.\n# TYPE warpd_cache_hits_total counter\n");
+    fprintf(f, "warpd_cache_hits_total{tier=\"memory\"} %llu\n", (unsigned long long)cs.hits_memory);
+    fprintf(f, "warpd_cache_hits_total{tier=\"disk\"} %llu\n", (unsigned long long)cs.hits_disk);
+    C("warpd_cache_misses_total", "Kernel cache misses.", cs.misses);
+    C("warpd_compiles_total", "NVRTC compiles.", cs.compiles);
+    C("warpd_compile_failures_total", "NVRTC compiles that failed.", cs.compile_failures);
+    C("warpd_cache_evictions_total", "Entries evicted from the memory cache.", cs.evictions);
+    C("warpd_cache_corrupt_files_total", "Disk cache files found corrupt and removed.", cs.corrupt_files);
+    G("warpd_cache_entries", "Entries in the memory cache.", cs.entries);
+    G("warpd_cache_bytes", "Bytes in the memory cache.", cs.bytes);
+    C("warpd_warp_runs_total", "Warp primitive runs.", atomic_load(&app->warp_runs));
+    G("warpd_device_memory_total_bytes", "Device memory.", di.mem_total);
+    G("warpd_device_memory_free_bytes", "Free device memory.", di.mem_free);
+#undef C
+#undef G
+    fclose(f);
+    resp->status = 200;
+    resp->body = buf;
+    resp->body_len = len;
+    resp->content_type = "text/plain; version=0.0.4";
+}

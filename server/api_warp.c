@@ -1,0 +1,359 @@
+/* api_warp.c — POST /v1/warp: run one warp primitive over 1..1024 lanes and report, per lane, the
+ * output, where it came from and whether CUDA defines it, plus backend, cache key and timings.
+ * The emulator always runs too: it is what says which lanes are defined. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app.h"
+#include "jsonval.h"
+
+typedef struct {
+    int n, elems;
+    uint64_t *in;
+    int32_t *arg;
+    uint8_t *active;
+    wp_warp_job job;
+} warp_input;
+
+static void input_free(warp_input *w) {
+    free(w->in);
+    free(w->arg);
+    free(w->active);
+}
+
+static uint64_t xorshift(uint64_t *s) {
+    uint64_t x = *s;
+    x ^= x >> 12, x ^= x << 25, x ^= x >> 27;
+    *s = x;
+    return x * 0x2545F4914F6CDD1Dull;
+}
+
+static int parse_generated(const cJSON *g, wp_type t, bool array_ok, warp_input *w, wp_err *err) {
+    static const char *const keys[] = {"iota", "random", "seed", "elems", NULL};
+    if (wp_json_only(g, "input.", keys, err)) return -1;
+    const cJSON *iota = cJSON_GetObjectItemCaseSensitive(g, "iota");
+    const cJSON *rnd = cJSON_GetObjectItemCaseSensitive(g, "random");
+    if (!!iota == !!rnd)
+        return WP_FAIL(err, 400, "bad_input", "input", "input must be a list, {\"iota\":N} or {\"random\":N,\"seed\":S}");
+    long long n, elems = 1, seed = 1;
+    if (wp_json_int(iota ? iota : rnd, iota ? "input.iota" : "input.random", 1, WP_MAX_LANES, &n, err)) return -1;
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(g, "elems");
+    if (e && wp_json_int(e, "input.elems", 1, array_ok ? WP_MAX_ELEMS : 1, &elems, err)) return -1;
+    const cJSON *s = cJSON_GetObjectItemCaseSensitive(g, "seed");
+    if (s && wp_json_int(s, "input.seed", 0, 9007199254740991LL, &seed, err)) return -1;
+    w->n = (int)n, w->elems = (int)elems;
+    w->in = calloc((size_t)(n * elems), sizeof *w->in);
+    if (!w->in) return WP_FAIL(err, 500, "no_memory", "input", "out of memory");
+    uint64_t state = (uint64_t)seed * 0x9E3779B97F4A7C15ull + 1;
+    for (long long i = 0; i < n * elems; i++) {
+        double v = iota ? (double)i : (wp_type_is_int(t) ? (double)(xorshift(&state) % 100) : (double)(xorshift(&state) % 400) / 4.0);
+        w->in[i] = wp_value_from_double(t, v);
+    }
+    return 0;
+}
+
+static int parse_list(const cJSON *list, wp_type t, bool array_ok, warp_input *w, wp_err *err) {
+    int n = cJSON_GetArraySize(list);
+    if (n < 1 || n > WP_MAX_LANES)
+        return WP_FAIL(err, 400, "bad_input", "input", "input has %d lanes; 1..%d allowed", n, WP_MAX_LANES);
+    const cJSON *first = cJSON_GetArrayItem(list, 0);
+    int elems = cJSON_IsArray(first) ? cJSON_GetArraySize(first) : 1;
+    if (cJSON_IsArray(first) && !array_ok)
+        return WP_FAIL(err, 400, "bad_input", "input[0]", "this family takes one value per lane, not arrays");
+    if (elems < 1 || elems > WP_MAX_ELEMS)
+        return WP_FAIL(err, 400, "bad_input", "input[0]", "a lane's array has %d elements; 1..%d allowed", elems,
+                       WP_MAX_ELEMS);
+    w->n = n, w->elems = elems;
+    w->in = calloc((size_t)n * (size_t)elems, sizeof *w->in);
+    if (!w->in) return WP_FAIL(err, 500, "no_memory", "input", "out of memory");
+    int i = 0;
+    for (const cJSON *lane = list->child; lane; lane = lane->next, i++) {
+        char field[48];
+        snprintf(field, sizeof field, "input[%d]", i);
+        if (cJSON_IsArray(lane) != cJSON_IsArray(first) || (cJSON_IsArray(lane) && cJSON_GetArraySize(lane) != elems))
+            return WP_FAIL(err, 400, "bad_input", field, "every lane must hold the same shape (%d element%s)", elems,
+                           elems > 1 ? "s" : "");
+        if (!cJSON_IsArray(lane)) {
+            if (wp_json_to_bits(lane, t, field, &w->in[i], err)) return -1;
+            continue;
+        }
+        int e = 0;
+        for (const cJSON *v = lane->child; v; v = v->next, e++) {
+            char f2[64];
+            snprintf(f2, sizeof f2, "input[%d][%d]", i, e);
+            if (wp_json_to_bits(v, t, f2, &w->in[(size_t)i * elems + e], err)) return -1;
+        }
+    }
+    return 0;
+}
+
+static int parse_active(const cJSON *a, warp_input *w, wp_err *err) {
+    w->active = malloc((size_t)w->n);
+    if (!w->active) return WP_FAIL(err, 500, "no_memory", "active", "out of memory");
+    memset(w->active, 1, (size_t)w->n);
+    if (!a) return 0;
+    if (cJSON_IsString(a)) { /* a lane mask, applied to every warp */
+        uint32_t m;
+        if (wp_mask_from_json(a, "active", &m, err)) return -1;
+        for (int i = 0; i < w->n; i++) w->active[i] = (m >> (i % 32)) & 1;
+        return 0;
+    }
+    if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) != w->n)
+        return WP_FAIL(err, 400, "bad_active", "active",
+                       "active must be a list of %d booleans (one per lane) or a hex lane mask", w->n);
+    int i = 0;
+    for (const cJSON *v = a->child; v; v = v->next, i++) {
+        if (cJSON_IsBool(v)) w->active[i] = cJSON_IsTrue(v);
+        else if (cJSON_IsNumber(v) && (v->valuedouble == 0 || v->valuedouble == 1)) w->active[i] = v->valuedouble != 0;
+        else {
+            char field[32];
+            snprintf(field, sizeof field, "active[%d]", i);
+            return WP_FAIL(err, 400, "bad_active", field, "%s must be true/false", field);
+        }
+    }
+    return 0;
+}
+
+static const struct {
+    const char *name;
+    int kind;
+    int nconst; /* 0, 1 (value) or 2 (lo, hi) */
+} preds[] = {{"nonzero", WP_PRED_NONZERO, 0}, {"gt", WP_PRED_GT, 1}, {"ge", WP_PRED_GE, 1}, {"lt", WP_PRED_LT, 1},
+             {"le", WP_PRED_LE, 1},           {"eq", WP_PRED_EQ, 1}, {"ne", WP_PRED_NE, 1}, {"between", WP_PRED_BETWEEN, 2}};
+
+static int parse_pred(const cJSON *p, wp_type t, warp_input *w, wp_err *err) {
+    w->job.pred_kind = WP_PRED_NONZERO;
+    if (!p) return 0;
+    if (!cJSON_IsObject(p)) return WP_FAIL(err, 400, "wrong_type", "args.pred", "args.pred must be an object");
+    const cJSON *op = cJSON_GetObjectItemCaseSensitive(p, "op");
+    if (!cJSON_IsString(op)) return WP_FAIL(err, 400, "bad_pred", "args.pred.op", "args.pred.op must be a string");
+    for (size_t i = 0; i < WP_ARRAY_LEN(preds); i++) {
+        if (strcmp(op->valuestring, preds[i].name)) continue;
+        static const char *const k0[] = {"op", NULL}, *const k1[] = {"op", "value", NULL},
+                                  *const k2[] = {"op", "lo", "hi", NULL};
+        const char *const *keys = preds[i].nconst == 0 ? k0 : preds[i].nconst == 1 ? k1 : k2;
+        if (wp_json_only(p, "args.pred.", keys, err)) return -1;
+        w->job.pred_kind = preds[i].kind;
+        for (int c = 1; keys[c]; c++) {
+            char field[32];
+            snprintf(field, sizeof field, "args.pred.%s", keys[c]);
+            const cJSON *v = cJSON_GetObjectItemCaseSensitive(p, keys[c]);
+            if (!v) return WP_FAIL(err, 400, "missing_field", field, "%s is required for %s", field, preds[i].name);
+            if (wp_json_to_bits(v, t, field, c == 1 ? &w->job.pred_a : &w->job.pred_b, err)) return -1;
+        }
+        return 0;
+    }
+    return WP_FAIL(err, 400, "bad_pred", "args.pred.op",
+                   "args.pred.op \"%.20s\" is not one of nonzero gt ge lt le eq ne between", op->valuestring);
+}
+
+static int parse_args(const cJSON *args, const wp_family *f, wp_type t, warp_input *w, wp_err *err) {
+    const char *allowed[6];
+    int na = 0;
+    if (f->arg) allowed[na++] = f->arg;
+    if (f->flags & WP_F_SWAP) allowed[na++] = "first", allowed[na++] = "second";
+    if (f->flags & WP_F_PRED) allowed[na++] = "pred";
+    allowed[na] = NULL;
+    if (args && !cJSON_IsObject(args)) return WP_FAIL(err, 400, "wrong_type", "args", "args must be an object");
+    if (wp_json_only(args, "args.", allowed, err)) return -1;
+    w->arg = malloc((size_t)w->n * sizeof *w->arg);
+    if (!w->arg) return WP_FAIL(err, 500, "no_memory", "args", "out of memory");
+    for (int i = 0; i < w->n; i++) w->arg[i] = f->arg_default;
+    if (f->arg) {
+        char field[48];
+        snprintf(field, sizeof field, "args.%s", f->arg);
+        const cJSON *a = cJSON_GetObjectItemCaseSensitive(args, f->arg);
+        long long v;
+        if (cJSON_IsArray(a)) {
+            if (cJSON_GetArraySize(a) != w->n)
+                return WP_FAIL(err, 400, "bad_arg", field, "%s has %d values; give one, or one per lane (%d)", field,
+                               cJSON_GetArraySize(a), w->n);
+            int i = 0;
+            for (const cJSON *x = a->child; x; x = x->next, i++) {
+                char f2[64];
+                snprintf(f2, sizeof f2, "%s[%d]", field, i);
+                if (wp_json_int(x, f2, f->arg_min, f->arg_max, &v, err)) return -1;
+                w->arg[i] = (int32_t)v;
+            }
+        } else if (a) {
+            if (wp_json_int(a, field, f->arg_min, f->arg_max, &v, err)) return -1;
+            for (int i = 0; i < w->n; i++) w->arg[i] = (int32_t)v;
+        }
+    }
+    w->job.first = 0, w->job.second = w->elems > 1 ? 1 : 0;
+    if (f->flags & WP_F_SWAP) {
+        long long v;
+        const cJSON *a = cJSON_GetObjectItemCaseSensitive(args, "first");
+        if (a && wp_json_int(a, "args.first", 0, w->elems - 1, &v, err)) return -1;
+        if (a) w->job.first = (int)v;
+        a = cJSON_GetObjectItemCaseSensitive(args, "second");
+        if (a && wp_json_int(a, "args.second", 0, w->elems - 1, &v, err)) return -1;
+        if (a) w->job.second = (int)v;
+    }
+    return (f->flags & WP_F_PRED) ? parse_pred(cJSON_GetObjectItemCaseSensitive(args, "pred"), t, w, err) : 0;
+}
+
+static int parse_warp_input(const cJSON *req, const wp_spec *s, warp_input *w, wp_err *err) {
+    const wp_family *f = s->family;
+    bool array_ok = (f->flags & WP_F_ARRAY) != 0;
+    const cJSON *in = cJSON_GetObjectItemCaseSensitive(req, "input");
+    int rc;
+    if (!in) {
+        cJSON *def = cJSON_Parse("{\"iota\":32}");
+        rc = parse_generated(def, s->type, array_ok, w, err);
+        cJSON_Delete(def);
+    } else if (cJSON_IsArray(in)) rc = parse_list(in, s->type, array_ok, w, err);
+    else if (cJSON_IsObject(in)) rc = parse_generated(in, s->type, array_ok, w, err);
+    else rc = WP_FAIL(err, 400, "wrong_type", "input", "input must be a list or an object");
+    if (rc) return -1;
+    if (parse_active(cJSON_GetObjectItemCaseSensitive(req, "active"), w, err)) return -1;
+    if (parse_args(cJSON_GetObjectItemCaseSensitive(req, "args"), f, s->type, w, err)) return -1;
+    w->job.n = w->n, w->job.elems = w->elems, w->job.in = w->in, w->job.arg = w->arg, w->job.active = w->active;
+    return 0;
+}
+
+typedef struct {
+    uint64_t *out;
+    int32_t *src;
+    uint8_t *why;
+    wp_warp_result r;
+} warp_output;
+
+static int output_alloc(warp_output *o, int n, int elems) {
+    o->out = calloc((size_t)n * elems, sizeof *o->out);
+    o->src = malloc((size_t)n * sizeof *o->src);
+    o->why = calloc((size_t)n * elems, 1);
+    if (!o->out || !o->src || !o->why) return -1;
+    for (int i = 0; i < n; i++) o->src[i] = -1;
+    o->r = (wp_warp_result){o->out, o->src, o->why};
+    return 0;
+}
+static void output_free(warp_output *o) {
+    free(o->out);
+    free(o->src);
+    free(o->why);
+}
+
+static bool is_shuffle(const wp_family *f) { return f->arg != NULL; }
+
+static cJSON *lane_value(const wp_spec *s, uint64_t bits) {
+    char buf[16];
+    switch (s->family->out) {
+    case WP_OUT_BOOL: return cJSON_CreateBool(bits != 0);
+    case WP_OUT_MASK:
+    case WP_OUT_MASK_PRED: snprintf(buf, sizeof buf, "0x%08x", (uint32_t)bits); return cJSON_CreateString(buf);
+    default: return wp_json_from_bits(s->type, bits);
+    }
+}
+
+static cJSON *build_lanes(const wp_spec *s, const warp_input *w, const warp_output *val, const warp_output *emu) {
+    cJSON *root = cJSON_CreateObject();
+    cJSON *out = cJSON_AddArrayToObject(root, "output");
+    cJSON *def = cJSON_AddArrayToObject(root, "defined");
+    cJSON *why = cJSON_AddArrayToObject(root, "undefined_reason");
+    cJSON *src = is_shuffle(s->family) ? cJSON_AddArrayToObject(root, "source_lane") : NULL;
+    cJSON *pred = s->family->out == WP_OUT_MASK_PRED ? cJSON_AddArrayToObject(root, "pred") : NULL;
+    int elems = s->family->out == WP_OUT_VALUE ? w->elems : 1;
+    for (int i = 0; i < w->n; i++) {
+        bool all = true;
+        wp_why first_why = WP_WHY_DEFINED;
+        cJSON *lane = elems > 1 ? cJSON_CreateArray() : NULL;
+        for (int e = 0; e < elems; e++) {
+            size_t k = (size_t)i * w->elems + e;
+            bool ok = emu->why[k] == WP_WHY_DEFINED;
+            cJSON *v = ok ? lane_value(s, val->out[k]) : cJSON_CreateNull();
+            if (!ok && all) first_why = (wp_why)emu->why[k], all = false;
+            if (lane) cJSON_AddItemToArray(lane, v);
+            else lane = v;
+        }
+        cJSON_AddItemToArray(out, lane);
+        cJSON_AddItemToArray(def, cJSON_CreateBool(all));
+        cJSON_AddItemToArray(why, all ? cJSON_CreateNull() : cJSON_CreateString(wp_why_name(first_why)));
+        if (src) {
+            int base = i & ~31, j = val->src[i];
+            bool any_def = false;
+            for (int e = 0; e < elems; e++) any_def |= emu->why[(size_t)i * w->elems + e] == WP_WHY_DEFINED;
+            cJSON_AddItemToArray(src, any_def ? cJSON_CreateNumber(j < 0 ? i : base + j) : cJSON_CreateNull());
+        }
+        if (pred) cJSON_AddItemToArray(pred, all ? cJSON_CreateBool(val->src[i] != 0) : cJSON_CreateNull());
+    }
+    return root;
+}
+
+static void add_spec_fields(cJSON *o, const wp_spec *s) {
+    char m[16];
+    cJSON_AddStringToObject(o, "family", s->family->name);
+    cJSON_AddStringToObject(o, "type", wp_type_name(s->type));
+    cJSON_AddNumberToObject(o, "width", s->width);
+    snprintf(m, sizeof m, "0x%08x", s->mask);
+    cJSON_AddStringToObject(o, "mask", m);
+    if (s->family->flags & WP_F_OP) cJSON_AddStringToObject(o, "op", s->op.text);
+}
+
+static const char *const warp_fields[] = {"family", "type",  "width",  "mask",    "op",
+                                          "args",   "input", "active", "backend", NULL};
+
+void wp_api_warp(void *appv, const wp_req *req, wp_resp *resp) {
+    wp_app *app = appv;
+    wp_err err = {0};
+    wp_spec spec = {0};
+    warp_input w = {0};
+    warp_output emu = {0}, dev = {0};
+    wp_ready_kernel rk = {0};
+    cJSON *body = wp_app_parse_body(app, req, &err);
+    wp_backend *be = NULL;
+    if (!body || wp_json_only(body, "", warp_fields, &err) || wp_spec_from_json(body, app->arch, &spec, &err) ||
+        wp_app_backend(app, body, spec.family, &be, &err) || parse_warp_input(body, &spec, &w, &err))
+        goto fail;
+    double parse_us = wp_us_since(req->t_start_ns);
+    if ((spec.family->backends & WP_BACKEND_CUDA) && wp_app_kernel_get(app, &spec, be, &rk, &err)) goto fail;
+    if (output_alloc(&emu, w.n, w.elems) || output_alloc(&dev, w.n, w.elems)) {
+        WP_FAIL(&err, 500, "no_memory", "", "out of memory");
+        goto fail;
+    }
+    wp_run_timing emu_t = {0}, dev_t = {0};
+    if (wp_backend_run_warp(app->emu, NULL, &spec, &w.job, &emu.r, &emu_t, &err)) goto fail;
+    bool on_cuda = be != app->emu;
+    if (on_cuda && wp_backend_run_warp(be, rk.fn, &spec, &w.job, &dev.r, &dev_t, &err)) goto fail;
+    atomic_fetch_add(&app->warp_runs, 1);
+
+    cJSON *o = build_lanes(&spec, &w, on_cuda ? &dev : &emu, &emu);
+    add_spec_fields(o, &spec);
+    cJSON_AddNumberToObject(o, "lanes", w.n);
+    if (w.elems > 1) cJSON_AddNumberToObject(o, "elems", w.elems);
+    cJSON_AddStringToObject(o, "backend", wp_backend_name(be));
+    wp_device_info di;
+    wp_backend_info(be, &di);
+    cJSON_AddStringToObject(o, "device", di.name);
+    if (rk.kernel) {
+        cJSON_AddStringToObject(o, "key", rk.key_text);
+        cJSON_AddStringToObject(o, "hash", rk.hash);
+        cJSON_AddStringToObject(o, "cache", wp_source_name(rk.source));
+    } else {
+        cJSON_AddStringToObject(o, "cache", "none");
+    }
+    cJSON *t = cJSON_AddObjectToObject(o, "timing");
+    wp_run_timing *rt = on_cuda ? &dev_t : &emu_t;
+    cJSON_AddNumberToObject(t, "parse_us", parse_us);
+    cJSON_AddNumberToObject(t, "key_us", rk.key_us);
+    cJSON_AddNumberToObject(t, "cache_us", rk.cache_us);
+    cJSON_AddNumberToObject(t, "compile_ms", rk.compile_ms);
+    cJSON_AddNumberToObject(t, "load_us", rk.load_us);
+    cJSON_AddNumberToObject(t, "upload_us", rt->upload_us);
+    cJSON_AddNumberToObject(t, "kernel_us", rt->kernel_us);
+    cJSON_AddNumberToObject(t, "download_us", rt->download_us);
+    cJSON_AddNumberToObject(t, "emulate_us", emu_t.kernel_us);
+    cJSON_AddNumberToObject(t, "total_us", wp_us_since(req->t_start_ns));
+    wp_resp_json(resp, 200, o);
+    goto done;
+fail:
+    wp_resp_error(resp, &err);
+done:
+    wp_app_kernel_put(app, &rk);
+    output_free(&emu);
+    output_free(&dev);
+    input_free(&w);
+    wp_spec_free(&spec);
+    cJSON_Delete(body);
+}

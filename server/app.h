@@ -1,0 +1,65 @@
+/* app.h — the daemon's parts as handlers see them: compiler, cache, backends, limits. One wp_app is
+ * made by main.c and passed to every handler; nothing else is global. */
+#ifndef WP_APP_H
+#define WP_APP_H
+
+#include <stdatomic.h>
+
+#include "backend.h"
+#include "cache.h"
+#include "http.h"
+#include "jit.h"
+#include "spec.h"
+
+#define WP_VERSION "0.1.0"
+
+typedef struct wp_app {
+    wp_jit *jit;
+    wp_cache *cache;
+    wp_backend *cuda;       /* NULL when no usable GPU (see cuda_reason) */
+    wp_backend *emu;
+    wp_backend *preferred;  /* what "auto" runs on */
+    char cuda_reason[256];
+    char arch[16];          /* target arch: the device's, or --arch */
+    char templates_dir[512];
+    char web_dir[512];
+    size_t max_body;
+    int max_depth;
+    wp_http *http;
+    uint64_t start_ns;
+    atomic_uint_fast64_t warp_runs, compile_requests;
+} wp_app;
+
+/* A kernel ready to run: the cache entry (held), its function on the chosen backend, where it came
+ * from and what each step cost. */
+typedef struct {
+    wp_kernel *kernel;
+    void *fn;
+    wp_source source;
+    char key_text[640];
+    char hash[65];
+    double key_us, cache_us, compile_ms, load_us;
+} wp_ready_kernel;
+
+/* key -> cache (memory, disk or NVRTC) -> backend load (none when b is NULL). Release with
+ * wp_app_kernel_put. */
+int wp_app_kernel_get(wp_app *app, const wp_spec *s, wp_backend *b, wp_ready_kernel *out, wp_err *err);
+void wp_app_kernel_put(wp_app *app, wp_ready_kernel *rk);
+
+/* Picks the backend a request asked for ("auto", "cuda", "emu", or absent). */
+int wp_app_backend(wp_app *app, const cJSON *req, const wp_family *f, wp_backend **out, wp_err *err);
+
+/* Parses the request body as JSON with the depth limit; 400 "bad_json" / "too_deep". */
+cJSON *wp_app_parse_body(wp_app *app, const wp_req *req, wp_err *err);
+
+/* Handlers (api_*.c). */
+void wp_api_health(void *app, const wp_req *req, wp_resp *resp);
+void wp_api_ready(void *app, const wp_req *req, wp_resp *resp);
+void wp_api_info(void *app, const wp_req *req, wp_resp *resp);
+void wp_api_families(void *app, const wp_req *req, wp_resp *resp);
+void wp_api_metrics(void *app, const wp_req *req, wp_resp *resp);
+void wp_api_compile(void *app, const wp_req *req, wp_resp *resp);
+void wp_api_warp(void *app, const wp_req *req, wp_resp *resp);
+void wp_api_static(void *app, const wp_req *req, wp_resp *resp);
+
+#endif

@@ -1,0 +1,46 @@
+/* backend.h — what a backend does: load a module from a cubin, run a warp-primitive launch, report
+ * device facts. Two implementations: backend_cuda.c (Driver API through dlopen) and backend_emu.c
+ * (the CPU emulator, kernels/). Callers hold a wp_backend and never look inside. */
+#ifndef WP_BACKEND_H
+#define WP_BACKEND_H
+
+#include "../kernels/family.h"
+#include "common.h"
+#include "jit.h"
+#include "spec.h"
+
+typedef struct wp_backend wp_backend;
+
+typedef struct {
+    const char *backend;   /* "cuda" or "emu" */
+    char name[128];        /* device name, or "CPU emulator" */
+    int sm;                /* e.g. 90; 0 for emu */
+    int sms;               /* multiprocessors (cores for emu) */
+    uint64_t mem_total, mem_free;
+    int driver_version;    /* cuDriverGetVersion, 0 for emu */
+} wp_device_info;
+
+typedef struct {
+    double upload_us, kernel_us, download_us; /* kernel_us from events on cuda, wall on emu */
+} wp_run_timing;
+
+/* CUDA: NULL with *err (and a reason in err->msg) when libcuda or a device is missing. */
+wp_backend *wp_backend_cuda_open(int device_ordinal, wp_err *err);
+wp_backend *wp_backend_emu_open(void);
+void wp_backend_close(wp_backend *b);
+
+const char *wp_backend_name(const wp_backend *b); /* "cuda" / "emu" */
+void wp_backend_info(wp_backend *b, wp_device_info *out);
+
+/* Cache hooks (see wp_kernel_function): emu loads nothing (fn = NULL is fine). */
+int wp_backend_load(void *b, const wp_artifact *a, void **fn, wp_err *err);
+void wp_backend_unload(void *b, void *fn);
+
+/* Runs one warp primitive launch: emu calls spec->family->emulate; cuda launches fn with a
+ * wp_warp_params block. res arrays are caller-allocated (n*elems / n). On cuda, res->why is not
+ * written (definedness comes from the emulator). A CUDA error fails with 500 "cuda_error" and the
+ * backend recovers (recreates its context) for the next job. */
+int wp_backend_run_warp(wp_backend *b, void *fn, const wp_spec *s, const wp_warp_job *job,
+                        wp_warp_result *res, wp_run_timing *t, wp_err *err);
+
+#endif

@@ -1,0 +1,58 @@
+/* backend_emu.c — the CPU emulator backend: runs a warp primitive through its family's emulate
+ * function (kernels/), the oracle GPU results are checked against. Loads nothing; keeps no state. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backend_impl.h"
+
+static void emu_close(wp_backend *b) { free(b); }
+
+static void emu_info(wp_backend *b, wp_device_info *out) {
+    (void)b;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN), pages = sysconf(_SC_PHYS_PAGES);
+    long avail = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    memset(out, 0, sizeof *out);
+    out->backend = "emu";
+    snprintf(out->name, sizeof out->name, "CPU emulator");
+    out->sms = cpus > 0 ? (int)cpus : 1;
+    if (pages > 0 && page > 0) out->mem_total = (uint64_t)pages * (uint64_t)page;
+    if (avail > 0 && page > 0) out->mem_free = (uint64_t)avail * (uint64_t)page;
+}
+
+/* Nothing to load: the emulator runs the family's C reference, so the "function" is NULL. */
+static int emu_load(wp_backend *b, const wp_artifact *a, void **fn, wp_err *err) {
+    (void)b, (void)a, (void)err;
+    *fn = NULL;
+    return 0;
+}
+static void emu_unload(wp_backend *b, void *fn) { (void)b, (void)fn; }
+
+static int emu_run_warp(wp_backend *b, void *fn, const wp_spec *s, const wp_warp_job *job, wp_warp_result *res,
+                        wp_run_timing *t, wp_err *err) {
+    (void)b, (void)fn;
+    const wp_family *f = s->family;
+    if (!f || !f->emulate || !(f->backends & WP_BACKEND_EMU))
+        return WP_FAIL(err, 400, "unsupported_backend", "backend", "family %s does not run on the emulator",
+                       f ? f->name : "(none)");
+    uint64_t t0 = wp_now_ns();
+    f->emulate(s, job, res);
+    if (t) *t = (wp_run_timing){.upload_us = 0, .kernel_us = wp_us_since(t0), .download_us = 0};
+    return 0;
+}
+
+static const wp_backend_ops emu_ops = {
+    .name = "emu",
+    .close = emu_close,
+    .info = emu_info,
+    .load = emu_load,
+    .unload = emu_unload,
+    .run_warp = emu_run_warp,
+};
+
+wp_backend *wp_backend_emu_open(void) {
+    wp_backend *b = calloc(1, sizeof *b);
+    if (b) b->ops = &emu_ops;
+    return b;
+}

@@ -1,0 +1,633 @@
+/* cache.c — where compiled kernels live: a memory LRU (byte cap) in front of a content-addressed disk
+ * store, with one build per cold key however many threads ask at once.
+ * Owns: wp_cache, wp_kernel. Knows nothing of HTTP, NVRTC or which backend loads the cubin.
+ *
+ * Locking: one mutex guards the index, the LRU, every entry's refs/state/fn fields and the stats.
+ * Builds, disk reads and writes, backend loads and frees all run outside it. Each entry has a
+ * condition variable for "its state or its loaded function changed".
+ *
+ * Disk file <dir>/<2 hex>/<64 hex>.wpk, little-endian:
+ *   "WPKC" | u32 format version | u64 payload length | sha256(payload) | payload
+ *   payload = key[32] | blob cubin | str ptx | str log | str lowered | str source
+ *             | i32 regs | i32 spills | f64 compile_ms
+ *   blob/str = u64 length (UINT64_MAX: NULL) + bytes (strings without their NUL).
+ * Written to <name>.tmp.<pid>.<tid>, fsync'd and renamed, so a reader sees a whole file or none. */
+#include "cache.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include "sha256.h"
+
+#define CACHE_MAGIC "WPKC"
+#define CACHE_FORMAT_VERSION 1u
+#define CACHE_HEADER_BYTES (4 + 4 + 8 + 32)
+#define CACHE_MAX_FILE_BYTES (256u << 20) /* a cubin is kilobytes; a file this big is not ours */
+#define CACHE_MIN_BUCKETS 64
+#define CACHE_NULL_LEN UINT64_MAX
+#define CACHE_PATH_MAX 4352
+
+typedef enum { KERNEL_BUILDING, KERNEL_READY, KERNEL_FAILED } kernel_state;
+typedef enum { FN_NONE, FN_LOADING, FN_LOADED } fn_state;
+
+struct wp_kernel {
+    uint8_t key[32];
+    wp_artifact art;
+    size_t bytes; /* wp_artifact_bytes, counted while indexed and ready */
+    int refs;     /* users, plus one while indexed */
+    kernel_state state;
+    wp_err build_err; /* KERNEL_FAILED: what the waiters get */
+    bool indexed;     /* in the hash index (and, once ready, the LRU) */
+    wp_kernel *hash_next, *lru_prev, *lru_next;
+    pthread_cond_t changed;
+    fn_state fn_state;
+    void *fn, *backend;
+    wp_unload_fn unload;
+    wp_cache *cache;
+};
+
+struct wp_cache {
+    pthread_mutex_t mu;
+    char *dir; /* NULL: memory only */
+    wp_kernel **buckets;
+    size_t n_buckets, n_indexed;
+    wp_kernel *lru_head, *lru_tail; /* ready entries, most recent first */
+    wp_cache_stats st;
+};
+
+const char *wp_source_name(wp_source s) {
+    switch (s) {
+    case WP_SRC_MEMORY:
+        return "memory";
+    case WP_SRC_DISK:
+        return "disk";
+    case WP_SRC_COMPILE:
+        return "compile";
+    }
+    return "?";
+}
+
+/* ---- entries ---- */
+
+static wp_kernel *kernel_new(wp_cache *c, const uint8_t key[32]) {
+    wp_kernel *k = calloc(1, sizeof *k);
+    if (!k) return NULL;
+    if (pthread_cond_init(&k->changed, NULL)) {
+        free(k);
+        return NULL;
+    }
+    memcpy(k->key, key, 32);
+    k->art.regs = k->art.spills = -1;
+    k->cache = c;
+    return k;
+}
+
+/* Last reference gone: runs outside the lock (unload may call into the driver). */
+static void kernel_free(wp_kernel *k) {
+    if (k->fn_state == FN_LOADED && k->unload) k->unload(k->backend, k->fn);
+    wp_artifact_free(&k->art);
+    pthread_cond_destroy(&k->changed);
+    free(k);
+}
+
+/* ---- index and LRU (under mu) ---- */
+
+static size_t bucket_of(const wp_cache *c, const uint8_t key[32]) {
+    uint64_t h;
+    memcpy(&h, key, sizeof h); /* a sha256 is already uniform */
+    return (size_t)(h & (c->n_buckets - 1));
+}
+
+static wp_kernel *index_find(wp_cache *c, const uint8_t key[32]) {
+    for (wp_kernel *k = c->buckets[bucket_of(c, key)]; k; k = k->hash_next)
+        if (memcmp(k->key, key, 32) == 0) return k;
+    return NULL;
+}
+
+static void index_grow(wp_cache *c) {
+    size_t n = c->n_buckets * 2;
+    wp_kernel **nb = calloc(n, sizeof *nb);
+    if (!nb) return; /* chains just get longer */
+    wp_kernel **old = c->buckets;
+    size_t old_n = c->n_buckets;
+    c->buckets = nb;
+    c->n_buckets = n;
+    for (size_t i = 0; i < old_n; i++)
+        for (wp_kernel *k = old[i], *next; k; k = next) {
+            next = k->hash_next;
+            size_t b = bucket_of(c, k->key);
+            k->hash_next = nb[b];
+            nb[b] = k;
+        }
+    free(old);
+}
+
+static void index_insert(wp_cache *c, wp_kernel *k) {
+    if (c->n_indexed >= c->n_buckets) index_grow(c);
+    size_t b = bucket_of(c, k->key);
+    k->hash_next = c->buckets[b];
+    c->buckets[b] = k;
+    k->indexed = true;
+    k->refs++;
+    c->n_indexed++;
+}
+
+static void lru_unlink(wp_cache *c, wp_kernel *k) {
+    if (k->lru_prev)
+        k->lru_prev->lru_next = k->lru_next;
+    else
+        c->lru_head = k->lru_next;
+    if (k->lru_next)
+        k->lru_next->lru_prev = k->lru_prev;
+    else
+        c->lru_tail = k->lru_prev;
+    k->lru_prev = k->lru_next = NULL;
+}
+
+static void lru_push_front(wp_cache *c, wp_kernel *k) {
+    k->lru_prev = NULL;
+    k->lru_next = c->lru_head;
+    if (c->lru_head)
+        c->lru_head->lru_prev = k;
+    else
+        c->lru_tail = k;
+    c->lru_head = k;
+}
+
+/* Takes k out of the index (and the LRU when ready) and drops the index's reference.
+ * Returns true when that was the last reference: the caller frees k after unlocking. */
+static bool index_remove(wp_cache *c, wp_kernel *k) {
+    wp_kernel **p = &c->buckets[bucket_of(c, k->key)];
+    while (*p != k) p = &(*p)->hash_next;
+    *p = k->hash_next;
+    k->hash_next = NULL;
+    if (k->state == KERNEL_READY) {
+        lru_unlink(c, k);
+        c->st.bytes -= k->bytes;
+        c->st.entries--;
+    }
+    k->indexed = false;
+    c->n_indexed--;
+    return --k->refs == 0;
+}
+
+/* Evicts from the cold end until under the cap; entries whose last reference that was are chained
+ * through hash_next onto *dead for freeing outside the lock. */
+static void evict_to_cap(wp_cache *c, wp_kernel **dead) {
+    while (c->st.bytes > c->st.cap_bytes && c->lru_tail) {
+        wp_kernel *k = c->lru_tail;
+        c->st.evictions++;
+        if (index_remove(c, k)) {
+            k->hash_next = *dead;
+            *dead = k;
+        }
+    }
+}
+
+static void free_chain(wp_kernel *k) {
+    for (wp_kernel *next; k; k = next) {
+        next = k->hash_next;
+        kernel_free(k);
+    }
+}
+
+/* ---- disk store ---- */
+
+static void disk_path(const wp_cache *c, const uint8_t key[32], char *out, size_t n) {
+    char hex[65];
+    wp_hex(key, 32, hex);
+    snprintf(out, n, "%s/%.2s/%s.wpk", c->dir, hex, hex);
+}
+
+static void count(wp_cache *c, uint64_t *field) {
+    pthread_mutex_lock(&c->mu);
+    (*field)++;
+    pthread_mutex_unlock(&c->mu);
+}
+
+typedef struct {
+    uint8_t *p;
+    size_t len, cap;
+} out_buf;
+
+static void put_bytes(out_buf *b, const void *data, size_t n) {
+    if (b->p) memcpy(b->p + b->len, data, n);
+    b->len += n;
+}
+static void put_u32(out_buf *b, uint32_t v) {
+    uint8_t x[4];
+    for (int i = 0; i < 4; i++) x[i] = (uint8_t)(v >> (8 * i));
+    put_bytes(b, x, 4);
+}
+static void put_u64(out_buf *b, uint64_t v) {
+    uint8_t x[8];
+    for (int i = 0; i < 8; i++) x[i] = (uint8_t)(v >> (8 * i));
+    put_bytes(b, x, 8);
+}
+static void put_blob(out_buf *b, const void *data, size_t n, bool present) {
+    put_u64(b, present ? (uint64_t)n : CACHE_NULL_LEN);
+    if (present) put_bytes(b, data, n);
+}
+static void put_str(out_buf *b, const char *s) { put_blob(b, s, s ? strlen(s) : 0, s != NULL); }
+
+/* Writes the payload into b (or, with b->p NULL, only measures it). */
+static void put_payload(out_buf *b, const uint8_t key[32], const wp_artifact *a) {
+    put_bytes(b, key, 32);
+    put_blob(b, a->cubin, a->cubin_len, a->cubin != NULL);
+    put_str(b, a->ptx);
+    put_str(b, a->log);
+    put_str(b, a->lowered);
+    put_str(b, a->source);
+    put_u32(b, (uint32_t)a->regs);
+    put_u32(b, (uint32_t)a->spills);
+    uint64_t ms;
+    memcpy(&ms, &a->compile_ms, sizeof ms);
+    put_u64(b, ms);
+}
+
+typedef struct {
+    const uint8_t *p;
+    size_t len, pos;
+    bool bad;
+} in_buf;
+
+static const uint8_t *get_bytes(in_buf *b, size_t n) {
+    if (b->bad || n > b->len - b->pos) {
+        b->bad = true;
+        return NULL;
+    }
+    const uint8_t *at = b->p + b->pos;
+    b->pos += n;
+    return at;
+}
+static uint32_t get_u32(in_buf *b) {
+    const uint8_t *x = get_bytes(b, 4);
+    uint32_t v = 0;
+    for (int i = 0; x && i < 4; i++) v |= (uint32_t)x[i] << (8 * i);
+    return v;
+}
+static uint64_t get_u64(in_buf *b) {
+    const uint8_t *x = get_bytes(b, 8);
+    uint64_t v = 0;
+    for (int i = 0; x && i < 8; i++) v |= (uint64_t)x[i] << (8 * i);
+    return v;
+}
+/* A malloc'd copy (plus a NUL) or NULL for an absent field; sets b->bad on a short buffer or OOM. */
+static void *get_blob(in_buf *b, size_t *len) {
+    uint64_t n = get_u64(b);
+    if (len) *len = 0;
+    if (b->bad || n == CACHE_NULL_LEN) return NULL;
+    const uint8_t *at = n <= b->len - b->pos ? get_bytes(b, (size_t)n) : NULL;
+    char *copy = at ? malloc((size_t)n + 1) : NULL;
+    if (!copy) {
+        b->bad = true;
+        return NULL;
+    }
+    memcpy(copy, at, (size_t)n);
+    copy[n] = 0;
+    if (len) *len = (size_t)n;
+    return copy;
+}
+
+static bool parse_payload(const uint8_t *p, size_t n, const uint8_t key[32], wp_artifact *a) {
+    in_buf b = {p, n, 0, false};
+    const uint8_t *stored_key = get_bytes(&b, 32);
+    if (!stored_key || memcmp(stored_key, key, 32) != 0) return false;
+    a->cubin = get_blob(&b, &a->cubin_len);
+    a->ptx = get_blob(&b, NULL);
+    a->log = get_blob(&b, NULL);
+    a->lowered = get_blob(&b, NULL);
+    a->source = get_blob(&b, NULL);
+    a->regs = (int32_t)get_u32(&b);
+    a->spills = (int32_t)get_u32(&b);
+    uint64_t ms = get_u64(&b);
+    memcpy(&a->compile_ms, &ms, sizeof ms);
+    if (b.bad || b.pos != b.len) { /* short, or junk after the last field */
+        wp_artifact_free(a);
+        return false;
+    }
+    return true;
+}
+
+static bool read_all(int fd, uint8_t *p, size_t n) {
+    while (n) {
+        ssize_t got = read(fd, p, n);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) return false;
+        p += got;
+        n -= (size_t)got;
+    }
+    return true;
+}
+
+static bool write_all(int fd, const uint8_t *p, size_t n) {
+    while (n) {
+        ssize_t put = write(fd, p, n);
+        if (put < 0 && errno == EINTR) continue;
+        if (put <= 0) return false;
+        p += put;
+        n -= (size_t)put;
+    }
+    return true;
+}
+
+typedef enum { DISK_HIT, DISK_MISS, DISK_CORRUPT } disk_result;
+
+static disk_result disk_check(int fd, const uint8_t key[32], wp_artifact *a) {
+    struct stat sb;
+    if (fstat(fd, &sb) || !S_ISREG(sb.st_mode)) return DISK_MISS;
+    if (sb.st_size < CACHE_HEADER_BYTES || (uint64_t)sb.st_size > CACHE_MAX_FILE_BYTES) return DISK_CORRUPT;
+    size_t size = (size_t)sb.st_size;
+    uint8_t *file = malloc(size);
+    if (!file) return DISK_MISS;
+    disk_result res = DISK_CORRUPT;
+    if (!read_all(fd, file, size)) goto out;
+    in_buf h = {file, CACHE_HEADER_BYTES, 0, false};
+    const uint8_t *magic = get_bytes(&h, 4);
+    uint32_t version = get_u32(&h);
+    uint64_t payload_len = get_u64(&h);
+    const uint8_t *sum = get_bytes(&h, 32);
+    if (memcmp(magic, CACHE_MAGIC, 4) != 0 || version != CACHE_FORMAT_VERSION) goto out;
+    if (payload_len != size - CACHE_HEADER_BYTES) goto out; /* torn, or junk after the payload */
+    uint8_t got[32];
+    wp_sha256(file + CACHE_HEADER_BYTES, (size_t)payload_len, got);
+    if (memcmp(got, sum, 32) != 0) goto out;
+    if (parse_payload(file + CACHE_HEADER_BYTES, (size_t)payload_len, key, a)) res = DISK_HIT;
+out:
+    free(file);
+    return res;
+}
+
+/* A corrupt file is counted and removed, and reads as a miss: the caller rebuilds and rewrites it. */
+static disk_result disk_load(wp_cache *c, const uint8_t key[32], wp_artifact *a) {
+    char path[CACHE_PATH_MAX];
+    disk_path(c, key, path, sizeof path);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno != ENOENT) count(c, &c->st.disk_errors);
+        return DISK_MISS;
+    }
+    disk_result res = disk_check(fd, key, a);
+    close(fd);
+    if (res == DISK_CORRUPT) {
+        unlink(path);
+        count(c, &c->st.corrupt_files);
+    }
+    return res;
+}
+
+static int fsync_dir(const char *dir) {
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    int rc = fsync(fd);
+    close(fd);
+    return rc;
+}
+
+/* Best effort: a store that fails is counted and the entry still serves from memory. */
+static void disk_store(wp_cache *c, const uint8_t key[32], const wp_artifact *a) {
+    out_buf measure = {NULL, 0, 0};
+    put_payload(&measure, key, a);
+    size_t total = CACHE_HEADER_BYTES + measure.len;
+    out_buf b = {malloc(total), 0, total};
+    if (!b.p) {
+        count(c, &c->st.disk_errors);
+        return;
+    }
+    uint8_t sum[32];
+    put_bytes(&b, CACHE_MAGIC, 4);
+    put_u32(&b, CACHE_FORMAT_VERSION);
+    put_u64(&b, measure.len);
+    put_bytes(&b, sum, 32); /* placeholder, filled below */
+    put_payload(&b, key, a);
+    wp_sha256(b.p + CACHE_HEADER_BYTES, measure.len, sum);
+    memcpy(b.p + CACHE_HEADER_BYTES - 32, sum, 32);
+
+    char path[CACHE_PATH_MAX], sub[CACHE_PATH_MAX], tmp[CACHE_PATH_MAX + 48];
+    disk_path(c, key, path, sizeof path);
+    snprintf(sub, sizeof sub, "%s", path);
+    *strrchr(sub, '/') = 0;
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d.%d", path, (int)getpid(), (int)gettid());
+    bool ok = (mkdir(sub, 0700) == 0 || errno == EEXIST);
+    int fd = ok ? open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600) : -1;
+    ok = fd >= 0 && write_all(fd, b.p, total);
+    if (fd >= 0) {
+        ok = ok && fsync(fd) == 0;
+        ok = (close(fd) == 0) && ok;
+        ok = ok && rename(tmp, path) == 0;
+        if (!ok) unlink(tmp);
+    }
+    if (ok)
+        fsync_dir(sub); /* the rename itself survives a crash */
+    else
+        count(c, &c->st.disk_errors);
+    free(b.p);
+}
+
+static int mkdir_p(const char *dir) {
+    char path[CACHE_PATH_MAX];
+    if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path) return errno = ENAMETOOLONG, -1;
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = 0;
+        if (mkdir(path, 0700) && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    if (mkdir(path, 0700) && errno != EEXIST) return -1;
+    return 0;
+}
+
+/* ---- the public face ---- */
+
+wp_cache *wp_cache_open(const char *dir, size_t mem_cap, wp_err *err) {
+    if (dir && strlen(dir) > CACHE_PATH_MAX - 80) {
+        WP_FAIL(err, 500, "cache_dir", "", "cache directory path too long");
+        return NULL;
+    }
+    if (dir && (mkdir_p(dir) || access(dir, R_OK | W_OK | X_OK))) {
+        WP_FAIL(err, 500, "cache_dir", "", "cache directory %.150s: %s", dir, strerror(errno));
+        return NULL;
+    }
+    wp_cache *c = calloc(1, sizeof *c);
+    wp_kernel **buckets = calloc(CACHE_MIN_BUCKETS, sizeof *buckets);
+    char *dir_copy = dir ? strdup(dir) : NULL;
+    if (!c || !buckets || (dir && !dir_copy) || pthread_mutex_init(&c->mu, NULL)) {
+        free(c);
+        free(buckets);
+        free(dir_copy);
+        WP_FAIL(err, 500, "out_of_memory", "", "out of memory opening the cache");
+        return NULL;
+    }
+    c->dir = dir_copy;
+    c->buckets = buckets;
+    c->n_buckets = CACHE_MIN_BUCKETS;
+    c->st.cap_bytes = mem_cap;
+    return c;
+}
+
+/* Every entry must have been released. */
+void wp_cache_close(wp_cache *c) {
+    if (!c) return;
+    wp_kernel *dead = NULL;
+    pthread_mutex_lock(&c->mu);
+    for (size_t i = 0; i < c->n_buckets; i++)
+        while (c->buckets[i]) {
+            wp_kernel *k = c->buckets[i];
+            if (index_remove(c, k)) {
+                k->hash_next = dead;
+                dead = k;
+            }
+        }
+    pthread_mutex_unlock(&c->mu);
+    free_chain(dead);
+    pthread_mutex_destroy(&c->mu);
+    free(c->buckets);
+    free(c->dir);
+    free(c);
+}
+
+/* Waits for an entry someone else is building. Under mu; k holds our reference. */
+static wp_kernel *wait_for_build(wp_cache *c, wp_kernel *k, wp_err *err) {
+    while (k->state == KERNEL_BUILDING) pthread_cond_wait(&k->changed, &c->mu);
+    if (k->state == KERNEL_READY) {
+        c->st.hits_memory++;
+        if (k->indexed) { /* most recently used */
+            lru_unlink(c, k);
+            lru_push_front(c, k);
+        }
+        return k;
+    }
+    if (err) *err = k->build_err;
+    return NULL;
+}
+
+wp_kernel *wp_cache_get(wp_cache *c, const uint8_t key[32], wp_build_fn build, void *ctx, wp_source *src, wp_err *err) {
+    pthread_mutex_lock(&c->mu);
+    wp_kernel *k = index_find(c, key);
+    if (k) {
+        k->refs++;
+        wp_kernel *got = wait_for_build(c, k, err);
+        bool last = !got && --k->refs == 0;
+        pthread_mutex_unlock(&c->mu);
+        if (last) kernel_free(k);
+        if (got && src) *src = WP_SRC_MEMORY;
+        return got;
+    }
+    k = kernel_new(c, key);
+    if (!k) {
+        pthread_mutex_unlock(&c->mu);
+        WP_FAIL(err, 500, "out_of_memory", "", "out of memory in the cache");
+        return NULL;
+    }
+    k->refs = 1; /* ours; the index adds its own */
+    index_insert(c, k);
+    pthread_mutex_unlock(&c->mu);
+
+    /* We are the one builder for this key; everyone else waits on k->changed. */
+    wp_source from = WP_SRC_DISK;
+    wp_err build_err = {0};
+    int rc = 0;
+    if (!c->dir || disk_load(c, key, &k->art) != DISK_HIT) {
+        from = WP_SRC_COMPILE;
+        memset(&k->art, 0, sizeof k->art);
+        k->art.regs = k->art.spills = -1;
+        rc = build(ctx, &k->art, &build_err);
+        if (rc && build_err.status == 0)
+            WP_FAIL(&build_err, 500, "build_failed", "", "the build failed without saying why");
+        if (rc)
+            wp_artifact_free(&k->art);
+        else if (c->dir)
+            disk_store(c, key, &k->art);
+    }
+
+    wp_kernel *dead = NULL;
+    pthread_mutex_lock(&c->mu);
+    if (from == WP_SRC_DISK)
+        c->st.hits_disk++;
+    else
+        c->st.misses++;
+    if (rc == 0) {
+        if (from == WP_SRC_COMPILE) c->st.compiles++;
+        k->state = KERNEL_READY;
+        k->bytes = wp_artifact_bytes(&k->art);
+        c->st.bytes += k->bytes;
+        c->st.entries++;
+        lru_push_front(c, k);
+        evict_to_cap(c, &dead);
+    } else {
+        c->st.compile_failures++;
+        k->build_err = build_err;
+        k->state = KERNEL_FAILED;
+        index_remove(c, k); /* not cached: the next ask builds again */
+        k->refs--;          /* ours */
+        if (k->refs == 0) {
+            k->hash_next = dead;
+            dead = k;
+        }
+    }
+    pthread_cond_broadcast(&k->changed);
+    pthread_mutex_unlock(&c->mu);
+    free_chain(dead);
+    if (rc) {
+        if (err) *err = build_err;
+        return NULL;
+    }
+    if (src) *src = from;
+    return k;
+}
+
+void wp_kernel_release(wp_cache *c, wp_kernel *k) {
+    if (!k) return;
+    pthread_mutex_lock(&c->mu);
+    bool last = --k->refs == 0;
+    pthread_mutex_unlock(&c->mu);
+    if (last) kernel_free(k);
+}
+
+const wp_artifact *wp_kernel_artifact(const wp_kernel *k) { return &k->art; }
+
+int wp_kernel_function(wp_kernel *k, void *backend, wp_load_fn load, wp_unload_fn unload, void **fn, wp_err *err) {
+    wp_cache *c = k->cache;
+    pthread_mutex_lock(&c->mu);
+    while (k->fn_state == FN_LOADING) pthread_cond_wait(&k->changed, &c->mu);
+    if (k->fn_state == FN_LOADED) {
+        bool same = k->backend == backend;
+        if (same) *fn = k->fn;
+        pthread_mutex_unlock(&c->mu);
+        return same ? 0 : WP_FAIL(err, 500, "backend_mismatch", "", "entry already loaded on another backend");
+    }
+    k->fn_state = FN_LOADING;
+    pthread_mutex_unlock(&c->mu);
+
+    void *loaded = NULL;
+    int rc = load(backend, &k->art, &loaded, err);
+
+    pthread_mutex_lock(&c->mu);
+    if (rc == 0) {
+        k->fn = loaded;
+        k->backend = backend;
+        k->unload = unload;
+        k->fn_state = FN_LOADED;
+        *fn = loaded;
+    } else {
+        k->fn_state = FN_NONE; /* not sticky: a waiter (or the next caller) tries again */
+    }
+    pthread_cond_broadcast(&k->changed);
+    pthread_mutex_unlock(&c->mu);
+    return rc;
+}
+
+void wp_cache_stats_get(wp_cache *c, wp_cache_stats *out) {
+    pthread_mutex_lock(&c->mu);
+    *out = c->st;
+    pthread_mutex_unlock(&c->mu);
+}
+
+const char *wp_cache_dir(const wp_cache *c) { return c->dir; }

@@ -1,0 +1,50 @@
+/* cache.h — where compiled kernels live: a memory LRU (byte cap) in front of a content-addressed
+ * disk store. Files are written to a temporary name and renamed; each carries a SHA-256 of its
+ * payload, and a torn or corrupted file is removed and rebuilt, never loaded. Concurrent requests
+ * for one cold key cause exactly one build. Knows nothing of HTTP or NVRTC: the caller passes a
+ * build callback. Entries are refcounted; an evicted entry lives until its last user releases it. */
+#ifndef WP_CACHE_H
+#define WP_CACHE_H
+
+#include "common.h"
+#include "jit.h"
+
+typedef struct wp_cache wp_cache;
+typedef struct wp_kernel wp_kernel; /* a cached entry: artifact + (lazily) a loaded function */
+
+typedef enum { WP_SRC_MEMORY, WP_SRC_DISK, WP_SRC_COMPILE } wp_source;
+const char *wp_source_name(wp_source s); /* "memory", "disk", "compile" */
+
+typedef int (*wp_build_fn)(void *ctx, wp_artifact *out, wp_err *err);
+
+/* dir NULL: memory only. mem_cap in bytes (wp_artifact_bytes). The directory is created (0700) if
+ * missing. Close only after every entry has been released. */
+wp_cache *wp_cache_open(const char *dir, size_t mem_cap, wp_err *err);
+void wp_cache_close(wp_cache *c);
+
+/* Returns a referenced entry (release it), or NULL with *err. *src says where it came from: the one
+ * thread that built a cold key gets WP_SRC_DISK or WP_SRC_COMPILE; threads that asked for the same
+ * key while it was being built wait for it and get WP_SRC_MEMORY. A failed build is returned to the
+ * builder and every waiter, and not cached. `build` fills a zeroed artifact; on failure whatever it
+ * left there is freed with wp_artifact_free. */
+wp_kernel *wp_cache_get(wp_cache *c, const uint8_t key[32], wp_build_fn build, void *ctx, wp_source *src, wp_err *err);
+void wp_kernel_release(wp_cache *c, wp_kernel *k);
+const wp_artifact *wp_kernel_artifact(const wp_kernel *k);
+
+/* The backend's loaded function for this entry, loaded once (first caller loads, others wait).
+ * unload is called when the entry is finally freed. */
+typedef int (*wp_load_fn)(void *backend, const wp_artifact *a, void **fn, wp_err *err);
+typedef void (*wp_unload_fn)(void *backend, void *fn);
+int wp_kernel_function(wp_kernel *k, void *backend, wp_load_fn load, wp_unload_fn unload, void **fn, wp_err *err);
+
+/* misses: asks found in neither memory nor disk (a build ran); compiles: builds that succeeded;
+ * corrupt_files: disk files removed as torn or damaged; disk_errors: reads or writes that failed
+ * (the entry still serves from memory). entries/bytes: what the memory LRU holds now. */
+typedef struct {
+    uint64_t hits_memory, hits_disk, misses, compiles, compile_failures, evictions, corrupt_files, disk_errors;
+    uint64_t entries, bytes, cap_bytes;
+} wp_cache_stats;
+void wp_cache_stats_get(wp_cache *c, wp_cache_stats *out);
+const char *wp_cache_dir(const wp_cache *c); /* NULL when memory only */
+
+#endif

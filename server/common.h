@@ -1,0 +1,35 @@
+/* common.h — what every module shares: the error value (wp_err), clocks, small helpers.
+ * Owns: nothing mutable. */
+#ifndef WP_COMMON_H
+#define WP_COMMON_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* An error a caller can show a client: HTTP status, stable code, the field at fault, a message.
+ * Filled once, where the fault is found. status 0 means "no error". */
+typedef struct {
+    int status;
+    const char *code; /* stable, e.g. "bad_width"; static storage */
+    char field[64];   /* JSON path of the field at fault, "" when none */
+    char msg[256];
+} wp_err;
+
+/* Fills *e (if non-NULL) and returns -1, so callers can `return WP_FAIL(...)`. */
+int wp_err_set(wp_err *e, int status, const char *code, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+#define WP_FAIL(e, st, c, f, ...) wp_err_set((e), (st), (c), (f), __VA_ARGS__)
+void wp_err_clear(wp_err *e);
+
+uint64_t wp_now_ns(void); /* CLOCK_MONOTONIC */
+static inline double wp_ms_since(uint64_t t0_ns) { return (double)(wp_now_ns() - t0_ns) / 1e6; }
+static inline double wp_us_since(uint64_t t0_ns) { return (double)(wp_now_ns() - t0_ns) / 1e3; }
+
+/* Reads a whole file; returns malloc'd buffer (NUL-terminated) or NULL with errno set. */
+char *wp_read_file(const char *path, size_t *len);
+
+#define WP_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+#endif

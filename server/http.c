@@ -1,0 +1,537 @@
+/* http.c — libmicrohttpd glue: listens on one address, reads bodies up to a limit, routes by method and
+ * path, runs WP_ROUTE_WORK handlers on a worker pool while the connection is suspended, sends responses.
+ * Owns: wp_http (the daemon, the route table pointer, the work queue and its workers, the counters).
+ * Knows nothing of what a handler does. */
+#include "http.h"
+
+#include <errno.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Limits that are not in wp_http_config: fixed by this module, named here. */
+#define WP_HTTP_CONNECTION_LIMIT 1024u       /* open connections, suspended ones included */
+#define WP_HTTP_CONNECTION_TIMEOUT_S 60u     /* idle connection timeout */
+#define WP_HTTP_CONN_MEMORY (64u * 1024u)    /* libmicrohttpd per-connection pool: headers + read buffer */
+#define WP_HTTP_DISCARD_MAX (64u << 20)      /* bytes of an oversize chunked body read and dropped before
+                                                the connection is cut instead of answered 413 */
+#define WP_HTTP_BODY_INITIAL (16u * 1024u)   /* first body buffer; grows by doubling */
+#define WP_HTTP_STOP_GRACE_MS 3000           /* wp_http_stop waits this long for resumed replies to go out */
+#define WP_HTTP_DEFAULT_THREADS 4            /* used when a config field is 0 */
+#define WP_HTTP_DEFAULT_WORKERS 4
+#define WP_HTTP_DEFAULT_MAX_BODY (64u << 20)
+#define WP_HTTP_DEFAULT_MAX_QUEUE 256
+#define WP_HTTP_RETRY_AFTER_S "1"
+
+static const char json_type[] = "application/json";
+
+/* One request, from its first callback to MHD's "completed" notification. */
+typedef enum { CALL_READING, CALL_TOO_LARGE, CALL_QUEUED, CALL_DONE } call_state;
+
+typedef struct wp_call {
+    struct wp_call *next; /* work queue link */
+    struct MHD_Connection *mc;
+    const wp_route *route;
+    call_state state;
+    bool suspended; /* counted in wp_http.in_work until completed */
+    char *body;
+    size_t body_len, body_cap, discarded;
+    wp_req req;
+    wp_resp resp;
+} wp_call;
+
+struct wp_http {
+    struct MHD_Daemon *daemon;
+    MHD_socket quiesced_fd; /* the listen socket after MHD_quiesce_daemon; closed after MHD stops */
+    const wp_route *routes;
+    void *app;
+    wp_http_config cfg;
+    int port;
+
+    pthread_mutex_t mu; /* guards everything below */
+    pthread_cond_t work_cv; /* work queued or stopping */
+    pthread_cond_t idle_cv; /* in_work dropped */
+    wp_call *queue_head, *queue_tail;
+    int queue_depth, workers_busy, in_work;
+    bool stopping;
+    pthread_t *workers;
+    int workers_started;
+
+    atomic_uint_least64_t requests, responses_2xx, responses_4xx, responses_5xx, rejected_busy;
+    atomic_bool starting;
+    char start_log[160]; /* last libmicrohttpd message while starting, for the error */
+};
+
+/* ---------- responses ---------- */
+
+static void resp_set(wp_resp *r, int status, const char *content_type, char *body, size_t n) {
+    free(r->body);
+    r->status = status;
+    r->content_type = content_type;
+    r->body = body;
+    r->body_len = n;
+}
+
+void wp_resp_json(wp_resp *r, int status, cJSON *obj) {
+    char *text = obj ? cJSON_PrintUnformatted(obj) : NULL;
+    cJSON_Delete(obj);
+    if (!text) {
+        static const char oom[] = "{\"error\":{\"code\":\"internal\",\"message\":\"cannot build the response\"}}";
+        text = strdup(oom);
+        status = 500;
+    }
+    resp_set(r, status, json_type, text, text ? strlen(text) : 0);
+}
+
+void wp_resp_error(wp_resp *r, const wp_err *e) {
+    cJSON *root = cJSON_CreateObject();
+    cJSON *error = cJSON_AddObjectToObject(root, "error");
+    cJSON_AddStringToObject(error, "code", e && e->code ? e->code : "internal");
+    cJSON_AddStringToObject(error, "message", e ? e->msg : "internal error");
+    if (e && e->field[0]) cJSON_AddStringToObject(error, "field", e->field);
+    wp_resp_json(r, e && e->status ? e->status : 500, root);
+}
+
+void wp_resp_bytes(wp_resp *r, int status, const char *content_type, const void *data, size_t n) {
+    char *copy = malloc(n ? n : 1);
+    if (!copy) {
+        wp_err e;
+        WP_FAIL(&e, 500, "internal", "", "out of memory for a %zu-byte response", n);
+        wp_resp_error(r, &e);
+        return;
+    }
+    if (n) memcpy(copy, data, n);
+    resp_set(r, status, content_type, copy, n);
+}
+
+static void resp_fail(wp_resp *r, int status, const char *code, const char *field, const char *msg) {
+    wp_err e;
+    WP_FAIL(&e, status, code, field, "%s", msg);
+    wp_resp_error(r, &e);
+}
+
+const char *wp_req_query(const wp_req *req, const char *name) {
+    return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+static bool is_json(const char *content_type) { return strncmp(content_type, json_type, sizeof json_type - 1) == 0; }
+
+/* Hands c->resp to libmicrohttpd (which frees the body) and counts it. allow: Allow header or NULL. */
+static enum MHD_Result send_resp(wp_http *h, wp_call *c, const char *allow) {
+    wp_resp *r = &c->resp;
+    if (r->status == 0) resp_fail(r, 500, "internal", "", "the handler set no response");
+    struct MHD_Response *mr = r->body ? MHD_create_response_from_buffer(r->body_len, r->body, MHD_RESPMEM_MUST_FREE)
+                                      : MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    if (!mr) return MHD_NO; /* c->resp.body is still ours: freed when the request completes */
+    r->body = NULL;
+    const char *type = r->content_type ? r->content_type : json_type;
+    MHD_add_response_header(mr, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    if (is_json(type)) MHD_add_response_header(mr, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    if (r->retry_after[0]) MHD_add_response_header(mr, MHD_HTTP_HEADER_RETRY_AFTER, r->retry_after);
+    if (r->location[0]) MHD_add_response_header(mr, MHD_HTTP_HEADER_LOCATION, r->location);
+    if (allow) MHD_add_response_header(mr, MHD_HTTP_HEADER_ALLOW, allow);
+    enum MHD_Result ok = MHD_queue_response(c->mc, (unsigned)r->status, mr);
+    MHD_destroy_response(mr);
+    if (r->status >= 500) atomic_fetch_add(&h->responses_5xx, 1);
+    else if (r->status >= 400) atomic_fetch_add(&h->responses_4xx, 1);
+    else if (r->status >= 200 && r->status < 300) atomic_fetch_add(&h->responses_2xx, 1);
+    return ok;
+}
+
+/* ---------- routing ---------- */
+
+static bool path_matches(const wp_route *rt, const char *path) {
+    if (rt->flags & WP_ROUTE_PREFIX) return strncmp(path, rt->path, strlen(rt->path)) == 0;
+    return strcmp(path, rt->path) == 0;
+}
+
+/* The route for method+path, or NULL; *path_known tells 404 from 405. HEAD is served by GET routes. */
+static const wp_route *route_find(const wp_route *routes, const char *method, const char *path, bool *path_known) {
+    const char *want = strcmp(method, "HEAD") == 0 ? "GET" : method;
+    *path_known = false;
+    for (const wp_route *rt = routes; rt->method; rt++) {
+        if (!path_matches(rt, path)) continue;
+        *path_known = true;
+        if (strcmp(rt->method, want) == 0) return rt;
+    }
+    return NULL;
+}
+
+/* "GET, HEAD, POST": the methods the table has for path. */
+static void route_allow(const wp_route *routes, const char *path, char *out, size_t cap) {
+    size_t used = 0;
+    out[0] = 0;
+    for (const wp_route *rt = routes; rt->method; rt++) {
+        if (!path_matches(rt, path)) continue;
+        const char *names[2] = {rt->method, strcmp(rt->method, "GET") == 0 ? "HEAD" : NULL};
+        for (int i = 0; i < 2 && names[i]; i++) {
+            size_t n = strlen(names[i]);
+            bool seen = false;
+            for (const char *p = out; (p = strstr(p, names[i])); p += n)
+                if ((p == out || p[-1] == ' ') && (p[n] == ',' || p[n] == 0)) seen = true;
+            if (seen || used + n + 3 > cap) continue;
+            used += (size_t)snprintf(out + used, cap - used, "%s%s", used ? ", " : "", names[i]);
+        }
+    }
+}
+
+/* ---------- the work queue ---------- */
+
+static void *worker_main(void *arg) {
+    wp_http *h = arg;
+    pthread_mutex_lock(&h->mu);
+    for (;;) {
+        while (!h->queue_head && !h->stopping) pthread_cond_wait(&h->work_cv, &h->mu);
+        wp_call *c = h->queue_head;
+        if (!c) break; /* stopping, nothing left */
+        h->queue_head = c->next;
+        if (!h->queue_head) h->queue_tail = NULL;
+        h->queue_depth--;
+        h->workers_busy++;
+        pthread_mutex_unlock(&h->mu);
+
+        c->route->fn(h->app, &c->req, &c->resp);
+        pthread_mutex_lock(&h->mu);
+        h->workers_busy--; /* before the reply can reach the client, so stats never lag behind it */
+        pthread_mutex_unlock(&h->mu);
+        struct MHD_Connection *mc = c->mc;
+        c->state = CALL_DONE;
+        MHD_resume_connection(mc); /* from here on c belongs to the MHD thread */
+        pthread_mutex_lock(&h->mu);
+    }
+    pthread_mutex_unlock(&h->mu);
+    return NULL;
+}
+
+/* Queues c for a worker and suspends its connection, or fills c->resp with 503. Returns true if queued. */
+static bool work_submit(wp_http *h, wp_call *c) {
+    pthread_mutex_lock(&h->mu);
+    if (h->stopping || h->queue_depth >= h->cfg.max_queue) {
+        bool busy = !h->stopping;
+        pthread_mutex_unlock(&h->mu);
+        if (busy) {
+            atomic_fetch_add(&h->rejected_busy, 1);
+            resp_fail(&c->resp, 503, "busy", "", "the work queue is full; retry shortly");
+        } else {
+            resp_fail(&c->resp, 503, "shutting_down", "", "the server is stopping");
+        }
+        snprintf(c->resp.retry_after, sizeof c->resp.retry_after, "%s", WP_HTTP_RETRY_AFTER_S);
+        return false;
+    }
+    /* Suspend before a worker can see c, so its resume always follows this suspend. */
+    MHD_suspend_connection(c->mc);
+    c->state = CALL_QUEUED;
+    c->suspended = true;
+    c->next = NULL;
+    if (h->queue_tail) h->queue_tail->next = c;
+    else h->queue_head = c;
+    h->queue_tail = c;
+    h->queue_depth++;
+    h->in_work++;
+    pthread_cond_signal(&h->work_cv);
+    pthread_mutex_unlock(&h->mu);
+    return true;
+}
+
+/* ---------- libmicrohttpd callbacks ---------- */
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const char *url, const char *method,
+                                  const char *version, const char *upload_data, size_t *upload_data_size,
+                                  void **con_cls) {
+    (void)version;
+    wp_http *h = cls;
+    wp_call *c = *con_cls;
+
+    if (!c) { /* headers are in: route, check the announced size, wait for the body */
+        c = calloc(1, sizeof *c);
+        if (!c) return MHD_NO;
+        *con_cls = c;
+        c->mc = mc;
+        c->req.t_start_ns = wp_now_ns();
+        atomic_fetch_add(&h->requests, 1);
+        bool path_known;
+        c->route = route_find(h->routes, method, url, &path_known);
+        if (!c->route && !path_known) {
+            resp_fail(&c->resp, 404, "not_found", "", "no such endpoint");
+            return send_resp(h, c, NULL);
+        }
+        if (!c->route) {
+            char allow[128];
+            route_allow(h->routes, url, allow, sizeof allow);
+            resp_fail(&c->resp, 405, "method_not_allowed", "", "method not allowed here");
+            return send_resp(h, c, allow);
+        }
+        const char *length = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        if (length) {
+            char *end;
+            errno = 0;
+            unsigned long long n = strtoull(length, &end, 10);
+            if (errno == ERANGE || n > h->cfg.max_body) {
+                char msg[96];
+                snprintf(msg, sizeof msg, "the body is larger than the %zu-byte limit", h->cfg.max_body);
+                resp_fail(&c->resp, 413, "body_too_large", "body", msg);
+                return send_resp(h, c, NULL); /* answered before the body: MHD will not read it */
+            }
+        }
+        return MHD_YES;
+    }
+
+    if (c->state == CALL_DONE) return send_resp(h, c, NULL); /* resumed after a worker ran the handler */
+
+    if (*upload_data_size) {
+        size_t n = *upload_data_size;
+        *upload_data_size = 0;
+        if (c->state == CALL_READING && n > h->cfg.max_body - c->body_len) {
+            c->state = CALL_TOO_LARGE; /* a chunked body past the limit: drop what came, answer at the end */
+            free(c->body);
+            c->body = NULL;
+            c->body_len = c->body_cap = 0;
+        }
+        if (c->state == CALL_TOO_LARGE) {
+            c->discarded += n;
+            return c->discarded > WP_HTTP_DISCARD_MAX ? MHD_NO : MHD_YES;
+        }
+        if (c->body_len + n + 1 > c->body_cap) {
+            size_t cap = c->body_cap ? c->body_cap : WP_HTTP_BODY_INITIAL;
+            while (cap < c->body_len + n + 1) cap *= 2;
+            if (cap > h->cfg.max_body + 1) cap = h->cfg.max_body + 1;
+            char *grown = realloc(c->body, cap);
+            if (!grown) return MHD_NO;
+            c->body = grown;
+            c->body_cap = cap;
+        }
+        memcpy(c->body + c->body_len, upload_data, n);
+        c->body_len += n;
+        c->body[c->body_len] = 0;
+        return MHD_YES;
+    }
+
+    if (c->state == CALL_TOO_LARGE) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "the body is larger than the %zu-byte limit", h->cfg.max_body);
+        resp_fail(&c->resp, 413, "body_too_large", "body", msg);
+        return send_resp(h, c, NULL);
+    }
+    if (c->state == CALL_QUEUED) return MHD_YES; /* not expected: a suspended call is not called back */
+
+    /* The whole request is in. */
+    const char *type = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+    const char *accept = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
+    c->req.method = method;
+    c->req.path = url;
+    c->req.content_type = type ? type : "";
+    c->req.accept = accept ? accept : "";
+    c->req.body = c->body_len ? c->body : NULL;
+    c->req.body_len = c->body_len;
+    c->req.conn = mc;
+    if (!(c->route->flags & WP_ROUTE_WORK)) {
+        c->route->fn(h->app, &c->req, &c->resp);
+        return send_resp(h, c, NULL);
+    }
+    if (work_submit(h, c)) return MHD_YES;
+    return send_resp(h, c, NULL);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls, enum MHD_RequestTerminationCode why) {
+    (void)mc, (void)why;
+    wp_http *h = cls;
+    wp_call *c = *con_cls;
+    if (!c) return;
+    *con_cls = NULL;
+    if (c->suspended) {
+        pthread_mutex_lock(&h->mu);
+        h->in_work--;
+        pthread_cond_broadcast(&h->idle_cv);
+        pthread_mutex_unlock(&h->mu);
+    }
+    free(c->body);
+    free(c->resp.body);
+    free(c);
+}
+
+static void on_log(void *cls, const char *fmt, va_list ap) {
+    wp_http *h = cls;
+    if (atomic_load(&h->starting)) vsnprintf(h->start_log, sizeof h->start_log, fmt, ap);
+}
+
+/* ---------- start / stop ---------- */
+
+/* host "127.0.0.1", "::1", "[::1]" or a name → a socket address with port. */
+static int parse_addr(const char *host, int port, struct sockaddr_storage *out, wp_err *err) {
+    char name[256];
+    size_t n = strlen(host);
+    if (n >= 2 && host[0] == '[' && host[n - 1] == ']') host++, n -= 2;
+    if (n == 0 || n >= sizeof name) return WP_FAIL(err, 400, "bad_listen", "host", "bad listen host");
+    memcpy(name, host, n);
+    name[n] = 0;
+    char service[16];
+    snprintf(service, sizeof service, "%d", port);
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
+    struct addrinfo *res = NULL;
+    int rc = getaddrinfo(name, service, &hints, &res);
+    if (rc != 0 || !res) return WP_FAIL(err, 400, "bad_listen", "host", "cannot resolve %s: %s", name, gai_strerror(rc));
+    memset(out, 0, sizeof *out);
+    memcpy(out, res->ai_addr, res->ai_addrlen);
+    freeaddrinfo(res);
+    return 0;
+}
+
+static void workers_join(wp_http *h) {
+    for (int i = 0; i < h->workers_started; i++) pthread_join(h->workers[i], NULL);
+    h->workers_started = 0;
+}
+
+static void http_free(wp_http *h) {
+    pthread_mutex_destroy(&h->mu);
+    pthread_cond_destroy(&h->work_cv);
+    pthread_cond_destroy(&h->idle_cv);
+    free(h->workers);
+    free(h);
+}
+
+wp_http *wp_http_start(const wp_http_config *cfg, const wp_route *routes, void *app, wp_err *err) {
+    if (!cfg || !routes) {
+        WP_FAIL(err, 500, "internal", "", "wp_http_start needs a config and a route table");
+        return NULL;
+    }
+    if (cfg->port < 0 || cfg->port > 65535) {
+        WP_FAIL(err, 400, "bad_listen", "port", "port %d is outside 0..65535", cfg->port);
+        return NULL;
+    }
+    struct sockaddr_storage addr;
+    if (parse_addr(cfg->host && cfg->host[0] ? cfg->host : "127.0.0.1", cfg->port, &addr, err) < 0) return NULL;
+
+    wp_http *h = calloc(1, sizeof *h);
+    if (!h) {
+        WP_FAIL(err, 500, "internal", "", "out of memory");
+        return NULL;
+    }
+    h->cfg = *cfg;
+    if (h->cfg.threads <= 0) h->cfg.threads = WP_HTTP_DEFAULT_THREADS;
+    if (h->cfg.workers <= 0) h->cfg.workers = WP_HTTP_DEFAULT_WORKERS;
+    if (h->cfg.max_body == 0) h->cfg.max_body = WP_HTTP_DEFAULT_MAX_BODY;
+    if (h->cfg.max_body > SIZE_MAX / 4) h->cfg.max_body = SIZE_MAX / 4; /* keeps the buffer arithmetic exact */
+    if (h->cfg.max_queue <= 0) h->cfg.max_queue = WP_HTTP_DEFAULT_MAX_QUEUE;
+    h->routes = routes;
+    h->app = app;
+    h->quiesced_fd = MHD_INVALID_SOCKET;
+    pthread_mutex_init(&h->mu, NULL);
+    pthread_cond_init(&h->work_cv, NULL);
+    pthread_cond_init(&h->idle_cv, NULL);
+
+    h->workers = calloc((size_t)h->cfg.workers, sizeof *h->workers);
+    if (!h->workers) {
+        WP_FAIL(err, 500, "internal", "", "out of memory");
+        http_free(h);
+        return NULL;
+    }
+    for (; h->workers_started < h->cfg.workers; h->workers_started++) {
+        if (pthread_create(&h->workers[h->workers_started], NULL, worker_main, h) != 0) {
+            WP_FAIL(err, 500, "internal", "", "cannot start HTTP worker %d", h->workers_started);
+            break;
+        }
+    }
+    if (h->workers_started == h->cfg.workers) {
+        unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+#ifdef __linux__
+        flags |= MHD_USE_EPOLL;
+#else
+        flags |= MHD_USE_AUTO;
+#endif
+        if (addr.ss_family == AF_INET6) flags |= MHD_USE_IPv6;
+        atomic_store(&h->starting, true);
+        errno = 0;
+        /* The logger comes first so that it also hears about the options after it. A pool of one is no pool. */
+        h->daemon = MHD_start_daemon(
+            flags, (uint16_t)cfg->port, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER, on_log, h,
+            MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_CONNECTION_LIMIT, WP_HTTP_CONNECTION_LIMIT,
+            MHD_OPTION_CONNECTION_TIMEOUT, WP_HTTP_CONNECTION_TIMEOUT_S, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+            (size_t)WP_HTTP_CONN_MEMORY, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_THREAD_POOL_SIZE,
+            h->cfg.threads > 1 ? (unsigned)h->cfg.threads : 0u, MHD_OPTION_END);
+        int start_errno = errno;
+        atomic_store(&h->starting, false);
+        if (!h->daemon) {
+            size_t n = strlen(h->start_log);
+            while (n && (h->start_log[n - 1] == '\n' || h->start_log[n - 1] == '.')) h->start_log[--n] = 0;
+            WP_FAIL(err, 500, "listen_failed", "", "cannot listen on %s:%d: %s", cfg->host ? cfg->host : "",
+                    cfg->port, h->start_log[0] ? h->start_log : start_errno ? strerror(start_errno) : "unknown error");
+        }
+    }
+    if (!h->daemon) {
+        pthread_mutex_lock(&h->mu);
+        h->stopping = true;
+        pthread_cond_broadcast(&h->work_cv);
+        pthread_mutex_unlock(&h->mu);
+        workers_join(h);
+        http_free(h);
+        return NULL;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    h->port = info ? info->port : cfg->port;
+    return h;
+}
+
+int wp_http_port(const wp_http *h) { return h ? h->port : 0; }
+
+void wp_http_stop(wp_http *h) {
+    if (!h) return;
+    /* 1. No new connections. Keep-alive ones may still ask: work_submit answers them 503 from now on. */
+    h->quiesced_fd = MHD_quiesce_daemon(h->daemon);
+    pthread_mutex_lock(&h->mu);
+    h->stopping = true;
+    wp_call *waiting = h->queue_head;
+    h->queue_head = h->queue_tail = NULL;
+    h->queue_depth = 0;
+    pthread_cond_broadcast(&h->work_cv);
+    pthread_mutex_unlock(&h->mu);
+
+    /* 2. Work nobody started is answered 503; work under way finishes. */
+    while (waiting) {
+        wp_call *c = waiting;
+        waiting = c->next;
+        resp_fail(&c->resp, 503, "shutting_down", "", "the server is stopping");
+        snprintf(c->resp.retry_after, sizeof c->resp.retry_after, "%s", WP_HTTP_RETRY_AFTER_S);
+        struct MHD_Connection *mc = c->mc;
+        c->state = CALL_DONE;
+        MHD_resume_connection(mc);
+    }
+    workers_join(h);
+
+    /* 3. Every connection is resumed; give their replies a moment to reach the clients. */
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += WP_HTTP_STOP_GRACE_MS / 1000;
+    deadline.tv_nsec += (long)(WP_HTTP_STOP_GRACE_MS % 1000) * 1000000L;
+    if (deadline.tv_nsec >= 1000000000L) deadline.tv_sec++, deadline.tv_nsec -= 1000000000L;
+    pthread_mutex_lock(&h->mu);
+    while (h->in_work > 0)
+        if (pthread_cond_timedwait(&h->idle_cv, &h->mu, &deadline) == ETIMEDOUT) break;
+    pthread_mutex_unlock(&h->mu);
+
+    /* 4. Close everything; MHD reports each open request to on_completed, which frees it. */
+    MHD_stop_daemon(h->daemon);
+    if (h->quiesced_fd != MHD_INVALID_SOCKET) close(h->quiesced_fd);
+    http_free(h);
+}
+
+void wp_http_stats_get(wp_http *h, wp_http_stats *out) {
+    memset(out, 0, sizeof *out);
+    if (!h) return;
+    out->requests = atomic_load(&h->requests);
+    out->responses_2xx = atomic_load(&h->responses_2xx);
+    out->responses_4xx = atomic_load(&h->responses_4xx);
+    out->responses_5xx = atomic_load(&h->responses_5xx);
+    out->rejected_busy = atomic_load(&h->rejected_busy);
+    pthread_mutex_lock(&h->mu);
+    out->queue_depth = h->queue_depth;
+    out->workers_busy = h->workers_busy;
+    pthread_mutex_unlock(&h->mu);
+}

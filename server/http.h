@@ -1,0 +1,73 @@
+/* http.h — libmicrohttpd glue: listens, reads bodies up to a limit, routes by method and path, and
+ * sends responses. Handlers marked WP_ROUTE_WORK run on a worker pool while the connection is
+ * suspended, so a compile or a GPU job never holds an HTTP thread; the rest run inline. */
+#ifndef WP_HTTP_H
+#define WP_HTTP_H
+
+#include <cjson/cJSON.h>
+
+#include "common.h"
+
+typedef struct wp_http wp_http;
+
+typedef struct {
+    const char *method;       /* "GET", "POST", ... */
+    const char *path;         /* URL path, no query */
+    const char *content_type; /* header or "" */
+    const char *accept;       /* header or "" */
+    const char *body;         /* NUL-terminated copy of the body (NULL when empty) */
+    size_t body_len;
+    void *conn;               /* opaque, for wp_req_query */
+    uint64_t t_start_ns;      /* when the request line arrived */
+} wp_req;
+
+/* Query argument of the request, or NULL. */
+const char *wp_req_query(const wp_req *req, const char *name);
+
+typedef struct {
+    int status;
+    char *body;               /* malloc'd; http.c frees it */
+    size_t body_len;
+    const char *content_type; /* static string */
+    char retry_after[16];     /* "" or seconds, for 503 */
+    char location[128];       /* "" or a Location header */
+} wp_resp;
+
+/* Sets a JSON body (takes ownership of obj, prints it unformatted) and status. */
+void wp_resp_json(wp_resp *r, int status, cJSON *obj);
+/* {"error":{"code":..., "message":..., "field":...}} with e->status (500 if 0). */
+void wp_resp_error(wp_resp *r, const wp_err *e);
+/* Plain bytes (copied). */
+void wp_resp_bytes(wp_resp *r, int status, const char *content_type, const void *data, size_t n);
+
+typedef void (*wp_handler)(void *app, const wp_req *req, wp_resp *resp);
+
+enum { WP_ROUTE_INLINE = 0, WP_ROUTE_WORK = 1, WP_ROUTE_PREFIX = 2 };
+typedef struct {
+    const char *method; /* NULL ends the table */
+    const char *path;   /* exact, or a prefix when flags has WP_ROUTE_PREFIX ("/v1/jobs/") */
+    wp_handler fn;
+    unsigned flags;
+} wp_route;
+
+typedef struct {
+    const char *host;        /* "127.0.0.1" */
+    int port;                /* 0 picks a free port (see wp_http_port) */
+    int threads;             /* libmicrohttpd internal thread pool size */
+    int workers;             /* worker pool for WP_ROUTE_WORK handlers */
+    size_t max_body;         /* bytes; larger bodies get 413 "body_too_large" */
+    int max_queue;           /* suspended requests waiting for a worker; beyond: 503 + Retry-After */
+} wp_http_config;
+
+wp_http *wp_http_start(const wp_http_config *cfg, const wp_route *routes, void *app, wp_err *err);
+int wp_http_port(const wp_http *h);
+void wp_http_stop(wp_http *h);
+
+/* Counters for /metrics. */
+typedef struct {
+    uint64_t requests, responses_2xx, responses_4xx, responses_5xx, rejected_busy;
+    int queue_depth, workers_busy;
+} wp_http_stats;
+void wp_http_stats_get(wp_http *h, wp_http_stats *out);
+
+#endif

@@ -1,0 +1,81 @@
+/* kernel.c — from a spec to a function ready to run: cache key, cache lookup (memory, disk, or one
+ * NVRTC compile), and the backend's load, each step timed. */
+#include <cjson/cJSON.h>
+#include <string.h>
+
+#include "app.h"
+#include "sha256.h"
+
+typedef struct {
+    wp_jit *jit;
+    const wp_spec *spec;
+} build_ctx;
+
+static int build_with_nvrtc(void *ctx, wp_artifact *out, wp_err *err) {
+    build_ctx *b = ctx;
+    return wp_jit_compile(b->jit, b->spec, out, NULL, err);
+}
+
+int wp_app_kernel_get(wp_app *app, const wp_spec *s, wp_backend *b, wp_ready_kernel *out, wp_err *err) {
+    memset(out, 0, sizeof *out);
+    uint64_t t0 = wp_now_ns();
+    uint8_t key[32];
+    if (wp_jit_key(app->jit, s, key, out->key_text, sizeof out->key_text, err)) return -1;
+    wp_hex(key, 32, out->hash);
+    uint64_t t1 = wp_now_ns();
+    out->key_us = (double)(t1 - t0) / 1e3;
+    build_ctx ctx = {app->jit, s};
+    out->kernel = wp_cache_get(app->cache, key, build_with_nvrtc, &ctx, &out->source, err);
+    if (!out->kernel) return -1;
+    uint64_t t2 = wp_now_ns();
+    out->cache_us = (double)(t2 - t1) / 1e3;
+    if (out->source == WP_SRC_COMPILE) out->compile_ms = wp_kernel_artifact(out->kernel)->compile_ms;
+    if (b && wp_kernel_function(out->kernel, b, wp_backend_load, wp_backend_unload, &out->fn, err)) {
+        wp_kernel_release(app->cache, out->kernel);
+        out->kernel = NULL;
+        return -1;
+    }
+    out->load_us = wp_us_since(t2);
+    return 0;
+}
+
+void wp_app_kernel_put(wp_app *app, wp_ready_kernel *rk) {
+    if (rk->kernel) wp_kernel_release(app->cache, rk->kernel);
+    rk->kernel = NULL;
+}
+
+int wp_app_backend(wp_app *app, const cJSON *req, const wp_family *f, wp_backend **out, wp_err *err) {
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(req, "backend");
+    const char *want = "auto";
+    if (b) {
+        if (!cJSON_IsString(b)) return WP_FAIL(err, 400, "wrong_type", "backend", "backend must be a string");
+        want = b->valuestring;
+    }
+    wp_backend *pick;
+    if (!strcmp(want, "auto")) pick = app->preferred;
+    else if (!strcmp(want, "emu")) pick = app->emu;
+    else if (!strcmp(want, "cuda")) {
+        if (!app->cuda)
+            return WP_FAIL(err, 409, "backend_unavailable", "backend", "the cuda backend is not available: %s",
+                           app->cuda_reason);
+        pick = app->cuda;
+    } else
+        return WP_FAIL(err, 400, "bad_value", "backend", "backend must be \"auto\", \"cuda\" or \"emu\"");
+    /* A family the GPU backend cannot run (emulator-only, or too new for the device) runs on emu under auto. */
+    if (pick == app->cuda) {
+        wp_device_info di;
+        wp_backend_info(app->cuda, &di);
+        bool can = (f->backends & WP_BACKEND_CUDA) && di.sm >= f->min_sm;
+        if (!can) {
+            if (!strcmp(want, "cuda"))
+                return WP_FAIL(err, 409, "backend_unsupported", "backend",
+                               "family %s does not run on cuda here (needs sm_%d, device is sm_%d)", f->name,
+                               f->min_sm, di.sm);
+            pick = app->emu;
+        }
+    }
+    if (pick == app->emu && !(f->backends & WP_BACKEND_EMU))
+        return WP_FAIL(err, 409, "backend_unsupported", "backend", "family %s does not run on the emulator", f->name);
+    *out = pick;
+    return 0;
+}

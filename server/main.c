@@ -1,0 +1,274 @@
+/* main.c — warpd's entry: flags, start-up (compiler, cache, backends, HTTP), signals, shut-down.
+ * The only file with process-wide state: the wp_app it builds and hands to every handler. */
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "app.h"
+
+#define DEFAULT_PORT 8080
+#define DEFAULT_CACHE_MB 256
+#define DEFAULT_MAX_BODY (64u << 20)
+#define DEFAULT_MAX_DEPTH 64
+#define DEFAULT_THREADS 4
+#define DEFAULT_MAX_QUEUE 1024
+
+typedef struct {
+    char host[128];
+    int port;
+    const char *backend, *arch, *cache_dir, *templates, *web;
+    bool no_disk;
+    size_t cache_mb, max_body;
+    int max_depth, threads, workers, max_queue, device;
+} options;
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: warpd [options]\n"
+            "  --listen HOST:PORT   address to serve on (default 127.0.0.1:%d; only loopback unless told)\n"
+            "  --backend B          auto | cuda | emu (default auto: cuda when a GPU is usable)\n"
+            "  --device N           CUDA device ordinal (default 0)\n"
+            "  --arch sm_XY         target when there is no GPU (default sm_90; with a GPU, the device's)\n"
+            "  --cache-dir DIR      disk cache (default $XDG_CACHE_HOME/warpd or ~/.cache/warpd)\n"
+            "  --no-disk-cache      keep compiled kernels in memory only\n"
+            "  --cache-mem MB       memory cache cap (default %d MB)\n"
+            "  --templates DIR      CUDA templates (default %s)\n"
+            "  --web DIR            playground files served at / (default %s)\n"
+            "  --threads N          HTTP threads (default %d)\n"
+            "  --workers N          compile/run workers (default: number of CPUs, at least 2)\n"
+            "  --max-body BYTES     request body limit (default %u = 64 MiB; larger gets 413)\n"
+            "  --max-depth N        JSON nesting limit (default %d)\n"
+            "  --max-queue N        requests waiting for a worker before 503 (default %d)\n"
+            "  --version, --help\n",
+            DEFAULT_PORT, DEFAULT_CACHE_MB, WP_DEFAULT_TEMPLATES, WP_DEFAULT_WEB, DEFAULT_THREADS, DEFAULT_MAX_BODY,
+            DEFAULT_MAX_DEPTH, DEFAULT_MAX_QUEUE);
+}
+
+static int parse_num(const char *flag, const char *v, long long lo, long long hi, long long *out) {
+    char *end = NULL;
+    errno = 0;
+    long long x = v ? strtoll(v, &end, 10) : 0;
+    if (!v || errno || *end || x < lo || x > hi) {
+        fprintf(stderr, "warpd: %s needs a number in %lld..%lld\n", flag, lo, hi);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+static int parse_listen(const char *v, options *o) {
+    const char *colon = v ? strrchr(v, ':') : NULL;
+    if (!colon || colon == v || (size_t)(colon - v) >= sizeof o->host) {
+        fprintf(stderr, "warpd: --listen needs HOST:PORT\n");
+        return -1;
+    }
+    long long port;
+    if (parse_num("--listen port", colon + 1, 0, 65535, &port)) return -1;
+    const char *h = v;
+    size_t hl = (size_t)(colon - v);
+    if (h[0] == '[' && hl > 2 && h[hl - 1] == ']') h++, hl -= 2; /* [::1]:8080 */
+    memcpy(o->host, h, hl);
+    o->host[hl] = 0;
+    o->port = (int)port;
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, options *o) {
+    long long n;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+#define FLAG(name) (!strcmp(a, name) && (i++, 1))
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            exit(0);
+        } else if (!strcmp(a, "--version")) {
+            printf("warpd %s\n", WP_VERSION);
+            exit(0);
+        } else if (!strcmp(a, "--no-disk-cache")) o->no_disk = true;
+        else if (FLAG("--listen")) {
+            if (parse_listen(v, o)) return -1;
+        } else if (FLAG("--backend")) o->backend = v;
+        else if (FLAG("--arch")) o->arch = v;
+        else if (FLAG("--cache-dir")) o->cache_dir = v;
+        else if (FLAG("--templates")) o->templates = v;
+        else if (FLAG("--web")) o->web = v;
+        else if (FLAG("--device")) {
+            if (parse_num(a, v, 0, 64, &n)) return -1;
+            o->device = (int)n;
+        } else if (FLAG("--cache-mem")) {
+            if (parse_num(a, v, 1, 1 << 20, &n)) return -1;
+            o->cache_mb = (size_t)n;
+        } else if (FLAG("--threads")) {
+            if (parse_num(a, v, 1, 256, &n)) return -1;
+            o->threads = (int)n;
+        } else if (FLAG("--workers")) {
+            if (parse_num(a, v, 1, 256, &n)) return -1;
+            o->workers = (int)n;
+        } else if (FLAG("--max-body")) {
+            if (parse_num(a, v, 1024, 1LL << 40, &n)) return -1;
+            o->max_body = (size_t)n;
+        } else if (FLAG("--max-depth")) {
+            if (parse_num(a, v, 4, 1000, &n)) return -1;
+            o->max_depth = (int)n;
+        } else if (FLAG("--max-queue")) {
+            if (parse_num(a, v, 1, 1 << 20, &n)) return -1;
+            o->max_queue = (int)n;
+        } else {
+            fprintf(stderr, "warpd: unknown option %s (see --help)\n", a);
+            return -1;
+        }
+        if (i >= argc) {
+            fprintf(stderr, "warpd: %s needs a value\n", a);
+            return -1;
+        }
+#undef FLAG
+    }
+    if (o->backend && strcmp(o->backend, "auto") && strcmp(o->backend, "cuda") && strcmp(o->backend, "emu")) {
+        fprintf(stderr, "warpd: --backend must be auto, cuda or emu\n");
+        return -1;
+    }
+    if (o->arch && (strncmp(o->arch, "sm_", 3) || strlen(o->arch) < 5 || strlen(o->arch) > 8 ||
+                    strspn(o->arch + 3, "0123456789") < 2)) {
+        fprintf(stderr, "warpd: --arch must look like sm_90\n");
+        return -1;
+    }
+    return 0;
+}
+
+static void default_cache_dir(char *buf, size_t n) {
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    if (xdg && *xdg) snprintf(buf, n, "%s/warpd", xdg);
+    else snprintf(buf, n, "%s/.cache/warpd", home && *home ? home : "/tmp");
+}
+
+static bool is_dir(const char *p) {
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* Templates/web next to an installed binary: <prefix>/share/warpd/... */
+static void find_share(const char *sub, const char *fallback, char *buf, size_t n) {
+    snprintf(buf, n, "%s", fallback);
+    if (is_dir(fallback)) return;
+    char exe[PATH_MAX];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len <= 0) return;
+    exe[len] = 0;
+    char *slash = strrchr(exe, '/');
+    if (slash) *slash = 0;
+    char cand[PATH_MAX + 64];
+    snprintf(cand, sizeof cand, "%s/../share/warpd/%s", exe, sub);
+    if (is_dir(cand) && strlen(cand) < n) memcpy(buf, cand, strlen(cand) + 1);
+}
+
+int main(int argc, char **argv) {
+    options o = {.host = "127.0.0.1", .port = DEFAULT_PORT, .backend = "auto", .cache_mb = DEFAULT_CACHE_MB,
+                 .max_body = DEFAULT_MAX_BODY, .max_depth = DEFAULT_MAX_DEPTH, .threads = DEFAULT_THREADS,
+                 .max_queue = DEFAULT_MAX_QUEUE};
+    if (parse_args(argc, argv, &o)) return 2;
+    if (!o.workers) {
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        o.workers = cpus < 2 ? 2 : (int)cpus;
+    }
+    static wp_app app; /* the one app; handlers get a pointer */
+    app.start_ns = wp_now_ns();
+    app.max_body = o.max_body;
+    app.max_depth = o.max_depth;
+    wp_err err = {0};
+
+    /* Signals are taken by sigwait below, in this thread only. */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    if (o.templates) snprintf(app.templates_dir, sizeof app.templates_dir, "%s", o.templates);
+    else find_share("templates", WP_DEFAULT_TEMPLATES, app.templates_dir, sizeof app.templates_dir);
+    if (o.web) snprintf(app.web_dir, sizeof app.web_dir, "%s", o.web);
+    else find_share("web", WP_DEFAULT_WEB, app.web_dir, sizeof app.web_dir);
+
+    app.emu = wp_backend_emu_open();
+    if (strcmp(o.backend, "emu")) {
+        app.cuda = wp_backend_cuda_open(o.device, &err);
+        if (!app.cuda) {
+            snprintf(app.cuda_reason, sizeof app.cuda_reason, "%s", err.msg);
+            if (!strcmp(o.backend, "cuda")) {
+                fprintf(stderr, "warpd: --backend cuda, but CUDA is not usable: %s\n", err.msg);
+                return 1;
+            }
+            fprintf(stderr, "warpd: no usable GPU (%s); serving on the emulator\n", err.msg);
+        }
+    } else {
+        snprintf(app.cuda_reason, sizeof app.cuda_reason, "disabled by --backend emu");
+    }
+    app.preferred = app.cuda ? app.cuda : app.emu;
+    if (app.cuda) {
+        wp_device_info di;
+        wp_backend_info(app.cuda, &di);
+        snprintf(app.arch, sizeof app.arch, "sm_%d", di.sm);
+        if (o.arch && strcmp(o.arch, app.arch))
+            fprintf(stderr, "warpd: --arch %s ignored: the device is %s\n", o.arch, app.arch);
+    } else {
+        snprintf(app.arch, sizeof app.arch, "%s", o.arch ? o.arch : "sm_90");
+    }
+
+    char cuda_inc[600];
+    const char *cuda_home = getenv("CUDA_HOME");
+    snprintf(cuda_inc, sizeof cuda_inc, "%s/include", cuda_home && *cuda_home ? cuda_home : WP_DEFAULT_CUDA_HOME);
+    app.jit = wp_jit_open(app.templates_dir, cuda_inc, &err);
+    if (!app.jit) {
+        fprintf(stderr, "warpd: cannot start the compiler: %s\n", err.msg);
+        return 1;
+    }
+    char cache_dir[PATH_MAX];
+    if (o.cache_dir) snprintf(cache_dir, sizeof cache_dir, "%s", o.cache_dir);
+    else default_cache_dir(cache_dir, sizeof cache_dir);
+    app.cache = wp_cache_open(o.no_disk ? NULL : cache_dir, o.cache_mb << 20, &err);
+    if (!app.cache) {
+        fprintf(stderr, "warpd: cannot open the cache at %s: %s\n", cache_dir, err.msg);
+        return 1;
+    }
+
+    static const wp_route routes[] = {
+        {"GET", "/v1/health", wp_api_health, WP_ROUTE_INLINE},
+        {"GET", "/v1/ready", wp_api_ready, WP_ROUTE_INLINE},
+        {"GET", "/v1/info", wp_api_info, WP_ROUTE_INLINE},
+        {"GET", "/v1/families", wp_api_families, WP_ROUTE_INLINE},
+        {"GET", "/metrics", wp_api_metrics, WP_ROUTE_INLINE},
+        {"POST", "/v1/compile", wp_api_compile, WP_ROUTE_WORK},
+        {"POST", "/v1/warp", wp_api_warp, WP_ROUTE_WORK},
+        {"GET", "/", wp_api_static, WP_ROUTE_INLINE | WP_ROUTE_PREFIX},
+        {NULL, NULL, NULL, 0},
+    };
+    wp_http_config hc = {.host = o.host, .port = o.port, .threads = o.threads, .workers = o.workers,
+                         .max_body = o.max_body, .max_queue = o.max_queue};
+    app.http = wp_http_start(&hc, routes, &app, &err);
+    if (!app.http) {
+        fprintf(stderr, "warpd: cannot listen on %s:%d: %s\n", o.host, o.port, err.msg);
+        return 1;
+    }
+    int maj, min;
+    wp_jit_version(app.jit, &maj, &min);
+    printf("warpd %s listening on http://%s%s%s:%d  backend=%s arch=%s nvrtc=%d.%d cache=%s\n", WP_VERSION,
+           strchr(o.host, ':') ? "[" : "", o.host, strchr(o.host, ':') ? "]" : "", wp_http_port(app.http),
+           wp_backend_name(app.preferred), app.arch, maj, min, o.no_disk ? "(memory only)" : cache_dir);
+    fflush(stdout);
+
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    fprintf(stderr, "warpd: signal %d, stopping\n", sig);
+    wp_http_stop(app.http);
+    wp_cache_close(app.cache);
+    wp_jit_close(app.jit);
+    wp_backend_close(app.cuda);
+    wp_backend_close(app.emu);
+    return 0;
+}

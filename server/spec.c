@@ -1,0 +1,163 @@
+/* spec.c — parse, validate and print a spec: the compile-time identity of a kernel (family, type,
+ * width, member mask, operator, arch). The family's row (kernels/families.c) says what is allowed. */
+#include "spec.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool is_pow2_width(double w) { return w == 1 || w == 2 || w == 4 || w == 8 || w == 16 || w == 32; }
+static int log2i(int w) {
+    int l = 0;
+    while ((1 << l) < w) l++;
+    return l;
+}
+
+int wp_mask_from_json(const cJSON *v, const char *field, uint32_t *out, wp_err *err) {
+    if (cJSON_IsNumber(v)) {
+        double d = v->valuedouble;
+        if (d < 0 || d > 4294967295.0 || d != (double)(uint64_t)d)
+            return WP_FAIL(err, 400, "bad_mask", field, "%s must be a 32-bit unsigned integer", field);
+        *out = (uint32_t)d;
+        return 0;
+    }
+    if (!cJSON_IsString(v))
+        return WP_FAIL(err, 400, "bad_mask", field, "%s must be a hex string like \"0xffffffff\" or a number", field);
+    const char *s = v->valuestring;
+    const char *hex = (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) ? s + 2 : s;
+    size_t n = strlen(hex);
+    if (n == 0 || n > 8 || strspn(hex, "0123456789abcdefABCDEF") != n)
+        return WP_FAIL(err, 400, "bad_mask", field, "%s \"%.40s\" is not a 32-bit hex mask (up to 8 hex digits)", field,
+                       s);
+    *out = (uint32_t)strtoul(hex, NULL, 16);
+    return 0;
+}
+
+static int first_type(uint32_t types) {
+    for (int t = 0; t < WP_TYPE_COUNT; t++)
+        if (types & WP_TBIT(t)) return t;
+    return -1;
+}
+
+int wp_spec_validate(wp_spec *s, wp_err *err) {
+    const wp_family *f = s->family;
+    if (!(f->types & WP_TBIT(s->type))) {
+        char allowed[128] = "";
+        for (int t = 0; t < WP_TYPE_COUNT; t++)
+            if (f->types & WP_TBIT(t)) {
+                strcat(allowed, allowed[0] ? ", " : "");
+                strcat(allowed, wp_type_name((wp_type)t));
+            }
+        return WP_FAIL(err, 400, "type_not_allowed", "type", "type %s is not allowed for family %s (allowed: %s)",
+                       wp_type_name(s->type), f->name, allowed);
+    }
+    if (!is_pow2_width(s->width))
+        return WP_FAIL(err, 400, "bad_width", "width", "width %d is not a power of two 1..32", s->width);
+    if (!(f->widths & (1u << log2i(s->width))))
+        return WP_FAIL(err, 400, "bad_width", "width", "width %d is not allowed for family %s", s->width, f->name);
+    if ((f->flags & WP_F_NO_MASK) && s->mask != 0xffffffffu)
+        return WP_FAIL(err, 400, "bad_mask", "mask", "family %s takes no member mask: mask must be 0xffffffff",
+                       f->name);
+    if (f->flags & WP_F_OP) {
+        if (!(f->ops & WP_OPBIT(s->op.kind)))
+            return WP_FAIL(err, 400, "op_not_allowed", "op", "op %s is not allowed for family %s", s->op.text,
+                           f->name);
+    }
+    return 0;
+}
+
+int wp_spec_from_json(const cJSON *obj, const char *arch, wp_spec *out, wp_err *err) {
+    memset(out, 0, sizeof *out);
+    if (!cJSON_IsObject(obj)) return WP_FAIL(err, 400, "bad_request", "", "the body must be a JSON object");
+    const cJSON *fam = cJSON_GetObjectItemCaseSensitive(obj, "family");
+    if (!fam) return WP_FAIL(err, 400, "missing_field", "family", "family is required");
+    if (!cJSON_IsString(fam)) return WP_FAIL(err, 400, "wrong_type", "family", "family must be a string");
+    out->family = wp_family_find(fam->valuestring);
+    if (!out->family)
+        return WP_FAIL(err, 400, "unknown_family", "family", "unknown family \"%.60s\" (GET /v1/families lists them)",
+                       fam->valuestring);
+    const wp_family *f = out->family;
+
+    const cJSON *ty = cJSON_GetObjectItemCaseSensitive(obj, "type");
+    if (ty) {
+        if (!cJSON_IsString(ty)) return WP_FAIL(err, 400, "wrong_type", "type", "type must be a string");
+        int t = wp_type_parse(ty->valuestring);
+        if (t < 0)
+            return WP_FAIL(err, 400, "unknown_type", "type",
+                           "unknown type \"%.40s\" (i32 u32 i64 u64 f32 f64 f16 bf16)", ty->valuestring);
+        out->type = (wp_type)t;
+    } else {
+        out->type = (wp_type)first_type(f->types);
+    }
+
+    out->width = 32;
+    const cJSON *w = cJSON_GetObjectItemCaseSensitive(obj, "width");
+    if (w) {
+        if (!cJSON_IsNumber(w)) return WP_FAIL(err, 400, "wrong_type", "width", "width must be a number");
+        if (!is_pow2_width(w->valuedouble))
+            return WP_FAIL(err, 400, "bad_width", "width", "width %g is not a power of two 1..32", w->valuedouble);
+        out->width = (int)w->valuedouble;
+    }
+
+    out->mask = 0xffffffffu;
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(obj, "mask");
+    if (m && wp_mask_from_json(m, "mask", &out->mask, err)) return -1;
+
+    const cJSON *op = cJSON_GetObjectItemCaseSensitive(obj, "op");
+    if (f->flags & WP_F_OP) {
+        const char *text = "sum";
+        if (op) {
+            if (!cJSON_IsString(op)) return WP_FAIL(err, 400, "wrong_type", "op", "op must be a string");
+            text = op->valuestring;
+        }
+        if (wp_op_parse(text, out->type, "op", &out->op, err)) return -1;
+    } else if (op) {
+        return WP_FAIL(err, 400, "unknown_field", "op", "family %s takes no op", f->name);
+    }
+    snprintf(out->arch, sizeof out->arch, "%s", arch);
+    if (wp_spec_validate(out, err)) {
+        wp_spec_free(out);
+        return -1;
+    }
+    return 0;
+}
+
+void wp_spec_free(wp_spec *s) {
+    if (s && s->family && (s->family->flags & WP_F_OP)) {
+        wp_op_free(&s->op);
+        s->op.expr = NULL;
+    }
+}
+
+int wp_spec_copy(wp_spec *dst, const wp_spec *src) {
+    *dst = *src;
+    dst->op.expr = NULL;
+    if (src->family && (src->family->flags & WP_F_OP)) return wp_op_copy(&dst->op, &src->op);
+    return 0;
+}
+
+int wp_spec_key_text(const wp_spec *s, char *buf, size_t n) {
+    int len;
+    if (s->family->flags & WP_F_OP)
+        len = snprintf(buf, n, "%s/%s/w%d/m0x%08x/op=%s/%s", s->family->name, wp_type_name(s->type), s->width, s->mask,
+                       s->op.text, s->arch);
+    else
+        len = snprintf(buf, n, "%s/%s/w%d/m0x%08x/%s", s->family->name, wp_type_name(s->type), s->width, s->mask,
+                       s->arch);
+    return (len < 0 || (size_t)len >= n) ? -1 : len;
+}
+
+int wp_spec_name_expr(const wp_spec *s, char *buf, size_t n, char *prelude, size_t pn) {
+    int len;
+    if (pn) prelude[0] = 0;
+    if (s->family->flags & WP_F_OP) {
+        char op_type[128];
+        if (wp_op_cxx(&s->op, s->type, op_type, sizeof op_type, prelude, pn)) return -1;
+        len = snprintf(buf, n, "%s<%s, %d, 0x%08xu, %s >", s->family->kernel, wp_type_cxx(s->type), s->width, s->mask,
+                       op_type);
+    } else {
+        len = snprintf(buf, n, "%s<%s, %d, 0x%08xu>", s->family->kernel, wp_type_cxx(s->type), s->width, s->mask);
+    }
+    return (len < 0 || (size_t)len >= n) ? -1 : 0;
+}

@@ -1,0 +1,39 @@
+/* spec.h — a spec is the full compile-time identity of a kernel: family, type, width, member mask,
+ * operator and target arch. Parsed from JSON, validated against the family's row, and printed as
+ * canonical key text ("warp_allreduce/f32/w16/m0xffffffff/op=max/sm_90"). */
+#ifndef WP_SPEC_H
+#define WP_SPEC_H
+
+#include <cjson/cJSON.h>
+
+#include "../kernels/family.h"
+#include "common.h"
+#include "expr.h"
+
+typedef struct wp_spec {
+    const wp_family *family;
+    wp_type type;
+    int width;          /* 1..32, power of two */
+    uint32_t mask;      /* member mask */
+    wp_op op;           /* families with WP_F_OP; kind WP_OP_SUM otherwise (unused) */
+    char arch[16];      /* "sm_90" */
+} wp_spec;
+
+/* Reads family, type, width, mask, op from a JSON object; `arch` is the target. Unknown keys are
+ * the caller's business (it knows the endpoint's other fields). Defaults: type = the family's
+ * first type, width 32, mask 0xffffffff, op "sum". Errors name the field. */
+int wp_spec_from_json(const cJSON *obj, const char *arch, wp_spec *out, wp_err *err);
+int wp_spec_validate(wp_spec *s, wp_err *err); /* checks a filled-in spec against its family */
+void wp_spec_free(wp_spec *s);
+int wp_spec_copy(wp_spec *dst, const wp_spec *src);
+
+/* Canonical key text; returns length or -1. */
+int wp_spec_key_text(const wp_spec *s, char *buf, size_t n);
+/* The name expression to instantiate, e.g. "wp_shfl_xor<int, 16, 0xffffffffu>" or
+ * "wp_warp_allreduce<float, 16, 0xffffffffu, wp_op_max<float> >"; *prelude gets any C++ to
+ * append after the template text (the operator functor of an expression). Returns 0 or -1. */
+int wp_spec_name_expr(const wp_spec *s, char *buf, size_t n, char *prelude, size_t pn);
+/* Parses "0xffffffff", "ffffffff", or a JSON number 0..2^32-1. */
+int wp_mask_from_json(const cJSON *v, const char *field, uint32_t *out, wp_err *err);
+
+#endif

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# API tests: starts the sanitized daemon on a free loopback port with a fresh cache, runs every case
+# file in tests/api/cases/ and the C API test programs against it, stops it with SIGTERM and checks
+# it exited cleanly with no sanitizer report. Prints one closing line "api: N passed, N failed".
+set -u
+cd "$(dirname "$0")/../.."
+BUILD=${BUILD:-build}
+tmp=$(mktemp -d)
+trap 'kill -9 $pid 2>/dev/null; rm -rf "$tmp"' EXIT
+pass=0; fail=0
+count() { # reads "N passed, N failed" from $1
+  local line; line=$(grep -E '[0-9]+ passed, [0-9]+ failed' "$1" | tail -n 1)
+  if [ -z "$line" ]; then fail=$((fail+1)); echo "!! no result line from $2"; return; fi
+  pass=$((pass + $(sed -E 's/.* ([0-9]+) passed.*/\1/' <<<"$line")))
+  fail=$((fail + $(sed -E 's/.* ([0-9]+) failed.*/\1/' <<<"$line")))
+}
+start_daemon() {
+  "$BUILD/asan/warpd" --listen 127.0.0.1:0 --cache-dir "$tmp/cache" --backend emu "$@" >"$tmp/out" 2>"$tmp/err" &
+  pid=$!
+  for _ in $(seq 200); do
+    port=$(grep -oE 'http://127\.0\.0\.1:[0-9]+' "$tmp/out" | head -n 1 | sed 's/.*://')
+    [ -n "$port" ] && return 0
+    kill -0 $pid 2>/dev/null || break
+    sleep 0.05
+  done
+  echo "!! daemon did not start"; cat "$tmp/err"; return 1
+}
+stop_daemon() {
+  kill -TERM $pid; local rc=0; wait $pid || rc=$?
+  if [ $rc -ne 0 ] || grep -qE 'AddressSanitizer|LeakSanitizer|runtime error:' "$tmp/err"; then
+    echo "!! daemon exited $rc or reported a sanitizer error:"; cat "$tmp/err"; fail=$((fail+1))
+  else pass=$((pass+1)); fi
+}
+
+if start_daemon; then
+  base="http://127.0.0.1:$port"
+  "$BUILD/asan/tests/api/api_runner" "$base" tests/api/cases/*.json >"$tmp/r" 2>&1; cat "$tmp/r"; count "$tmp/r" api_runner
+  for t in "$BUILD"/asan/tests/api/api_*; do
+    case "$t" in *api_runner|*.o|*.d) continue;; esac
+    [ -x "$t" ] || continue
+    WARPD_CACHE_DIR="$tmp/cache" "$t" "$base" >"$tmp/r" 2>&1; cat "$tmp/r"; count "$tmp/r" "$t"
+  done
+  stop_daemon
+else
+  fail=$((fail+1))
+fi
+echo "api: $pass passed, $fail failed"
+[ $fail -eq 0 ]

@@ -1,0 +1,50 @@
+/* api_runner.c — runs API test cases (JSON files, one array of cases each) against a running daemon.
+ *
+ *   api_runner [-v] BASE_URL cases.json...        e.g. api_runner http://127.0.0.1:8080 tests/api/cases/reduce.json
+ *
+ * A case:
+ *   {"name": "reduce f32 sum", "method": "POST", "path": "/v1/reduce?type=f32",   (method defaults to GET)
+ *    "headers": {"Content-Type": "application/octet-stream"},
+ *    "body": <any JSON value, sent as JSON text, Content-Type application/json unless headers say otherwise>
+ *      | "body_text": "raw text" | "body_repeat": {"text": "x", "count": 1000000},
+ *    "chunked": true,                          (send the body with Transfer-Encoding: chunked)
+ *    "timeout_ms": 60000,
+ *    "expect": {"status": 200,
+ *               "json": <subset>,              (see below)
+ *               "headers": {"Retry-After": "1", "Location": "*", "Cache-Control": null},   (null: absent)
+ *               "body_text": "exact body", "body_contains": "text" | ["text", ...]},
+ *    "save": {"job": "$.id"},                  (later cases may write {{job}} in path, headers and bodies)
+ *    "retry": {"times": 50, "delay_ms": 100}}  (resend until expect holds, e.g. polling a job)
+ *
+ * Subset matching: every key of an expected object must exist in the response and match, recursively;
+ * arrays match elementwise with the same length ([1, 2, "..."] only checks the first two); "*" matches any
+ * value; an object of $-keys is an operator: {"$type": "number|string|array|object|bool|null"},
+ * {"$lt": x}, {"$gt": x}, {"$le": x}, {"$ge": x}, {"$len": n}, {"$contains": "text"}, {"$absent": true}.
+ * Each failure prints the case, the JSON path of the first mismatch, expected and got; the last line is
+ * "api: N passed, N failed". Exit status 0 when nothing failed. */
+#include <stdio.h>
+#include <string.h>
+
+#include "tests/api/api_lib.h"
+
+int main(int argc, char **argv) {
+    int arg = 1;
+    bool verbose = false;
+    if (arg < argc && !strcmp(argv[arg], "-v")) verbose = true, arg++;
+    if (argc - arg < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+        fprintf(stderr, "usage: %s [-v] BASE_URL cases.json...\n", argv[0]);
+        return 2;
+    }
+    api_ctx ctx;
+    if (api_ctx_init(&ctx, argv[arg]) != 0) {
+        fprintf(stderr, "api_runner: bad base URL %s (want http://host:port[/prefix])\n", argv[arg]);
+        api_ctx_free(&ctx);
+        return 2;
+    }
+    ctx.verbose = verbose;
+    ctx.out = stdout; /* failures and the closing line in order */
+    for (arg++; arg < argc; arg++) api_run_file(&ctx, argv[arg]);
+    printf("api: %d passed, %d failed\n", ctx.passed, ctx.failed);
+    api_ctx_free(&ctx);
+    return ctx.failed ? 1 : 0;
+}

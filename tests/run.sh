@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Runs the test suites and prints one closing line "N passed, N failed".
+#   tests/run.sh all|unit|api|web|gpu
+# Each test program prints "<suite>: N passed, N failed" as its last line; this sums them.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+what=${1:-all}
+total_pass=0; total_fail=0; total_skip=0
+log=$(mktemp); trap 'rm -f "$log"' EXIT
+
+tally() { # program output in $log
+  local line p f
+  line=$(grep -E '[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
+  if [ -z "$line" ]; then echo "!! $1 printed no result line (crashed?)"; total_fail=$((total_fail+1)); return; fi
+  p=$(sed -E 's/.* ([0-9]+) passed.*/\1/' <<<"$line"); f=$(sed -E 's/.* ([0-9]+) failed.*/\1/' <<<"$line")
+  total_pass=$((total_pass+p)); total_fail=$((total_fail+f))
+  if grep -q 'SKIPPED' "$log"; then total_skip=$((total_skip+1)); fi
+}
+run_prog() { # name, command...
+  local name=$1; shift
+  echo "== $name"
+  "$@" >"$log" 2>&1; local rc=$?
+  cat "$log"
+  tally "$name"
+  if [ $rc -ne 0 ] && ! grep -qE ' [1-9][0-9]* failed' "$log"; then echo "!! $name exited $rc"; total_fail=$((total_fail+1)); fi
+}
+
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+
+if [ "$what" = all ] || [ "$what" = unit ]; then
+  for t in "$BUILD"/asan/tests/unit/test_*; do [ -x "$t" ] && run_prog "unit/$(basename "$t")" "$t"; done
+fi
+if [ "$what" = all ] || [ "$what" = api ]; then
+  for t in tests/api/*.sh; do [ -x "$t" ] && run_prog "api/$(basename "$t")" "$t"; done
+fi
+if [ "$what" = all ] || [ "$what" = web ]; then
+  for t in tests/web/run.sh tests/clients/run.sh; do [ -x "$t" ] && run_prog "$t" "$t"; done
+fi
+if [ "$what" = gpu ]; then
+  for t in "$BUILD"/tests/gpu/*; do [ -x "$t" ] && [ ! -d "$t" ] && [[ "$t" != *.o ]] && [[ "$t" != *.d ]] && run_prog "gpu/$(basename "$t")" "$t"; done
+fi
+echo
+[ $total_skip -gt 0 ] && echo "NOTE: $total_skip suite(s) printed SKIPPED (see above)"
+echo "$what: $total_pass passed, $total_fail failed"
+[ $total_fail -eq 0 ]

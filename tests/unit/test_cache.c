@@ -1,0 +1,565 @@
+/* test_cache.c — the kernel cache with a fake build callback: memory hits, LRU eviction by bytes,
+ * evicted entries kept alive by their users, restart from disk, corrupted files, one build for
+ * many concurrent asks, failures not cached, one backend load per entry. */
+#include <dirent.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "server/cache.h"
+#include "server/sha256.h"
+#include "t.h"
+
+/* ---- the fake compiler ---- */
+
+typedef struct {
+    atomic_int builds;
+    int sleep_ms;
+    int fail; /* builds fail with 500 fake_fail */
+    size_t cubin_len;
+    int seed;
+    int no_source; /* leave artifact.source NULL (a NULL field must round-trip) */
+} fake_build;
+
+static void sleep_ms(int ms) { usleep((useconds_t)ms * 1000); }
+
+static int fake_build_fn(void *ctx, wp_artifact *out, wp_err *err) {
+    fake_build *fb = ctx;
+    atomic_fetch_add(&fb->builds, 1);
+    if (fb->sleep_ms) sleep_ms(fb->sleep_ms);
+    if (fb->fail) {
+        out->log = strdup("partial output the cache must free"); /* a failing build may leave things */
+        return WP_FAIL(err, 500, "fake_fail", "", "the fake build failed");
+    }
+    out->cubin = malloc(fb->cubin_len);
+    for (size_t i = 0; i < fb->cubin_len; i++) out->cubin[i] = (uint8_t)(i * 31 + (size_t)fb->seed);
+    out->cubin_len = fb->cubin_len;
+    char text[64];
+    snprintf(text, sizeof text, ".version 9.0 // seed %d", fb->seed);
+    out->ptx = strdup(text);
+    out->log = strdup("ptxas info    : Used 17 registers\n");
+    out->lowered = strdup("_Z4fakev");
+    out->source = fb->no_source ? NULL : strdup("// fake source\n");
+    out->regs = 17;
+    out->spills = 3;
+    out->compile_ms = 1.25 + fb->seed;
+    return 0;
+}
+
+static void key_of(const char *name, uint8_t key[32]) { wp_sha256(name, strlen(name), key); }
+
+static wp_kernel *get(wp_cache *c, const char *name, fake_build *fb, wp_source *src) {
+    uint8_t key[32];
+    key_of(name, key);
+    wp_err err = {0};
+    wp_kernel *k = wp_cache_get(c, key, fake_build_fn, fb, src, &err);
+    if (!k && !fb->fail) fprintf(stderr, "get %s: %s %s\n", name, err.code, err.msg);
+    return k;
+}
+
+static bool same_artifact(const wp_artifact *a, const wp_artifact *b) {
+#define SAME_STR(f) ((a->f == NULL) == (b->f == NULL) && (!a->f || strcmp(a->f, b->f) == 0))
+    return a->cubin_len == b->cubin_len && memcmp(a->cubin, b->cubin, a->cubin_len) == 0 && SAME_STR(ptx) &&
+           SAME_STR(log) && SAME_STR(lowered) && SAME_STR(source) && a->regs == b->regs && a->spills == b->spills &&
+           a->compile_ms == b->compile_ms;
+#undef SAME_STR
+}
+
+static void copy_artifact(const wp_artifact *a, wp_artifact *out) {
+    *out = *a;
+    out->cubin = malloc(a->cubin_len);
+    memcpy(out->cubin, a->cubin, a->cubin_len);
+    out->ptx = a->ptx ? strdup(a->ptx) : NULL;
+    out->log = a->log ? strdup(a->log) : NULL;
+    out->lowered = a->lowered ? strdup(a->lowered) : NULL;
+    out->source = a->source ? strdup(a->source) : NULL;
+}
+
+static void file_of(const char *dir, const char *name, char *path, size_t n) {
+    uint8_t key[32];
+    char hex[65];
+    key_of(name, key);
+    wp_hex(key, 32, hex);
+    snprintf(path, n, "%s/%.2s/%s.wpk", dir, hex, hex);
+}
+
+static int count_files(const char *dir, const char *needle) {
+    DIR *d = opendir(dir);
+    int n = 0;
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        if (de->d_name[0] == '.') continue;
+        char sub[600];
+        snprintf(sub, sizeof sub, "%s/%s", dir, de->d_name);
+        struct stat sb;
+        if (stat(sub, &sb) == 0 && S_ISDIR(sb.st_mode))
+            n += count_files(sub, needle);
+        else if (strstr(de->d_name, needle))
+            n++;
+    }
+    if (d) closedir(d);
+    return n;
+}
+
+static void rm_rf(const char *dir) {
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+}
+
+/* ---- cases ---- */
+
+static void test_memory_hit(void) {
+    T_CASE("memory hit");
+    fake_build fb = {.cubin_len = 100};
+    wp_cache *c = wp_cache_open(NULL, 1 << 20, NULL);
+    CHECK(c != NULL);
+    CHECK(wp_cache_dir(c) == NULL);
+    wp_source src = WP_SRC_DISK;
+    wp_kernel *k1 = get(c, "a", &fb, &src);
+    CHECK(k1 && src == WP_SRC_COMPILE);
+    wp_kernel *k2 = get(c, "a", &fb, &src);
+    CHECK(k2 == k1 && src == WP_SRC_MEMORY);
+    CHECK(atomic_load(&fb.builds) == 1);
+    CHECK(wp_kernel_artifact(k1)->regs == 17 && wp_kernel_artifact(k1)->cubin_len == 100);
+    wp_kernel_release(c, k1);
+    wp_kernel_release(c, k2);
+    wp_cache_stats st;
+    wp_cache_stats_get(c, &st);
+    CHECK(st.hits_memory == 1 && st.misses == 1 && st.compiles == 1 && st.hits_disk == 0);
+    CHECK(st.entries == 1 && st.bytes == wp_artifact_bytes(wp_kernel_artifact(k1)) && st.cap_bytes == 1 << 20);
+    CHECK(strcmp(wp_source_name(WP_SRC_MEMORY), "memory") == 0 && strcmp(wp_source_name(WP_SRC_DISK), "disk") == 0 &&
+          strcmp(wp_source_name(WP_SRC_COMPILE), "compile") == 0);
+    wp_cache_close(c);
+}
+
+static void test_lru_eviction(void) {
+    T_CASE("LRU eviction by bytes");
+    fake_build fb = {.cubin_len = 1000};
+    /* Measure one entry, then allow three and a half. */
+    wp_cache *probe = wp_cache_open(NULL, 1 << 20, NULL);
+    wp_source src;
+    wp_kernel *k = get(probe, "probe", &fb, &src);
+    size_t one = wp_artifact_bytes(wp_kernel_artifact(k));
+    wp_kernel_release(probe, k);
+    wp_cache_close(probe);
+
+    wp_cache *c = wp_cache_open(NULL, one * 7 / 2, NULL);
+    atomic_store(&fb.builds, 0);
+    const char *names[] = {"A", "B", "C"};
+    for (int i = 0; i < 3; i++) wp_kernel_release(c, get(c, names[i], &fb, &src));
+    wp_kernel_release(c, get(c, "A", &fb, &src)); /* A is now the most recent: B is the coldest */
+    CHECK(src == WP_SRC_MEMORY);
+    wp_kernel_release(c, get(c, "D", &fb, &src));
+    wp_cache_stats st;
+    wp_cache_stats_get(c, &st);
+    CHECK(st.evictions == 1 && st.entries == 3 && st.bytes <= st.cap_bytes);
+    CHECK(atomic_load(&fb.builds) == 4);
+    wp_kernel_release(c, get(c, "A", &fb, &src));
+    CHECK(src == WP_SRC_MEMORY);
+    wp_kernel_release(c, get(c, "C", &fb, &src));
+    CHECK(src == WP_SRC_MEMORY);
+    wp_kernel_release(c, get(c, "B", &fb, &src)); /* evicted: built again, evicting D */
+    CHECK(src == WP_SRC_COMPILE && atomic_load(&fb.builds) == 5);
+    wp_kernel_release(c, get(c, "D", &fb, &src));
+    CHECK(src == WP_SRC_COMPILE && atomic_load(&fb.builds) == 6);
+
+    T_CASE("evicted entry lives while held");
+    wp_kernel *held = get(c, "held", &fb, &src);
+    for (int i = 0; i < 8; i++) { /* push it out */
+        char name[32];
+        snprintf(name, sizeof name, "filler%d", i);
+        wp_kernel_release(c, get(c, name, &fb, &src));
+    }
+    uint8_t key[32];
+    key_of("held", key);
+    wp_kernel *again = get(c, "held", &fb, &src);
+    CHECK(src == WP_SRC_COMPILE && again != held); /* it was evicted ... */
+    const wp_artifact *a = wp_kernel_artifact(held);
+    CHECK(a->cubin_len == 1000 && a->cubin[999] == (uint8_t)(999 * 31)); /* ... yet still readable (ASan) */
+    wp_kernel_release(c, held);
+    wp_kernel_release(c, again);
+
+    T_CASE("entry bigger than the cap");
+    fb.cubin_len = one * 10;
+    wp_kernel *big = get(c, "big", &fb, &src);
+    CHECK(big && src == WP_SRC_COMPILE && wp_kernel_artifact(big)->cubin_len == one * 10);
+    wp_cache_stats_get(c, &st);
+    CHECK(st.bytes <= st.cap_bytes);
+    wp_kernel_release(c, big);
+    wp_cache_close(c);
+
+    T_CASE("many keys (index growth)");
+    c = wp_cache_open(NULL, 1 << 26, NULL);
+    fb.cubin_len = 16;
+    atomic_store(&fb.builds, 0);
+    for (int round = 0; round < 2; round++)
+        for (int i = 0; i < 600; i++) {
+            char name[32];
+            snprintf(name, sizeof name, "k%d", i);
+            wp_kernel_release(c, get(c, name, &fb, &src));
+        }
+    wp_cache_stats_get(c, &st);
+    CHECK(atomic_load(&fb.builds) == 600 && st.hits_memory == 600 && st.entries == 600);
+    wp_cache_close(c);
+}
+
+static void test_disk(const char *root) {
+    T_CASE("restart from disk");
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/store/nested", root); /* created, parents too */
+    fake_build fb = {.cubin_len = 5000, .seed = 7, .no_source = 1};
+    wp_cache *c = wp_cache_open(dir, 1 << 20, NULL);
+    CHECK(c && strcmp(wp_cache_dir(c), dir) == 0);
+    wp_source src;
+    wp_kernel *k = get(c, "persist", &fb, &src);
+    CHECK(k && src == WP_SRC_COMPILE);
+    wp_artifact before;
+    copy_artifact(wp_kernel_artifact(k), &before);
+    wp_kernel_release(c, k);
+    wp_cache_close(c);
+
+    char path[600];
+    file_of(dir, "persist", path, sizeof path);
+    struct stat sb;
+    CHECK(stat(path, &sb) == 0 && S_ISREG(sb.st_mode));
+    char sub[600];
+    snprintf(sub, sizeof sub, "%s", path);
+    *strrchr(sub, '/') = 0;
+    CHECK(stat(sub, &sb) == 0 && (sb.st_mode & 0777) == 0700);
+    CHECK(stat(dir, &sb) == 0 && (sb.st_mode & 0777) == 0700);
+    CHECK(count_files(dir, ".tmp.") == 0);
+
+    c = wp_cache_open(dir, 1 << 20, NULL);
+    k = get(c, "persist", &fb, &src);
+    CHECK(k && src == WP_SRC_DISK && atomic_load(&fb.builds) == 1);
+    CHECK(k && same_artifact(&before, wp_kernel_artifact(k)));
+    wp_kernel_release(c, k);
+    k = get(c, "persist", &fb, &src);
+    CHECK(src == WP_SRC_MEMORY);
+    wp_kernel_release(c, k);
+    wp_cache_stats st;
+    wp_cache_stats_get(c, &st);
+    CHECK(st.hits_disk == 1 && st.hits_memory == 1 && st.misses == 0 && st.corrupt_files == 0);
+    wp_cache_close(c);
+
+    /* Timing of a disk hit: open, read, check, parse. */
+    double total_us = 0;
+    int reps = 50;
+    for (int i = 0; i < reps; i++) {
+        c = wp_cache_open(dir, 1 << 20, NULL);
+        uint64_t t0 = wp_now_ns();
+        k = get(c, "persist", &fb, &src);
+        total_us += wp_us_since(t0);
+        CHECK(src == WP_SRC_DISK);
+        wp_kernel_release(c, k);
+        wp_cache_close(c);
+    }
+    printf("disk hit (5000-byte cubin): %.1f us mean over %d\n", total_us / reps, reps);
+
+    T_CASE("corrupted files are removed and rebuilt");
+    struct {
+        const char *what;
+        int kind;
+    } damage[] = {
+        {"flip a payload byte", 0}, {"flip a checksum byte", 1}, {"truncate by one", 2}, {"truncate to 10 bytes", 3},
+        {"empty file", 4},          {"append junk", 5},          {"bad magic", 6},       {"bad version", 7},
+        {"wrong length field", 8},  {"another key's file", 9}};
+    fb.no_source = 0;
+    for (size_t d = 0; d < WP_ARRAY_LEN(damage); d++) {
+        T_CASE(damage[d].what);
+        size_t len = 0;
+        char *bytes = wp_read_file(path, &len);
+        CHECK(bytes != NULL && len > 100);
+        if (!bytes) continue;
+        FILE *f = fopen(path, "wb");
+        switch (damage[d].kind) {
+        case 0:
+            bytes[len / 2] ^= 0x10;
+            fwrite(bytes, 1, len, f);
+            break;
+        case 1:
+            bytes[20] ^= 1;
+            fwrite(bytes, 1, len, f);
+            break;
+        case 2:
+            fwrite(bytes, 1, len - 1, f);
+            break;
+        case 3:
+            fwrite(bytes, 1, 10, f);
+            break;
+        case 4:
+            break;
+        case 5:
+            fwrite(bytes, 1, len, f);
+            fwrite("junk", 1, 4, f);
+            break;
+        case 6:
+            bytes[0] = 'X';
+            fwrite(bytes, 1, len, f);
+            break;
+        case 7:
+            bytes[4] = 99;
+            fwrite(bytes, 1, len, f);
+            break;
+        case 8:
+            bytes[8] ^= 4;
+            fwrite(bytes, 1, len, f);
+            break;
+        case 9: { /* a valid file of another key under this key's name */
+            char other[600];
+            file_of(dir, "other", other, sizeof other);
+            c = wp_cache_open(dir, 1 << 20, NULL);
+            wp_kernel_release(c, get(c, "other", &fb, &src));
+            wp_cache_close(c);
+            size_t olen;
+            char *obytes = wp_read_file(other, &olen);
+            if (obytes) fwrite(obytes, 1, olen, f);
+            free(obytes);
+            break;
+        }
+        }
+        fclose(f);
+        free(bytes);
+        int builds = atomic_load(&fb.builds);
+        c = wp_cache_open(dir, 1 << 20, NULL);
+        k = get(c, "persist", &fb, &src);
+        CHECKF(k && src == WP_SRC_COMPILE && atomic_load(&fb.builds) == builds + 1, "src %d", (int)src);
+        wp_kernel_release(c, k);
+        wp_cache_stats_get(c, &st);
+        CHECK(st.corrupt_files == 1 && st.hits_disk == 0);
+        wp_cache_close(c);
+        /* The rebuild rewrote a good file. */
+        c = wp_cache_open(dir, 1 << 20, NULL);
+        k = get(c, "persist", &fb, &src);
+        CHECK(k && src == WP_SRC_DISK);
+        wp_kernel_release(c, k);
+        wp_cache_close(c);
+    }
+
+    T_CASE("a disk that cannot be written still serves");
+    char blocked[600];
+    file_of(dir, "blocked", blocked, sizeof blocked);
+    *strrchr(blocked, '/') = 0; /* make the 2-hex subdir a plain file */
+    FILE *f = fopen(blocked, "wb");
+    fclose(f);
+    c = wp_cache_open(dir, 1 << 20, NULL);
+    k = get(c, "blocked", &fb, &src);
+    CHECK(k && src == WP_SRC_COMPILE);
+    wp_kernel_release(c, k);
+    k = get(c, "blocked", &fb, &src);
+    CHECK(k && src == WP_SRC_MEMORY);
+    wp_kernel_release(c, k);
+    wp_cache_stats_get(c, &st);
+    CHECK(st.disk_errors >= 1);
+    wp_cache_close(c);
+    unlink(blocked);
+
+    T_CASE("bad cache dir");
+    wp_err err = {0};
+    snprintf(blocked, sizeof blocked, "%s/afile", root);
+    f = fopen(blocked, "wb");
+    fclose(f);
+    snprintf(sub, sizeof sub, "%s/afile/sub", root);
+    CHECK(wp_cache_open(sub, 1 << 20, &err) == NULL && err.status == 500 && strcmp(err.code, "cache_dir") == 0);
+    wp_artifact_free(&before);
+}
+
+/* ---- many threads ---- */
+
+typedef struct {
+    wp_cache *c;
+    fake_build *fb;
+    const char *name;
+    pthread_barrier_t *start;
+    wp_kernel *got;
+    wp_source src;
+    wp_err err;
+} asker;
+
+static void *ask(void *arg) {
+    asker *a = arg;
+    uint8_t key[32];
+    key_of(a->name, key);
+    pthread_barrier_wait(a->start);
+    a->got = wp_cache_get(a->c, key, fake_build_fn, a->fb, &a->src, &a->err);
+    return NULL;
+}
+
+enum { ASKERS = 32 };
+
+static int run_askers(wp_cache *c, fake_build *fb, const char *name, asker *as) {
+    pthread_t th[ASKERS];
+    pthread_barrier_t start;
+    pthread_barrier_init(&start, NULL, ASKERS);
+    for (int i = 0; i < ASKERS; i++) {
+        as[i] = (asker){.c = c, .fb = fb, .name = name, .start = &start};
+        pthread_create(&th[i], NULL, ask, &as[i]);
+    }
+    for (int i = 0; i < ASKERS; i++) pthread_join(th[i], NULL);
+    pthread_barrier_destroy(&start);
+    return 0;
+}
+
+static void test_single_flight(const char *root) {
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/flight", root);
+    for (int with_disk = 0; with_disk < 2; with_disk++) {
+        T_CASE(with_disk ? "32 threads, one cold key (disk)" : "32 threads, one cold key");
+        fake_build fb = {.cubin_len = 256, .sleep_ms = 100};
+        wp_cache *c = wp_cache_open(with_disk ? dir : NULL, 1 << 20, NULL);
+        asker as[ASKERS];
+        run_askers(c, &fb, "cold", as);
+        int compiled = 0, from_memory = 0, same = 1;
+        for (int i = 0; i < ASKERS; i++) {
+            compiled += as[i].got && as[i].src == WP_SRC_COMPILE;
+            from_memory += as[i].got && as[i].src == WP_SRC_MEMORY;
+            same &= as[i].got == as[0].got && as[i].got != NULL;
+        }
+        CHECK(atomic_load(&fb.builds) == 1);
+        CHECK(same && compiled == 1 && from_memory == ASKERS - 1);
+        for (int i = 0; i < ASKERS; i++) wp_kernel_release(c, as[i].got);
+        wp_cache_stats st;
+        wp_cache_stats_get(c, &st);
+        CHECK(st.compiles == 1 && st.misses == 1 && st.hits_memory == ASKERS - 1);
+        wp_cache_close(c);
+    }
+
+    T_CASE("32 threads, failing build: one build, all told, not cached");
+    fake_build fb = {.cubin_len = 256, .sleep_ms = 100, .fail = 1};
+    wp_cache *c = wp_cache_open(NULL, 1 << 20, NULL);
+    asker as[ASKERS];
+    run_askers(c, &fb, "doomed", as);
+    int told = 0;
+    for (int i = 0; i < ASKERS; i++)
+        told += !as[i].got && as[i].err.status == 500 && strcmp(as[i].err.code, "fake_fail") == 0;
+    CHECK(told == ASKERS && atomic_load(&fb.builds) == 1);
+    wp_source src;
+    wp_err err = {0};
+    uint8_t key[32];
+    key_of("doomed", key);
+    CHECK(wp_cache_get(c, key, fake_build_fn, &fb, &src, &err) == NULL && strcmp(err.code, "fake_fail") == 0);
+    CHECK(atomic_load(&fb.builds) == 2);
+    fb.fail = 0;
+    fb.sleep_ms = 0;
+    wp_kernel *k = wp_cache_get(c, key, fake_build_fn, &fb, &src, &err);
+    CHECK(k && src == WP_SRC_COMPILE && atomic_load(&fb.builds) == 3);
+    wp_kernel_release(c, k);
+    wp_cache_stats st;
+    wp_cache_stats_get(c, &st);
+    CHECK(st.compile_failures == 2 && st.compiles == 1 && st.entries == 1);
+    wp_cache_close(c);
+}
+
+/* ---- backend load ---- */
+
+typedef struct {
+    atomic_int loads, unloads, fail_next;
+    int token;
+} fake_backend;
+
+static int fake_load(void *backend, const wp_artifact *a, void **fn, wp_err *err) {
+    fake_backend *b = backend;
+    atomic_fetch_add(&b->loads, 1);
+    sleep_ms(50);
+    if (atomic_exchange(&b->fail_next, 0)) return WP_FAIL(err, 500, "load_failed", "", "fake load failed");
+    if (!a->cubin) return WP_FAIL(err, 500, "load_failed", "", "no cubin");
+    *fn = &b->token;
+    return 0;
+}
+
+static void fake_unload(void *backend, void *fn) {
+    fake_backend *b = backend;
+    if (fn == &b->token) atomic_fetch_add(&b->unloads, 1);
+}
+
+typedef struct {
+    wp_kernel *k;
+    fake_backend *b;
+    pthread_barrier_t *start;
+    void *fn;
+    int rc;
+} loader;
+
+static void *load_thread(void *arg) {
+    loader *l = arg;
+    pthread_barrier_wait(l->start);
+    wp_err err = {0};
+    l->rc = wp_kernel_function(l->k, l->b, fake_load, fake_unload, &l->fn, &err);
+    return NULL;
+}
+
+static void test_function(void) {
+    T_CASE("backend load: once across threads, unload at free");
+    fake_build fb = {.cubin_len = 64};
+    fake_backend be = {0};
+    wp_cache *c = wp_cache_open(NULL, 1 << 20, NULL);
+    wp_source src;
+    wp_kernel *k = get(c, "fn", &fb, &src);
+
+    enum { LOADERS = 16 };
+    pthread_t th[LOADERS];
+    loader ls[LOADERS];
+    pthread_barrier_t start;
+    pthread_barrier_init(&start, NULL, LOADERS);
+    for (int i = 0; i < LOADERS; i++) {
+        ls[i] = (loader){.k = k, .b = &be, .start = &start};
+        pthread_create(&th[i], NULL, load_thread, &ls[i]);
+    }
+    int ok = 0;
+    for (int i = 0; i < LOADERS; i++) {
+        pthread_join(th[i], NULL);
+        ok += ls[i].rc == 0 && ls[i].fn == &be.token;
+    }
+    pthread_barrier_destroy(&start);
+    CHECK(ok == LOADERS && atomic_load(&be.loads) == 1 && atomic_load(&be.unloads) == 0);
+
+    void *fn = NULL;
+    wp_err err = {0};
+    fake_backend other = {0};
+    CHECK(wp_kernel_function(k, &other, fake_load, fake_unload, &fn, &err) == -1 &&
+          strcmp(err.code, "backend_mismatch") == 0);
+    wp_kernel_release(c, k);
+    CHECK(atomic_load(&be.unloads) == 0); /* still indexed */
+    wp_cache_close(c);
+    CHECK(atomic_load(&be.unloads) == 1);
+
+    T_CASE("backend load failure is not sticky");
+    c = wp_cache_open(NULL, 1 << 20, NULL);
+    k = get(c, "fn2", &fb, &src);
+    atomic_store(&be.fail_next, 1);
+    atomic_store(&be.loads, 0);
+    CHECK(wp_kernel_function(k, &be, fake_load, fake_unload, &fn, &err) == -1 && strcmp(err.code, "load_failed") == 0);
+    CHECK(wp_kernel_function(k, &be, fake_load, fake_unload, &fn, &err) == 0 && fn == &be.token);
+    CHECK(atomic_load(&be.loads) == 2);
+
+    T_CASE("evicted loaded entry unloads at its last release");
+    wp_cache *small = wp_cache_open(NULL, 1, NULL); /* everything is evicted at once */
+    wp_kernel *e = get(small, "fn3", &fb, &src);
+    CHECK(wp_kernel_function(e, &be, fake_load, fake_unload, &fn, &err) == 0);
+    int unloads = atomic_load(&be.unloads);
+    wp_kernel_release(small, e);
+    CHECK(atomic_load(&be.unloads) == unloads + 1);
+    wp_cache_close(small);
+
+    wp_kernel_release(c, k);
+    wp_cache_close(c);
+    CHECK(atomic_load(&be.unloads) == unloads + 2);
+}
+
+int main(void) {
+    char root[] = "/tmp/wp_test_cache_XXXXXX";
+    if (!mkdtemp(root)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    test_memory_hit();
+    test_lru_eviction();
+    test_disk(root);
+    test_single_flight(root);
+    test_function();
+    rm_rf(root);
+    return t_done("cache");
+}
