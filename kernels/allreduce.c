@@ -11,8 +11,8 @@ typedef struct {
 } lanes_state;
 
 /* One butterfly step with offset o: every lane reads the values of the previous step. */
-static void butterfly_step(const wp_spec *s, const wp_lanes_warp *warp, const lanes_state *before,
-                           lanes_state *after, int o) {
+static void butterfly_step(const wp_spec *s, const wp_lanes_warp *warp, const lanes_state *before, lanes_state *after,
+                           int o) {
     *after = *before;
     for (int lane = 0; lane < warp->lanes; lane++) {
         if (before->why[lane] != WP_WHY_DEFINED) continue;
@@ -26,8 +26,8 @@ static void butterfly_step(const wp_spec *s, const wp_lanes_warp *warp, const la
     }
 }
 
-static void allreduce_element(const wp_spec *s, const wp_warp_job *job, wp_warp_result *res,
-                              const wp_lanes_warp *warp, int e) {
+static void allreduce_element(const wp_spec *s, const wp_warp_job *job, wp_warp_result *res, const wp_lanes_warp *warp,
+                              int e) {
     lanes_state state[2] = {0};
     int cur = 0;
     for (int lane = 0; lane < warp->lanes; lane++) {

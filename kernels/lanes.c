@@ -36,10 +36,22 @@ uint32_t wp_lanes_tile_relative(uint32_t mask, int width, int lane) {
 static int64_t shfl_j(wp_shfl_mode mode, int width, int lane, int32_t b, bool *in_range) {
     int64_t seg = wp_lanes_seg(width, lane), last = seg + width - 1, j;
     switch (mode) {
-    case WP_SHFL_IDX: j = seg | ((uint32_t)b & (uint32_t)(width - 1)); *in_range = true; return j;
-    case WP_SHFL_UP: j = (int64_t)lane - b; *in_range = j >= seg; return j;
-    case WP_SHFL_DOWN: j = (int64_t)lane + b; *in_range = j <= last; return j;
-    case WP_SHFL_BFLY: j = (int64_t)((uint32_t)lane ^ (uint32_t)b); *in_range = j >= 0 && j <= last; return j;
+    case WP_SHFL_IDX:
+        j = seg | ((uint32_t)b & (uint32_t)(width - 1));
+        *in_range = true;
+        return j;
+    case WP_SHFL_UP:
+        j = (int64_t)lane - b;
+        *in_range = j >= seg;
+        return j;
+    case WP_SHFL_DOWN:
+        j = (int64_t)lane + b;
+        *in_range = j <= last;
+        return j;
+    case WP_SHFL_BFLY:
+        j = (int64_t)((uint32_t)lane ^ (uint32_t)b);
+        *in_range = j >= 0 && j <= last;
+        return j;
     }
     *in_range = false;
     return -1;
@@ -51,8 +63,10 @@ int wp_lanes_shfl_src(wp_shfl_mode mode, int width, int lane, int32_t b, uint32_
     int64_t j = shfl_j(mode, width, lane, b, &in_range);
     *why = WP_WHY_DEFINED;
     if (!in_range) return -1;
-    if (!wp_lanes_has(member_mask, (int)j)) *why = WP_WHY_SRC_NOT_MEMBER;
-    else if (!wp_lanes_has(active, (int)j)) *why = WP_WHY_SRC_INACTIVE;
+    if (!wp_lanes_has(member_mask, (int)j))
+        *why = WP_WHY_SRC_NOT_MEMBER;
+    else if (!wp_lanes_has(active, (int)j))
+        *why = WP_WHY_SRC_INACTIVE;
     return (int)j;
 }
 
@@ -77,10 +91,14 @@ enum { CMP_LT = 1, CMP_EQ = 2, CMP_GT = 4, CMP_UN = 8 };
 
 static double float_value(wp_type t, uint64_t bits) {
     switch (t) {
-    case WP_F32: return wp_bits_f32(bits);
-    case WP_F16: return wp_f16_to_f32((uint16_t)bits);
-    case WP_BF16: return wp_bf16_to_f32((uint16_t)bits);
-    default: return wp_bits_f64(bits);
+    case WP_F32:
+        return wp_bits_f32(bits);
+    case WP_F16:
+        return wp_f16_to_f32((uint16_t)bits);
+    case WP_BF16:
+        return wp_bf16_to_f32((uint16_t)bits);
+    default:
+        return wp_bits_f64(bits);
     }
 }
 
@@ -90,11 +108,15 @@ static int compare(wp_type t, uint64_t x, uint64_t y) {
     x = wp_lanes_bits(t, x);
     y = wp_lanes_bits(t, y);
     switch (t) {
-    case WP_I32: return CMP3((int32_t)(uint32_t)x, (int32_t)(uint32_t)y);
-    case WP_I64: return CMP3((int64_t)x, (int64_t)y);
+    case WP_I32:
+        return CMP3((int32_t)(uint32_t)x, (int32_t)(uint32_t)y);
+    case WP_I64:
+        return CMP3((int64_t)x, (int64_t)y);
     case WP_U32:
-    case WP_U64: return CMP3(x, y);
-    default: break;
+    case WP_U64:
+        return CMP3(x, y);
+    default:
+        break;
     }
     double fx = float_value(t, x), fy = float_value(t, y);
     if (fx != fx || fy != fy) return CMP_UN;
@@ -114,7 +136,7 @@ static const struct {
     [WP_PRED_LE] = {CMP_LT | CMP_EQ, 0, false},
     [WP_PRED_EQ] = {CMP_EQ, 0, false},
     [WP_PRED_NE] = {CMP_LT | CMP_GT | CMP_UN, 0, false},
-    [WP_PRED_BETWEEN] = {CMP_GT | CMP_EQ, CMP_LT, false},
+    [WP_PRED_BETWEEN] = {CMP_GT, CMP_LT, false},
 };
 
 bool wp_lanes_pred(wp_type t, int pred_kind, uint64_t x, uint64_t a, uint64_t b) {

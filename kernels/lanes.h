@@ -24,7 +24,7 @@ void wp_lanes_warp_at(const wp_warp_job *job, int w, wp_lanes_warp *out);
 
 static inline bool wp_lanes_has(uint32_t mask, int lane) { return (mask >> lane) & 1u; }
 static inline int wp_lanes_seg(int width, int lane) { return lane & ~(width - 1); } /* segment base */
-uint32_t wp_lanes_tile_bits(int width, int lane); /* lanes seg..seg+width-1 */
+uint32_t wp_lanes_tile_bits(int width, int lane);                                   /* lanes seg..seg+width-1 */
 
 /* Whether a lane calls the primitive: DEFINED when it does, else INACTIVE (returned early or past n)
  * or NOT_MEMBER (active, not in member_mask: it skips the call). */

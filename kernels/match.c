@@ -9,8 +9,7 @@ static uint32_t same_bits(const wp_spec *s, const wp_warp_job *job, const wp_lan
     uint64_t own = wp_lanes_bits(s->type, job->in[(size_t)(warp->base + lane) * job->elems]);
     uint32_t same = 0;
     for (int k = 0; k < WP_WARP_SIZE; k++)
-        if (wp_lanes_has(parts, k) &&
-            wp_lanes_bits(s->type, job->in[(size_t)(warp->base + k) * job->elems]) == own)
+        if (wp_lanes_has(parts, k) && wp_lanes_bits(s->type, job->in[(size_t)(warp->base + k) * job->elems]) == own)
             same |= 1u << k;
     return same;
 }

@@ -29,11 +29,8 @@ static uint32_t activemask(uint32_t parts, uint32_t holds, int width, int lane) 
 }
 
 static const vote_fn votes[] = {
-    [VOTE_ALL] = vote_all,
-    [VOTE_ANY] = vote_any,
-    [VOTE_UNI] = vote_uni,
-    [VOTE_BALLOT] = ballot,
-    [VOTE_ACTIVEMASK] = activemask,
+    [VOTE_ALL] = vote_all,  [VOTE_ANY] = vote_any,          [VOTE_UNI] = vote_uni,
+    [VOTE_BALLOT] = ballot, [VOTE_ACTIVEMASK] = activemask,
 };
 
 /* The participants whose predicate holds (none are read for NO_INPUT families). */

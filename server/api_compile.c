@@ -87,8 +87,9 @@ void wp_api_compile(void *appv, const wp_req *req, wp_resp *resp) {
     cJSON_AddBoolToObject(o, "cached", rk.source != WP_SRC_COMPILE);
     cJSON_AddNumberToObject(o, "compile_ms", a->compile_ms);
     cJSON_AddNumberToObject(o, "lookup_us", rk.key_us + rk.cache_us);
-    char name[512], prelude[4];
-    if (wp_spec_name_expr(&spec, name, sizeof name, prelude, 0) == 0) cJSON_AddStringToObject(o, "instantiation", name);
+    char name[512], prelude[4096];
+    if (wp_spec_name_expr(&spec, name, sizeof name, prelude, sizeof prelude) == 0)
+        cJSON_AddStringToObject(o, "instantiation", name);
     cJSON_AddStringToObject(o, "lowered_name", a->lowered ? a->lowered : "");
     cJSON_AddNumberToObject(o, "regs", a->regs);
     cJSON_AddNumberToObject(o, "spills", a->spills);

@@ -14,8 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define EXPR_MAX_NEST 32   /* parentheses, unary operators, calls and ?: inside one another */
-#define EXPR_MAX_HEIGHT 64 /* height of the tree, so evaluation and emitted C++ stay shallow */
+/* The limit a client meets is the height of the tree (so evaluation and the emitted C++ stay shallow).
+ * Syntactic nesting (parentheses, unary operators, calls, ?:) is capped only to bound the parser's
+ * recursion, loosely enough that the canonical text of any accepted tree (at most two levels per
+ * tree level) parses again. */
+#define EXPR_MAX_HEIGHT 32
+#define EXPR_MAX_NEST (2 * EXPR_MAX_HEIGHT + 2)
 #define EXPR_TOKEN_ECHO 24 /* at most this much client text is quoted back in an error */
 
 #define CANON_NAN_F32 0x7fffffffu /* what the GPU's f32 arithmetic returns for any NaN */
@@ -401,7 +405,7 @@ static int new_node(parser *p, node_kind kind, int pos, int k0, int k1, int k2) 
     for (int i = 0; i < 3; i++)
         if (kids[i] >= 0 && p->e->nodes[kids[i]].height > height) height = p->e->nodes[kids[i]].height;
     if (height + 1 > EXPR_MAX_HEIGHT)
-        return fail_at(p, pos, "expression nested deeper than %d operations", EXPR_MAX_HEIGHT);
+        return fail_at(p, pos, "expression deeper than %d levels of operations", EXPR_MAX_HEIGHT);
     if (p->e->count >= p->e->cap) return fail_at(p, pos, "expression has too many terms");
     node *nd = &p->e->nodes[p->e->count];
     *nd = (node){.kind = kind, .kid = {k0, k1, k2}, .pos = pos, .height = height + 1};
@@ -410,7 +414,7 @@ static int new_node(parser *p, node_kind kind, int pos, int k0, int k1, int k2) 
 
 static int enter(parser *p) {
     if (++p->nest > EXPR_MAX_NEST)
-        return fail_at(p, p->cur.pos, "expression nested deeper than %d levels", EXPR_MAX_NEST);
+        return fail_at(p, p->cur.pos, "parentheses nested deeper than %d levels", EXPR_MAX_NEST);
     return 0;
 }
 

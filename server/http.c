@@ -18,14 +18,15 @@
 #include <unistd.h>
 
 /* Limits that are not in wp_http_config: fixed by this module, named here. */
-#define WP_HTTP_CONNECTION_LIMIT 1024u       /* open connections, suspended ones included */
-#define WP_HTTP_CONNECTION_TIMEOUT_S 60u     /* idle connection timeout */
-#define WP_HTTP_CONN_MEMORY (64u * 1024u)    /* libmicrohttpd per-connection pool: headers + read buffer */
-#define WP_HTTP_DISCARD_MAX (64u << 20)      /* bytes of an oversize chunked body read and dropped before
-                                                the connection is cut instead of answered 413 */
-#define WP_HTTP_BODY_INITIAL (16u * 1024u)   /* first body buffer; grows by doubling */
-#define WP_HTTP_STOP_GRACE_MS 3000           /* wp_http_stop waits this long for resumed replies to go out */
-#define WP_HTTP_DEFAULT_THREADS 4            /* used when a config field is 0 */
+#define WP_HTTP_CONNECTION_LIMIT 1024u    /* open connections, suspended ones included */
+#define WP_HTTP_CONNECTION_TIMEOUT_S 60u  /* idle connection timeout */
+#define WP_HTTP_CONN_MEMORY (64u * 1024u) /* libmicrohttpd per-connection pool: headers + read buffer */
+#define WP_HTTP_DISCARD_MAX                                                                                            \
+    (64u << 20)                            /* bytes of an oversize chunked body read and dropped before                \
+                                              the connection is cut instead of answered 413 */
+#define WP_HTTP_BODY_INITIAL (16u * 1024u) /* first body buffer; grows by doubling */
+#define WP_HTTP_STOP_GRACE_MS 3000         /* wp_http_stop waits this long for resumed replies to go out */
+#define WP_HTTP_DEFAULT_THREADS 4          /* used when a config field is 0 */
 #define WP_HTTP_DEFAULT_WORKERS 4
 #define WP_HTTP_DEFAULT_MAX_BODY (64u << 20)
 #define WP_HTTP_DEFAULT_MAX_QUEUE 256
@@ -56,7 +57,7 @@ struct wp_http {
     wp_http_config cfg;
     int port;
 
-    pthread_mutex_t mu; /* guards everything below */
+    pthread_mutex_t mu;     /* guards everything below */
     pthread_cond_t work_cv; /* work queued or stopping */
     pthread_cond_t idle_cv; /* in_work dropped */
     wp_call *queue_head, *queue_tail;
@@ -140,9 +141,12 @@ static enum MHD_Result send_resp(wp_http *h, wp_call *c, const char *allow) {
     if (allow) MHD_add_response_header(mr, MHD_HTTP_HEADER_ALLOW, allow);
     enum MHD_Result ok = MHD_queue_response(c->mc, (unsigned)r->status, mr);
     MHD_destroy_response(mr);
-    if (r->status >= 500) atomic_fetch_add(&h->responses_5xx, 1);
-    else if (r->status >= 400) atomic_fetch_add(&h->responses_4xx, 1);
-    else if (r->status >= 200 && r->status < 300) atomic_fetch_add(&h->responses_2xx, 1);
+    if (r->status >= 500)
+        atomic_fetch_add(&h->responses_5xx, 1);
+    else if (r->status >= 400)
+        atomic_fetch_add(&h->responses_4xx, 1);
+    else if (r->status >= 200 && r->status < 300)
+        atomic_fetch_add(&h->responses_2xx, 1);
     return ok;
 }
 
@@ -157,10 +161,14 @@ static bool path_matches(const wp_route *rt, const char *path) {
 static const wp_route *route_find(const wp_route *routes, const char *method, const char *path, bool *path_known) {
     const char *want = strcmp(method, "HEAD") == 0 ? "GET" : method;
     *path_known = false;
-    for (const wp_route *rt = routes; rt->method; rt++) {
-        if (!path_matches(rt, path)) continue;
-        *path_known = true;
-        if (strcmp(rt->method, want) == 0) return rt;
+    /* Exact paths first: a path the table names exactly is never served by a prefix route, so
+     * GET /v1/warp is a 405, not a static file lookup. */
+    for (int pass = 0; pass < 2 && !*path_known; pass++) {
+        for (const wp_route *rt = routes; rt->method; rt++) {
+            if (((rt->flags & WP_ROUTE_PREFIX) != 0) != (pass == 1) || !path_matches(rt, path)) continue;
+            *path_known = true;
+            if (strcmp(rt->method, want) == 0) return rt;
+        }
     }
     return NULL;
 }
@@ -231,8 +239,10 @@ static bool work_submit(wp_http *h, wp_call *c) {
     c->state = CALL_QUEUED;
     c->suspended = true;
     c->next = NULL;
-    if (h->queue_tail) h->queue_tail->next = c;
-    else h->queue_head = c;
+    if (h->queue_tail)
+        h->queue_tail->next = c;
+    else
+        h->queue_head = c;
     h->queue_tail = c;
     h->queue_depth++;
     h->in_work++;
@@ -377,7 +387,8 @@ static int parse_addr(const char *host, int port, struct sockaddr_storage *out, 
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
     struct addrinfo *res = NULL;
     int rc = getaddrinfo(name, service, &hints, &res);
-    if (rc != 0 || !res) return WP_FAIL(err, 400, "bad_listen", "host", "cannot resolve %s: %s", name, gai_strerror(rc));
+    if (rc != 0 || !res)
+        return WP_FAIL(err, 400, "bad_listen", "host", "cannot resolve %s: %s", name, gai_strerror(rc));
     memset(out, 0, sizeof *out);
     memcpy(out, res->ai_addr, res->ai_addrlen);
     freeaddrinfo(res);
@@ -461,8 +472,10 @@ wp_http *wp_http_start(const wp_http_config *cfg, const wp_route *routes, void *
         if (!h->daemon) {
             size_t n = strlen(h->start_log);
             while (n && (h->start_log[n - 1] == '\n' || h->start_log[n - 1] == '.')) h->start_log[--n] = 0;
-            WP_FAIL(err, 500, "listen_failed", "", "cannot listen on %s:%d: %s", cfg->host ? cfg->host : "",
-                    cfg->port, h->start_log[0] ? h->start_log : start_errno ? strerror(start_errno) : "unknown error");
+            WP_FAIL(err, 500, "listen_failed", "", "cannot listen on %s:%d: %s", cfg->host ? cfg->host : "", cfg->port,
+                    h->start_log[0] ? h->start_log
+                    : start_errno   ? strerror(start_errno)
+                                    : "unknown error");
         }
     }
     if (!h->daemon) {

@@ -41,8 +41,8 @@ typedef struct {
     char *buf; /* read ahead, not yet consumed */
     size_t len, cap;
     bool eof;
-    bool send_cut;  /* the server answered before the whole body went out */
-    char err[160];  /* why the last call failed */
+    bool send_cut; /* the server answered before the whole body went out */
+    char err[160]; /* why the last call failed */
 } hc_conn;
 
 static inline int hc_fail(hc_conn *c, const char *what) {
@@ -145,7 +145,8 @@ static inline int hc_send(hc_conn *c, const char *method, const char *path, cons
     if (!hc_has_header(headers, "Host")) n += (size_t)snprintf(head + n, cap - n, "Host: %s:%d\r\n", c->host, c->port);
     for (const char *const *hp = headers; hp && *hp; hp++) n += (size_t)snprintf(head + n, cap - n, "%s\r\n", *hp);
     bool wants_length = body_len || !strcmp(method, "POST") || !strcmp(method, "PUT") || !strcmp(method, "PATCH");
-    if (flags & HC_CHUNKED) n += (size_t)snprintf(head + n, cap - n, "Transfer-Encoding: chunked\r\n");
+    if (flags & HC_CHUNKED)
+        n += (size_t)snprintf(head + n, cap - n, "Transfer-Encoding: chunked\r\n");
     else if (wants_length && !hc_has_header(headers, "Content-Length"))
         n += (size_t)snprintf(head + n, cap - n, "Content-Length: %zu\r\n", body_len);
     n += (size_t)snprintf(head + n, cap - n, "\r\n");
@@ -249,7 +250,8 @@ static inline int hc_recv(hc_conn *c, const char *method, hc_resp *r) {
     errno = 0;
     for (;;) {
         long end = hc_find(c, "\r\n\r\n", 0, HC_HEAD_MAX);
-        if (end < 0) return c->err[0] ? -1 : hc_fail(c, c->len ? "bad response head" : "connection closed, no response");
+        if (end < 0)
+            return c->err[0] ? -1 : hc_fail(c, c->len ? "bad response head" : "connection closed, no response");
         int status = 0;
         if (sscanf(c->buf, "HTTP/1.%*d %3d", &status) != 1) return hc_fail(c, "bad status line");
         char *line_end = memchr(c->buf, '\n', (size_t)end);
@@ -308,8 +310,8 @@ static inline int hc_recv(hc_conn *c, const char *method, hc_resp *r) {
 
 /* One request on a fresh connection. Returns 0, or -1 with the reason in err (if non-NULL). */
 static inline int hc_request(const char *host, int port, const char *method, const char *path,
-                             const char *const *headers, const void *body, size_t body_len, unsigned flags,
-                             hc_resp *r, char *err, size_t err_cap) {
+                             const char *const *headers, const void *body, size_t body_len, unsigned flags, hc_resp *r,
+                             char *err, size_t err_cap) {
     hc_conn c;
     memset(r, 0, sizeof *r);
     int rc = hc_open(&c, host, port, 0);
@@ -324,8 +326,10 @@ static inline int hc_request(const char *host, int port, const char *method, con
 static inline int hc_parse_url(const char *url, char *host, size_t host_cap, int *port, char *prefix,
                                size_t prefix_cap) {
     const char *p = url;
-    if (!strncmp(p, "http://", 7)) p += 7;
-    else if (strstr(p, "://")) return -1;
+    if (!strncmp(p, "http://", 7))
+        p += 7;
+    else if (strstr(p, "://"))
+        return -1;
     const char *slash = strchr(p, '/');
     const char *end = slash ? slash : p + strlen(p);
     const char *colon = NULL;

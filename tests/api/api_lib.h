@@ -15,8 +15,8 @@
 
 #include "tests/http_client.h"
 
-#define API_SHOW_MAX 200         /* characters of expected / got shown on a mismatch */
-#define API_TIMEOUT_MS 60000     /* per request, unless a case sets timeout_ms (NVRTC compiles take a while) */
+#define API_SHOW_MAX 200          /* characters of expected / got shown on a mismatch */
+#define API_TIMEOUT_MS 60000      /* per request, unless a case sets timeout_ms (NVRTC compiles take a while) */
 #define API_REPEAT_MAX (1u << 30) /* largest body_repeat body */
 
 typedef struct {
@@ -86,8 +86,8 @@ static inline bool api_is_operator(const cJSON *e) {
     return true;
 }
 
-static inline bool api_fail_at(char *why, size_t cap, const char *path, const cJSON *e, const cJSON *g,
-                               const char *fmt, ...) {
+static inline bool api_fail_at(char *why, size_t cap, const char *path, const cJSON *e, const cJSON *g, const char *fmt,
+                               ...) {
     char note[160] = "", es[API_SHOW_MAX + 32], gs[API_SHOW_MAX + 32];
     if (fmt) {
         va_list ap;
@@ -101,8 +101,7 @@ static inline bool api_fail_at(char *why, size_t cap, const char *path, const cJ
     return false;
 }
 
-static inline bool api_match_at(const cJSON *e, const cJSON *g, char *path, size_t path_cap, char *why,
-                                size_t why_cap);
+static inline bool api_match_at(const cJSON *e, const cJSON *g, char *path, size_t path_cap, char *why, size_t why_cap);
 
 static inline bool api_match_operator(const cJSON *e, const cJSON *g, char *path, char *why, size_t why_cap) {
     for (const cJSON *op = e->child; op; op = op->next) {
@@ -118,10 +117,9 @@ static inline bool api_match_operator(const cJSON *e, const cJSON *g, char *path
             if (!ok) return api_fail_at(why, why_cap, path, e, g, NULL);
         } else if (!strcmp(name, "$len")) {
             int n = cJSON_IsArray(g) || cJSON_IsObject(g) ? cJSON_GetArraySize(g)
-                    : cJSON_IsString(g)                  ? (int)strlen(g->valuestring)
-                                                         : -1;
-            if (!cJSON_IsNumber(op) || n != op->valueint)
-                return api_fail_at(why, why_cap, path, e, g, "length %d", n);
+                    : cJSON_IsString(g)                   ? (int)strlen(g->valuestring)
+                                                          : -1;
+            if (!cJSON_IsNumber(op) || n != op->valueint) return api_fail_at(why, why_cap, path, e, g, "length %d", n);
         } else if (!strcmp(name, "$contains")) {
             if (!cJSON_IsString(op) || !cJSON_IsString(g) || !strstr(g->valuestring, op->valuestring))
                 return api_fail_at(why, why_cap, path, e, g, NULL);
@@ -197,8 +195,10 @@ static inline bool api_match(const cJSON *expected, const cJSON *got, char *why,
 
 /* Follows "a.b[2].c" (a leading "$." is allowed) into v. */
 static inline const cJSON *api_lookup(const cJSON *v, const char *path) {
-    if (!strncmp(path, "$.", 2)) path += 2;
-    else if (!strcmp(path, "$")) return v;
+    if (!strncmp(path, "$.", 2))
+        path += 2;
+    else if (!strcmp(path, "$"))
+        return v;
     char key[128];
     while (v && *path) {
         if (*path == '[') {
@@ -271,11 +271,14 @@ static inline void api_save(api_ctx *ctx, const cJSON *save, const cJSON *body) 
     for (const cJSON *s = save ? save->child : NULL; s; s = s->next) {
         const cJSON *v = cJSON_IsString(s) ? api_lookup(body, s->valuestring) : NULL;
         char text[128];
-        if (cJSON_IsString(v)) snprintf(text, sizeof text, "%s", v->valuestring);
+        if (cJSON_IsString(v))
+            snprintf(text, sizeof text, "%s", v->valuestring);
         else if (cJSON_IsNumber(v) && v->valuedouble == floor(v->valuedouble) && fabs(v->valuedouble) < 1e15)
             snprintf(text, sizeof text, "%.0f", v->valuedouble);
-        else if (v) api_show(v, text, sizeof text);
-        else continue;
+        else if (v)
+            api_show(v, text, sizeof text);
+        else
+            continue;
         cJSON_DeleteItemFromObjectCaseSensitive(ctx->vars, s->string);
         cJSON_AddStringToObject(ctx->vars, s->string, text);
     }
@@ -285,7 +288,8 @@ static inline void api_save(api_ctx *ctx, const cJSON *save, const cJSON *body) 
 
 static inline void api_sleep_ms(int ms) {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0) {}
+    while (nanosleep(&ts, &ts) != 0) {
+    }
 }
 
 /* Checks one response against "expect". Returns true, or false with why. */
@@ -301,10 +305,10 @@ static inline bool api_check(const cJSON *expect, const hc_resp *r, cJSON **body
     for (const cJSON *h = headers ? headers->child : NULL; h; h = h->next) {
         char value[512];
         const char *got = hc_header(r, h->string, value, sizeof value);
-        bool ok = cJSON_IsNull(h)                                  ? !got
+        bool ok = cJSON_IsNull(h)                                     ? !got
                   : cJSON_IsString(h) && !strcmp(h->valuestring, "*") ? got != NULL
-                  : cJSON_IsString(h)                              ? got && !strcmp(got, h->valuestring)
-                                                                   : false;
+                  : cJSON_IsString(h)                                 ? got && !strcmp(got, h->valuestring)
+                                                                      : false;
         if (!ok) {
             snprintf(why, cap, "header %s: expected %s, got %s", h->string,
                      cJSON_IsString(h) ? h->valuestring : "(absent)", got ? got : "(absent)");
@@ -317,7 +321,8 @@ static inline bool api_check(const cJSON *expect, const hc_resp *r, cJSON **body
         return false;
     }
     const cJSON *contains = cJSON_GetObjectItemCaseSensitive(expect, "body_contains");
-    for (const cJSON *c = cJSON_IsArray(contains) ? contains->child : contains; c; c = cJSON_IsArray(contains) ? c->next : NULL) {
+    for (const cJSON *c = cJSON_IsArray(contains) ? contains->child : contains; c;
+         c = cJSON_IsArray(contains) ? c->next : NULL) {
         if (cJSON_IsString(c) && !strstr(r->body, c->valuestring)) {
             snprintf(why, cap, "body does not contain %.*s; got %s", API_SHOW_MAX, c->valuestring, gs);
             return false;

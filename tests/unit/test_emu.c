@@ -176,14 +176,22 @@ static double ref_float(wp_type t, uint64_t x) {
 
 #define REF_PRED(x, a, b)                                                                                              \
     switch (kind) {                                                                                                    \
-    case WP_PRED_NONZERO: return x != 0;                                                                               \
-    case WP_PRED_GT: return x > a;                                                                                     \
-    case WP_PRED_GE: return x >= a;                                                                                    \
-    case WP_PRED_LT: return x < a;                                                                                     \
-    case WP_PRED_LE: return x <= a;                                                                                    \
-    case WP_PRED_EQ: return x == a;                                                                                    \
-    case WP_PRED_NE: return x != a;                                                                                    \
-    default: return a < x && x < b;                                                                                    \
+    case WP_PRED_NONZERO:                                                                                              \
+        return x != 0;                                                                                                 \
+    case WP_PRED_GT:                                                                                                   \
+        return x > a;                                                                                                  \
+    case WP_PRED_GE:                                                                                                   \
+        return x >= a;                                                                                                 \
+    case WP_PRED_LT:                                                                                                   \
+        return x < a;                                                                                                  \
+    case WP_PRED_LE:                                                                                                   \
+        return x <= a;                                                                                                 \
+    case WP_PRED_EQ:                                                                                                   \
+        return x == a;                                                                                                 \
+    case WP_PRED_NE:                                                                                                   \
+        return x != a;                                                                                                 \
+    default:                                                                                                           \
+        return a < x && x < b;                                                                                         \
     }
 
 static bool ref_holds(wp_type t, int kind, uint64_t x, uint64_t a, uint64_t b) {
@@ -236,15 +244,20 @@ static void ref_vote(const wp_spec *s, const wp_warp_job *job, bench *b) {
         int lane = t % 32, base = t - lane;
         uint32_t parts = ref_parts(job, mask, s->width, t), holds = 0;
         for (int k = 0; k < 32 && !no_mask; k++)
-            if (ref_member(parts, k) && ref_holds(s->type, job->pred_kind, job->in[(base + k) * job->elems],
-                                                  job->pred_a, job->pred_b))
+            if (ref_member(parts, k) &&
+                ref_holds(s->type, job->pred_kind, job->in[(base + k) * job->elems], job->pred_a, job->pred_b))
                 holds |= 1u << k;
         uint64_t *out = &b->want_out[t * job->elems];
-        if (!strcmp(name, "vote_all")) *out = ref_count(holds) == ref_count(parts);
-        else if (!strcmp(name, "vote_any")) *out = ref_count(holds) > 0;
-        else if (!strcmp(name, "vote_uni")) *out = ref_count(holds) == 0 || ref_count(holds) == ref_count(parts);
-        else if (!strcmp(name, "ballot")) *out = ref_relative(holds, s->width, lane);
-        else *out = ref_relative(parts, s->width, lane);
+        if (!strcmp(name, "vote_all"))
+            *out = ref_count(holds) == ref_count(parts);
+        else if (!strcmp(name, "vote_any"))
+            *out = ref_count(holds) > 0;
+        else if (!strcmp(name, "vote_uni"))
+            *out = ref_count(holds) == 0 || ref_count(holds) == ref_count(parts);
+        else if (!strcmp(name, "ballot"))
+            *out = ref_relative(holds, s->width, lane);
+        else
+            *out = ref_relative(parts, s->width, lane);
     }
 }
 
@@ -272,12 +285,18 @@ static void ref_match(const wp_spec *s, const wp_warp_job *job, bench *b) {
 static uint32_t ref_redux_op(wp_op_kind k, bool is_signed, uint32_t x, uint32_t y) {
     int32_t sx = (int32_t)x, sy = (int32_t)y;
     switch (k) {
-    case WP_OP_SUM: return x + y;
-    case WP_OP_MIN: return is_signed ? (uint32_t)(sx < sy ? sx : sy) : (x < y ? x : y);
-    case WP_OP_MAX: return is_signed ? (uint32_t)(sx > sy ? sx : sy) : (x > y ? x : y);
-    case WP_OP_AND: return x & y;
-    case WP_OP_OR: return x | y;
-    default: return x ^ y;
+    case WP_OP_SUM:
+        return x + y;
+    case WP_OP_MIN:
+        return is_signed ? (uint32_t)(sx < sy ? sx : sy) : (x < y ? x : y);
+    case WP_OP_MAX:
+        return is_signed ? (uint32_t)(sx > sy ? sx : sy) : (x > y ? x : y);
+    case WP_OP_AND:
+        return x & y;
+    case WP_OP_OR:
+        return x | y;
+    default:
+        return x ^ y;
     }
 }
 
@@ -314,10 +333,14 @@ static void ref_allreduce_warp(const wp_spec *s, const wp_warp_job *job, bench *
         for (int lane = 0; lane < 32; lane++) {
             int p = lane ^ o;
             if (why[lane] != WP_WHY_DEFINED) continue;
-            if (!ref_member(s->mask, p)) next_why[lane] = WP_WHY_SRC_NOT_MEMBER;
-            else if (!ref_active(job, base + p)) next_why[lane] = WP_WHY_SRC_INACTIVE;
-            else if (why[p] != WP_WHY_DEFINED) next_why[lane] = WP_WHY_UNDEF_OPERAND;
-            else next_val[lane] = wp_op_apply(&s->op, s->type, val[lane], val[p]);
+            if (!ref_member(s->mask, p))
+                next_why[lane] = WP_WHY_SRC_NOT_MEMBER;
+            else if (!ref_active(job, base + p))
+                next_why[lane] = WP_WHY_SRC_INACTIVE;
+            else if (why[p] != WP_WHY_DEFINED)
+                next_why[lane] = WP_WHY_UNDEF_OPERAND;
+            else
+                next_val[lane] = wp_op_apply(&s->op, s->type, val[lane], val[p]);
         }
         memcpy(val, next_val, sizeof val);
         memcpy(why, next_why, sizeof why);
@@ -340,10 +363,13 @@ static const struct {
     const char *family;
     ref_fn ref;
 } refs[] = {
-    {"shfl", ref_shuffle},     {"shfl_up", ref_shuffle},     {"shfl_down", ref_shuffle}, {"shfl_xor", ref_shuffle},
-    {"swap", ref_swap},        {"vote_all", ref_vote},       {"vote_any", ref_vote},     {"vote_uni", ref_vote},
-    {"ballot", ref_vote},      {"activemask", ref_vote},     {"match_any", ref_match},   {"match_all", ref_match},
-    {"redux", ref_redux},      {"warp_allreduce", ref_allreduce},
+    {"shfl", ref_shuffle},      {"shfl_up", ref_shuffle},
+    {"shfl_down", ref_shuffle}, {"shfl_xor", ref_shuffle},
+    {"swap", ref_swap},         {"vote_all", ref_vote},
+    {"vote_any", ref_vote},     {"vote_uni", ref_vote},
+    {"ballot", ref_vote},       {"activemask", ref_vote},
+    {"match_any", ref_match},   {"match_all", ref_match},
+    {"redux", ref_redux},       {"warp_allreduce", ref_allreduce},
 };
 
 /* ------------------------------------------------------------------------------------------------
@@ -548,12 +574,14 @@ static int expand(const cJSON *list, wp_type t, bool raw, uint64_t *vals, uint8_
         } else {
             if (n >= cap) return -1;
             int why = WP_WHY_DEFINED;
-            if (cJSON_IsNumber(item)) vals[n] = value_of(t, raw, item->valuedouble);
+            if (cJSON_IsNumber(item))
+                vals[n] = value_of(t, raw, item->valuedouble);
             else if (cJSON_IsString(item) && !strncmp(item->valuestring, "0x", 2))
                 vals[n] = strtoull(item->valuestring, NULL, 16);
             else if (cJSON_IsString(item) && whys && (why = why_parse(item->valuestring)) > 0)
                 vals[n] = OUT_UNTOUCHED;
-            else return -1;
+            else
+                return -1;
             if (whys) whys[n] = (uint8_t)why;
             n++;
         }
@@ -648,8 +676,13 @@ static void run_case(wp_backend *emu, const cJSON *c, bench *b) {
     T_CASE(name);
     wp_spec s;
     if (case_spec(c, &s)) return;
-    wp_warp_job job = {.in = b->in, .arg = b->arg, .active = b->active, .n = int_or(c, "n", 32),
-                       .elems = int_or(c, "elems", 1), .first = int_or(c, "first", 0), .second = int_or(c, "second", 0)};
+    wp_warp_job job = {.in = b->in,
+                       .arg = b->arg,
+                       .active = b->active,
+                       .n = int_or(c, "n", 32),
+                       .elems = int_or(c, "elems", 1),
+                       .first = int_or(c, "first", 0),
+                       .second = int_or(c, "second", 0)};
     bool raw = s.family->out != WP_OUT_VALUE;
     int parse_ok = !fill_input(c, s.type, &job, b) && !fill_arg(c, s.family, &job, b) && !fill_active(c, &job, b) &&
                    !fill_pred(c, s.type, &job);

@@ -13,14 +13,15 @@
 #define HOST "127.0.0.1"
 #define MAX_BODY (1u << 20)
 #define SLOW_MS 200
-#define LOAD_SLOW 64     /* concurrent slow WORK requests */
-#define LOAD_FAST 200    /* inline GETs sent meanwhile */
+#define LOAD_SLOW 64  /* concurrent slow WORK requests */
+#define LOAD_FAST 200 /* inline GETs sent meanwhile */
 #define FAST_P99_MS 5.0
 #define LOAD_ROUNDS 3
 
 static void sleep_ms(int ms) {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0) {}
+    while (nanosleep(&ts, &ts) != 0) {
+    }
 }
 
 /* ---------- test routes ---------- */
@@ -31,8 +32,10 @@ static void h_echo_get(void *app, const wp_req *req, wp_resp *resp) {
     cJSON_AddStringToObject(o, "method", req->method);
     cJSON_AddStringToObject(o, "path", req->path);
     const char *q = wp_req_query(req, "q");
-    if (q) cJSON_AddStringToObject(o, "q", q);
-    else cJSON_AddNullToObject(o, "q");
+    if (q)
+        cJSON_AddStringToObject(o, "q", q);
+    else
+        cJSON_AddNullToObject(o, "q");
     cJSON_AddBoolToObject(o, "t_ok", req->t_start_ns != 0 && req->t_start_ns <= wp_now_ns());
     wp_resp_json(resp, 200, o);
 }
@@ -96,8 +99,8 @@ static const wp_route routes[] = {
 };
 
 static wp_http *start(int workers, int max_queue) {
-    wp_http_config cfg = {.host = HOST, .port = 0, .threads = 4, .workers = workers, .max_body = MAX_BODY,
-                          .max_queue = max_queue};
+    wp_http_config cfg = {
+        .host = HOST, .port = 0, .threads = 4, .workers = workers, .max_body = MAX_BODY, .max_queue = max_queue};
     wp_err err = {0};
     wp_http *h = wp_http_start(&cfg, routes, NULL, &err);
     CHECKF(h != NULL, "%s", err.msg);
@@ -193,7 +196,8 @@ static void test_routing(void) {
         CHECK(hc_header(&r, "Content-Type", v, sizeof v) && !strcmp(v, "application/json"));
         CHECK(hc_header(&r, "Cache-Control", v, sizeof v) && !strcmp(v, "no-store"));
         cJSON_Delete(o);
-    } else CHECK(0);
+    } else
+        CHECK(0);
     hc_resp_free(&r);
 
     T_CASE("missing query arg");
@@ -201,7 +205,8 @@ static void test_routing(void) {
         cJSON *o = json_of(&r);
         CHECK(cJSON_IsNull(cJSON_GetObjectItem(o, "q")));
         cJSON_Delete(o);
-    } else CHECK(0);
+    } else
+        CHECK(0);
     hc_resp_free(&r);
 
     T_CASE("HEAD on a GET route");
@@ -213,7 +218,8 @@ static void test_routing(void) {
         cJSON *o = json_of(&r);
         CHECK(r.status == 200 && jstr(o, "path", NULL) && !strcmp(jstr(o, "path", NULL), "/pfx/a/b"));
         cJSON_Delete(o);
-    } else CHECK(0);
+    } else
+        CHECK(0);
     hc_resp_free(&r);
     CHECK(req("DELETE", "/pfx/7", NULL, NULL, 0, 0, &r) == 0 && r.status == 200);
     hc_resp_free(&r);
@@ -228,7 +234,8 @@ static void test_routing(void) {
     if (req("DELETE", "/echo", NULL, NULL, 0, 0, &r) == 0) {
         CHECK(has_error(&r, 405, "method_not_allowed"));
         CHECKF(hc_header(&r, "Allow", v, sizeof v) && !strcmp(v, "GET, HEAD, POST"), "Allow: %s", v);
-    } else CHECK(0);
+    } else
+        CHECK(0);
     hc_resp_free(&r);
     CHECK(req("PUT", "/slow", NULL, "x", 1, 0, &r) == 0 && has_error(&r, 405, "method_not_allowed"));
     CHECK(hc_header(&r, "Allow", v, sizeof v) && !strcmp(v, "POST"));
@@ -238,7 +245,8 @@ static void test_routing(void) {
     if (req("POST", "/create", NULL, "{}", 2, 0, &r) == 0) {
         CHECK(r.status == 201);
         CHECK(hc_header(&r, "Location", v, sizeof v) && !strcmp(v, "/v1/jobs/42"));
-    } else CHECK(0);
+    } else
+        CHECK(0);
     hc_resp_free(&r);
 
     T_CASE("error with status 0 → 500, no field");
@@ -247,7 +255,8 @@ static void test_routing(void) {
         CHECK(has_error(&r, 500, "oops"));
         CHECK(!cJSON_GetObjectItem(cJSON_GetObjectItem(o, "error"), "field"));
         cJSON_Delete(o);
-    } else CHECK(0);
+    } else
+        CHECK(0);
     hc_resp_free(&r);
 
     T_CASE("keep-alive: two requests, one connection");
@@ -258,7 +267,8 @@ static void test_routing(void) {
             CHECK(hc_recv(&c, "POST", &r) == 0 && r.status == 201 && !r.closed);
             hc_resp_free(&r);
         }
-    } else CHECK(0);
+    } else
+        CHECK(0);
     hc_close(&c);
 }
 
@@ -296,7 +306,8 @@ static void test_bodies(void) {
         cJSON *o = json_of(&r);
         CHECK(jstr(o, "error", "field") && !strcmp(jstr(o, "error", "field"), "body"));
         cJSON_Delete(o);
-    } else CHECK(0);
+    } else
+        CHECK(0);
     hc_resp_free(&r);
     T_CASE("413: oversize Content-Length with the body");
     CHECK(req("POST", "/slow", NULL, big, MAX_BODY + 1, 0, &r) == 0 && has_error(&r, 413, "body_too_large"));
@@ -378,7 +389,8 @@ static void test_busy(void) {
     if (req("POST", "/slow", NULL, "{}", 2, 0, &r) == 0) {
         CHECK(has_error(&r, 503, "busy"));
         CHECK(hc_header(&r, "Retry-After", v, sizeof v) && !strcmp(v, "1"));
-    } else CHECK(0);
+    } else
+        CHECK(0);
     hc_resp_free(&r);
     for (int i = 0; i < 3; i++) pthread_join(th[i], NULL);
     for (int i = 0; i < 3; i++) CHECKF(res[i].status == 200, "request %d: %d", i, res[i].status);
@@ -414,9 +426,12 @@ static void test_stop_in_flight(void) {
     for (int i = 0; i < N; i++) pthread_join(th[i], NULL);
     int done = 0, refused = 0;
     for (int i = 0; i < N; i++) {
-        if (res[i].status == 200) done++;
-        else if (res[i].status == 503 && !strcmp(res[i].code, "shutting_down")) refused++;
-        else CHECKF(0, "request %d ended with %d %s", i, res[i].status, res[i].code);
+        if (res[i].status == 200)
+            done++;
+        else if (res[i].status == 503 && !strcmp(res[i].code, "shutting_down"))
+            refused++;
+        else
+            CHECKF(0, "request %d ended with %d %s", i, res[i].status, res[i].code);
     }
     CHECKF(done == 2 && refused == N - 2, "done %d, refused %d", done, refused);
     CHECKF(stop_ms < 3 * SLOW_MS, "stop took %.0f ms", stop_ms);

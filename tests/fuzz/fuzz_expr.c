@@ -1,0 +1,53 @@
+/* fuzz_expr.c — libFuzzer harness for server/expr.c: any bytes, parsed for every type; what parses
+ * is re-parsed from its canonical text (when that fits the input limit), emitted as C++, copied and evaluated on a few values.
+ *   clang -std=c11 -g -O1 -D_GNU_SOURCE -ffp-contract=off -I. -Iserver -Ikernels \
+ *     -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+ *     tests/fuzz/fuzz_expr.c server/expr.c kernels/types.c server/common.c -lm -o /tmp/fuzz_expr
+ *   /tmp/fuzz_expr -max_total_time=30 -max_len=300 */
+#include <stdlib.h>
+#include <string.h>
+
+#include "expr.h"
+
+static const uint64_t probe_values[] = {0, 1, 0x80000000u, 0xffffffffu, 0x7fc00000u, 0x3c00, 0x7e00,
+                                        0x8000000000000000ull, ~0ull, 0x7ff8000000000001ull};
+
+static void exercise(const char *text, wp_type t) {
+    wp_op op, again, dup;
+    wp_err err = {0};
+    if (wp_op_parse(text, t, "op", &op, &err)) {
+        if (err.status != 400 || strcmp(err.field, "op") != 0) abort();
+        return;
+    }
+    /* The canonical text parses again to itself, unless it grew past the input limit. */
+    if (strlen(op.text) > WP_EXPR_MAX_LEN) {
+        wp_op_free(&op);
+        return;
+    }
+    if (wp_op_parse(op.text, t, "op", &again, &err) || strcmp(again.text, op.text) != 0) abort();
+    if (wp_op_copy(&dup, &op)) abort();
+    char type_name[128], definition[16384];
+    if (wp_op_cxx(&op, t, type_name, sizeof type_name, definition, sizeof definition)) abort();
+    for (size_t i = 0; i < WP_ARRAY_LEN(probe_values); i++)
+        for (size_t j = 0; j < WP_ARRAY_LEN(probe_values); j += 3) {
+            uint64_t r = wp_op_apply(&op, t, probe_values[i], probe_values[j]);
+            if (r != wp_op_apply(&again, t, probe_values[i], probe_values[j])) abort();
+            if (r != wp_op_apply(&dup, t, probe_values[i], probe_values[j])) abort();
+            if (r & ~wp_type_bitmask(t)) abort();
+        }
+    uint64_t id;
+    if (wp_op_identity(&op, t, &id) && (id & ~wp_type_bitmask(t))) abort();
+    wp_op_free(&dup);
+    wp_op_free(&again);
+    wp_op_free(&op);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    char *text = malloc(size + 1);
+    if (!text) return 0;
+    memcpy(text, data, size);
+    text[size] = 0;
+    for (int t = 0; t < WP_TYPE_COUNT; t++) exercise(text, (wp_type)t);
+    free(text);
+    return 0;
+}
