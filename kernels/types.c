@@ -16,14 +16,10 @@ typedef struct {
 } type_row;
 
 static const type_row type_rows[WP_TYPE_COUNT] = {
-    [WP_I32] = {"i32", "int", 4, true, true},
-    [WP_U32] = {"u32", "unsigned", 4, true, false},
-    [WP_I64] = {"i64", "long long", 8, true, true},
-    [WP_U64] = {"u64", "unsigned long long", 8, true, false},
-    [WP_F32] = {"f32", "float", 4, false, false},
-    [WP_F64] = {"f64", "double", 8, false, false},
-    [WP_F16] = {"f16", "__half", 2, false, false},
-    [WP_BF16] = {"bf16", "__nv_bfloat16", 2, false, false},
+    [WP_I32] = {"i32", "int", 4, true, true},       [WP_U32] = {"u32", "unsigned", 4, true, false},
+    [WP_I64] = {"i64", "long long", 8, true, true}, [WP_U64] = {"u64", "unsigned long long", 8, true, false},
+    [WP_F32] = {"f32", "float", 4, false, false},   [WP_F64] = {"f64", "double", 8, false, false},
+    [WP_F16] = {"f16", "__half", 2, false, false},  [WP_BF16] = {"bf16", "__nv_bfloat16", 2, false, false},
 };
 
 static bool type_ok(wp_type t) { return (unsigned)t < WP_TYPE_COUNT; }
@@ -98,25 +94,38 @@ uint16_t wp_f32_to_bf16(float f) { return round_to_small((double)f, &fmt_bf16); 
 
 double wp_value_to_double(wp_type t, uint64_t bits) {
     switch (t) {
-    case WP_I32: return (double)(int32_t)(uint32_t)bits;
-    case WP_U32: return (double)(uint32_t)bits;
-    case WP_I64: return (double)(int64_t)bits;
-    case WP_U64: return (double)bits;
-    case WP_F32: return (double)wp_bits_f32(bits);
-    case WP_F64: return wp_bits_f64(bits);
-    case WP_F16: return (double)wp_f16_to_f32((uint16_t)bits);
-    case WP_BF16: return (double)wp_bf16_to_f32((uint16_t)bits);
-    default: return 0;
+    case WP_I32:
+        return (double)(int32_t)(uint32_t)bits;
+    case WP_U32:
+        return (double)(uint32_t)bits;
+    case WP_I64:
+        return (double)(int64_t)bits;
+    case WP_U64:
+        return (double)bits;
+    case WP_F32:
+        return (double)wp_bits_f32(bits);
+    case WP_F64:
+        return wp_bits_f64(bits);
+    case WP_F16:
+        return (double)wp_f16_to_f32((uint16_t)bits);
+    case WP_BF16:
+        return (double)wp_bf16_to_f32((uint16_t)bits);
+    default:
+        return 0;
     }
 }
 
 int64_t wp_value_to_i64(wp_type t, uint64_t bits) {
     switch (t) {
-    case WP_I32: return (int32_t)(uint32_t)bits;
-    case WP_U32: return (int64_t)(uint32_t)bits;
+    case WP_I32:
+        return (int32_t)(uint32_t)bits;
+    case WP_U32:
+        return (int64_t)(uint32_t)bits;
     case WP_I64:
-    case WP_U64: return (int64_t)bits;
-    default: return (int64_t)wp_value_to_double(t, bits);
+    case WP_U64:
+        return (int64_t)bits;
+    default:
+        return (int64_t)wp_value_to_double(t, bits);
     }
 }
 
@@ -143,11 +152,16 @@ static uint64_t double_to_int_bits(wp_type t, double v) {
 
 uint64_t wp_value_from_double(wp_type t, double v) {
     switch (t) {
-    case WP_F32: return wp_f32_bits((float)v);
-    case WP_F64: return wp_f64_bits(v);
-    case WP_F16: return round_to_small(v, &fmt_f16);
-    case WP_BF16: return round_to_small(v, &fmt_bf16);
-    default: return wp_type_is_int(t) ? double_to_int_bits(t, v) : 0;
+    case WP_F32:
+        return wp_f32_bits((float)v);
+    case WP_F64:
+        return wp_f64_bits(v);
+    case WP_F16:
+        return round_to_small(v, &fmt_f16);
+    case WP_BF16:
+        return round_to_small(v, &fmt_bf16);
+    default:
+        return wp_type_is_int(t) ? double_to_int_bits(t, v) : 0;
     }
 }
 

@@ -26,4 +26,51 @@ typedef struct wp_warp_params {
     int reserved;
 } wp_warp_params;
 
+
+/* ---- data-parallel families (reductions, scans, stencil, generate): kernels/data.h ----------------
+ * One parameter block for every such kernel, passed by value as its only argument. Elements are
+ * packed in their own type (4 bytes for f32, 2 for f16, ...), not in 8-byte slots. */
+
+/* Strategies: how a block (or warp) combines its threads' values. Template argument STRAT. */
+enum {
+    WP_STRAT_GMEM = 0,  /* tree through a global-memory scratch array, __syncthreads between levels */
+    WP_STRAT_SMEM,      /* tree in shared memory (sequential addressing) */
+    WP_STRAT_SHFL_XOR,  /* butterfly __shfl_xor_sync per warp, then over the warps' results */
+    WP_STRAT_SHFL_DOWN, /* __shfl_down_sync tree per warp, then over the warps' results */
+    WP_STRAT_REDUX,     /* __reduce_*_sync per warp (sm_80+, i32/u32), then over the warps' results */
+    WP_STRAT_ATOMIC,    /* each warp's result combined with atomics: the order is not fixed */
+    WP_STRAT_SHFL_UP,   /* scans: Kogge-Stone with __shfl_up_sync per warp, then over the warps */
+    WP_STRAT_COUNT
+};
+
+/* device_reduce, argmin/argmax: the grid never exceeds this many blocks, whatever the device, so the
+ * combining order (and the float bits) depend only on n and the block size. */
+#define WP_REDUCE_GRID_MAX 1024
+/* device_scan: bytes of input each thread scans (4 vectors of 16 bytes): the tile is BLOCK times this. */
+#define WP_SCAN_THREAD_BYTES 64
+#define WP_STENCIL_MAX_RADIUS 4
+
+/* device_scan tile status, one per tile: flag word (epoch << 2 | WP_TILE_*), then the aggregate and
+ * the inclusive prefix (raw bits of the accumulator type, in 16-byte slots). */
+enum { WP_TILE_NONE = 0, WP_TILE_AGGREGATE = 1, WP_TILE_PREFIX = 2 };
+
+typedef struct wp_data_params {
+    unsigned long long in;       /* const T * : n elements */
+    unsigned long long out;      /* results: T or the accumulator type, per family (kernels/data.h) */
+    unsigned long long aux;      /* segmented_reduce: const unsigned long long *offsets (groups + 1) */
+    unsigned long long scratch;  /* per-block partials or tile status (device_*; zeroed once at alloc) */
+    unsigned long long counter;  /* unsigned * : ticket / tile counter, left at 0 by each launch */
+    unsigned long long n;        /* elements */
+    unsigned long long groups;   /* output count: segments, warp/block groups, tiles (device_scan) */
+    unsigned long long init;     /* raw bits (accumulator type) of the initial value when has_init */
+    unsigned long long seed;     /* generate */
+    double weights[2 * WP_STENCIL_MAX_RADIUS + 1]; /* stencil, in the accumulator type's precision */
+    unsigned epoch;              /* device_scan: this launch's tile-status epoch (1, 2, ...) */
+    int has_init;
+    int kind;                    /* generate: WP_GEN_* */
+    int reserved;
+} wp_data_params;
+
+enum { WP_GEN_IOTA = 0, WP_GEN_RANDOM, WP_GEN_CONSTANT };
+
 #endif

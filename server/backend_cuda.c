@@ -5,9 +5,11 @@
  * operation makes the context current first, since callers come from any worker thread.
  *
  * Recovery: a sticky error (illegal address, launch failure, ...) poisons the context. The job fails
- * with 500 "cuda_error", the primary context is reset and re-retained, and the generation counter
- * goes up. A loaded function remembers the generation it was loaded in and keeps its own copy of the
- * cubin, so a function the cache still holds is reloaded lazily on its next run.
+ * with 500 "cuda_error" and the context is replaced (see cuda_reset), the generation counter going
+ * up. A loaded function remembers the generation it was loaded in and keeps its own copy of the
+ * cubin, so a function the cache still holds is reloaded lazily on its next run. Where the driver
+ * refuses a new context in-process (seen on H100, driver 580), the backend is lost and every later
+ * operation fails with 503 "cuda_unavailable".
  * Owns: cuda_backend, cuda_fn. */
 #include <cudaTypedefs.h>
 #include <dlfcn.h>
@@ -41,6 +43,8 @@ typedef struct wp_cu {
     PFN_cuDevicePrimaryCtxRetain_v7000 primary_ctx_retain;
     PFN_cuDevicePrimaryCtxRelease_v11000 primary_ctx_release;
     PFN_cuDevicePrimaryCtxReset_v11000 primary_ctx_reset;
+    PFN_cuCtxCreate_v12050 ctx_create;
+    PFN_cuCtxDestroy_v4000 ctx_destroy;
     PFN_cuCtxSetCurrent_v4000 ctx_set_current;
     PFN_cuCtxSynchronize_v13000 ctx_synchronize;
     PFN_cuMemGetInfo_v3020 mem_get_info;
@@ -77,6 +81,8 @@ static const struct {
     {"cuDevicePrimaryCtxRetain", offsetof(wp_cu, primary_ctx_retain)},
     {"cuDevicePrimaryCtxRelease", offsetof(wp_cu, primary_ctx_release)},
     {"cuDevicePrimaryCtxReset", offsetof(wp_cu, primary_ctx_reset)},
+    {"cuCtxCreate", offsetof(wp_cu, ctx_create)},
+    {"cuCtxDestroy", offsetof(wp_cu, ctx_destroy)},
     {"cuCtxSetCurrent", offsetof(wp_cu, ctx_set_current)},
     {"cuCtxSynchronize", offsetof(wp_cu, ctx_synchronize)},
     {"cuMemGetInfo", offsetof(wp_cu, mem_get_info)},
@@ -104,7 +110,9 @@ typedef struct {
     wp_cu cu;
     pthread_mutex_t lock;
     CUdevice dev;
-    CUcontext ctx; /* retained primary context; NULL once a reset failed (the backend is lost) */
+    CUcontext ctx; /* the retained primary context (or, after a reset, our own); NULL once lost */
+    bool ctx_own;  /* ctx came from cuCtxCreate: destroy it rather than release the primary */
+    char lost_reason[200];
     CUstream stream;
     CUevent ev_start, ev_stop;
     CUdeviceptr scratch;
@@ -183,47 +191,84 @@ static void cuda_drop_context_objects(cuda_backend *b) {
     b->scratch_cap = 0;
 }
 
-/* After a sticky error: destroy everything in the primary context and start a fresh one. Modules
- * die with it; cuda_fn notices through the generation. Caller holds the lock. Returns 0 when the
- * backend is usable again. */
-static int cuda_reset(cuda_backend *b, char *why, size_t wn) {
+/* The context to work in, current, with a stream and events, checked by a synchronize (a context
+ * that inherited a sticky error fails it). Lock held. On failure *call names the step. */
+static CUresult cuda_context_ready(cuda_backend *b, const char **call) {
+    CUresult r;
+    *call = "cuCtxSetCurrent";
+    if ((r = b->cu.ctx_set_current(b->ctx)) != CUDA_SUCCESS) return r;
+    *call = "cuCtxSynchronize";
+    if ((r = b->cu.ctx_synchronize(b->ctx)) != CUDA_SUCCESS) return r;
+    return cuda_make_stream(b, call);
+}
+
+/* Gives up the context in b->ctx (primary: release; own: destroy). */
+static void cuda_context_drop(cuda_backend *b) {
+    if (!b->ctx) return;
+    cuda_drop_context_objects(b);
+    if (b->ctx_own)
+        b->cu.ctx_destroy(b->ctx);
+    else
+        b->cu.primary_ctx_release(b->dev);
+    b->ctx = NULL;
+    b->ctx_own = false;
+}
+
+/* After a sticky error: throw the poisoned context away and work in a fresh one — the primary
+ * context after cuDevicePrimaryCtxReset, else a context of our own (cuCtxCreate). The CUDA docs say a
+ * sticky error may need a new process; then the backend is lost and every later operation fails with
+ * 503 (the daemon can fall back to emu). Modules die with the context; cuda_fn notices through the
+ * generation. Caller holds the lock. Returns 0 when the backend is usable again; *how says which way. */
+static int cuda_reset(cuda_backend *b, const char **how, char *why, size_t wn) {
     /* Handles of the poisoned context are forgotten, not destroyed: the reset frees them. */
     b->ev_start = b->ev_stop = NULL;
     b->stream = NULL;
     b->scratch = 0;
     b->scratch_cap = 0;
     b->generation++;
-    const char *call = "cuDevicePrimaryCtxReset";
-    CUresult r = b->cu.primary_ctx_reset(b->dev);
-    if (r == CUDA_SUCCESS) {
+    b->cu.ctx_set_current(NULL);
+    if (b->ctx_own) {
+        b->cu.ctx_destroy(b->ctx);
+    } else {
+        b->cu.primary_ctx_reset(b->dev);
         b->cu.primary_ctx_release(b->dev);
-        b->ctx = NULL;
-        call = "cuDevicePrimaryCtxRetain";
-        r = b->cu.primary_ctx_retain(&b->ctx, b->dev);
-        if (r != CUDA_SUCCESS) b->ctx = NULL;
     }
+    b->ctx = NULL;
+    b->ctx_own = false;
+
+    char text[160];
+    const char *call = "cuDevicePrimaryCtxRetain";
+    CUresult r = b->cu.primary_ctx_retain(&b->ctx, b->dev);
+    if (r == CUDA_SUCCESS && (r = cuda_context_ready(b, &call)) == CUDA_SUCCESS) {
+        *how = "fresh primary context";
+        return 0;
+    }
+    if (r != CUDA_SUCCESS && b->ctx) cuda_context_drop(b);
+    b->ctx = NULL;
+    int len = snprintf(why, wn, "primary context: %s: %s", call, cu_error_text(b, r, text, sizeof text));
+
+    call = "cuCtxCreate";
+    r = b->cu.ctx_create(&b->ctx, NULL, 0, b->dev);
     if (r == CUDA_SUCCESS) {
-        call = "cuCtxSetCurrent";
-        r = b->cu.ctx_set_current(b->ctx);
-    }
-    if (r == CUDA_SUCCESS) r = cuda_make_stream(b, &call);
-    if (r != CUDA_SUCCESS) {
-        char text[160];
-        snprintf(why, wn, "%s failed: %s", call, cu_error_text(b, r, text, sizeof text));
-        if (b->ctx) {
-            cuda_drop_context_objects(b);
-            b->cu.primary_ctx_release(b->dev);
-            b->ctx = NULL;
+        b->ctx_own = true;
+        if ((r = cuda_context_ready(b, &call)) == CUDA_SUCCESS) {
+            *how = "new context";
+            return 0;
         }
-        return -1;
+        cuda_context_drop(b);
     }
-    return 0;
+    b->ctx = NULL;
+    if (len > 0 && (size_t)len < wn)
+        snprintf(why + len, wn - (size_t)len, "; new context: %s: %s", call, cu_error_text(b, r, text, sizeof text));
+    b->cu.ctx_set_current(NULL);
+    return -1;
 }
 
 /* Start of every operation: lock held, context current. Fails when the device was lost. */
 static int cuda_enter(cuda_backend *b, wp_err *err) {
     if (!b->ctx)
-        return WP_FAIL(err, 503, "cuda_unavailable", "", "the CUDA context was lost and could not be recreated");
+        return WP_FAIL(err, 503, "cuda_unavailable", "", "the CUDA device is lost until warpd restarts (%s)",
+                       b->lost_reason);
     CUresult r = b->cu.ctx_set_current(b->ctx);
     if (r != CUDA_SUCCESS) return cu_fail(b, err, "cuCtxSetCurrent", r);
     return 0;
@@ -237,23 +282,21 @@ static int cuda_fail_op(cuda_backend *b, wp_err *err, const char *call, CUresult
     cu_fail(b, err, call, r);
     CUresult sync = b->cu.ctx_synchronize(b->ctx);
     if (cu_is_sticky(r) || sync != CUDA_SUCCESS) {
-        char why[200];
+        const char *how = "";
         size_t len = strlen(err->msg);
-        if (cuda_reset(b, why, sizeof why) == 0)
-            snprintf(err->msg + len, sizeof err->msg - len, "; the CUDA context was reset");
+        if (cuda_reset(b, &how, b->lost_reason, sizeof b->lost_reason) == 0)
+            snprintf(err->msg + len, sizeof err->msg - len, "; the CUDA context was reset (%s)", how);
         else
-            snprintf(err->msg + len, sizeof err->msg - len, "; the context reset failed too: %s", why);
+            snprintf(err->msg + len, sizeof err->msg - len, "; the CUDA context could not be recreated: %s",
+                     b->lost_reason);
     }
     return -1;
 }
 
 static void cuda_close(wp_backend *base) {
     cuda_backend *b = (cuda_backend *)base;
-    if (b->ctx && b->cu.ctx_set_current(b->ctx) == CUDA_SUCCESS) {
-        b->cu.ctx_synchronize(b->ctx);
-        cuda_drop_context_objects(b);
-    }
-    if (b->ctx) b->cu.primary_ctx_release(b->dev);
+    if (b->ctx && b->cu.ctx_set_current(b->ctx) == CUDA_SUCCESS) b->cu.ctx_synchronize(b->ctx);
+    cuda_context_drop(b);
     pthread_mutex_destroy(&b->lock);
     free(b->staging);
     if (b->lib) dlclose(b->lib);

@@ -42,13 +42,58 @@ static int emu_run_warp(wp_backend *b, void *fn, const wp_spec *s, const wp_warp
     return 0;
 }
 
+/* Buffers are plain host memory; the CPU references read and write them in place. */
+static int emu_buf_alloc(wp_backend *b, wp_buf *buf, wp_err *err) {
+    (void)b;
+    /* 64-byte aligned so the references may treat it like device memory (16-byte vector loads). */
+    size_t rounded = (buf->size + 63) & ~(size_t)63;
+    void *p = aligned_alloc(64, rounded);
+    if (!p) return WP_FAIL(err, 507, "out_of_memory", "", "no host memory for %zu bytes", buf->size);
+    buf->addr = (uint64_t)(uintptr_t)p;
+    return 0;
+}
+static void emu_buf_free(wp_backend *b, wp_buf *buf) {
+    (void)b;
+    free((void *)(uintptr_t)buf->addr);
+}
+static int emu_buf_write(wp_backend *b, wp_buf *buf, size_t offset, const void *src, size_t len, wp_err *err) {
+    (void)b, (void)err;
+    memcpy((unsigned char *)(uintptr_t)buf->addr + offset, src, len);
+    return 0;
+}
+static int emu_buf_read(wp_backend *b, const wp_buf *buf, size_t offset, void *dst, size_t len, wp_err *err) {
+    (void)b, (void)err;
+    memcpy(dst, (const unsigned char *)(uintptr_t)buf->addr + offset, len);
+    return 0;
+}
+static int emu_buf_memset(wp_backend *b, wp_buf *buf, size_t offset, int byte, size_t len, wp_err *err) {
+    (void)b, (void)err;
+    memset((unsigned char *)(uintptr_t)buf->addr + offset, byte, len);
+    return 0;
+}
+static int emu_buf_copy(wp_backend *b, wp_buf *dst, size_t dst_offset, const wp_buf *src, size_t src_offset,
+                        size_t len, wp_err *err) {
+    (void)b, (void)err;
+    memcpy((unsigned char *)(uintptr_t)dst->addr + dst_offset,
+           (const unsigned char *)(uintptr_t)src->addr + src_offset, len);
+    return 0;
+}
+
 static const wp_backend_ops emu_ops = {
     .name = "emu",
+    .host_buffers = true,
     .close = emu_close,
     .info = emu_info,
     .load = emu_load,
     .unload = emu_unload,
     .run_warp = emu_run_warp,
+    .buf_alloc = emu_buf_alloc,
+    .buf_free = emu_buf_free,
+    .buf_write = emu_buf_write,
+    .buf_read = emu_buf_read,
+    .buf_memset = emu_buf_memset,
+    .buf_copy = emu_buf_copy,
+    /* no .launch: the emulator runs kernels/ references, not cubins */
 };
 
 wp_backend *wp_backend_emu_open(void) {

@@ -3,15 +3,37 @@
 #define WP_BACKEND_IMPL_H
 
 #include "backend.h"
+#include "buffer.h"
+
+/* A buffer as backends see it (buffer.h keeps it opaque to everyone else). */
+struct wp_buf {
+    wp_backend *backend;
+    size_t size;
+    uint64_t addr;       /* CUdeviceptr on cuda, host address on emu; 0 when size is 0 */
+    unsigned generation; /* the backend's context generation at alloc */
+};
 
 typedef struct wp_backend_ops {
     const char *name;
+    bool host_buffers; /* buffer addresses are host pointers (emu): wp_buf_host gives them out */
     void (*close)(wp_backend *b);
     void (*info)(wp_backend *b, wp_device_info *out);
     int (*load)(wp_backend *b, const wp_artifact *a, void **fn, wp_err *err);
     void (*unload)(wp_backend *b, void *fn);
     int (*run_warp)(wp_backend *b, void *fn, const wp_spec *s, const wp_warp_job *job, wp_warp_result *res,
                     wp_run_timing *t, wp_err *err);
+    /* Buffers and launches (buffer.h). backend.c checks ranges and zero sizes before calling; any
+     * entry may be NULL (501 "unsupported_backend"). buf_alloc fills buf->addr. */
+    int (*buf_alloc)(wp_backend *b, wp_buf *buf, wp_err *err);
+    void (*buf_free)(wp_backend *b, wp_buf *buf);
+    int (*buf_write)(wp_backend *b, wp_buf *buf, size_t offset, const void *src, size_t len, wp_err *err);
+    int (*buf_read)(wp_backend *b, const wp_buf *buf, size_t offset, void *dst, size_t len, wp_err *err);
+    int (*buf_memset)(wp_backend *b, wp_buf *buf, size_t offset, int byte, size_t len, wp_err *err);
+    int (*buf_copy)(wp_backend *b, wp_buf *dst, size_t dst_offset, const wp_buf *src, size_t src_offset,
+                    size_t len, wp_err *err);
+    int (*launch)(wp_backend *b, void *const *fn, const wp_launch *launches, int n, double *kernel_us,
+                  wp_err *err);
+    unsigned (*generation)(wp_backend *b);
 } wp_backend_ops;
 
 /* Every backend struct starts with this. */

@@ -7,12 +7,16 @@
 #include "expr.h"
 
 #include <ctype.h>
-#include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#if FLT_EVAL_METHOD != 0
+#error "f32 must be evaluated in float, never wider, to match the GPU bit for bit"
+#endif
 
 /* The limit a client meets is the height of the tree (so evaluation and the emitted C++ stay shallow).
  * Syntactic nesting (parentheses, unary operators, calls, ?:) is capped only to bound the parser's
@@ -20,6 +24,7 @@
  * tree level) parses again. */
 #define EXPR_MAX_HEIGHT 32
 #define EXPR_MAX_NEST (2 * EXPR_MAX_HEIGHT + 2)
+
 #define EXPR_TOKEN_ECHO 24 /* at most this much client text is quoted back in an error */
 
 #define CANON_NAN_F32 0x7fffffffu /* what the GPU's f32 arithmetic returns for any NaN */
@@ -27,14 +32,17 @@
 
 /* ---- node kinds and the operator table ---- */
 
+/* Leaves (a, b, literals), unary operators, infix operators, calls, and c ? x : y. */
+/* clang-format off */
 typedef enum {
-    N_A, N_B, N_INT, N_FLT, /* leaves */
-    N_NEG, N_NOT, N_ABS,    /* unary */
+    N_A, N_B, N_INT, N_FLT,
+    N_NEG, N_NOT, N_ABS,
     N_MUL, N_DIV, N_MOD, N_ADD, N_SUB, N_SHL, N_SHR, N_LT, N_LE, N_GT, N_GE, N_EQ, N_NE, N_AND, N_XOR, N_OR,
-    N_MIN, N_MAX, /* calls */
-    N_SEL,        /* c ? x : y */
+    N_MIN, N_MAX,
+    N_SEL,
     N_KIND_COUNT
 } node_kind;
+/* clang-format on */
 
 typedef struct {
     node_kind kind;
@@ -214,9 +222,9 @@ static const struct {
 } punct_rows[] = {
     /* two-character spellings first: the longest match wins */
     {"<<", T_OP, N_SHL}, {">>", T_OP, N_SHR}, {"<=", T_OP, N_LE}, {">=", T_OP, N_GE}, {"==", T_OP, N_EQ},
-    {"!=", T_OP, N_NE},  {"+", T_OP, N_ADD},  {"-", T_OP, N_SUB},  {"*", T_OP, N_MUL},  {"/", T_OP, N_DIV},
-    {"%", T_OP, N_MOD},  {"&", T_OP, N_AND},  {"|", T_OP, N_OR},   {"^", T_OP, N_XOR},  {"~", T_OP, N_NOT},
-    {"<", T_OP, N_LT},   {">", T_OP, N_GT},   {"(", T_LPAREN, 0},  {")", T_RPAREN, 0},  {",", T_COMMA, 0},
+    {"!=", T_OP, N_NE},  {"+", T_OP, N_ADD},  {"-", T_OP, N_SUB}, {"*", T_OP, N_MUL}, {"/", T_OP, N_DIV},
+    {"%", T_OP, N_MOD},  {"&", T_OP, N_AND},  {"|", T_OP, N_OR},  {"^", T_OP, N_XOR}, {"~", T_OP, N_NOT},
+    {"<", T_OP, N_LT},   {">", T_OP, N_GT},   {"(", T_LPAREN, 0}, {")", T_RPAREN, 0}, {",", T_COMMA, 0},
     {"?", T_QUEST, 0},   {":", T_COLON, 0},
 };
 
@@ -324,7 +332,6 @@ static int lex_number(parser *p, int pos, token *tk) {
         char buf[WP_EXPR_MAX_LEN + 1];
         memcpy(buf, s, (size_t)n);
         buf[n] = 0;
-        errno = 0;
         tk->fval = strtod(buf, NULL); /* the span is plain decimal: no hex floats, inf or nan reach here */
         if (isinf(tk->fval)) return fail_at(p, pos, "float literal out of range");
         return 0;
@@ -371,8 +378,7 @@ static int lex_punct(parser *p, int pos, token *tk) {
 /* Reads the next token into p->cur. */
 static int advance(parser *p) {
     int pos = p->cur.pos + p->cur.len;
-    while (pos < p->len && (p->s[pos] == ' ' || p->s[pos] == '\t' || p->s[pos] == '\n' || p->s[pos] == '\r'))
-        pos++;
+    while (pos < p->len && (p->s[pos] == ' ' || p->s[pos] == '\t' || p->s[pos] == '\n' || p->s[pos] == '\r')) pos++;
     token tk = {.kind = T_END, .pos = pos};
     p->cur = tk;
     if (pos >= p->len) return 0;
@@ -459,15 +465,18 @@ static int parse_primary(parser *p) {
     case T_INT:
     case T_FLT:
     case T_A:
-    case T_B: return parse_leaf(p);
-    case T_CALL: return parse_call(p);
+    case T_B:
+        return parse_leaf(p);
+    case T_CALL:
+        return parse_call(p);
     case T_LPAREN: {
         if (advance(p) < 0) return -1;
         int id = parse_cond(p);
         if (id < 0 || expect(p, T_RPAREN, "')'") < 0) return -1;
         return id;
     }
-    default: return fail_token(p, &p->cur, "a, b, a number, '(' or a function");
+    default:
+        return fail_token(p, &p->cur, "a, b, a number, '(' or a function");
     }
 }
 
@@ -547,10 +556,18 @@ static void print_canon(sbuf *b, const wp_expr *e, int id) {
     const node *nd = &e->nodes[id];
     const op_row *row = &op_rows[nd->kind];
     switch (nd->kind) {
-    case N_A: sb_printf(b, "a"); return;
-    case N_B: sb_printf(b, "b"); return;
-    case N_INT: sb_printf(b, "%llu", (unsigned long long)nd->ival); return;
-    case N_FLT: print_float_canon(b, nd->fval); return;
+    case N_A:
+        sb_printf(b, "a");
+        return;
+    case N_B:
+        sb_printf(b, "b");
+        return;
+    case N_INT:
+        sb_printf(b, "%llu", (unsigned long long)nd->ival);
+        return;
+    case N_FLT:
+        print_float_canon(b, nd->fval);
+        return;
     case N_NEG:
     case N_NOT:
         sb_printf(b, "(%s", row->tok);
@@ -591,11 +608,20 @@ static void print_canon(sbuf *b, const wp_expr *e, int id) {
 static void print_cxx(sbuf *b, const wp_expr *e, int id) {
     const node *nd = &e->nodes[id];
     switch (nd->kind) {
-    case N_A: sb_printf(b, "a"); return;
-    case N_B: sb_printf(b, "b"); return;
-    case N_INT: sb_printf(b, "(C)0x%llxull", (unsigned long long)nd->ival); return;
-    case N_FLT: sb_printf(b, "(C)%a", nd->fval); return;
-    default: break;
+    case N_A:
+        sb_printf(b, "a");
+        return;
+    case N_B:
+        sb_printf(b, "b");
+        return;
+    case N_INT:
+        sb_printf(b, "(C)0x%llxull", (unsigned long long)nd->ival);
+        return;
+    case N_FLT:
+        sb_printf(b, "(C)%a", nd->fval);
+        return;
+    default:
+        break;
     }
     const op_row *row = &op_rows[nd->kind];
     sb_printf(b, "%s(", row->helper);
@@ -611,12 +637,18 @@ static void print_cxx(sbuf *b, const wp_expr *e, int id) {
 static uint64_t eval_int(const wp_expr *e, int id, wp_type t, uint64_t a, uint64_t b) {
     const node *nd = &e->nodes[id];
     switch (nd->kind) {
-    case N_A: return a;
-    case N_B: return b;
-    case N_INT: return nd->ival & imask(t);
-    case N_FLT: return 0; /* rejected at parse time for integer types */
-    case N_SEL: return eval_int(e, nd->kid[0], t, a, b) ? eval_int(e, nd->kid[1], t, a, b) : eval_int(e, nd->kid[2], t, a, b);
-    default: break;
+    case N_A:
+        return a;
+    case N_B:
+        return b;
+    case N_INT:
+        return nd->ival & imask(t);
+    case N_FLT:
+        return 0; /* rejected at parse time for integer types */
+    case N_SEL:
+        return eval_int(e, nd->kid[0], t, a, b) ? eval_int(e, nd->kid[1], t, a, b) : eval_int(e, nd->kid[2], t, a, b);
+    default:
+        break;
     }
     const op_row *row = &op_rows[nd->kind];
     uint64_t x = eval_int(e, nd->kid[0], t, a, b);
@@ -627,12 +659,18 @@ static uint64_t eval_int(const wp_expr *e, int id, wp_type t, uint64_t a, uint64
 static float eval_f32(const wp_expr *e, int id, float a, float b) {
     const node *nd = &e->nodes[id];
     switch (nd->kind) {
-    case N_A: return a;
-    case N_B: return b;
-    case N_INT: return (float)nd->ival;
-    case N_FLT: return (float)nd->fval;
-    case N_SEL: return eval_f32(e, nd->kid[0], a, b) != 0.0f ? eval_f32(e, nd->kid[1], a, b) : eval_f32(e, nd->kid[2], a, b);
-    default: break;
+    case N_A:
+        return a;
+    case N_B:
+        return b;
+    case N_INT:
+        return (float)nd->ival;
+    case N_FLT:
+        return (float)nd->fval;
+    case N_SEL:
+        return eval_f32(e, nd->kid[0], a, b) != 0.0f ? eval_f32(e, nd->kid[1], a, b) : eval_f32(e, nd->kid[2], a, b);
+    default:
+        break;
     }
     const op_row *row = &op_rows[nd->kind];
     float x = eval_f32(e, nd->kid[0], a, b);
@@ -643,12 +681,18 @@ static float eval_f32(const wp_expr *e, int id, float a, float b) {
 static double eval_f64(const wp_expr *e, int id, double a, double b) {
     const node *nd = &e->nodes[id];
     switch (nd->kind) {
-    case N_A: return a;
-    case N_B: return b;
-    case N_INT: return (double)nd->ival;
-    case N_FLT: return nd->fval;
-    case N_SEL: return eval_f64(e, nd->kid[0], a, b) != 0.0 ? eval_f64(e, nd->kid[1], a, b) : eval_f64(e, nd->kid[2], a, b);
-    default: break;
+    case N_A:
+        return a;
+    case N_B:
+        return b;
+    case N_INT:
+        return (double)nd->ival;
+    case N_FLT:
+        return nd->fval;
+    case N_SEL:
+        return eval_f64(e, nd->kid[0], a, b) != 0.0 ? eval_f64(e, nd->kid[1], a, b) : eval_f64(e, nd->kid[2], a, b);
+    default:
+        break;
     }
     const op_row *row = &op_rows[nd->kind];
     double x = eval_f64(e, nd->kid[0], a, b);
@@ -679,11 +723,16 @@ uint64_t wp_op_apply(const wp_op *op, wp_type t, uint64_t a, uint64_t b) {
     a &= wp_type_bitmask(t);
     b &= wp_type_bitmask(t);
     switch (t) {
-    case WP_F32: return wp_f32_bits(apply_f32(op, wp_bits_f32(a), wp_bits_f32(b)));
-    case WP_F64: return wp_f64_bits(apply_f64(op, wp_bits_f64(a), wp_bits_f64(b)));
-    case WP_F16: return wp_f32_to_f16(apply_f32(op, wp_f16_to_f32((uint16_t)a), wp_f16_to_f32((uint16_t)b)));
-    case WP_BF16: return wp_f32_to_bf16(apply_f32(op, wp_bf16_to_f32((uint16_t)a), wp_bf16_to_f32((uint16_t)b)));
-    default: return wp_type_is_int(t) ? apply_int(op, t, a, b) : 0;
+    case WP_F32:
+        return wp_f32_bits(apply_f32(op, wp_bits_f32(a), wp_bits_f32(b)));
+    case WP_F64:
+        return wp_f64_bits(apply_f64(op, wp_bits_f64(a), wp_bits_f64(b)));
+    case WP_F16:
+        return wp_f32_to_f16(apply_f32(op, wp_f16_to_f32((uint16_t)a), wp_f16_to_f32((uint16_t)b)));
+    case WP_BF16:
+        return wp_f32_to_bf16(apply_f32(op, wp_bf16_to_f32((uint16_t)a), wp_bf16_to_f32((uint16_t)b)));
+    default:
+        return wp_type_is_int(t) ? apply_int(op, t, a, b) : 0;
     }
 }
 
@@ -765,12 +814,24 @@ bool wp_op_identity(const wp_op *op, wp_type t, uint64_t *out) {
     uint64_t m = wp_type_bitmask(t);
     uint64_t int_max = wp_type_is_signed(t) ? m >> 1 : m; /* largest value of an integer type */
     switch (op->kind) {
-    case WP_OP_SUM: *out = is_float ? wp_value_from_double(t, 0.0) : 0; break;
-    case WP_OP_PROD: *out = is_float ? wp_value_from_double(t, 1.0) : 1; break;
-    case WP_OP_MIN: *out = is_float ? wp_value_from_double(t, INFINITY) : int_max; break;
-    case WP_OP_MAX: *out = is_float ? wp_value_from_double(t, -INFINITY) : (int_max + 1) & m; break;
-    case WP_OP_AND: *out = m; break;
-    default: *out = 0; break; /* or, xor */
+    case WP_OP_SUM:
+        *out = is_float ? wp_value_from_double(t, 0.0) : 0;
+        break;
+    case WP_OP_PROD:
+        *out = is_float ? wp_value_from_double(t, 1.0) : 1;
+        break;
+    case WP_OP_MIN:
+        *out = is_float ? wp_value_from_double(t, INFINITY) : int_max;
+        break;
+    case WP_OP_MAX:
+        *out = is_float ? wp_value_from_double(t, -INFINITY) : (int_max + 1) & m;
+        break;
+    case WP_OP_AND:
+        *out = m;
+        break;
+    default:
+        *out = 0;
+        break; /* or, xor */
     }
     return true;
 }

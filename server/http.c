@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -120,6 +121,7 @@ static void resp_fail(wp_resp *r, int status, const char *code, const char *fiel
 }
 
 const char *wp_req_query(const wp_req *req, const char *name) {
+    if (!req->conn) return NULL;
     return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name);
 }
 
@@ -193,8 +195,14 @@ static void route_allow(const wp_route *routes, const char *path, char *out, siz
 
 /* ---------- the work queue ---------- */
 
+/* Workers run compiles and jobs; they yield the CPU to the HTTP threads so that cheap requests
+ * (health, info) stay fast while every core compiles. Raising one's own nice value needs no privilege. */
+#define WORKER_NICE 5
+
 static void *worker_main(void *arg) {
     wp_http *h = arg;
+    if (setpriority(PRIO_PROCESS, (id_t)gettid(), WORKER_NICE) != 0) { /* best effort */
+    }
     pthread_mutex_lock(&h->mu);
     for (;;) {
         while (!h->queue_head && !h->stopping) pthread_cond_wait(&h->work_cv, &h->mu);

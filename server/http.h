@@ -17,11 +17,12 @@ typedef struct {
     const char *accept;       /* header or "" */
     const char *body;         /* NUL-terminated copy of the body (NULL when empty) */
     size_t body_len;
-    void *conn;               /* opaque, for wp_req_query */
+    void *conn;               /* opaque, for wp_req_query; NULL when synthesized (an async job, jobs.c) */
     uint64_t t_start_ns;      /* when the request line arrived */
+    void *job;                /* the async job that runs this request (jobs.c), NULL on a live connection */
 } wp_req;
 
-/* Query argument of the request, or NULL. */
+/* Query argument of the request, or NULL (always NULL for a synthesized request: it has no URL). */
 const char *wp_req_query(const wp_req *req, const char *name);
 
 typedef struct {

@@ -36,34 +36,34 @@ template <> WP_DEV __nv_bfloat16 wp_from_calc<__nv_bfloat16>(float c) { return _
 
 // ---- integers: T the type, U its unsigned twin, BITS its width ----
 #define WP_INT_HELPERS(T, U, BITS)                                                                                     \
-    WP_DEV T wp_add(T a, T b) { return (T)((U)a + (U)b); }                                                            \
-    WP_DEV T wp_sub(T a, T b) { return (T)((U)a - (U)b); }                                                            \
-    WP_DEV T wp_mul(T a, T b) { return (T)((U)a * (U)b); }                                                            \
-    WP_DEV T wp_neg(T a) { return (T)((U)0 - (U)a); }                                                                 \
-    WP_DEV T wp_not(T a) { return (T)~(U)a; }                                                                         \
-    WP_DEV T wp_and(T a, T b) { return (T)((U)a & (U)b); }                                                            \
-    WP_DEV T wp_or(T a, T b) { return (T)((U)a | (U)b); }                                                             \
-    WP_DEV T wp_xor(T a, T b) { return (T)((U)a ^ (U)b); }                                                            \
-    WP_DEV T wp_shl(T a, T b) { return (T)((U)a << ((U)b & (U)(BITS - 1))); }                                         \
-    WP_DEV T wp_shr(T a, T b) { return (T)(a >> (int)((U)b & (U)(BITS - 1))); /* arithmetic when T is signed */ }    \
-    WP_DEV T wp_lt(T a, T b) { return (T)(a < b ? 1 : 0); }                                                           \
-    WP_DEV T wp_le(T a, T b) { return (T)(a <= b ? 1 : 0); }                                                          \
-    WP_DEV T wp_gt(T a, T b) { return (T)(a > b ? 1 : 0); }                                                           \
-    WP_DEV T wp_ge(T a, T b) { return (T)(a >= b ? 1 : 0); }                                                          \
-    WP_DEV T wp_eq(T a, T b) { return (T)(a == b ? 1 : 0); }                                                          \
-    WP_DEV T wp_ne(T a, T b) { return (T)(a != b ? 1 : 0); }                                                          \
-    WP_DEV T wp_sel(T c, T x, T y) { return c != (T)0 ? x : y; }                                                      \
-    WP_DEV T wp_min(T a, T b) { return b < a ? b : a; }                                                               \
+    WP_DEV T wp_add(T a, T b) { return (T)((U)a + (U)b); }                                                             \
+    WP_DEV T wp_sub(T a, T b) { return (T)((U)a - (U)b); }                                                             \
+    WP_DEV T wp_mul(T a, T b) { return (T)((U)a * (U)b); }                                                             \
+    WP_DEV T wp_neg(T a) { return (T)((U)0 - (U)a); }                                                                  \
+    WP_DEV T wp_not(T a) { return (T) ~(U)a; }                                                                         \
+    WP_DEV T wp_and(T a, T b) { return (T)((U)a & (U)b); }                                                             \
+    WP_DEV T wp_or(T a, T b) { return (T)((U)a | (U)b); }                                                              \
+    WP_DEV T wp_xor(T a, T b) { return (T)((U)a ^ (U)b); }                                                             \
+    WP_DEV T wp_shl(T a, T b) { return (T)((U)a << ((U)b & (U)(BITS - 1))); }                                          \
+    WP_DEV T wp_shr(T a, T b) { return (T)(a >> (int)((U)b & (U)(BITS - 1))); /* arithmetic when T is signed */ }      \
+    WP_DEV T wp_lt(T a, T b) { return (T)(a < b ? 1 : 0); }                                                            \
+    WP_DEV T wp_le(T a, T b) { return (T)(a <= b ? 1 : 0); }                                                           \
+    WP_DEV T wp_gt(T a, T b) { return (T)(a > b ? 1 : 0); }                                                            \
+    WP_DEV T wp_ge(T a, T b) { return (T)(a >= b ? 1 : 0); }                                                           \
+    WP_DEV T wp_eq(T a, T b) { return (T)(a == b ? 1 : 0); }                                                           \
+    WP_DEV T wp_ne(T a, T b) { return (T)(a != b ? 1 : 0); }                                                           \
+    WP_DEV T wp_sel(T c, T x, T y) { return c != (T)0 ? x : y; }                                                       \
+    WP_DEV T wp_min(T a, T b) { return b < a ? b : a; }                                                                \
     WP_DEV T wp_max(T a, T b) { return a < b ? b : a; }
 
 #define WP_SIGNED_HELPERS(T, U)                                                                                        \
-    WP_DEV T wp_div(T a, T b) { return b == (T)0 ? (T)0 : b == (T)-1 ? wp_neg(a) : (T)(a / b); }                    \
-    WP_DEV T wp_mod(T a, T b) { return (b == (T)0 || b == (T)-1) ? (T)0 : (T)(a % b); }                             \
+    WP_DEV T wp_div(T a, T b) { return b == (T)0 ? (T)0 : b == (T)-1 ? wp_neg(a) : (T)(a / b); }                       \
+    WP_DEV T wp_mod(T a, T b) { return (b == (T)0 || b == (T)-1) ? (T)0 : (T)(a % b); }                                \
     WP_DEV T wp_abs(T a) { return a < (T)0 ? wp_neg(a) : a; }
 
 #define WP_UNSIGNED_HELPERS(T)                                                                                         \
-    WP_DEV T wp_div(T a, T b) { return b == (T)0 ? (T)0 : (T)(a / b); }                                              \
-    WP_DEV T wp_mod(T a, T b) { return b == (T)0 ? (T)0 : (T)(a % b); }                                              \
+    WP_DEV T wp_div(T a, T b) { return b == (T)0 ? (T)0 : (T)(a / b); }                                                \
+    WP_DEV T wp_mod(T a, T b) { return b == (T)0 ? (T)0 : (T)(a % b); }                                                \
     WP_DEV T wp_abs(T a) { return a; }
 
 WP_INT_HELPERS(int, unsigned, 32)
@@ -81,24 +81,24 @@ WP_DEV float wp_ffrom(unsigned u) { return __uint_as_float(u); }
 WP_DEV unsigned long long wp_fbits(double x) { return (unsigned long long)__double_as_longlong(x); }
 WP_DEV double wp_ffrom(unsigned long long u) { return __longlong_as_double((long long)u); }
 
-#define WP_FLOAT_HELPERS(F, I, SIGN, INF, QNAN, ADD, SUB, MUL, DIV)                                                        \
-    /* bit tests: immune to fast-math assumptions about NaN */                                                        \
-    WP_DEV bool wp_isnan(F x) { return (wp_fbits(x) & ~(I)SIGN) > (I)INF; }                                          \
-    WP_DEV F wp_canon(F r) { return wp_isnan(r) ? wp_ffrom((I)QNAN) : r; }                                           \
-    WP_DEV F wp_add(F a, F b) { return wp_canon(ADD(a, b)); }                                                         \
-    WP_DEV F wp_sub(F a, F b) { return wp_canon(SUB(a, b)); }                                                         \
-    WP_DEV F wp_mul(F a, F b) { return wp_canon(MUL(a, b)); }                                                         \
-    WP_DEV F wp_div(F a, F b) { return wp_canon(DIV(a, b)); }                                                         \
-    WP_DEV F wp_neg(F a) { return wp_ffrom((I)(wp_fbits(a) ^ (I)SIGN)); }                                             \
-    WP_DEV F wp_abs(F a) { return wp_ffrom((I)(wp_fbits(a) & ~(I)SIGN)); }                                            \
-    WP_DEV F wp_lt(F a, F b) { return a < b ? (F)1 : (F)0; }                                                          \
-    WP_DEV F wp_le(F a, F b) { return a <= b ? (F)1 : (F)0; }                                                         \
-    WP_DEV F wp_gt(F a, F b) { return a > b ? (F)1 : (F)0; }                                                          \
-    WP_DEV F wp_ge(F a, F b) { return a >= b ? (F)1 : (F)0; }                                                         \
-    WP_DEV F wp_eq(F a, F b) { return a == b ? (F)1 : (F)0; }                                                         \
-    WP_DEV F wp_ne(F a, F b) { return a != b ? (F)1 : (F)0; }                                                         \
-    WP_DEV F wp_sel(F c, F x, F y) { return c != (F)0 ? x : y; }                                                      \
-    WP_DEV F wp_min(F a, F b) { return wp_isnan(a) ? b : wp_isnan(b) ? a : (b < a ? b : a); }                         \
+#define WP_FLOAT_HELPERS(F, I, SIGN, INF, QNAN, ADD, SUB, MUL, DIV)                                                    \
+    /* bit tests: immune to fast-math assumptions about NaN */                                                         \
+    WP_DEV bool wp_isnan(F x) { return (wp_fbits(x) & ~(I)SIGN) > (I)INF; }                                            \
+    WP_DEV F wp_canon(F r) { return wp_isnan(r) ? wp_ffrom((I)QNAN) : r; }                                             \
+    WP_DEV F wp_add(F a, F b) { return wp_canon(ADD(a, b)); }                                                          \
+    WP_DEV F wp_sub(F a, F b) { return wp_canon(SUB(a, b)); }                                                          \
+    WP_DEV F wp_mul(F a, F b) { return wp_canon(MUL(a, b)); }                                                          \
+    WP_DEV F wp_div(F a, F b) { return wp_canon(DIV(a, b)); }                                                          \
+    WP_DEV F wp_neg(F a) { return wp_ffrom((I)(wp_fbits(a) ^ (I)SIGN)); }                                              \
+    WP_DEV F wp_abs(F a) { return wp_ffrom((I)(wp_fbits(a) & ~(I)SIGN)); }                                             \
+    WP_DEV F wp_lt(F a, F b) { return a < b ? (F)1 : (F)0; }                                                           \
+    WP_DEV F wp_le(F a, F b) { return a <= b ? (F)1 : (F)0; }                                                          \
+    WP_DEV F wp_gt(F a, F b) { return a > b ? (F)1 : (F)0; }                                                           \
+    WP_DEV F wp_ge(F a, F b) { return a >= b ? (F)1 : (F)0; }                                                          \
+    WP_DEV F wp_eq(F a, F b) { return a == b ? (F)1 : (F)0; }                                                          \
+    WP_DEV F wp_ne(F a, F b) { return a != b ? (F)1 : (F)0; }                                                          \
+    WP_DEV F wp_sel(F c, F x, F y) { return c != (F)0 ? x : y; }                                                       \
+    WP_DEV F wp_min(F a, F b) { return wp_isnan(a) ? b : wp_isnan(b) ? a : (b < a ? b : a); }                          \
     WP_DEV F wp_max(F a, F b) { return wp_isnan(a) ? b : wp_isnan(b) ? a : (a < b ? b : a); }
 
 WP_FLOAT_HELPERS(float, unsigned, 0x80000000u, 0x7f800000u, 0x7fffffffu, __fadd_rn, __fsub_rn, __fmul_rn, __fdiv_rn)

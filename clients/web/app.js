@@ -150,12 +150,12 @@ function buildArgs(f) {
     if (a.name === 'pred') {
       d.innerHTML = `<label for="pred-op">Predicate <span class="hint">(on each lane's value x)</span></label>
         <div class="row tight"><select id="pred-op"></select>
-        <input id="pred-value" class="num" size="6" aria-label="predicate constant">
-        <input id="pred-lo" size="5" aria-label="lower bound (exclusive)"><span id="pred-x">&lt; x &lt;</span>
-        <input id="pred-hi" size="5" aria-label="upper bound (exclusive)"></div>`;
+        <input id="pred-value" size="6" aria-label="predicate constant a">
+        <input id="pred-lo" size="4" aria-label="lower bound lo (exclusive)"><span id="pred-x">&lt; x &lt;</span>
+        <input id="pred-hi" size="4" aria-label="upper bound hi (exclusive)"></div>`;
       box.appendChild(d);
-      const names = { nonzero: 'x ≠ 0', gt: 'x > a', ge: 'x ≥ a', lt: 'x < a', le: 'x ≤ a', eq: 'x = a', ne: 'x ≠ a', between: 'lo < x < hi' };
-      for (const op of a.ops) option($('pred-op'), op, `${op}: ${names[op] || op}`);
+      const names = { nonzero: 'x ≠ 0', gt: 'x > a', ge: 'x ≥ a', lt: 'x < a', le: 'x ≤ a', eq: 'x = a', ne: 'x ≠ a', between: 'lo<x<hi' };
+      for (const op of a.ops) option($('pred-op'), op, `${op} (${names[op] || op})`);
       $('pred-op').addEventListener('change', () => { readForm(); showPredFields(); });
       continue;
     }
@@ -304,6 +304,15 @@ async function echoInput(body, f) {
   return r.output;
 }
 
+/** Votes return one bool per lane, not each lane's predicate: the same spec as a ballot gives the
+ *  predicate bits (tile-relative for width < 32), drawn as the "pred" row under the vote. */
+async function votePredicate(body, f) {
+  if (!f.name.startsWith('vote_') || !fam.ballot) return null;
+  const r = await post('/v1/warp', { ...body, family: 'ballot' });
+  const w = r.width || 32;
+  return r.output.map((m, t) => (r.defined[t] ? bit(parseMask(m), (t % LANES) - ((t % LANES) & ~(w - 1))) : null));
+}
+
 // ---------------------------------------------------------------- run
 function markInvalid(field) {
   for (const e of document.querySelectorAll('[aria-invalid]')) e.removeAttribute('aria-invalid');
@@ -325,9 +334,11 @@ function showError(e) {
   code.textContent = e.code || 'error';
   box.append(code, ` ${e.status ? `(HTTP ${e.status}) ` : ''}${e.field ? `in ${e.field}: ` : ''}${e.message}`);
   markInvalid(e.field);
+  $('result').classList.add('stale'); // the diagram below is the previous run's
 }
 function clearError() {
   $('error').hidden = true;
+  $('result').classList.remove('stale');
   markInvalid(null);
 }
 
@@ -342,11 +353,12 @@ async function run({ keepFrame = false } = {}) {
   document.body.dataset.state = 'running';
   try {
     const t0 = performance.now();
-    const [resp, input] = await Promise.all([post('/v1/warp', req.body), echoInput(req.body, f).catch(() => null)]);
+    const [resp, input, votePred] = await Promise.all([post('/v1/warp', req.body), echoInput(req.body, f).catch(() => null),
+      votePredicate(req.body, f).catch(() => null)]);
     const ms = performance.now() - t0;
     if (my !== seq) return;
     clearError();
-    lastRun = { body: req.body, resp, input, ms, family: f };
+    lastRun = { body: req.body, resp, input, votePred, ms, family: f };
     frames = null;
     if (!keepFrame) frameIx = 0;
     render();
@@ -380,11 +392,12 @@ function render() {
   const model = frame
     ? { n: resp.lanes, elems: 1, width: resp.width, mask: parseMask(resp.mask ?? ALL), maskApplies: f.mask, tiled: false,
       active: activeList(resp.lanes), kind: 'value', input: frame.before, output: frame.after, defined: frame.defined,
+      inDefined: frameIx > 0 ? frames[frameIx - 1].defined : undefined,
       reason: frame.reason, source: frame.source_lane, pred: null }
     : { n: resp.lanes, elems: resp.elems || (input && Array.isArray(input[0]) ? input[0].length : 1), width: resp.width,
       mask: parseMask(resp.mask ?? ALL), maskApplies: f.mask, tiled: f.tiled, active: activeList(resp.lanes),
       kind: f.output, input: input, output: resp.output, defined: resp.defined, reason: resp.undefined_reason,
-      source: resp.source_lane || null, pred: resp.pred || null };
+      source: resp.source_lane || null, pred: resp.pred || lastRun.votePred || null };
   const { svg, groups } = renderDiagram(model);
   svg.setAttribute('aria-label', `${resp.family} over ${resp.lanes} lanes` + (frame ? `, step ${frameIx}` : ''));
   $('diagram').replaceChildren(svg);
@@ -562,7 +575,7 @@ function applyPreset(p) {
   if (ps.mask !== undefined) s.mask = parseMask(ps.mask);
   if (ps.active !== undefined) s.active = parseMask(ps.active);
   s.step = !!ps.step;
-  s.stepFrame = 0;
+  s.stepFrame = 1; // a stepping preset opens on the first shuffle step
   state = s;
   writeForm(s);
   $('preset-about').textContent = p.about || '';
@@ -580,7 +593,7 @@ function toggleBits(which, l) {
 function wire() {
   makeBits('mask-bits', (l) => toggleBits('mask', l));
   makeBits('active-bits', (l) => toggleBits('active', l));
-  $('controls').addEventListener('submit', (e) => { e.preventDefault(); state.step = false; frames = null; run(); });
+  $('controls').addEventListener('submit', (e) => { e.preventDefault(); run({ keepFrame: true }); });
   $('controls').addEventListener('keydown', (e) => {
     if (e.key === 'Enter' && (e.ctrlKey || e.metaKey) && e.target.tagName === 'TEXTAREA') { e.preventDefault(); $('controls').requestSubmit(); }
   });

@@ -70,7 +70,8 @@ function cell(g, x, y, value, opts) {
 
 /**
  * model: { n, elems, width, mask (number), maskApplies, tiled, active: bool[n], kind: value|bool|mask|mask_pred,
- *          input: values[]|null, output: [], defined: [], reason: [], source: []|null, pred: []|null }
+ *          input: values[]|null, inDefined: bool[]|undefined (step frames), output: [], defined: [], reason: [],
+ *          source: []|null, pred: []|null }
  * Returns { svg, groups: [{letter, value, lanes}] }.
  */
 export function renderDiagram(model) {
@@ -166,6 +167,7 @@ export function renderDiagram(model) {
       const inV = model.input ? model.input[t] : null;
       cell(g, x, yIn, model.input ? inV : elemsIn > 1 ? new Array(elemsIn).fill('') : '', {
         cls: 'lane in', lane: t, fill: laneFill(l), stroke: laneStroke(l), grey, label: model.input ? undefined : '',
+        defined: model.inDefined ? model.inDefined[t] : undefined,
         title: `lane ${t}${model.active[t] ? '' : ' (inactive: returned early)'}${member(t) ? '' : ' (not in the member mask)'}` +
           (model.input ? `\nin: ${fullValue(inV)}` : '') });
       // after
@@ -186,7 +188,7 @@ export function renderDiagram(model) {
         title: `lane ${t} out: ${fullValue(out)}${src !== null && src !== undefined ? `\nfrom lane ${src}` : ''}${whyText}` });
       if (model.pred) {
         const pv = model.pred[t];
-        el('rect', { x, y: yPred, width: CW, height: 16, rx: 2, class: 'pred', 'data-lane': t,
+        el('rect', { x, y: yPred, width: CW, height: 16, rx: 2, class: 'pred', 'data-lane': t, 'data-value': JSON.stringify(pv ?? null),
           fill: pv === null ? 'url(#hatch)' : pv ? '#86efac' : '#f1f5f9', stroke: '#94a3b8' }, g);
         el('text', { x: x + CW / 2, y: yPred + 12, 'text-anchor': 'middle', class: 'val small' }, g, pv === null ? '?' : pv ? '1' : '0');
       }

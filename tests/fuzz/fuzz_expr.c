@@ -1,5 +1,6 @@
 /* fuzz_expr.c — libFuzzer harness for server/expr.c: any bytes, parsed for every type; what parses
- * is re-parsed from its canonical text (when that fits the input limit), emitted as C++, copied and evaluated on a few values.
+ * is re-parsed from its canonical text (when that fits the input limit), emitted as C++, copied and evaluated on a few
+ * values.
  *   clang -std=c11 -g -O1 -D_GNU_SOURCE -ffp-contract=off -I. -Iserver -Ikernels \
  *     -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
  *     tests/fuzz/fuzz_expr.c server/expr.c kernels/types.c server/common.c -lm -o /tmp/fuzz_expr
@@ -9,8 +10,8 @@
 
 #include "expr.h"
 
-static const uint64_t probe_values[] = {0, 1, 0x80000000u, 0xffffffffu, 0x7fc00000u, 0x3c00, 0x7e00,
-                                        0x8000000000000000ull, ~0ull, 0x7ff8000000000001ull};
+static const uint64_t probe_values[] = {0,      1,      0x80000000u,           0xffffffffu, 0x7fc00000u,
+                                        0x3c00, 0x7e00, 0x8000000000000000ull, ~0ull,       0x7ff8000000000001ull};
 
 static void exercise(const char *text, wp_type t) {
     wp_op op, again, dup;

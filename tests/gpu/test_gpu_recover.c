@@ -1,7 +1,8 @@
-/* test_gpu_recover.c — the cuda backend survives a sticky error. A kernel that writes to an illegal
- * address fails its job with 500 "cuda_error" and a context reset; a function loaded before the reset
- * (as the cache holds it) then runs again, reloaded lazily, with the right results. Without a CUDA
- * device it says SKIPPED and passes. */
+/* test_gpu_recover.c — the cuda backend after a sticky error. A kernel that writes to an illegal
+ * address fails its job with 500 "cuda_error" and the context is replaced; a function loaded before
+ * (as the cache holds it) then runs again, reloaded lazily, with the right results. Where the driver
+ * cannot give a new context in-process, later jobs must fail cleanly with 503 "cuda_unavailable".
+ * Without a CUDA device it says SKIPPED and passes. */
 #include <nvrtc.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,25 +87,37 @@ int main(void) {
     T_CASE("before the fault");
     CHECKF(run_xor(cuda, good_fn, &s, &err) == 0, "%s", err.msg);
 
-    T_CASE("the fault fails its job and resets the context");
+    T_CASE("the fault fails its job");
     wp_err fault = {0};
     CHECK(run_xor(cuda, bad_fn, &s, &fault) == -1);
     printf("fault reported as: %d %s: %s\n", fault.status, fault.code ? fault.code : "-", fault.msg);
     CHECK(fault.status == 500 && fault.code && strcmp(fault.code, "cuda_error") == 0);
     CHECK(strstr(fault.msg, "CUDA_ERROR_ILLEGAL_ADDRESS") != NULL);
-    CHECK(strstr(fault.msg, "context was reset") != NULL);
 
-    T_CASE("a function loaded before the reset runs again");
-    for (int i = 0; i < 3; i++) {
-        wp_err again = {0};
-        CHECKF(run_xor(cuda, good_fn, &s, &again) == 0, "%s", again.msg);
+    if (strstr(fault.msg, "context was reset")) {
+        T_CASE("a function loaded before the reset runs again");
+        for (int i = 0; i < 3; i++) {
+            wp_err again = {0};
+            CHECKF(run_xor(cuda, good_fn, &s, &again) == 0, "%s", again.msg);
+        }
+        wp_backend_info(cuda, &info);
+        CHECK(info.mem_free > 0);
+
+        T_CASE("a second fault, then recovery again");
+        CHECK(run_xor(cuda, bad_fn, &s, &fault) == -1);
+        CHECK(strstr(fault.msg, "context was reset") != NULL);
+        CHECKF(run_xor(cuda, good_fn, &s, &err) == 0, "%s", err.msg);
+    } else {
+        /* The CUDA docs allow this: after a sticky error only a new process may use the GPU. */
+        printf("NOTE: this driver could not recreate a CUDA context in-process after a sticky error\n");
+        T_CASE("a lost device fails cleanly");
+        CHECK(strstr(fault.msg, "could not be recreated") != NULL);
+        wp_err lost = {0};
+        CHECK(run_xor(cuda, good_fn, &s, &lost) == -1);
+        CHECKF(lost.status == 503 && lost.code && strcmp(lost.code, "cuda_unavailable") == 0, "%d %s", lost.status,
+               lost.msg);
+        wp_backend_info(cuda, &info); /* must not crash */
     }
-    wp_backend_info(cuda, &info);
-    CHECK(info.mem_free > 0);
-
-    T_CASE("a second fault, then recovery again");
-    CHECK(run_xor(cuda, bad_fn, &s, &fault) == -1);
-    CHECKF(run_xor(cuda, good_fn, &s, &err) == 0, "%s", err.msg);
 
     if (good_fn) wp_backend_unload(cuda, good_fn);
     if (bad_fn) wp_backend_unload(cuda, bad_fn);

@@ -13,7 +13,13 @@ struct wp_op_expr {
         const C a = wp_to_calc(a_), b = wp_to_calc(b_);
         (void)a;
         (void)b;
-        return wp_from_calc<T>(wp_sel(wp_lt(a, b), wp_min(a, b), wp_xor(wp_add(wp_max(wp_abs(wp_neg(a)), wp_not(b)), wp_mod(wp_sub(wp_mul(a, b), wp_div(a, b)), (C)0x3ull)), wp_and(wp_or(wp_shl(a, (C)0x2ull), wp_shr(b, (C)0x1ull)), wp_add(wp_add(wp_sub(wp_add(wp_le(a, b), wp_ge(a, b)), wp_mul(wp_gt(a, b), wp_eq(a, b))), wp_ne(a, b)), (C)0x10ull)))));
+        return wp_from_calc<T>(wp_sel(
+            wp_lt(a, b), wp_min(a, b),
+            wp_xor(wp_add(wp_max(wp_abs(wp_neg(a)), wp_not(b)), wp_mod(wp_sub(wp_mul(a, b), wp_div(a, b)), (C)0x3ull)),
+                   wp_and(wp_or(wp_shl(a, (C)0x2ull), wp_shr(b, (C)0x1ull)),
+                          wp_add(wp_add(wp_sub(wp_add(wp_le(a, b), wp_ge(a, b)), wp_mul(wp_gt(a, b), wp_eq(a, b))),
+                                        wp_ne(a, b)),
+                                 (C)0x10ull)))));
     }
 };
 } // namespace int_expr
@@ -25,7 +31,16 @@ struct wp_op_expr {
         const C a = wp_to_calc(a_), b = wp_to_calc(b_);
         (void)a;
         (void)b;
-        return wp_from_calc<T>(wp_sel(wp_lt(a, b), wp_min(a, b), wp_add(wp_add(wp_add(wp_sub(wp_add(wp_sub(wp_add(wp_max(wp_abs(wp_neg(a)), b), wp_mul(wp_sub(wp_mul(a, b), wp_div(a, b)), (C)0x3ull)), wp_le(a, b)), wp_ge(a, b)), wp_mul(wp_gt(a, b), wp_eq(a, b))), wp_ne(a, b)), (C)0x10ull), (C)0x1p-2)));
+        return wp_from_calc<T>(wp_sel(
+            wp_lt(a, b), wp_min(a, b),
+            wp_add(wp_add(wp_add(wp_sub(wp_add(wp_sub(wp_add(wp_max(wp_abs(wp_neg(a)), b),
+                                                             wp_mul(wp_sub(wp_mul(a, b), wp_div(a, b)), (C)0x3ull)),
+                                                      wp_le(a, b)),
+                                               wp_ge(a, b)),
+                                        wp_mul(wp_gt(a, b), wp_eq(a, b))),
+                                 wp_ne(a, b)),
+                          (C)0x10ull),
+                   (C)0x1p-2)));
     }
 };
 } // namespace any_expr
@@ -36,18 +51,18 @@ template <typename T, class Op> __global__ void apply(const T *a, const T *b, T 
 }
 
 template <typename T> void all_ops() {
-    (void)apply<T, wp_op_sum<T> >;
-    (void)apply<T, wp_op_prod<T> >;
-    (void)apply<T, wp_op_min<T> >;
-    (void)apply<T, wp_op_max<T> >;
+    (void)apply<T, wp_op_sum<T>>;
+    (void)apply<T, wp_op_prod<T>>;
+    (void)apply<T, wp_op_min<T>>;
+    (void)apply<T, wp_op_max<T>>;
     (void)apply<T, any_expr::wp_op_expr>;
 }
 
 template <typename T> void int_ops() {
     all_ops<T>();
-    (void)apply<T, wp_op_and<T> >;
-    (void)apply<T, wp_op_or<T> >;
-    (void)apply<T, wp_op_xor<T> >;
+    (void)apply<T, wp_op_and<T>>;
+    (void)apply<T, wp_op_or<T>>;
+    (void)apply<T, wp_op_xor<T>>;
     (void)apply<T, int_expr::wp_op_expr>;
 }
 

@@ -74,26 +74,62 @@ __global__ void apply_kernel(const unsigned long long *a, const unsigned long lo
 }
 
 // ---- inputs ----
-static const uint64_t int_edges[] = {0, 1, 2, 3, 5, 7, 8, 31, 32, 33, 63, 64, 65, 0xff00ff,
-                                     ~0ull, ~1ull, ~2ull, ~6ull, 0xffffffff80000000ull, 0x7fffffff, 0xffffffff80000001ull,
-                                     0x80000000ull, 0xffffffffull, 0x8000000000000000ull, 0x7fffffffffffffffull,
-                                     0x5555555555555555ull, 0xaaaaaaaaaaaaaaaaull};
-static const uint64_t f32_edges[] = {0, 0x80000000, 0x3f800000, 0xbf800000, 0x40000000, 0x3f000000, 0x3fc00000,
-                                     0x40400000, 0x7f800000, 0xff800000, 0x7fc00000, 0xffc00001, 0x7f800001,
-                                     0x7fffffff, 0x7f7fffff, 0xff7fffff, 0x00800000, 0x00000001, 0x00000003,
-                                     0x80000001, 0x4cbebc20, 0x3dcccccd, 0x4b800001, 0xc0a00000, 0x33000000};
-static const uint64_t f64_edges[] = {0, 0x8000000000000000ull, 0x3ff0000000000000ull, 0xbff0000000000000ull,
-                                     0x4000000000000000ull, 0x3fe0000000000000ull, 0x7ff0000000000000ull,
-                                     0xfff0000000000000ull, 0x7ff8000000000000ull, 0xfff8000000000001ull,
-                                     0x7ff0000000000001ull, 0x7fefffffffffffffull, 0x0010000000000000ull, 1, 3,
-                                     0x3fb999999999999aull, 0x4341c37937e08000ull, 0xc014000000000000ull,
+static const uint64_t int_edges[] = {0,
+                                     1,
+                                     2,
+                                     3,
+                                     5,
+                                     7,
+                                     8,
+                                     31,
+                                     32,
+                                     33,
+                                     63,
+                                     64,
+                                     65,
+                                     0xff00ff,
+                                     ~0ull,
+                                     ~1ull,
+                                     ~2ull,
+                                     ~6ull,
+                                     0xffffffff80000000ull,
+                                     0x7fffffff,
+                                     0xffffffff80000001ull,
+                                     0x80000000ull,
+                                     0xffffffffull,
+                                     0x8000000000000000ull,
+                                     0x7fffffffffffffffull,
+                                     0x5555555555555555ull,
+                                     0xaaaaaaaaaaaaaaaaull};
+static const uint64_t f32_edges[] = {0,          0x80000000, 0x3f800000, 0xbf800000, 0x40000000, 0x3f000000, 0x3fc00000,
+                                     0x40400000, 0x7f800000, 0xff800000, 0x7fc00000, 0xffc00001, 0x7f800001, 0x7fffffff,
+                                     0x7f7fffff, 0xff7fffff, 0x00800000, 0x00000001, 0x00000003, 0x80000001, 0x4cbebc20,
+                                     0x3dcccccd, 0x4b800001, 0xc0a00000, 0x33000000};
+static const uint64_t f64_edges[] = {0,
+                                     0x8000000000000000ull,
+                                     0x3ff0000000000000ull,
+                                     0xbff0000000000000ull,
+                                     0x4000000000000000ull,
+                                     0x3fe0000000000000ull,
+                                     0x7ff0000000000000ull,
+                                     0xfff0000000000000ull,
+                                     0x7ff8000000000000ull,
+                                     0xfff8000000000001ull,
+                                     0x7ff0000000000001ull,
+                                     0x7fefffffffffffffull,
+                                     0x0010000000000000ull,
+                                     1,
+                                     3,
+                                     0x3fb999999999999aull,
+                                     0x4341c37937e08000ull,
+                                     0xc014000000000000ull,
                                      0x4170000010000000ull};
-static const uint64_t f16_edges[] = {0, 0x8000, 0x3c00, 0xbc00, 0x4000, 0x3800, 0x3e00, 0x7bff, 0xfbff, 0x0001,
-                                     0x0003, 0x03ff, 0x0400, 0x7c00, 0xfc00, 0x7e00, 0xfe01, 0x7c01, 0x6800, 0x1000,
-                                     0x2e66, 0x3c01};
-static const uint64_t bf16_edges[] = {0, 0x8000, 0x3f80, 0xbf80, 0x4000, 0x3f00, 0x3fc0, 0x7f7f, 0xff7f, 0x0001,
-                                      0x0003, 0x0080, 0x7f80, 0xff80, 0x7fc0, 0xff81, 0x7f81, 0x4380, 0x3b80, 0x3dcd,
-                                      0x3f81};
+static const uint64_t f16_edges[] = {0,      0x8000, 0x3c00, 0xbc00, 0x4000, 0x3800, 0x3e00, 0x7bff,
+                                     0xfbff, 0x0001, 0x0003, 0x03ff, 0x0400, 0x7c00, 0xfc00, 0x7e00,
+                                     0xfe01, 0x7c01, 0x6800, 0x1000, 0x2e66, 0x3c01};
+static const uint64_t bf16_edges[] = {0,      0x8000, 0x3f80, 0xbf80, 0x4000, 0x3f00, 0x3fc0,
+                                      0x7f7f, 0xff7f, 0x0001, 0x0003, 0x0080, 0x7f80, 0xff80,
+                                      0x7fc0, 0xff81, 0x7f81, 0x4380, 0x3b80, 0x3dcd, 0x3f81};
 
 struct inputs {
     std::vector<uint64_t> a, b;
@@ -162,8 +198,10 @@ template <typename T, class Op> static void check(const char *text, const inputs
                    (unsigned long long)want);
     }
     wp_op_free(&op);
-    if (bad) g_fail++;
-    else g_pass++;
+    if (bad)
+        g_fail++;
+    else
+        g_pass++;
 }
 
 template <typename T, unsigned MASK, class Op> static void check_if(const char *text, const inputs &in) {
@@ -173,14 +211,14 @@ template <typename T, unsigned MASK, class Op> static void check_if(const char *
 template <typename T> static void run_type() {
     const wp_type t = raw<T>::id;
     inputs in = make_inputs(t);
-    check<T, wp_op_sum<T> >("sum", in);
-    check<T, wp_op_prod<T> >("prod", in);
-    check<T, wp_op_min<T> >("min", in);
-    check<T, wp_op_max<T> >("max", in);
+    check<T, wp_op_sum<T>>("sum", in);
+    check<T, wp_op_prod<T>>("prod", in);
+    check<T, wp_op_min<T>>("min", in);
+    check<T, wp_op_max<T>>("max", in);
     if constexpr (raw<T>::id <= WP_U64) {
-        check<T, wp_op_and<T> >("and", in);
-        check<T, wp_op_or<T> >("or", in);
-        check<T, wp_op_xor<T> >("xor", in);
+        check<T, wp_op_and<T>>("and", in);
+        check<T, wp_op_or<T>>("or", in);
+        check<T, wp_op_xor<T>>("xor", in);
     }
 #define X(i, text, mask) check_if<T, mask, c##i::wp_op_expr>(text, in);
     WP_GPU_CASES(X)

@@ -235,8 +235,7 @@ static int ref_count(uint32_t m) {
 static void ref_vote(const wp_spec *s, const wp_warp_job *job, bench *b) {
     const char *name = s->family->name;
     bool no_mask = !strcmp(name, "activemask");
-    uint32_t mask = no_mask ? 0xffffffffu : s->mask;
-    b->check_src = true; /* not written: stays -1 */
+    uint32_t mask = no_mask ? 0xffffffffu : s->mask; /* src is not written: stays -1 */
     for (int t = 0; t < job->n; t++) {
         wp_why call = ref_call(job, mask, t);
         ref_lane_why(b, job, t, call);
@@ -589,6 +588,15 @@ static int expand(const cJSON *list, wp_type t, bool raw, uint64_t *vals, uint8_
     return n;
 }
 
+static const char *str_or(const cJSON *c, const char *key, const char *dflt) {
+    const cJSON *v = cJSON_GetObjectItem(c, key);
+    return cJSON_IsString(v) ? v->valuestring : dflt;
+}
+static int int_or(const cJSON *c, const char *key, int dflt) {
+    const cJSON *v = cJSON_GetObjectItem(c, key);
+    return cJSON_IsNumber(v) ? v->valueint : dflt;
+}
+
 static int fill_input(const cJSON *c, wp_type t, wp_warp_job *job, bench *b) {
     const cJSON *in = cJSON_GetObjectItem(c, "input");
     int slots = job->n * job->elems;
@@ -625,33 +633,24 @@ static int fill_active(const cJSON *c, wp_warp_job *job, bench *b) {
     return k < 0 ? -1 : 0;
 }
 
+/* pred: {"kind": "between", "a": 42, "b": 53}; a and b are values of the type (or "0x..." bits). */
 static int fill_pred(const cJSON *c, wp_type t, wp_warp_job *job) {
     const cJSON *pred = cJSON_GetObjectItem(c, "pred");
     if (!pred) return 0;
-    const cJSON *kind = cJSON_GetObjectItem(pred, "kind");
-    uint64_t a = 0, b = 0;
-    uint64_t *consts[] = {&a, &b};
+    uint64_t *consts[] = {&job->pred_a, &job->pred_b};
     const char *keys[] = {"a", "b"};
     for (int i = 0; i < 2; i++) {
-        cJSON *one = cJSON_CreateArray();
         const cJSON *v = cJSON_GetObjectItem(pred, keys[i]);
+        cJSON *one = cJSON_CreateArray();
         if (v) cJSON_AddItemToArray(one, cJSON_Duplicate(v, 1));
-        if (v && expand(one, t, false, consts[i], NULL, 1) != 1) job->pred_kind = -1;
+        int got = expand(one, t, false, consts[i], NULL, 1);
         cJSON_Delete(one);
+        if (got != (v ? 1 : 0)) return -1;
     }
-    job->pred_a = a, job->pred_b = b;
-    for (int k = 0; kind && k < (int)WP_ARRAY_LEN(pred_names); k++)
-        if (!strcmp(kind->valuestring, pred_names[k])) return job->pred_kind = k, 0;
+    const char *kind = str_or(pred, "kind", "");
+    for (int k = 0; k < (int)WP_ARRAY_LEN(pred_names); k++)
+        if (!strcmp(kind, pred_names[k])) return job->pred_kind = k, 0;
     return -1;
-}
-
-static const char *str_or(const cJSON *c, const char *key, const char *dflt) {
-    const cJSON *v = cJSON_GetObjectItem(c, key);
-    return cJSON_IsString(v) ? v->valuestring : dflt;
-}
-static int int_or(const cJSON *c, const char *key, int dflt) {
-    const cJSON *v = cJSON_GetObjectItem(c, key);
-    return cJSON_IsNumber(v) ? v->valueint : dflt;
 }
 
 /* Reads the spec part of a case; the op is parsed only for families that take one. */

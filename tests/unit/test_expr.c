@@ -57,7 +57,7 @@ static void test_rejects(void) {
         {"min(a, b, a)", WP_I32, 8, "')'"},
         {"abs(a, b)", WP_I32, 5, "')'"},
         {"min a", WP_I32, 4, "'('"},
-        {"max", WP_I32, -1, NULL}, /* fine: the builtin (control row, see below) */
+        {"max", WP_I32, -1, NULL}, /* control row: the builtin parses */
         {"a ? b", WP_I32, 5, "':'"},
         {"a ? : b", WP_I32, 4, "':'"},
         {"a ~ b", WP_I32, 2, "'~'"},
@@ -108,8 +108,10 @@ static void test_rejects(void) {
         CHECK(op.expr == NULL && op.text[0] == 0);
         char at[32];
         snprintf(at, sizeof at, "at position %d", rows[i].pos);
-        if (rows[i].pos >= 0) CHECKF(strstr(err.msg, at) != NULL, "message: %s", err.msg);
-        else CHECKF(strstr(err.msg, "position") == NULL, "message: %s", err.msg);
+        if (rows[i].pos >= 0)
+            CHECKF(strstr(err.msg, at) != NULL, "message: %s", err.msg);
+        else
+            CHECKF(strstr(err.msg, "position") == NULL, "message: %s", err.msg);
     }
 }
 
@@ -164,8 +166,7 @@ static void test_limits(void) {
     repeat(buf, sizeof buf, "", "-(", 31, "", 0);
     repeat(buf + strlen(buf), sizeof buf - strlen(buf), "a", ")", 31, "", 0);
     const char *deep[] = {"-------------------------------a", "a?b:a?b:a?b:a?b:a?b:a?b:a?b:a?b:a?b:a?b:a?b:a?b:a",
-                                 "a+b+a+b+a+b+a+b+a+b+a+b+a+b+a+b+a+b+a+b+a+b+a+b+a+b+a+b+a+b+a+b",
-                                 buf};
+                          "a+b+a+b+a+b+a+b+a+b+a+b+a+b+a+b+a+b+a+b+a+b+a+b+a+b+a+b+a+b+a+b", buf};
     for (size_t i = 0; i < WP_ARRAY_LEN(deep); i++) {
         wp_op op, again;
         wp_err err = {0};
@@ -336,7 +337,7 @@ static void test_eval(void) {
         /* f32: IEEE in float, never widened; NaN results canonical; min/max and signed zeros */
         {"a+b", WP_F32, 0x3f800000, 0x40000000, 0x40400000},
         {"a*b/b", WP_F32, 0x7f7fffff, 0x40000000, 0x7f800000}, /* overflows in float, not in double */
-        {"a+b-a", WP_F32, 0x4cbebc20, 0x3f800000, 0},           /* 1e8 + 1 == 1e8 in float */
+        {"a+b-a", WP_F32, 0x4cbebc20, 0x3f800000, 0},          /* 1e8 + 1 == 1e8 in float */
         {"a/b", WP_F32, 0x3f800000, 0, 0x7f800000},
         {"a/b", WP_F32, 0xbf800000, 0, 0xff800000},
         {"a/b", WP_F32, 0, 0, 0x7fffffff},
@@ -349,7 +350,7 @@ static void test_eval(void) {
         {"min(a,b)", WP_F32, 0x7fc00001, 0xffc00002, 0xffc00002}, /* both NaN: b, bits kept */
         {"max(a,b)", WP_F32, 0x7fc00001, 0xffc00002, 0xffc00002},
         {"max(a,b)", WP_F32, 0xff800000, 0x7fc00001, 0xff800000},
-        {"min(a,b)", WP_F32, 0, 0x80000000, 0},          /* tie: the first operand */
+        {"min(a,b)", WP_F32, 0, 0x80000000, 0}, /* tie: the first operand */
         {"min(a,b)", WP_F32, 0x80000000, 0, 0x80000000},
         {"max(a,b)", WP_F32, 0, 0x80000000, 0},
         {"max(a,b)", WP_F32, 0x80000000, 0, 0x80000000},
@@ -499,8 +500,20 @@ static void test_builtins(void) {
         {WP_OP_MAX, WP_BF16, 0xff80},
     };
     /* Values that an identity must leave unchanged (-0 left out: +0 + -0 is +0). */
-    static const uint64_t samples[] = {1, 2, 0x7f, 0x3c00, 0x3f80, 0x3f800000, 0xbf800000, 0x4000000000000000ull,
-                                       0xc000000000000000ull, 0x7fffffff, 0x80000001, ONES64, 0x7bff, 0xfbff};
+    static const uint64_t samples[] = {1,
+                                       2,
+                                       0x7f,
+                                       0x3c00,
+                                       0x3f80,
+                                       0x3f800000,
+                                       0xbf800000,
+                                       0x4000000000000000ull,
+                                       0xc000000000000000ull,
+                                       0x7fffffff,
+                                       0x80000001,
+                                       ONES64,
+                                       0x7bff,
+                                       0xfbff};
     for (size_t i = 0; i < WP_ARRAY_LEN(ids); i++) {
         T_CASE(wp_type_name(ids[i].t));
         wp_op op = {.kind = ids[i].k};
@@ -529,11 +542,11 @@ static void test_builtins(void) {
 
 static bool allowed_word(const char *w, size_t n) {
     static const char *words[] = {
-        "struct", "wp_op_expr", "template", "typename", "T", "__device__", "operator", "a_", "b_", "const",
-        "typedef", "wp_calc", "type", "C", "a", "b", "wp_to_calc", "void", "return", "wp_from_calc",
-        "wp_add", "wp_sub", "wp_mul", "wp_div", "wp_mod", "wp_and", "wp_or", "wp_xor", "wp_not", "wp_neg",
-        "wp_shl", "wp_shr", "wp_lt", "wp_le", "wp_gt", "wp_ge", "wp_eq", "wp_ne", "wp_sel", "wp_min",
-        "wp_max", "wp_abs",
+        "struct", "wp_op_expr",   "template", "typename", "T",      "__device__", "operator", "a_",         "b_",
+        "const",  "typedef",      "wp_calc",  "type",     "C",      "a",          "b",        "wp_to_calc", "void",
+        "return", "wp_from_calc", "wp_add",   "wp_sub",   "wp_mul", "wp_div",     "wp_mod",   "wp_and",     "wp_or",
+        "wp_xor", "wp_not",       "wp_neg",   "wp_shl",   "wp_shr", "wp_lt",      "wp_le",    "wp_gt",      "wp_ge",
+        "wp_eq",  "wp_ne",        "wp_sel",   "wp_min",   "wp_max", "wp_abs",
     };
     for (size_t i = 0; i < WP_ARRAY_LEN(words); i++)
         if (strlen(words[i]) == n && memcmp(words[i], w, n) == 0) return true;
@@ -585,8 +598,7 @@ static void test_cxx(void) {
         {"a * 0.1", WP_F16, NULL, "wp_mul(a, (C)0x1.999999999999ap-4)"},
         {"-a < b ? ~a : a % b", WP_I64, NULL, "wp_sel(wp_lt(wp_neg(a), b), wp_not(a), wp_mod(a, b))"},
         {"min(a, b) + max(a, b) + abs(a)", WP_F64, NULL, "wp_add(wp_add(wp_min(a, b), wp_max(a, b)), wp_abs(a))"},
-        {"a << b >> 1 & a | b ^ a", WP_U32, NULL,
-         "wp_or(wp_and(wp_shr(wp_shl(a, b), (C)0x1ull), a), wp_xor(b, a))"},
+        {"a << b >> 1 & a | b ^ a", WP_U32, NULL, "wp_or(wp_and(wp_shr(wp_shl(a, b), (C)0x1ull), a), wp_xor(b, a))"},
         {"a <= b == (a >= b) != (a > b)", WP_U64, NULL, "wp_ne(wp_eq(wp_le(a, b), wp_ge(a, b)), wp_gt(a, b))"},
         {"a / b", WP_BF16, NULL, "wp_div(a, b)"},
         {"0.0", WP_F32, NULL, "(C)0x0p+0"},
@@ -654,7 +666,8 @@ static void test_random(void) {
         size_t n = 0;
         int parts = 1 + (int)(rand_r(&seed) % 12);
         for (int k = 0; k < parts && n + 8 < sizeof s; k++) {
-            if (rand_r(&seed) % 2) s[n++] = alphabet[rand_r(&seed) % (sizeof alphabet - 1)];
+            if (rand_r(&seed) % 2)
+                s[n++] = alphabet[rand_r(&seed) % (sizeof alphabet - 1)];
             else {
                 const char *w = words[rand_r(&seed) % WP_ARRAY_LEN(words)];
                 memcpy(s + n, w, strlen(w));
@@ -685,7 +698,8 @@ static void test_random(void) {
             uint64_t y = (uint64_t)rand_r(&seed) << 33 ^ (uint64_t)rand_r(&seed);
             if (wp_op_apply(&op, t, x, y) != wp_op_apply(&again, t, x, y)) bad++;
         }
-        if (wp_op_cxx(&op, t, tn, sizeof tn, def, sizeof def) || (op.kind == WP_OP_EXPR && !cxx_is_clean(def, why, sizeof why)))
+        if (wp_op_cxx(&op, t, tn, sizeof tn, def, sizeof def) ||
+            (op.kind == WP_OP_EXPR && !cxx_is_clean(def, why, sizeof why)))
             bad++;
         wp_op_free(&again);
         wp_op_free(&op);

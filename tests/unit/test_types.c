@@ -135,21 +135,37 @@ static void test_f16_edges(void) {
         uint32_t f32;
         uint16_t f16;
     } rows[] = {
-        {0x00000000, 0x0000}, {0x80000000, 0x8000}, {0x3f800000, 0x3c00}, {0xbf800000, 0xbc00},
+        {0x00000000, 0x0000},
+        {0x80000000, 0x8000},
+        {0x3f800000, 0x3c00},
+        {0xbf800000, 0xbc00},
         {0x477fe000, 0x7bff}, /* 65504, the largest f16 */
         {0x477fefff, 0x7bff}, /* just under 65520 */
         {0x477ff000, 0x7c00}, /* 65520 ties to even: infinity */
-        {0xc77ff000, 0xfc00}, {0x7f7fffff, 0x7c00}, {0x7f800000, 0x7c00}, {0xff800000, 0xfc00},
+        {0xc77ff000, 0xfc00},
+        {0x7f7fffff, 0x7c00},
+        {0x7f800000, 0x7c00},
+        {0xff800000, 0xfc00},
         {0x33800000, 0x0001}, /* 2^-24, the smallest subnormal */
         {0x33000000, 0x0000}, /* 2^-25 ties to even: zero */
-        {0xb3000000, 0x8000}, {0x33000001, 0x0001}, {0x33c00000, 0x0002}, /* 1.5 * 2^-24 -> 2 (even) */
-        {0x34200000, 0x0002},                                            /* 2.5 * 2^-24 -> 2 (even) */
-        {0x387fc000, 0x03ff},                                            /* largest subnormal */
+        {0xb3000000, 0x8000},
+        {0x33000001, 0x0001},
+        {0x33c00000, 0x0002}, /* 1.5 * 2^-24 -> 2 (even) */
+        {0x34200000, 0x0002}, /* 2.5 * 2^-24 -> 2 (even) */
+        {0x387fc000, 0x03ff}, /* largest subnormal */
         {0x387fe000, 0x0400}, /* ties up into the smallest normal */
-        {0x38800000, 0x0400}, {0x3f801000, 0x3c00}, /* 1 + 2^-11: tie to even */
-        {0x3f803000, 0x3c02}, {0x3f801001, 0x3c01}, {0x00000001, 0x0000}, {0x80000001, 0x8000},
+        {0x38800000, 0x0400},
+        {0x3f801000, 0x3c00}, /* 1 + 2^-11: tie to even */
+        {0x3f803000, 0x3c02},
+        {0x3f801001, 0x3c01},
+        {0x00000001, 0x0000},
+        {0x80000001, 0x8000},
         /* every NaN, quiet or signalling, either sign, any payload: 0x7fff */
-        {0x7fc00000, 0x7fff}, {0xffc00000, 0x7fff}, {0x7f800001, 0x7fff}, {0xff812345, 0x7fff}, {0x7fffffff, 0x7fff},
+        {0x7fc00000, 0x7fff},
+        {0xffc00000, 0x7fff},
+        {0x7f800001, 0x7fff},
+        {0xff812345, 0x7fff},
+        {0x7fffffff, 0x7fff},
     };
     for (size_t i = 0; i < WP_ARRAY_LEN(rows); i++)
         CHECKF(wp_f32_to_f16(f32(rows[i].f32)) == rows[i].f16, "%08x -> %04x, want %04x", rows[i].f32,
@@ -172,10 +188,10 @@ static void test_bf16(void) {
     int bad = 0;
     for (uint32_t h = 0; h <= 0xffff; h++) {
         float f = wp_bf16_to_f32((uint16_t)h);
-        if (bits32(f) != h << 16) bad++;                                          /* plain shift, NaN too */
+        if (bits32(f) != h << 16) bad++; /* plain shift, NaN too */
         bool is_nan = (h & 0x7f80) == 0x7f80 && (h & 0x7f);
-        if (wp_f32_to_bf16(f) != (is_nan ? 0x7fff : h)) bad++;                    /* round trip */
-        for (int d = -1; d <= 1; d++) {                                           /* midpoints to h+1 */
+        if (wp_f32_to_bf16(f) != (is_nan ? 0x7fff : h)) bad++; /* round trip */
+        for (int d = -1; d <= 1; d++) {                        /* midpoints to h+1 */
             uint32_t x = (h << 16) + 0x8000u + (uint32_t)d;
             if (wp_f32_to_bf16(f32(x)) != ref_f32_to_bf16(x) && bad++ < 5)
                 fprintf(stderr, "  f32 %08x -> bf16 %04x, want %04x\n", x, wp_f32_to_bf16(f32(x)), ref_f32_to_bf16(x));
@@ -186,11 +202,11 @@ static void test_bf16(void) {
         uint32_t f32;
         uint16_t bf16;
     } rows[] = {
-        {0x3f808000, 0x3f80}, /* 1 + 2^-8: tie to even */
+        {0x3f808000, 0x3f80},                                             /* 1 + 2^-8: tie to even */
         {0x3f818000, 0x3f82}, {0x3f808001, 0x3f81}, {0x7f7f8000, 0x7f80}, /* ties up to infinity */
         {0x7f7f7fff, 0x7f7f}, {0x7f7fffff, 0x7f80}, {0x00008000, 0x0000}, /* subnormal tie to even */
-        {0x00018000, 0x0002}, {0x80008001, 0x8001}, {0xff800000, 0xff80},
-        {0x7fc00000, 0x7fff}, {0xffc00001, 0x7fff}, {0x7f800001, 0x7fff}, {0xff812345, 0x7fff},
+        {0x00018000, 0x0002}, {0x80008001, 0x8001}, {0xff800000, 0xff80}, {0x7fc00000, 0x7fff},
+        {0xffc00001, 0x7fff}, {0x7f800001, 0x7fff}, {0xff812345, 0x7fff},
     };
     for (size_t i = 0; i < WP_ARRAY_LEN(rows); i++)
         CHECKF(wp_f32_to_bf16(f32(rows[i].f32)) == rows[i].bf16, "%08x -> %04x, want %04x", rows[i].f32,
@@ -204,22 +220,36 @@ static void test_double_helpers(void) {
         double v;
         uint64_t bits;
     } from[] = {
-        {WP_I32, -1.9, 0xffffffffu},          {WP_I32, 2.9, 2},
-        {WP_I32, 3e9, 0x7fffffffu},           {WP_I32, -3e9, 0x80000000u},
-        {WP_I32, NAN, 0},                     {WP_U32, -0.5, 0},
-        {WP_U32, -7, 0},                      {WP_U32, 5e9, 0xffffffffu},
-        {WP_U32, 4294967295.0, 0xffffffffu},  {WP_I64, -0x1p63, 0x8000000000000000ull},
-        {WP_I64, 0x1p63, 0x7fffffffffffffffull}, {WP_I64, -2.5, 0xfffffffffffffffeull},
-        {WP_U64, 0x1p64, ~0ull},              {WP_U64, 0x1p63, 0x8000000000000000ull},
-        {WP_F32, 1.0, 0x3f800000u},           {WP_F32, 0.1, 0x3dcccccdu},
-        {WP_F64, -2.0, 0xc000000000000000ull}, {WP_F16, 1.0, 0x3c00},
-        {WP_F16, 65504.0, 0x7bff},            {WP_F16, 1e6, 0x7c00},
-        {WP_F16, -INFINITY, 0xfc00},          {WP_F16, NAN, 0x7fff},
-        {WP_F16, 0x1p-24, 0x0001},            {WP_F16, 0x1p-25, 0x0000},
-        {WP_F16, 0x1p-25 + 0x1p-60, 0x0001},  /* above the tie, though f32 would round it onto it */
+        {WP_I32, -1.9, 0xffffffffu},
+        {WP_I32, 2.9, 2},
+        {WP_I32, 3e9, 0x7fffffffu},
+        {WP_I32, -3e9, 0x80000000u},
+        {WP_I32, NAN, 0},
+        {WP_U32, -0.5, 0},
+        {WP_U32, -7, 0},
+        {WP_U32, 5e9, 0xffffffffu},
+        {WP_U32, 4294967295.0, 0xffffffffu},
+        {WP_I64, -0x1p63, 0x8000000000000000ull},
+        {WP_I64, 0x1p63, 0x7fffffffffffffffull},
+        {WP_I64, -2.5, 0xfffffffffffffffeull},
+        {WP_U64, 0x1p64, ~0ull},
+        {WP_U64, 0x1p63, 0x8000000000000000ull},
+        {WP_F32, 1.0, 0x3f800000u},
+        {WP_F32, 0.1, 0x3dcccccdu},
+        {WP_F64, -2.0, 0xc000000000000000ull},
+        {WP_F16, 1.0, 0x3c00},
+        {WP_F16, 65504.0, 0x7bff},
+        {WP_F16, 1e6, 0x7c00},
+        {WP_F16, -INFINITY, 0xfc00},
+        {WP_F16, NAN, 0x7fff},
+        {WP_F16, 0x1p-24, 0x0001},
+        {WP_F16, 0x1p-25, 0x0000},
+        {WP_F16, 0x1p-25 + 0x1p-60, 0x0001},     /* above the tie, though f32 would round it onto it */
         {WP_F16, 1 + 0x1p-11 + 0x1p-40, 0x3c01}, /* rounded once from double, not twice via f32 */
-        {WP_BF16, 1 + 0x1p-8 + 0x1p-40, 0x3f81}, {WP_BF16, 1.0, 0x3f80},
-        {WP_BF16, NAN, 0x7fff},               {WP_BF16, -0.0, 0x8000},
+        {WP_BF16, 1 + 0x1p-8 + 0x1p-40, 0x3f81},
+        {WP_BF16, 1.0, 0x3f80},
+        {WP_BF16, NAN, 0x7fff},
+        {WP_BF16, -0.0, 0x8000},
     };
     for (size_t i = 0; i < WP_ARRAY_LEN(from); i++) {
         uint64_t got = wp_value_from_double(from[i].t, from[i].v);
@@ -248,15 +278,23 @@ static void test_cmp(void) {
         uint64_t a, b;
         int want;
     } rows[] = {
-        {WP_I32, 0xffffffffu, 1, -1},       {WP_U32, 0xffffffffu, 1, 1},
-        {WP_I32, 5, 5, 0},                  {WP_I32, 0x100000005ull, 5, 0}, /* high bits ignored */
-        {WP_I64, 0x8000000000000000ull, 0, -1}, {WP_U64, 0x8000000000000000ull, 0, 1},
-        {WP_F32, 0x80000000u, 0, 0},        /* -0 == +0 */
-        {WP_F32, 0xbf800000u, 0x3f800000u, -1}, {WP_F32, 0x7fc00000u, 0, 2},
-        {WP_F32, 0, 0x7fc00000u, 2},        {WP_F32, 0x7f800000u, 0x7f7fffffu, 1},
-        {WP_F64, 0x3ff0000000000000ull, 0x4000000000000000ull, -1}, {WP_F64, 0x7ff8000000000000ull, 1, 2},
-        {WP_F16, 0x3c00, 0xbc00, 1},        {WP_F16, 0x7e00, 0x3c00, 2},
-        {WP_F16, 0x8000, 0x0000, 0},        {WP_BF16, 0x3f80, 0x4000, -1},
+        {WP_I32, 0xffffffffu, 1, -1},
+        {WP_U32, 0xffffffffu, 1, 1},
+        {WP_I32, 5, 5, 0},
+        {WP_I32, 0x100000005ull, 5, 0}, /* high bits ignored */
+        {WP_I64, 0x8000000000000000ull, 0, -1},
+        {WP_U64, 0x8000000000000000ull, 0, 1},
+        {WP_F32, 0x80000000u, 0, 0}, /* -0 == +0 */
+        {WP_F32, 0xbf800000u, 0x3f800000u, -1},
+        {WP_F32, 0x7fc00000u, 0, 2},
+        {WP_F32, 0, 0x7fc00000u, 2},
+        {WP_F32, 0x7f800000u, 0x7f7fffffu, 1},
+        {WP_F64, 0x3ff0000000000000ull, 0x4000000000000000ull, -1},
+        {WP_F64, 0x7ff8000000000000ull, 1, 2},
+        {WP_F16, 0x3c00, 0xbc00, 1},
+        {WP_F16, 0x7e00, 0x3c00, 2},
+        {WP_F16, 0x8000, 0x0000, 0},
+        {WP_BF16, 0x3f80, 0x4000, -1},
         {WP_BF16, 0xff81, 0x3f80, 2},
     };
     for (size_t i = 0; i < WP_ARRAY_LEN(rows); i++)

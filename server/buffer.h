@@ -1,0 +1,67 @@
+/* buffer.h — memory that lives on a backend (wp_buf) and the generic kernel launch that works on it.
+ * A wp_buf is bytes owned by one backend: device memory from cuMemAlloc on cuda, host memory on emu.
+ * Callers move host bytes in and out at an offset, and hand the device address to kernels through
+ * wp_backend_launch. Implemented by additive entries in backend_impl.h's ops table; a backend that
+ * lacks them answers 501 "unsupported_backend".
+ *
+ * Ownership: one owner frees each wp_buf (wp_buf_free). A wp_buf is not reference counted and not
+ * locked: whoever shares one between threads (the buffers registry, server/buffers.c) holds it for
+ * the length of each job. Reads and writes of distinct buffers may run from any thread; on cuda they
+ * are serialized by the backend and complete before the call returns.
+ *
+ * Context loss: on cuda a sticky error resets the context, and every buffer allocated before the
+ * reset is gone. Such a buffer stays a valid handle (free it as usual), but every other operation on
+ * it fails with 410 "buffer_lost". */
+#ifndef WP_BUFFER_H
+#define WP_BUFFER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend.h"
+#include "common.h"
+
+typedef struct wp_buf wp_buf; /* opaque */
+
+/* Allocates `bytes` (0 is allowed: a valid empty buffer) on backend b. Contents are undefined.
+ * 507 "out_of_memory" when the device (or host, for emu) has no room. */
+wp_buf *wp_buf_alloc(wp_backend *b, size_t bytes, wp_err *err);
+void wp_buf_free(wp_buf *buf); /* NULL is fine */
+
+/* Host <-> buffer copies; [offset, offset+len) must lie inside the buffer (400 "out_of_range").
+ * Synchronous: when they return, the bytes have moved. */
+int wp_buf_write(wp_buf *buf, size_t offset, const void *src, size_t len, wp_err *err);
+int wp_buf_read(const wp_buf *buf, size_t offset, void *dst, size_t len, wp_err *err);
+/* Sets len bytes at offset to `byte` (cuMemsetD8 on cuda). */
+int wp_buf_memset(wp_buf *buf, size_t offset, int byte, size_t len, wp_err *err);
+/* Buffer -> buffer on the same backend (device-to-device on cuda); ranges must not overlap. */
+int wp_buf_copy(wp_buf *dst, size_t dst_offset, const wp_buf *src, size_t src_offset, size_t len, wp_err *err);
+
+size_t wp_buf_size(const wp_buf *buf);
+wp_backend *wp_buf_backend(const wp_buf *buf);
+/* What a kernel parameter holds for this buffer: the CUdeviceptr on cuda, the host address on emu. */
+uint64_t wp_buf_addr(const wp_buf *buf);
+/* Host view of the bytes: non-NULL on emu (the CPU references work in place), NULL on cuda. */
+void *wp_buf_host(wp_buf *buf);
+const void *wp_buf_host_const(const wp_buf *buf);
+
+/* One kernel launch. params is cuLaunchKernel's kernelParams: one pointer per kernel argument, to
+ * storage that lives until wp_backend_launch returns (pass wp_buf_addr values as uint64_t). */
+typedef struct {
+    unsigned grid[3], block[3]; /* 0 reads as 1 */
+    unsigned smem_bytes;        /* dynamic shared memory */
+    void **params;
+} wp_launch;
+
+/* Runs n launches in order on the backend's stream and waits for them. *kernel_us (if non-NULL) gets
+ * the time between an event recorded before the first launch and one after the last. fn[i] comes
+ * from wp_app_kernel_get for launch i (one cache entry per kernel). Only cuda runs kernels: emu
+ * answers 501 "unsupported_backend" (the emulator runs the C references in kernels/ instead). A
+ * CUDA error fails with 500 "cuda_error" and the backend recovers as for wp_backend_run_warp. */
+int wp_backend_launch(wp_backend *b, void *const *fn, const wp_launch *launches, int n, double *kernel_us,
+                      wp_err *err);
+
+/* Generation of the backend's context (bumped by each reset on cuda; always 0 on emu). */
+unsigned wp_backend_generation(wp_backend *b);
+
+#endif

@@ -1,0 +1,345 @@
+// playground.test.mjs — the playground (clients/web/) in headless Chromium against a live daemon.
+// Run by tests/web/run.sh, which starts build/warpd and sets WARPD_URL. Expected lane values come
+// from formulas here, not from the page or the emulator. Screenshots land in tests/web/out/.
+import { test, before, after, beforeEach, afterEach } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const BASE = process.env.WARPD_URL || 'http://127.0.0.1:8080';
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const OUT = process.env.WEB_OUT || path.join(HERE, 'out');
+const T = { timeout: 60_000 };
+fs.mkdirSync(OUT, { recursive: true });
+
+let ctx, profile, page, problems, families;
+
+before(async () => {
+  profile = fs.mkdtempSync(path.join(os.tmpdir(), 'warpd-web-'));
+  ctx = await chromium.launchPersistentContext(profile, {
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    headless: true,
+    viewport: { width: 1280, height: 800 },
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync'],
+  });
+  families = (await (await fetch(BASE + '/v1/families')).json()).families;
+});
+after(async () => {
+  await ctx?.close();
+  fs.rmSync(profile, { recursive: true, force: true });
+});
+beforeEach(async () => {
+  page = await ctx.newPage();
+  problems = [];
+  page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') problems.push(`console.${m.type()}: ${m.text()}`); });
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  page.on('requestfailed', (r) => problems.push(`request failed: ${r.url()}`));
+});
+afterEach(async () => {
+  await page?.close();
+});
+
+// ---------------------------------------------------------------- helpers
+async function settle(p = page) {
+  await p.waitForFunction(() => ['done', 'error'].includes(document.body.dataset.state), null, { timeout: 30_000 });
+}
+/** Does something that starts a run and waits for it to finish. */
+async function runBy(action, p = page) {
+  await p.evaluate(() => { document.body.dataset.state = 'waiting'; });
+  await action();
+  await settle(p);
+  const err = await p.evaluate(() => (document.getElementById('error').hidden ? '' : document.getElementById('error').textContent));
+  return err;
+}
+async function open(hash = '') {
+  await page.goto(BASE + '/' + hash);
+  await page.waitForFunction(() => document.body.dataset.ready === 'true');
+  await settle();
+}
+const outs = (p = page) => p.$$eval('svg.diagram g.lane.out', (gs) => gs.map((g) => ({
+  lane: Number(g.dataset.lane), value: JSON.parse(g.dataset.value), defined: g.dataset.defined === 'true',
+  reason: g.dataset.reason || null, group: g.dataset.group || null })));
+const ins = (p = page) => p.$$eval('svg.diagram g.lane.in', (gs) => gs.map((g) => JSON.parse(g.dataset.value)));
+const arrows = (p = page) => p.$$eval('svg.diagram path.arrow', (ps) => ps.map((a) => [Number(a.dataset.src), Number(a.dataset.dst)]));
+const shot = (name, p = page) => p.screenshot({ path: path.join(OUT, name + '.png') });
+function noProblems() {
+  assert.deepEqual(problems, [], 'the page logged errors');
+}
+function byLane(list) {
+  const m = new Map();
+  for (const o of list) m.set(o.lane, o);
+  return m;
+}
+
+// ---------------------------------------------------------------- tests
+test('loads, lists every family of /v1/families, and only presets whose family exists', T, async () => {
+  await open();
+  const names = await page.$$eval('#family option', (os) => os.map((o) => o.value));
+  assert.deepEqual(names, families.map((f) => f.name));
+  const presets = await page.$$eval('#preset option', (os) => os.map((o) => o.value).filter(Boolean));
+  const { PRESETS } = await import(new URL('../../clients/web/presets.js', import.meta.url));
+  const have = new Set(families.map((f) => f.name));
+  assert.deepEqual(presets, PRESETS.filter((p) => have.has(p.family)).map((p) => p.id));
+  if (!have.has('ds_permute')) assert.ok(!presets.includes('ds-permute'), 'a preset of a missing family is offered');
+  assert.match(await page.textContent('#server'), /backend emu/);
+  await shot('load');
+  noProblems();
+});
+
+test('shfl_xor, width 16, lane mask 1: every output lane and every arrow', T, async () => {
+  await open();
+  await page.selectOption('#family', 'shfl_xor');
+  await settle();
+  await page.selectOption('#width', '16');
+  await page.selectOption('#input-kind', 'iota');
+  await page.fill('#lanes', '32');
+  await page.fill('#arg-lane_mask', '1');
+  const err = await runBy(() => page.press('#arg-lane_mask', 'Enter'));
+  assert.equal(err, '');
+  const o = await outs();
+  assert.equal(o.length, 32);
+  for (let t = 0; t < 32; t++) {
+    assert.equal(o[t].lane, t);
+    assert.equal(o[t].value, t ^ 1, `lane ${t}`);
+    assert.equal(o[t].defined, true);
+  }
+  assert.deepEqual(await ins(), Array.from({ length: 32 }, (_, t) => t));
+  const a = await arrows();
+  assert.equal(a.length, 32, 'one arrow per lane');
+  const seen = new Set();
+  for (const [src, dst] of a) {
+    assert.equal(src, dst ^ 1, `arrow into lane ${dst}`);
+    seen.add(dst);
+  }
+  assert.equal(seen.size, 32);
+  assert.equal(await page.$$eval('svg.diagram rect.segment', (r) => r.length), 2, 'two width-16 segments shaded');
+  assert.match(await page.textContent('#sum-key'), /shfl_xor\/i32\/w16\/m0xffffffff\/sm_90/);
+  assert.match(await page.textContent('#sum-backend'), /emu/);
+  assert.match(await page.textContent('#sum-cache'), /memory|disk|compiled/);
+  assert.match(await page.textContent('#sum-timing'), /kernel .*µs/);
+  await shot('shfl_xor-w16-m1');
+  noProblems();
+});
+
+// Expected outputs of each preset, from formulas (a few lanes each; most check all 32).
+const iota = (n) => Array.from({ length: n }, (_, i) => i);
+const PRESET_CHECKS = {
+  broadcast: async (o) => {
+    const inp = await ins();
+    for (const t of [0, 3, 17, 31]) assert.equal(o.get(t).value, inp[3]);
+    for (const [s] of await arrows()) assert.equal(s, 3);
+  },
+  'shift-up': async (o) => {
+    for (const t of [0, 1, 5, 31]) assert.equal(o.get(t).value, Math.max(0, t - 1));
+    assert.ok((await arrows()).some(([s, d]) => s === 4 && d === 5));
+  },
+  'shift-down': async (o) => {
+    for (const t of [0, 10, 29, 30, 31]) assert.equal(o.get(t).value, t < 30 ? t + 2 : t);
+  },
+  rotate: async (o) => {
+    for (const t of iota(32)) assert.equal(o.get(t).value, (t + 1) % 32);
+    assert.ok((await arrows()).some(([s, d]) => s === 0 && d === 31));
+  },
+  butterfly: async (o) => {
+    for (const t of [0, 5, 16, 31]) assert.equal(o.get(t).value, t ^ 16);
+  },
+  'xor-array': async (o) => {
+    for (const t of [0, 1, 6, 31]) assert.deepEqual(o.get(t).value, [3 * (t ^ 1), 3 * (t ^ 1) + 1, 3 * (t ^ 1) + 2]);
+  },
+  swap: async (o) => {
+    for (const t of [0, 1, 14, 31]) {
+      const p = t ^ 1;
+      assert.deepEqual(o.get(t).value, [4 * p + 3, 4 * t + 1, 4 * t + 2, 4 * p + 0]);
+    }
+  },
+  'ballot-range': async (o) => {
+    assert.equal(o.size, 128);
+    let w1 = 0;
+    for (let x = 43; x < 53; x++) w1 |= 1 << (x - 32);
+    const hex = (v) => '0x' + (v >>> 0).toString(16).padStart(8, '0');
+    for (const t of [0, 31, 64, 127]) assert.equal(o.get(t).value, '0x00000000');
+    for (const t of [32, 45, 63]) assert.equal(o.get(t).value, hex(w1));
+    const on = await page.$$eval('svg.diagram g.warp[data-warp="1"] rect.bit.on', (r) => r.map((x) => Number(x.dataset.lane)));
+    assert.deepEqual(on, iota(10).map((i) => 43 + i));
+  },
+  'activemask-odd': async (o) => {
+    for (const t of [0, 2, 30]) assert.equal(o.get(t).value, '0x55555555');
+    for (const t of [1, 3, 31]) assert.deepEqual([o.get(t).defined, o.get(t).reason], [false, 'inactive']);
+    assert.ok((await page.$$eval('svg.diagram text.why', (x) => x.map((e) => e.textContent))).includes('inactive'));
+    assert.ok((await page.$$eval('svg.diagram g.lane.out rect.undef', (x) => x.length)) >= 16, 'undefined lanes hatched');
+  },
+  'allreduce-sum': async () => {
+    // The preset opens in step-through mode on frame 1: offset 16, v = v + v^16.
+    assert.match(await page.textContent('#step-label'), /frame 1\/5: offset 16/);
+    const o1 = byLane(await outs());
+    for (const t of [0, 7, 16, 31]) assert.equal(o1.get(t).value, t + (t ^ 16));
+    for (const [s, d] of await arrows()) assert.equal(s, d ^ 16);
+    await page.focus('#diagram');
+    for (let k = 2; k <= 5; k++) await page.keyboard.press('ArrowRight');
+    await page.waitForFunction(() => /frame 5\/5/.test(document.getElementById('step-label').textContent));
+    assert.match(await page.textContent('#step-label'), /equals warp_allreduce's result/);
+    const o5 = byLane(await outs());
+    for (const t of [0, 13, 31]) assert.equal(o5.get(t).value, 496);
+    await shot('preset-allreduce-sum-frame5');
+    await page.click('#step-toggle');
+    const fin = byLane(await outs());
+    for (const t of iota(32)) assert.equal(fin.get(t).value, 496);
+  },
+  'allreduce-max': async () => {
+    await page.click('#step-toggle'); // back to the family's own result
+    const inp = await ins();
+    const o = byLane(await outs());
+    const max = Math.max(...inp);
+    for (const t of [0, 9, 31]) assert.equal(o.get(t).value, max);
+  },
+  'match-groups': async (o) => {
+    const hex = (v) => '0x' + (v >>> 0).toString(16).padStart(8, '0');
+    for (const t of [0, 1, 2, 3, 30]) assert.equal(o.get(t).value, hex(0x11111111 << (t % 4)));
+    assert.equal(new Set([...o.values()].map((x) => x.group)).size, 4, 'four colour groups');
+  },
+  'vote-any': async (o) => {
+    for (const t of [0, 17, 31]) assert.equal(o.get(t).value, true);
+    // the "pred" row: each lane's predicate (x == 17), from a ballot of the same spec
+    const pred = await page.$$eval('svg.diagram rect.pred', (r) => r.map((x) => JSON.parse(x.dataset.value)));
+    assert.deepEqual(pred, iota(32).map((t) => t === 17));
+  },
+};
+
+const { PRESETS } = await import(new URL('../../clients/web/presets.js', import.meta.url));
+for (const p of PRESETS) {
+  test(`preset: ${p.name}`, T, async (t) => {
+    if (!families.some((f) => f.name === p.family)) return t.skip(`family ${p.family} not in /v1/families`);
+    await open();
+    const err = await runBy(() => page.selectOption('#preset', p.id));
+    assert.equal(err, '', `preset ${p.id} ran with an error`);
+    assert.equal(await page.inputValue('#family'), p.family);
+    const o = byLane(await outs());
+    assert.ok(o.size > 0);
+    if (PRESET_CHECKS[p.id]) await PRESET_CHECKS[p.id](o);
+    else assert.ok([...o.values()].some((x) => x.defined), 'some lane defined');
+    await shot('preset-' + p.id);
+    noProblems();
+  });
+}
+
+test('URL state round-trips: a link reproduces the diagram', T, async () => {
+  await open();
+  await page.selectOption('#family', 'shfl');
+  await settle();
+  await page.selectOption('#type', 'f32');
+  await page.selectOption('#width', '8');
+  await page.fill('#mask', '0x0fffffff');
+  await page.fill('#arg-src_lane', 'lane+3');
+  await page.selectOption('#input-kind', 'random');
+  await page.fill('#seed', '5');
+  await page.fill('#active', '0xfffffff0');
+  assert.equal(await runBy(() => page.click('#run')), '');
+  const url = page.url();
+  assert.match(url, /#family=shfl&type=f32&width=8&mask=0x0fffffff/);
+  const first = await outs();
+  const firstIn = await ins();
+  assert.ok(first.some((x) => !x.defined), 'inactive lanes are undefined');
+  const p2 = await ctx.newPage();
+  p2.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  p2.on('console', (m) => { if (m.type() === 'error') problems.push(`console.error: ${m.text()}`); });
+  await p2.goto(url);
+  await p2.waitForFunction(() => document.body.dataset.ready === 'true');
+  await settle(p2);
+  for (const [id, v] of [['family', 'shfl'], ['type', 'f32'], ['width', '8'], ['mask', '0x0fffffff'], ['arg-src_lane', 'lane+3'],
+    ['input-kind', 'random'], ['seed', '5'], ['active', '0xfffffff0']]) assert.equal(await p2.inputValue('#' + id), v, id);
+  assert.deepEqual(await outs(p2), first);
+  assert.deepEqual(await ins(p2), firstIn);
+  assert.equal(p2.url(), url);
+  await shot('url-roundtrip', p2);
+  await p2.close();
+  // Step-through frames are part of the state too.
+  await open('#family=warp_allreduce&type=i32&width=32&op=sum&input=iota&lanes=32&step=2');
+  await page.waitForFunction(() => /frame 2\/5/.test(document.getElementById('step-label').textContent));
+  const o = byLane(await outs());
+  for (const t of [0, 5, 31]) assert.equal(o.get(t).value, t + (t ^ 16) + (t ^ 8) + (t ^ 8 ^ 16));
+  noProblems();
+});
+
+test('undefined lanes are hatched and labelled with their reason', T, async () => {
+  await open('#family=shfl_xor&type=i32&width=32&mask=0x0000ffff&arg.lane_mask=16&input=iota&lanes=32');
+  const o = await outs();
+  for (let t = 0; t < 32; t++) {
+    assert.equal(o[t].defined, false);
+    assert.equal(o[t].reason, t < 16 ? 'src_not_member' : 'not_member');
+  }
+  const labels = await page.$$eval('svg.diagram text.why', (x) => x.map((e) => [e.textContent, Number(e.dataset.start), Number(e.dataset.end)]));
+  assert.deepEqual(labels, [['src_not_member', 0, 15], ['not_member', 16, 31]]);
+  assert.equal(await page.$$eval('svg.diagram g.lane.out rect.undef', (x) => x.length), 32);
+  assert.equal(await page.$$eval('svg.diagram text.lane-no.off', (x) => x.length), 16, 'lanes outside the mask greyed');
+  await shot('undefined-lanes');
+  noProblems();
+});
+
+test('step-through agrees with the family when lanes are inactive', T, async () => {
+  await open('#family=warp_allreduce&type=f32&width=16&op=max&input=random&lanes=32&seed=3&active=0xfffffff7&step=4');
+  await page.waitForFunction(() => /frame 4\/4/.test(document.getElementById('step-label').textContent));
+  assert.match(await page.textContent('#step-label'), /equals warp_allreduce's result/);
+  const o = await outs();
+  assert.equal(o[3].reason, 'inactive');
+  assert.ok(o.slice(0, 16).every((x) => !x.defined), 'the segment with an inactive lane is undefined');
+  assert.ok(o.slice(16).every((x) => x.defined));
+  await shot('step-inactive');
+  noProblems();
+});
+
+test('errors name the field: client-side and from the server', T, async () => {
+  await open();
+  await page.fill('#mask', '0xzz');
+  await page.press('#mask', 'Enter');
+  assert.match(await page.textContent('#error'), /bad_mask/);
+  assert.equal(await page.getAttribute('#mask', 'aria-invalid'), 'true');
+  await page.fill('#mask', '0xffffffff');
+  await page.selectOption('#family', 'shfl_up');
+  await settle();
+  await page.fill('#arg-delta', '40');
+  const err = await runBy(() => page.press('#arg-delta', 'Enter'));
+  assert.match(err, /out_of_range.*args\.delta/);
+  assert.equal(await page.getAttribute('#arg-delta', 'aria-invalid'), 'true');
+  await shot('error');
+  // a 400 from the server is shown, not logged as a page error; the browser's own network log line is expected
+  problems = problems.filter((p) => !/status of 400/.test(p));
+  noProblems();
+});
+
+test('keyboard: lane bits toggle with arrows and Space, Enter runs', T, async () => {
+  await open('#family=shfl&type=i32&width=32&arg.src_lane=1&input=iota&lanes=32');
+  await page.focus('#mask-bits button[data-lane="0"]');
+  await page.keyboard.press('ArrowRight');
+  await page.keyboard.press('Space');
+  assert.equal(await page.inputValue('#mask'), '0xfffffffd');
+  assert.equal(await page.getAttribute('#mask-bits button[data-lane="1"]', 'aria-pressed'), 'false');
+  await page.focus('#mask');
+  await runBy(() => page.keyboard.press('Enter'));
+  const o = await outs();
+  assert.equal(o[0].reason, 'src_not_member');
+  assert.equal(o[1].reason, 'not_member');
+  noProblems();
+});
+
+test('source panel: instantiation, PTX, registers', T, async () => {
+  await open('#family=warp_allreduce&type=f32&width=16&op=max&input=iota&lanes=32');
+  await page.click('#source-box summary');
+  await page.waitForFunction(() => document.getElementById('source-meta').dataset.regs !== undefined, null, { timeout: 30_000 });
+  const meta = await page.textContent('#source-meta');
+  assert.match(meta, /wp_warp_allreduce<float, 16, 0xffffffffu, wp_op_max<float> >/);
+  assert.ok(Number(await page.getAttribute('#source-meta', 'data-regs')) > 0);
+  assert.match(meta, /spills: 0/);
+  assert.match(await page.textContent('#source-text'), /wp_warp_allreduce|template/);
+  await page.click('#source-tabs [data-tab="ptx"]');
+  assert.match(await page.textContent('#source-text'), /\.version|\.entry/);
+  await page.click('#source-tabs [data-tab="sass"]');
+  assert.ok((await page.textContent('#source-text')).length > 0);
+  await page.click('#source-tabs [data-tab="ptx"]');
+  await page.evaluate(() => document.getElementById('source-box').scrollIntoView());
+  await shot('source-panel');
+  noProblems();
+});
