@@ -7,6 +7,7 @@ missing=()
 have_hdr microhttpd.h || missing+=(libmicrohttpd-dev)
 have_hdr cjson/cJSON.h || missing+=(libcjson-dev)
 command -v pkg-config >/dev/null || missing+=(pkg-config)
+command -v curl >/dev/null || missing+=(curl)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "deps: installing ${missing[*]}"
   SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo

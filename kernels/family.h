@@ -22,7 +22,16 @@ enum {
     WP_F_SWAP = 1u << 3,    /* takes `first` and `second` */
     WP_F_NO_MASK = 1u << 4, /* takes no member mask (activemask): mask must be 0xffffffff */
     WP_F_TILED = 1u << 5,   /* width < 32 means cooperative-groups tiles: mask & tile, results tile-relative */
-    WP_F_NO_INPUT = 1u << 6 /* reads no input values (activemask) */
+    WP_F_NO_INPUT = 1u << 6, /* reads no input values (activemask) */
+    /* Data-parallel families (kernels/data.h): jobs over n packed elements, not 32-lane primitives.
+     * /v1/warp refuses them; /v1/reduce, /v1/scan and the engine (server/reduce.c) run them. */
+    WP_F_DATA = 1u << 7,
+    WP_F_SCAN = 1u << 8,        /* inclusive/exclusive, optional init */
+    WP_F_WIDTH_GROUP = 1u << 9, /* works on groups of `width` consecutive elements */
+    WP_F_BLOCK_GROUP = 1u << 10, /* works on groups of `block` consecutive elements */
+    WP_F_SEGMENTS = 1u << 11,   /* groups given by offsets */
+    WP_F_RADIUS = 1u << 12,     /* stencil: radius and weights */
+    WP_F_ACCUM = 1u << 13       /* f16/bf16 accumulate in f32 unless "accumulate":"native" */
 };
 
 typedef enum {
@@ -81,6 +90,14 @@ typedef struct wp_family {
     unsigned backends;         /* WP_BACKEND_* */
     int min_sm;                /* e.g. 80 for redux */
     wp_emulate_fn emulate;
+    /* WP_F_DATA only (kernels/data.h): strategies allowed (WP_STRATBIT set) and the default, the
+     * default block size, what the kernel writes, its launch plan and its CPU reference. */
+    uint32_t strategies;
+    int strategy_default;
+    int block_default;
+    int data_out;              /* wp_data_out */
+    void (*plan)(const struct wp_spec *s, uint64_t n, uint64_t groups, struct wp_data_plan *out);
+    void (*data_emulate)(const struct wp_spec *s, const struct wp_data_params *p, const struct wp_data_plan *plan);
 } wp_family;
 
 const wp_family *wp_family_find(const char *name);

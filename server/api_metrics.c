@@ -43,6 +43,29 @@ void wp_api_metrics(void *appv, const wp_req *req, wp_resp *resp) {
     G("warpd_cache_entries", "Entries in the memory cache.", cs.entries);
     G("warpd_cache_bytes", "Bytes in the memory cache.", cs.bytes);
     C("warpd_warp_runs_total", "Warp primitive runs.", atomic_load(&app->warp_runs));
+    wp_jobs_stats js;
+    wp_jobs_stats_get(app->jobs, &js);
+    G("warpd_jobs_queue_depth", "Async jobs waiting for a job worker.", js.queued);
+    fprintf(f, "# HELP warpd_jobs Async jobs held, by state.\n# TYPE warpd_jobs gauge\n");
+    const struct {
+        const char *state;
+        int n;
+    } by_state[] = {{"queued", js.queued}, {"running", js.running}, {"done", js.done}, {"failed", js.failed},
+                    {"cancelled", js.cancelled}};
+    for (size_t i = 0; i < WP_ARRAY_LEN(by_state); i++)
+        fprintf(f, "warpd_jobs{state=\"%s\"} %d\n", by_state[i].state, by_state[i].n);
+    C("warpd_jobs_submitted_total", "Async jobs accepted.", js.submitted);
+    C("warpd_jobs_rejected_total", "Async jobs refused with 503 because --max-jobs were queued or running.",
+      js.rejected_full);
+    C("warpd_jobs_expired_total", "Finished jobs forgotten after --job-ttl.", js.expired);
+    wp_buffers_stats bs;
+    wp_buffers_stats_get(app->buffers, &bs);
+    G("warpd_buffers", "Device-resident buffers held.", bs.buffers);
+    G("warpd_buffer_bytes", "Bytes of device-resident buffers in use (being filled or in use by a job included).",
+      bs.bytes);
+    G("warpd_buffer_quota_bytes", "The buffer quota (--buffer-quota).", bs.quota);
+    C("warpd_buffers_expired_total", "Buffers freed after their TTL.", bs.expired);
+    C("warpd_buffers_rejected_quota_total", "Buffer uploads refused with 507 (quota).", bs.rejected_quota);
     G("warpd_device_memory_total_bytes", "Device memory.", di.mem_total);
     G("warpd_device_memory_free_bytes", "Free device memory.", di.mem_free);
 #undef C

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../kernels/lanes.h"
 #include "app.h"
 #include "jsonval.h"
 
@@ -254,6 +255,9 @@ static cJSON *build_lanes(const wp_spec *s, const warp_input *w, const warp_outp
     cJSON *why = cJSON_AddArrayToObject(root, "undefined_reason");
     cJSON *src = is_shuffle(s->family) ? cJSON_AddArrayToObject(root, "source_lane") : NULL;
     cJSON *pred = s->family->out == WP_OUT_MASK_PRED ? cJSON_AddArrayToObject(root, "pred") : NULL;
+    cJSON *lane_pred = (s->family->flags & WP_F_PRED) ? cJSON_AddArrayToObject(root, "lane_pred") : NULL;
+    /* The input as the kernel saw it (after generation and rounding to the type), for diagrams. */
+    cJSON *input = (s->family->flags & WP_F_NO_INPUT) ? NULL : cJSON_AddArrayToObject(root, "input");
     int elems = s->family->out == WP_OUT_VALUE ? w->elems : 1;
     for (int i = 0; i < w->n; i++) {
         bool all = true;
@@ -277,6 +281,20 @@ static cJSON *build_lanes(const wp_spec *s, const warp_input *w, const warp_outp
             cJSON_AddItemToArray(src, any_def ? cJSON_CreateNumber(j < 0 ? i : base + j) : cJSON_CreateNull());
         }
         if (pred) cJSON_AddItemToArray(pred, all ? cJSON_CreateBool(val->src[i] != 0) : cJSON_CreateNull());
+        if (lane_pred) /* each lane's own predicate, as the vote saw it (inactive lanes: null) */
+            cJSON_AddItemToArray(lane_pred, w->active[i] ? cJSON_CreateBool(wp_lanes_pred(s->type, w->job.pred_kind,
+                                                                                          w->in[(size_t)i * w->elems],
+                                                                                          w->job.pred_a, w->job.pred_b))
+                                                         : cJSON_CreateNull());
+        if (input) {
+            cJSON *lane_in = w->elems > 1 ? cJSON_CreateArray() : NULL;
+            for (int e = 0; e < w->elems; e++) {
+                cJSON *v = wp_json_from_bits(s->type, w->in[(size_t)i * w->elems + e]);
+                if (lane_in) cJSON_AddItemToArray(lane_in, v);
+                else lane_in = v;
+            }
+            cJSON_AddItemToArray(input, lane_in);
+        }
     }
     return root;
 }

@@ -6,9 +6,11 @@
 #include <stdatomic.h>
 
 #include "backend.h"
+#include "buffers.h"
 #include "cache.h"
 #include "http.h"
 #include "jit.h"
+#include "jobs.h"
 #include "spec.h"
 
 #define WP_VERSION "0.1.0"
@@ -28,6 +30,8 @@ typedef struct wp_app {
     wp_http *http;
     uint64_t start_ns;
     atomic_uint_fast64_t warp_runs, compile_requests;
+    wp_jobs *jobs;       /* async jobs (jobs.c): POST /v1/jobs */
+    wp_buffers *buffers; /* device-resident buffers (buffers.c): /v1/buffers */
 } wp_app;
 
 /* A kernel ready to run: the cache entry (held), its function on the chosen backend, where it came
@@ -61,5 +65,13 @@ void wp_api_metrics(void *app, const wp_req *req, wp_resp *resp);
 void wp_api_compile(void *app, const wp_req *req, wp_resp *resp);
 void wp_api_warp(void *app, const wp_req *req, wp_resp *resp);
 void wp_api_static(void *app, const wp_req *req, wp_resp *resp);
+void wp_api_jobs_submit(void *app, const wp_req *req, wp_resp *resp);   /* api_jobs.c */
+void wp_api_jobs_list(void *app, const wp_req *req, wp_resp *resp);
+void wp_api_job_get(void *app, const wp_req *req, wp_resp *resp);
+void wp_api_job_delete(void *app, const wp_req *req, wp_resp *resp);
+void wp_api_buffers_put(void *app, const wp_req *req, wp_resp *resp);  /* api_buffers.c */
+void wp_api_buffers_list(void *app, const wp_req *req, wp_resp *resp);
+void wp_api_buffer_get(void *app, const wp_req *req, wp_resp *resp);
+void wp_api_buffer_delete(void *app, const wp_req *req, wp_resp *resp);
 
 #endif

@@ -8,6 +8,10 @@ void wp_backend_close(wp_backend *b) {
 }
 const char *wp_backend_name(const wp_backend *b) { return b->ops->name; }
 void wp_backend_info(wp_backend *b, wp_device_info *out) { b->ops->info(b, out); }
+bool wp_backend_usable(wp_backend *b, char *why, size_t n) {
+    if (n) why[0] = 0;
+    return !b->ops->usable || b->ops->usable(b, why, n);
+}
 int wp_backend_load(void *b, const wp_artifact *a, void **fn, wp_err *err) {
     wp_backend *be = b;
     return be->ops->load(be, a, fn, err);

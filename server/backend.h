@@ -31,6 +31,8 @@ void wp_backend_close(wp_backend *b);
 
 const char *wp_backend_name(const wp_backend *b); /* "cuda" / "emu" */
 void wp_backend_info(wp_backend *b, wp_device_info *out);
+/* False once the backend can run nothing more (cuda after a sticky error); why says so. */
+bool wp_backend_usable(wp_backend *b, char *why, size_t n);
 
 /* Cache hooks (see wp_kernel_function): emu loads nothing (fn = NULL is fine). */
 int wp_backend_load(void *b, const wp_artifact *a, void **fn, wp_err *err);

@@ -511,10 +511,20 @@ static int cuda_run_warp(wp_backend *base, void *fnp, const wp_spec *s, const wp
     return rc;
 }
 
+static bool cuda_usable(wp_backend *base, char *why, size_t n) {
+    cuda_backend *b = (cuda_backend *)base;
+    pthread_mutex_lock(&b->lock);
+    bool ok = b->ctx != NULL;
+    if (!ok && n) snprintf(why, n, "%s", b->lost_reason);
+    pthread_mutex_unlock(&b->lock);
+    return ok;
+}
+
 static const wp_backend_ops cuda_ops = {
     .name = "cuda",
     .close = cuda_close,
     .info = cuda_info,
+    .usable = cuda_usable,
     .load = cuda_load,
     .unload = cuda_unload,
     .run_warp = cuda_run_warp,

@@ -18,6 +18,8 @@ typedef struct wp_backend_ops {
     bool host_buffers; /* buffer addresses are host pointers (emu): wp_buf_host gives them out */
     void (*close)(wp_backend *b);
     void (*info)(wp_backend *b, wp_device_info *out);
+    /* Optional: false once the device is lost (a sticky error the driver cannot clear in-process). */
+    bool (*usable)(wp_backend *b, char *why, size_t n);
     int (*load)(wp_backend *b, const wp_artifact *a, void **fn, wp_err *err);
     void (*unload)(wp_backend *b, void *fn);
     int (*run_warp)(wp_backend *b, void *fn, const wp_spec *s, const wp_warp_job *job, wp_warp_result *res,

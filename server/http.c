@@ -168,7 +168,9 @@ static const wp_route *route_find(const wp_route *routes, const char *method, co
     for (int pass = 0; pass < 2 && !*path_known; pass++) {
         for (const wp_route *rt = routes; rt->method; rt++) {
             if (((rt->flags & WP_ROUTE_PREFIX) != 0) != (pass == 1) || !path_matches(rt, path)) continue;
-            *path_known = true;
+            /* The catch-all "/" (static files) knows only the paths it serves with its own method:
+             * POST /v1/nothing is a 404, not a 405. */
+            if (strcmp(rt->path, "/") != 0 || strcmp(rt->method, want) == 0) *path_known = true;
             if (strcmp(rt->method, want) == 0) return rt;
         }
     }

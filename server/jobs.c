@@ -75,7 +75,7 @@ static cJSON *time_json(double t) {
     time_t secs = (time_t)t;
     struct tm tm;
     gmtime_r(&secs, &tm);
-    char buf[40];
+    char buf[80]; /* ample for any int fields: keeps -Wformat-truncation quiet */
     int ms = (int)((t - (double)secs) * 1000.0);
     if (ms > 999) ms = 999;
     snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,

@@ -62,6 +62,14 @@ int wp_app_backend(wp_app *app, const cJSON *req, const wp_family *f, wp_backend
     } else
         return WP_FAIL(err, 400, "bad_value", "backend", "backend must be \"auto\", \"cuda\" or \"emu\"");
     /* A family the GPU backend cannot run (emulator-only, or too new for the device) runs on emu under auto. */
+    char why[200];
+    if (pick == app->cuda && !wp_backend_usable(app->cuda, why, sizeof why)) {
+        /* The device was lost to a sticky error: auto keeps serving on the emulator. */
+        if (!strcmp(want, "cuda"))
+            return WP_FAIL(err, 503, "cuda_unavailable", "backend", "the CUDA device is lost until warpd restarts: %s",
+                           why);
+        pick = app->emu;
+    }
     if (pick == app->cuda) {
         wp_device_info di;
         wp_backend_info(app->cuda, &di);

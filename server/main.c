@@ -18,6 +18,12 @@
 #define DEFAULT_MAX_DEPTH 64
 #define DEFAULT_THREADS 4
 #define DEFAULT_MAX_QUEUE 1024
+#define DEFAULT_MAX_JOBS 256
+#define DEFAULT_JOB_WORKERS 2
+#define DEFAULT_JOB_TTL_S 600
+#define DEFAULT_BUFFER_TTL_S 3600
+#define MAX_BUFFER_TTL_S (7 * 24 * 3600)
+#define FALLBACK_BUFFER_QUOTA (1ull << 30) /* when the device reports no memory size */
 
 typedef struct {
     char host[128];
@@ -26,6 +32,9 @@ typedef struct {
     bool no_disk;
     size_t cache_mb, max_body;
     int max_depth, threads, workers, max_queue, device;
+    int max_jobs, job_workers;
+    double job_ttl_s, buffer_ttl_s;
+    unsigned long long buffer_quota; /* 0: half the device's memory */
 } options;
 
 static void usage(FILE *f) {
@@ -45,9 +54,16 @@ static void usage(FILE *f) {
             "  --max-body BYTES     request body limit (default %u = 64 MiB; larger gets 413)\n"
             "  --max-depth N        JSON nesting limit (default %d)\n"
             "  --max-queue N        requests waiting for a worker before 503 (default %d)\n"
+            "  --max-jobs N         async jobs queued or running before POST /v1/jobs answers 503 (default %d)\n"
+            "  --job-workers N      threads that run async jobs (default %d)\n"
+            "  --job-ttl S          seconds a finished job's result is kept (default %d)\n"
+            "  --buffer-ttl S       seconds a buffer lives after its last use, unless ?ttl= says (default %d;\n"
+            "                       at most %d)\n"
+            "  --buffer-quota BYTES bytes all buffers may hold (default: half the device's memory)\n"
             "  --version, --help\n",
             DEFAULT_PORT, DEFAULT_CACHE_MB, WP_DEFAULT_TEMPLATES, WP_DEFAULT_WEB, DEFAULT_THREADS, DEFAULT_MAX_BODY,
-            DEFAULT_MAX_DEPTH, DEFAULT_MAX_QUEUE);
+            DEFAULT_MAX_DEPTH, DEFAULT_MAX_QUEUE, DEFAULT_MAX_JOBS, DEFAULT_JOB_WORKERS, DEFAULT_JOB_TTL_S,
+            DEFAULT_BUFFER_TTL_S, MAX_BUFFER_TTL_S);
 }
 
 static int parse_num(const char *flag, const char *v, long long lo, long long hi, long long *out) {
@@ -119,6 +135,21 @@ static int parse_args(int argc, char **argv, options *o) {
         } else if (FLAG("--max-queue")) {
             if (parse_num(a, v, 1, 1 << 20, &n)) return -1;
             o->max_queue = (int)n;
+        } else if (FLAG("--max-jobs")) {
+            if (parse_num(a, v, 1, 1 << 20, &n)) return -1;
+            o->max_jobs = (int)n;
+        } else if (FLAG("--job-workers")) {
+            if (parse_num(a, v, 1, 256, &n)) return -1;
+            o->job_workers = (int)n;
+        } else if (FLAG("--job-ttl")) {
+            if (parse_num(a, v, 0, 365LL * 24 * 3600, &n)) return -1;
+            o->job_ttl_s = (double)n;
+        } else if (FLAG("--buffer-ttl")) {
+            if (parse_num(a, v, 1, MAX_BUFFER_TTL_S, &n)) return -1;
+            o->buffer_ttl_s = (double)n;
+        } else if (FLAG("--buffer-quota")) {
+            if (parse_num(a, v, 0, 1LL << 50, &n)) return -1;
+            o->buffer_quota = (unsigned long long)n;
         } else {
             fprintf(stderr, "warpd: unknown option %s (see --help)\n", a);
             return -1;
@@ -170,7 +201,8 @@ static void find_share(const char *sub, const char *fallback, char *buf, size_t 
 int main(int argc, char **argv) {
     options o = {.host = "127.0.0.1", .port = DEFAULT_PORT, .backend = "auto", .cache_mb = DEFAULT_CACHE_MB,
                  .max_body = DEFAULT_MAX_BODY, .max_depth = DEFAULT_MAX_DEPTH, .threads = DEFAULT_THREADS,
-                 .max_queue = DEFAULT_MAX_QUEUE};
+                 .max_queue = DEFAULT_MAX_QUEUE, .max_jobs = DEFAULT_MAX_JOBS, .job_workers = DEFAULT_JOB_WORKERS,
+                 .job_ttl_s = DEFAULT_JOB_TTL_S, .buffer_ttl_s = DEFAULT_BUFFER_TTL_S};
     if (parse_args(argc, argv, &o)) return 2;
     if (!o.workers) {
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -243,11 +275,35 @@ int main(int argc, char **argv) {
         {"GET", "/v1/info", wp_api_info, WP_ROUTE_INLINE},
         {"GET", "/v1/families", wp_api_families, WP_ROUTE_INLINE},
         {"GET", "/metrics", wp_api_metrics, WP_ROUTE_INLINE},
+        {"POST", "/v1/jobs", wp_api_jobs_submit, WP_ROUTE_INLINE},
+        {"GET", "/v1/jobs", wp_api_jobs_list, WP_ROUTE_INLINE},
+        {"GET", "/v1/jobs/", wp_api_job_get, WP_ROUTE_INLINE | WP_ROUTE_PREFIX},
+        {"DELETE", "/v1/jobs/", wp_api_job_delete, WP_ROUTE_INLINE | WP_ROUTE_PREFIX},
+        {"PUT", "/v1/buffers", wp_api_buffers_put, WP_ROUTE_WORK},
+        {"GET", "/v1/buffers", wp_api_buffers_list, WP_ROUTE_INLINE},
+        {"GET", "/v1/buffers/", wp_api_buffer_get, WP_ROUTE_WORK | WP_ROUTE_PREFIX},
+        {"DELETE", "/v1/buffers/", wp_api_buffer_delete, WP_ROUTE_WORK | WP_ROUTE_PREFIX},
         {"POST", "/v1/compile", wp_api_compile, WP_ROUTE_WORK},
         {"POST", "/v1/warp", wp_api_warp, WP_ROUTE_WORK},
         {"GET", "/", wp_api_static, WP_ROUTE_INLINE | WP_ROUTE_PREFIX},
         {NULL, NULL, NULL, 0},
     };
+    /* Buffers live on the preferred backend's memory; jobs run any POST work route above. */
+    uint64_t quota = o.buffer_quota;
+    if (!quota) {
+        wp_device_info di;
+        wp_backend_info(app.preferred, &di);
+        quota = di.mem_total ? di.mem_total / 2 : FALLBACK_BUFFER_QUOTA;
+    }
+    wp_buffers_config bc = {.quota = quota, .ttl_s = o.buffer_ttl_s, .max_ttl_s = MAX_BUFFER_TTL_S};
+    app.buffers = wp_buffers_open(&bc, &err);
+    wp_jobs_config jc = {.max_jobs = o.max_jobs, .workers = o.job_workers, .ttl_s = o.job_ttl_s};
+    if (app.buffers) app.jobs = wp_jobs_open(&jc, routes, &app, &err);
+    if (!app.buffers || !app.jobs) {
+        fprintf(stderr, "warpd: cannot start jobs and buffers: %s\n", err.msg);
+        return 1;
+    }
+
     wp_http_config hc = {.host = o.host, .port = o.port, .threads = o.threads, .workers = o.workers,
                          .max_body = o.max_body, .max_queue = o.max_queue};
     app.http = wp_http_start(&hc, routes, &app, &err);
@@ -266,6 +322,8 @@ int main(int argc, char **argv) {
     sigwait(&sigs, &sig);
     fprintf(stderr, "warpd: signal %d, stopping\n", sig);
     wp_http_stop(app.http);
+    wp_jobs_close(app.jobs);       /* after HTTP: nothing submits any more */
+    wp_buffers_close(app.buffers); /* after jobs: nothing holds a buffer any more */
     wp_cache_close(app.cache);
     wp_jit_close(app.jit);
     wp_backend_close(app.cuda);

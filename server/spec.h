@@ -10,6 +10,16 @@
 #include "common.h"
 #include "expr.h"
 
+/* What else a data-parallel family (WP_F_DATA, kernels/data.h) bakes into its kernel; zero for the
+ * warp primitives. */
+typedef struct {
+    int strategy;   /* WP_STRAT_* (resolved: never WP_STRAT_AUTO after wp_spec_validate) */
+    int block;      /* threads per block (and the group size of block_* families) */
+    bool native;    /* f16/bf16 accumulate in the type itself instead of f32 */
+    bool exclusive; /* scans */
+    int radius;     /* stencil: 1..WP_STENCIL_MAX_RADIUS */
+} wp_data_spec;
+
 typedef struct wp_spec {
     const wp_family *family;
     wp_type type;
@@ -17,13 +27,19 @@ typedef struct wp_spec {
     uint32_t mask;      /* member mask */
     wp_op op;           /* families with WP_F_OP; kind WP_OP_SUM otherwise (unused) */
     char arch[16];      /* "sm_90" */
+    wp_data_spec data;  /* WP_F_DATA families only */
 } wp_spec;
 
-/* Reads family, type, width, mask, op from a JSON object; `arch` is the target. Unknown keys are
+/* Reads family, type, width, mask, op from a JSON object (and, for data families, strategy, block,
+ * accumulate, exclusive, radius: see wp_spec_data_from_json); `arch` is the target. Unknown keys are
  * the caller's business (it knows the endpoint's other fields). Defaults: type = the family's
  * first type, width 32, mask 0xffffffff, op "sum". Errors name the field. */
 int wp_spec_from_json(const cJSON *obj, const char *arch, wp_spec *out, wp_err *err);
 int wp_spec_validate(wp_spec *s, wp_err *err); /* checks a filled-in spec against its family */
+/* The data-family fields of a JSON object: "strategy" (name or "auto"), "block", "accumulate"
+ * ("f32" or "native"), "exclusive" (bool) or "inclusive" (bool), "radius". Absent fields take the
+ * family's defaults. Called by wp_spec_from_json; validation happens in wp_spec_validate. */
+int wp_spec_data_from_json(const cJSON *obj, wp_spec *out, wp_err *err);
 void wp_spec_free(wp_spec *s);
 int wp_spec_copy(wp_spec *dst, const wp_spec *src);
 

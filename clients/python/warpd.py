@@ -17,7 +17,7 @@ CLI (python3 clients/python/warpd.py --help):
     warpd.py reduce --type f32 --op sum data.f32        (raw little-endian file; progress bar on stderr)
     warpd.py scan --type i32 --op sum --data 1,2,3,4
     warpd.py buffers put data.f32 --type f32 | list | get ID | delete ID
-    warpd.py jobs submit '{"kind":"reduce",...}' --wait | get ID | wait ID | cancel ID
+    warpd.py jobs submit '{"kind":"reduce","request":{...}}' --wait | list | get ID | wait ID | cancel ID
 """
 import argparse
 import base64
@@ -333,28 +333,39 @@ class Client:
     def buffer_delete(self, buffer_id):
         return self._json("DELETE", "/v1/buffers/" + urllib.parse.quote(str(buffer_id), safe=""))
 
-    # -- asynchronous jobs
-    def job_submit(self, job):
-        """POST /v1/jobs with any job body (e.g. {"kind": "reduce", "type": "f32", "op": "sum", "data": [...]});
-        the server answers 202 with {"id", "state", ...}."""
-        return self._json("POST", "/v1/jobs", job)
+    # -- asynchronous jobs (server/api_jobs.c)
+    def job_submit(self, kind, request=None):
+        """POST /v1/jobs {"kind": "reduce"|"scan"|"warp"|"compile"|..., "request": {that endpoint's body}};
+        the server answers 202 {"id", "state": "queued", "location", ...}. A dict as `kind` is sent as is."""
+        body = kind if isinstance(kind, dict) else {"kind": kind, "request": request if request is not None else {}}
+        return self._json("POST", "/v1/jobs", body)
+
+    def jobs(self, state=None):
+        """GET /v1/jobs: the jobs held (optionally only queued|running|done|failed|cancelled), no results."""
+        return self._json("GET", "/v1/jobs", query={"state": state} if state else None)
 
     def job(self, job_id):
-        """GET /v1/jobs/{id}: state, progress and, when done, the result."""
+        """GET /v1/jobs/{id}: state, progress, times and, once finished, "status" and "result" or "error"."""
         return self._json("GET", "/v1/jobs/" + urllib.parse.quote(str(job_id), safe=""))
 
     def job_cancel(self, job_id):
+        """DELETE /v1/jobs/{id}: cancels a queued or running job, forgets a finished one."""
         return self._json("DELETE", "/v1/jobs/" + urllib.parse.quote(str(job_id), safe=""))
 
-    def job_wait(self, job_id, poll=0.05, timeout=None, progress=None):
-        """Polls GET /v1/jobs/{id} until the job leaves queued/running; progress(fraction, 1.0) on the way."""
+    def job_wait(self, job_id, poll=0.05, timeout=None, progress=None, raise_failed=True):
+        """Polls GET /v1/jobs/{id} while it is queued or running, calling progress(fraction, 1.0); returns
+        the finished job. A failed job raises its endpoint's error as WarpdError (raise_failed=True)."""
         t0 = time.monotonic()
         while True:
             j = self.job(job_id)
             state = j.get("state", "")
             if progress and isinstance(j.get("progress"), (int, float)):
-                progress(float(j["progress"]), 1.0)
-            if state not in ("queued", "running", "pending", ""):
+                progress(1.0 if state == "done" else float(j["progress"]), 1.0)
+            if state not in ("queued", "running"):
+                err = j.get("error")
+                if raise_failed and state == "failed" and isinstance(err, dict):
+                    raise WarpdError(j.get("status", 0), err.get("code", "job_failed"), err.get("field", ""),
+                                     err.get("message", ""))
                 return j
             if timeout is not None and time.monotonic() - t0 > timeout:
                 raise TimeoutError(f"job {job_id} still {state} after {timeout} s")
@@ -444,7 +455,7 @@ def _run_data(c, kind, a):
         raise SystemExit(f"warpd {kind}: give exactly one of FILE, --data, --buffer, --generate")
     fn = c.reduce if kind == "reduce" else c.scan
     if a.async_:
-        body = {"kind": kind, "type": a.type, "op": a.op, **{k: v for k, v in extra.items() if v is not None}}
+        body = {"type": a.type, "op": a.op, **{k: v for k, v in extra.items() if v is not None}}
         if a.file:
             body["data_b64"] = base64.b64encode(_read_file(a.file)).decode()
         elif a.data:
@@ -453,7 +464,7 @@ def _run_data(c, kind, a):
             body["buffer"] = a.buffer
         else:
             body["generate"] = _generate(a.generate)
-        job = c.job_submit(body)
+        job = c.job_submit(kind, body)
         print(f"job {job.get('id')} {job.get('state', '')}", file=sys.stderr)
         return c.job_wait(job["id"], progress=progress_bar("job"))
     if a.file:
@@ -544,8 +555,9 @@ def main(argv=None):
     j = sub.add_parser("jobs", help="asynchronous jobs (POST/GET/DELETE /v1/jobs)")
     js = j.add_subparsers(dest="jcmd", required=True)
     jsub = js.add_parser("submit")
-    jsub.add_argument("body", help="the job body as JSON ('-' for stdin)")
+    jsub.add_argument("body", help='the job as JSON: {"kind": "reduce", "request": {...}} (\'-\' for stdin)')
     jsub.add_argument("--wait", action="store_true")
+    js.add_parser("list").add_argument("--state", choices=["queued", "running", "done", "failed", "cancelled"])
     for name in ("get", "wait", "cancel"):
         js.add_parser(name).add_argument("id")
 
@@ -624,6 +636,8 @@ def main(argv=None):
                 body = json.loads(_read_file(a.body) if a.body == "-" else a.body)
                 job = c.job_submit(body)
                 _print_json(c.job_wait(job["id"], progress=progress_bar("job")) if a.wait else job)
+            elif a.jcmd == "list":
+                _print_json(c.jobs(a.state))
             elif a.jcmd == "get":
                 _print_json(c.job(a.id))
             elif a.jcmd == "wait":

@@ -40,7 +40,22 @@ if start_daemon; then
     [ -x "$t" ] || continue
     WARPD_CACHE_DIR="$tmp/cache" "$t" "$base" >"$tmp/r" 2>&1; cat "$tmp/r"; count "$tmp/r" "$t"
   done
+  # Phase 2 material: the hash of a kernel whose disk file we will corrupt while the daemon is down.
+  victim=$(curl -s "$base/v1/compile" -d '{"family":"shfl_down","type":"f16"}' | sed -n 's/.*"hash":"\([0-9a-f]*\)".*/\1/p')
   stop_daemon
+  # Phase 2: a fresh process on the same cache dir finds kernels on disk, and a corrupted file
+  # (one byte flipped) is detected and rebuilt.
+  vfile=$(find "$tmp/cache" -name "$victim.wpk" | head -n 1)
+  if [ -n "$victim" ] && [ -f "$vfile" ]; then
+    printf '\xff' | dd of="$vfile" bs=1 seek=100 conv=notrunc status=none
+    if start_daemon; then
+      base="http://127.0.0.1:$port"
+      "$BUILD/asan/tests/api/api_runner" "$base" tests/api/restart/*.json >"$tmp/r" 2>&1; cat "$tmp/r"; count "$tmp/r" restart
+      stop_daemon
+    else fail=$((fail+1)); fi
+  else
+    echo "!! could not find the cache file of $victim"; fail=$((fail+1))
+  fi
 else
   fail=$((fail+1))
 fi

@@ -186,9 +186,21 @@ class LiveIssue3(unittest.TestCase):
 
     def test_jobs(self):
         self.need("POST", "/v1/jobs")
-        job = self.c.job_submit({"kind": "reduce", "type": "i32", "op": "sum", "data": [1, 2, 3]})
+        # Any POST work route is a job kind; warp exists today, reduce once issue 3 lands.
+        job = self.c.job_submit("warp", {"family": "shfl_xor", "args": {"lane_mask": 1}, "input": {"iota": 32}})
+        self.assertIn(job["state"], ("queued", "running", "done"))
         done = self.c.job_wait(job["id"], timeout=60)
-        self.assertEqual(done["result"]["value"], 6)
+        self.assertEqual(done["state"], "done")
+        self.assertEqual(done["result"]["output"], [i ^ 1 for i in range(32)])
+        self.assertIn(job["id"], json.dumps(self.c.jobs()))
+        bad = self.c.job_submit("warp", {"family": "shfl", "width": 12})
+        with self.assertRaises(WarpdError) as cm:
+            self.c.job_wait(bad["id"], timeout=60)
+        self.assertEqual((cm.exception.status, cm.exception.code, cm.exception.field), (400, "bad_width", "width"))
+        self.c.job_cancel(done["id"])
+        with self.assertRaises(WarpdError) as cm:
+            self.c.job(done["id"])
+        self.assertEqual(cm.exception.status, 404)
 
 
 # ---------------------------------------------------------------- request shapes (recording stub)
@@ -272,8 +284,11 @@ class RequestShapes(unittest.TestCase):
         self.assertEqual(self.last()["path"], "/v1/buffers/a%2Fb")
         self.c.buffer_delete("x1")
         self.assertEqual((self.last()["method"], self.last()["path"]), ("DELETE", "/v1/buffers/x1"))
-        self.c.job_submit({"kind": "scan", "type": "i32", "op": "sum", "data": [1]})
+        self.c.job_submit("scan", {"type": "i32", "op": "sum", "data": [1]})
         self.assertEqual((self.last()["method"], self.last()["path"]), ("POST", "/v1/jobs"))
+        self.assertEqual(json.loads(self.last()["body"]), {"kind": "scan", "request": {"type": "i32", "op": "sum", "data": [1]}})
+        self.c.jobs("running")
+        self.assertEqual(self.last()["path"], "/v1/jobs?state=running")
         self.c.job("j1")
         self.assertEqual((self.last()["method"], self.last()["path"]), ("GET", "/v1/jobs/j1"))
         self.c.job_cancel("j1")
@@ -281,7 +296,8 @@ class RequestShapes(unittest.TestCase):
 
     def test_job_wait_polls_until_done_with_progress(self):
         states = iter([{"state": "queued", "progress": 0.0}, {"state": "running", "progress": 0.5},
-                       {"state": "done", "progress": 1.0, "result": {"value": 6}}])
+                       {"state": "done", "progress": 1.0, "status": 200, "result": {"value": 6}},
+                       {"state": "failed", "status": 400, "error": {"code": "bad_op", "field": "op", "message": "m"}}])
         orig = _Stub._handle
 
         def handle(self):
@@ -292,10 +308,13 @@ class RequestShapes(unittest.TestCase):
         try:
             seen = []
             j = self.c.job_wait("j9", poll=0.001, progress=lambda d, t: seen.append(d))
+            self.assertEqual(j["result"]["value"], 6)
+            self.assertEqual(seen, [0.0, 0.5, 1.0])
+            with self.assertRaises(WarpdError) as cm:  # a failed job raises its endpoint's error
+                self.c.job_wait("j10", poll=0.001)
+            self.assertEqual((cm.exception.status, cm.exception.code, cm.exception.field), (400, "bad_op", "op"))
         finally:
             _Stub.do_GET = orig
-        self.assertEqual(j["result"]["value"], 6)
-        self.assertEqual(seen, [0.0, 0.5, 1.0])
 
     def test_error_body_becomes_warpd_error(self):
         _Stub.answer = (413, {"error": {"code": "too_large", "field": "n", "message": "n above the limit"}})

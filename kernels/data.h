@@ -1,0 +1,82 @@
+/* data.h — data-parallel families: reductions, scans, argmin/argmax, segmented reduce, stencil and
+ * generate. Unlike the warp primitives (one block of up to 1024 lanes, 8-byte slots), these run over
+ * n packed elements of a buffer with a grid of blocks. Each family file (reduce.c, scan.c,
+ * stencil.c, generate.c) gives its launch plan and its CPU reference, which follows the kernel's
+ * combining order exactly (docs/semantics.md, "Data-parallel families"), so the emulator gives the
+ * GPU's bits: integers always, floats wherever the strategy fixes the order (all but atomic). */
+#ifndef WP_DATA_H
+#define WP_DATA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "types.h"
+#include "wp_abi.h"
+
+struct wp_spec;
+
+#define WP_STRAT_AUTO (-1)
+#define WP_STRATBIT(s) (1u << (s))
+
+/* What a family writes to p->out. */
+typedef enum {
+    WP_DATA_VALUE,  /* one accumulator value (device_reduce) */
+    WP_DATA_GROUPS, /* one T per group (warp/block groups, segments) */
+    WP_DATA_EACH,   /* one T per element (scans, stencil, generate) */
+    WP_DATA_ARG     /* one {accumulator value, int64 index} pair (argmin/argmax) */
+} wp_data_out;
+
+/* A launch plan: what the engine allocates and how it launches. */
+typedef struct wp_data_plan {
+    unsigned grid, block, smem; /* grid 0: nothing to launch (n == 0) */
+    uint64_t groups;            /* p->groups: outputs, or tiles for device_scan */
+    size_t scratch_bytes;       /* device scratch (p->scratch); zeroed once when allocated */
+    size_t out_bytes;           /* bytes the kernel writes at p->out */
+} wp_data_plan;
+
+/* n elements; groups = segments for segmented_reduce (ignored otherwise). */
+typedef void (*wp_data_plan_fn)(const struct wp_spec *s, uint64_t n, uint64_t groups, wp_data_plan *out);
+/* Runs the family's CPU reference: p's addresses are host pointers (emu buffers). */
+typedef void (*wp_data_emulate_fn)(const struct wp_spec *s, const wp_data_params *p, const wp_data_plan *plan);
+
+/* Names of WP_STRAT_*: "gmem", "smem", ...; wp_strategy_parse gives WP_STRAT_AUTO for "auto", -2 when unknown. */
+const char *wp_strategy_name(int strat);
+int wp_strategy_parse(const char *s);
+
+/* The accumulator type of a data spec: f16/bf16 accumulate in f32 unless native; others in themselves. */
+wp_type wp_data_acc_type(const struct wp_spec *s);
+/* Whether the strategy's result depends on timing (atomic with a float or an expression). */
+bool wp_data_deterministic(const struct wp_spec *s);
+
+/* Host element <-> accumulator conversions (exact widening; rounding to nearest even back). */
+uint64_t wp_data_to_acc(wp_type t, wp_type acc, uint64_t bits);
+uint64_t wp_data_from_acc(wp_type t, wp_type acc, uint64_t bits);
+/* Loads/stores element i of a packed array of type t (raw bits, zero-extended). */
+uint64_t wp_data_load(wp_type t, const void *base, uint64_t i);
+void wp_data_store(wp_type t, void *base, uint64_t i, uint64_t bits);
+
+/* generate: the value of element i, exactly as the kernel makes it (counter-based, no state). */
+uint64_t wp_generate_value(wp_type t, int kind, uint64_t seed, uint64_t constant_bits, uint64_t i);
+
+/* Plans and references (families.c lists them). */
+void wp_plan_device_reduce(const struct wp_spec *s, uint64_t n, uint64_t groups, wp_data_plan *out);
+void wp_plan_group_reduce(const struct wp_spec *s, uint64_t n, uint64_t groups, wp_data_plan *out);
+void wp_plan_segmented(const struct wp_spec *s, uint64_t n, uint64_t groups, wp_data_plan *out);
+void wp_plan_arg(const struct wp_spec *s, uint64_t n, uint64_t groups, wp_data_plan *out);
+void wp_plan_group_scan(const struct wp_spec *s, uint64_t n, uint64_t groups, wp_data_plan *out);
+void wp_plan_device_scan(const struct wp_spec *s, uint64_t n, uint64_t groups, wp_data_plan *out);
+void wp_plan_stencil(const struct wp_spec *s, uint64_t n, uint64_t groups, wp_data_plan *out);
+void wp_plan_generate(const struct wp_spec *s, uint64_t n, uint64_t groups, wp_data_plan *out);
+
+void wp_emu_device_reduce(const struct wp_spec *s, const wp_data_params *p, const wp_data_plan *plan);
+void wp_emu_group_reduce(const struct wp_spec *s, const wp_data_params *p, const wp_data_plan *plan);
+void wp_emu_segmented(const struct wp_spec *s, const wp_data_params *p, const wp_data_plan *plan);
+void wp_emu_argmin(const struct wp_spec *s, const wp_data_params *p, const wp_data_plan *plan);
+void wp_emu_argmax(const struct wp_spec *s, const wp_data_params *p, const wp_data_plan *plan);
+void wp_emu_group_scan(const struct wp_spec *s, const wp_data_params *p, const wp_data_plan *plan);
+void wp_emu_device_scan(const struct wp_spec *s, const wp_data_params *p, const wp_data_plan *plan);
+void wp_emu_stencil(const struct wp_spec *s, const wp_data_params *p, const wp_data_plan *plan);
+void wp_emu_generate(const struct wp_spec *s, const wp_data_params *p, const wp_data_plan *plan);
+
+#endif
