@@ -82,7 +82,7 @@ static int post(hc_conn *c, const char *path, const char *body, hc_resp *r) {
 
 static void bench_warp_roundtrip(int port) {
     enum { N = 3000 };
-    static double t[N];
+    static double t[N], server[N];
     hc_conn c;
     hc_resp r;
     if (hc_open(&c, "127.0.0.1", port, 0)) return;
@@ -103,9 +103,13 @@ static void bench_warp_roundtrip(int port) {
             break;
         }
         t[i] = now_us() - t0;
+        const char *tu = strstr(r.body, "\"total_us\":");
+        server[i] = tu ? atof(tu + 11) : 0;
         hc_resp_free(&r);
     }
     hc_close(&c);
+    printf("  server-side total_us (request arrived to response built): p50 %.1f us  p99 %.1f us\n",
+           pct(server, N, 0.5), pct(server, N, 0.99));
     printf("POST /v1/warp cached, keep-alive (backend %s): p50 %.1f us  p99 %.1f us  (n=%d)\n", backend,
            pct(t, N, 0.5), pct(t, N, 0.99), N);
     for (int i = 0; i < 1000; i++) {

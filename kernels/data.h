@@ -16,7 +16,7 @@
 
 struct wp_spec;
 
-#define WP_STRAT_AUTO (-1)
+#define WP_STRAT_AUTO 0 /* a zeroed spec asks for the family's default strategy */
 #define WP_STRATBIT(s) (1u << (s))
 
 /* What a family writes to p->out. */

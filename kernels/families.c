@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../server/expr.h"
+#include "data.h"
 #include "lanes.h"
 
 #define BOTH (WP_BACKEND_CUDA | WP_BACKEND_EMU)
@@ -12,6 +13,22 @@
 #define OPS_REDUX                                                                                                      \
     (WP_OPBIT(WP_OP_SUM) | WP_OPBIT(WP_OP_MIN) | WP_OPBIT(WP_OP_MAX) | WP_OPBIT(WP_OP_AND) | WP_OPBIT(WP_OP_OR) |      \
      WP_OPBIT(WP_OP_XOR))
+/* What a 32-bit register moves (AMD ds_* permutes). */
+#define T_B32 (WP_T_32 | WP_TBIT(WP_F32))
+#define STRATS_TREE                                                                                                    \
+    (WP_STRATBIT(WP_STRAT_GMEM) | WP_STRATBIT(WP_STRAT_SMEM) | WP_STRATBIT(WP_STRAT_SHFL_XOR) |                        \
+     WP_STRATBIT(WP_STRAT_SHFL_DOWN))
+#define STRATS_REDUCE (STRATS_TREE | WP_STRATBIT(WP_STRAT_REDUX) | WP_STRATBIT(WP_STRAT_ATOMIC))
+#define STRATS_SCAN (WP_STRATBIT(WP_STRAT_SHFL_UP) | WP_STRATBIT(WP_STRAT_SMEM))
+#define STRATS_SHFL WP_STRATBIT(WP_STRAT_SHFL_DOWN)
+/* A data-parallel row: packed data, a grid of blocks, a plan and a CPU reference (kernels/data.h). */
+#define DATA_ROW(nm, file, kern, dc, fl, tys, wid, strats, strat_def, outk, planfn, emufn)                               \
+    &(const wp_family) {                                                                                               \
+        .name = (nm), .template_file = (file), .kernel = (kern), .doc = (dc), .types = (tys), .widths = (wid),         \
+        .flags = WP_F_DATA | (fl), .ops = ((fl)&WP_F_OP) ? WP_OPS_ALL : 0, .out = WP_OUT_VALUE, .backends = BOTH,     \
+        .min_sm = 70, .strategies = (strats), .strategy_default = (strat_def), .block_default = 256,                   \
+        .data_out = (outk), .plan = (planfn), .data_emulate = (emufn)                                                  \
+    }
 #define LANE_ARG(n) .arg = (n), .arg_default = 1, .arg_min = 0, .arg_max = 31 /* delta, lane_mask */
 
 /* Rows are file-scope compound literals (static storage), so this one list is the table. */
@@ -172,6 +189,77 @@ static const wp_family *const families[] = {
                        .out = WP_OUT_VALUE,
                        .backends = BOTH,
                        .emulate = wp_emu_warp_allreduce},
+    /* AMD's LDS permutes, emulator only (kernels/permute.c): width is the wave size, arg a byte address. */
+    &(const wp_family){.name = "ds_permute",
+                       .doc = "AMD ds_permute_b32 (forward, emulator only): lane i writes its value to lane addr/4 "
+                              "of its wave (width 32 or 64); the highest lane wins a collision, unwritten lanes get 0",
+                       .types = T_B32,
+                       .widths = WP_W_32 | WP_W_64,
+                       .arg = "addr",
+                       .arg_default = 0,
+                       .arg_min = INT32_MIN,
+                       .arg_max = INT32_MAX,
+                       .flags = WP_F_WAVE | WP_F_NO_MASK,
+                       .out = WP_OUT_VALUE,
+                       .backends = WP_BACKEND_EMU,
+                       .emulate = wp_emu_ds_permute},
+    &(const wp_family){.name = "ds_bpermute",
+                       .doc = "AMD ds_bpermute_b32 (backward, emulator only): lane i reads lane addr/4 of its wave "
+                              "(width 32 or 64), like __shfl_sync; reading an inactive lane gives 0",
+                       .types = T_B32,
+                       .widths = WP_W_32 | WP_W_64,
+                       .arg = "addr",
+                       .arg_default = 0,
+                       .arg_min = INT32_MIN,
+                       .arg_max = INT32_MAX,
+                       .flags = WP_F_WAVE | WP_F_NO_MASK,
+                       .out = WP_OUT_VALUE,
+                       .backends = WP_BACKEND_EMU,
+                       .emulate = wp_emu_ds_bpermute},
+
+    DATA_ROW("device_reduce", "reduce.cu", "wp_device_reduce",
+             "reduce the whole array to one value in one launch: blocks reduce 16-byte vectors, the last block "
+             "(atomic ticket) combines their partials in a fixed order",
+             WP_F_OP | WP_F_ACCUM, WP_T_ALL, WP_W_32, STRATS_REDUCE, WP_STRAT_SHFL_DOWN, WP_DATA_VALUE,
+             wp_plan_device_reduce, wp_emu_device_reduce),
+    DATA_ROW("device_scan", "scan.cu", "wp_device_scan",
+             "inclusive or exclusive scan of the whole array in one pass (decoupled look-back with a fixed fold)",
+             WP_F_OP | WP_F_ACCUM | WP_F_SCAN, WP_T_ALL, WP_W_32, STRATS_SCAN, WP_STRAT_SHFL_UP, WP_DATA_EACH,
+             wp_plan_device_scan, wp_emu_device_scan),
+    DATA_ROW("warp_reduce", "reduce.cu", "wp_warp_reduce",
+             "reduce each group of `width` consecutive elements (a warp segment, __shfl_down_sync tree)",
+             WP_F_OP | WP_F_ACCUM | WP_F_WIDTH_GROUP, WP_T_ALL, WP_W_ALL, STRATS_REDUCE, WP_STRAT_SHFL_DOWN,
+             WP_DATA_GROUPS, wp_plan_group_reduce, wp_emu_group_reduce),
+    DATA_ROW("warp_scan", "scan.cu", "wp_warp_scan",
+             "scan each group of `width` consecutive elements (a warp segment, __shfl_up_sync)",
+             WP_F_OP | WP_F_ACCUM | WP_F_SCAN | WP_F_WIDTH_GROUP, WP_T_ALL, WP_W_ALL, STRATS_SCAN, WP_STRAT_SHFL_UP,
+             WP_DATA_EACH, wp_plan_group_scan, wp_emu_group_scan),
+    DATA_ROW("block_reduce", "reduce.cu", "wp_block_reduce",
+             "reduce each group of `block` consecutive elements (one block each: warps, then their results)",
+             WP_F_OP | WP_F_ACCUM | WP_F_BLOCK_GROUP, WP_T_ALL, WP_W_32, STRATS_REDUCE, WP_STRAT_SHFL_DOWN,
+             WP_DATA_GROUPS, wp_plan_group_reduce, wp_emu_group_reduce),
+    DATA_ROW("block_scan", "scan.cu", "wp_block_scan", "scan each group of `block` consecutive elements (one block each)",
+             WP_F_OP | WP_F_ACCUM | WP_F_SCAN | WP_F_BLOCK_GROUP, WP_T_ALL, WP_W_32, STRATS_SCAN, WP_STRAT_SHFL_UP,
+             WP_DATA_EACH, wp_plan_group_scan, wp_emu_group_scan),
+    DATA_ROW("argmin", "reduce.cu", "wp_argmin",
+             "the smallest value and the index of its first occurrence (NaN only when all are NaN)", 0, WP_T_ALL,
+             WP_W_32, STRATS_TREE, WP_STRAT_SHFL_DOWN, WP_DATA_ARG, wp_plan_arg, wp_emu_argmin),
+    DATA_ROW("argmax", "reduce.cu", "wp_argmax",
+             "the largest value and the index of its first occurrence (NaN only when all are NaN)", 0, WP_T_ALL,
+             WP_W_32, STRATS_TREE, WP_STRAT_SHFL_DOWN, WP_DATA_ARG, wp_plan_arg, wp_emu_argmax),
+    DATA_ROW("segmented_reduce", "reduce.cu", "wp_segmented_reduce",
+             "reduce each segment [offsets[i], offsets[i+1]) (a warp per segment); an empty one gives the identity",
+             WP_F_OP | WP_F_ACCUM | WP_F_SEGMENTS, WP_T_ALL, WP_W_32,
+             WP_STRATBIT(WP_STRAT_SHFL_DOWN) | WP_STRATBIT(WP_STRAT_SHFL_XOR) | WP_STRATBIT(WP_STRAT_REDUX),
+             WP_STRAT_SHFL_DOWN, WP_DATA_GROUPS, wp_plan_segmented, wp_emu_segmented),
+    DATA_ROW("stencil", "stencil.cu", "wp_stencil",
+             "weighted moving average of radius 1..4 (halo through edge lanes, neighbours by shuffles); 0 where "
+             "the window leaves the array",
+             WP_F_ACCUM | WP_F_RADIUS, WP_T_FLOAT, WP_W_32, STRATS_SHFL, WP_STRAT_SHFL_DOWN, WP_DATA_EACH,
+             wp_plan_stencil, wp_emu_stencil),
+    DATA_ROW("generate", "generate.cu", "wp_generate",
+             "fill n elements on the device: iota, random (seeded, counter-based) or a constant", WP_F_NO_INPUT, WP_T_ALL,
+             WP_W_32, STRATS_SHFL, WP_STRAT_SHFL_DOWN, WP_DATA_EACH, wp_plan_generate, wp_emu_generate),
 };
 
 const wp_family *wp_family_find(const char *name) {

@@ -10,10 +10,14 @@
 #include "wp_abi.h"
 
 struct wp_spec;
+struct wp_data_plan;
+struct wp_data_params;
 
 /* Widths as a bitmask of log2(width): 1..32 -> bits 0..5. */
 #define WP_W_ALL 0x3fu
 #define WP_W_32 0x20u
+#define WP_W_64 0x40u /* WP_F_WAVE families only: an AMD wave64 */
+#define WP_WAVE_MAX 64
 
 enum {
     WP_F_OP = 1u << 0,      /* takes `op` (builtin list or expression) */
@@ -31,7 +35,10 @@ enum {
     WP_F_BLOCK_GROUP = 1u << 10, /* works on groups of `block` consecutive elements */
     WP_F_SEGMENTS = 1u << 11,   /* groups given by offsets */
     WP_F_RADIUS = 1u << 12,     /* stencil: radius and weights */
-    WP_F_ACCUM = 1u << 13       /* f16/bf16 accumulate in f32 unless "accumulate":"native" */
+    WP_F_ACCUM = 1u << 13,      /* f16/bf16 accumulate in f32 unless "accumulate":"native" */
+    /* `width` is the wave size (32 or 64, AMD): lanes form waves of `width` threads instead of warps of
+     * 32; src[] counts lanes within the wave. Used with WP_F_NO_MASK (EXEC is the active lanes). */
+    WP_F_WAVE = 1u << 14
 };
 
 typedef enum {
@@ -67,10 +74,12 @@ typedef struct {
 
 typedef struct {
     uint64_t *out;    /* n*elems; undefined elements left as they were */
-    int32_t *src;     /* n; source lane for shuffles (-1 when the lane kept its own value or n/a);
-                         match_all: predicate */
+    int32_t *src;     /* n; source lane for shuffles (-1 when the lane kept its own value or n/a;
+                         WP_SRC_NONE when it got no lane's value); match_all: predicate */
     uint8_t *why;     /* n*elems; wp_why per element */
 } wp_warp_result;
+
+#define WP_SRC_NONE (-2) /* src[]: a defined lane that read no lane (ds_permute: nobody wrote to it) */
 
 typedef void (*wp_emulate_fn)(const struct wp_spec *spec, const wp_warp_job *job, wp_warp_result *res);
 

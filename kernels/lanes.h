@@ -1,7 +1,7 @@
 /* lanes.h — the warp emulator core (docs/semantics.md): how a job's threads fall into warps of 32,
  * which lanes reach a primitive, member/participant masks, width segments and tiles, the shfl.sync
  * source-lane rule and the vote predicates. The family files (shfl.c, vote.c, match.c, redux.c,
- * allreduce.c) build their emulate functions from these; families.c lists those functions. */
+ * allreduce.c, permute.c) build their emulate functions from these; families.c lists those functions. */
 #ifndef WP_LANES_H
 #define WP_LANES_H
 
@@ -76,5 +76,7 @@ void wp_emu_match_any(const struct wp_spec *s, const wp_warp_job *job, wp_warp_r
 void wp_emu_match_all(const struct wp_spec *s, const wp_warp_job *job, wp_warp_result *res);
 void wp_emu_redux(const struct wp_spec *s, const wp_warp_job *job, wp_warp_result *res);
 void wp_emu_warp_allreduce(const struct wp_spec *s, const wp_warp_job *job, wp_warp_result *res);
+void wp_emu_ds_permute(const struct wp_spec *s, const wp_warp_job *job, wp_warp_result *res);  /* permute.c */
+void wp_emu_ds_bpermute(const struct wp_spec *s, const wp_warp_job *job, wp_warp_result *res); /* AMD, emu only */
 
 #endif

@@ -33,7 +33,7 @@ typedef struct wp_warp_params {
 
 /* Strategies: how a block (or warp) combines its threads' values. Template argument STRAT. */
 enum {
-    WP_STRAT_GMEM = 0,  /* tree through a global-memory scratch array, __syncthreads between levels */
+    WP_STRAT_GMEM = 1,  /* (0 is "auto" in a spec: the family's default) tree through a global-memory scratch array, __syncthreads between levels */
     WP_STRAT_SMEM,      /* tree in shared memory (sequential addressing) */
     WP_STRAT_SHFL_XOR,  /* butterfly __shfl_xor_sync per warp, then over the warps' results */
     WP_STRAT_SHFL_DOWN, /* __shfl_down_sync tree per warp, then over the warps' results */

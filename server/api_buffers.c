@@ -10,22 +10,24 @@
  *                           info plus "data" (JSON values) with ?data=1, or "data_b64" with ?data=b64
  *   DELETE /v1/buffers/{id} removes it (freed once no running job uses it)
  * Errors: 400 (bad type, byte length not a multiple of the element size, bad base64, bad value),
- * 404 "unknown_buffer", 507 "quota_exceeded". Values follow jsonval.h; generated data follows the
- * same rules as POST /v1/warp's {"random":N,"seed":S}. A download refreshes the TTL; info does not. */
+ * 404 "unknown_buffer", 507 "quota_exceeded". Values follow jsonval.h; generated data is exactly what
+ * the generate family makes (wp_generate_value: counter-based, so /v1/reduce's generate with the same
+ * kind, n and seed sees the same elements). A download refreshes the TTL; info does not. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../kernels/data.h"
 #include "app.h"
 #include "buffers.h"
 #include "jsonval.h"
 
 #define BUFFERS_PATH "/v1/buffers/"
-#define WP_BUFFERS_STAGE_BYTES (1u << 20)        /* host staging between JSON/base64/generated values and the device */
-#define WP_BUFFERS_JSON_MAX_COUNT (1u << 22)     /* elements a JSON download may hold; more: octet-stream */
-#define WP_BUFFERS_GENERATE_MAX (1LL << 40)      /* largest generate.n (the quota usually says no first) */
-#define WP_BUFFERS_SEED_MAX 9007199254740991LL   /* 2^53 - 1: exact in JSON */
+#define WP_BUFFERS_STAGE_BYTES (1u << 20)      /* host staging between JSON/base64/generated values and the device */
+#define WP_BUFFERS_JSON_MAX_COUNT (1u << 22)   /* elements a JSON download may hold; more: octet-stream */
+#define WP_BUFFERS_GENERATE_MAX (1LL << 40)    /* largest generate.n (the quota usually says no first) */
+#define WP_BUFFERS_SEED_MAX 9007199254740991LL /* 2^53 - 1: exact in JSON */
 
 /* ---------- staging: values -> host chunk -> wp_buf_write ---------- */
 
@@ -110,8 +112,10 @@ static char *b64_encode(const uint8_t *p, size_t n) {
 /* ---------- parameters ---------- */
 
 static int pick_backend(wp_app *app, const char *want, wp_backend **out, wp_err *err) {
-    if (!want || !strcmp(want, "auto")) *out = app->preferred;
-    else if (!strcmp(want, "emu")) *out = app->emu;
+    if (!want || !strcmp(want, "auto"))
+        *out = app->preferred;
+    else if (!strcmp(want, "emu"))
+        *out = app->emu;
     else if (!strcmp(want, "cuda")) {
         if (!app->cuda)
             return WP_FAIL(err, 409, "backend_unavailable", "backend", "the cuda backend is not available: %s",
@@ -133,7 +137,8 @@ static int parse_type(const char *name, wp_type *out, wp_err *err) {
 }
 
 static int check_ttl(double ttl, wp_err *err) {
-    if (!(ttl > 0) || isinf(ttl)) return WP_FAIL(err, 400, "bad_value", "ttl", "ttl must be a positive number of seconds");
+    if (!(ttl > 0) || isinf(ttl))
+        return WP_FAIL(err, 400, "bad_value", "ttl", "ttl must be a positive number of seconds");
     return 0;
 }
 
@@ -157,17 +162,10 @@ static int length_multiple(uint64_t bytes, wp_type t, const char *field, wp_err 
 
 /* ---------- filling a new buffer from JSON ---------- */
 
-static uint64_t xorshift(uint64_t *s) {
-    uint64_t x = *s;
-    x ^= x >> 12, x ^= x << 25, x ^= x >> 27;
-    *s = x;
-    return x * 0x2545F4914F6CDD1Dull;
-}
-
 static const char *const generate_fields[] = {"kind", "n", "seed", "value", NULL};
 
 typedef struct {
-    enum { GEN_IOTA, GEN_RANDOM, GEN_CONSTANT } kind;
+    int kind; /* WP_GEN_* */
     uint64_t n, seed, value;
 } generate_spec;
 
@@ -181,9 +179,12 @@ static int parse_generate(const cJSON *g, wp_type t, generate_spec *out, wp_err 
     if (!cJSON_IsString(kind))
         return WP_FAIL(err, 400, kind ? "wrong_type" : "missing_field", "generate.kind",
                        "generate.kind must be \"iota\", \"random\" or \"constant\"");
-    if (!strcmp(kind->valuestring, "iota")) out->kind = GEN_IOTA;
-    else if (!strcmp(kind->valuestring, "random")) out->kind = GEN_RANDOM;
-    else if (!strcmp(kind->valuestring, "constant")) out->kind = GEN_CONSTANT;
+    if (!strcmp(kind->valuestring, "iota"))
+        out->kind = WP_GEN_IOTA;
+    else if (!strcmp(kind->valuestring, "random"))
+        out->kind = WP_GEN_RANDOM;
+    else if (!strcmp(kind->valuestring, "constant"))
+        out->kind = WP_GEN_CONSTANT;
     else
         return WP_FAIL(err, 400, "bad_value", "generate.kind",
                        "generate.kind \"%.20s\" is not \"iota\", \"random\" or \"constant\"", kind->valuestring);
@@ -194,25 +195,19 @@ static int parse_generate(const cJSON *g, wp_type t, generate_spec *out, wp_err 
     out->seed = 1;
     if (seed && wp_json_int(seed, "generate.seed", 0, WP_BUFFERS_SEED_MAX, &v, err)) return -1;
     if (seed) out->seed = (uint64_t)v;
-    if (out->kind == GEN_CONSTANT && !value)
+    if (out->kind == WP_GEN_CONSTANT && !value)
         return WP_FAIL(err, 400, "missing_field", "generate.value", "generate.value is required for \"constant\"");
-    if (out->kind != GEN_CONSTANT && value)
+    if (out->kind != WP_GEN_CONSTANT && value)
         return WP_FAIL(err, 400, "unknown_field", "generate.value", "generate.value is only for \"constant\"");
     if (value && wp_json_to_bits(value, t, "generate.value", &out->value, err)) return -1;
     return 0;
 }
 
+/* Made on the host, element by element as the generate kernel makes them, and uploaded in chunks. */
 static int fill_generated(stager *st, wp_type t, const generate_spec *g, wp_err *err) {
     size_t size = wp_type_size(t);
-    uint64_t state = g->seed * 0x9E3779B97F4A7C15ull + 1;
-    for (uint64_t i = 0; i < g->n; i++) {
-        uint64_t bits = g->value;
-        if (g->kind == GEN_IOTA) bits = wp_value_from_double(t, (double)i);
-        else if (g->kind == GEN_RANDOM)
-            bits = wp_value_from_double(t, wp_type_is_int(t) ? (double)(xorshift(&state) % 100)
-                                                             : (double)(xorshift(&state) % 400) / 4.0);
-        if (stage_value(st, bits, size, err)) return -1;
-    }
+    for (uint64_t i = 0; i < g->n; i++)
+        if (stage_value(st, wp_generate_value(t, g->kind, g->seed, g->value, i), size, err)) return -1;
     return stage_flush(st, err);
 }
 
@@ -301,7 +296,7 @@ static int put_json(wp_app *app, const wp_req *req, wp_buffer_info *info, wp_err
         WP_FAIL(err, 500, "no_memory", "", "out of memory");
         goto out;
     }
-    int filled = data ? fill_list(&st, t, data, err)
+    int filled = data  ? fill_list(&st, t, data, err)
                  : b64 ? b64_decode_to(&st, b64->valuestring, b64_bytes, err)
                        : fill_generated(&st, t, &g, err);
     if (filled) goto out;
@@ -418,6 +413,7 @@ static void get_data(wp_app *app, const char *id, const char *form, wp_resp *res
     wp_buffer_info info;
     wp_buf *buf = wp_buffers_get(app->buffers, id, &info, err);
     if (!buf) return;
+    info.users--; /* not counting this download */
     uint8_t *bytes = NULL;
     if (strcmp(form, "raw") && info.count > WP_BUFFERS_JSON_MAX_COUNT) {
         WP_FAIL(err, 413, "too_large", "data",
@@ -458,9 +454,12 @@ void wp_api_buffer_get(void *appv, const wp_req *req, wp_resp *resp) {
     const char *id = buffer_id(req, &err);
     const char *data = wp_req_query(req, "data");
     const char *form = NULL;
-    if (is_octet_stream(req->accept)) form = "raw";
-    else if (data && (!strcmp(data, "1") || !strcmp(data, "json") || !strcmp(data, "true"))) form = "json";
-    else if (data && (!strcmp(data, "b64") || !strcmp(data, "raw"))) form = data;
+    if (is_octet_stream(req->accept))
+        form = "raw";
+    else if (data && (!strcmp(data, "1") || !strcmp(data, "json") || !strcmp(data, "true")))
+        form = "json";
+    else if (data && (!strcmp(data, "b64") || !strcmp(data, "raw")))
+        form = data;
     else if (data && strcmp(data, "0"))
         WP_FAIL(&err, 400, "bad_value", "data", "data must be 1 (JSON values), b64 or raw");
     if (id && !err.status && form) get_data(app, id, form, resp, &err);

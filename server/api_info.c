@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../kernels/data.h"
 #include "app.h"
 #include "jsonval.h"
 
@@ -104,12 +105,49 @@ void wp_api_info(void *appv, const wp_req *req, wp_resp *resp) {
     cJSON_AddNumberToObject(l, "max_depth", app->max_depth);
     cJSON_AddNumberToObject(l, "max_lanes", WP_MAX_LANES);
     cJSON_AddNumberToObject(l, "max_elems", WP_MAX_ELEMS);
+    wp_jobs_stats js;
+    wp_jobs_stats_get(app->jobs, &js);
+    cJSON_AddNumberToObject(l, "max_jobs", js.max_jobs);
+    cJSON_AddNumberToObject(l, "job_workers", js.workers);
+    cJSON_AddNumberToObject(l, "job_ttl_s", js.ttl_s);
+    wp_buffers_stats bs;
+    wp_buffers_stats_get(app->buffers, &bs);
+    cJSON_AddNumberToObject(l, "buffer_quota", (double)bs.quota);
+    cJSON_AddNumberToObject(l, "buffer_ttl_s", bs.ttl_s);
+    cJSON_AddNumberToObject(l, "buffer_max_ttl_s", bs.max_ttl_s);
     cJSON_AddNumberToObject(o, "uptime_s", wp_ms_since(app->start_ns) / 1000.0);
     wp_resp_json(resp, 200, o);
 }
 
 static const char *const out_names[] = {"value", "bool", "mask", "mask_pred"};
 static const char *const op_names[] = {"sum", "prod", "min", "max", "and", "or", "xor"};
+
+/* The schema of a data-parallel family (kernels/data.h): what /v1/reduce or /v1/scan take for it. */
+static void data_family_json(cJSON *o, const wp_family *f) {
+    static const char *const outs[] = {[WP_DATA_VALUE] = "value", [WP_DATA_GROUPS] = "groups",
+                                       [WP_DATA_EACH] = "each", [WP_DATA_ARG] = "value_index"};
+    cJSON *d = cJSON_AddObjectToObject(o, "data");
+    cJSON_AddStringToObject(d, "endpoint", (f->flags & WP_F_NO_INPUT)                    ? "generate input"
+                                           : (f->flags & (WP_F_SCAN | WP_F_RADIUS)) ? "/v1/scan"
+                                                                                    : "/v1/reduce");
+    cJSON_AddStringToObject(d, "result", outs[f->data_out]);
+    cJSON *st = cJSON_AddArrayToObject(d, "strategies");
+    for (int k = 1; k < WP_STRAT_COUNT; k++)
+        if (f->strategies & WP_STRATBIT(k)) cJSON_AddItemToArray(st, cJSON_CreateString(wp_strategy_name(k)));
+    cJSON_AddStringToObject(d, "strategy_default", wp_strategy_name(f->strategy_default));
+    cJSON_AddNumberToObject(d, "block_default", f->block_default);
+    cJSON *blocks = cJSON_AddArrayToObject(d, "blocks");
+    for (int b = 32; b <= 1024; b *= 2) cJSON_AddItemToArray(blocks, cJSON_CreateNumber(b));
+    cJSON_AddBoolToObject(d, "width_groups", (f->flags & WP_F_WIDTH_GROUP) != 0);
+    cJSON_AddBoolToObject(d, "block_groups", (f->flags & WP_F_BLOCK_GROUP) != 0);
+    cJSON_AddBoolToObject(d, "segments", (f->flags & WP_F_SEGMENTS) != 0);
+    cJSON_AddBoolToObject(d, "scan", (f->flags & WP_F_SCAN) != 0); /* exclusive/inclusive, init */
+    cJSON_AddBoolToObject(d, "accumulate", (f->flags & WP_F_ACCUM) != 0); /* f16/bf16: "f32" or "native" */
+    if (f->flags & WP_F_RADIUS) {
+        cJSON_AddNumberToObject(d, "radius_min", 1);
+        cJSON_AddNumberToObject(d, "radius_max", WP_STENCIL_MAX_RADIUS);
+    }
+}
 
 static cJSON *family_json(const wp_family *f) {
     cJSON *o = cJSON_CreateObject();
@@ -121,8 +159,9 @@ static cJSON *family_json(const wp_family *f) {
     for (int t = 0; t < WP_TYPE_COUNT; t++)
         if (f->types & WP_TBIT(t)) cJSON_AddItemToArray(types, cJSON_CreateString(wp_type_name((wp_type)t)));
     cJSON *widths = cJSON_AddArrayToObject(o, "widths");
-    for (int l = 0; l < 6; l++)
+    for (int l = 0; (1 << l) <= WP_WAVE_MAX; l++)
         if (f->widths & (1u << l)) cJSON_AddItemToArray(widths, cJSON_CreateNumber(1 << l));
+    cJSON_AddBoolToObject(o, "wave", (f->flags & WP_F_WAVE) != 0); /* width is an AMD wave size */
     cJSON_AddBoolToObject(o, "mask", !(f->flags & WP_F_NO_MASK));
     cJSON_AddBoolToObject(o, "tiled", (f->flags & WP_F_TILED) != 0);
     cJSON_AddBoolToObject(o, "input", !(f->flags & WP_F_NO_INPUT));
@@ -167,6 +206,7 @@ static cJSON *family_json(const wp_family *f) {
     if (f->backends & WP_BACKEND_CUDA) cJSON_AddItemToArray(bk, cJSON_CreateString("cuda"));
     if (f->backends & WP_BACKEND_EMU) cJSON_AddItemToArray(bk, cJSON_CreateString("emu"));
     if (f->min_sm) cJSON_AddNumberToObject(o, "min_sm", f->min_sm);
+    if (f->flags & WP_F_DATA) data_family_json(o, f);
     return o;
 }
 

@@ -41,8 +41,10 @@ static const char *skip_value(const char *p, const char *end) {
                 p = skip_string(p, end);
                 continue;
             }
-            if (*p == '{' || *p == '[') depth++;
-            else if ((*p == '}' || *p == ']') && --depth == 0) return p + 1;
+            if (*p == '{' || *p == '[')
+                depth++;
+            else if ((*p == '}' || *p == ']') && --depth == 0)
+                return p + 1;
             p++;
         }
         return end;
@@ -62,7 +64,9 @@ static bool request_span(const char *text, size_t len, const char **start, size_
         p = skip_ws(p, end);
         if (p >= end || *p != '"') return false;
         const char *key = p;
-        p = skip_ws(skip_string(p, end), end);
+        p = skip_string(p, end);
+        if (memchr(key, '\\', (size_t)(p - key))) return false; /* an escaped name: let cJSON decide */
+        p = skip_ws(p, end);
         if (p >= end || *p != ':') return false;
         p = skip_ws(p + 1, end);
         const char *value = p;
@@ -156,8 +160,10 @@ void wp_api_job_get(void *appv, const wp_req *req, wp_resp *resp) {
     wp_err err = {0};
     const char *id = job_id(req, &err);
     cJSON *o = id ? wp_jobs_view(app->jobs, id, true, &err) : NULL;
-    if (o) wp_resp_json(resp, 200, o);
-    else wp_resp_error(resp, &err);
+    if (o)
+        wp_resp_json(resp, 200, o);
+    else
+        wp_resp_error(resp, &err);
 }
 
 void wp_api_job_delete(void *appv, const wp_req *req, wp_resp *resp) {
@@ -166,6 +172,8 @@ void wp_api_job_delete(void *appv, const wp_req *req, wp_resp *resp) {
     bool running = false, forgotten = false;
     const char *id = job_id(req, &err);
     cJSON *o = id ? wp_jobs_cancel(app->jobs, id, &running, &forgotten, &err) : NULL;
-    if (o) wp_resp_json(resp, running ? 202 : 200, o);
-    else wp_resp_error(resp, &err);
+    if (o)
+        wp_resp_json(resp, running ? 202 : 200, o);
+    else
+        wp_resp_error(resp, &err);
 }

@@ -50,7 +50,10 @@ void wp_api_metrics(void *appv, const wp_req *req, wp_resp *resp) {
     const struct {
         const char *state;
         int n;
-    } by_state[] = {{"queued", js.queued}, {"running", js.running}, {"done", js.done}, {"failed", js.failed},
+    } by_state[] = {{"queued", js.queued},
+                    {"running", js.running},
+                    {"done", js.done},
+                    {"failed", js.failed},
                     {"cancelled", js.cancelled}};
     for (size_t i = 0; i < WP_ARRAY_LEN(by_state); i++)
         fprintf(f, "warpd_jobs{state=\"%s\"} %d\n", by_state[i].state, by_state[i].n);

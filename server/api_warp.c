@@ -274,11 +274,13 @@ static cJSON *build_lanes(const wp_spec *s, const warp_input *w, const warp_outp
         cJSON_AddItemToArray(out, lane);
         cJSON_AddItemToArray(def, cJSON_CreateBool(all));
         cJSON_AddItemToArray(why, all ? cJSON_CreateNull() : cJSON_CreateString(wp_why_name(first_why)));
-        if (src) {
-            int base = i & ~31, j = val->src[i];
+        if (src) { /* src[] counts lanes within the warp (within the wave for WP_F_WAVE families) */
+            int group = (s->family->flags & WP_F_WAVE) ? s->width : WP_WARP_SIZE;
+            int base = i & ~(group - 1), j = val->src[i];
             bool any_def = false;
             for (int e = 0; e < elems; e++) any_def |= emu->why[(size_t)i * w->elems + e] == WP_WHY_DEFINED;
-            cJSON_AddItemToArray(src, any_def ? cJSON_CreateNumber(j < 0 ? i : base + j) : cJSON_CreateNull());
+            cJSON_AddItemToArray(src, any_def && j != WP_SRC_NONE ? cJSON_CreateNumber(j < 0 ? i : base + j)
+                                                                  : cJSON_CreateNull());
         }
         if (pred) cJSON_AddItemToArray(pred, all ? cJSON_CreateBool(val->src[i] != 0) : cJSON_CreateNull());
         if (lane_pred) /* each lane's own predicate, as the vote saw it (inactive lanes: null) */
@@ -312,6 +314,17 @@ static void add_spec_fields(cJSON *o, const wp_spec *s) {
 static const char *const warp_fields[] = {"family", "type",  "width",  "mask",    "op",
                                           "args",   "input", "active", "backend", NULL};
 
+/* Data-parallel families (reductions, scans, ...) are jobs over arrays, not 32-lane primitives. */
+static int refuse_data_family(const cJSON *body, wp_err *err) {
+    const cJSON *fam = cJSON_GetObjectItemCaseSensitive(body, "family");
+    const wp_family *f = cJSON_IsString(fam) ? wp_family_find(fam->valuestring) : NULL;
+    if (f && (f->flags & WP_F_DATA))
+        return WP_FAIL(err, 400, "not_a_warp_primitive", "family",
+                       "family %s is a data-parallel job: run it with POST %s", f->name,
+                       (f->flags & (WP_F_SCAN | WP_F_RADIUS)) ? "/v1/scan" : "/v1/reduce");
+    return 0;
+}
+
 void wp_api_warp(void *appv, const wp_req *req, wp_resp *resp) {
     wp_app *app = appv;
     wp_err err = {0};
@@ -321,11 +334,23 @@ void wp_api_warp(void *appv, const wp_req *req, wp_resp *resp) {
     wp_ready_kernel rk = {0};
     cJSON *body = wp_app_parse_body(app, req, &err);
     wp_backend *be = NULL;
-    if (!body || wp_json_only(body, "", warp_fields, &err) || wp_spec_from_json(body, app->arch, &spec, &err) ||
+    if (!body || wp_json_only(body, "", warp_fields, &err) || refuse_data_family(body, &err) ||
+        wp_spec_from_json(body, app->arch, &spec, &err) ||
         wp_app_backend(app, body, spec.family, &be, &err) || parse_warp_input(body, &spec, &w, &err))
         goto fail;
     double parse_us = wp_us_since(req->t_start_ns);
-    if ((spec.family->backends & WP_BACKEND_CUDA) && wp_app_kernel_get(app, &spec, be, &rk, &err)) goto fail;
+    if (spec.family->backends & WP_BACKEND_CUDA) {
+        if (req->may_defer) { /* on the HTTP thread: only with a kernel already in memory */
+            int rc = wp_app_kernel_peek(app, &spec, be, &rk, &err);
+            if (rc < 0) goto fail;
+            if (rc > 0) {
+                resp->defer = true;
+                goto done;
+            }
+        } else if (wp_app_kernel_get(app, &spec, be, &rk, &err)) {
+            goto fail;
+        }
+    }
     if (output_alloc(&emu, w.n, w.elems) || output_alloc(&dev, w.n, w.elems)) {
         WP_FAIL(&err, 500, "no_memory", "", "out of memory");
         goto fail;

@@ -11,6 +11,7 @@
 #include "http.h"
 #include "jit.h"
 #include "jobs.h"
+#include "reduce.h"
 #include "spec.h"
 
 #define WP_VERSION "0.1.0"
@@ -32,6 +33,8 @@ typedef struct wp_app {
     atomic_uint_fast64_t warp_runs, compile_requests;
     wp_jobs *jobs;       /* async jobs (jobs.c): POST /v1/jobs */
     wp_buffers *buffers; /* device-resident buffers (buffers.c): /v1/buffers */
+    wp_reduce_engine *reduce; /* data-parallel jobs (reduce.c): /v1/reduce, /v1/scan */
+    uint64_t max_elements;    /* largest n of a reduce/scan job (413 beyond) */
 } wp_app;
 
 /* A kernel ready to run: the cache entry (held), its function on the chosen backend, where it came
@@ -49,6 +52,8 @@ typedef struct {
  * wp_app_kernel_put. */
 int wp_app_kernel_get(wp_app *app, const wp_spec *s, wp_backend *b, wp_ready_kernel *out, wp_err *err);
 void wp_app_kernel_put(wp_app *app, wp_ready_kernel *rk);
+/* The same, from the memory cache only: returns 1 (nothing held) when the kernel is not there. */
+int wp_app_kernel_peek(wp_app *app, const wp_spec *s, wp_backend *b, wp_ready_kernel *out, wp_err *err);
 
 /* Picks the backend a request asked for ("auto", "cuda", "emu", or absent). */
 int wp_app_backend(wp_app *app, const cJSON *req, const wp_family *f, wp_backend **out, wp_err *err);
@@ -64,7 +69,10 @@ void wp_api_families(void *app, const wp_req *req, wp_resp *resp);
 void wp_api_metrics(void *app, const wp_req *req, wp_resp *resp);
 void wp_api_compile(void *app, const wp_req *req, wp_resp *resp);
 void wp_api_warp(void *app, const wp_req *req, wp_resp *resp);
+void wp_api_reduce(void *app, const wp_req *req, wp_resp *resp); /* api_reduce.c */
+void wp_api_scan(void *app, const wp_req *req, wp_resp *resp);
 void wp_api_static(void *app, const wp_req *req, wp_resp *resp);
+void wp_api_openapi(void *app, const wp_req *req, wp_resp *resp); /* api_openapi.c */
 void wp_api_jobs_submit(void *app, const wp_req *req, wp_resp *resp);   /* api_jobs.c */
 void wp_api_jobs_list(void *app, const wp_req *req, wp_resp *resp);
 void wp_api_job_get(void *app, const wp_req *req, wp_resp *resp);

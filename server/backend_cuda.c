@@ -52,6 +52,8 @@ typedef struct wp_cu {
     PFN_cuMemFree_v3020 mem_free;
     PFN_cuMemcpyHtoDAsync_v3020 memcpy_htod_async;
     PFN_cuMemcpyDtoHAsync_v3020 memcpy_dtoh_async;
+    PFN_cuMemcpyDtoDAsync_v3020 memcpy_dtod_async;
+    PFN_cuMemsetD8Async_v3020 memset_d8_async;
     PFN_cuStreamCreate_v2000 stream_create;
     PFN_cuStreamDestroy_v4000 stream_destroy;
     PFN_cuStreamSynchronize_v2000 stream_synchronize;
@@ -90,6 +92,8 @@ static const struct {
     {"cuMemFree", offsetof(wp_cu, mem_free)},
     {"cuMemcpyHtoDAsync", offsetof(wp_cu, memcpy_htod_async)},
     {"cuMemcpyDtoHAsync", offsetof(wp_cu, memcpy_dtoh_async)},
+    {"cuMemcpyDtoDAsync", offsetof(wp_cu, memcpy_dtod_async)},
+    {"cuMemsetD8Async", offsetof(wp_cu, memset_d8_async)},
     {"cuStreamCreate", offsetof(wp_cu, stream_create)},
     {"cuStreamDestroy", offsetof(wp_cu, stream_destroy)},
     {"cuStreamSynchronize", offsetof(wp_cu, stream_synchronize)},
@@ -520,6 +524,127 @@ static bool cuda_usable(wp_backend *base, char *why, size_t n) {
     return ok;
 }
 
+/* ---- buffers and launches (buffer.h): device memory from cuMemAlloc, copies on the backend's
+ * stream, waited for before returning. backend.c has checked ranges; a buffer of an older context
+ * generation is gone (410), and its memory died with that context. ---- */
+
+static int cuda_buf_enter(cuda_backend *b, const wp_buf *buf, wp_err *err) {
+    if (cuda_enter(b, err)) return -1;
+    if (buf->generation != b->generation)
+        return WP_FAIL(err, 410, "buffer_lost", "buffer", "the buffer was lost when the CUDA context was reset");
+    return 0;
+}
+
+static int cuda_buf_alloc(wp_backend *base, wp_buf *buf, wp_err *err) {
+    cuda_backend *b = (cuda_backend *)base;
+    pthread_mutex_lock(&b->lock);
+    int rc = cuda_enter(b, err);
+    if (rc == 0) {
+        CUdeviceptr p = 0;
+        CUresult r = b->cu.mem_alloc(&p, buf->size);
+        if (r == CUDA_ERROR_OUT_OF_MEMORY)
+            rc = WP_FAIL(err, 507, "out_of_memory", "", "the GPU has no room for %zu bytes", buf->size);
+        else if (r != CUDA_SUCCESS)
+            rc = cuda_fail_op(b, err, "cuMemAlloc", r);
+        buf->addr = p;
+        buf->generation = b->generation;
+    }
+    pthread_mutex_unlock(&b->lock);
+    return rc;
+}
+
+static void cuda_buf_free(wp_backend *base, wp_buf *buf) {
+    cuda_backend *b = (cuda_backend *)base;
+    pthread_mutex_lock(&b->lock);
+    if (buf->addr && cuda_buf_enter(b, buf, NULL) == 0) b->cu.mem_free(buf->addr);
+    pthread_mutex_unlock(&b->lock);
+}
+
+/* One stream operation, then a wait for it. */
+#define CUDA_BUF_OP(b, buf, err, name, call)                                                                           \
+    do {                                                                                                               \
+        pthread_mutex_lock(&(b)->lock);                                                                                \
+        int rc_ = cuda_buf_enter((b), (buf), (err));                                                                   \
+        CUresult r_ = CUDA_SUCCESS;                                                                                    \
+        if (rc_ == 0 && (r_ = (call)) == CUDA_SUCCESS) r_ = (b)->cu.stream_synchronize((b)->stream);                   \
+        if (rc_ == 0 && r_ != CUDA_SUCCESS) rc_ = cuda_fail_op((b), (err), (name), r_);                                \
+        pthread_mutex_unlock(&(b)->lock);                                                                              \
+        return rc_;                                                                                                    \
+    } while (0)
+
+static int cuda_buf_write(wp_backend *base, wp_buf *buf, size_t offset, const void *src, size_t len, wp_err *err) {
+    cuda_backend *b = (cuda_backend *)base;
+    CUDA_BUF_OP(b, buf, err, "cuMemcpyHtoDAsync", b->cu.memcpy_htod_async(buf->addr + offset, src, len, b->stream));
+}
+
+static int cuda_buf_read(wp_backend *base, const wp_buf *buf, size_t offset, void *dst, size_t len, wp_err *err) {
+    cuda_backend *b = (cuda_backend *)base;
+    CUDA_BUF_OP(b, buf, err, "cuMemcpyDtoHAsync", b->cu.memcpy_dtoh_async(dst, buf->addr + offset, len, b->stream));
+}
+
+static int cuda_buf_memset(wp_backend *base, wp_buf *buf, size_t offset, int byte, size_t len, wp_err *err) {
+    cuda_backend *b = (cuda_backend *)base;
+    CUDA_BUF_OP(b, buf, err, "cuMemsetD8Async",
+                b->cu.memset_d8_async(buf->addr + offset, (unsigned char)byte, len, b->stream));
+}
+
+static int cuda_buf_copy(wp_backend *base, wp_buf *dst, size_t dst_offset, const wp_buf *src, size_t src_offset,
+                         size_t len, wp_err *err) {
+    cuda_backend *b = (cuda_backend *)base;
+    if (src->generation != dst->generation)
+        return WP_FAIL(err, 410, "buffer_lost", "buffer", "the buffer was lost when the CUDA context was reset");
+    CUDA_BUF_OP(b, dst, err, "cuMemcpyDtoDAsync",
+                b->cu.memcpy_dtod_async(dst->addr + dst_offset, src->addr + src_offset, len, b->stream));
+}
+#undef CUDA_BUF_OP
+
+static int cuda_launch_locked(cuda_backend *b, void *const *fns, const wp_launch *ls, int n, double *kernel_us,
+                              wp_err *err) {
+    if (cuda_enter(b, err)) return -1;
+    for (int i = 0; i < n; i++) {
+        cuda_fn *fn = fns[i];
+        if (!fn) return WP_FAIL(err, 500, "cuda_error", "", "no loaded kernel for launch %d", i);
+        if (fn->generation != b->generation && cuda_fn_load(b, fn, err)) return -1;
+    }
+    CUresult r;
+    if ((r = b->cu.event_record(b->ev_start, b->stream)) != CUDA_SUCCESS)
+        return cuda_fail_op(b, err, "cuEventRecord", r);
+    for (int i = 0; i < n; i++) {
+        const wp_launch *l = &ls[i];
+#define DIM(x) ((x) ? (x) : 1u)
+        r = b->cu.launch_kernel(((cuda_fn *)fns[i])->function, DIM(l->grid[0]), DIM(l->grid[1]), DIM(l->grid[2]),
+                                DIM(l->block[0]), DIM(l->block[1]), DIM(l->block[2]), l->smem_bytes, b->stream,
+                                l->params, NULL);
+#undef DIM
+        if (r != CUDA_SUCCESS) return cuda_fail_op(b, err, "cuLaunchKernel", r);
+    }
+    if ((r = b->cu.event_record(b->ev_stop, b->stream)) != CUDA_SUCCESS) return cuda_fail_op(b, err, "cuEventRecord", r);
+    if ((r = b->cu.event_synchronize(b->ev_stop)) != CUDA_SUCCESS)
+        return cuda_fail_op(b, err, "the kernel (cuEventSynchronize)", r);
+    float ms = 0;
+    if ((r = b->cu.event_elapsed_time(&ms, b->ev_start, b->ev_stop)) != CUDA_SUCCESS)
+        return cuda_fail_op(b, err, "cuEventElapsedTime", r);
+    if (kernel_us) *kernel_us = (double)ms * 1000.0;
+    return 0;
+}
+
+static int cuda_launch(wp_backend *base, void *const *fns, const wp_launch *ls, int n, double *kernel_us,
+                       wp_err *err) {
+    cuda_backend *b = (cuda_backend *)base;
+    pthread_mutex_lock(&b->lock);
+    int rc = cuda_launch_locked(b, fns, ls, n, kernel_us, err);
+    pthread_mutex_unlock(&b->lock);
+    return rc;
+}
+
+static unsigned cuda_generation(wp_backend *base) {
+    cuda_backend *b = (cuda_backend *)base;
+    pthread_mutex_lock(&b->lock);
+    unsigned g = b->generation;
+    pthread_mutex_unlock(&b->lock);
+    return g;
+}
+
 static const wp_backend_ops cuda_ops = {
     .name = "cuda",
     .close = cuda_close,
@@ -528,6 +653,14 @@ static const wp_backend_ops cuda_ops = {
     .load = cuda_load,
     .unload = cuda_unload,
     .run_warp = cuda_run_warp,
+    .buf_alloc = cuda_buf_alloc,
+    .buf_free = cuda_buf_free,
+    .buf_write = cuda_buf_write,
+    .buf_read = cuda_buf_read,
+    .buf_memset = cuda_buf_memset,
+    .buf_copy = cuda_buf_copy,
+    .launch = cuda_launch,
+    .generation = cuda_generation,
 };
 
 /* Open-time failure: the daemon falls back to emu. What was acquired so far is released through cuda_close. */

@@ -69,10 +69,14 @@ static entry *find_buf(wp_buffers *bs, const wp_buf *buf) {
 }
 
 static void unlink_entry(wp_buffers *bs, entry *e) {
-    if (e->prev) e->prev->next = e->next;
-    else bs->head = e->next;
-    if (e->next) e->next->prev = e->prev;
-    else bs->tail = e->prev;
+    if (e->prev)
+        e->prev->next = e->next;
+    else
+        bs->head = e->next;
+    if (e->next)
+        e->next->prev = e->prev;
+    else
+        bs->tail = e->prev;
     e->prev = e->next = NULL;
     bs->bytes -= e->bytes;
 }
@@ -194,9 +198,12 @@ void wp_buffers_close(wp_buffers *bs) {
 
 wp_buf *wp_buffers_create(wp_buffers *bs, wp_backend *be, wp_type t, uint64_t count, wp_err *err) {
     size_t size = wp_type_size(t);
-    if (count > UINT64_MAX / size || count * size > SIZE_MAX) {
-        WP_FAIL(err, 507, "quota_exceeded", "", "%llu elements of %s do not fit in memory", (unsigned long long)count,
-                wp_type_name(t));
+    if (count > UINT64_MAX / size || count * size > SIZE_MAX || count * size > bs->cfg.quota) {
+        pthread_mutex_lock(&bs->mu);
+        bs->rejected_quota++;
+        pthread_mutex_unlock(&bs->mu);
+        WP_FAIL(err, 507, "quota_exceeded", "", "%llu %s elements are more than the %llu-byte buffer quota holds",
+                (unsigned long long)count, wp_type_name(t), (unsigned long long)bs->cfg.quota);
         return NULL;
     }
     uint64_t bytes = count * size;
@@ -212,8 +219,10 @@ wp_buf *wp_buffers_create(wp_buffers *bs, wp_backend *be, wp_type t, uint64_t co
     reap_locked(bs, &to_free);
     bool fits = bytes <= bs->cfg.quota && bs->bytes <= bs->cfg.quota - bytes;
     uint64_t in_use = bs->bytes;
-    if (fits) bs->bytes += bytes; /* reserved now, so two uploads cannot both take the last room */
-    else bs->rejected_quota++;
+    if (fits)
+        bs->bytes += bytes; /* reserved now, so two uploads cannot both take the last room */
+    else
+        bs->rejected_quota++;
     pthread_mutex_unlock(&bs->mu);
     free_entries(to_free);
     if (!fits) {
@@ -229,8 +238,10 @@ wp_buf *wp_buffers_create(wp_buffers *bs, wp_backend *be, wp_type t, uint64_t co
         bs->bytes -= bytes;
     } else {
         e->prev = bs->tail;
-        if (bs->tail) bs->tail->next = e;
-        else bs->head = e;
+        if (bs->tail)
+            bs->tail->next = e;
+        else
+            bs->head = e;
         bs->tail = e;
     }
     pthread_mutex_unlock(&bs->mu);
@@ -270,8 +281,10 @@ void wp_buffers_abort(wp_buffers *bs, wp_buf *buf) {
     if (!buf) return;
     pthread_mutex_lock(&bs->mu);
     entry *e = find_buf(bs, buf);
-    if (e && e->state == ENTRY_PENDING) unlink_entry(bs, e);
-    else e = NULL;
+    if (e && e->state == ENTRY_PENDING)
+        unlink_entry(bs, e);
+    else
+        e = NULL;
     pthread_mutex_unlock(&bs->mu);
     if (e) e->next = NULL;
     free_entries(e);

@@ -20,8 +20,8 @@
 typedef struct wp_buffers wp_buffers; /* opaque */
 
 typedef struct {
-    uint64_t quota; /* bytes of all buffers at once (being filled, or deleted but in use, included) */
-    double ttl_s;   /* default TTL of a buffer (seconds since its last use) */
+    uint64_t quota;   /* bytes of all buffers at once (being filled, or deleted but in use, included) */
+    double ttl_s;     /* default TTL of a buffer (seconds since its last use) */
     double max_ttl_s; /* largest TTL a client may ask for */
 } wp_buffers_config;
 

@@ -508,6 +508,19 @@ static wp_kernel *wait_for_build(wp_cache *c, wp_kernel *k, wp_err *err) {
     return NULL;
 }
 
+wp_kernel *wp_cache_peek(wp_cache *c, const uint8_t key[32]) {
+    pthread_mutex_lock(&c->mu);
+    wp_kernel *k = index_find(c, key);
+    if (k && k->state == KERNEL_READY) {
+        k->refs++;
+        wait_for_build(c, k, NULL); /* ready: counts the hit and refreshes the LRU position */
+    } else {
+        k = NULL;
+    }
+    pthread_mutex_unlock(&c->mu);
+    return k;
+}
+
 wp_kernel *wp_cache_get(wp_cache *c, const uint8_t key[32], wp_build_fn build, void *ctx, wp_source *src, wp_err *err) {
     pthread_mutex_lock(&c->mu);
     wp_kernel *k = index_find(c, key);

@@ -29,6 +29,9 @@ void wp_cache_close(wp_cache *c);
  * left there is freed with wp_artifact_free. */
 wp_kernel *wp_cache_get(wp_cache *c, const uint8_t key[32], wp_build_fn build, void *ctx, wp_source *src, wp_err *err);
 void wp_kernel_release(wp_cache *c, wp_kernel *k);
+/* The entry if it is ready in memory (a memory hit, referenced), else NULL: never builds, never
+ * reads the disk, never waits. For callers that must not block. */
+wp_kernel *wp_cache_peek(wp_cache *c, const uint8_t key[32]);
 const wp_artifact *wp_kernel_artifact(const wp_kernel *k);
 
 /* The backend's loaded function for this entry, loaded once (first caller loads, others wait).

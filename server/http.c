@@ -300,6 +300,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
                 resp_fail(&c->resp, 413, "body_too_large", "body", msg);
                 return send_resp(h, c, NULL); /* answered before the body: MHD will not read it */
             }
+            /* A known length gets its whole buffer now: a large upload is copied once, from the socket
+             * into it, never again by growing (PUT /v1/buffers writes it to the device from there). */
+            if (n > WP_HTTP_BODY_INITIAL && (c->body = malloc((size_t)n + 1))) c->body_cap = (size_t)n + 1;
         }
         return MHD_YES;
     }
@@ -355,6 +358,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
     if (!(c->route->flags & WP_ROUTE_WORK)) {
         c->route->fn(h->app, &c->req, &c->resp);
         return send_resp(h, c, NULL);
+    }
+    if (c->route->flags & WP_ROUTE_TRY_INLINE) {
+        c->req.may_defer = true;
+        c->route->fn(h->app, &c->req, &c->resp);
+        c->req.may_defer = false;
+        if (!c->resp.defer) return send_resp(h, c, NULL);
+        free(c->resp.body);
+        memset(&c->resp, 0, sizeof c->resp);
     }
     if (work_submit(h, c)) return MHD_YES;
     return send_resp(h, c, NULL);

@@ -19,6 +19,7 @@ typedef struct {
     size_t body_len;
     void *conn;               /* opaque, for wp_req_query; NULL when synthesized (an async job, jobs.c) */
     uint64_t t_start_ns;      /* when the request line arrived */
+    bool may_defer;           /* WP_ROUTE_TRY_INLINE, first call: the handler may set resp->defer */
     void *job;                /* the async job that runs this request (jobs.c), NULL on a live connection */
 } wp_req;
 
@@ -32,6 +33,7 @@ typedef struct {
     const char *content_type; /* static string */
     char retry_after[16];     /* "" or seconds, for 503 */
     char location[128];       /* "" or a Location header */
+    bool defer;               /* set by a handler called with may_defer: run me again on a worker */
 } wp_resp;
 
 /* Sets a JSON body (takes ownership of obj, prints it unformatted) and status. */
@@ -43,7 +45,10 @@ void wp_resp_bytes(wp_resp *r, int status, const char *content_type, const void 
 
 typedef void (*wp_handler)(void *app, const wp_req *req, wp_resp *resp);
 
-enum { WP_ROUTE_INLINE = 0, WP_ROUTE_WORK = 1, WP_ROUTE_PREFIX = 2 };
+/* WP_ROUTE_TRY_INLINE (with WP_ROUTE_WORK): the handler is first called on the HTTP thread with
+ * req->may_defer; when what it needs is at hand (a kernel in the memory cache) it answers there and
+ * then, saving two thread hand-offs; otherwise it sets resp->defer and is called again on a worker. */
+enum { WP_ROUTE_INLINE = 0, WP_ROUTE_WORK = 1, WP_ROUTE_PREFIX = 2, WP_ROUTE_TRY_INLINE = 4 };
 typedef struct {
     const char *method; /* NULL ends the table */
     const char *path;   /* exact, or a prefix when flags has WP_ROUTE_PREFIX ("/v1/jobs/") */

@@ -14,10 +14,10 @@
 #include <sys/random.h>
 #include <time.h>
 
-#define WP_JOBS_MAX_KINDS 32              /* POST work routes taken as kinds */
-#define WP_JOBS_KEEP_FACTOR 16            /* default max_kept = this x max_jobs */
-#define WP_JOBS_REAP_PERIOD_MS 1000       /* the reaper looks at least this often */
-#define WP_JOBS_PROGRESS_SCALE 1000000u   /* progress is held as millionths */
+#define WP_JOBS_MAX_KINDS 32            /* POST work routes taken as kinds */
+#define WP_JOBS_KEEP_FACTOR 16          /* default max_kept = this x max_jobs */
+#define WP_JOBS_REAP_PERIOD_MS 1000     /* the reaper looks at least this often */
+#define WP_JOBS_PROGRESS_SCALE 1000000u /* progress is held as millionths */
 #define WP_JOBS_RETRY_AFTER_S "1"
 
 typedef enum { JOB_QUEUED, JOB_RUNNING, JOB_DONE, JOB_FAILED, JOB_CANCELLED } job_state;
@@ -32,11 +32,11 @@ typedef struct wp_job {
     size_t body_len;
     job_state state;
     atomic_bool cancel_requested;
-    atomic_uint progress;           /* millionths */
-    double created, started, finished; /* Unix time (s), 0 = not yet */
+    atomic_uint progress;                         /* millionths */
+    double created, started, finished;            /* Unix time (s), 0 = not yet */
     uint64_t created_ns, started_ns, finished_ns; /* monotonic, for durations and the TTL */
-    int status;                     /* the handler's HTTP status, once finished */
-    char *result;                   /* the handler's body (JSON text), once finished */
+    int status;                                   /* the handler's HTTP status, once finished */
+    char *result;                                 /* the handler's body (JSON text), once finished */
     size_t result_len;
     const char *result_type;
 } wp_job;
@@ -114,10 +114,14 @@ static void job_free(wp_job *job) {
 }
 
 static void unlink_job(wp_jobs *j, wp_job *job) {
-    if (job->prev) job->prev->next = job->next;
-    else j->head = job->next;
-    if (job->next) job->next->prev = job->prev;
-    else j->tail = job->prev;
+    if (job->prev)
+        job->prev->next = job->next;
+    else
+        j->head = job->next;
+    if (job->next)
+        job->next->prev = job->prev;
+    else
+        j->tail = job->prev;
     j->count[job->state]--;
 }
 
@@ -125,8 +129,10 @@ static void queue_remove(wp_jobs *j, wp_job *job) {
     wp_job *prev = NULL;
     for (wp_job *q = j->qhead; q; prev = q, q = q->qnext) {
         if (q != job) continue;
-        if (prev) prev->qnext = q->qnext;
-        else j->qhead = q->qnext;
+        if (prev)
+            prev->qnext = q->qnext;
+        else
+            j->qhead = q->qnext;
         if (j->qtail == q) j->qtail = prev;
         q->qnext = NULL;
         return;
@@ -175,7 +181,8 @@ static cJSON *view_locked(const wp_job *job, bool with_result) {
     uint64_t queue_end = job->started_ns ? job->started_ns : job->finished_ns ? job->finished_ns : now;
     cJSON_AddNumberToObject(o, "queue_ms", (double)(queue_end - job->created_ns) / 1e6);
     if (job->started_ns)
-        cJSON_AddNumberToObject(o, "run_ms", (double)((job->finished_ns ? job->finished_ns : now) - job->started_ns) / 1e6);
+        cJSON_AddNumberToObject(o, "run_ms",
+                                (double)((job->finished_ns ? job->finished_ns : now) - job->started_ns) / 1e6);
     cJSON_AddBoolToObject(o, "cancel_requested", atomic_load(&job->cancel_requested));
     if (!finished(job) || job->state == JOB_CANCELLED || !with_result) {
         if (finished(job) && job->status) cJSON_AddNumberToObject(o, "status", job->status);
@@ -376,11 +383,15 @@ int wp_jobs_submit(wp_jobs *j, const char *kind, const char *request, size_t req
     do make_id(j, job->id);
     while (find(j, job->id));
     job->prev = j->tail;
-    if (j->tail) j->tail->next = job;
-    else j->head = job;
+    if (j->tail)
+        j->tail->next = job;
+    else
+        j->head = job;
     j->tail = job;
-    if (j->qtail) j->qtail->qnext = job;
-    else j->qhead = job;
+    if (j->qtail)
+        j->qtail->qnext = job;
+    else
+        j->qhead = job;
     j->qtail = job;
     j->count[JOB_QUEUED]++;
     j->submitted++;

@@ -16,7 +16,8 @@ static int build_with_nvrtc(void *ctx, wp_artifact *out, wp_err *err) {
     return wp_jit_compile(b->jit, b->spec, out, NULL, err);
 }
 
-int wp_app_kernel_get(wp_app *app, const wp_spec *s, wp_backend *b, wp_ready_kernel *out, wp_err *err) {
+static int kernel_get(wp_app *app, const wp_spec *s, wp_backend *b, bool memory_only, wp_ready_kernel *out,
+                      wp_err *err) {
     memset(out, 0, sizeof *out);
     uint64_t t0 = wp_now_ns();
     uint8_t key[32];
@@ -25,8 +26,14 @@ int wp_app_kernel_get(wp_app *app, const wp_spec *s, wp_backend *b, wp_ready_ker
     uint64_t t1 = wp_now_ns();
     out->key_us = (double)(t1 - t0) / 1e3;
     build_ctx ctx = {app->jit, s};
-    out->kernel = wp_cache_get(app->cache, key, build_with_nvrtc, &ctx, &out->source, err);
-    if (!out->kernel) return -1;
+    if (memory_only) {
+        out->kernel = wp_cache_peek(app->cache, key);
+        if (!out->kernel) return 1;
+        out->source = WP_SRC_MEMORY;
+    } else {
+        out->kernel = wp_cache_get(app->cache, key, build_with_nvrtc, &ctx, &out->source, err);
+        if (!out->kernel) return -1;
+    }
     uint64_t t2 = wp_now_ns();
     out->cache_us = (double)(t2 - t1) / 1e3;
     if (out->source == WP_SRC_COMPILE) out->compile_ms = wp_kernel_artifact(out->kernel)->compile_ms;
@@ -37,6 +44,14 @@ int wp_app_kernel_get(wp_app *app, const wp_spec *s, wp_backend *b, wp_ready_ker
     }
     out->load_us = wp_us_since(t2);
     return 0;
+}
+
+int wp_app_kernel_get(wp_app *app, const wp_spec *s, wp_backend *b, wp_ready_kernel *out, wp_err *err) {
+    return kernel_get(app, s, b, false, out, err);
+}
+
+int wp_app_kernel_peek(wp_app *app, const wp_spec *s, wp_backend *b, wp_ready_kernel *out, wp_err *err) {
+    return kernel_get(app, s, b, true, out, err);
 }
 
 void wp_app_kernel_put(wp_app *app, wp_ready_kernel *rk) {
@@ -75,6 +90,9 @@ int wp_app_backend(wp_app *app, const cJSON *req, const wp_family *f, wp_backend
         wp_backend_info(app->cuda, &di);
         bool can = (f->backends & WP_BACKEND_CUDA) && di.sm >= f->min_sm;
         if (!can) {
+            if (!strcmp(want, "cuda") && !(f->backends & WP_BACKEND_CUDA))
+                return WP_FAIL(err, 409, "backend_unsupported", "backend",
+                               "family %s runs on the emulator only (use backend auto or emu)", f->name);
             if (!strcmp(want, "cuda"))
                 return WP_FAIL(err, 409, "backend_unsupported", "backend",
                                "family %s does not run on cuda here (needs sm_%d, device is sm_%d)", f->name,

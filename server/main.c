@@ -24,6 +24,7 @@
 #define DEFAULT_BUFFER_TTL_S 3600
 #define MAX_BUFFER_TTL_S (7 * 24 * 3600)
 #define FALLBACK_BUFFER_QUOTA (1ull << 30) /* when the device reports no memory size */
+#define DEFAULT_MAX_ELEMENTS (1ull << 30)  /* largest n of /v1/reduce and /v1/scan */
 
 typedef struct {
     char host[128];
@@ -35,6 +36,7 @@ typedef struct {
     int max_jobs, job_workers;
     double job_ttl_s, buffer_ttl_s;
     unsigned long long buffer_quota; /* 0: half the device's memory */
+    unsigned long long max_elements; /* n limit of /v1/reduce and /v1/scan */
 } options;
 
 static void usage(FILE *f) {
@@ -60,10 +62,11 @@ static void usage(FILE *f) {
             "  --buffer-ttl S       seconds a buffer lives after its last use, unless ?ttl= says (default %d;\n"
             "                       at most %d)\n"
             "  --buffer-quota BYTES bytes all buffers may hold (default: half the device's memory)\n"
+            "  --max-elements N     largest n of a /v1/reduce or /v1/scan job (default %llu; larger gets 413)\n"
             "  --version, --help\n",
             DEFAULT_PORT, DEFAULT_CACHE_MB, WP_DEFAULT_TEMPLATES, WP_DEFAULT_WEB, DEFAULT_THREADS, DEFAULT_MAX_BODY,
             DEFAULT_MAX_DEPTH, DEFAULT_MAX_QUEUE, DEFAULT_MAX_JOBS, DEFAULT_JOB_WORKERS, DEFAULT_JOB_TTL_S,
-            DEFAULT_BUFFER_TTL_S, MAX_BUFFER_TTL_S);
+            DEFAULT_BUFFER_TTL_S, MAX_BUFFER_TTL_S, DEFAULT_MAX_ELEMENTS);
 }
 
 static int parse_num(const char *flag, const char *v, long long lo, long long hi, long long *out) {
@@ -147,6 +150,9 @@ static int parse_args(int argc, char **argv, options *o) {
         } else if (FLAG("--buffer-ttl")) {
             if (parse_num(a, v, 1, MAX_BUFFER_TTL_S, &n)) return -1;
             o->buffer_ttl_s = (double)n;
+        } else if (FLAG("--max-elements")) {
+            if (parse_num(a, v, 1, 1LL << 40, &n)) return -1;
+            o->max_elements = (unsigned long long)n;
         } else if (FLAG("--buffer-quota")) {
             if (parse_num(a, v, 0, 1LL << 50, &n)) return -1;
             o->buffer_quota = (unsigned long long)n;
@@ -202,7 +208,8 @@ int main(int argc, char **argv) {
     options o = {.host = "127.0.0.1", .port = DEFAULT_PORT, .backend = "auto", .cache_mb = DEFAULT_CACHE_MB,
                  .max_body = DEFAULT_MAX_BODY, .max_depth = DEFAULT_MAX_DEPTH, .threads = DEFAULT_THREADS,
                  .max_queue = DEFAULT_MAX_QUEUE, .max_jobs = DEFAULT_MAX_JOBS, .job_workers = DEFAULT_JOB_WORKERS,
-                 .job_ttl_s = DEFAULT_JOB_TTL_S, .buffer_ttl_s = DEFAULT_BUFFER_TTL_S};
+                 .job_ttl_s = DEFAULT_JOB_TTL_S, .buffer_ttl_s = DEFAULT_BUFFER_TTL_S,
+                 .max_elements = DEFAULT_MAX_ELEMENTS};
     if (parse_args(argc, argv, &o)) return 2;
     if (!o.workers) {
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -212,6 +219,7 @@ int main(int argc, char **argv) {
     app.start_ns = wp_now_ns();
     app.max_body = o.max_body;
     app.max_depth = o.max_depth;
+    app.max_elements = o.max_elements;
     wp_err err = {0};
 
     /* Signals are taken by sigwait below, in this thread only. */
@@ -274,6 +282,7 @@ int main(int argc, char **argv) {
         {"GET", "/v1/ready", wp_api_ready, WP_ROUTE_INLINE},
         {"GET", "/v1/info", wp_api_info, WP_ROUTE_INLINE},
         {"GET", "/v1/families", wp_api_families, WP_ROUTE_INLINE},
+        {"GET", "/v1/openapi.json", wp_api_openapi, WP_ROUTE_INLINE},
         {"GET", "/metrics", wp_api_metrics, WP_ROUTE_INLINE},
         {"POST", "/v1/jobs", wp_api_jobs_submit, WP_ROUTE_INLINE},
         {"GET", "/v1/jobs", wp_api_jobs_list, WP_ROUTE_INLINE},
@@ -284,7 +293,9 @@ int main(int argc, char **argv) {
         {"GET", "/v1/buffers/", wp_api_buffer_get, WP_ROUTE_WORK | WP_ROUTE_PREFIX},
         {"DELETE", "/v1/buffers/", wp_api_buffer_delete, WP_ROUTE_WORK | WP_ROUTE_PREFIX},
         {"POST", "/v1/compile", wp_api_compile, WP_ROUTE_WORK},
-        {"POST", "/v1/warp", wp_api_warp, WP_ROUTE_WORK},
+        {"POST", "/v1/warp", wp_api_warp, WP_ROUTE_WORK | WP_ROUTE_TRY_INLINE},
+        {"POST", "/v1/reduce", wp_api_reduce, WP_ROUTE_WORK},
+        {"POST", "/v1/scan", wp_api_scan, WP_ROUTE_WORK},
         {"GET", "/", wp_api_static, WP_ROUTE_INLINE | WP_ROUTE_PREFIX},
         {NULL, NULL, NULL, 0},
     };
@@ -297,9 +308,10 @@ int main(int argc, char **argv) {
     }
     wp_buffers_config bc = {.quota = quota, .ttl_s = o.buffer_ttl_s, .max_ttl_s = MAX_BUFFER_TTL_S};
     app.buffers = wp_buffers_open(&bc, &err);
+    app.reduce = wp_reduce_engine_open();
     wp_jobs_config jc = {.max_jobs = o.max_jobs, .workers = o.job_workers, .ttl_s = o.job_ttl_s};
     if (app.buffers) app.jobs = wp_jobs_open(&jc, routes, &app, &err);
-    if (!app.buffers || !app.jobs) {
+    if (!app.buffers || !app.jobs || !app.reduce) {
         fprintf(stderr, "warpd: cannot start jobs and buffers: %s\n", err.msg);
         return 1;
     }
@@ -324,6 +336,7 @@ int main(int argc, char **argv) {
     wp_http_stop(app.http);
     wp_jobs_close(app.jobs);       /* after HTTP: nothing submits any more */
     wp_buffers_close(app.buffers); /* after jobs: nothing holds a buffer any more */
+    wp_reduce_engine_close(app.reduce); /* its scratch lives on the backends */
     wp_cache_close(app.cache);
     wp_jit_close(app.jit);
     wp_backend_close(app.cuda);

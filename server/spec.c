@@ -2,12 +2,15 @@
  * width, member mask, operator, arch). The family's row (kernels/families.c) says what is allowed. */
 #include "spec.h"
 
+#include "../kernels/data.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static bool is_pow2_width(double w) { return w == 1 || w == 2 || w == 4 || w == 8 || w == 16 || w == 32; }
+/* 1..32; 64 only where the family's row allows it (WP_W_64: AMD wave64, emulator only). */
+static bool is_pow2_width(double w) { return w == 1 || w == 2 || w == 4 || w == 8 || w == 16 || w == 32 || w == 64; }
 static int log2i(int w) {
     int l = 0;
     while ((1 << l) < w) l++;
@@ -40,6 +43,8 @@ static int first_type(uint32_t types) {
     return -1;
 }
 
+static int validate_data(wp_spec *s, wp_err *err);
+
 int wp_spec_validate(wp_spec *s, wp_err *err) {
     const wp_family *f = s->family;
     if (!(f->types & WP_TBIT(s->type))) {
@@ -63,6 +68,92 @@ int wp_spec_validate(wp_spec *s, wp_err *err) {
         if (!(f->ops & WP_OPBIT(s->op.kind)))
             return WP_FAIL(err, 400, "op_not_allowed", "op", "op %s is not allowed for family %s", s->op.text,
                            f->name);
+    }
+    return (f->flags & WP_F_DATA) ? validate_data(s, err) : 0;
+}
+
+static bool redux_op(wp_op_kind k) { return k != WP_OP_PROD && k != WP_OP_EXPR; }
+
+/* The data-family fields: strategy (resolved from auto), block, accumulate, exclusive, radius. */
+static int validate_data(wp_spec *s, wp_err *err) {
+    const wp_family *f = s->family;
+    wp_data_spec *d = &s->data;
+    if (s->mask != 0xffffffffu)
+        return WP_FAIL(err, 400, "bad_mask", "mask", "family %s takes no member mask", f->name);
+    if (!(f->flags & WP_F_WIDTH_GROUP) && s->width != 32)
+        return WP_FAIL(err, 400, "bad_width", "width", "family %s takes no width", f->name);
+    if (d->strategy == WP_STRAT_AUTO) d->strategy = f->strategy_default;
+    if (d->strategy <= 0 || d->strategy >= WP_STRAT_COUNT || !(f->strategies & WP_STRATBIT(d->strategy))) {
+        char allowed[128] = "";
+        for (int k = 1; k < WP_STRAT_COUNT; k++)
+            if (f->strategies & WP_STRATBIT(k)) {
+                strcat(allowed, allowed[0] ? ", " : "");
+                strcat(allowed, wp_strategy_name(k));
+            }
+        return WP_FAIL(err, 400, "strategy_not_allowed", "strategy",
+                       "strategy %s is not allowed for family %s (allowed: auto, %s)", wp_strategy_name(d->strategy),
+                       f->name, allowed);
+    }
+    if (d->strategy == WP_STRAT_REDUX && (!(WP_T_32 & WP_TBIT(s->type)) || !redux_op(s->op.kind)))
+        return WP_FAIL(err, 400, "strategy_not_allowed", "strategy",
+                       "strategy redux needs i32 or u32 and one of sum min max and or xor");
+    if (d->strategy == WP_STRAT_ATOMIC && s->op.kind == WP_OP_EXPR)
+        return WP_FAIL(err, 400, "strategy_not_allowed", "strategy",
+                       "strategy atomic needs a builtin operator (an expression has no identity to start from)");
+    if (d->block == 0) d->block = f->block_default;
+    if (d->block < 32 || d->block > 1024 || (d->block & (d->block - 1)))
+        return WP_FAIL(err, 400, "bad_block", "block", "block %d is not a power of two 32..1024", d->block);
+    if (!(f->flags & WP_F_ACCUM) || (s->type != WP_F16 && s->type != WP_BF16)) d->native = false;
+    if (!(f->flags & WP_F_SCAN)) d->exclusive = false;
+    if (f->flags & WP_F_RADIUS) {
+        if (d->radius == 0) d->radius = 1;
+        if (d->radius < 1 || d->radius > WP_STENCIL_MAX_RADIUS)
+            return WP_FAIL(err, 400, "bad_radius", "radius", "radius %d is not in 1..%d", d->radius,
+                           WP_STENCIL_MAX_RADIUS);
+    } else {
+        d->radius = 0;
+    }
+    return 0;
+}
+
+int wp_spec_data_from_json(const cJSON *obj, wp_spec *out, wp_err *err) {
+    wp_data_spec *d = &out->data;
+    d->strategy = WP_STRAT_AUTO;
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, "strategy");
+    if (v) {
+        if (!cJSON_IsString(v)) return WP_FAIL(err, 400, "wrong_type", "strategy", "strategy must be a string");
+        d->strategy = wp_strategy_parse(v->valuestring);
+        if (d->strategy == -2)
+            return WP_FAIL(err, 400, "unknown_strategy", "strategy",
+                           "unknown strategy \"%.40s\" (auto gmem smem shfl_xor shfl_down redux atomic shfl_up)",
+                           v->valuestring);
+    }
+    v = cJSON_GetObjectItemCaseSensitive(obj, "block");
+    if (v) {
+        if (!cJSON_IsNumber(v) || v->valuedouble != (double)(int)v->valuedouble)
+            return WP_FAIL(err, 400, "bad_block", "block", "block must be a power of two 32..1024");
+        d->block = (int)v->valuedouble;
+        if (d->block <= 0) return WP_FAIL(err, 400, "bad_block", "block", "block must be a power of two 32..1024");
+    }
+    v = cJSON_GetObjectItemCaseSensitive(obj, "accumulate");
+    if (v) {
+        if (!cJSON_IsString(v) || (strcmp(v->valuestring, "f32") && strcmp(v->valuestring, "native")))
+            return WP_FAIL(err, 400, "bad_value", "accumulate", "accumulate must be \"f32\" or \"native\"");
+        d->native = !strcmp(v->valuestring, "native");
+    }
+    const cJSON *ex = cJSON_GetObjectItemCaseSensitive(obj, "exclusive");
+    const cJSON *in = cJSON_GetObjectItemCaseSensitive(obj, "inclusive");
+    if (ex && !cJSON_IsBool(ex)) return WP_FAIL(err, 400, "wrong_type", "exclusive", "exclusive must be true or false");
+    if (in && !cJSON_IsBool(in)) return WP_FAIL(err, 400, "wrong_type", "inclusive", "inclusive must be true or false");
+    if (ex && in && cJSON_IsTrue(ex) == cJSON_IsTrue(in))
+        return WP_FAIL(err, 400, "bad_value", "exclusive", "exclusive and inclusive contradict each other");
+    d->exclusive = ex ? cJSON_IsTrue(ex) : in ? !cJSON_IsTrue(in) : false;
+    v = cJSON_GetObjectItemCaseSensitive(obj, "radius");
+    if (v) {
+        if (!cJSON_IsNumber(v) || v->valuedouble != (double)(int)v->valuedouble || v->valuedouble < 1 ||
+            v->valuedouble > WP_STENCIL_MAX_RADIUS)
+            return WP_FAIL(err, 400, "bad_radius", "radius", "radius must be an integer 1..%d", WP_STENCIL_MAX_RADIUS);
+        d->radius = (int)v->valuedouble;
     }
     return 0;
 }
@@ -116,6 +207,10 @@ int wp_spec_from_json(const cJSON *obj, const char *arch, wp_spec *out, wp_err *
         return WP_FAIL(err, 400, "unknown_field", "op", "family %s takes no op", f->name);
     }
     snprintf(out->arch, sizeof out->arch, "%s", arch);
+    if ((f->flags & WP_F_DATA) && wp_spec_data_from_json(obj, out, err)) {
+        wp_spec_free(out);
+        return -1;
+    }
     if (wp_spec_validate(out, err)) {
         wp_spec_free(out);
         return -1;
@@ -137,8 +232,39 @@ int wp_spec_copy(wp_spec *dst, const wp_spec *src) {
     return 0;
 }
 
+/* device_reduce/f16/op=sum/shfl_down/b256/acc=native/sm_90: what a data kernel bakes in. */
+static int data_key_text(const wp_spec *s, char *buf, size_t n) {
+    const wp_family *f = s->family;
+    char op[sizeof s->op.text + 8] = "", width[16] = "", variant[24] = "";
+    if (f->flags & WP_F_OP) snprintf(op, sizeof op, "/op=%s", s->op.text);
+    if (f->flags & WP_F_WIDTH_GROUP) snprintf(width, sizeof width, "/w%d", s->width);
+    if (f->flags & WP_F_SCAN) snprintf(variant, sizeof variant, "/%s", s->data.exclusive ? "exclusive" : "inclusive");
+    if (f->flags & WP_F_RADIUS) snprintf(variant, sizeof variant, "/r%d", s->data.radius);
+    int len = snprintf(buf, n, "%s/%s%s%s/%s/b%d%s%s/%s", f->name, wp_type_name(s->type), width, op,
+                       wp_strategy_name(s->data.strategy), s->data.block, s->data.native ? "/acc=native" : "",
+                       variant, s->arch);
+    return (len < 0 || (size_t)len >= n) ? -1 : len;
+}
+
+/* kernel<T, A, WIDTH, BLOCK, STRAT, VARIANT, Op>: one shape for every data kernel. */
+static int data_name_expr(const wp_spec *s, char *buf, size_t n, char *prelude, size_t pn) {
+    const wp_family *f = s->family;
+    wp_type acc = wp_data_acc_type(s);
+    char op_type[128];
+    if (f->flags & WP_F_OP) {
+        if (wp_op_cxx(&s->op, acc, op_type, sizeof op_type, prelude, pn)) return -1;
+    } else {
+        snprintf(op_type, sizeof op_type, "wp_op_sum<%s>", wp_type_cxx(acc));
+    }
+    int variant = (f->flags & WP_F_SCAN) ? s->data.exclusive : s->data.radius;
+    int len = snprintf(buf, n, "%s<%s, %s, %d, %d, %d, %d, %s >", f->kernel, wp_type_cxx(s->type), wp_type_cxx(acc),
+                       s->width, s->data.block, s->data.strategy, variant, op_type);
+    return (len < 0 || (size_t)len >= n) ? -1 : 0;
+}
+
 int wp_spec_key_text(const wp_spec *s, char *buf, size_t n) {
     int len;
+    if (s->family->flags & WP_F_DATA) return data_key_text(s, buf, n);
     if (s->family->flags & WP_F_OP)
         len = snprintf(buf, n, "%s/%s/w%d/m0x%08x/op=%s/%s", s->family->name, wp_type_name(s->type), s->width, s->mask,
                        s->op.text, s->arch);
@@ -151,6 +277,7 @@ int wp_spec_key_text(const wp_spec *s, char *buf, size_t n) {
 int wp_spec_name_expr(const wp_spec *s, char *buf, size_t n, char *prelude, size_t pn) {
     int len;
     if (pn) prelude[0] = 0;
+    if (s->family->flags & WP_F_DATA) return data_name_expr(s, buf, n, prelude, pn);
     if (s->family->flags & WP_F_OP) {
         char op_type[128];
         if (wp_op_cxx(&s->op, s->type, op_type, sizeof op_type, prelude, pn)) return -1;

@@ -38,6 +38,14 @@ fi
 if [ "$what" = all ] || [ "$what" = web ]; then
   for t in tests/web/run.sh tests/clients/run.sh; do [ -x "$t" ] && run_prog "$t" "$t"; done
 fi
+if [ "$what" = gpu ] && [ -x tests/unit/ops_gpu_check.sh ]; then
+  # Host expression evaluator vs the device operators, bit for bit (needs nvcc and a GPU).
+  if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+    run_prog gpu/ops_gpu_check tests/unit/ops_gpu_check.sh
+  else
+    echo "== gpu/ops_gpu_check: SKIPPED (no GPU)"; total_skip=$((total_skip+1))
+  fi
+fi
 if [ "$what" = gpu ]; then
   for t in "$BUILD"/tests/gpu/*; do [ -x "$t" ] && [ ! -d "$t" ] && [[ "$t" != *.o ]] && [[ "$t" != *.d ]] && run_prog "gpu/$(basename "$t")" "$t"; done
 fi

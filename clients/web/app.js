@@ -1,11 +1,14 @@
 // app.js — the playground: reads the families from GET /v1/families, builds a /v1/warp request from
 // the form, draws the result (diagram.js), steps through shuffle loops (steps.js), shows the compiled
 // source from POST /v1/compile, and keeps the whole state in the URL hash so a link reproduces it.
+// AMD's ds_permute / ds_bpermute (emulator only) are drawn next to the CUDA __shfl_sync that does the
+// same move (compare.js).
 
-import { LANES, bit, maskHex, parseMask, parseArg, parseValues, fullValue } from './util.js';
+import { LANES, bit, maskHex, parseMask, parseArg, parseValues, fullValue, ranges } from './util.js';
 import { availablePresets } from './presets.js';
 import { renderDiagram } from './diagram.js';
 import { STEPPERS, computeFrames, checkFrames } from './steps.js';
+import { compareRequest, lostWrites, compareLanes } from './compare.js';
 
 const $ = (id) => document.getElementById(id);
 const ALL = 0xffffffff;
@@ -37,7 +40,7 @@ let families = [];
 const fam = {};
 let info = null;
 let state = null;
-let lastRun = null; // {body, resp, input, ms, family}
+let lastRun = null; // {body, resp, input, ms, family, cmp}
 let frames = null;
 let frameIx = 0;
 let seq = 0; // drops responses of superseded runs
@@ -52,7 +55,7 @@ function defaultsFor(f, keep = {}) {
   return {
     family: f.name, type, width, mask: keep.mask ?? ALL, op, args,
     pred: keep.pred ?? { op: 'gt', value: '15', lo: '0', hi: '16' },
-    input: { kind: 'iota', lanes: 32, elems: 1, seed: 1, values: '', ...(keep.input || {}) },
+    input: { kind: 'iota', lanes: f.wave ? width : 32, elems: 1, seed: 1, values: '', ...(keep.input || {}) },
     active: keep.active ?? ALL, backend: keep.backend ?? '', step: false,
   };
 }
@@ -296,21 +299,12 @@ function buildRequest(s) {
   return { body, n };
 }
 
-/** The input values as the server sees them (after parsing and rounding to the type): shfl_xor with
- *  lane_mask 0 is the identity, so it echoes the generated or typed input exactly. */
-async function echoInput(body, f) {
-  if (f.input === false || !fam.shfl_xor || !body.input) return null;
-  const r = await post('/v1/warp', { family: 'shfl_xor', type: body.type, args: { lane_mask: 0 }, input: body.input, backend: 'emu' });
-  return r.output;
-}
-
-/** Votes return one bool per lane, not each lane's predicate: the same spec as a ballot gives the
- *  predicate bits (tile-relative for width < 32), drawn as the "pred" row under the vote. */
-async function votePredicate(body, f) {
-  if (!f.name.startsWith('vote_') || !fam.ballot) return null;
-  const r = await post('/v1/warp', { ...body, family: 'ballot' });
-  const w = r.width || 32;
-  return r.output.map((m, t) => (r.defined[t] ? bit(parseMask(m), (t % LANES) - ((t % LANES) & ~(w - 1))) : null));
+/** The CUDA __shfl_sync equivalent of a ds_permute / ds_bpermute run (compare.js), or null. */
+async function runCompare(body, resp, f) {
+  const req = fam.shfl && compareRequest(f, body, resp);
+  if (!req) return null;
+  const r = await post('/v1/warp', req.body);
+  return { ...req, resp: r, diff: compareLanes(f, body, resp, r) };
 }
 
 // ---------------------------------------------------------------- run
@@ -353,12 +347,14 @@ async function run({ keepFrame = false } = {}) {
   document.body.dataset.state = 'running';
   try {
     const t0 = performance.now();
-    const [resp, input, votePred] = await Promise.all([post('/v1/warp', req.body), echoInput(req.body, f).catch(() => null),
-      votePredicate(req.body, f).catch(() => null)]);
+    // The response carries the input as the kernel saw it (after generation and rounding to the
+    // type) and, for votes, each lane's predicate: no extra calls.
+    const resp = await post('/v1/warp', req.body);
     const ms = performance.now() - t0;
+    const cmp = await runCompare(req.body, resp, f).catch((e) => ({ error: e }));
     if (my !== seq) return;
     clearError();
-    lastRun = { body: req.body, resp, input, votePred, ms, family: f };
+    lastRun = { body: req.body, resp, input: resp.input || null, ms, family: f, cmp };
     frames = null;
     if (!keepFrame) frameIx = 0;
     render();
@@ -397,11 +393,13 @@ function render() {
     : { n: resp.lanes, elems: resp.elems || (input && Array.isArray(input[0]) ? input[0].length : 1), width: resp.width,
       mask: parseMask(resp.mask ?? ALL), maskApplies: f.mask, tiled: f.tiled, active: activeList(resp.lanes),
       kind: f.output, input: input, output: resp.output, defined: resp.defined, reason: resp.undefined_reason,
-      source: resp.source_lane || null, pred: resp.pred || lastRun.votePred || null };
+      source: resp.source_lane || null, pred: resp.pred || resp.lane_pred || null,
+      group: f.wave ? resp.width : LANES, lost: lostWrites(f, lastRun.body, resp) };
   const { svg, groups } = renderDiagram(model);
   svg.setAttribute('aria-label', `${resp.family} over ${resp.lanes} lanes` + (frame ? `, step ${frameIx}` : ''));
   $('diagram').replaceChildren(svg);
   renderLegend(groups, model);
+  renderCompare();
   renderSummary();
   renderTable(model);
   renderRequest();
@@ -420,6 +418,37 @@ function renderLegend(groups, model) {
   });
   if (groups.length > 16) box.append(` … ${groups.length - 16} more groups`);
   if (!groups.length && model.kind === 'bool') box.textContent = 'out: 1 where the vote holds (green), 0 otherwise.';
+}
+
+/** The CUDA equivalent of a ds_* run, drawn under it, with the lanes where the two differ. */
+function renderCompare() {
+  const box = $('compare');
+  const c = lastRun.cmp;
+  box.hidden = !c || frames;
+  if (!c) return;
+  if (c.error) {
+    $('compare-title').textContent = 'CUDA equivalent';
+    $('compare-about').textContent = '';
+    $('compare-diagram').replaceChildren();
+    $('compare-diff').textContent = `could not run it: ${c.error.code || ''} ${c.error.message || c.error}`;
+    return;
+  }
+  const r = c.resp;
+  const model = { n: r.lanes, elems: 1, width: r.width, mask: ALL, maskApplies: false, tiled: false,
+    active: activeList(r.lanes), kind: 'value', input: r.input || null, output: r.output, defined: r.defined,
+    reason: r.undefined_reason, source: r.source_lane || null, pred: null, group: LANES };
+  const { svg } = renderDiagram(model);
+  svg.setAttribute('aria-label', `${c.title} over ${r.lanes} lanes`);
+  $('compare-diagram').replaceChildren(svg);
+  $('compare-title').textContent = `${c.title} — ran on ${r.backend}`;
+  $('compare-about').textContent = c.about;
+  const d = c.diff;
+  const diffBox = $('compare-diff');
+  diffBox.dataset.differ = d.lanes.join(',');
+  diffBox.className = d.lanes.length ? 'bad' : 'ok';
+  diffBox.textContent = d.lanes.length
+    ? `Same value in ${d.same} of ${d.total} lanes; differs in ${d.groups.map((g) => `lane${g.lanes.length > 1 ? 's' : ''} ${ranges(g.lanes)} (${g.why})`).join('; ')}.`
+    : `Same value in all ${d.total} lanes.`;
 }
 
 function renderSummary() {

@@ -3,15 +3,20 @@
 // undefined results hatched and labelled with their reason, mask results (ballot, activemask, match)
 // as coloured groups plus bit rows, bool results (votes) as a bit row, per-lane arrays as columns.
 //
+// A panel is a CUDA warp of 32 lanes, or for AMD's ds_permute / ds_bpermute (model.group 64) a wave of
+// 64 lanes drawn at half the pitch so both fit the same width; ds_permute's writes that lost a collision
+// are dashed arrows (model.lost).
+//
 // Every drawn lane carries data-* attributes (lane, value, defined, reason) and every arrow data-src
 // and data-dst, so tests and screen readers read the same facts the picture shows.
 
 import { bit, fmtValue, fullValue, maskHex, ranges } from './util.js';
 
 const NS = 'http://www.w3.org/2000/svg';
-const LANES = 32;
-const P = 27; // lane pitch
-const CW = 24; // cell width
+const LANES = 32; // lanes of a CUDA warp: a panel, unless model.group says otherwise
+// Lane pitch and cell width: set per drawing from the panel's lane count (27/24 for 32 lanes).
+let P = 27;
+let CW = 24;
 const LM = 40; // left margin for row labels
 const EH = 19; // height of one element of a per-lane array
 const MAX_WARPS = 8; // drawn; the lane table has every lane
@@ -28,7 +33,8 @@ function el(name, attrs = {}, parent = null, text = null) {
   return e;
 }
 
-const laneHue = (l) => (l * 360 / LANES + 200) % 360;
+let hueLanes = LANES;
+const laneHue = (l) => (l * 360 / hueLanes + 200) % 360;
 const laneFill = (l) => `hsl(${laneHue(l)} 70% 88%)`;
 const laneStroke = (l) => `hsl(${laneHue(l)} 55% 38%)`;
 
@@ -59,11 +65,12 @@ function cell(g, x, y, value, opts) {
       stroke: opts.grey ? '#cbd5e1' : opts.stroke, 'stroke-width': opts.grey ? 1 : 1.2,
       class: undef ? 'undef' : null }, cg);
     const s = undef ? '?' : (opts.label ?? fmtValue(v));
-    const long = s.length > 3;
+    const narrow = CW < 20;
+    const long = s.length > (narrow ? 2 : 3);
     const t = el('text', { x: x + CW / 2, y: yy + hh / 2 + 4, 'text-anchor': 'middle',
       class: 'val' + (opts.grey ? ' grey' : '') + (undef ? ' undef' : ''),
-      'font-size': long ? 9.5 : 12 }, cg, s.length > 6 ? s.slice(0, 5) + '…' : s);
-    if (long && s.length > 4) t.setAttribute('textLength', CW - 2), t.setAttribute('lengthAdjust', 'spacingAndGlyphs');
+      'font-size': narrow ? (long ? 8 : 10) : long ? 9.5 : 12 }, cg, s.length > 6 ? s.slice(0, 5) + '…' : s);
+    if (long && s.length > (narrow ? 2 : 4)) t.setAttribute('textLength', CW - 2), t.setAttribute('lengthAdjust', 'spacingAndGlyphs');
   });
   return h;
 }
@@ -71,11 +78,17 @@ function cell(g, x, y, value, opts) {
 /**
  * model: { n, elems, width, mask (number), maskApplies, tiled, active: bool[n], kind: value|bool|mask|mask_pred,
  *          input: values[]|null, inDefined: bool[]|undefined (step frames), output: [], defined: [], reason: [],
- *          source: []|null, pred: []|null }
+ *          source: []|null, pred: []|null, group: lanes per panel (32; 64 for a wave64),
+ *          lost: [[src, dst]]|undefined (ds_permute writes that lost a collision) }
  * Returns { svg, groups: [{letter, value, lanes}] }.
  */
 export function renderDiagram(model) {
-  const svg = el('svg', { xmlns: NS, class: 'diagram', role: 'img', width: LM + LANES * P + 8 });
+  const G = model.group || LANES; // lanes per panel
+  P = G > LANES ? 14 : 27;
+  CW = G > LANES ? 12.5 : 24;
+  hueLanes = G;
+  const unit = G > LANES ? 'wave' : 'warp';
+  const svg = el('svg', { xmlns: NS, class: 'diagram' + (G > LANES ? ' wide' : ''), role: 'img', width: LM + G * P + 8 });
   defs(svg);
   const n = model.n;
   const elemsIn = Math.max(1, model.elems || 1);
@@ -83,7 +96,7 @@ export function renderDiagram(model) {
   const hIn = elemsIn > 1 ? elemsIn * EH : 24;
   const hOut = outArrays ? elemsIn * EH : 24;
   const W = model.width || 32;
-  const warps = Math.ceil(n / LANES);
+  const warps = Math.ceil(n / G);
   const drawWarps = Math.min(warps, MAX_WARPS);
   const arrows = !!model.source;
   const member = (t) => !model.maskApplies || bit(model.mask, t % LANES);
@@ -104,20 +117,20 @@ export function renderDiagram(model) {
   let y = 4;
   const desc = [];
   for (let w = 0; w < drawWarps; w++) {
-    const base = w * LANES;
-    const last = Math.min(n, base + LANES) - 1;
+    const base = w * G;
+    const last = Math.min(n, base + G) - 1;
     const g = el('g', { class: 'warp', 'data-warp': w }, svg);
-    if (warps > 1) { el('text', { x: 2, y: y + 12, class: 'warp-title' }, g, `warp ${w} — threads ${base}–${base + LANES - 1}`); y += 18; }
+    if (warps > 1) { el('text', { x: 2, y: y + 12, class: 'warp-title' }, g, `${unit} ${w} — threads ${base}–${base + G - 1}`); y += 18; }
     const yLane = y + 11;
     const yIn = y + 18;
     const yArrow = yIn + hIn;
     const zone = arrows ? 84 : 22;
     const yOut = yArrow + zone;
     // Extra rows under "out": pred (match_all), bit rows (mask results).
-    const tileW = model.tiled ? W : LANES;
+    const tileW = model.tiled ? W : G;
     const rowsPerTile = [];
     if (groups.length) {
-      for (let s = 0; s < LANES; s += tileW) {
+      for (let s = 0; s < G; s += tileW) {
         const seen = [];
         for (let l = s; l < s + tileW && base + l <= last; l++) {
           const t = base + l;
@@ -148,7 +161,7 @@ export function renderDiagram(model) {
     const panelBottom = yWhy + bandWhy;
 
     // Width segments: shaded bands behind both rows.
-    for (let s = 0; s < LANES; s += W) {
+    for (let s = 0; s < G; s += W) {
       if (base + s > last) break;
       const x = LM + s * P - 2;
       el('rect', { x, y: yIn - 4, width: Math.min(W, last - base - s + 1) * P + 1, height: yOut + hOut + 4 - (yIn - 4),
@@ -175,7 +188,7 @@ export function renderDiagram(model) {
       const def = model.defined[t];
       const src = model.source ? model.source[t] : null;
       let fill = '#ffffff', stroke = '#475569', label, group = null;
-      if (def && src !== null && src !== undefined) fill = laneFill(src % LANES), stroke = laneStroke(src % LANES);
+      if (def && src !== null && src !== undefined) fill = laneFill(src % G), stroke = laneStroke(src % G);
       if (def && groupOf.has(out)) {
         group = groupOf.get(out);
         fill = GROUP_COLOURS[group % GROUP_COLOURS.length], stroke = '#334155', label = groupLetter(group);
@@ -223,6 +236,15 @@ export function renderDiagram(model) {
         el('path', { d: `M${x1},${y1} C${x1},${y1 + dy} ${x2},${y2 - dy} ${x2},${y2}`, class: 'arrow' + (keep ? ' keep' : ''),
           'data-src': s, 'data-dst': t, stroke: laneStroke(s - base), fill: 'none', 'marker-end': 'url(#head)' }, ag);
       }
+      // ds_permute: a write that lost a collision to a higher lane, dashed and grey.
+      for (const [s, t] of model.lost || []) {
+        if (s < base || s > last || t < base || t > last) continue;
+        const x1 = LM + (s - base) * P + CW / 2, y1 = yArrow + 1;
+        const x2 = LM + (t - base) * P + CW / 2, y2 = yOut - 2;
+        const dy = (y2 - y1) * 0.5;
+        el('path', { d: `M${x1},${y1} C${x1},${y1 + dy} ${x2},${y2 - dy} ${x2},${y2}`, class: 'arrow lost',
+          'data-src': s, 'data-dst': t, stroke: '#94a3b8', 'stroke-dasharray': '4 3', fill: 'none' }, ag);
+      }
     }
     // Undefined labels.
     for (const r of runs) {
@@ -242,7 +264,7 @@ export function renderDiagram(model) {
   }
   if (warps > drawWarps) { el('text', { x: 2, y: y + 12, class: 'warp-title' }, svg, `… ${warps - drawWarps} more warps in the lane table`); y += 20; }
   svg.setAttribute('height', y);
-  svg.setAttribute('viewBox', `0 0 ${LM + LANES * P + 8} ${y}`);
+  svg.setAttribute('viewBox', `0 0 ${LM + G * P + 8} ${y}`);
   el('desc', {}, svg, `${n} lanes, width ${W}` + (model.maskApplies ? `, mask ${maskHex(model.mask)}` : '') + (desc.length ? '; ' + desc.join('; ') : ''));
   return { svg, groups: groups.map((gr) => ({ ...gr, text: `${gr.letter} = ${gr.value} (lanes ${ranges(gr.lanes)})` })) };
 }

@@ -6,7 +6,11 @@
 // state fields: type, width, mask, op, args {name: text}, pred {op, value, lo, hi},
 //               input {kind: iota|random|values, lanes, elems, seed, values}, active (hex), step (bool)
 
-const lanes = (f) => Array.from({ length: 32 }, (_, i) => f(i)).join(', ');
+const lanes = (f, n = 32) => Array.from({ length: n }, (_, i) => f(i)).join(', ');
+
+// The permute pair: the same byte addresses, pushed (ds_permute) and pulled (ds_bpermute). Lane i
+// names lane i+1 (lane 63's address 256 wraps to lane 0), and lane 40 names lane 6 as well.
+export const PERMUTE_ADDR = lanes((i) => (i === 40 ? 6 : i + 1) * 4, 64);
 
 export const PRESETS = [
   { id: 'broadcast', name: 'Broadcast from lane 3', family: 'shfl',
@@ -55,10 +59,15 @@ export const PRESETS = [
     about: 'Kogge–Stone scan over __shfl_up_sync.', state: { type: 'i32', op: 'sum', step: true } },
   { id: 'moving-average', name: '5-point moving average from shuffles', family: 'stencil',
     about: 'Neighbours taken with shuffles; halo through the edge lanes.', state: { type: 'f32' } },
-  { id: 'ds-permute', name: 'AMD ds_permute (forward, 64 lanes)', family: 'ds_permute',
-    about: 'Forward permute: each lane writes to a byte address; the highest lane wins a collision.', state: {} },
-  { id: 'ds-bpermute', name: 'AMD ds_bpermute (backward, 64 lanes)', family: 'ds_bpermute',
-    about: 'Backward permute: each lane reads from a byte address (like __shfl_sync).', state: {} },
+  { id: 'ds-permute', name: 'AMD ds_permute: forward permute (push), 64-lane wave', family: 'ds_permute',
+    about: 'Each lane writes its value to lane addr/4 of the wave (byte addresses): lane i to i+1, lane 63 wraps to 0, and ' +
+      'lanes 5 and 40 both write lane 6 — the highest lane wins (the loser is dashed); lane 41 gets nothing: 0. ' +
+      'Runs on the emulator; below, the CUDA shuffle that does the same.',
+    state: { type: 'i32', width: 64, args: { addr: PERMUTE_ADDR }, input: { kind: 'iota', lanes: 64 } } },
+  { id: 'ds-bpermute', name: 'AMD ds_bpermute: backward permute (pull), 64-lane wave', family: 'ds_bpermute',
+    about: 'The same addresses, pulled: lane i reads lane addr/4 — i+1, lane 63 wraps to lane 0, lane 40 reads lane 6. ' +
+      'This is __shfl_sync (below), except that a CUDA warp is 32 lanes wide.',
+    state: { type: 'i32', width: 64, args: { addr: PERMUTE_ADDR }, input: { kind: 'iota', lanes: 64 } } },
 ];
 
 /** The presets the server can run: those whose family /v1/families lists. */

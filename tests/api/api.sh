@@ -56,6 +56,13 @@ if start_daemon; then
   else
     echo "!! could not find the cache file of $victim"; fail=$((fail+1))
   fi
+  # Phase 3: tiny job limits (tests/api/limits/): a queue of 2 on one job worker (503 + Retry-After
+  # when full, cancel), finished jobs forgotten after 1 s.
+  if start_daemon --max-jobs 2 --job-workers 1 --job-ttl 1; then
+    base="http://127.0.0.1:$port"
+    "$BUILD/asan/tests/api/api_runner" "$base" tests/api/limits/*.json >"$tmp/r" 2>&1; cat "$tmp/r"; count "$tmp/r" limits
+    stop_daemon
+  else fail=$((fail+1)); fi
 else
   fail=$((fail+1))
 fi

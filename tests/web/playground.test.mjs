@@ -60,11 +60,11 @@ async function open(hash = '') {
   await page.waitForFunction(() => document.body.dataset.ready === 'true');
   await settle();
 }
-const outs = (p = page) => p.$$eval('svg.diagram g.lane.out', (gs) => gs.map((g) => ({
+const outs = (p = page) => p.$$eval('#diagram svg.diagram g.lane.out', (gs) => gs.map((g) => ({
   lane: Number(g.dataset.lane), value: JSON.parse(g.dataset.value), defined: g.dataset.defined === 'true',
   reason: g.dataset.reason || null, group: g.dataset.group || null })));
-const ins = (p = page) => p.$$eval('svg.diagram g.lane.in', (gs) => gs.map((g) => JSON.parse(g.dataset.value)));
-const arrows = (p = page) => p.$$eval('svg.diagram path.arrow', (ps) => ps.map((a) => [Number(a.dataset.src), Number(a.dataset.dst)]));
+const ins = (p = page) => p.$$eval('#diagram svg.diagram g.lane.in', (gs) => gs.map((g) => JSON.parse(g.dataset.value)));
+const arrows = (p = page) => p.$$eval('#diagram svg.diagram path.arrow:not(.lost)', (ps) => ps.map((a) => [Number(a.dataset.src), Number(a.dataset.dst)]));
 const shot = (name, p = page) => p.screenshot({ path: path.join(OUT, name + '.png') });
 function noProblems() {
   assert.deepEqual(problems, [], 'the page logged errors');
@@ -116,7 +116,7 @@ test('shfl_xor, width 16, lane mask 1: every output lane and every arrow', T, as
     seen.add(dst);
   }
   assert.equal(seen.size, 32);
-  assert.equal(await page.$$eval('svg.diagram rect.segment', (r) => r.length), 2, 'two width-16 segments shaded');
+  assert.equal(await page.$$eval('#diagram svg.diagram rect.segment', (r) => r.length), 2, 'two width-16 segments shaded');
   assert.match(await page.textContent('#sum-key'), /shfl_xor\/i32\/w16\/m0xffffffff\/sm_90/);
   assert.match(await page.textContent('#sum-backend'), /emu/);
   assert.match(await page.textContent('#sum-cache'), /memory|disk|compiled/);
@@ -163,14 +163,14 @@ const PRESET_CHECKS = {
     const hex = (v) => '0x' + (v >>> 0).toString(16).padStart(8, '0');
     for (const t of [0, 31, 64, 127]) assert.equal(o.get(t).value, '0x00000000');
     for (const t of [32, 45, 63]) assert.equal(o.get(t).value, hex(w1));
-    const on = await page.$$eval('svg.diagram g.warp[data-warp="1"] rect.bit.on', (r) => r.map((x) => Number(x.dataset.lane)));
+    const on = await page.$$eval('#diagram svg.diagram g.warp[data-warp="1"] rect.bit.on', (r) => r.map((x) => Number(x.dataset.lane)));
     assert.deepEqual(on, iota(10).map((i) => 43 + i));
   },
   'activemask-odd': async (o) => {
     for (const t of [0, 2, 30]) assert.equal(o.get(t).value, '0x55555555');
     for (const t of [1, 3, 31]) assert.deepEqual([o.get(t).defined, o.get(t).reason], [false, 'inactive']);
-    assert.ok((await page.$$eval('svg.diagram text.why', (x) => x.map((e) => e.textContent))).includes('inactive'));
-    assert.ok((await page.$$eval('svg.diagram g.lane.out rect.undef', (x) => x.length)) >= 16, 'undefined lanes hatched');
+    assert.ok((await page.$$eval('#diagram svg.diagram text.why', (x) => x.map((e) => e.textContent))).includes('inactive'));
+    assert.ok((await page.$$eval('#diagram svg.diagram g.lane.out rect.undef', (x) => x.length)) >= 16, 'undefined lanes hatched');
   },
   'allreduce-sum': async () => {
     // The preset opens in step-through mode on frame 1: offset 16, v = v + v^16.
@@ -203,9 +203,18 @@ const PRESET_CHECKS = {
   },
   'vote-any': async (o) => {
     for (const t of [0, 17, 31]) assert.equal(o.get(t).value, true);
-    // the "pred" row: each lane's predicate (x == 17), from a ballot of the same spec
-    const pred = await page.$$eval('svg.diagram rect.pred', (r) => r.map((x) => JSON.parse(x.dataset.value)));
+    // the "pred" row: each lane's predicate (x == 17), from the response's lane_pred
+    const pred = await page.$$eval('#diagram svg.diagram rect.pred', (r) => r.map((x) => JSON.parse(x.dataset.value)));
     assert.deepEqual(pred, iota(32).map((t) => t === 17));
+  },
+  // Lane i names lane i+1 (63 wraps to 0) and lane 40 names lane 6 too (presets.js PERMUTE_ADDR).
+  'ds-permute': async (o) => {
+    for (const t of [1, 7, 33, 63]) assert.equal(o.get(t).value, t - 1);
+    assert.deepEqual([o.get(0).value, o.get(6).value, o.get(41).value], [63, 40, 0]);
+  },
+  'ds-bpermute': async (o) => {
+    for (const t of [0, 6, 39, 41, 62]) assert.equal(o.get(t).value, t + 1);
+    assert.deepEqual([o.get(40).value, o.get(63).value], [6, 0]);
   },
 };
 
@@ -225,6 +234,55 @@ for (const p of PRESETS) {
     noProblems();
   });
 }
+
+// The pair: the same byte addresses pushed and pulled over a 64-lane wave, each next to the CUDA
+// __shfl_sync that does the same in 32-lane warps. Expected values are written from the ISA rules here.
+test('permute preset pair: forward vs backward, next to __shfl_sync', T, async (t) => {
+  for (const f of ['ds_permute', 'ds_bpermute']) if (!families.some((x) => x.name === f)) return t.skip(`${f} missing`);
+  const fam = Object.fromEntries(families.map((f) => [f.name, f]));
+  assert.deepEqual([fam.ds_permute.backends, fam.ds_permute.widths, fam.ds_permute.wave], [['emu'], [32, 64], true]);
+  const dst = (i) => (i === 40 ? 6 : (i + 1) % 64); // the lane each lane's address names
+  const compareOuts = () => page.$$eval('#compare-diagram svg g.lane.out', (gs) => gs.map((g) => JSON.parse(g.dataset.value)));
+  const differ = async () => (await page.getAttribute('#compare-diff', 'data-differ')).split(',').filter(Boolean).map(Number);
+
+  // Forward: lane i writes lane dst(i); lanes 5 and 40 collide on lane 6, 40 wins; nobody writes 41.
+  await open();
+  assert.equal(await runBy(() => page.selectOption('#preset', 'ds-permute')), '');
+  assert.deepEqual([await page.inputValue('#family'), await page.inputValue('#width')], ['ds_permute', '64']);
+  let o = byLane(await outs());
+  assert.equal(o.size, 64);
+  const want = iota(64).map((d) => (d === 41 ? 0 : d === 6 ? 40 : (d + 63) % 64));
+  for (const d of iota(64)) assert.deepEqual([o.get(d).value, o.get(d).defined], [want[d], true], `ds_permute lane ${d}`);
+  assert.equal(await page.$$eval('#diagram svg.diagram g.warp', (g) => g.length), 1, 'one 64-lane wave, one panel');
+  const pushed = (await arrows()).sort((a, b) => a[1] - b[1]);
+  assert.deepEqual(pushed, iota(64).filter((d) => d !== 41).map((d) => [d === 6 ? 40 : (d + 63) % 64, d]));
+  const lost = await page.$$eval('#diagram svg.diagram path.arrow.lost', (ps) => ps.map((a) => [Number(a.dataset.src), Number(a.dataset.dst)]));
+  assert.deepEqual(lost, [[5, 6]], 'the losing write of the collision is drawn dashed');
+  assert.match(await page.textContent('#sum-backend'), /emu/);
+  // the CUDA equivalent: pull from the winner, in 32-lane warps
+  assert.match(await page.textContent('#compare-title'), /__shfl_sync/);
+  const srcF = iota(64).map((d) => (d === 41 ? 41 : d === 6 ? 40 : (d + 63) % 64)); // the shuffle's src_lane
+  const cudaF = iota(64).map((d) => (d & ~31) + (srcF[d] % 32));
+  assert.deepEqual(await compareOuts(), cudaF);
+  assert.deepEqual(await differ(), [0, 6, 32, 41]);
+  assert.match(await page.textContent('#compare-diff'), /other 32-lane half/);
+  assert.match(await page.textContent('#compare-diff'), /nobody wrote/);
+  await shot('preset-pair-ds-permute');
+
+  // Backward: lane i reads lane dst(i).
+  assert.equal(await runBy(() => page.selectOption('#preset', 'ds-bpermute')), '');
+  o = byLane(await outs());
+  for (const i of iota(64)) assert.equal(o.get(i).value, dst(i), `ds_bpermute lane ${i}`);
+  assert.deepEqual((await arrows()).sort((a, b) => a[1] - b[1]), iota(64).map((i) => [dst(i), i]));
+  assert.equal(await page.$$eval('#diagram svg.diagram path.arrow.lost', (p) => p.length), 0);
+  const cudaB = iota(64).map((i) => (i & ~31) + (dst(i) % 32));
+  assert.deepEqual(await compareOuts(), cudaB);
+  assert.deepEqual(await differ(), [31, 40, 63]);
+  // lane 40 reads lane 6: the same lane for both, lane 63's address 256 wraps to lane 0 of the wave
+  assert.deepEqual([o.get(40).value, o.get(63).value], [6, 0]);
+  await shot('preset-pair-ds-bpermute');
+  noProblems();
+});
 
 test('URL state round-trips: a link reproduces the diagram', T, async () => {
   await open();
@@ -271,10 +329,10 @@ test('undefined lanes are hatched and labelled with their reason', T, async () =
     assert.equal(o[t].defined, false);
     assert.equal(o[t].reason, t < 16 ? 'src_not_member' : 'not_member');
   }
-  const labels = await page.$$eval('svg.diagram text.why', (x) => x.map((e) => [e.textContent, Number(e.dataset.start), Number(e.dataset.end)]));
+  const labels = await page.$$eval('#diagram svg.diagram text.why', (x) => x.map((e) => [e.textContent, Number(e.dataset.start), Number(e.dataset.end)]));
   assert.deepEqual(labels, [['src_not_member', 0, 15], ['not_member', 16, 31]]);
-  assert.equal(await page.$$eval('svg.diagram g.lane.out rect.undef', (x) => x.length), 32);
-  assert.equal(await page.$$eval('svg.diagram text.lane-no.off', (x) => x.length), 16, 'lanes outside the mask greyed');
+  assert.equal(await page.$$eval('#diagram svg.diagram g.lane.out rect.undef', (x) => x.length), 32);
+  assert.equal(await page.$$eval('#diagram svg.diagram text.lane-no.off', (x) => x.length), 16, 'lanes outside the mask greyed');
   await shot('undefined-lanes');
   noProblems();
 });

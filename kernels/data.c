@@ -1,0 +1,158 @@
+/* data.c — what the data-parallel families share on the host: strategy names, the accumulator type,
+ * element <-> accumulator conversions, packed loads and stores, and every family's launch plan
+ * (grid, block, scratch and output sizes), which the CUDA launch and the emulator both follow. */
+#include "data.h"
+
+#include <string.h>
+
+#include "../server/spec.h"
+
+static const char *const strategy_names[WP_STRAT_COUNT] = {
+    [WP_STRAT_GMEM] = "gmem",         [WP_STRAT_SMEM] = "smem",   [WP_STRAT_SHFL_XOR] = "shfl_xor",
+    [WP_STRAT_SHFL_DOWN] = "shfl_down", [WP_STRAT_REDUX] = "redux", [WP_STRAT_ATOMIC] = "atomic",
+    [WP_STRAT_SHFL_UP] = "shfl_up",
+};
+
+const char *wp_strategy_name(int strat) {
+    if (strat == WP_STRAT_AUTO) return "auto";
+    return strat > 0 && strat < WP_STRAT_COUNT ? strategy_names[strat] : "unknown";
+}
+
+int wp_strategy_parse(const char *s) {
+    if (!strcmp(s, "auto")) return WP_STRAT_AUTO;
+    for (int k = 1; k < WP_STRAT_COUNT; k++)
+        if (!strcmp(s, strategy_names[k])) return k;
+    return -2;
+}
+
+wp_type wp_data_acc_type(const wp_spec *s) {
+    bool half = s->type == WP_F16 || s->type == WP_BF16;
+    if (half && !((s->family->flags & WP_F_ACCUM) && s->data.native)) return WP_F32;
+    return s->type;
+}
+
+bool wp_data_deterministic(const wp_spec *s) {
+    if (s->data.strategy != WP_STRAT_ATOMIC) return true;
+    /* Integer builtins are associative and commutative bit for bit: any order gives the same. */
+    return wp_type_is_int(s->type) && s->op.kind != WP_OP_EXPR;
+}
+
+uint64_t wp_data_to_acc(wp_type t, wp_type acc, uint64_t bits) {
+    if (t == acc) return bits;
+    if (t == WP_F16) return wp_f32_bits(wp_f16_to_f32((uint16_t)bits));
+    if (t == WP_BF16) return wp_f32_bits(wp_bf16_to_f32((uint16_t)bits));
+    return bits;
+}
+
+uint64_t wp_data_from_acc(wp_type t, wp_type acc, uint64_t bits) {
+    if (t == acc) return bits;
+    if (t == WP_F16) return wp_f32_to_f16(wp_bits_f32(bits));
+    if (t == WP_BF16) return wp_f32_to_bf16(wp_bits_f32(bits));
+    return bits;
+}
+
+uint64_t wp_data_load(wp_type t, const void *base, uint64_t i) {
+    switch (wp_type_size(t)) {
+    case 2: return ((const uint16_t *)base)[i];
+    case 4: return ((const uint32_t *)base)[i];
+    default: return ((const uint64_t *)base)[i];
+    }
+}
+
+void wp_data_store(wp_type t, void *base, uint64_t i, uint64_t bits) {
+    switch (wp_type_size(t)) {
+    case 2: ((uint16_t *)base)[i] = (uint16_t)bits; break;
+    case 4: ((uint32_t *)base)[i] = (uint32_t)bits; break;
+    default: ((uint64_t *)base)[i] = bits; break;
+    }
+}
+
+/* ---- launch plans ---- */
+
+static uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+static void plan_init(const wp_spec *s, wp_data_plan *out) {
+    memset(out, 0, sizeof *out);
+    out->block = (unsigned)s->data.block;
+}
+
+/* Slots of the accumulator a gmem tree needs: one per thread of the grid. */
+static size_t gmem_bytes(const wp_spec *s, uint64_t threads, size_t slot) {
+    return s->data.strategy == WP_STRAT_GMEM ? (size_t)threads * slot : 0;
+}
+
+static void plan_grid_reduce(const wp_spec *s, uint64_t n, size_t acc_bytes, wp_data_plan *out) {
+    plan_init(s, out);
+    uint64_t nv = ceil_div(n, 16 / wp_type_size(s->type));
+    uint64_t blocks = ceil_div(nv, out->block);
+    out->grid = (unsigned)(blocks < WP_REDUCE_GRID_MAX ? blocks : WP_REDUCE_GRID_MAX);
+    out->groups = 1;
+    out->scratch_bytes = (size_t)WP_REDUCE_GRID_MAX * 16 + gmem_bytes(s, (uint64_t)out->grid * out->block, acc_bytes);
+    out->out_bytes = acc_bytes;
+}
+
+void wp_plan_device_reduce(const wp_spec *s, uint64_t n, uint64_t groups, wp_data_plan *out) {
+    (void)groups;
+    plan_grid_reduce(s, n, wp_type_size(wp_data_acc_type(s)), out);
+}
+
+void wp_plan_arg(const wp_spec *s, uint64_t n, uint64_t groups, wp_data_plan *out) {
+    (void)groups;
+    plan_grid_reduce(s, n, 16, out); /* {value, int64 index} */
+}
+
+static int group_size(const wp_spec *s) { return (s->family->flags & WP_F_WIDTH_GROUP) ? s->width : s->data.block; }
+
+void wp_plan_group_reduce(const wp_spec *s, uint64_t n, uint64_t groups, wp_data_plan *out) {
+    (void)groups;
+    plan_init(s, out);
+    out->grid = (unsigned)ceil_div(n, out->block);
+    out->groups = ceil_div(n, (uint64_t)group_size(s));
+    out->scratch_bytes = gmem_bytes(s, (uint64_t)out->grid * out->block, wp_type_size(wp_data_acc_type(s)));
+    out->out_bytes = (size_t)out->groups * wp_type_size(s->type);
+}
+
+void wp_plan_segmented(const wp_spec *s, uint64_t n, uint64_t groups, wp_data_plan *out) {
+    (void)n;
+    plan_init(s, out);
+    out->grid = (unsigned)ceil_div(groups * 32, out->block);
+    out->groups = groups;
+    out->out_bytes = (size_t)groups * wp_type_size(s->type);
+}
+
+void wp_plan_group_scan(const wp_spec *s, uint64_t n, uint64_t groups, wp_data_plan *out) {
+    (void)groups;
+    plan_init(s, out);
+    out->grid = (unsigned)ceil_div(n, out->block);
+    out->groups = ceil_div(n, (uint64_t)group_size(s));
+    out->out_bytes = (size_t)n * wp_type_size(s->type);
+}
+
+void wp_plan_device_scan(const wp_spec *s, uint64_t n, uint64_t groups, wp_data_plan *out) {
+    (void)groups;
+    plan_init(s, out);
+    uint64_t tile = (uint64_t)out->block * (WP_SCAN_THREAD_BYTES / wp_type_size(s->type));
+    out->groups = ceil_div(n, tile);
+    out->grid = (unsigned)out->groups;
+    out->scratch_bytes = (size_t)(((out->groups * 4 + 15) & ~(uint64_t)15) + out->groups * 16);
+    out->out_bytes = (size_t)n * wp_type_size(s->type);
+}
+
+void wp_plan_stencil(const wp_spec *s, uint64_t n, uint64_t groups, wp_data_plan *out) {
+    (void)groups;
+    plan_init(s, out);
+    out->grid = (unsigned)ceil_div(n, out->block);
+    out->groups = n;
+    out->out_bytes = (size_t)n * wp_type_size(s->type);
+}
+
+#define WP_GENERATE_GRID_MAX 8192 /* grid-stride beyond this: enough blocks to fill any device */
+
+void wp_plan_generate(const wp_spec *s, uint64_t n, uint64_t groups, wp_data_plan *out) {
+    (void)groups;
+    plan_init(s, out);
+    uint64_t blocks = ceil_div(n, out->block);
+    out->grid = (unsigned)(blocks < WP_GENERATE_GRID_MAX ? blocks : WP_GENERATE_GRID_MAX);
+    out->groups = n;
+    out->out_bytes = (size_t)n * wp_type_size(s->type);
+}

@@ -1,0 +1,190 @@
+/* reduce.c — CPU references of the reduction families (templates/reduce.cu): device_reduce,
+ * argmin/argmax, warp_reduce/block_reduce and segmented_reduce. Each follows its kernel's combining
+ * order step for step (docs/semantics.md), so integers and floats alike come out with the GPU's bits;
+ * atomic is the exception: there the emulator takes the blocks (or warps) in index order, one of
+ * the orders the GPU may take. Also the tree helpers scan.c shares. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../server/spec.h"
+#include "data.h"
+#include "reduce_emu.h"
+
+uint64_t wp_remu_apply(const wp_remu *c, uint64_t a, uint64_t b) { return wp_op_apply(c->op, c->acc, a, b); }
+
+void wp_remu_init(wp_remu *c, const wp_spec *s, const wp_data_params *p) {
+    c->op = &s->op;
+    c->type = s->type;
+    c->acc = wp_data_acc_type(s);
+    c->strategy = s->data.strategy;
+    c->in = (const void *)(uintptr_t)p->in;
+    c->ident = p->init;
+}
+
+uint64_t wp_remu_elem(const wp_remu *c, uint64_t i) {
+    return wp_data_to_acc(c->type, c->acc, wp_data_load(c->type, c->in, i));
+}
+
+/* tree(valid): for o = P/2 .. 1, slot i < o takes op(v[i], v[i+o]) when i + o < valid. */
+uint64_t wp_remu_tree(const wp_remu *c, uint64_t *v, int valid) {
+    int p = 1;
+    while (p < valid) p <<= 1;
+    for (int o = p / 2; o > 0; o >>= 1)
+        for (int i = 0; i < o && i + o < valid; i++) v[i] = wp_remu_apply(c, v[i], v[i + o]);
+    return v[0];
+}
+
+/* A left fold from the identity: the atomic strategies' order in the emulator. */
+static uint64_t fold_from_identity(const wp_remu *c, const uint64_t *v, int count) {
+    uint64_t acc = c->ident;
+    for (int i = 0; i < count; i++) acc = wp_remu_apply(c, acc, v[i]);
+    return acc;
+}
+
+/* wp_group_reduce (templates/wp_block.cuh): the first `valid` of v[0..group) hold values. Clobbers v. */
+uint64_t wp_remu_group_reduce(const wp_remu *c, int strategy, uint64_t *v, int group, int valid) {
+    if (valid <= 0) return 0;
+    bool tree_all = strategy == WP_STRAT_SMEM || strategy == WP_STRAT_GMEM;
+    if (group <= 32 && strategy == WP_STRAT_ATOMIC) return fold_from_identity(c, v, valid);
+    if (group <= 32 || tree_all) return wp_remu_tree(c, v, valid);
+    /* per warp (tree: shfl_down, shfl_xor and redux agree), then over the warps' results */
+    uint64_t warp_results[32];
+    int warps = (valid + 31) / 32;
+    for (int w = 0; w < warps; w++) {
+        int wv = valid - 32 * w < 32 ? valid - 32 * w : 32;
+        warp_results[w] = wp_remu_tree(c, v + 32 * w, wv);
+    }
+    if (strategy == WP_STRAT_ATOMIC) return fold_from_identity(c, warp_results, warps);
+    return wp_remu_tree(c, warp_results, warps);
+}
+
+/* ---- device_reduce ---- */
+
+/* Thread k's fold over vectors k, k + stride, ... (see wp_device_reduce_run); false when it has none. */
+static bool thread_fold(const wp_remu *c, uint64_t k, uint64_t stride, uint64_t n, unsigned vec, uint64_t *out) {
+    uint64_t nvec = n / vec;
+    bool has = false;
+    uint64_t acc = 0;
+    for (; k < nvec; k += stride)
+        for (uint64_t i = k * vec; i < k * vec + vec; i++) {
+            uint64_t x = wp_remu_elem(c, i);
+            acc = has ? wp_remu_apply(c, acc, x) : x;
+            has = true;
+        }
+    if (k == nvec)
+        for (uint64_t i = nvec * vec; i < n; i++) {
+            uint64_t x = wp_remu_elem(c, i);
+            acc = has ? wp_remu_apply(c, acc, x) : x;
+            has = true;
+        }
+    *out = acc;
+    return has;
+}
+
+void wp_emu_device_reduce(const wp_spec *s, const wp_data_params *p, const wp_data_plan *plan) {
+    wp_remu c;
+    wp_remu_init(&c, s, p);
+    unsigned vec = 16 / (unsigned)wp_type_size(s->type), grid = plan->grid, block = plan->block;
+    int bstrat = c.strategy == WP_STRAT_ATOMIC ? WP_STRAT_SHFL_DOWN : c.strategy;
+    uint64_t n = p->n, nv = (n + vec - 1) / vec, stride = (uint64_t)grid * block;
+    uint64_t *vals = calloc(block, sizeof *vals), *partials = calloc(grid ? grid : 1, sizeof *partials);
+    if (!vals || !partials || grid == 0) goto done;
+    for (unsigned b = 0; b < grid; b++) {
+        for (unsigned t = 0; t < block; t++) thread_fold(&c, (uint64_t)b * block + t, stride, n, vec, &vals[t]);
+        uint64_t left = nv - (uint64_t)b * block;
+        partials[b] = wp_remu_group_reduce(&c, bstrat, vals, (int)block, left < block ? (int)left : (int)block);
+    }
+    uint64_t result;
+    if (grid == 1) {
+        result = partials[0];
+    } else if (c.strategy == WP_STRAT_ATOMIC) {
+        result = fold_from_identity(&c, partials, (int)grid);
+    } else { /* the last block: thread t folds partials t, t + block, ... */
+        for (unsigned t = 0; t < block && t < grid; t++) {
+            vals[t] = partials[t];
+            for (unsigned i = t + block; i < grid; i += block) vals[t] = wp_remu_apply(&c, vals[t], partials[i]);
+        }
+        result = wp_remu_group_reduce(&c, bstrat, vals, (int)block, grid < block ? (int)grid : (int)block);
+    }
+    wp_data_store(c.acc, (void *)(uintptr_t)p->out, 0, result);
+done:
+    free(vals);
+    free(partials);
+}
+
+/* ---- argmin / argmax: a total order, so a left fold gives the kernel's answer ---- */
+
+static bool arg_isnan(wp_type acc, uint64_t v) { return wp_type_is_float(acc) && wp_value_cmp(acc, v, v) == 2; }
+
+/* Whether (a, ia) beats (b, ib): a NaN loses to any number, ties go to the smaller index. */
+static bool arg_better(wp_type acc, bool max, uint64_t a, uint64_t ia, uint64_t b, uint64_t ib) {
+    bool an = arg_isnan(acc, a), bn = arg_isnan(acc, b);
+    if (an != bn) return bn;
+    if (!an) {
+        int cmp = wp_value_cmp(acc, a, b);
+        if (cmp != 0) return max ? cmp > 0 : cmp < 0;
+    }
+    return ia < ib;
+}
+
+static void emu_arg(const wp_spec *s, const wp_data_params *p, bool max) {
+    wp_remu c;
+    wp_remu_init(&c, s, p);
+    uint64_t best = 0, best_i = 0;
+    for (uint64_t i = 0; i < p->n; i++) {
+        uint64_t x = wp_remu_elem(&c, i);
+        if (i == 0 || arg_better(c.acc, max, x, i, best, best_i)) best = x, best_i = i;
+    }
+    unsigned char *out = (unsigned char *)(uintptr_t)p->out;
+    memset(out, 0, 16);
+    wp_data_store(c.acc, out, 0, best);
+    memcpy(out + 8, &best_i, 8);
+}
+
+void wp_emu_argmin(const wp_spec *s, const wp_data_params *p, const wp_data_plan *plan) {
+    (void)plan;
+    emu_arg(s, p, false);
+}
+void wp_emu_argmax(const wp_spec *s, const wp_data_params *p, const wp_data_plan *plan) {
+    (void)plan;
+    emu_arg(s, p, true);
+}
+
+/* ---- warp_reduce / block_reduce: groups of `width` or `block` elements ---- */
+
+void wp_emu_group_reduce(const wp_spec *s, const wp_data_params *p, const wp_data_plan *plan) {
+    wp_remu c;
+    wp_remu_init(&c, s, p);
+    int group = (s->family->flags & WP_F_WIDTH_GROUP) ? s->width : s->data.block;
+    uint64_t *vals = calloc((size_t)group, sizeof *vals);
+    if (!vals) return;
+    for (uint64_t g = 0; g < plan->groups; g++) {
+        uint64_t base = g * (uint64_t)group;
+        int valid = p->n - base < (uint64_t)group ? (int)(p->n - base) : group;
+        for (int i = 0; i < valid; i++) vals[i] = wp_remu_elem(&c, base + (uint64_t)i);
+        uint64_t r = wp_remu_group_reduce(&c, c.strategy, vals, group, valid);
+        wp_data_store(s->type, (void *)(uintptr_t)p->out, g, wp_data_from_acc(s->type, c.acc, r));
+    }
+    free(vals);
+}
+
+/* ---- segmented_reduce: a warp per segment, lane l folds elements start + l + 32k ---- */
+
+void wp_emu_segmented(const wp_spec *s, const wp_data_params *p, const wp_data_plan *plan) {
+    (void)plan;
+    wp_remu c;
+    wp_remu_init(&c, s, p);
+    const uint64_t *offsets = (const uint64_t *)(uintptr_t)p->aux;
+    for (uint64_t seg = 0; seg < p->groups; seg++) {
+        uint64_t start = offsets[seg], end = offsets[seg + 1], len = end - start;
+        uint64_t lanes[32], r = p->init;
+        int valid = len < 32 ? (int)len : 32;
+        for (int l = 0; l < valid; l++) {
+            lanes[l] = wp_remu_elem(&c, start + (uint64_t)l);
+            for (uint64_t i = start + (uint64_t)l + 32; i < end; i += 32)
+                lanes[l] = wp_remu_apply(&c, lanes[l], wp_remu_elem(&c, i));
+        }
+        if (valid) r = wp_remu_tree(&c, lanes, valid);
+        wp_data_store(s->type, (void *)(uintptr_t)p->out, seg, wp_data_from_acc(s->type, c.acc, r));
+    }
+}

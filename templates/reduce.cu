@@ -1,0 +1,179 @@
+/* reduce.cu — the reduction kernels over packed data (wp_data_params, wp_abi.h): device_reduce,
+ * argmin/argmax, warp_reduce and block_reduce (groups of WIDTH or BLOCK elements) and
+ * segmented_reduce (groups by offsets). Every kernel is kernel<T, A, WIDTH, BLOCK, STRAT, VARIANT, Op>:
+ * T the element type, A the accumulator (f32 for f16/bf16 unless native), Op a functor over A.
+ * The combining order is docs/semantics.md's and kernels/reduce.c's. */
+#include "wp_block.cuh"
+
+/* Element -> accumulator: the value itself, or (value, index) for argmin/argmax. */
+template <typename T, typename A> struct wp_make_value {
+    typedef A acc;
+    static WP_DEV A run(T x, unsigned long long) { return wp_convert<A>(x); }
+};
+template <typename T, typename A> struct wp_make_arg {
+    typedef wp_argval<A> acc;
+    static WP_DEV wp_argval<A> run(T x, unsigned long long i) {
+        wp_argval<A> r;
+        r.v = wp_convert<A>(x);
+        r.i = (long long)i;
+        return r;
+    }
+};
+
+/* One pass over the whole array. Thread g of the grid (g = block * BLOCK + thread) folds the 16-byte
+ * vectors g, g + G*BLOCK, g + 2*G*BLOCK, ... (elements in order; the first element starts the fold;
+ * the partial last vector is the thread's that reaches index n / V). Each block reduces its threads
+ * (tree by STRAT), writes its partial; the last block to finish (atomic ticket) folds the partials
+ * the same way (thread t: partials t, t + BLOCK, ...) and writes out[0]. G <= WP_REDUCE_GRID_MAX
+ * fixes the order for every device. atomic: blocks combine into out[0] (pre-set to the identity). */
+template <typename T, int BLOCK, int STRAT, class Op, class Make>
+WP_DEV void wp_device_reduce_run(const wp_data_params &p, Op op) {
+    typedef typename Make::acc Acc;
+    constexpr int V = 16 / sizeof(T);
+    __shared__ __align__(16) unsigned char shared_raw[BLOCK * sizeof(Acc)];
+    __shared__ bool is_last;
+    Acc *shared = (Acc *)shared_raw;
+    const T *in = (const T *)p.in;
+    const unsigned long long n = p.n, nvec = n / V, nv = (n + V - 1) / V;
+    const unsigned G = gridDim.x;
+    const unsigned long long stride = (unsigned long long)G * BLOCK;
+    const int t = threadIdx.x;
+    unsigned long long k = (unsigned long long)blockIdx.x * BLOCK + t;
+    Acc acc = wp_zero<Acc>();
+    if (k < nvec) {
+        T x[V];
+        wp_load_vec<T>(in, k, x);
+        acc = Make::run(x[0], k * V);
+#pragma unroll
+        for (int j = 1; j < V; j++) acc = op(acc, Make::run(x[j], k * V + j));
+        k += stride;
+        while (k + 3 * stride < nvec) { /* four loads in flight, folded in order */
+            T x0[V], x1[V], x2[V], x3[V];
+            wp_load_vec<T>(in, k, x0);
+            wp_load_vec<T>(in, k + stride, x1);
+            wp_load_vec<T>(in, k + 2 * stride, x2);
+            wp_load_vec<T>(in, k + 3 * stride, x3);
+#pragma unroll
+            for (int j = 0; j < V; j++) acc = op(acc, Make::run(x0[j], k * V + j));
+#pragma unroll
+            for (int j = 0; j < V; j++) acc = op(acc, Make::run(x1[j], (k + stride) * V + j));
+#pragma unroll
+            for (int j = 0; j < V; j++) acc = op(acc, Make::run(x2[j], (k + 2 * stride) * V + j));
+#pragma unroll
+            for (int j = 0; j < V; j++) acc = op(acc, Make::run(x3[j], (k + 3 * stride) * V + j));
+            k += 4 * stride;
+        }
+        while (k < nvec) {
+            wp_load_vec<T>(in, k, x);
+#pragma unroll
+            for (int j = 0; j < V; j++) acc = op(acc, Make::run(x[j], k * V + j));
+            k += stride;
+        }
+        if (k == nvec)
+            for (unsigned long long i = nvec * V; i < n; i++) acc = op(acc, Make::run(in[i], i));
+    } else if (k == nvec && nvec * V < n) { /* this thread's first vector is the partial one */
+        acc = Make::run(in[nvec * V], nvec * V);
+        for (unsigned long long i = nvec * V + 1; i < n; i++) acc = op(acc, Make::run(in[i], i));
+    }
+    const unsigned long long left = nv - (unsigned long long)blockIdx.x * BLOCK;
+    const int valid = left < BLOCK ? (int)left : BLOCK;
+    Acc *scratch_partials = (Acc *)p.scratch;
+    Acc *gmem = (Acc *)(p.scratch + (unsigned long long)WP_REDUCE_GRID_MAX * 16) + (unsigned long long)blockIdx.x * BLOCK;
+    Acc *out = (Acc *)p.out;
+    /* atomic: blocks reduce with shuffles and only their results meet in atomics */
+    constexpr int BSTRAT = STRAT == WP_STRAT_ATOMIC ? WP_STRAT_SHFL_DOWN : STRAT;
+    const Acc ident = wp_zero<Acc>(); /* unused by BSTRAT */
+    Acc r = wp_group_reduce<Acc, BLOCK, BLOCK, BSTRAT, Op>(acc, valid, op, shared, gmem, ident);
+    if (G == 1) {
+        if (t == 0) *out = r;
+        return;
+    }
+    if constexpr (STRAT == WP_STRAT_ATOMIC) {
+        if (t == 0) wp_atomic_combine(out, r, op);
+        return;
+    } else {
+        if (t == 0) {
+            scratch_partials[blockIdx.x] = r;
+            __threadfence();
+            const unsigned ticket = atomicAdd((unsigned *)p.counter, 1u);
+            is_last = ticket == G - 1;
+        }
+        __syncthreads();
+        if (!is_last) return;
+        __threadfence();
+        Acc part = wp_zero<Acc>();
+        if (t < (int)G) {
+            part = wp_ld_gpu(&scratch_partials[t]);
+            for (unsigned i = t + BLOCK; i < G; i += BLOCK) part = op(part, wp_ld_gpu(&scratch_partials[i]));
+        }
+        r = wp_group_reduce<Acc, BLOCK, BLOCK, BSTRAT, Op>(part, G < BLOCK ? (int)G : BLOCK, op, shared, gmem, ident);
+        if (t == 0) {
+            *out = r;
+            *(volatile unsigned *)p.counter = 0; /* ready for the next launch */
+        }
+    }
+}
+
+template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
+__global__ void __launch_bounds__(BLOCK) wp_device_reduce(wp_data_params p) {
+    wp_device_reduce_run<T, BLOCK, STRAT, Op, wp_make_value<T, A> >(p, Op());
+}
+
+/* argmin/argmax: (value, first index) under wp_op_arg's total order, so any order gives the same. */
+template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
+__global__ void __launch_bounds__(BLOCK) wp_argmin(wp_data_params p) {
+    wp_device_reduce_run<T, BLOCK, STRAT, wp_op_arg<A, false>, wp_make_arg<T, A> >(p, wp_op_arg<A, false>());
+}
+template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
+__global__ void __launch_bounds__(BLOCK) wp_argmax(wp_data_params p) {
+    wp_device_reduce_run<T, BLOCK, STRAT, wp_op_arg<A, true>, wp_make_arg<T, A> >(p, wp_op_arg<A, true>());
+}
+
+/* Groups of GROUP consecutive elements, one per thread: out[g] = tree of group g (its first
+ * min(GROUP, n - g*GROUP) elements), rounded to T. */
+template <typename T, typename A, int GROUP, int BLOCK, int STRAT, class Op> WP_DEV void wp_group_reduce_run(const wp_data_params &p) {
+    __shared__ __align__(16) unsigned char shared_raw[BLOCK * sizeof(A)];
+    A *shared = (A *)shared_raw;
+    Op op;
+    const T *in = (const T *)p.in;
+    T *out = (T *)p.out;
+    const unsigned long long n = p.n, i = (unsigned long long)blockIdx.x * BLOCK + threadIdx.x;
+    const unsigned long long g = i / GROUP, gbase = g * GROUP;
+    const int valid = gbase >= n ? 0 : (n - gbase < GROUP ? (int)(n - gbase) : GROUP);
+    const A v = i < n ? wp_convert<A>(in[i]) : wp_zero<A>();
+    A *gmem = (A *)p.scratch + (unsigned long long)blockIdx.x * BLOCK;
+    const A r = wp_group_reduce<A, GROUP, BLOCK, STRAT, Op>(v, valid, op, shared, gmem, wp_from_bits64<A>(p.init));
+    if ((threadIdx.x & (GROUP - 1)) == 0 && valid > 0) out[g] = wp_convert<T>(r);
+}
+
+template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
+__global__ void __launch_bounds__(BLOCK) wp_warp_reduce(wp_data_params p) {
+    wp_group_reduce_run<T, A, WIDTH, BLOCK, STRAT, Op>(p);
+}
+template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
+__global__ void __launch_bounds__(BLOCK) wp_block_reduce(wp_data_params p) {
+    wp_group_reduce_run<T, A, BLOCK, BLOCK, STRAT, Op>(p);
+}
+
+/* One warp per segment [offsets[s], offsets[s+1]): lane l folds elements start + l, start + l + 32, ...
+ * (the first starts the fold), then tree(min(32, length)) in lane 0. An empty segment gets p.init
+ * (the identity; zero bits for an expression). */
+template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
+__global__ void __launch_bounds__(BLOCK) wp_segmented_reduce(wp_data_params p) {
+    Op op;
+    const T *in = (const T *)p.in;
+    T *out = (T *)p.out;
+    const unsigned long long *offsets = (const unsigned long long *)p.aux;
+    const unsigned long long seg = ((unsigned long long)blockIdx.x * BLOCK + threadIdx.x) / 32;
+    if (seg >= p.groups) return; /* whole warps leave together */
+    const int lane = wp_lane();
+    const unsigned long long start = offsets[seg], end = offsets[seg + 1];
+    const unsigned long long len = end - start;
+    A acc = wp_zero<A>();
+    if ((unsigned long long)lane < len) {
+        acc = wp_convert<A>(in[start + lane]);
+        for (unsigned long long i = start + lane + 32; i < end; i += 32) acc = op(acc, wp_convert<A>(in[i]));
+    }
+    const A r = wp_warp_reduce_valid<A, 32, STRAT, Op>(acc, len < 32 ? (int)len : 32, op);
+    if (lane == 0) out[seg] = len ? wp_convert<T>(r) : wp_convert<T>(wp_from_bits64<A>(p.init));
+}

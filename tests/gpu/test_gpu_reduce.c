@@ -1,0 +1,402 @@
+/* test_gpu_reduce.c — every data-parallel family (kernels/data.h) on the GPU against the emulator.
+ *
+ * For each family × allowed strategy × type × operator (the builtins the type allows and the
+ * non-associative, non-commutative expression "a - b", which catches any change of operand order)
+ * × a few shapes (widths, blocks, exclusive/inclusive, init, accumulate native, radius), one kernel is
+ * compiled through the cache and run by the engine (server/reduce.c) on cuda and on emu over the same
+ * random data, n in {0, 1, 31, 32, 33, 1023, 1025, 4097, 65537, 999983}. Results must match bit for
+ * bit — floats too, since the emulator follows the kernel's combining order — except for the atomic
+ * strategy on floats, whose order is not fixed: there a relative error of 1e-2 passes. Each device
+ * reduce/scan is also run twice on cuda (the default strategy must give the same bits). A case is
+ * one (kernel, n). Without a CUDA device it says SKIPPED and passes.
+ *
+ *   test_gpu_reduce [--threads N] [--family NAME] [--quick] [--dry-run]
+ * --dry-run compiles every kernel and runs only the emulator (for a machine without a GPU);
+ * --quick uses fewer sizes and shapes. */
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "app.h"
+#include "reduce.h"
+
+#ifndef WP_DEFAULT_TEMPLATES
+#define WP_DEFAULT_TEMPLATES "templates"
+#endif
+#ifndef WP_DEFAULT_CUDA_HOME
+#define WP_DEFAULT_CUDA_HOME "/usr/local/cuda"
+#endif
+
+#define MAX_THREADS 16
+#define SEED 0x5eedda7aull
+#define ATOMIC_REL_TOL 1e-2
+#define DETAILS_PRINTED 16
+
+static const uint64_t sizes_full[] = {0, 1, 31, 32, 33, 1023, 1025, 4097, 65537, 999983};
+static const uint64_t sizes_quick[] = {0, 1, 33, 1025, 65537};
+static const char *const ops_all[] = {"sum", "prod", "min", "max", "and", "or", "xor", "a - b"};
+
+typedef struct {
+    const wp_family *family;
+    wp_type type;
+    const char *op;
+    int strategy, width, block, radius;
+    bool exclusive, native, has_init;
+    /* results */
+    int passed, failed;
+    char error[400];
+} kcase;
+
+typedef struct {
+    wp_app *app;
+    bool dry_run, quick, count_only;
+    kcase *cases;
+    int n_cases;
+    atomic_int next, details;
+} run_ctx;
+
+static uint64_t rng_next(uint64_t *s) {
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Random elements: integers in -1000..1000 (or 0..2000), floats in [-4, 4) with full mantissas. */
+static uint64_t random_elem(uint64_t *s, wp_type t) {
+    uint64_t r = rng_next(s);
+    if (wp_type_is_int(t))
+        return wp_type_is_signed(t) ? wp_value_from_double(t, (double)((int)(r % 2001) - 1000)) : r % 2001;
+    return wp_value_from_double(t, (double)(r >> 40) * 0x1p-24 * 8.0 - 4.0);
+}
+
+static bool spec_fill(const kcase *k, const char *arch, wp_spec *s, wp_err *err) {
+    memset(s, 0, sizeof *s);
+    s->family = k->family;
+    s->type = k->type;
+    s->width = k->width;
+    s->mask = 0xffffffffu;
+    s->data = (wp_data_spec){.strategy = k->strategy, .block = k->block, .native = k->native,
+                             .exclusive = k->exclusive, .radius = k->radius};
+    snprintf(s->arch, sizeof s->arch, "%s", arch);
+    if ((k->family->flags & WP_F_OP) && wp_op_parse(k->op, k->type, "op", &s->op, err)) return false;
+    if (wp_spec_validate(s, err)) {
+        wp_spec_free(s);
+        return false;
+    }
+    return true;
+}
+
+/* ---- the list of kernels ---- */
+
+static int add_case(run_ctx *ctx, int *cap, kcase k) {
+    wp_spec s;
+    wp_err err = {0};
+    if (!spec_fill(&k, ctx->app->arch, &s, &err)) return 0; /* not a valid combination */
+    wp_spec_free(&s);
+    if (ctx->n_cases == *cap) {
+        *cap *= 2;
+        kcase *grown = realloc(ctx->cases, (size_t)*cap * sizeof *grown);
+        if (!grown) return -1;
+        ctx->cases = grown;
+    }
+    ctx->cases[ctx->n_cases++] = k;
+    return 0;
+}
+
+static int list_cases(run_ctx *ctx, const char *only, int sm) {
+    int cap = 1024, n_families;
+    ctx->cases = malloc((size_t)cap * sizeof *ctx->cases);
+    if (!ctx->cases) return -1;
+    const wp_family *const *families = wp_family_list(&n_families);
+    static const int widths_full[] = {1, 8, 32}, widths_quick[] = {8};
+    static const int blocks_full[] = {32, 128, 1024}, blocks_quick[] = {128};
+    for (int fi = 0; fi < n_families; fi++) {
+        const wp_family *f = families[fi];
+        if (!(f->flags & WP_F_DATA) || (only && strcmp(only, f->name))) continue;
+        const int *widths = (f->flags & WP_F_WIDTH_GROUP) ? (ctx->quick ? widths_quick : widths_full) : (int[]){32};
+        int n_widths = (f->flags & WP_F_WIDTH_GROUP) ? (ctx->quick ? 1 : 3) : 1;
+        const int *blocks = (f->flags & WP_F_BLOCK_GROUP) ? (ctx->quick ? blocks_quick : blocks_full) : (int[]){256};
+        int n_blocks = (f->flags & WP_F_BLOCK_GROUP) ? (ctx->quick ? 1 : 3) : 1;
+        int n_ops = (f->flags & WP_F_OP) ? (int)WP_ARRAY_LEN(ops_all) : 1;
+        for (int st = 1; st < WP_STRAT_COUNT; st++) {
+            if (!(f->strategies & WP_STRATBIT(st))) continue;
+            if (st == WP_STRAT_REDUX && sm < 80) continue;
+            for (int t = 0; t < WP_TYPE_COUNT; t++) {
+                if (!(f->types & WP_TBIT(t))) continue;
+                for (int o = 0; o < n_ops; o++)
+                    for (int wi = 0; wi < n_widths; wi++)
+                        for (int bi = 0; bi < n_blocks; bi++)
+                            for (int variant = 0; variant < 4; variant++) {
+                                kcase k = {.family = f, .type = (wp_type)t, .op = ops_all[o], .strategy = st,
+                                           .width = widths[wi], .block = blocks[bi], .radius = 1};
+                                bool half = t == WP_F16 || t == WP_BF16;
+                                if (f->flags & WP_F_SCAN) { /* inclusive, exclusive, each with an init */
+                                    k.exclusive = variant & 1;
+                                    k.has_init = variant & 2;
+                                } else if (f->flags & WP_F_RADIUS) {
+                                    k.radius = variant + 1;
+                                } else if (variant == 1 && half && (f->flags & WP_F_ACCUM)) {
+                                    k.native = true;
+                                } else if (variant == 2 && !strcmp(f->name, "device_reduce") && !ctx->quick) {
+                                    k.block = 64; /* another grid shape */
+                                } else if (variant) {
+                                    continue;
+                                }
+                                if ((f->flags & WP_F_SCAN) && half && variant == 1 && (f->flags & WP_F_ACCUM))
+                                    k.native = true;
+                                if (k.exclusive && !k.has_init && !strcmp(k.op, "a - b"))
+                                    continue; /* an expression has no identity: 400 init_required */
+                                if (add_case(ctx, &cap, k)) return -1;
+                            }
+            }
+        }
+    }
+    return 0;
+}
+
+/* ---- one case ---- */
+
+static void note(run_ctx *ctx, kcase *k, uint64_t n, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void note(run_ctx *ctx, kcase *k, uint64_t n, const char *fmt, ...) {
+    k->failed++;
+    if (atomic_fetch_add(&ctx->details, 1) >= DETAILS_PRINTED) return;
+    char msg[300];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    printf("  mismatch %s/%s op=%s %s w%d b%d%s%s%s r%d n=%llu: %s\n", k->family->name, wp_type_name(k->type),
+           k->op, wp_strategy_name(k->strategy), k->width, k->block, k->exclusive ? " exclusive" : "",
+           k->has_init ? " init" : "", k->native ? " native" : "", k->radius, (unsigned long long)n, msg);
+}
+
+static bool close_enough(wp_type t, uint64_t a, uint64_t b) {
+    double x = wp_value_to_double(t, a), y = wp_value_to_double(t, b);
+    if (isnan(x) || isnan(y) || isinf(x) || isinf(y)) return isnan(x) == isnan(y) && (isnan(x) || x == y);
+    return fabs(x - y) <= ATOMIC_REL_TOL * fmax(fabs(y), 1e-3);
+}
+
+/* Runs the job on a backend; the input and offsets are copied there first. */
+static int run_on(wp_app *app, wp_backend *b, const wp_spec *s, const kcase *k, const uint8_t *host, uint64_t n,
+                  const uint64_t *offsets, uint64_t groups, uint64_t init, bool compile, wp_reduce_result *r,
+                  wp_err *err) {
+    size_t bytes = (size_t)n * wp_type_size(s->type);
+    wp_buf *in = wp_buf_alloc(b, bytes, err), *offs = NULL;
+    int rc = in ? wp_buf_write(in, 0, host, bytes, err) : -1;
+    if (rc == 0 && offsets) {
+        offs = wp_buf_alloc(b, (size_t)(groups + 1) * 8, err);
+        rc = offs ? wp_buf_write(offs, 0, offsets, (size_t)(groups + 1) * 8, err) : -1;
+    }
+    wp_reduce_job job = {.spec = s, .in = in, .n = n, .offsets = offs, .groups = groups, .has_init = k->has_init,
+                         .init = init, .gen_kind = WP_GEN_RANDOM, .seed = n + 7, .compile_on_emu = compile};
+    if (rc == 0) rc = wp_reduce_run(app, b, &job, r, err);
+    wp_buf_free(in);
+    wp_buf_free(offs);
+    return rc;
+}
+
+/* The bytes a result holds: the value (and index), or the output array on the host. */
+static uint8_t *result_bytes(const wp_spec *s, const wp_reduce_result *r, size_t *len, wp_err *err) {
+    const wp_family *f = s->family;
+    if (f->data_out == WP_DATA_VALUE || f->data_out == WP_DATA_ARG) {
+        uint8_t *p = calloc(1, 24);
+        if (!p) return NULL;
+        memcpy(p, &r->value, 8);
+        memcpy(p + 8, &r->index, 8);
+        p[16] = r->has_value;
+        *len = 17;
+        return p;
+    }
+    *len = (size_t)r->out_count * wp_type_size(s->type);
+    uint8_t *p = malloc(*len + 1);
+    if (p && wp_buf_read(r->out, 0, p, *len, err)) {
+        free(p);
+        return NULL;
+    }
+    return p;
+}
+
+static void run_case(run_ctx *ctx, kcase *k) {
+    wp_app *app = ctx->app;
+    wp_spec s;
+    wp_err err = {0};
+    if (!spec_fill(k, app->arch, &s, &err)) {
+        snprintf(k->error, sizeof k->error, "spec: %s", err.msg);
+        k->failed++;
+        return;
+    }
+    const uint64_t *sizes = ctx->quick ? sizes_quick : sizes_full;
+    int n_sizes = ctx->quick ? (int)WP_ARRAY_LEN(sizes_quick) : (int)WP_ARRAY_LEN(sizes_full);
+    uint64_t seed = SEED ^ (uint64_t)(k - ctx->cases) * 0x9e3779b97f4a7c15ull;
+    size_t esize = wp_type_size(k->type);
+    for (int si = 0; si < n_sizes; si++) {
+        uint64_t n = sizes[si];
+        uint8_t *host = malloc((size_t)n * esize + 8);
+        uint64_t groups = 0, *offsets = NULL;
+        if (!host) break;
+        for (uint64_t i = 0; i < n; i++) wp_data_store(k->type, host, i, random_elem(&seed, k->type));
+        if (k->family->flags & WP_F_SEGMENTS) { /* random segment lengths 0..80, empty ones included */
+            offsets = malloc((size_t)(n + 2) * 8);
+            if (!offsets) break;
+            offsets[0] = 0;
+            while (offsets[groups] < n) {
+                uint64_t len = rng_next(&seed) % 81;
+                offsets[groups + 1] = offsets[groups] + len > n ? n : offsets[groups] + len;
+                groups++;
+            }
+        }
+        uint64_t init = random_elem(&seed, k->type);
+        wp_reduce_result re = {0}, rc = {0}, rc2 = {0};
+        size_t le = 0, lc = 0, lc2 = 0;
+        uint8_t *be = NULL, *bc = NULL, *bc2 = NULL;
+        if (run_on(app, app->emu, &s, k, host, n, offsets, groups, init, ctx->dry_run && si == 0, &re, &err) ||
+            !(be = result_bytes(&s, &re, &le, &err))) {
+            note(ctx, k, n, "emu: %s", err.msg);
+        } else if (ctx->dry_run) {
+            k->passed++;
+        } else if (run_on(app, app->cuda, &s, k, host, n, offsets, groups, init, false, &rc, &err) ||
+                   !(bc = result_bytes(&s, &rc, &lc, &err))) {
+            note(ctx, k, n, "cuda: %s", err.msg);
+        } else if (le != lc) {
+            note(ctx, k, n, "result sizes differ: emu %zu bytes, cuda %zu", le, lc);
+        } else if (!rc.deterministic) { /* atomic on floats: any order; compare values */
+            bool ok = true;
+            if (s.family->data_out == WP_DATA_VALUE)
+                ok = re.has_value == rc.has_value && close_enough(k->type, rc.value, re.value);
+            else
+                for (uint64_t i = 0; ok && i < rc.out_count; i++)
+                    ok = close_enough(k->type, wp_data_load(k->type, bc, i), wp_data_load(k->type, be, i));
+            if (ok) k->passed++;
+            else note(ctx, k, n, "atomic result off by more than %g", ATOMIC_REL_TOL);
+        } else if (memcmp(be, bc, le)) {
+            uint64_t at = 0;
+            size_t step = s.family->data_out == WP_DATA_VALUE || s.family->data_out == WP_DATA_ARG ? 1 : esize;
+            while (at * step < le && !memcmp(be + at * step, bc + at * step, step)) at++;
+            uint64_t ev = step == 1 ? re.value : wp_data_load(k->type, be, at),
+                     cv = step == 1 ? rc.value : wp_data_load(k->type, bc, at);
+            note(ctx, k, n, "first difference at element %llu: emu 0x%llx, cuda 0x%llx (index emu %lld cuda %lld)",
+                 (unsigned long long)at, (unsigned long long)ev, (unsigned long long)cv, (long long)re.index,
+                 (long long)rc.index);
+        } else if (!strncmp(k->family->name, "device_", 7) && n > 1000 &&
+                   (run_on(app, app->cuda, &s, k, host, n, offsets, groups, init, false, &rc2, &err) ||
+                    !(bc2 = result_bytes(&s, &rc2, &lc2, &err)) || lc2 != lc || memcmp(bc, bc2, lc))) {
+            note(ctx, k, n, "a second cuda run gave other bits%s%s", err.msg[0] ? ": " : "", err.msg);
+        } else {
+            k->passed++;
+        }
+        wp_reduce_result_free(&re);
+        wp_reduce_result_free(&rc);
+        wp_reduce_result_free(&rc2);
+        free(be);
+        free(bc);
+        free(bc2);
+        free(host);
+        free(offsets);
+        memset(&err, 0, sizeof err);
+    }
+    wp_spec_free(&s);
+}
+
+static void *worker(void *arg) {
+    run_ctx *ctx = arg;
+    for (int i; (i = atomic_fetch_add(&ctx->next, 1)) < ctx->n_cases;) run_case(ctx, &ctx->cases[i]);
+    return NULL;
+}
+
+int main(int argc, char **argv) {
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    int threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    const char *only = NULL;
+    run_ctx ctx = {0};
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--family") && i + 1 < argc) only = argv[++i];
+        else if (!strcmp(argv[i], "--dry-run")) ctx.dry_run = true;
+        else if (!strcmp(argv[i], "--quick")) ctx.quick = true;
+        else if (!strcmp(argv[i], "--count")) ctx.count_only = true;
+        else {
+            fprintf(stderr, "usage: %s [--threads N] [--family NAME] [--quick] [--dry-run] [--count]\n", argv[0]);
+            return 2;
+        }
+    }
+    if (threads < 1) threads = 1;
+    if (threads > MAX_THREADS) threads = MAX_THREADS;
+    static wp_app app;
+    ctx.app = &app;
+    wp_err err = {0};
+    int sm = 90;
+    if (!ctx.dry_run) {
+        app.cuda = wp_backend_cuda_open(0, &err);
+        if (!app.cuda) {
+            printf("SKIPPED: no CUDA device (%s)\n", err.msg);
+            printf("gpu_reduce: 0 passed, 0 failed\n");
+            return 0;
+        }
+        wp_device_info info;
+        wp_backend_info(app.cuda, &info);
+        sm = info.sm;
+        printf("device: %s, sm_%d, %d SMs\n", info.name, info.sm, info.sms);
+    } else {
+        printf("dry run: compiling for sm_%d, emulator only\n", sm);
+    }
+    snprintf(app.arch, sizeof app.arch, "sm_%d", sm);
+    app.emu = wp_backend_emu_open();
+    app.preferred = app.cuda ? app.cuda : app.emu;
+    app.max_elements = 1ull << 30;
+    app.reduce = wp_reduce_engine_open();
+    app.jit = wp_jit_open(WP_DEFAULT_TEMPLATES, WP_DEFAULT_CUDA_HOME "/include", &err);
+    if (app.jit) app.cache = wp_cache_open(NULL, 512u << 20, &err);
+    int rc = 1;
+    if (!app.emu || !app.jit || !app.cache || !app.reduce) {
+        printf("FAIL setup: %s\ngpu_reduce: 0 passed, 1 failed\n", err.msg);
+        goto out;
+    }
+    if (list_cases(&ctx, only, sm)) {
+        printf("FAIL: out of memory listing kernels\ngpu_reduce: 0 passed, 1 failed\n");
+        goto out;
+    }
+    printf("%d kernels on %d threads, %d sizes each\n", ctx.n_cases, threads,
+           ctx.quick ? (int)WP_ARRAY_LEN(sizes_quick) : (int)WP_ARRAY_LEN(sizes_full));
+    if (ctx.count_only) {
+        printf("gpu_reduce: 0 passed, 0 failed\n");
+        rc = 0;
+        goto out;
+    }
+    uint64_t t0 = wp_now_ns();
+    pthread_t tids[MAX_THREADS];
+    int started = 0;
+    for (int i = 0; i < threads; i++)
+        if (pthread_create(&tids[started], NULL, worker, &ctx) == 0) started++;
+    if (started == 0) worker(&ctx);
+    for (int i = 0; i < started; i++) pthread_join(tids[i], NULL);
+
+    /* per family: kernels, cases passed/failed */
+    int n_families, passed = 0, failed = 0, errors = 0;
+    const wp_family *const *families = wp_family_list(&n_families);
+    for (int fi = 0; fi < n_families; fi++) {
+        int kernels = 0, p = 0, fl = 0;
+        for (int i = 0; i < ctx.n_cases; i++)
+            if (ctx.cases[i].family == families[fi]) kernels++, p += ctx.cases[i].passed, fl += ctx.cases[i].failed;
+        if (kernels) printf("  %-18s %5d kernels %7d passed %5d failed\n", families[fi]->name, kernels, p, fl);
+        passed += p, failed += fl;
+    }
+    for (int i = 0; i < ctx.n_cases; i++)
+        if (ctx.cases[i].error[0] && errors++ < DETAILS_PRINTED) printf("  error: %s\n", ctx.cases[i].error);
+    printf("%.1f s\n", wp_ms_since(t0) / 1000);
+    printf("gpu_reduce: %d passed, %d failed\n", passed, failed);
+    rc = failed ? 1 : 0;
+out:
+    free(ctx.cases);
+    wp_reduce_engine_close(app.reduce);
+    wp_cache_close(app.cache);
+    wp_jit_close(app.jit);
+    wp_backend_close(app.cuda);
+    wp_backend_close(app.emu);
+    return rc;
+}
