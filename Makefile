@@ -30,6 +30,8 @@ GPU_SRC   := $(wildcard tests/gpu/*.c)
 GPU_CU    := $(wildcard tests/gpu/*.cu)
 NVCC      ?= $(CUDA_HOME)/bin/nvcc
 BENCH_SRC := $(wildcard bench/*.c)
+BENCH_CU  := $(wildcard bench/*.cu)
+NVCC_LDLIBS := $(PKG_LIBS) -L$(CUDA_HOME)/lib64 -Xlinker -rpath=$(CUDA_HOME)/lib64 -lnvrtc -ldl -lpthread -lm
 
 # Two flavours of every object: plain (build/) and sanitized (build/asan/).
 obj   = $(patsubst %.c,$(BUILD)/%.o,$(1))
@@ -72,11 +74,16 @@ $(BUILD)/tests/gpu/%: tests/gpu/%.cu $(wildcard templates/*.cuh) kernels/wp_abi.
 	$(NVCC) -std=c++17 -O2 -arch=sm_90 -Ikernels -Itemplates -DWP_NEED_FP16 -o $@ $<
 $(BUILD)/bench/%: $(BUILD)/bench/%.o $(BUILD)/libwarpd.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+.SECONDARY: $(BUILD)/bench/entry/reduce_entry.o
+# CUDA benchmarks (CUB side by side): nvcc, driving the engine through bench/entry/ (C).
+$(BUILD)/bench/%: bench/%.cu $(BUILD)/bench/entry/reduce_entry.o $(BUILD)/libwarpd.a
+	@mkdir -p $(dir $@)
+	$(NVCC) -std=c++17 -O2 -arch=sm_90 -Ibench -o $@ $< $(BUILD)/bench/entry/reduce_entry.o $(BUILD)/libwarpd.a $(NVCC_LDLIBS)
 
 UNIT_BIN  := $(patsubst %.c,$(BUILD)/asan/%,$(UNIT_SRC))
 API_BIN   := $(patsubst %.c,$(BUILD)/asan/%,$(API_SRC))
 GPU_BIN   := $(patsubst %.c,$(BUILD)/%,$(GPU_SRC)) $(patsubst %.cu,$(BUILD)/%,$(GPU_CU))
-BENCH_BIN := $(patsubst %.c,$(BUILD)/%,$(BENCH_SRC))
+BENCH_BIN := $(patsubst %.c,$(BUILD)/%,$(BENCH_SRC)) $(patsubst %.cu,$(BUILD)/%,$(BENCH_CU))
 
 run: deps $(BUILD)/warpd
 	$(BUILD)/warpd --listen $(HOST):$(PORT)

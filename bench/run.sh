@@ -29,3 +29,10 @@ for name in "${known[@]}" "${others[@]}"; do
     echo "== $name: not built, skipped"
   fi
 done
+echo
+if command -v python3 >/dev/null 2>&1 && python3 -c "import cupy" >/dev/null 2>&1; then
+  echo "== bench_cupy.py"
+  python3 bench/bench_cupy.py || echo "(bench_cupy.py exited $?)"
+else
+  echo "== bench_cupy.py: python3 has no cupy, skipped"
+fi

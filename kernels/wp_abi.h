@@ -46,6 +46,9 @@ enum {
 /* device_reduce, argmin/argmax: the grid never exceeds this many blocks, whatever the device, so the
  * combining order (and the float bits) depend only on n and the block size. */
 #define WP_REDUCE_GRID_MAX 1024
+/* ... and holds at most ceil(vectors / (BLOCK * this)) blocks: small inputs give each thread four
+ * vectors in flight rather than a thousand blocks one vector each (fewer tickets, one wave). */
+#define WP_REDUCE_MIN_VECS 4
 /* device_scan: bytes of input each thread scans (4 vectors of 16 bytes): the tile is BLOCK times this. */
 #define WP_SCAN_THREAD_BYTES 64
 #define WP_STENCIL_MAX_RADIUS 4

@@ -10,9 +10,9 @@
  *                           info plus "data" (JSON values) with ?data=1, or "data_b64" with ?data=b64
  *   DELETE /v1/buffers/{id} removes it (freed once no running job uses it)
  * Errors: 400 (bad type, byte length not a multiple of the element size, bad base64, bad value),
- * 404 "unknown_buffer", 507 "quota_exceeded". Values follow jsonval.h; generated data is exactly what
- * the generate family makes (wp_generate_value: counter-based, so /v1/reduce's generate with the same
- * kind, n and seed sees the same elements). A download refreshes the TTL; info does not. */
+ * 404 "unknown_buffer", 507 "quota_exceeded". Values follow jsonval.h; generated data is made on the
+ * device by the generate family (counter-based: /v1/reduce's generate with the same kind, n and seed
+ * sees the same elements). A download refreshes the TTL; info does not. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -203,12 +203,20 @@ static int parse_generate(const cJSON *g, wp_type t, generate_spec *out, wp_err 
     return 0;
 }
 
-/* Made on the host, element by element as the generate kernel makes them, and uploaded in chunks. */
-static int fill_generated(stager *st, wp_type t, const generate_spec *g, wp_err *err) {
-    size_t size = wp_type_size(t);
-    for (uint64_t i = 0; i < g->n; i++)
-        if (stage_value(st, wp_generate_value(t, g->kind, g->seed, g->value, i), size, err)) return -1;
-    return stage_flush(st, err);
+/* Made where the buffer lives, by the generate family through the reduce engine: a kernel on cuda
+ * (nothing crosses the bus), the C reference in place on emu. */
+static int fill_generated(wp_app *app, wp_backend *be, wp_buf *buf, wp_type t, const generate_spec *g, wp_err *err) {
+    wp_spec spec = {.family = wp_family_find("generate"), .type = t, .width = 32, .mask = 0xffffffffu};
+    spec.data.strategy = WP_STRAT_AUTO;
+    snprintf(spec.arch, sizeof spec.arch, "%s", app->arch);
+    if (!spec.family) return WP_FAIL(err, 500, "internal", "generate", "the generate family is missing");
+    if (wp_spec_validate(&spec, err)) return -1;
+    wp_reduce_job job = {
+        .spec = &spec, .n = g->n, .gen_kind = g->kind, .seed = g->seed, .constant = g->value, .out = buf};
+    wp_reduce_result r;
+    if (wp_reduce_run(app, be, &job, &r, err)) return -1;
+    wp_reduce_result_free(&r);
+    return 0;
 }
 
 static int fill_list(stager *st, wp_type t, const cJSON *data, wp_err *err) {
@@ -289,6 +297,12 @@ static int put_json(wp_app *app, const wp_req *req, wp_buffer_info *info, wp_err
     }
     buf = wp_buffers_create(app->buffers, be, t, count, err);
     if (!buf) goto out;
+    if (gen) {
+        if (fill_generated(app, be, buf, t, &g, err)) goto out;
+        rc = wp_buffers_commit(app->buffers, buf, ttl_s, info, err);
+        buf = NULL; /* committed, or freed by a failed commit */
+        goto out;
+    }
     st.buf = buf;
     st.cap = WP_BUFFERS_STAGE_BYTES;
     st.data = malloc(st.cap);
@@ -296,10 +310,7 @@ static int put_json(wp_app *app, const wp_req *req, wp_buffer_info *info, wp_err
         WP_FAIL(err, 500, "no_memory", "", "out of memory");
         goto out;
     }
-    int filled = data  ? fill_list(&st, t, data, err)
-                 : b64 ? b64_decode_to(&st, b64->valuestring, b64_bytes, err)
-                       : fill_generated(&st, t, &g, err);
-    if (filled) goto out;
+    if (data ? fill_list(&st, t, data, err) : b64_decode_to(&st, b64->valuestring, b64_bytes, err)) goto out;
     rc = wp_buffers_commit(app->buffers, buf, ttl_s, info, err);
     buf = NULL; /* committed, or freed by a failed commit */
 out:

@@ -16,6 +16,7 @@
 
 #define WP_JOBS_MAX_KINDS 32            /* POST work routes taken as kinds */
 #define WP_JOBS_KEEP_FACTOR 16          /* default max_kept = this x max_jobs */
+#define WP_JOBS_KEEP_BYTES (1ull << 30) /* default max_result_bytes */
 #define WP_JOBS_REAP_PERIOD_MS 1000     /* the reaper looks at least this often */
 #define WP_JOBS_PROGRESS_SCALE 1000000u /* progress is held as millionths */
 #define WP_JOBS_RETRY_AFTER_S "1"
@@ -54,6 +55,7 @@ struct wp_jobs {
     wp_job *qhead, *qtail;  /* the queue */
     int count[5];           /* jobs by state */
     uint64_t submitted, rejected_full, expired, id_counter;
+    uint64_t result_bytes; /* bodies of finished jobs' results */
     bool stopping;
     pthread_t *workers;
     int workers_started;
@@ -123,6 +125,7 @@ static void unlink_job(wp_jobs *j, wp_job *job) {
     else
         j->tail = job->prev;
     j->count[job->state]--;
+    j->result_bytes -= job->result_len;
 }
 
 static void queue_remove(wp_jobs *j, wp_job *job) {
@@ -147,14 +150,15 @@ static void finish(wp_job *job, int status) {
     atomic_store(&job->progress, WP_JOBS_PROGRESS_SCALE);
 }
 
-/* Forgets finished jobs past their TTL, and the oldest finished ones beyond max_kept. With j->mu. */
+/* Forgets finished jobs past their TTL, and the oldest finished ones while more than max_kept are
+ * held or their results pass max_result_bytes. With j->mu. */
 static void reap_locked(wp_jobs *j) {
     uint64_t now = wp_now_ns(), ttl_ns = (uint64_t)(j->cfg.ttl_s * 1e9);
     int kept = j->count[JOB_DONE] + j->count[JOB_FAILED] + j->count[JOB_CANCELLED];
     for (wp_job *job = j->head, *next; job; job = next) {
         next = job->next;
         if (!finished(job)) continue;
-        if (now - job->finished_ns >= ttl_ns || kept > j->cfg.max_kept) {
+        if (now - job->finished_ns >= ttl_ns || kept > j->cfg.max_kept || j->result_bytes > j->cfg.max_result_bytes) {
             unlink_job(j, job);
             job_free(job);
             j->expired++;
@@ -232,6 +236,7 @@ static void run_job(wp_jobs *j, wp_job *job) {
         set_state(j, job, s);
         job->result = resp.body;
         job->result_len = resp.body_len;
+        j->result_bytes += resp.body_len;
         job->result_type = resp.content_type ? resp.content_type : "application/json";
     }
     free(job->body); /* the request is not shown again; its memory can go now */
@@ -292,6 +297,7 @@ wp_jobs *wp_jobs_open(const wp_jobs_config *cfg, const wp_route *routes, void *a
     }
     j->cfg = *cfg;
     if (j->cfg.max_kept <= 0) j->cfg.max_kept = WP_JOBS_KEEP_FACTOR * cfg->max_jobs;
+    if (!j->cfg.max_result_bytes) j->cfg.max_result_bytes = WP_JOBS_KEEP_BYTES;
     j->app = app;
     for (const wp_route *rt = routes; rt && rt->method; rt++) {
         if (strcmp(rt->method, "POST") || !(rt->flags & WP_ROUTE_WORK) || (rt->flags & WP_ROUTE_PREFIX) ||

@@ -21,10 +21,11 @@
 typedef struct wp_jobs wp_jobs; /* opaque */
 
 typedef struct {
-    int max_jobs; /* jobs queued or running at once; beyond, submit fails 503 "queue_full" */
-    int workers;  /* job threads */
-    double ttl_s; /* a finished job is forgotten this long after it finishes */
-    int max_kept; /* finished jobs kept at most (oldest forgotten first); 0: 16 x max_jobs */
+    int max_jobs;              /* jobs queued or running at once; beyond, submit fails 503 "queue_full" */
+    int workers;               /* job threads */
+    double ttl_s;              /* a finished job is forgotten this long after it finishes */
+    int max_kept;              /* finished jobs kept at most (oldest forgotten first); 0: 16 x max_jobs */
+    uint64_t max_result_bytes; /* bytes of results kept at most (oldest forgotten first); 0: 1 GiB */
 } wp_jobs_config;
 
 /* Job kinds come from routes: every POST, WP_ROUTE_WORK, non-prefix route under /v1/. The table

@@ -3,7 +3,7 @@
  * scratch, or the family's CPU reference on emu over the buffers' host memory.
  *
  * Scratch (cuda): one device buffer per job in flight, taken from a small per-engine pool. Layout:
- * [counter: 4 bytes | ... | result slot at WP_SCRATCH_RESULT, 16 bytes | ... ] then, from
+ * [counters: 33 x 4 bytes | ... | result slot at WP_SCRATCH_RESULT, 16 bytes | ... ] then, from
  * WP_SCRATCH_HEAD, the family's scratch (grid partials, gmem trees, tile status). Kernels leave the
  * counter at 0; device_scan's tile status is made stale by an epoch that goes up every launch, so a
  * pooled buffer is zeroed only when it is made (and when the epoch wraps).
@@ -18,7 +18,7 @@
 #include "sha256.h"
 
 #define WP_SCRATCH_HEAD 256
-#define WP_SCRATCH_RESULT 64
+#define WP_SCRATCH_RESULT 192 /* after the tickets: 1 + 32 counters (templates/reduce.cu) */
 #define WP_SCRATCH_MIN (64u << 10)
 #define WP_SCRATCH_POOL_MAX 8       /* idle scratch buffers kept per engine */
 #define WP_EPOCH_MAX (1u << 30)     /* status words hold epoch << 2 in 32 bits */

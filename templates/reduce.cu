@@ -23,9 +23,46 @@ template <typename T, typename A> struct wp_make_arg {
 /* One pass over the whole array. Thread g of the grid (g = block * BLOCK + thread) folds the 16-byte
  * vectors g, g + G*BLOCK, g + 2*G*BLOCK, ... (elements in order; the first element starts the fold;
  * the partial last vector is the thread's that reaches index n / V). Each block reduces its threads
- * (tree by STRAT), writes its partial; the last block to finish (atomic ticket) folds the partials
- * the same way (thread t: partials t, t + BLOCK, ...) and writes out[0]. G <= WP_REDUCE_GRID_MAX
- * fixes the order for every device. atomic: blocks combine into out[0] (pre-set to the identity). */
+ * (tree by STRAT) and writes its partial. Tickets: the last block of each group of 32 to finish
+ * (atomic counter per group) bumps the top counter, and the last group's last block folds all the
+ * partials (thread t: partials t, t + BLOCK, ...; then the block tree) and writes out[0] — two levels
+ * so a thousand blocks finishing together do not queue on one address. G <= WP_REDUCE_GRID_MAX fixes
+ * the order for every device. atomic: blocks combine into out[0] (pre-set to the identity). */
+#define WP_TICKET_GROUP 32
+
+/* Folds vectors k, k + stride, ... < nvec into acc; `has` says whether acc holds a value yet. Loads
+ * four vectors at a time, so four are in flight, and folds them in order. */
+template <typename T, class Op, class Make>
+WP_DEV void wp_fold_vectors(const T *in, unsigned long long &k, unsigned long long nvec, unsigned long long stride,
+                            typename Make::acc &acc, bool &has, Op op) {
+    constexpr int V = 16 / sizeof(T);
+    while (k + 3 * stride < nvec) {
+        T x[4][V];
+#pragma unroll
+        for (int u = 0; u < 4; u++) wp_load_vec<T>(in, k + u * stride, x[u]);
+#pragma unroll
+        for (int u = 0; u < 4; u++)
+#pragma unroll
+            for (int j = 0; j < V; j++) {
+                const typename Make::acc e = Make::run(x[u][j], (k + u * stride) * V + j);
+                acc = (u == 0 && j == 0 && !has) ? e : op(acc, e);
+            }
+        has = true;
+        k += 4 * stride;
+    }
+    while (k < nvec) {
+        T x[V];
+        wp_load_vec<T>(in, k, x);
+#pragma unroll
+        for (int j = 0; j < V; j++) {
+            const typename Make::acc e = Make::run(x[j], k * V + j);
+            acc = (j == 0 && !has) ? e : op(acc, e);
+        }
+        has = true;
+        k += stride;
+    }
+}
+
 template <typename T, int BLOCK, int STRAT, class Op, class Make>
 WP_DEV void wp_device_reduce_run(const wp_data_params &p, Op op) {
     typedef typename Make::acc Acc;
@@ -40,41 +77,14 @@ WP_DEV void wp_device_reduce_run(const wp_data_params &p, Op op) {
     const int t = threadIdx.x;
     unsigned long long k = (unsigned long long)blockIdx.x * BLOCK + t;
     Acc acc = wp_zero<Acc>();
-    if (k < nvec) {
-        T x[V];
-        wp_load_vec<T>(in, k, x);
-        acc = Make::run(x[0], k * V);
-#pragma unroll
-        for (int j = 1; j < V; j++) acc = op(acc, Make::run(x[j], k * V + j));
-        k += stride;
-        while (k + 3 * stride < nvec) { /* four loads in flight, folded in order */
-            T x0[V], x1[V], x2[V], x3[V];
-            wp_load_vec<T>(in, k, x0);
-            wp_load_vec<T>(in, k + stride, x1);
-            wp_load_vec<T>(in, k + 2 * stride, x2);
-            wp_load_vec<T>(in, k + 3 * stride, x3);
-#pragma unroll
-            for (int j = 0; j < V; j++) acc = op(acc, Make::run(x0[j], k * V + j));
-#pragma unroll
-            for (int j = 0; j < V; j++) acc = op(acc, Make::run(x1[j], (k + stride) * V + j));
-#pragma unroll
-            for (int j = 0; j < V; j++) acc = op(acc, Make::run(x2[j], (k + 2 * stride) * V + j));
-#pragma unroll
-            for (int j = 0; j < V; j++) acc = op(acc, Make::run(x3[j], (k + 3 * stride) * V + j));
-            k += 4 * stride;
+    bool has = false;
+    wp_fold_vectors<T, Op, Make>(in, k, nvec, stride, acc, has, op);
+    if (k == nvec) /* the partial last vector, element by element */
+        for (unsigned long long i = nvec * V; i < n; i++) {
+            const Acc e = Make::run(in[i], i);
+            acc = has ? op(acc, e) : e;
+            has = true;
         }
-        while (k < nvec) {
-            wp_load_vec<T>(in, k, x);
-#pragma unroll
-            for (int j = 0; j < V; j++) acc = op(acc, Make::run(x[j], k * V + j));
-            k += stride;
-        }
-        if (k == nvec)
-            for (unsigned long long i = nvec * V; i < n; i++) acc = op(acc, Make::run(in[i], i));
-    } else if (k == nvec && nvec * V < n) { /* this thread's first vector is the partial one */
-        acc = Make::run(in[nvec * V], nvec * V);
-        for (unsigned long long i = nvec * V + 1; i < n; i++) acc = op(acc, Make::run(in[i], i));
-    }
     const unsigned long long left = nv - (unsigned long long)blockIdx.x * BLOCK;
     const int valid = left < BLOCK ? (int)left : BLOCK;
     Acc *scratch_partials = (Acc *)p.scratch;
@@ -92,11 +102,22 @@ WP_DEV void wp_device_reduce_run(const wp_data_params &p, Op op) {
         if (t == 0) wp_atomic_combine(out, r, op);
         return;
     } else {
-        if (t == 0) {
+        if (t == 0) { /* counter[0]: top; counter[1 + g]: group g */
+            unsigned *counters = (unsigned *)p.counter;
+            const unsigned group = blockIdx.x / WP_TICKET_GROUP, groups = (G + WP_TICKET_GROUP - 1) / WP_TICKET_GROUP;
+            const unsigned in_group = G - group * WP_TICKET_GROUP < WP_TICKET_GROUP ? G - group * WP_TICKET_GROUP : WP_TICKET_GROUP;
             scratch_partials[blockIdx.x] = r;
             __threadfence();
-            const unsigned ticket = atomicAdd((unsigned *)p.counter, 1u);
-            is_last = ticket == G - 1;
+            bool last = atomicAdd(&counters[1 + group], 1u) == in_group - 1;
+            if (last) {
+                counters[1 + group] = 0; /* nobody else counts here any more: ready for the next launch */
+                if (groups > 1) {
+                    __threadfence();
+                    last = atomicAdd(&counters[0], 1u) == groups - 1;
+                    if (last) counters[0] = 0;
+                }
+            }
+            is_last = last;
         }
         __syncthreads();
         if (!is_last) return;
@@ -107,10 +128,7 @@ WP_DEV void wp_device_reduce_run(const wp_data_params &p, Op op) {
             for (unsigned i = t + BLOCK; i < G; i += BLOCK) part = op(part, wp_ld_gpu(&scratch_partials[i]));
         }
         r = wp_group_reduce<Acc, BLOCK, BLOCK, BSTRAT, Op>(part, G < BLOCK ? (int)G : BLOCK, op, shared, gmem, ident);
-        if (t == 0) {
-            *out = r;
-            *(volatile unsigned *)p.counter = 0; /* ready for the next launch */
-        }
+        if (t == 0) *out = r;
     }
 }
 

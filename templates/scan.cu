@@ -47,51 +47,105 @@ __global__ void __launch_bounds__(BLOCK) wp_block_scan(wp_data_params p) {
  * P_-1 = init — so the bits do not depend on which j it found. Each thread then re-scans its
  * elements starting from op(tile prefix, thread prefix). */
 
-/* Tile status: flag words (epoch << 2 | WP_TILE_*), then two 8-byte slots per tile: A_i, P_i. */
+/* Tile status, two 8-byte words per tile: A_i, then P_i. An accumulator of up to 4 bytes shares its
+ * word with its flag (epoch << 2 | WP_TILE_*, high half) so one load reads both; a wider one sits in
+ * the word with the flag in a separate array (flags first, then the words) behind a release store. */
+#define WP_LOOKBACK_WINDOWS 16 /* windows of 32 tiles a tile may look back through before it waits */
+
 WP_DEV unsigned long long *wp_tile_slots(const wp_data_params &p) {
     return (unsigned long long *)(p.scratch + ((p.groups * 4 + 15) & ~15ull));
 }
+WP_DEV unsigned long long wp_ld_relaxed64(const unsigned long long *p) {
+    unsigned long long v;
+    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+WP_DEV void wp_st_relaxed64(unsigned long long *p, unsigned long long v) {
+    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
 
-/* Run by one whole warp; returns whether *excl holds a prefix (false only for tile 0 with no init). */
-template <typename A, class Op> WP_DEV bool wp_scan_lookback(const wp_data_params &p, unsigned long long tile, A tile_agg, Op op, A *excl) {
-    unsigned *status = (unsigned *)p.scratch;
-    unsigned long long *slots = wp_tile_slots(p);
-    const unsigned epoch = p.epoch & 0x3fffffffu;
+template <typename A, bool PACKED = (sizeof(A) <= 4)> struct wp_tile_status;
+template <typename A> struct wp_tile_status<A, true> {
+    static WP_DEV void publish(const wp_data_params &p, unsigned long long tile, int level, A v) {
+        const unsigned long long flag = (unsigned long long)((p.epoch & 0x3fffffffu) << 2 | (unsigned)level);
+        wp_st_relaxed64(&wp_tile_slots(p)[2 * tile + (level == WP_TILE_PREFIX)], flag << 32 | (unsigned long long)wp_raw<A>::bits(v));
+    }
+    /* Waits until the tile has published at least its aggregate; *prefix says which came back. */
+    static WP_DEV A poll(const wp_data_params &p, unsigned long long tile, bool *prefix) {
+        const unsigned long long *w = &wp_tile_slots(p)[2 * tile];
+        const unsigned epoch = p.epoch & 0x3fffffffu;
+        for (;;) {
+            const unsigned long long pw = wp_ld_relaxed64(w + 1), aw = wp_ld_relaxed64(w);
+            if ((unsigned)(pw >> 32) == (epoch << 2 | WP_TILE_PREFIX)) {
+                *prefix = true;
+                return wp_raw<A>::value((typename wp_raw<A>::word)(unsigned)pw);
+            }
+            if ((unsigned)(aw >> 32) == (epoch << 2 | WP_TILE_AGGREGATE)) {
+                *prefix = false;
+                return wp_raw<A>::value((typename wp_raw<A>::word)(unsigned)aw);
+            }
+        }
+    }
+};
+template <typename A> struct wp_tile_status<A, false> {
+    static WP_DEV void publish(const wp_data_params &p, unsigned long long tile, int level, A v) {
+        *(A *)&wp_tile_slots(p)[2 * tile + (level == WP_TILE_PREFIX)] = v;
+        wp_st_release(&((unsigned *)p.scratch)[tile], (p.epoch & 0x3fffffffu) << 2 | (unsigned)level);
+    }
+    static WP_DEV A poll(const wp_data_params &p, unsigned long long tile, bool *prefix) {
+        const unsigned epoch = p.epoch & 0x3fffffffu;
+        unsigned st;
+        do
+            st = wp_ld_acquire(&((const unsigned *)p.scratch)[tile]);
+        while ((st >> 2) != epoch);
+        *prefix = (st & 3u) == WP_TILE_PREFIX;
+        return wp_ld_gpu((const A *)&wp_tile_slots(p)[2 * tile + *prefix]);
+    }
+};
+
+/* Run by one whole warp; returns whether *excl holds a prefix (false only for tile 0 with no init).
+ * Looks back window by window (32 tiles each, stashing their aggregates in shared memory) until a
+ * window holds a prefix, then folds forward from the nearest one: P_j, then A_j+1 .. A_i-1 in order. */
+template <typename A, class Op>
+WP_DEV bool wp_scan_lookback(const wp_data_params &p, unsigned long long tile, A tile_agg, Op op, A *excl, A *stash) {
+    typedef wp_tile_status<A> status;
     const int lane = wp_lane();
     const A init = wp_from_bits64<A>(p.init);
     if (tile == 0) {
-        if (lane == 0) {
-            *(A *)&slots[1] = p.has_init ? op(init, tile_agg) : tile_agg;
-            wp_st_release(&status[0], epoch << 2 | WP_TILE_PREFIX);
-        }
+        if (lane == 0) status::publish(p, 0, WP_TILE_PREFIX, p.has_init ? op(init, tile_agg) : tile_agg);
         *excl = init;
         return p.has_init != 0;
     }
-    if (lane == 0) {
-        *(A *)&slots[2 * tile] = tile_agg;
-        wp_st_release(&status[tile], epoch << 2 | WP_TILE_AGGREGATE);
-    }
-    const long long idx = (long long)tile - 1 - lane;
-    A acc;
+    if (lane == 0) status::publish(p, tile, WP_TILE_AGGREGATE, tile_agg);
+    long long top = (long long)tile - 1;
+    int windows = 0;
+    A acc = wp_zero<A>();
     for (;;) {
-        unsigned st = 0;
-        if (idx >= 0) do
-                st = wp_ld_acquire(&status[idx]);
-            while ((st >> 2) != epoch);
-        const unsigned prefix_lanes = __ballot_sync(WP_FULL_MASK, idx >= 0 && (st & 3u) == WP_TILE_PREFIX);
-        if (!prefix_lanes) continue;
-        const int pl = __ffs(prefix_lanes) - 1; /* the nearest tile with a prefix */
-        A mine = wp_zero<A>();
-        if (lane == pl) mine = wp_ld_gpu((const A *)&slots[2 * idx + 1]);
-        else if (lane < pl) mine = wp_ld_gpu((const A *)&slots[2 * idx]);
-        acc = wp_any_shfl<32>(mine, pl);
-        for (int l = pl - 1; l >= 0; --l) acc = op(acc, wp_any_shfl<32>(mine, l));
-        break;
+        const long long idx = top - lane;
+        bool is_prefix = false;
+        const A v = idx >= 0 ? status::poll(p, (unsigned long long)idx, &is_prefix) : wp_zero<A>();
+        const unsigned prefix_lanes = __ballot_sync(WP_FULL_MASK, idx >= 0 && is_prefix);
+        if (prefix_lanes) {
+            const int pl = __ffs(prefix_lanes) - 1; /* the nearest tile with a prefix */
+            if (lane <= pl) stash[windows * 32 + lane] = v;
+            __syncwarp();
+            if (lane == 0) {
+                acc = stash[windows * 32 + pl];
+                for (int l = pl - 1; l >= 0; --l) acc = op(acc, stash[windows * 32 + l]);
+                for (int w = windows - 1; w >= 0; --w)
+#pragma unroll 8
+                    for (int l = 31; l >= 0; --l) acc = op(acc, stash[w * 32 + l]);
+            }
+            acc = wp_any_shfl<32>(acc, 0);
+            break;
+        }
+        if (windows < WP_LOOKBACK_WINDOWS - 1) { /* all 32 are aggregates: keep them, look further back */
+            stash[windows * 32 + lane] = v;
+            windows++;
+            top -= 32;
+        } /* else: the stash is full; poll this window again until a prefix shows up */
     }
-    if (lane == 0) {
-        *(A *)&slots[2 * tile + 1] = op(acc, tile_agg);
-        wp_st_release(&status[tile], epoch << 2 | WP_TILE_PREFIX);
-    }
+    if (lane == 0) status::publish(p, tile, WP_TILE_PREFIX, op(acc, tile_agg));
     *excl = acc;
     return true;
 }
@@ -104,6 +158,7 @@ __global__ void __launch_bounds__(BLOCK) wp_device_scan(wp_data_params p) {
     constexpr unsigned long long TILE = (unsigned long long)BLOCK * ITEMS;
     __shared__ __align__(16) unsigned char shared_raw[BLOCK * sizeof(A)];
     __shared__ __align__(16) unsigned char prefix_raw[sizeof(A) < 16 ? 16 : sizeof(A)];
+    __shared__ __align__(16) unsigned char stash_raw[WP_LOOKBACK_WINDOWS * 32 * sizeof(A)];
     __shared__ unsigned long long tile_sh;
     __shared__ bool has_prefix_sh;
     A *shared = (A *)shared_raw;
@@ -142,7 +197,7 @@ __global__ void __launch_bounds__(BLOCK) wp_device_scan(wp_data_params p) {
     if (t >= BLOCK - 32) { /* the last warp holds the tile's aggregate (thread BLOCK-1) and looks back */
         const A tile_agg = wp_any_shfl<32>(inc, 31);
         A excl;
-        const bool has = wp_scan_lookback<A, Op>(p, tile, tile_agg, op, &excl);
+        const bool has = wp_scan_lookback<A, Op>(p, tile, tile_agg, op, &excl, (A *)stash_raw);
         if (t == BLOCK - 32) {
             *(A *)prefix_raw = excl;
             has_prefix_sh = has;
@@ -177,6 +232,8 @@ __global__ void __launch_bounds__(BLOCK) wp_device_scan(wp_data_params p) {
             ((uint4 *)(out + base))[v] = w;
         }
     } else {
-        for (int j = 0; j < cnt; j++) out[base + j] = y[j];
+#pragma unroll
+        for (int j = 0; j < ITEMS; j++) /* static indexes keep y in registers */
+            if (j < cnt) out[base + j] = y[j];
     }
 }

@@ -27,9 +27,12 @@ static inline const cJSON *js_pointer(const cJSON *root, const char *ref) {
         p++;
         size_t k = 0;
         while (*p && *p != '/' && k + 1 < sizeof key) {
-            if (p[0] == '~' && p[1] == '1') key[k++] = '/', p += 2;
-            else if (p[0] == '~' && p[1] == '0') key[k++] = '~', p += 2;
-            else key[k++] = *p++;
+            if (p[0] == '~' && p[1] == '1')
+                key[k++] = '/', p += 2;
+            else if (p[0] == '~' && p[1] == '0')
+                key[k++] = '~', p += 2;
+            else
+                key[k++] = *p++;
         }
         key[k] = 0;
         v = cJSON_IsArray(v) ? cJSON_GetArrayItem(v, atoi(key)) : cJSON_GetObjectItemCaseSensitive(v, key);
@@ -69,13 +72,15 @@ static inline bool js_check(const cJSON *root, const cJSON *schema, const cJSON 
                             char *why, size_t why_cap, int depth);
 
 /* How many of the schemas in list v matches (stops early past 1 when stop_at_two). */
-static inline int js_count(const cJSON *root, const cJSON *list, const cJSON *v, char *path, size_t path_cap,
-                           int depth, char *why, size_t why_cap) {
+static inline int js_count(const cJSON *root, const cJSON *list, const cJSON *v, char *path, size_t path_cap, int depth,
+                           char *why, size_t why_cap) {
     int n = 0;
     char scratch[512];
     for (const cJSON *s = list->child; s; s = s->next)
-        if (js_check(root, s, v, path, path_cap, scratch, sizeof scratch, depth + 1)) n++;
-        else if (!n) snprintf(why, why_cap, "%s", scratch);
+        if (js_check(root, s, v, path, path_cap, scratch, sizeof scratch, depth + 1))
+            n++;
+        else if (!n)
+            snprintf(why, why_cap, "%s", scratch);
     return n;
 }
 
@@ -88,7 +93,9 @@ static inline bool js_check(const cJSON *root, const cJSON *schema, const cJSON 
     const cJSON *ref = cJSON_GetObjectItemCaseSensitive(schema, "$ref");
     if (ref) {
         const cJSON *target = cJSON_IsString(ref) ? js_pointer(root, ref->valuestring) : NULL;
-        if (!target) return js_fail(why, why_cap, path, "$ref %s does not resolve%s", cJSON_IsString(ref) ? ref->valuestring : "?", "");
+        if (!target)
+            return js_fail(why, why_cap, path, "$ref %s does not resolve%s",
+                           cJSON_IsString(ref) ? ref->valuestring : "?", "");
         if (!js_check(root, target, v, path, path_cap, why, why_cap, depth + 1)) return false;
     }
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(schema, "type");

@@ -9,6 +9,7 @@ import { availablePresets } from './presets.js';
 import { renderDiagram } from './diagram.js';
 import { STEPPERS, computeFrames, checkFrames } from './steps.js';
 import { compareRequest, lostWrites, compareLanes } from './compare.js';
+import { runnable, dataArgs, dataBody, asLanes } from './datajob.js';
 
 const $ = (id) => document.getElementById(id);
 const ALL = 0xffffffff;
@@ -40,7 +41,7 @@ let families = [];
 const fam = {};
 let info = null;
 let state = null;
-let lastRun = null; // {body, resp, input, ms, family, cmp}
+let lastRun = null; // {endpoint, body, resp, input, ms, family, cmp}
 let frames = null;
 let frameIx = 0;
 let seq = 0; // drops responses of superseded runs
@@ -164,7 +165,8 @@ function buildArgs(f) {
     }
     const id = 'arg-' + a.name;
     const perLane = a.per_lane;
-    d.innerHTML = `<label for="${id}">${a.name} <span class="hint">${perLane ? '(one value, one per lane, or a formula in lane)' : `(${a.min}…${a.max})`}</span></label>
+    const hint = a.hint ?? (perLane ? 'one value, one per lane, or a formula in lane' : `${a.min}…${a.max}`);
+    d.innerHTML = `<label for="${id}">${a.name} <span class="hint">(${hint})</span></label>
       <input id="${id}" class="arg" spellcheck="false" data-arg="${a.name}" placeholder="${a.default}">`;
     box.appendChild(d);
   }
@@ -192,8 +194,9 @@ function fillFamilyControls(f) {
   for (const op of f.ops || []) option(dl, op);
   $('op').placeholder = f.expr ? 'sum or a+b' : '';
   $('mask-field').hidden = false;
-  $('mask').disabled = !f.mask;
-  $('mask-field').title = f.mask ? '' : `${f.name} takes no member mask (every active lane calls it)`;
+  $('mask').disabled = !f.mask || !!f.data;
+  $('mask-field').title = f.mask && !f.data ? '' : `${f.name} takes no member mask (${f.data ? 'a data-parallel job' : 'every active lane calls it'})`;
+  $('active-field').hidden = !!f.data; // data jobs have no lanes that return early
   buildArgs(f);
   $('input-field').hidden = false;
   $('elems-field').hidden = !(f.max_elems > 1);
@@ -209,8 +212,9 @@ function writeForm(s) {
   $('type').value = s.type;
   $('width').value = String(s.width);
   $('op').value = s.op || '';
-  $('mask').value = maskHex(f.mask ? s.mask : ALL);
-  paintBits('mask-bits', f.mask ? s.mask : ALL, !f.mask);
+  const usesMask = f.mask && !f.data;
+  $('mask').value = maskHex(usesMask ? s.mask : ALL);
+  paintBits('mask-bits', usesMask ? s.mask : ALL, !usesMask);
   for (const a of f.args || []) {
     if (a.name === 'pred') {
       $('pred-op').value = s.pred.op;
@@ -268,7 +272,7 @@ const typedConst = (text) => {
 function buildRequest(s) {
   const f = fam[s.family];
   const body = { family: s.family, type: s.type, width: s.width };
-  if (f.mask) body.mask = maskHex(s.mask);
+  if (f.mask && !f.data) body.mask = maskHex(s.mask);
   if (f.ops) body.op = s.op || f.ops[0];
   let n = s.input.lanes;
   let input;
@@ -279,6 +283,7 @@ function buildRequest(s) {
   } else if (s.input.kind === 'random') input = { random: n, seed: s.input.seed };
   else input = { iota: n };
   if (input && !Array.isArray(input) && s.input.elems > 1) input.elems = s.input.elems;
+  if (f.data) return { endpoint: f.data.endpoint, input, n }; // run() fetches the values, datajob.js the body
   const args = {};
   for (const a of f.args || []) {
     if (a.name === 'pred') {
@@ -296,7 +301,16 @@ function buildRequest(s) {
   if (input !== undefined) body.input = input;
   if (s.active !== ALL) body.active = maskHex(s.active);
   if (s.backend) body.backend = s.backend;
-  return { body, n };
+  return { endpoint: '/v1/warp', body, n };
+}
+
+/** A data job's values as a list: typed values as given, iota here, random ones as /v1/warp makes
+ *  them (the identity shuffle echoes them), so the diagram shows exactly what the job ran on. */
+async function dataValues(input, type, n) {
+  if (Array.isArray(input)) return input;
+  if (input.iota !== undefined) return Array.from({ length: n }, (_, i) => i);
+  const r = await post('/v1/warp', { family: 'shfl_xor', type, args: { lane_mask: 0 }, input, backend: 'emu' });
+  return r.input;
 }
 
 /** The CUDA __shfl_sync equivalent of a ds_permute / ds_bpermute run (compare.js), or null. */
@@ -347,14 +361,18 @@ async function run({ keepFrame = false } = {}) {
   document.body.dataset.state = 'running';
   try {
     const t0 = performance.now();
-    // The response carries the input as the kernel saw it (after generation and rounding to the
-    // type) and, for votes, each lane's predicate: no extra calls.
-    const resp = await post('/v1/warp', req.body);
+    // /v1/warp's response carries the input as the kernel saw it (after generation and rounding to
+    // the type) and, for votes, each lane's predicate: no extra calls.
+    let body = req.body, resp;
+    if (f.data) {
+      body = dataBody(f, s, await dataValues(req.input, s.type, req.n));
+      resp = asLanes(f, body, await post(req.endpoint, body));
+    } else resp = await post(req.endpoint, body);
     const ms = performance.now() - t0;
-    const cmp = await runCompare(req.body, resp, f).catch((e) => ({ error: e }));
+    const cmp = await runCompare(body, resp, f).catch((e) => ({ error: e }));
     if (my !== seq) return;
     clearError();
-    lastRun = { body: req.body, resp, input: resp.input || null, ms, family: f, cmp };
+    lastRun = { endpoint: req.endpoint, body, resp, input: resp.input || null, ms, family: f, cmp };
     frames = null;
     if (!keepFrame) frameIx = 0;
     render();
@@ -379,6 +397,7 @@ function updateUrl() {
 
 // ---------------------------------------------------------------- drawing
 function activeList(n) {
+  if (fam[state.family] && fam[state.family].data) return new Array(n).fill(true);
   return Array.from({ length: n }, (_, t) => bit(state.active, t % LANES));
 }
 
@@ -386,12 +405,12 @@ function render() {
   const { resp, input, family: f } = lastRun;
   const frame = frames ? frames[frameIx] : null;
   const model = frame
-    ? { n: resp.lanes, elems: 1, width: resp.width, mask: parseMask(resp.mask ?? ALL), maskApplies: f.mask, tiled: false,
+    ? { n: resp.lanes, elems: 1, width: resp.width, mask: parseMask(resp.mask ?? ALL), maskApplies: f.mask && !f.data, tiled: false,
       active: activeList(resp.lanes), kind: 'value', input: frame.before, output: frame.after, defined: frame.defined,
       inDefined: frameIx > 0 ? frames[frameIx - 1].defined : undefined,
       reason: frame.reason, source: frame.source_lane, pred: null }
     : { n: resp.lanes, elems: resp.elems || (input && Array.isArray(input[0]) ? input[0].length : 1), width: resp.width,
-      mask: parseMask(resp.mask ?? ALL), maskApplies: f.mask, tiled: f.tiled, active: activeList(resp.lanes),
+      mask: parseMask(resp.mask ?? ALL), maskApplies: f.mask && !f.data, tiled: f.tiled, active: activeList(resp.lanes),
       kind: f.output, input: input, output: resp.output, defined: resp.defined, reason: resp.undefined_reason,
       source: resp.source_lane || null, pred: resp.pred || resp.lane_pred || null,
       group: f.wave ? resp.width : LANES, lost: lostWrites(f, lastRun.body, resp) };
@@ -493,7 +512,7 @@ function renderTable(model) {
 
 function renderRequest() {
   const json = JSON.stringify(lastRun.body);
-  $('request').textContent = `curl -s ${location.origin}/v1/warp -d '${json}'`;
+  $('request').textContent = `curl -s ${location.origin}${lastRun.endpoint} -d '${json}'`;
 }
 
 // ---------------------------------------------------------------- step-through
@@ -686,7 +705,9 @@ async function start() {
   wire();
   try {
     const [fl, inf] = await Promise.all([call('GET', '/v1/families'), call('GET', '/v1/info')]);
-    families = fl.families, info = inf;
+    // Warp primitives, and the data families with an endpoint; their extra fields become arguments.
+    families = fl.families.filter(runnable).map((f) => (f.data ? { ...f, args: [...(f.args || []), ...dataArgs(f)] } : f));
+    info = inf;
   } catch (e) {
     $('server').textContent = 'cannot reach the daemon';
     showError(e);

@@ -52,13 +52,15 @@ export const PRESETS = [
   { id: 'vote-any', name: 'Vote: any lane equal to 17', family: 'vote_any',
     about: '__any_sync: true in every lane when some participating lane holds 17.',
     state: { type: 'i32', pred: { op: 'eq', value: '17' } } },
-  // Families of issue 3 / issue 4 not in the server yet: shown only once /v1/families lists them.
+  // Data-parallel families (POST /v1/reduce, /v1/scan; datajob.js) and AMD's permutes (emulator only).
   { id: 'warp-reduce', name: 'Warp reduce (shfl_down): sum', family: 'warp_reduce',
     about: 'Tree reduction over __shfl_down_sync; the result lands in lane 0.', state: { type: 'i32', op: 'sum', step: true } },
   { id: 'warp-scan', name: 'Warp scan (shfl_up): inclusive sum', family: 'warp_scan',
     about: 'Kogge–Stone scan over __shfl_up_sync.', state: { type: 'i32', op: 'sum', step: true } },
   { id: 'moving-average', name: '5-point moving average from shuffles', family: 'stencil',
-    about: 'Neighbours taken with shuffles; halo through the edge lanes.', state: { type: 'f32' } },
+    about: 'stencil, radius 2, weights 1/5: each lane averages itself and two neighbours each side, taken with shuffles; ' +
+      '0 where the window leaves the array.',
+    state: { type: 'f32', args: { radius: '2', weights: '0.2, 0.2, 0.2, 0.2, 0.2' } } },
   { id: 'ds-permute', name: 'AMD ds_permute: forward permute (push), 64-lane wave', family: 'ds_permute',
     about: 'Each lane writes its value to lane addr/4 of the wave (byte addresses): lane i to i+1, lane 63 wraps to 0, and ' +
       'lanes 5 and 40 both write lane 6 — the highest lane wins (the loser is dashed); lane 41 gets nothing: 0. ' +

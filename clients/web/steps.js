@@ -84,11 +84,13 @@ export async function computeFrames(post, base, values, n) {
   return frames;
 }
 
-/** Does the last frame agree with the family's own response? Returns a list of lanes that differ. */
+/** Does the last frame agree with the family's own response? Returns a list of lanes that differ.
+ *  A data job (warp_reduce) returns only its result lanes (resp.result_lane): only those count. */
 export function checkFrames(frames, resp) {
   const last = frames[frames.length - 1];
   const bad = [];
   for (let l = 0; l < last.after.length; l++) {
+    if (resp.result_lane && !resp.result_lane[l]) continue;
     const a = last.defined[l] ? JSON.stringify(last.after[l]) : 'undefined:' + last.reason[l];
     const b = resp.defined[l] ? JSON.stringify(resp.output[l]) : 'undefined:' + resp.undefined_reason[l];
     if (a !== b) bad.push(l);

@@ -4,8 +4,9 @@
  *    examples, and a bare request for an operation that has neither — in document order (paths as
  *    listed; put, post, get, delete within a path), and its answer must have the example's x-status
  *    (default: the operation's first 2xx), a documented content type, and, for JSON, a body valid
- *    against the documented response schema (tests/jsonschema.h). "{{example.field}}" in a parameter
- *    example is a field of an earlier example's response (the id of a job or buffer it made).
+ *    against the documented response schema (tests/jsonschema.h). "{{example.field}}" in an example (a
+ *    parameter, or a string in a body) is a field of an earlier example's response (the id of a job or
+ *    buffer it made).
  *   api_openapi BASE_URL */
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -30,9 +31,9 @@ typedef struct {
 
 typedef struct {
     const char *name;
-    const cJSON *example;   /* {summary, value, x-status, x-query} */
-    const char *body_type;  /* the requestBody content type, or NULL */
-    const cJSON *param;     /* the parameter the example belongs to, or NULL */
+    const cJSON *example;  /* {summary, value, x-status, x-query} */
+    const char *body_type; /* the requestBody content type, or NULL */
+    const cJSON *param;    /* the parameter the example belongs to, or NULL */
 } request;
 
 /* "{{name.field}}" -> the saved value's text (or the text unchanged); into out. */
@@ -45,6 +46,16 @@ static void substitute(live *l, const char *text, char *out, size_t cap) {
     snprintf(out, cap, "%s", text);
 }
 
+/* Every string of a JSON value that is a "{{name.field}}", substituted in place. */
+static void substitute_json(live *l, cJSON *v) {
+    if (cJSON_IsString(v) && !strncmp(v->valuestring, "{{", 2)) {
+        char text[256];
+        substitute(l, v->valuestring, text, sizeof text);
+        cJSON_SetValuestring(v, text);
+    }
+    for (cJSON *c = v ? v->child : NULL; c; c = c->next) substitute_json(l, c);
+}
+
 static void param_value(live *l, const cJSON *param, const request *r, char *out, size_t cap) {
     const cJSON *v = NULL;
     if (r->param == param) v = cJSON_GetObjectItemCaseSensitive(r->example, "value");
@@ -54,8 +65,10 @@ static void param_value(live *l, const cJSON *param, const request *r, char *out
         v = ex && ex->child ? cJSON_GetObjectItemCaseSensitive(ex->child, "value") : NULL;
     }
     char text[256] = "";
-    if (cJSON_IsString(v)) snprintf(text, sizeof text, "%s", v->valuestring);
-    else if (cJSON_IsNumber(v)) snprintf(text, sizeof text, "%g", v->valuedouble);
+    if (cJSON_IsString(v))
+        snprintf(text, sizeof text, "%s", v->valuestring);
+    else if (cJSON_IsNumber(v))
+        snprintf(text, sizeof text, "%g", v->valuedouble);
     substitute(l, text, out, cap);
 }
 
@@ -112,8 +125,11 @@ static void send_one(live *l, const char *path, const char *method, const cJSON 
     if (value) {
         snprintf(ctype, sizeof ctype, "Content-Type: %s", r->body_type);
         headers[0] = ctype;
-        body = cJSON_IsString(value) && strcmp(r->body_type, "application/json") ? strdup(value->valuestring)
-                                                                                  : cJSON_PrintUnformatted(value);
+        cJSON *copy = cJSON_Duplicate(value, true);
+        substitute_json(l, copy);
+        body = cJSON_IsString(copy) && strcmp(r->body_type, "application/json") ? strdup(copy->valuestring)
+                                                                                : cJSON_PrintUnformatted(copy);
+        cJSON_Delete(copy);
         body_len = body ? strlen(body) : 0;
     }
     /* the expected status: the example's x-status, or the first 2xx documented */

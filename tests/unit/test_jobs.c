@@ -296,6 +296,21 @@ static void test_ttl_and_kept(void) {
     CHECK(v != NULL);
     cJSON_Delete(v);
     wp_jobs_close(j);
+
+    /* Results are bounded in bytes too: an echo result is about 80 bytes, so 100 hold one. */
+    wp_jobs_config bytes = {.max_jobs = 4, .workers = 1, .ttl_s = 600, .max_result_bytes = 100};
+    j = wp_jobs_open(&bytes, routes, NULL, &err);
+    CHECK(j != NULL);
+    if (!j) return;
+    for (int i = 0; i < 2; i++) {
+        CHECK(submit(j, "echo", "{}", ids[i], &err) == 0);
+        v = wait_state(j, ids[i], "done");
+        CHECK(v != NULL);
+        cJSON_Delete(v);
+    }
+    CHECK(list_count(j, NULL) == 1);
+    CHECK(!wp_jobs_view(j, ids[0], false, &err) && err.status == 404);
+    wp_jobs_close(j);
 }
 
 static void test_close_busy(void) {

@@ -121,25 +121,31 @@ typedef struct {
     cJSON *names; /* example names seen so far, in execution order */
 } walk;
 
+/* Every "{{other.field}}" string in v names an earlier example. */
+static void check_refs(walk *w, const char *label, const cJSON *v) {
+    if (cJSON_IsString(v) && !strncmp(v->valuestring, "{{", 2)) {
+        char ref[128] = "";
+        sscanf(v->valuestring + 2, "%127[^.}]", ref);
+        CHECKF(cJSON_GetObjectItemCaseSensitive(w->names, ref) != NULL, "%s: {{%s...}} is not an earlier example",
+               label, ref);
+    }
+    for (const cJSON *c = v ? v->child : NULL; c; c = c->next) check_refs(w, label, c);
+}
+
 static void check_example(walk *w, const char *where, const char *name, const cJSON *example, const cJSON *op,
                           const cJSON *schema) {
     char label[256];
     snprintf(label, sizeof label, "%s example %s", where, name);
     CHECKF(!cJSON_GetObjectItemCaseSensitive(w->names, name), "%s: the name is used twice", label);
-    /* "{{other.field}}" must name an earlier example */
     const cJSON *value = cJSON_GetObjectItemCaseSensitive(example, "value");
-    if (cJSON_IsString(value) && !strncmp(value->valuestring, "{{", 2)) {
-        char ref[128] = "";
-        sscanf(value->valuestring + 2, "%127[^.}]", ref);
-        CHECKF(cJSON_GetObjectItemCaseSensitive(w->names, ref) != NULL, "%s: {{%s...}} is not an earlier example",
-               label, ref);
-    }
+    check_refs(w, label, value);
     cJSON_AddTrueToObject(w->names, name);
     const cJSON *status = cJSON_GetObjectItemCaseSensitive(example, "x-status");
     const cJSON *responses = cJSON_GetObjectItemCaseSensitive(op, "responses");
     bool success = true;
     CHECKF(status != NULL, "%s has no x-status", label);
-    for (const cJSON *s = cJSON_IsArray(status) ? status->child : status; s; s = cJSON_IsArray(status) ? s->next : NULL) {
+    for (const cJSON *s = cJSON_IsArray(status) ? status->child : status; s;
+         s = cJSON_IsArray(status) ? s->next : NULL) {
         char code[8];
         snprintf(code, sizeof code, "%d", s->valueint);
         CHECKF(cJSON_IsNumber(s) && cJSON_GetObjectItemCaseSensitive(responses, code), "%s: x-status %s undocumented",
@@ -160,7 +166,8 @@ static void check_operation(walk *w, const char *path, const char *method, const
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(op, "operationId");
     CHECKF(cJSON_IsString(id), "%s has an operationId", where);
     if (cJSON_IsString(id)) {
-        CHECKF(!cJSON_GetObjectItemCaseSensitive(op_ids, id->valuestring), "operationId %s is used twice", id->valuestring);
+        CHECKF(!cJSON_GetObjectItemCaseSensitive(op_ids, id->valuestring), "operationId %s is used twice",
+               id->valuestring);
         cJSON_AddTrueToObject(op_ids, id->valuestring);
     }
     const cJSON *responses = cJSON_GetObjectItemCaseSensitive(op, "responses");
@@ -180,10 +187,12 @@ static void check_operation(walk *w, const char *path, const char *method, const
         sscanf(p + 1, "%63[^}]", name);
         bool declared = false;
         for (const cJSON *q = params ? params->child : NULL; q && !declared; q = q->next) {
-            const cJSON *qn = cJSON_GetObjectItemCaseSensitive(q, "name"), *in = cJSON_GetObjectItemCaseSensitive(q, "in");
-            declared = cJSON_IsString(qn) && !strcmp(qn->valuestring, name) && cJSON_IsString(in) &&
-                       !strcmp(in->valuestring, "path") &&
-                       (cJSON_GetObjectItemCaseSensitive(q, "examples") || cJSON_GetObjectItemCaseSensitive(q, "example"));
+            const cJSON *qn = cJSON_GetObjectItemCaseSensitive(q, "name"),
+                        *in = cJSON_GetObjectItemCaseSensitive(q, "in");
+            declared =
+                cJSON_IsString(qn) && !strcmp(qn->valuestring, name) && cJSON_IsString(in) &&
+                !strcmp(in->valuestring, "path") &&
+                (cJSON_GetObjectItemCaseSensitive(q, "examples") || cJSON_GetObjectItemCaseSensitive(q, "example"));
         }
         CHECKF(declared, "%s: path parameter %s is declared, with examples", where, name);
     }
@@ -237,7 +246,7 @@ static void test_validator(void) {
     static const struct {
         const char *json;
         bool ok;
-    } cases[] = {{"{\"a\":[1,null,3]}", true}, {"{\"a\":[1.5]}", false},       {"{\"b\":1}", false},
+    } cases[] = {{"{\"a\":[1,null,3]}", true},    {"{\"a\":[1.5]}", false},          {"{\"b\":1}", false},
                  {"{\"a\":[],\"e\":null}", true}, {"{\"a\":[],\"e\":\"y\"}", false}, {"[1]", false},
                  {"{\"a\":\"1\"}", false}};
     char why[512];

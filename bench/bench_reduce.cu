@@ -1,0 +1,223 @@
+// bench_reduce.cu — warpd's device_reduce (sum, max) and device_scan (inclusive sum) against CUB in
+// the same program, on the same resident buffers, f32 and i32, n = 2^10 .. 2^30 (even powers).
+// warpd runs through its engine (bench/entry/reduce_entry.h: NVRTC kernels from templates/, launched
+// by the Driver API backend); CUB through the runtime API on the same device. Both are timed with
+// CUDA events around R back-to-back launches (R from 200 at 2^10 down to 5 at 2^30), first call
+// (compile, warm-up) excluded. GB/s counts bytes read (reduce) or read + written (scan).
+// Two timings per row: "pipelined" (R launches back to back between two events: time per launch,
+// GB/s and the warpd/CUB throughput ratio) and "one call" (the median of R single calls, each between
+// its own two events: the latency a lone request sees, where CUB's second kernel shows).
+//   bench_reduce [--max-log2 N] [--quick]
+#include <cub/cub.cuh>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "entry/reduce_entry.h"
+
+#define CHECK_CUDA(call)                                                                                               \
+    do {                                                                                                               \
+        cudaError_t e_ = (call);                                                                                       \
+        if (e_ != cudaSuccess) {                                                                                       \
+            fprintf(stderr, "%s: %s\n", #call, cudaGetErrorString(e_));                                                \
+            exit(1);                                                                                                   \
+        }                                                                                                              \
+    } while (0)
+
+struct Row {
+    const char *what, *type;
+    int log2n;
+    double ours_us, cub_us;   // pipelined, per launch
+    double ours_one, cub_one; // one call, median
+    bool ok;
+};
+
+static double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? NAN : v[v.size() / 2];
+}
+
+template <typename F> static double one_call_cub(int repeat, F launch) {
+    cudaEvent_t a, b;
+    CHECK_CUDA(cudaEventCreate(&a));
+    CHECK_CUDA(cudaEventCreate(&b));
+    std::vector<double> t;
+    for (int i = 0; i < repeat; i++) {
+        CHECK_CUDA(cudaEventRecord(a));
+        launch();
+        CHECK_CUDA(cudaEventRecord(b));
+        CHECK_CUDA(cudaEventSynchronize(b));
+        float ms = 0;
+        CHECK_CUDA(cudaEventElapsedTime(&ms, a, b));
+        t.push_back(ms * 1000.0);
+    }
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    return median(t);
+}
+
+static double one_call_ours(const char *family, const char *type, const char *op, void *in, unsigned long long n,
+                            void *out, int repeat) {
+    std::vector<double> t;
+    char why[400];
+    for (int i = 0; i < repeat; i++) {
+        double us = 0;
+        if (wpb_run(family, type, op, in, n, out, 1, &us, NULL, why, sizeof why)) return NAN;
+        t.push_back(us);
+    }
+    return median(t);
+}
+
+static int repeats_for(unsigned long long n) {
+    double r = 5.0 * (double)(1ull << 28) / (double)n;
+    return r < 5 ? 5 : r > 200 ? 200 : (int)r;
+}
+
+template <typename T, typename F> static double time_cub(int repeat, F launch) {
+    launch(); // warm-up
+    cudaEvent_t a, b;
+    CHECK_CUDA(cudaEventCreate(&a));
+    CHECK_CUDA(cudaEventCreate(&b));
+    CHECK_CUDA(cudaEventRecord(a));
+    for (int i = 0; i < repeat; i++) launch();
+    CHECK_CUDA(cudaEventRecord(b));
+    CHECK_CUDA(cudaEventSynchronize(b));
+    float ms = 0;
+    CHECK_CUDA(cudaEventElapsedTime(&ms, a, b));
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    return ms * 1000.0 / repeat;
+}
+
+static double time_ours(const char *family, const char *type, const char *op, void *in, unsigned long long n, void *out,
+                        int repeat, unsigned long long *value) {
+    char why[400];
+    double us = 0;
+    if (wpb_run(family, type, op, in, n, out, 1, &us, value, why, sizeof why) ||
+        wpb_run(family, type, op, in, n, out, repeat, &us, value, why, sizeof why)) {
+        fprintf(stderr, "warpd %s/%s/%s n=%llu: %s\n", family, type, op, n, why);
+        return NAN;
+    }
+    return us;
+}
+
+template <typename T> static bool same_value(unsigned long long ours_bits, T cub_value, bool exact) {
+    T ours;
+    memcpy(&ours, &ours_bits, sizeof ours);
+    if (exact) return ours == cub_value;
+    double a = (double)ours, b = (double)cub_value;
+    return fabs(a - b) <= 1e-5 * fmax(fabs(b), 1.0);
+}
+
+template <typename T>
+static void bench_type(const char *type, int max_log2, std::vector<Row> &rows, bool quick) {
+    const unsigned long long max_n = 1ull << max_log2;
+    unsigned long long in_dev = 0, out_dev = 0, cub_out_dev = 0;
+    void *in = wpb_alloc(max_n * sizeof(T), &in_dev), *out = wpb_alloc(max_n * sizeof(T), &out_dev);
+    void *cub_out = wpb_alloc(max_n * sizeof(T), &cub_out_dev);
+    if (!in || !out || !cub_out || wpb_generate(in, type, max_n, 42)) {
+        fprintf(stderr, "cannot allocate or fill %llu %s elements\n", max_n, type);
+        exit(1);
+    }
+    const T *d_in = (const T *)in_dev;
+    T *d_out = (T *)out_dev, *d_cub = (T *)cub_out_dev;
+    T *d_value;
+    CHECK_CUDA(cudaMalloc(&d_value, sizeof(T)));
+    size_t temp_bytes = 0, b1 = 0, b2 = 0, b3 = 0;
+    cub::DeviceReduce::Sum(nullptr, b1, d_in, d_value, (int)max_n);
+    cub::DeviceReduce::Max(nullptr, b2, d_in, d_value, (int)max_n);
+    cub::DeviceScan::InclusiveSum(nullptr, b3, d_in, d_cub, (int)max_n);
+    temp_bytes = b1 > b2 ? b1 : b2;
+    temp_bytes = temp_bytes > b3 ? temp_bytes : b3;
+    void *d_temp;
+    CHECK_CUDA(cudaMalloc(&d_temp, temp_bytes));
+    const bool exact = std::is_integral<T>::value;
+    for (int lg = 10; lg <= max_log2; lg += quick ? 4 : 2) {
+        const unsigned long long n = 1ull << lg;
+        const int r = repeats_for(n);
+        unsigned long long v = 0;
+        T cv;
+        size_t tb = temp_bytes;
+        // sum
+        double ours = time_ours("device_reduce", type, "sum", in, n, NULL, r, &v);
+        double cub_us = time_cub<T>(r, [&] { cub::DeviceReduce::Sum(d_temp, tb, d_in, d_value, (int)n); });
+        CHECK_CUDA(cudaMemcpy(&cv, d_value, sizeof cv, cudaMemcpyDeviceToHost));
+        const int r1 = r < 50 ? r : 50;
+        double o1 = one_call_ours("device_reduce", type, "sum", in, n, NULL, r1);
+        double c1 = one_call_cub(r1, [&] { cub::DeviceReduce::Sum(d_temp, tb, d_in, d_value, (int)n); });
+        rows.push_back({"reduce sum", type, lg, ours, cub_us, o1, c1, same_value<T>(v, cv, exact)});
+        // max
+        ours = time_ours("device_reduce", type, "max", in, n, NULL, r, &v);
+        cub_us = time_cub<T>(r, [&] { cub::DeviceReduce::Max(d_temp, tb, d_in, d_value, (int)n); });
+        CHECK_CUDA(cudaMemcpy(&cv, d_value, sizeof cv, cudaMemcpyDeviceToHost));
+        o1 = one_call_ours("device_reduce", type, "max", in, n, NULL, r1);
+        c1 = one_call_cub(r1, [&] { cub::DeviceReduce::Max(d_temp, tb, d_in, d_value, (int)n); });
+        rows.push_back({"reduce max", type, lg, ours, cub_us, o1, c1, same_value<T>(v, cv, true)});
+        // inclusive scan
+        ours = time_ours("device_scan", type, "sum", in, n, out, r, NULL);
+        cub_us = time_cub<T>(r, [&] { cub::DeviceScan::InclusiveSum(d_temp, tb, d_in, d_cub, (int)n); });
+        T ours_last, cub_last;
+        CHECK_CUDA(cudaMemcpy(&ours_last, d_out + n - 1, sizeof(T), cudaMemcpyDeviceToHost));
+        CHECK_CUDA(cudaMemcpy(&cub_last, d_cub + n - 1, sizeof(T), cudaMemcpyDeviceToHost));
+        unsigned long long ob = 0;
+        memcpy(&ob, &ours_last, sizeof ours_last);
+        o1 = one_call_ours("device_scan", type, "sum", in, n, out, r1);
+        c1 = one_call_cub(r1, [&] { cub::DeviceScan::InclusiveSum(d_temp, tb, d_in, d_cub, (int)n); });
+        rows.push_back({"scan incl sum", type, lg, ours, cub_us, o1, c1, same_value<T>(ob, cub_last, exact)});
+    }
+    cudaFree(d_temp);
+    cudaFree(d_value);
+    wpb_free(in);
+    wpb_free(out);
+    wpb_free(cub_out);
+}
+
+static double copy_gbps(unsigned long long bytes) {
+    void *a, *b;
+    CHECK_CUDA(cudaMalloc(&a, bytes));
+    CHECK_CUDA(cudaMalloc(&b, bytes));
+    double us = time_cub<char>(10, [&] { cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice); });
+    cudaFree(a);
+    cudaFree(b);
+    return 2.0 * (double)bytes / us / 1e3;
+}
+
+int main(int argc, char **argv) {
+    int max_log2 = 30;
+    bool quick = false;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--max-log2") && i + 1 < argc) max_log2 = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--quick")) quick = true;
+    }
+    char why[400];
+    if (wpb_open(why, sizeof why)) {
+        printf("SKIPPED: no CUDA device (%s)\n", why);
+        return 0;
+    }
+    CHECK_CUDA(cudaSetDevice(0));
+    size_t free_b = 0, total_b = 0;
+    CHECK_CUDA(cudaMemGetInfo(&free_b, &total_b));
+    while (max_log2 > 10 && (3ull << max_log2) * 4 > free_b * 9 / 10) max_log2--; // three buffers per type
+    printf("device: %s; CUB %d.%d.%d\n", wpb_device(), CUB_MAJOR_VERSION, CUB_MINOR_VERSION, CUB_SUBMINOR_VERSION);
+    printf("device-to-device copy, 2^28 floats: %.0f GB/s (read + written)\n", copy_gbps(4ull << 28));
+    std::vector<Row> rows;
+    bench_type<float>("f32", max_log2, rows, quick);
+    bench_type<int>("i32", max_log2, rows, quick);
+    printf("\n%-14s %-4s %6s | %-38s | %-30s | %s\n", "", "", "", "pipelined (per launch)", "one call (median)", "");
+    printf("%-14s %-4s %6s | %9s %7s %9s %7s %5s | %9s %9s %10s | %s\n", "what", "type", "n", "warpd us", "GB/s",
+           "CUB us", "GB/s", "ratio", "warpd us", "CUB us", "time ratio", "result");
+    for (const Row &r : rows) {
+        double bytes = (double)(1ull << r.log2n) * 4.0 * (strncmp(r.what, "scan", 4) ? 1 : 2);
+        double ours_gbps = bytes / r.ours_us / 1e3, cub_gbps = bytes / r.cub_us / 1e3;
+        printf("%-14s %-4s   2^%-2d | %9.2f %7.0f %9.2f %7.0f %5.3f | %9.2f %9.2f %10.3f | %s\n", r.what, r.type,
+               r.log2n, r.ours_us, ours_gbps, r.cub_us, cub_gbps, ours_gbps / cub_gbps, r.ours_one, r.cub_one,
+               r.ours_one / r.cub_one, r.ok ? "same" : "DIFFERS");
+    }
+    wpb_close();
+    return 0;
+}

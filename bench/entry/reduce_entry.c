@@ -1,0 +1,108 @@
+/* reduce_entry.c — bench/bench_reduce.cu's way into the engine (reduce_entry.h): one cuda backend,
+ * the NVRTC compiler, a memory-only cache and a reduce engine, kept in one struct for the program. */
+#include "reduce_entry.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "app.h"
+#include "reduce.h"
+
+#ifndef WP_DEFAULT_TEMPLATES
+#define WP_DEFAULT_TEMPLATES "templates"
+#endif
+#ifndef WP_DEFAULT_CUDA_HOME
+#define WP_DEFAULT_CUDA_HOME "/usr/local/cuda"
+#endif
+
+static wp_app bench_app; /* the benchmark program's one engine (a program, not the daemon) */
+static char device_name[160];
+
+int wpb_open(char *why, unsigned long why_len) {
+    wp_err err = {0};
+    wp_app *app = &bench_app;
+    app->cuda = wp_backend_cuda_open(0, &err);
+    if (!app->cuda) {
+        snprintf(why, why_len, "%s", err.msg);
+        return -1;
+    }
+    wp_device_info di;
+    wp_backend_info(app->cuda, &di);
+    snprintf(app->arch, sizeof app->arch, "sm_%d", di.sm);
+    snprintf(device_name, sizeof device_name, "%s (sm_%d, %d SMs)", di.name, di.sm, di.sms);
+    app->emu = wp_backend_emu_open();
+    app->preferred = app->cuda;
+    app->max_elements = 1ull << 40;
+    app->reduce = wp_reduce_engine_open();
+    app->jit = wp_jit_open(WP_DEFAULT_TEMPLATES, WP_DEFAULT_CUDA_HOME "/include", &err);
+    if (app->jit) app->cache = wp_cache_open(NULL, 256u << 20, &err);
+    if (!app->jit || !app->cache || !app->reduce) {
+        snprintf(why, why_len, "%s", err.msg);
+        return -1;
+    }
+    return 0;
+}
+
+void wpb_close(void) {
+    wp_app *app = &bench_app;
+    wp_reduce_engine_close(app->reduce);
+    wp_cache_close(app->cache);
+    wp_jit_close(app->jit);
+    wp_backend_close(app->cuda);
+    wp_backend_close(app->emu);
+    memset(app, 0, sizeof *app);
+}
+
+const char *wpb_device(void) { return device_name; }
+
+void *wpb_alloc(unsigned long long bytes, unsigned long long *dev) {
+    wp_buf *b = wp_buf_alloc(bench_app.cuda, (size_t)bytes, NULL);
+    if (b) *dev = wp_buf_addr(b);
+    return b;
+}
+
+void wpb_free(void *buf) { wp_buf_free(buf); }
+
+static int spec_for(const char *family, const char *type, const char *op, wp_spec *s, wp_err *err) {
+    memset(s, 0, sizeof *s);
+    s->family = wp_family_find(family);
+    int t = wp_type_parse(type);
+    if (!s->family || t < 0) return WP_FAIL(err, 400, "bad_spec", "", "unknown family %s or type %s", family, type);
+    s->type = (wp_type)t;
+    s->width = 32;
+    s->mask = 0xffffffffu;
+    snprintf(s->arch, sizeof s->arch, "%s", bench_app.arch);
+    if ((s->family->flags & WP_F_OP) && wp_op_parse(op, s->type, "op", &s->op, err)) return -1;
+    return wp_spec_validate(s, err);
+}
+
+int wpb_generate(void *buf, const char *type, unsigned long long n, unsigned long long seed) {
+    wp_spec s;
+    wp_err err = {0};
+    if (spec_for("generate", type, NULL, &s, &err)) return -1;
+    wp_reduce_job job = {.spec = &s, .n = n, .gen_kind = WP_GEN_RANDOM, .seed = seed, .out = buf};
+    wp_reduce_result r;
+    int rc = wp_reduce_run(&bench_app, bench_app.cuda, &job, &r, &err);
+    if (rc) fprintf(stderr, "generate: %s\n", err.msg);
+    wp_reduce_result_free(&r);
+    return rc;
+}
+
+int wpb_run(const char *family, const char *type, const char *op, void *in, unsigned long long n, void *out,
+            int repeat, double *kernel_us, unsigned long long *value, char *why, unsigned long why_len) {
+    wp_spec s;
+    wp_err err = {0};
+    int rc = spec_for(family, type, op, &s, &err);
+    wp_reduce_job job = {.spec = &s, .in = in, .n = n, .out = out, .repeat = repeat};
+    wp_reduce_result r = {0};
+    if (rc == 0) rc = wp_reduce_run(&bench_app, bench_app.cuda, &job, &r, &err);
+    if (rc == 0) {
+        *kernel_us = r.kernel_us;
+        if (value) *value = r.value;
+    } else {
+        snprintf(why, why_len, "%s", err.msg);
+    }
+    wp_reduce_result_free(&r);
+    wp_spec_free(&s);
+    return rc;
+}

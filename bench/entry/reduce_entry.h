@@ -1,0 +1,31 @@
+/* reduce_entry.h — a small C face of the reduction engine for bench/bench_reduce.cu, which nvcc
+ * compiles as C++ and so cannot include the daemon's C11 headers. Everything runs on the cuda
+ * backend (device 0) with an in-memory kernel cache; buffers are wp_buf handles as void *. */
+#ifndef WP_REDUCE_ENTRY_H
+#define WP_REDUCE_ENTRY_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* 0 when a GPU is usable; otherwise -1 with the reason in why. */
+int wpb_open(char *why, unsigned long why_len);
+void wpb_close(void);
+const char *wpb_device(void);
+
+/* A device buffer of `bytes`; *dev gets its address (a CUdeviceptr the runtime API can use too). */
+void *wpb_alloc(unsigned long long bytes, unsigned long long *dev);
+void wpb_free(void *buf);
+/* Fills n elements of type ("f32", "i32", ...) with the generate family's random values. */
+int wpb_generate(void *buf, const char *type, unsigned long long n, unsigned long long seed);
+
+/* Runs family ("device_reduce", "device_scan") with op over n elements of in, `repeat` launches back to
+ * back; *kernel_us gets the time per launch. Reductions put the value's raw bits in *value; scans write
+ * out (n elements). Returns 0, or -1 with the message in why. */
+int wpb_run(const char *family, const char *type, const char *op, void *in, unsigned long long n, void *out,
+            int repeat, double *kernel_us, unsigned long long *value, char *why, unsigned long why_len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
