@@ -71,7 +71,7 @@ static inline bool js_fail(char *why, size_t cap, const char *path, const char *
 static inline bool js_check(const cJSON *root, const cJSON *schema, const cJSON *v, char *path, size_t path_cap,
                             char *why, size_t why_cap, int depth);
 
-/* How many of the schemas in list v matches (stops early past 1 when stop_at_two). */
+/* How many of the schemas in list match v; why gets the first failure while none has matched. */
 static inline int js_count(const cJSON *root, const cJSON *list, const cJSON *v, char *path, size_t path_cap, int depth,
                            char *why, size_t why_cap) {
     int n = 0;
