@@ -20,6 +20,7 @@
 
 #include "../kernels/data.h"
 #include "app.h"
+#include "base64.h"
 #include "buffers.h"
 #include "jsonval.h"
 
@@ -53,60 +54,18 @@ static int stage_value(stager *s, uint64_t bits, size_t size, wp_err *err) {
     return 0;
 }
 
-/* ---------- base64 (RFC 4648, standard alphabet, padding optional) ---------- */
+/* ---------- base64 (server/base64.c), decoded straight into the stager ---------- */
 
-static const char b64_chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-static int b64_value(unsigned char c) {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-}
-
-/* Checks the text and gives its decoded length. */
-static int b64_check(const char *s, size_t n, size_t *out_len, wp_err *err) {
-    while (n && s[n - 1] == '=' && n % 4 != 1) n--; /* at most the padding a valid text can have */
-    for (size_t i = 0; i < n; i++)
-        if (b64_value((unsigned char)s[i]) < 0)
-            return WP_FAIL(err, 400, "bad_base64", "data_b64", "data_b64: character %zu ('%c') is not base64", i,
-                           s[i] >= 32 && s[i] < 127 ? s[i] : '?');
-    if (n % 4 == 1) return WP_FAIL(err, 400, "bad_base64", "data_b64", "data_b64: truncated (length %zu)", n);
-    *out_len = n / 4 * 3 + (n % 4 ? n % 4 - 1 : 0);
-    return 0;
-}
-
-/* Decodes checked text straight into the stager, chunk by chunk. */
+/* Whole 4-character groups, a stager-full at a time, so a large upload is never held twice. */
 static int b64_decode_to(stager *st, const char *s, size_t out_len, wp_err *err) {
-    uint32_t acc = 0;
-    int bits = 0;
-    for (size_t produced = 0; produced < out_len; s++) {
-        acc = acc << 6 | (uint32_t)b64_value((unsigned char)*s);
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            if (st->used == st->cap && stage_flush(st, err)) return -1;
-            st->data[st->used++] = (uint8_t)(acc >> bits);
-            produced++;
-        }
+    size_t step = st->cap / 3 * 3;
+    for (size_t done = 0; done < out_len; done += step) {
+        if (stage_flush(st, err)) return -1;
+        size_t k = out_len - done < step ? out_len - done : step;
+        wp_b64_decode(s + done / 3 * 4, st->data, k);
+        st->used = k;
     }
     return stage_flush(st, err);
-}
-
-static char *b64_encode(const uint8_t *p, size_t n) {
-    char *out = malloc((n + 2) / 3 * 4 + 1), *o = out;
-    if (!out) return NULL;
-    for (size_t i = 0; i < n; i += 3) {
-        uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0) | (i + 2 < n ? p[i + 2] : 0);
-        *o++ = b64_chars[v >> 18 & 63];
-        *o++ = b64_chars[v >> 12 & 63];
-        *o++ = i + 1 < n ? b64_chars[v >> 6 & 63] : '=';
-        *o++ = i + 2 < n ? b64_chars[v & 63] : '=';
-    }
-    *o = 0;
-    return out;
 }
 
 /* ---------- parameters ---------- */
@@ -287,7 +246,7 @@ static int put_json(wp_app *app, const wp_req *req, wp_buffer_info *info, wp_err
             WP_FAIL(err, 400, "wrong_type", "data_b64", "data_b64 must be a base64 string");
             goto out;
         }
-        if (b64_check(b64->valuestring, strlen(b64->valuestring), &b64_bytes, err) ||
+        if (wp_b64_check(b64->valuestring, strlen(b64->valuestring), "data_b64", &b64_bytes, err) ||
             length_multiple(b64_bytes, t, "data_b64", err))
             goto out;
         count = b64_bytes / wp_type_size(t);
@@ -440,7 +399,7 @@ static void get_data(wp_app *app, const char *id, const char *form, wp_resp *res
         } else {
             cJSON *o = info_json(&info);
             if (!strcmp(form, "b64")) {
-                char *text = b64_encode(bytes, (size_t)info.bytes);
+                char *text = wp_b64_encode(bytes, (size_t)info.bytes);
                 if (text) cJSON_AddStringToObject(o, "data_b64", text);
                 free(text);
             } else {
