@@ -106,6 +106,16 @@ static double time_ours(const char *family, const char *type, const char *op, vo
     return us;
 }
 
+static double time_ours_block(const char *family, const char *type, const char *op, int block, void *in,
+                              unsigned long long n, void *out, int repeat) {
+    char why[400];
+    double us = 0;
+    if (wpb_run_block(family, type, op, block, in, n, out, 1, &us, NULL, why, sizeof why) ||
+        wpb_run_block(family, type, op, block, in, n, out, repeat, &us, NULL, why, sizeof why))
+        return NAN;
+    return us;
+}
+
 template <typename T> static bool same_value(unsigned long long ours_bits, T cub_value, bool exact) {
     T ours;
     memcpy(&ours, &ours_bits, sizeof ours);
@@ -177,6 +187,27 @@ static void bench_type(const char *type, int max_log2, std::vector<Row> &rows, b
     wpb_free(cub_out);
 }
 
+/* Block sizes of device_reduce and device_scan at one size (f32 sum), pipelined: to pick defaults. */
+static void block_sweep(int log2n) {
+    const unsigned long long n = 1ull << log2n;
+    unsigned long long dev = 0, dev2 = 0;
+    void *in = wpb_alloc(n * 4, &dev), *out = wpb_alloc(n * 4, &dev2);
+    if (!in || !out || wpb_generate(in, "f32", n, 7)) return;
+    printf("\nblock sweep, f32 sum, n = 2^%d, pipelined:", log2n);
+    static const int blocks[] = {64, 128, 256, 512, 1024};
+    for (const char *family : {"device_reduce", "device_scan"}) {
+        printf("\n  %-14s", family);
+        for (int b : blocks) {
+            double us = time_ours_block(family, "f32", "sum", b, in, n, strcmp(family, "device_scan") ? NULL : out, 10);
+            double gbps = (double)n * 4.0 * (strcmp(family, "device_scan") ? 1 : 2) / us / 1e3;
+            printf("  b%-4d %8.1f us %6.0f GB/s", b, us, gbps);
+        }
+    }
+    printf("\n");
+    wpb_free(in);
+    wpb_free(out);
+}
+
 static double copy_gbps(unsigned long long bytes) {
     void *a, *b;
     CHECK_CUDA(cudaMalloc(&a, bytes));
@@ -218,6 +249,8 @@ int main(int argc, char **argv) {
                r.log2n, r.ours_us, ours_gbps, r.cub_us, cub_gbps, ours_gbps / cub_gbps, r.ours_one, r.cub_one,
                r.ours_one / r.cub_one, r.ok ? "same" : "DIFFERS");
     }
+    block_sweep(max_log2 < 28 ? max_log2 : 28);
+    block_sweep(max_log2 < 20 ? max_log2 : 20);
     wpb_close();
     return 0;
 }

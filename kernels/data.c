@@ -8,7 +8,7 @@
 #include "../server/spec.h"
 
 static const char *const strategy_names[WP_STRAT_COUNT] = {
-    [WP_STRAT_GMEM] = "gmem",         [WP_STRAT_SMEM] = "smem",   [WP_STRAT_SHFL_XOR] = "shfl_xor",
+    [WP_STRAT_GMEM] = "gmem",           [WP_STRAT_SMEM] = "smem",   [WP_STRAT_SHFL_XOR] = "shfl_xor",
     [WP_STRAT_SHFL_DOWN] = "shfl_down", [WP_STRAT_REDUX] = "redux", [WP_STRAT_ATOMIC] = "atomic",
     [WP_STRAT_SHFL_UP] = "shfl_up",
 };
@@ -53,17 +53,26 @@ uint64_t wp_data_from_acc(wp_type t, wp_type acc, uint64_t bits) {
 
 uint64_t wp_data_load(wp_type t, const void *base, uint64_t i) {
     switch (wp_type_size(t)) {
-    case 2: return ((const uint16_t *)base)[i];
-    case 4: return ((const uint32_t *)base)[i];
-    default: return ((const uint64_t *)base)[i];
+    case 2:
+        return ((const uint16_t *)base)[i];
+    case 4:
+        return ((const uint32_t *)base)[i];
+    default:
+        return ((const uint64_t *)base)[i];
     }
 }
 
 void wp_data_store(wp_type t, void *base, uint64_t i, uint64_t bits) {
     switch (wp_type_size(t)) {
-    case 2: ((uint16_t *)base)[i] = (uint16_t)bits; break;
-    case 4: ((uint32_t *)base)[i] = (uint32_t)bits; break;
-    default: ((uint64_t *)base)[i] = bits; break;
+    case 2:
+        ((uint16_t *)base)[i] = (uint16_t)bits;
+        break;
+    case 4:
+        ((uint32_t *)base)[i] = (uint32_t)bits;
+        break;
+    default:
+        ((uint64_t *)base)[i] = bits;
+        break;
     }
 }
 
@@ -135,6 +144,7 @@ void wp_plan_device_scan(const wp_spec *s, uint64_t n, uint64_t groups, wp_data_
     out->groups = ceil_div(n, tile);
     out->grid = (unsigned)out->groups;
     out->scratch_bytes = (size_t)(((out->groups * 4 + 15) & ~(uint64_t)15) + out->groups * 16);
+    out->epoch_status = true;
     out->out_bytes = (size_t)n * wp_type_size(s->type);
 }
 

@@ -33,6 +33,8 @@ typedef struct wp_data_plan {
     uint64_t groups;            /* p->groups: outputs, or tiles for device_scan */
     size_t scratch_bytes;       /* device scratch (p->scratch); zeroed once when allocated */
     size_t out_bytes;           /* bytes the kernel writes at p->out */
+    bool epoch_status;          /* the scratch holds epoch-stamped tile status (device_scan): any other
+                                   bytes there (another family's partials) must be zeroed first */
 } wp_data_plan;
 
 /* n elements; groups = segments for segmented_reduce (ignored otherwise). */

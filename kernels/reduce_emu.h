@@ -13,8 +13,8 @@ typedef struct {
     const wp_op *op;
     wp_type type, acc; /* element and accumulator types */
     int strategy;
-    const void *in;    /* packed elements (host) */
-    uint64_t ident;    /* p->init: the identity (reductions) or the init value (scans) */
+    const void *in; /* packed elements (host) */
+    uint64_t ident; /* p->init: the identity (reductions) or the init value (scans) */
 } wp_remu;
 
 void wp_remu_init(wp_remu *c, const struct wp_spec *s, const wp_data_params *p);

@@ -48,8 +48,10 @@ void wp_emu_group_scan(const wp_spec *s, const wp_data_params *p, const wp_data_
         group_scan(&c, c.strategy, inc, group, valid);
         for (int i = 0; i < valid; i++) {
             uint64_t r;
-            if (excl) r = i == 0 ? c.ident : has_init ? wp_remu_apply(&c, c.ident, inc[i - 1]) : inc[i - 1];
-            else r = has_init ? wp_remu_apply(&c, c.ident, inc[i]) : inc[i];
+            if (excl)
+                r = i == 0 ? c.ident : has_init ? wp_remu_apply(&c, c.ident, inc[i - 1]) : inc[i - 1];
+            else
+                r = has_init ? wp_remu_apply(&c, c.ident, inc[i]) : inc[i];
             wp_data_store(s->type, out, base + (uint64_t)i, wp_data_from_acc(s->type, c.acc, r));
         }
     }

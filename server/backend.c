@@ -28,9 +28,8 @@ int wp_backend_run_warp(wp_backend *b, void *fn, const wp_spec *s, const wp_warp
 /* ---- buffers and launches (buffer.h): ranges, empty buffers and context loss are checked here,
  * once, so each backend's entries only move bytes. ---- */
 
-#define WP_UNSUPPORTED(b, err, what)                                                                      \
-    WP_FAIL(err, 501, "unsupported_backend", "backend", "backend %s does not support %s", (b)->ops->name, \
-            what)
+#define WP_UNSUPPORTED(b, err, what)                                                                                   \
+    WP_FAIL(err, 501, "unsupported_backend", "backend", "backend %s does not support %s", (b)->ops->name, what)
 
 static unsigned backend_generation(wp_backend *b) { return b->ops->generation ? b->ops->generation(b) : 0; }
 unsigned wp_backend_generation(wp_backend *b) { return backend_generation(b); }
@@ -68,7 +67,8 @@ wp_buf *wp_buf_alloc(wp_backend *b, size_t bytes, wp_err *err) {
 void wp_buf_free(wp_buf *buf) {
     if (!buf) return;
     /* A lost buffer's memory died with its context: nothing to give back. */
-    if (buf->size && buf->generation == backend_generation(buf->backend)) buf->backend->ops->buf_free(buf->backend, buf);
+    if (buf->size && buf->generation == backend_generation(buf->backend))
+        buf->backend->ops->buf_free(buf->backend, buf);
     free(buf);
 }
 
@@ -108,9 +108,7 @@ int wp_buf_copy(wp_buf *dst, size_t dst_offset, const wp_buf *src, size_t src_of
 size_t wp_buf_size(const wp_buf *buf) { return buf->size; }
 wp_backend *wp_buf_backend(const wp_buf *buf) { return buf->backend; }
 uint64_t wp_buf_addr(const wp_buf *buf) { return buf->addr; }
-void *wp_buf_host(wp_buf *buf) {
-    return buf->backend->ops->host_buffers ? (void *)(uintptr_t)buf->addr : NULL;
-}
+void *wp_buf_host(wp_buf *buf) { return buf->backend->ops->host_buffers ? (void *)(uintptr_t)buf->addr : NULL; }
 const void *wp_buf_host_const(const wp_buf *buf) { return wp_buf_host((wp_buf *)buf); }
 
 int wp_backend_launch(wp_backend *b, void *const *fn, const wp_launch *launches, int n, double *kernel_us,

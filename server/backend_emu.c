@@ -71,11 +71,11 @@ static int emu_buf_memset(wp_backend *b, wp_buf *buf, size_t offset, int byte, s
     memset((unsigned char *)(uintptr_t)buf->addr + offset, byte, len);
     return 0;
 }
-static int emu_buf_copy(wp_backend *b, wp_buf *dst, size_t dst_offset, const wp_buf *src, size_t src_offset,
-                        size_t len, wp_err *err) {
+static int emu_buf_copy(wp_backend *b, wp_buf *dst, size_t dst_offset, const wp_buf *src, size_t src_offset, size_t len,
+                        wp_err *err) {
     (void)b, (void)err;
-    memcpy((unsigned char *)(uintptr_t)dst->addr + dst_offset,
-           (const unsigned char *)(uintptr_t)src->addr + src_offset, len);
+    memcpy((unsigned char *)(uintptr_t)dst->addr + dst_offset, (const unsigned char *)(uintptr_t)src->addr + src_offset,
+           len);
     return 0;
 }
 

@@ -58,8 +58,7 @@ typedef struct {
  * from wp_app_kernel_get for launch i (one cache entry per kernel). Only cuda runs kernels: emu
  * answers 501 "unsupported_backend" (the emulator runs the C references in kernels/ instead). A
  * CUDA error fails with 500 "cuda_error" and the backend recovers as for wp_backend_run_warp. */
-int wp_backend_launch(wp_backend *b, void *const *fn, const wp_launch *launches, int n, double *kernel_us,
-                      wp_err *err);
+int wp_backend_launch(wp_backend *b, void *const *fn, const wp_launch *launches, int n, double *kernel_us, wp_err *err);
 
 /* Generation of the backend's context (bumped by each reset on cuda; always 0 on emu). */
 unsigned wp_backend_generation(wp_backend *b);

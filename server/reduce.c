@@ -18,10 +18,10 @@
 #include "sha256.h"
 
 #define WP_SCRATCH_HEAD 256
-#define WP_SCRATCH_RESULT 192 /* after the tickets: 1 + 32 counters (templates/reduce.cu) */
+#define WP_SCRATCH_RESULT 192 /* after the tickets: 1 + up to 32 counters (templates/reduce.cu) */
 #define WP_SCRATCH_MIN (64u << 10)
-#define WP_SCRATCH_POOL_MAX 8       /* idle scratch buffers kept per engine */
-#define WP_EPOCH_MAX (1u << 30)     /* status words hold epoch << 2 in 32 bits */
+#define WP_SCRATCH_POOL_MAX 8   /* idle scratch buffers kept per engine */
+#define WP_EPOCH_MAX (1u << 30) /* status words hold epoch << 2 in 32 bits */
 
 typedef struct scratch {
     struct scratch *next;
@@ -30,6 +30,7 @@ typedef struct scratch {
     size_t cap;
     unsigned generation; /* the backend's context generation when allocated */
     unsigned epoch;
+    size_t status_clean; /* bytes from WP_SCRATCH_HEAD holding only zeros or tile status (no partials) */
 } scratch;
 
 struct wp_reduce_engine {
@@ -104,6 +105,7 @@ static scratch *scratch_take(wp_reduce_engine *e, wp_backend *b, size_t need, wp
         scratch_free(s);
         return NULL;
     }
+    s->status_clean = s->cap - WP_SCRATCH_HEAD;
     return s;
 }
 
@@ -124,6 +126,7 @@ static int scratch_epoch(scratch *s, unsigned *epoch, wp_err *err) {
     if (s->epoch + 1 >= WP_EPOCH_MAX) {
         if (wp_buf_memset(s->buf, 0, 0, s->cap, err)) return -1;
         s->epoch = 0;
+        s->status_clean = s->cap - WP_SCRATCH_HEAD;
     }
     *epoch = ++s->epoch;
     return 0;
@@ -159,8 +162,8 @@ static int check_job(wp_backend *b, const wp_reduce_job *job, wp_err *err) {
         wp_device_info di;
         wp_backend_info(b, &di);
         if (di.sm < 80)
-            return WP_FAIL(err, 409, "backend_unsupported", "strategy", "strategy redux needs sm_80; the device is sm_%d",
-                           di.sm);
+            return WP_FAIL(err, 409, "backend_unsupported", "strategy",
+                           "strategy redux needs sm_80; the device is sm_%d", di.sm);
     }
     uint64_t ident;
     if ((f->flags & WP_F_SCAN) && s->data.exclusive && !job->has_init &&
@@ -202,6 +205,13 @@ static int run_cuda(struct wp_app *app, wp_backend *b, const wp_spec *s, void *f
     p->scratch = base + WP_SCRATCH_HEAD;
     if (one_value) p->out = base + WP_SCRATCH_RESULT;
     int rc = scratch_epoch(sc, &p->epoch, err);
+    /* Tile status is trusted by its epoch stamp: bytes another family left there (partials that may
+     * look like a stamp) are zeroed first; after any other family the region is no longer clean. */
+    if (rc == 0 && plan->epoch_status && sc->status_clean < plan->scratch_bytes) {
+        rc = wp_buf_memset(sc->buf, WP_SCRATCH_HEAD, 0, plan->scratch_bytes, err);
+        if (rc == 0) sc->status_clean = plan->scratch_bytes;
+    }
+    if (!plan->epoch_status && plan->scratch_bytes) sc->status_clean = 0;
     if (rc == 0 && one_value && s->data.strategy == WP_STRAT_ATOMIC) { /* blocks combine into the identity */
         uint8_t start[16] = {0};
         wp_data_store(wp_data_acc_type(s), start, 0, ident);
@@ -218,8 +228,8 @@ static int run_cuda(struct wp_app *app, wp_backend *b, const wp_spec *s, void *f
         if (i > 0) rc = scratch_epoch(sc, &ps[i].epoch, err);
         params[i] = &ps[i];
         fns[i] = fn;
-        ls[i] = (wp_launch){.grid = {plan->grid, 1, 1}, .block = {plan->block, 1, 1}, .smem_bytes = plan->smem,
-                            .params = &params[i]};
+        ls[i] = (wp_launch){
+            .grid = {plan->grid, 1, 1}, .block = {plan->block, 1, 1}, .smem_bytes = plan->smem, .params = &params[i]};
     }
     if (rc == 0) rc = wp_backend_launch(b, fns, ls, repeat, &res->kernel_us, err);
     res->kernel_us /= repeat;
@@ -270,7 +280,8 @@ int wp_reduce_run(struct wp_app *app, wp_backend *b, const wp_reduce_job *job, w
         memcpy(res->hash, rk.hash, sizeof res->hash);
         res->source = rk.source;
         res->compiled = true;
-        res->key_us = rk.key_us, res->cache_us = rk.cache_us, res->compile_ms = rk.compile_ms, res->load_us = rk.load_us;
+        res->key_us = rk.key_us, res->cache_us = rk.cache_us, res->compile_ms = rk.compile_ms,
+        res->load_us = rk.load_us;
     } else {
         wp_err key_err = {0};
         fill_key(app, s, res, &key_err);

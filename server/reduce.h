@@ -23,29 +23,29 @@ void wp_reduce_engine_close(wp_reduce_engine *e); /* frees the pooled scratch: c
  * WP_STRAT_AUTO and checked by wp_spec_validate). The engine does not take ownership of anything. */
 typedef struct {
     const wp_spec *spec;
-    const wp_buf *in;      /* n elements of spec->type; NULL for generate */
+    const wp_buf *in; /* n elements of spec->type; NULL for generate */
     uint64_t n;
     const wp_buf *offsets; /* segmented_reduce: groups + 1 uint64 offsets, non-decreasing, last <= n */
     uint64_t groups;
-    bool has_init;         /* scans: start from init (raw bits of spec->type) */
+    bool has_init; /* scans: start from init (raw bits of spec->type) */
     uint64_t init;
-    bool has_weights;      /* stencil: 2*radius+1 weights (default: all 1/(2r+1)) */
+    bool has_weights; /* stencil: 2*radius+1 weights (default: all 1/(2r+1)) */
     double weights[2 * WP_STENCIL_MAX_RADIUS + 1];
-    int gen_kind;          /* generate: WP_GEN_*, seed, constant (raw bits of spec->type) */
+    int gen_kind; /* generate: WP_GEN_*, seed, constant (raw bits of spec->type) */
     uint64_t seed, constant;
-    wp_buf *out;           /* EACH/GROUPS families: where results go (NULL: the engine allocates one) */
-    bool compile_on_emu;   /* also compile the kernel (NVRTC, cache) when running on emu */
-    int repeat;            /* benchmarks (cuda): launches back to back, timed together; kernel_us is per
-                              launch; 0 or 1 = once (atomic: the value is then meaningless) */
+    wp_buf *out;         /* EACH/GROUPS families: where results go (NULL: the engine allocates one) */
+    bool compile_on_emu; /* also compile the kernel (NVRTC, cache) when running on emu */
+    int repeat;          /* benchmarks (cuda): launches back to back, timed together; kernel_us is per
+                            launch; 0 or 1 = once (atomic: the value is then meaningless) */
 } wp_reduce_job;
 
 typedef struct {
     /* WP_DATA_VALUE and WP_DATA_ARG */
-    bool has_value;     /* false: empty data and an operator with no identity, or argmin of nothing */
-    uint64_t value;     /* raw bits of spec->type (rounded once from the accumulator) */
-    wp_type acc_type;   /* the accumulator type, and its bits */
+    bool has_value;   /* false: empty data and an operator with no identity, or argmin of nothing */
+    uint64_t value;   /* raw bits of spec->type (rounded once from the accumulator) */
+    wp_type acc_type; /* the accumulator type, and its bits */
     uint64_t acc_value;
-    int64_t index;      /* argmin/argmax: the element's index; -1 when there is none */
+    int64_t index; /* argmin/argmax: the element's index; -1 when there is none */
     /* WP_DATA_EACH and WP_DATA_GROUPS: the results (job->out, or the engine's: the caller frees it) */
     wp_buf *out;
     bool out_owned;     /* out was allocated by the engine */
@@ -56,7 +56,7 @@ typedef struct {
     unsigned grid, block;
     char key_text[640];
     char hash[65];
-    wp_source source;   /* where the kernel came from; compiled is false when nothing was compiled */
+    wp_source source; /* where the kernel came from; compiled is false when nothing was compiled */
     bool compiled;
     double key_us, cache_us, compile_ms, load_us, kernel_us;
 } wp_reduce_result;

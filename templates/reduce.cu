@@ -23,12 +23,12 @@ template <typename T, typename A> struct wp_make_arg {
 /* One pass over the whole array. Thread g of the grid (g = block * BLOCK + thread) folds the 16-byte
  * vectors g, g + G*BLOCK, g + 2*G*BLOCK, ... (elements in order; the first element starts the fold;
  * the partial last vector is the thread's that reaches index n / V). Each block reduces its threads
- * (tree by STRAT) and writes its partial. Tickets: the last block of each group of 32 to finish
+ * (tree by STRAT) and writes its partial. Tickets: the last block of each group of WP_TICKET_GROUP to finish
  * (atomic counter per group) bumps the top counter, and the last group's last block folds all the
  * partials (thread t: partials t, t + BLOCK, ...; then the block tree) and writes out[0] — two levels
  * so a thousand blocks finishing together do not queue on one address. G <= WP_REDUCE_GRID_MAX fixes
  * the order for every device. atomic: blocks combine into out[0] (pre-set to the identity). */
-#define WP_TICKET_GROUP 32
+#define WP_TICKET_GROUP 256 /* blocks per ticket counter: up to 256 share one address */
 
 /* Folds vectors k, k + stride, ... < nvec into acc; `has` says whether acc holds a value yet. Loads
  * four vectors at a time, so four are in flight, and folds them in order. */

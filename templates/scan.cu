@@ -44,13 +44,19 @@ __global__ void __launch_bounds__(BLOCK) wp_block_scan(wp_data_params p) {
  * publishes its aggregate A_i, then looks back for the nearest tile j < i that has published its
  * inclusive prefix P_j, within the 32 tiles before it (waiting until one has). Its exclusive prefix
  * is the left fold op(..op(P_j, A_j+1).., A_i-1) — exactly P_i-1 of the chain P_i = op(P_i-1, A_i),
- * P_-1 = init — so the bits do not depend on which j it found. Each thread then re-scans its
+ * P_-1 = init — so the bits do not depend on which j it found (nor on who published P_k). Each thread then re-scans its
  * elements starting from op(tile prefix, thread prefix). */
 
 /* Tile status, two 8-byte words per tile: A_i, then P_i. An accumulator of up to 4 bytes shares its
  * word with its flag (epoch << 2 | WP_TILE_*, high half) so one load reads both; a wider one sits in
  * the word with the flag in a separate array (flags first, then the words) behind a release store. */
 #define WP_LOOKBACK_WINDOWS 16 /* windows of 32 tiles a tile may look back through before it waits */
+/* A tile that folds from P_j up to itself computes P_k of every tile k between (the same bits tile k
+ * would: it is the same left fold) and publishes them, so the tiles behind it find a prefix at once
+ * instead of each folding the same long run again. */
+#ifndef WP_LOOKBACK_PUBLISH
+#define WP_LOOKBACK_PUBLISH 0 /* measured on H100: 1 was slower at block 256 (bench/RESULTS.md) */
+#endif
 
 WP_DEV unsigned long long *wp_tile_slots(const wp_data_params &p) {
     return (unsigned long long *)(p.scratch + ((p.groups * 4 + 15) & ~15ull));
@@ -129,12 +135,20 @@ WP_DEV bool wp_scan_lookback(const wp_data_params &p, unsigned long long tile, A
             const int pl = __ffs(prefix_lanes) - 1; /* the nearest tile with a prefix */
             if (lane <= pl) stash[windows * 32 + lane] = v;
             __syncwarp();
-            if (lane == 0) {
+            if (lane == 0) { /* every step of the fold is P_k of a tile k between: publish it too */
                 acc = stash[windows * 32 + pl];
-                for (int l = pl - 1; l >= 0; --l) acc = op(acc, stash[windows * 32 + l]);
-                for (int w = windows - 1; w >= 0; --w)
+                for (int l = pl - 1; l >= 0; --l) {
+                    acc = op(acc, stash[windows * 32 + l]);
+                    if (WP_LOOKBACK_PUBLISH) status::publish(p, (unsigned long long)(top - l), WP_TILE_PREFIX, acc);
+                }
+                for (int w = windows - 1; w >= 0; --w) {
+                    const long long top_w = (long long)tile - 1 - 32 * w;
 #pragma unroll 8
-                    for (int l = 31; l >= 0; --l) acc = op(acc, stash[w * 32 + l]);
+                    for (int l = 31; l >= 0; --l) {
+                        acc = op(acc, stash[w * 32 + l]);
+                        if (WP_LOOKBACK_PUBLISH) status::publish(p, (unsigned long long)(top_w - l), WP_TILE_PREFIX, acc);
+                    }
+                }
             }
             acc = wp_any_shfl<32>(acc, 0);
             break;

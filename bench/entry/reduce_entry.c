@@ -63,7 +63,7 @@ void *wpb_alloc(unsigned long long bytes, unsigned long long *dev) {
 
 void wpb_free(void *buf) { wp_buf_free(buf); }
 
-static int spec_for(const char *family, const char *type, const char *op, wp_spec *s, wp_err *err) {
+static int spec_for(const char *family, const char *type, const char *op, int block, wp_spec *s, wp_err *err) {
     memset(s, 0, sizeof *s);
     s->family = wp_family_find(family);
     int t = wp_type_parse(type);
@@ -71,6 +71,7 @@ static int spec_for(const char *family, const char *type, const char *op, wp_spe
     s->type = (wp_type)t;
     s->width = 32;
     s->mask = 0xffffffffu;
+    s->data.block = block;
     snprintf(s->arch, sizeof s->arch, "%s", bench_app.arch);
     if ((s->family->flags & WP_F_OP) && wp_op_parse(op, s->type, "op", &s->op, err)) return -1;
     return wp_spec_validate(s, err);
@@ -79,7 +80,7 @@ static int spec_for(const char *family, const char *type, const char *op, wp_spe
 int wpb_generate(void *buf, const char *type, unsigned long long n, unsigned long long seed) {
     wp_spec s;
     wp_err err = {0};
-    if (spec_for("generate", type, NULL, &s, &err)) return -1;
+    if (spec_for("generate", type, NULL, 0, &s, &err)) return -1;
     wp_reduce_job job = {.spec = &s, .n = n, .gen_kind = WP_GEN_RANDOM, .seed = seed, .out = buf};
     wp_reduce_result r;
     int rc = wp_reduce_run(&bench_app, bench_app.cuda, &job, &r, &err);
@@ -88,11 +89,17 @@ int wpb_generate(void *buf, const char *type, unsigned long long n, unsigned lon
     return rc;
 }
 
-int wpb_run(const char *family, const char *type, const char *op, void *in, unsigned long long n, void *out,
-            int repeat, double *kernel_us, unsigned long long *value, char *why, unsigned long why_len) {
+int wpb_run(const char *family, const char *type, const char *op, void *in, unsigned long long n, void *out, int repeat,
+            double *kernel_us, unsigned long long *value, char *why, unsigned long why_len) {
+    return wpb_run_block(family, type, op, 0, in, n, out, repeat, kernel_us, value, why, why_len);
+}
+
+int wpb_run_block(const char *family, const char *type, const char *op, int block, void *in, unsigned long long n,
+                  void *out, int repeat, double *kernel_us, unsigned long long *value, char *why,
+                  unsigned long why_len) {
     wp_spec s;
     wp_err err = {0};
-    int rc = spec_for(family, type, op, &s, &err);
+    int rc = spec_for(family, type, op, block, &s, &err);
     wp_reduce_job job = {.spec = &s, .in = in, .n = n, .out = out, .repeat = repeat};
     wp_reduce_result r = {0};
     if (rc == 0) rc = wp_reduce_run(&bench_app, bench_app.cuda, &job, &r, &err);

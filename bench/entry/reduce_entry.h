@@ -22,8 +22,12 @@ int wpb_generate(void *buf, const char *type, unsigned long long n, unsigned lon
 /* Runs family ("device_reduce", "device_scan") with op over n elements of in, `repeat` launches back to
  * back; *kernel_us gets the time per launch. Reductions put the value's raw bits in *value; scans write
  * out (n elements). Returns 0, or -1 with the message in why. */
-int wpb_run(const char *family, const char *type, const char *op, void *in, unsigned long long n, void *out,
-            int repeat, double *kernel_us, unsigned long long *value, char *why, unsigned long why_len);
+int wpb_run(const char *family, const char *type, const char *op, void *in, unsigned long long n, void *out, int repeat,
+            double *kernel_us, unsigned long long *value, char *why, unsigned long why_len);
+/* The same with a block size (0: the family's default). */
+int wpb_run_block(const char *family, const char *type, const char *op, int block, void *in, unsigned long long n,
+                  void *out, int repeat, double *kernel_us, unsigned long long *value, char *why,
+                  unsigned long why_len);
 
 #ifdef __cplusplus
 }

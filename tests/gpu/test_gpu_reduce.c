@@ -81,8 +81,11 @@ static bool spec_fill(const kcase *k, const char *arch, wp_spec *s, wp_err *err)
     s->type = k->type;
     s->width = k->width;
     s->mask = 0xffffffffu;
-    s->data = (wp_data_spec){.strategy = k->strategy, .block = k->block, .native = k->native,
-                             .exclusive = k->exclusive, .radius = k->radius};
+    s->data = (wp_data_spec){.strategy = k->strategy,
+                             .block = k->block,
+                             .native = k->native,
+                             .exclusive = k->exclusive,
+                             .radius = k->radius};
     snprintf(s->arch, sizeof s->arch, "%s", arch);
     if ((k->family->flags & WP_F_OP) && wp_op_parse(k->op, k->type, "op", &s->op, err)) return false;
     if (wp_spec_validate(s, err)) {
@@ -133,8 +136,13 @@ static int list_cases(run_ctx *ctx, const char *only, int sm) {
                     for (int wi = 0; wi < n_widths; wi++)
                         for (int bi = 0; bi < n_blocks; bi++)
                             for (int variant = 0; variant < 4; variant++) {
-                                kcase k = {.family = f, .type = (wp_type)t, .op = ops_all[o], .strategy = st,
-                                           .width = widths[wi], .block = blocks[bi], .radius = 1};
+                                kcase k = {.family = f,
+                                           .type = (wp_type)t,
+                                           .op = ops_all[o],
+                                           .strategy = st,
+                                           .width = widths[wi],
+                                           .block = blocks[bi],
+                                           .radius = 1};
                                 bool half = t == WP_F16 || t == WP_BF16;
                                 if (f->flags & WP_F_SCAN) { /* inclusive, exclusive, each with an init */
                                     k.exclusive = variant & 1;
@@ -171,8 +179,8 @@ static void note(run_ctx *ctx, kcase *k, uint64_t n, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    printf("  mismatch %s/%s op=%s %s w%d b%d%s%s%s r%d n=%llu: %s\n", k->family->name, wp_type_name(k->type),
-           k->op, wp_strategy_name(k->strategy), k->width, k->block, k->exclusive ? " exclusive" : "",
+    printf("  mismatch %s/%s op=%s %s w%d b%d%s%s%s r%d n=%llu: %s\n", k->family->name, wp_type_name(k->type), k->op,
+           wp_strategy_name(k->strategy), k->width, k->block, k->exclusive ? " exclusive" : "",
            k->has_init ? " init" : "", k->native ? " native" : "", k->radius, (unsigned long long)n, msg);
 }
 
@@ -193,8 +201,16 @@ static int run_on(wp_app *app, wp_backend *b, const wp_spec *s, const kcase *k, 
         offs = wp_buf_alloc(b, (size_t)(groups + 1) * 8, err);
         rc = offs ? wp_buf_write(offs, 0, offsets, (size_t)(groups + 1) * 8, err) : -1;
     }
-    wp_reduce_job job = {.spec = s, .in = in, .n = n, .offsets = offs, .groups = groups, .has_init = k->has_init,
-                         .init = init, .gen_kind = WP_GEN_RANDOM, .seed = n + 7, .compile_on_emu = compile};
+    wp_reduce_job job = {.spec = s,
+                         .in = in,
+                         .n = n,
+                         .offsets = offs,
+                         .groups = groups,
+                         .has_init = k->has_init,
+                         .init = init,
+                         .gen_kind = WP_GEN_RANDOM,
+                         .seed = n + 7,
+                         .compile_on_emu = compile};
     if (rc == 0) rc = wp_reduce_run(app, b, &job, r, err);
     wp_buf_free(in);
     wp_buf_free(offs);
@@ -266,7 +282,7 @@ static void run_case(run_ctx *ctx, kcase *k) {
         } else if (le != lc) {
             note(ctx, k, n, "result sizes differ: emu %zu bytes, cuda %zu", le, lc);
         } else if (!rc.deterministic && (k->type == WP_F16 || k->type == WP_BF16) && k->native) {
-            k->passed++; /* a 16-bit accumulator in any order: rounding swamps any tolerance; it ran */
+            k->passed++;                /* a 16-bit accumulator in any order: rounding swamps any tolerance; it ran */
         } else if (!rc.deterministic) { /* atomic on floats: any order; compare values */
             bool ok = true;
             if (s.family->data_out == WP_DATA_VALUE)
@@ -274,8 +290,10 @@ static void run_case(run_ctx *ctx, kcase *k) {
             else
                 for (uint64_t i = 0; ok && i < rc.out_count; i++)
                     ok = close_enough(k->type, wp_data_load(k->type, bc, i), wp_data_load(k->type, be, i));
-            if (ok) k->passed++;
-            else note(ctx, k, n, "atomic result off by more than %g", ATOMIC_REL_TOL);
+            if (ok)
+                k->passed++;
+            else
+                note(ctx, k, n, "atomic result off by more than %g", ATOMIC_REL_TOL);
         } else if (memcmp(be, bc, le)) {
             uint64_t at = 0;
             size_t step = s.family->data_out == WP_DATA_VALUE || s.family->data_out == WP_DATA_ARG ? 1 : esize;
@@ -317,11 +335,16 @@ int main(int argc, char **argv) {
     const char *only = NULL;
     run_ctx ctx = {0};
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--family") && i + 1 < argc) only = argv[++i];
-        else if (!strcmp(argv[i], "--dry-run")) ctx.dry_run = true;
-        else if (!strcmp(argv[i], "--quick")) ctx.quick = true;
-        else if (!strcmp(argv[i], "--count")) ctx.count_only = true;
+        if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+            threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--family") && i + 1 < argc)
+            only = argv[++i];
+        else if (!strcmp(argv[i], "--dry-run"))
+            ctx.dry_run = true;
+        else if (!strcmp(argv[i], "--quick"))
+            ctx.quick = true;
+        else if (!strcmp(argv[i], "--count"))
+            ctx.count_only = true;
         else {
             fprintf(stderr, "usage: %s [--threads N] [--family NAME] [--quick] [--dry-run] [--count]\n", argv[0]);
             return 2;
