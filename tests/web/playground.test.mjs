@@ -245,7 +245,7 @@ const PRESET_CHECKS = {
 const { PRESETS } = await import(new URL('../../clients/web/presets.js', import.meta.url));
 for (const p of PRESETS) {
   test(`preset: ${p.name}`, T, async (t) => {
-    if (!families.some((f) => f.name === p.family)) return t.skip(`family ${p.family} not in /v1/families`);
+    if (!families.some((f) => f.name === p.family)) assert.fail(`preset family ${p.family} is missing from /v1/families`);
     await open();
     const err = await runBy(() => page.selectOption('#preset', p.id));
     assert.equal(err, '', `preset ${p.id} ran with an error`);
@@ -262,7 +262,7 @@ for (const p of PRESETS) {
 // The pair: the same byte addresses pushed and pulled over a 64-lane wave, each next to the CUDA
 // __shfl_sync that does the same in 32-lane warps. Expected values are written from the ISA rules here.
 test('permute preset pair: forward vs backward, next to __shfl_sync', T, async (t) => {
-  for (const f of ['ds_permute', 'ds_bpermute']) if (!families.some((x) => x.name === f)) return t.skip(`${f} missing`);
+  for (const f of ['ds_permute', 'ds_bpermute']) if (!families.some((x) => x.name === f)) assert.fail(`${f} is missing from /v1/families`);
   const fam = Object.fromEntries(families.map((f) => [f.name, f]));
   assert.deepEqual([fam.ds_permute.backends, fam.ds_permute.widths, fam.ds_permute.wave], [['emu'], [32, 64], true]);
   const dst = (i) => (i === 40 ? 6 : (i + 1) % 64); // the lane each lane's address names
