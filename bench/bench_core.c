@@ -80,7 +80,7 @@ static int specs_make(wp_spec *out, int n, const char *arch, int sm) {
                 for (int fi = 0; fi < n_families && count < n; fi++) {
                     const wp_family *f = families[fi];
                     if (f->min_sm > sm || !(f->widths & (1u << w)) || !(f->types & WP_TBIT(t))) continue;
-                    if (!f->template_file) continue; /* emulator only: nothing to compile */
+                    if (!f->template_file) continue;    /* emulator only: nothing to compile */
                     if (f->flags & WP_F_DATA) continue; /* data-parallel: bench_reduce measures those */
                     if ((f->flags & WP_F_NO_MASK) && round) continue;
                     uint32_t mask = round ? 0xffffffffu ^ (round * 0x9e3779b9u) : 0xffffffffu;

@@ -22,10 +22,10 @@
 #define STRATS_SCAN (WP_STRATBIT(WP_STRAT_SHFL_UP) | WP_STRATBIT(WP_STRAT_SMEM))
 #define STRATS_SHFL WP_STRATBIT(WP_STRAT_SHFL_DOWN)
 /* A data-parallel row: packed data, a grid of blocks, a plan and a CPU reference (kernels/data.h). */
-#define DATA_ROW(nm, file, kern, dc, fl, tys, wid, strats, strat_def, outk, planfn, emufn)                               \
+#define DATA_ROW(nm, file, kern, dc, fl, tys, wid, strats, strat_def, outk, planfn, emufn)                             \
     &(const wp_family) {                                                                                               \
         .name = (nm), .template_file = (file), .kernel = (kern), .doc = (dc), .types = (tys), .widths = (wid),         \
-        .flags = WP_F_DATA | (fl), .ops = ((fl)&WP_F_OP) ? WP_OPS_ALL : 0, .out = WP_OUT_VALUE, .backends = BOTH,     \
+        .flags = WP_F_DATA | (fl), .ops = ((fl)&WP_F_OP) ? WP_OPS_ALL : 0, .out = WP_OUT_VALUE, .backends = BOTH,      \
         .min_sm = 70, .strategies = (strats), .strategy_default = (strat_def), .block_default = 256,                   \
         .data_out = (outk), .plan = (planfn), .data_emulate = (emufn)                                                  \
     }
@@ -238,7 +238,8 @@ static const wp_family *const families[] = {
              "reduce each group of `block` consecutive elements (one block each: warps, then their results)",
              WP_F_OP | WP_F_ACCUM | WP_F_BLOCK_GROUP, WP_T_ALL, WP_W_32, STRATS_REDUCE, WP_STRAT_SHFL_DOWN,
              WP_DATA_GROUPS, wp_plan_group_reduce, wp_emu_group_reduce),
-    DATA_ROW("block_scan", "scan.cu", "wp_block_scan", "scan each group of `block` consecutive elements (one block each)",
+    DATA_ROW("block_scan", "scan.cu", "wp_block_scan",
+             "scan each group of `block` consecutive elements (one block each)",
              WP_F_OP | WP_F_ACCUM | WP_F_SCAN | WP_F_BLOCK_GROUP, WP_T_ALL, WP_W_32, STRATS_SCAN, WP_STRAT_SHFL_UP,
              WP_DATA_EACH, wp_plan_group_scan, wp_emu_group_scan),
     DATA_ROW("argmin", "reduce.cu", "wp_argmin",
@@ -258,8 +259,8 @@ static const wp_family *const families[] = {
              WP_F_ACCUM | WP_F_RADIUS, WP_T_FLOAT, WP_W_32, STRATS_SHFL, WP_STRAT_SHFL_DOWN, WP_DATA_EACH,
              wp_plan_stencil, wp_emu_stencil),
     DATA_ROW("generate", "generate.cu", "wp_generate",
-             "fill n elements on the device: iota, random (seeded, counter-based) or a constant", WP_F_NO_INPUT, WP_T_ALL,
-             WP_W_32, STRATS_SHFL, WP_STRAT_SHFL_DOWN, WP_DATA_EACH, wp_plan_generate, wp_emu_generate),
+             "fill n elements on the device: iota, random (seeded, counter-based) or a constant", WP_F_NO_INPUT,
+             WP_T_ALL, WP_W_32, STRATS_SHFL, WP_STRAT_SHFL_DOWN, WP_DATA_EACH, wp_plan_generate, wp_emu_generate),
 };
 
 const wp_family *wp_family_find(const char *name) {

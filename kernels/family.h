@@ -20,32 +20,32 @@ struct wp_data_params;
 #define WP_WAVE_MAX 64
 
 enum {
-    WP_F_OP = 1u << 0,      /* takes `op` (builtin list or expression) */
-    WP_F_PRED = 1u << 1,    /* takes a vote predicate */
-    WP_F_ARRAY = 1u << 2,   /* a lane's input may be an array of up to WP_MAX_ELEMS */
-    WP_F_SWAP = 1u << 3,    /* takes `first` and `second` */
-    WP_F_NO_MASK = 1u << 4, /* takes no member mask (activemask): mask must be 0xffffffff */
-    WP_F_TILED = 1u << 5,   /* width < 32 means cooperative-groups tiles: mask & tile, results tile-relative */
+    WP_F_OP = 1u << 0,       /* takes `op` (builtin list or expression) */
+    WP_F_PRED = 1u << 1,     /* takes a vote predicate */
+    WP_F_ARRAY = 1u << 2,    /* a lane's input may be an array of up to WP_MAX_ELEMS */
+    WP_F_SWAP = 1u << 3,     /* takes `first` and `second` */
+    WP_F_NO_MASK = 1u << 4,  /* takes no member mask (activemask): mask must be 0xffffffff */
+    WP_F_TILED = 1u << 5,    /* width < 32 means cooperative-groups tiles: mask & tile, results tile-relative */
     WP_F_NO_INPUT = 1u << 6, /* reads no input values (activemask) */
     /* Data-parallel families (kernels/data.h): jobs over n packed elements, not 32-lane primitives.
      * /v1/warp refuses them; /v1/reduce, /v1/scan and the engine (server/reduce.c) run them. */
     WP_F_DATA = 1u << 7,
-    WP_F_SCAN = 1u << 8,        /* inclusive/exclusive, optional init */
-    WP_F_WIDTH_GROUP = 1u << 9, /* works on groups of `width` consecutive elements */
+    WP_F_SCAN = 1u << 8,         /* inclusive/exclusive, optional init */
+    WP_F_WIDTH_GROUP = 1u << 9,  /* works on groups of `width` consecutive elements */
     WP_F_BLOCK_GROUP = 1u << 10, /* works on groups of `block` consecutive elements */
-    WP_F_SEGMENTS = 1u << 11,   /* groups given by offsets */
-    WP_F_RADIUS = 1u << 12,     /* stencil: radius and weights */
-    WP_F_ACCUM = 1u << 13,      /* f16/bf16 accumulate in f32 unless "accumulate":"native" */
+    WP_F_SEGMENTS = 1u << 11,    /* groups given by offsets */
+    WP_F_RADIUS = 1u << 12,      /* stencil: radius and weights */
+    WP_F_ACCUM = 1u << 13,       /* f16/bf16 accumulate in f32 unless "accumulate":"native" */
     /* `width` is the wave size (32 or 64, AMD): lanes form waves of `width` threads instead of warps of
      * 32; src[] counts lanes within the wave. Used with WP_F_NO_MASK (EXEC is the active lanes). */
     WP_F_WAVE = 1u << 14
 };
 
 typedef enum {
-    WP_OUT_VALUE,     /* a value of the spec's type per element */
-    WP_OUT_BOOL,      /* 0/1 per lane */
-    WP_OUT_MASK,      /* a 32-bit lane mask per lane */
-    WP_OUT_MASK_PRED  /* mask per lane, plus a 0/1 predicate in src[] (match_all) */
+    WP_OUT_VALUE,    /* a value of the spec's type per element */
+    WP_OUT_BOOL,     /* 0/1 per lane */
+    WP_OUT_MASK,     /* a 32-bit lane mask per lane */
+    WP_OUT_MASK_PRED /* mask per lane, plus a 0/1 predicate in src[] (match_all) */
 } wp_out_kind;
 
 enum { WP_BACKEND_CUDA = 1u << 0, WP_BACKEND_EMU = 1u << 1 };
@@ -64,19 +64,19 @@ const char *wp_why_name(wp_why w); /* "inactive", "not_member", "src_inactive", 
 /* One run of a warp primitive over n lanes (host memory, layout of wp_abi.h). */
 typedef struct {
     int n, elems;
-    const uint64_t *in;        /* n*elems */
-    const int32_t *arg;        /* n (already expanded from a scalar) */
-    const uint8_t *active;     /* n */
+    const uint64_t *in;    /* n*elems */
+    const int32_t *arg;    /* n (already expanded from a scalar) */
+    const uint8_t *active; /* n */
     int pred_kind;
     uint64_t pred_a, pred_b;
     int first, second;
 } wp_warp_job;
 
 typedef struct {
-    uint64_t *out;    /* n*elems; undefined elements left as they were */
-    int32_t *src;     /* n; source lane for shuffles (-1 when the lane kept its own value or n/a;
-                         WP_SRC_NONE when it got no lane's value); match_all: predicate */
-    uint8_t *why;     /* n*elems; wp_why per element */
+    uint64_t *out; /* n*elems; undefined elements left as they were */
+    int32_t *src;  /* n; source lane for shuffles (-1 when the lane kept its own value or n/a;
+                      WP_SRC_NONE when it got no lane's value); match_all: predicate */
+    uint8_t *why;  /* n*elems; wp_why per element */
 } wp_warp_result;
 
 #define WP_SRC_NONE (-2) /* src[]: a defined lane that read no lane (ds_permute: nobody wrote to it) */
@@ -92,19 +92,19 @@ typedef struct wp_family {
     uint32_t widths;           /* WP_W_* */
     const char *arg;           /* run-time argument name ("src_lane", "delta", "lane_mask") or NULL */
     int arg_default;
-    int arg_min, arg_max;      /* allowed range of the argument */
-    unsigned flags;            /* WP_F_* */
-    uint32_t ops;              /* WP_OPBIT set of allowed operators (WP_F_OP only) */
+    int arg_min, arg_max; /* allowed range of the argument */
+    unsigned flags;       /* WP_F_* */
+    uint32_t ops;         /* WP_OPBIT set of allowed operators (WP_F_OP only) */
     wp_out_kind out;
-    unsigned backends;         /* WP_BACKEND_* */
-    int min_sm;                /* e.g. 80 for redux */
+    unsigned backends; /* WP_BACKEND_* */
+    int min_sm;        /* e.g. 80 for redux */
     wp_emulate_fn emulate;
     /* WP_F_DATA only (kernels/data.h): strategies allowed (WP_STRATBIT set) and the default, the
      * default block size, what the kernel writes, its launch plan and its CPU reference. */
     uint32_t strategies;
     int strategy_default;
     int block_default;
-    int data_out;              /* wp_data_out */
+    int data_out; /* wp_data_out */
     void (*plan)(const struct wp_spec *s, uint64_t n, uint64_t groups, struct wp_data_plan *out);
     void (*data_emulate)(const struct wp_spec *s, const struct wp_data_params *p, const struct wp_data_plan *plan);
 } wp_family;

@@ -13,19 +13,18 @@
 enum { WP_PRED_NONZERO = 0, WP_PRED_GT, WP_PRED_GE, WP_PRED_LT, WP_PRED_LE, WP_PRED_EQ, WP_PRED_NE, WP_PRED_BETWEEN };
 
 typedef struct wp_warp_params {
-    unsigned long long in;     /* const unsigned long long * : n*elems slots */
-    unsigned long long out;    /* unsigned long long * : n*elems slots (kernel writes only lanes that ran) */
-    unsigned long long src;    /* int * : n; source lane per lane (shuffles), match_all predicate */
-    unsigned long long arg;    /* const int * : n; run-time argument per lane (src_lane/delta/lane_mask) */
-    unsigned long long active; /* const unsigned char * : n; 0 = lane returned before the primitive */
+    unsigned long long in;             /* const unsigned long long * : n*elems slots */
+    unsigned long long out;            /* unsigned long long * : n*elems slots (kernel writes only lanes that ran) */
+    unsigned long long src;            /* int * : n; source lane per lane (shuffles), match_all predicate */
+    unsigned long long arg;            /* const int * : n; run-time argument per lane (src_lane/delta/lane_mask) */
+    unsigned long long active;         /* const unsigned char * : n; 0 = lane returned before the primitive */
     unsigned long long pred_a, pred_b; /* raw bits of the predicate constants, in the spec's type */
-    int n;                     /* lanes; threads >= n return at once */
-    int elems;                 /* 1..WP_MAX_ELEMS */
-    int pred_kind;             /* WP_PRED_* */
-    int first, second;         /* swap: element indices */
+    int n;                             /* lanes; threads >= n return at once */
+    int elems;                         /* 1..WP_MAX_ELEMS */
+    int pred_kind;                     /* WP_PRED_* */
+    int first, second;                 /* swap: element indices */
     int reserved;
 } wp_warp_params;
-
 
 /* ---- data-parallel families (reductions, scans, stencil, generate): kernels/data.h ----------------
  * One parameter block for every such kernel, passed by value as its only argument. Elements are
@@ -33,7 +32,8 @@ typedef struct wp_warp_params {
 
 /* Strategies: how a block (or warp) combines its threads' values. Template argument STRAT. */
 enum {
-    WP_STRAT_GMEM = 1,  /* (0 is "auto" in a spec: the family's default) tree through a global-memory scratch array, __syncthreads between levels */
+    WP_STRAT_GMEM = 1,  /* (0 is "auto" in a spec: the family's default) tree through a global-memory scratch array,
+                           __syncthreads between levels */
     WP_STRAT_SMEM,      /* tree in shared memory (sequential addressing) */
     WP_STRAT_SHFL_XOR,  /* butterfly __shfl_xor_sync per warp, then over the warps' results */
     WP_STRAT_SHFL_DOWN, /* __shfl_down_sync tree per warp, then over the warps' results */
@@ -58,19 +58,19 @@ enum {
 enum { WP_TILE_NONE = 0, WP_TILE_AGGREGATE = 1, WP_TILE_PREFIX = 2 };
 
 typedef struct wp_data_params {
-    unsigned long long in;       /* const T * : n elements */
-    unsigned long long out;      /* results: T or the accumulator type, per family (kernels/data.h) */
-    unsigned long long aux;      /* segmented_reduce: const unsigned long long *offsets (groups + 1) */
-    unsigned long long scratch;  /* per-block partials or tile status (device_*; zeroed once at alloc) */
-    unsigned long long counter;  /* unsigned * : ticket / tile counter, left at 0 by each launch */
-    unsigned long long n;        /* elements */
-    unsigned long long groups;   /* output count: segments, warp/block groups, tiles (device_scan) */
-    unsigned long long init;     /* raw bits (accumulator type) of the initial value when has_init */
-    unsigned long long seed;     /* generate */
+    unsigned long long in;      /* const T * : n elements */
+    unsigned long long out;     /* results: T or the accumulator type, per family (kernels/data.h) */
+    unsigned long long aux;     /* segmented_reduce: const unsigned long long *offsets (groups + 1) */
+    unsigned long long scratch; /* per-block partials or tile status (device_*; zeroed once at alloc) */
+    unsigned long long counter; /* unsigned * : ticket / tile counter, left at 0 by each launch */
+    unsigned long long n;       /* elements */
+    unsigned long long groups;  /* output count: segments, warp/block groups, tiles (device_scan) */
+    unsigned long long init;    /* raw bits (accumulator type) of the initial value when has_init */
+    unsigned long long seed;    /* generate */
     double weights[2 * WP_STENCIL_MAX_RADIUS + 1]; /* stencil, in the accumulator type's precision */
-    unsigned epoch;              /* device_scan: this launch's tile-status epoch (1, 2, ...) */
+    unsigned epoch;                                /* device_scan: this launch's tile-status epoch (1, 2, ...) */
     int has_init;
-    int kind;                    /* generate: WP_GEN_* */
+    int kind; /* generate: WP_GEN_* */
     int reserved;
 } wp_data_params;
 

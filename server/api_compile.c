@@ -100,8 +100,10 @@ void wp_api_compile(void *appv, const wp_req *req, wp_resp *resp) {
     if (want_src) cJSON_AddStringToObject(o, "source", a->source ? a->source : "");
     if (want_sass) {
         char *sass = disassemble(app, a);
-        if (sass) cJSON_AddStringToObject(o, "sass", sass);
-        else cJSON_AddNullToObject(o, "sass");
+        if (sass)
+            cJSON_AddStringToObject(o, "sass", sass);
+        else
+            cJSON_AddNullToObject(o, "sass");
         free(sass);
     }
     wp_resp_json(resp, 200, o);

@@ -124,12 +124,13 @@ static const char *const op_names[] = {"sum", "prod", "min", "max", "and", "or",
 
 /* The schema of a data-parallel family (kernels/data.h): what /v1/reduce or /v1/scan take for it. */
 static void data_family_json(cJSON *o, const wp_family *f) {
-    static const char *const outs[] = {[WP_DATA_VALUE] = "value", [WP_DATA_GROUPS] = "groups",
-                                       [WP_DATA_EACH] = "each", [WP_DATA_ARG] = "value_index"};
+    static const char *const outs[] = {
+        [WP_DATA_VALUE] = "value", [WP_DATA_GROUPS] = "groups", [WP_DATA_EACH] = "each", [WP_DATA_ARG] = "value_index"};
     cJSON *d = cJSON_AddObjectToObject(o, "data");
-    cJSON_AddStringToObject(d, "endpoint", (f->flags & WP_F_NO_INPUT)                    ? "generate input"
-                                           : (f->flags & (WP_F_SCAN | WP_F_RADIUS)) ? "/v1/scan"
-                                                                                    : "/v1/reduce");
+    cJSON_AddStringToObject(d, "endpoint",
+                            (f->flags & WP_F_NO_INPUT)               ? "generate input"
+                            : (f->flags & (WP_F_SCAN | WP_F_RADIUS)) ? "/v1/scan"
+                                                                     : "/v1/reduce");
     cJSON_AddStringToObject(d, "result", outs[f->data_out]);
     cJSON *st = cJSON_AddArrayToObject(d, "strategies");
     for (int k = 1; k < WP_STRAT_COUNT; k++)
@@ -141,7 +142,7 @@ static void data_family_json(cJSON *o, const wp_family *f) {
     cJSON_AddBoolToObject(d, "width_groups", (f->flags & WP_F_WIDTH_GROUP) != 0);
     cJSON_AddBoolToObject(d, "block_groups", (f->flags & WP_F_BLOCK_GROUP) != 0);
     cJSON_AddBoolToObject(d, "segments", (f->flags & WP_F_SEGMENTS) != 0);
-    cJSON_AddBoolToObject(d, "scan", (f->flags & WP_F_SCAN) != 0); /* exclusive/inclusive, init */
+    cJSON_AddBoolToObject(d, "scan", (f->flags & WP_F_SCAN) != 0);        /* exclusive/inclusive, init */
     cJSON_AddBoolToObject(d, "accumulate", (f->flags & WP_F_ACCUM) != 0); /* f16/bf16: "f32" or "native" */
     if (f->flags & WP_F_RADIUS) {
         cJSON_AddNumberToObject(d, "radius_min", 1);

@@ -22,10 +22,13 @@ void wp_api_metrics(void *appv, const wp_req *req, wp_resp *resp) {
         wp_resp_error(resp, &e);
         return;
     }
-#define C(name, help, v) fprintf(f, "# HELP " name " " help "\n# TYPE " name " counter\n" name " %llu\n", (unsigned long long)(v))
-#define G(name, help, v) fprintf(f, "# HELP " name " " help "\n# TYPE " name " gauge\n" name " %llu\n", (unsigned long long)(v))
+#define C(name, help, v)                                                                                               \
+    fprintf(f, "# HELP " name " " help "\n# TYPE " name " counter\n" name " %llu\n", (unsigned long long)(v))
+#define G(name, help, v)                                                                                               \
+    fprintf(f, "# HELP " name " " help "\n# TYPE " name " gauge\n" name " %llu\n", (unsigned long long)(v))
     C("warpd_http_requests_total", "HTTP requests received.", hs.requests);
-    fprintf(f, "# HELP warpd_http_responses_total HTTP responses by status class.\n# TYPE warpd_http_responses_total counter\n");
+    fprintf(f, "# HELP warpd_http_responses_total HTTP responses by status class.\n# TYPE warpd_http_responses_total "
+               "counter\n");
     fprintf(f, "warpd_http_responses_total{class=\"2xx\"} %llu\n", (unsigned long long)hs.responses_2xx);
     fprintf(f, "warpd_http_responses_total{class=\"4xx\"} %llu\n", (unsigned long long)hs.responses_4xx);
     fprintf(f, "warpd_http_responses_total{class=\"5xx\"} %llu\n", (unsigned long long)hs.responses_5xx);

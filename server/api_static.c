@@ -8,9 +8,12 @@
 
 static const struct {
     const char *ext, *type;
-} mime[] = {{".html", "text/html; charset=utf-8"}, {".js", "text/javascript; charset=utf-8"},
-            {".css", "text/css; charset=utf-8"},   {".svg", "image/svg+xml"},
-            {".json", "application/json"},         {".png", "image/png"},
+} mime[] = {{".html", "text/html; charset=utf-8"},
+            {".js", "text/javascript; charset=utf-8"},
+            {".css", "text/css; charset=utf-8"},
+            {".svg", "image/svg+xml"},
+            {".json", "application/json"},
+            {".png", "image/png"},
             {".ico", "image/x-icon"}};
 
 void wp_api_static(void *appv, const wp_req *req, wp_resp *resp) {
@@ -18,7 +21,8 @@ void wp_api_static(void *appv, const wp_req *req, wp_resp *resp) {
     wp_err err = {0};
     const char *rel = req->path + 1;
     if (!*rel) rel = "index.html";
-    if (strstr(rel, "..") || strchr(rel, '\\') || rel[0] == '/' || strspn(rel, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-/") != strlen(rel)) {
+    if (strstr(rel, "..") || strchr(rel, '\\') || rel[0] == '/' ||
+        strspn(rel, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-/") != strlen(rel)) {
         WP_FAIL(&err, 404, "not_found", "path", "no such file");
         wp_resp_error(resp, &err);
         return;

@@ -12,12 +12,12 @@
 typedef struct wp_backend wp_backend;
 
 typedef struct {
-    const char *backend;   /* "cuda" or "emu" */
-    char name[128];        /* device name, or "CPU emulator" */
-    int sm;                /* e.g. 90; 0 for emu */
-    int sms;               /* multiprocessors (cores for emu) */
+    const char *backend; /* "cuda" or "emu" */
+    char name[128];      /* device name, or "CPU emulator" */
+    int sm;              /* e.g. 90; 0 for emu */
+    int sms;             /* multiprocessors (cores for emu) */
     uint64_t mem_total, mem_free;
-    int driver_version;    /* cuDriverGetVersion, 0 for emu */
+    int driver_version; /* cuDriverGetVersion, 0 for emu */
 } wp_device_info;
 
 typedef struct {
@@ -42,7 +42,7 @@ void wp_backend_unload(void *b, void *fn);
  * wp_warp_params block. res arrays are caller-allocated (n*elems / n). On cuda, res->why is not
  * written (definedness comes from the emulator). A CUDA error fails with 500 "cuda_error" and the
  * backend recovers (recreates its context) for the next job. */
-int wp_backend_run_warp(wp_backend *b, void *fn, const wp_spec *s, const wp_warp_job *job,
-                        wp_warp_result *res, wp_run_timing *t, wp_err *err);
+int wp_backend_run_warp(wp_backend *b, void *fn, const wp_spec *s, const wp_warp_job *job, wp_warp_result *res,
+                        wp_run_timing *t, wp_err *err);
 
 #endif

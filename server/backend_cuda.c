@@ -618,7 +618,8 @@ static int cuda_launch_locked(cuda_backend *b, void *const *fns, const wp_launch
 #undef DIM
         if (r != CUDA_SUCCESS) return cuda_fail_op(b, err, "cuLaunchKernel", r);
     }
-    if ((r = b->cu.event_record(b->ev_stop, b->stream)) != CUDA_SUCCESS) return cuda_fail_op(b, err, "cuEventRecord", r);
+    if ((r = b->cu.event_record(b->ev_stop, b->stream)) != CUDA_SUCCESS)
+        return cuda_fail_op(b, err, "cuEventRecord", r);
     if ((r = b->cu.event_synchronize(b->ev_stop)) != CUDA_SUCCESS)
         return cuda_fail_op(b, err, "the kernel (cuEventSynchronize)", r);
     float ms = 0;
@@ -628,8 +629,7 @@ static int cuda_launch_locked(cuda_backend *b, void *const *fns, const wp_launch
     return 0;
 }
 
-static int cuda_launch(wp_backend *base, void *const *fns, const wp_launch *ls, int n, double *kernel_us,
-                       wp_err *err) {
+static int cuda_launch(wp_backend *base, void *const *fns, const wp_launch *ls, int n, double *kernel_us, wp_err *err) {
     cuda_backend *b = (cuda_backend *)base;
     pthread_mutex_lock(&b->lock);
     int rc = cuda_launch_locked(b, fns, ls, n, kernel_us, err);

@@ -31,10 +31,9 @@ typedef struct wp_backend_ops {
     int (*buf_write)(wp_backend *b, wp_buf *buf, size_t offset, const void *src, size_t len, wp_err *err);
     int (*buf_read)(wp_backend *b, const wp_buf *buf, size_t offset, void *dst, size_t len, wp_err *err);
     int (*buf_memset)(wp_backend *b, wp_buf *buf, size_t offset, int byte, size_t len, wp_err *err);
-    int (*buf_copy)(wp_backend *b, wp_buf *dst, size_t dst_offset, const wp_buf *src, size_t src_offset,
-                    size_t len, wp_err *err);
-    int (*launch)(wp_backend *b, void *const *fn, const wp_launch *launches, int n, double *kernel_us,
-                  wp_err *err);
+    int (*buf_copy)(wp_backend *b, wp_buf *dst, size_t dst_offset, const wp_buf *src, size_t src_offset, size_t len,
+                    wp_err *err);
+    int (*launch)(wp_backend *b, void *const *fn, const wp_launch *launches, int n, double *kernel_us, wp_err *err);
     unsigned (*generation)(wp_backend *b);
 } wp_backend_ops;
 

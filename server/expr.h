@@ -17,9 +17,19 @@
 #include "../kernels/types.h"
 #include "common.h"
 
-typedef enum { WP_OP_SUM, WP_OP_PROD, WP_OP_MIN, WP_OP_MAX, WP_OP_AND, WP_OP_OR, WP_OP_XOR, WP_OP_EXPR, WP_OP_COUNT } wp_op_kind;
+typedef enum {
+    WP_OP_SUM,
+    WP_OP_PROD,
+    WP_OP_MIN,
+    WP_OP_MAX,
+    WP_OP_AND,
+    WP_OP_OR,
+    WP_OP_XOR,
+    WP_OP_EXPR,
+    WP_OP_COUNT
+} wp_op_kind;
 #define WP_OPBIT(k) (1u << (k))
-#define WP_OPS_ALL 0xffu          /* builtins and expressions */
+#define WP_OPS_ALL 0xffu /* builtins and expressions */
 #define WP_OPS_BUILTIN 0x7fu
 
 #define WP_EXPR_MAX_LEN 256
@@ -28,7 +38,7 @@ typedef struct wp_expr wp_expr; /* opaque parse tree */
 
 typedef struct {
     wp_op_kind kind;
-    wp_expr *expr;                 /* WP_OP_EXPR only; owned */
+    wp_expr *expr;                  /* WP_OP_EXPR only; owned */
     char text[WP_EXPR_MAX_LEN * 2]; /* canonical text: "sum" or the re-printed expression */
 } wp_op;
 

@@ -15,7 +15,8 @@ static int parse_int_text(const char *s, wp_type t, const char *field, uint64_t 
     if (!*s) return WP_FAIL(err, 400, "bad_value", field, "%s: empty string is not a number", field);
     if (wp_type_is_signed(t)) {
         long long v = strtoll(s, &end, 0);
-        if (errno || *end) return WP_FAIL(err, 400, "bad_value", field, "%s: \"%.40s\" is not a %s", field, s, wp_type_name(t));
+        if (errno || *end)
+            return WP_FAIL(err, 400, "bad_value", field, "%s: \"%.40s\" is not a %s", field, s, wp_type_name(t));
         if (t == WP_I32 && (v < INT32_MIN || v > INT32_MAX))
             return WP_FAIL(err, 400, "out_of_range", field, "%s: %lld does not fit i32", field, v);
         *out = (uint64_t)v & wp_type_bitmask(t);
@@ -23,8 +24,10 @@ static int parse_int_text(const char *s, wp_type t, const char *field, uint64_t 
     }
     if (neg) return WP_FAIL(err, 400, "out_of_range", field, "%s: %.40s is negative for %s", field, s, wp_type_name(t));
     unsigned long long v = strtoull(s, &end, 0);
-    if (errno || *end) return WP_FAIL(err, 400, "bad_value", field, "%s: \"%.40s\" is not a %s", field, s, wp_type_name(t));
-    if (t == WP_U32 && v > UINT32_MAX) return WP_FAIL(err, 400, "out_of_range", field, "%s: %llu does not fit u32", field, v);
+    if (errno || *end)
+        return WP_FAIL(err, 400, "bad_value", field, "%s: \"%.40s\" is not a %s", field, s, wp_type_name(t));
+    if (t == WP_U32 && v > UINT32_MAX)
+        return WP_FAIL(err, 400, "out_of_range", field, "%s: %llu does not fit u32", field, v);
     *out = v;
     return 0;
 }
@@ -55,8 +58,8 @@ int wp_json_to_bits(const cJSON *v, wp_type t, const char *field, uint64_t *out,
         double d = v->valuedouble;
         if (d != floor(d)) return WP_FAIL(err, 400, "bad_value", field, "%s: %g is not an integer", field, d);
         if (fabs(d) > 9007199254740992.0)
-            return WP_FAIL(err, 400, "precision_loss", field,
-                           "%s: %g is beyond 2^53; send 64-bit integers as strings", field, d);
+            return WP_FAIL(err, 400, "precision_loss", field, "%s: %g is beyond 2^53; send 64-bit integers as strings",
+                           field, d);
         char buf[32];
         snprintf(buf, sizeof buf, "%.0f", d);
         return parse_int_text(buf, t, field, out, err);
@@ -94,8 +97,10 @@ static cJSON *float_json(wp_type t, uint64_t bits) {
     for (int prec = 1; prec <= 17; prec++) {
         snprintf(buf, sizeof buf, "%.*g", prec, d);
         uint64_t back;
-        if (t == WP_F32) back = wp_f32_bits(strtof(buf, NULL));
-        else back = wp_value_from_double(t, strtod(buf, NULL));
+        if (t == WP_F32)
+            back = wp_f32_bits(strtof(buf, NULL));
+        else
+            back = wp_value_from_double(t, strtod(buf, NULL));
         if (back == bits) break;
     }
     if (!strcmp(buf, "-0")) snprintf(buf, sizeof buf, "-0.0");
@@ -105,11 +110,18 @@ static cJSON *float_json(wp_type t, uint64_t bits) {
 cJSON *wp_json_from_bits(wp_type t, uint64_t bits) {
     char buf[32];
     switch (t) {
-    case WP_I32: return cJSON_CreateNumber((double)(int32_t)(uint32_t)bits);
-    case WP_U32: return cJSON_CreateNumber((double)(uint32_t)bits);
-    case WP_I64: snprintf(buf, sizeof buf, "%" PRId64, (int64_t)bits); return cJSON_CreateString(buf);
-    case WP_U64: snprintf(buf, sizeof buf, "%" PRIu64, bits); return cJSON_CreateString(buf);
-    default: return float_json(t, bits);
+    case WP_I32:
+        return cJSON_CreateNumber((double)(int32_t)(uint32_t)bits);
+    case WP_U32:
+        return cJSON_CreateNumber((double)(uint32_t)bits);
+    case WP_I64:
+        snprintf(buf, sizeof buf, "%" PRId64, (int64_t)bits);
+        return cJSON_CreateString(buf);
+    case WP_U64:
+        snprintf(buf, sizeof buf, "%" PRIu64, bits);
+        return cJSON_CreateString(buf);
+    default:
+        return float_json(t, bits);
     }
 }
 
@@ -143,12 +155,16 @@ int wp_json_depth(const char *text, size_t n) {
     for (size_t i = 0; i < n; i++) {
         char c = text[i];
         if (in_str) {
-            if (c == '\\') i++;
-            else if (c == '"') in_str = false;
-        } else if (c == '"') in_str = true;
+            if (c == '\\')
+                i++;
+            else if (c == '"')
+                in_str = false;
+        } else if (c == '"')
+            in_str = true;
         else if (c == '[' || c == '{') {
             if (++depth > max) max = depth;
-        } else if (c == ']' || c == '}') depth--;
+        } else if (c == ']' || c == '}')
+            depth--;
     }
     return max;
 }

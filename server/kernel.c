@@ -67,8 +67,10 @@ int wp_app_backend(wp_app *app, const cJSON *req, const wp_family *f, wp_backend
         want = b->valuestring;
     }
     wp_backend *pick;
-    if (!strcmp(want, "auto")) pick = app->preferred;
-    else if (!strcmp(want, "emu")) pick = app->emu;
+    if (!strcmp(want, "auto"))
+        pick = app->preferred;
+    else if (!strcmp(want, "emu"))
+        pick = app->emu;
     else if (!strcmp(want, "cuda")) {
         if (!app->cuda)
             return WP_FAIL(err, 409, "backend_unavailable", "backend", "the cuda backend is not available: %s",
@@ -95,8 +97,8 @@ int wp_app_backend(wp_app *app, const cJSON *req, const wp_family *f, wp_backend
                                "family %s runs on the emulator only (use backend auto or emu)", f->name);
             if (!strcmp(want, "cuda"))
                 return WP_FAIL(err, 409, "backend_unsupported", "backend",
-                               "family %s does not run on cuda here (needs sm_%d, device is sm_%d)", f->name,
-                               f->min_sm, di.sm);
+                               "family %s does not run on cuda here (needs sm_%d, device is sm_%d)", f->name, f->min_sm,
+                               di.sm);
             pick = app->emu;
         }
     }

@@ -66,8 +66,7 @@ int wp_spec_validate(wp_spec *s, wp_err *err) {
                        f->name);
     if (f->flags & WP_F_OP) {
         if (!(f->ops & WP_OPBIT(s->op.kind)))
-            return WP_FAIL(err, 400, "op_not_allowed", "op", "op %s is not allowed for family %s", s->op.text,
-                           f->name);
+            return WP_FAIL(err, 400, "op_not_allowed", "op", "op %s is not allowed for family %s", s->op.text, f->name);
     }
     return (f->flags & WP_F_DATA) ? validate_data(s, err) : 0;
 }
@@ -78,8 +77,7 @@ static bool redux_op(wp_op_kind k) { return k != WP_OP_PROD && k != WP_OP_EXPR; 
 static int validate_data(wp_spec *s, wp_err *err) {
     const wp_family *f = s->family;
     wp_data_spec *d = &s->data;
-    if (s->mask != 0xffffffffu)
-        return WP_FAIL(err, 400, "bad_mask", "mask", "family %s takes no member mask", f->name);
+    if (s->mask != 0xffffffffu) return WP_FAIL(err, 400, "bad_mask", "mask", "family %s takes no member mask", f->name);
     if (!(f->flags & WP_F_WIDTH_GROUP) && s->width != 32)
         return WP_FAIL(err, 400, "bad_width", "width", "family %s takes no width", f->name);
     if (d->strategy == WP_STRAT_AUTO) d->strategy = f->strategy_default;
@@ -241,8 +239,8 @@ static int data_key_text(const wp_spec *s, char *buf, size_t n) {
     if (f->flags & WP_F_SCAN) snprintf(variant, sizeof variant, "/%s", s->data.exclusive ? "exclusive" : "inclusive");
     if (f->flags & WP_F_RADIUS) snprintf(variant, sizeof variant, "/r%d", s->data.radius);
     int len = snprintf(buf, n, "%s/%s%s%s/%s/b%d%s%s/%s", f->name, wp_type_name(s->type), width, op,
-                       wp_strategy_name(s->data.strategy), s->data.block, s->data.native ? "/acc=native" : "",
-                       variant, s->arch);
+                       wp_strategy_name(s->data.strategy), s->data.block, s->data.native ? "/acc=native" : "", variant,
+                       s->arch);
     return (len < 0 || (size_t)len >= n) ? -1 : len;
 }
 

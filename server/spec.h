@@ -23,11 +23,11 @@ typedef struct {
 typedef struct wp_spec {
     const wp_family *family;
     wp_type type;
-    int width;          /* 1..32, power of two */
-    uint32_t mask;      /* member mask */
-    wp_op op;           /* families with WP_F_OP; kind WP_OP_SUM otherwise (unused) */
-    char arch[16];      /* "sm_90" */
-    wp_data_spec data;  /* WP_F_DATA families only */
+    int width;         /* 1..32, power of two */
+    uint32_t mask;     /* member mask */
+    wp_op op;          /* families with WP_F_OP; kind WP_OP_SUM otherwise (unused) */
+    char arch[16];     /* "sm_90" */
+    wp_data_spec data; /* WP_F_DATA families only */
 } wp_spec;
 
 /* Reads family, type, width, mask, op from a JSON object (and, for data families, strategy, block,

@@ -73,8 +73,7 @@ int main(int argc, char **argv) {
     CHECKF(after - before == 1, "compiles went from %ld to %ld", before, after);
     int fresh = 0;
     for (int i = 0; i < CLIENTS; i++) {
-        CHECKF(cl[i].rc == 0 && cl[i].resp.status == 200, "client %d: rc %d status %d", i, cl[i].rc,
-               cl[i].resp.status);
+        CHECKF(cl[i].rc == 0 && cl[i].resp.status == 200, "client %d: rc %d status %d", i, cl[i].rc, cl[i].resp.status);
         if (cl[i].rc || !cl[i].resp.body) continue;
         fresh += strstr(cl[i].resp.body, "\"cache\":\"compile\"") != NULL;
         size_t n0 = stable_prefix(cl[0].resp.body ? cl[0].resp.body : ""), ni = stable_prefix(cl[i].resp.body);

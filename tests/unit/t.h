@@ -10,23 +10,25 @@ static int t_pass, t_fail;
 static const char *t_case = "";
 
 #define T_CASE(name) (t_case = (name))
-#define CHECK(cond)                                                                                    \
-    do {                                                                                               \
-        if (cond) t_pass++;                                                                            \
-        else {                                                                                         \
-            t_fail++;                                                                                  \
-            fprintf(stderr, "FAIL %s:%d [%s]: %s\n", __FILE__, __LINE__, t_case, #cond);               \
-        }                                                                                              \
+#define CHECK(cond)                                                                                                    \
+    do {                                                                                                               \
+        if (cond)                                                                                                      \
+            t_pass++;                                                                                                  \
+        else {                                                                                                         \
+            t_fail++;                                                                                                  \
+            fprintf(stderr, "FAIL %s:%d [%s]: %s\n", __FILE__, __LINE__, t_case, #cond);                               \
+        }                                                                                                              \
     } while (0)
-#define CHECKF(cond, ...)                                                                              \
-    do {                                                                                               \
-        if (cond) t_pass++;                                                                            \
-        else {                                                                                         \
-            t_fail++;                                                                                  \
-            fprintf(stderr, "FAIL %s:%d [%s]: %s: ", __FILE__, __LINE__, t_case, #cond);               \
-            fprintf(stderr, __VA_ARGS__);                                                              \
-            fputc('\n', stderr);                                                                       \
-        }                                                                                              \
+#define CHECKF(cond, ...)                                                                                              \
+    do {                                                                                                               \
+        if (cond)                                                                                                      \
+            t_pass++;                                                                                                  \
+        else {                                                                                                         \
+            t_fail++;                                                                                                  \
+            fprintf(stderr, "FAIL %s:%d [%s]: %s: ", __FILE__, __LINE__, t_case, #cond);                               \
+            fprintf(stderr, __VA_ARGS__);                                                                              \
+            fputc('\n', stderr);                                                                                       \
+        }                                                                                                              \
     } while (0)
 
 static inline int t_done(const char *suite) {

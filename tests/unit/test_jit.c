@@ -97,7 +97,7 @@ static int collect_specs(wp_spec *specs) {
     for (int fi = 0; fi < nf; fi++) {
         const wp_family *f = fams[fi];
         if (!f->template_file) continue; /* emulator-only families compile nothing */
-        int small = 0; /* the largest allowed width below 32 */
+        int small = 0;                   /* the largest allowed width below 32 */
         for (int w = 16; w >= 1 && !small; w /= 2)
             if (f->widths & (1u << __builtin_ctz((unsigned)w))) small = w;
         int widths[2] = {32, small};
