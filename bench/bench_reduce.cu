@@ -7,7 +7,8 @@
 // Two timings per row: "pipelined" (R launches back to back between two events: time per launch,
 // GB/s and the warpd/CUB throughput ratio) and "one call" (the median of R single calls, each between
 // its own two events: the latency a lone request sees, where CUB's second kernel shows).
-//   bench_reduce [--max-log2 N] [--quick]
+//   bench_reduce [--max-log2 N] [--min-log2 N] [--quick] [--only reduce|scan] [--no-sweep]
+// --only runs the reduce rows (sum, max) or the scan rows alone (and that family's block sweep).
 #include <cub/cub.cuh>
 #include <cuda_runtime.h>
 
@@ -125,7 +126,9 @@ template <typename T> static bool same_value(unsigned long long ours_bits, T cub
 }
 
 template <typename T>
-static void bench_type(const char *type, int max_log2, std::vector<Row> &rows, bool quick) {
+static void bench_type(const char *type, int min_log2, int max_log2, std::vector<Row> &rows, bool quick,
+                       const char *only) {
+    const bool do_reduce = !only || !strcmp(only, "reduce"), do_scan = !only || !strcmp(only, "scan");
     const unsigned long long max_n = 1ull << max_log2;
     unsigned long long in_dev = 0, out_dev = 0, cub_out_dev = 0;
     void *in = wpb_alloc(max_n * sizeof(T), &in_dev), *out = wpb_alloc(max_n * sizeof(T), &out_dev);
@@ -147,27 +150,31 @@ static void bench_type(const char *type, int max_log2, std::vector<Row> &rows, b
     void *d_temp;
     CHECK_CUDA(cudaMalloc(&d_temp, temp_bytes));
     const bool exact = std::is_integral<T>::value;
-    for (int lg = 10; lg <= max_log2; lg += quick ? 4 : 2) {
+    for (int lg = min_log2; lg <= max_log2; lg += quick ? 4 : 2) {
         const unsigned long long n = 1ull << lg;
         const int r = repeats_for(n);
         unsigned long long v = 0;
         T cv;
         size_t tb = temp_bytes;
-        // sum
-        double ours = time_ours("device_reduce", type, "sum", in, n, NULL, r, &v);
-        double cub_us = time_cub<T>(r, [&] { cub::DeviceReduce::Sum(d_temp, tb, d_in, d_value, (int)n); });
-        CHECK_CUDA(cudaMemcpy(&cv, d_value, sizeof cv, cudaMemcpyDeviceToHost));
         const int r1 = r < 50 ? r : 50;
-        double o1 = one_call_ours("device_reduce", type, "sum", in, n, NULL, r1);
-        double c1 = one_call_cub(r1, [&] { cub::DeviceReduce::Sum(d_temp, tb, d_in, d_value, (int)n); });
-        rows.push_back({"reduce sum", type, lg, ours, cub_us, o1, c1, same_value<T>(v, cv, exact)});
-        // max
-        ours = time_ours("device_reduce", type, "max", in, n, NULL, r, &v);
-        cub_us = time_cub<T>(r, [&] { cub::DeviceReduce::Max(d_temp, tb, d_in, d_value, (int)n); });
-        CHECK_CUDA(cudaMemcpy(&cv, d_value, sizeof cv, cudaMemcpyDeviceToHost));
-        o1 = one_call_ours("device_reduce", type, "max", in, n, NULL, r1);
-        c1 = one_call_cub(r1, [&] { cub::DeviceReduce::Max(d_temp, tb, d_in, d_value, (int)n); });
-        rows.push_back({"reduce max", type, lg, ours, cub_us, o1, c1, same_value<T>(v, cv, true)});
+        double ours, cub_us, o1, c1;
+        if (do_reduce) {
+            // sum
+            ours = time_ours("device_reduce", type, "sum", in, n, NULL, r, &v);
+            cub_us = time_cub<T>(r, [&] { cub::DeviceReduce::Sum(d_temp, tb, d_in, d_value, (int)n); });
+            CHECK_CUDA(cudaMemcpy(&cv, d_value, sizeof cv, cudaMemcpyDeviceToHost));
+            o1 = one_call_ours("device_reduce", type, "sum", in, n, NULL, r1);
+            c1 = one_call_cub(r1, [&] { cub::DeviceReduce::Sum(d_temp, tb, d_in, d_value, (int)n); });
+            rows.push_back({"reduce sum", type, lg, ours, cub_us, o1, c1, same_value<T>(v, cv, exact)});
+            // max
+            ours = time_ours("device_reduce", type, "max", in, n, NULL, r, &v);
+            cub_us = time_cub<T>(r, [&] { cub::DeviceReduce::Max(d_temp, tb, d_in, d_value, (int)n); });
+            CHECK_CUDA(cudaMemcpy(&cv, d_value, sizeof cv, cudaMemcpyDeviceToHost));
+            o1 = one_call_ours("device_reduce", type, "max", in, n, NULL, r1);
+            c1 = one_call_cub(r1, [&] { cub::DeviceReduce::Max(d_temp, tb, d_in, d_value, (int)n); });
+            rows.push_back({"reduce max", type, lg, ours, cub_us, o1, c1, same_value<T>(v, cv, true)});
+        }
+        if (!do_scan) continue;
         // inclusive scan
         ours = time_ours("device_scan", type, "sum", in, n, out, r, NULL);
         cub_us = time_cub<T>(r, [&] { cub::DeviceScan::InclusiveSum(d_temp, tb, d_in, d_cub, (int)n); });
@@ -188,7 +195,7 @@ static void bench_type(const char *type, int max_log2, std::vector<Row> &rows, b
 }
 
 /* Block sizes of device_reduce and device_scan at one size (f32 sum), pipelined: to pick defaults. */
-static void block_sweep(int log2n) {
+static void block_sweep(int log2n, const char *only) {
     const unsigned long long n = 1ull << log2n;
     unsigned long long dev = 0, dev2 = 0;
     void *in = wpb_alloc(n * 4, &dev), *out = wpb_alloc(n * 4, &dev2);
@@ -196,6 +203,7 @@ static void block_sweep(int log2n) {
     printf("\nblock sweep, f32 sum, n = 2^%d, pipelined:", log2n);
     static const int blocks[] = {64, 128, 256, 512, 1024};
     for (const char *family : {"device_reduce", "device_scan"}) {
+        if (only && strncmp(family + 7, only, strlen(only))) continue;
         printf("\n  %-14s", family);
         for (int b : blocks) {
             double us = time_ours_block(family, "f32", "sum", b, in, n, strcmp(family, "device_scan") ? NULL : out, 10);
@@ -219,11 +227,25 @@ static double copy_gbps(unsigned long long bytes) {
 }
 
 int main(int argc, char **argv) {
-    int max_log2 = 30;
-    bool quick = false;
+    int max_log2 = 30, min_log2 = 10;
+    bool quick = false, sweep = true;
+    const char *only = NULL;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--max-log2") && i + 1 < argc) max_log2 = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--quick")) quick = true;
+        if (!strcmp(argv[i], "--max-log2") && i + 1 < argc)
+            max_log2 = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--min-log2") && i + 1 < argc)
+            min_log2 = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc)
+            only = argv[++i];
+        else if (!strcmp(argv[i], "--no-sweep"))
+            sweep = false;
+        else if (!strcmp(argv[i], "--quick"))
+            quick = true;
+        else {
+            fprintf(stderr, "usage: %s [--max-log2 N] [--min-log2 N] [--quick] [--only reduce|scan] [--no-sweep]\n",
+                    argv[0]);
+            return 2;
+        }
     }
     char why[400];
     if (wpb_open(why, sizeof why)) {
@@ -237,8 +259,9 @@ int main(int argc, char **argv) {
     printf("device: %s; CUB %d.%d.%d\n", wpb_device(), CUB_MAJOR_VERSION, CUB_MINOR_VERSION, CUB_SUBMINOR_VERSION);
     printf("device-to-device copy, 2^28 floats: %.0f GB/s (read + written)\n", copy_gbps(4ull << 28));
     std::vector<Row> rows;
-    bench_type<float>("f32", max_log2, rows, quick);
-    bench_type<int>("i32", max_log2, rows, quick);
+    if (min_log2 < 10) min_log2 = 10;
+    bench_type<float>("f32", min_log2, max_log2, rows, quick, only);
+    bench_type<int>("i32", min_log2, max_log2, rows, quick, only);
     printf("\n%-14s %-4s %6s | %-38s | %-30s | %s\n", "", "", "", "pipelined (per launch)", "one call (median)", "");
     printf("%-14s %-4s %6s | %9s %7s %9s %7s %5s | %9s %9s %10s | %s\n", "what", "type", "n", "warpd us", "GB/s",
            "CUB us", "GB/s", "ratio", "warpd us", "CUB us", "time ratio", "result");
@@ -249,8 +272,10 @@ int main(int argc, char **argv) {
                r.log2n, r.ours_us, ours_gbps, r.cub_us, cub_gbps, ours_gbps / cub_gbps, r.ours_one, r.cub_one,
                r.ours_one / r.cub_one, r.ok ? "same" : "DIFFERS");
     }
-    block_sweep(max_log2 < 28 ? max_log2 : 28);
-    block_sweep(max_log2 < 20 ? max_log2 : 20);
+    if (sweep) {
+        block_sweep(max_log2 < 28 ? max_log2 : 28, only);
+        block_sweep(max_log2 < 20 ? max_log2 : 20, only);
+    }
     wpb_close();
     return 0;
 }

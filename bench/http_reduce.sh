@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # /v1/reduce over HTTP on loopback, end to end with curl: a 1 GiB raw f32 upload plus its reduce (GB/s),
 # 10^6 floats as inline JSON (MB/s of JSON text), and the median round trip of a small cached reduce.
+# curl starts a process per request and uploads in 64 KiB pieces: bench/bench_http.c measures the same
+# with a keep-alive C client (BENCH_HTTP_ONLY=reduce build/bench/bench_http).
 #   bench/http_reduce.sh   (BUILD=build; needs curl and python3)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -18,8 +20,8 @@ python3 -c "import json,random; random.seed(1); print(json.dumps({'type':'f32','
 bytes=$(stat -c %s "$tmp/j.json")
 curl -s -o /dev/null --data-binary @"$tmp/j.json" "$base/v1/reduce"
 t=$(curl -s -o "$tmp/r" -w '%{time_total}' --data-binary @"$tmp/j.json" "$base/v1/reduce")
-parse=$(python3 -c "import json;print(json.load(open('$tmp/r'))['timing']['parse_us'])")
-echo "10^6 floats as JSON ($bytes bytes): round trip ${t}s = $(python3 -c "print(f'{$bytes/$t/1e6:.0f}')") MB/s; parsed in ${parse} us = $(python3 -c "print(f'{$bytes/$parse:.0f}')") MB/s"
+read -r recv parse < <(python3 -c "import json;t=json.load(open('$tmp/r'))['timing'];print(t.get('receive_us',0),t['parse_us'])")
+echo "10^6 floats as JSON ($bytes bytes): round trip ${t}s = $(python3 -c "print(f'{$bytes/$t/1e6:.0f}')") MB/s; body received in ${recv} us, then parsed (and uploaded) in ${parse} us = $(python3 -c "print(f'{$bytes/$parse:.0f}')") MB/s"
 curl -s -o /dev/null -d '{"type":"f32","op":"sum","data":[1,2,3]}' "$base/v1/reduce"
 for _ in $(seq 300); do curl -s -o /dev/null -w '%{time_total}\n' -d '{"type":"f32","op":"sum","data":[1,2,3]}' "$base/v1/reduce"; done | sort -n >"$tmp/lat"
 echo "small cached reduce round trip (curl, new connection each): p50 $(sed -n 150p "$tmp/lat")s p90 $(sed -n 270p "$tmp/lat")s"

@@ -143,8 +143,8 @@ void wp_plan_device_scan(const wp_spec *s, uint64_t n, uint64_t groups, wp_data_
     uint64_t tile = (uint64_t)out->block * (WP_SCAN_THREAD_BYTES / wp_type_size(s->type));
     out->groups = ceil_div(n, tile);
     out->grid = (unsigned)out->groups;
-    out->scratch_bytes = (size_t)(((out->groups * 4 + 15) & ~(uint64_t)15) + out->groups * 16);
-    out->epoch_status = true;
+    out->epoch_status = wp_type_size(wp_data_acc_type(s)) <= 4 ? WP_TILE_RECORD_PACKED : WP_TILE_RECORD_WIDE;
+    out->scratch_bytes = (size_t)out->groups * out->epoch_status;
     out->out_bytes = (size_t)n * wp_type_size(s->type);
 }
 

@@ -33,8 +33,9 @@ typedef struct wp_data_plan {
     uint64_t groups;            /* p->groups: outputs, or tiles for device_scan */
     size_t scratch_bytes;       /* device scratch (p->scratch); zeroed once when allocated */
     size_t out_bytes;           /* bytes the kernel writes at p->out */
-    bool epoch_status;          /* the scratch holds epoch-stamped tile status (device_scan): any other
-                                   bytes there (another family's partials) must be zeroed first */
+    unsigned epoch_status;      /* 0, or the bytes of one tile's epoch-stamped status record (device_scan,
+                                   WP_TILE_RECORD_*): any other bytes there (another family's partials,
+                                   records of the other size) must be zeroed first */
 } wp_data_plan;
 
 /* n elements; groups = segments for segmented_reduce (ignored otherwise). */

@@ -49,13 +49,18 @@ enum {
 /* ... and holds at most ceil(vectors / (BLOCK * this)) blocks: small inputs give each thread four
  * vectors in flight rather than a thousand blocks one vector each (fewer tickets, one wave). */
 #define WP_REDUCE_MIN_VECS 4
-/* device_scan: bytes of input each thread scans (4 vectors of 16 bytes): the tile is BLOCK times this. */
-#define WP_SCAN_THREAD_BYTES 64
+/* device_scan: bytes of input each thread scans (8 vectors of 16 bytes): the tile is BLOCK times this.
+ * 128 measured faster than 64 on H100 (bench/RESULTS.md): half the tiles, half the look-backs. */
+#define WP_SCAN_THREAD_BYTES 128
 #define WP_STENCIL_MAX_RADIUS 4
 
-/* device_scan tile status, one per tile: flag word (epoch << 2 | WP_TILE_*), then the aggregate and
- * the inclusive prefix (raw bits of the accumulator type, in 16-byte slots). */
+/* device_scan tile status: one record per tile from p.scratch, stamped (epoch << 2 | WP_TILE_*). An
+ * accumulator of up to 4 bytes: one 8-byte word, the stamp in its high half and the value's bits in
+ * the low one. Wider: 24 bytes, the stamp (4 bytes, then 4 unused), the aggregate, the inclusive
+ * prefix. A record size is a layout: the engine zeroes the status before another layout reads it. */
 enum { WP_TILE_NONE = 0, WP_TILE_AGGREGATE = 1, WP_TILE_PREFIX = 2 };
+#define WP_TILE_RECORD_PACKED 8
+#define WP_TILE_RECORD_WIDE 24
 
 typedef struct wp_data_params {
     unsigned long long in;      /* const T * : n elements */

@@ -279,14 +279,73 @@ out:
     return rc;
 }
 
-/* Raw bytes: written straight from the request body, no staging copy. */
+/* ---- raw bytes streamed into the new buffer while they arrive (http.h stream hooks): the quota and
+ * the arguments are checked before the body is read ---- */
+
+typedef struct {
+    wp_app *app;
+    wp_type type;
+    wp_backend *be;
+    wp_buf *buf; /* created in the registry; NULL once committed */
+    wp_buf_stream *up;
+} put_sink;
+
+static int raw_args(wp_app *app, const wp_req *req, uint64_t length, wp_type *t, wp_backend **be, double *ttl_s,
+                    wp_err *err) {
+    return parse_type(wp_req_query(req, "type"), t, err) || query_ttl(req, ttl_s, err) ||
+                   pick_backend(app, wp_req_query(req, "backend"), be, err) || length_multiple(length, *t, "body", err)
+               ? -1
+               : 0;
+}
+
+static void *put_open(void *appv, const wp_req *req, uint64_t length, wp_resp *resp) {
+    wp_app *app = appv;
+    wp_err err = {0};
+    double ttl_s;
+    put_sink *ps = calloc(1, sizeof *ps);
+    if (!ps)
+        WP_FAIL(&err, 500, "no_memory", "", "out of memory");
+    else if (raw_args(app, req, length, &ps->type, &ps->be, &ttl_s, &err) == 0 &&
+             (ps->buf = wp_buffers_create(app->buffers, ps->be, ps->type, length / wp_type_size(ps->type), &err)) &&
+             (ps->up = wp_buf_stream_open(ps->buf, &err))) {
+        ps->app = app;
+        return ps;
+    }
+    if (ps && ps->buf) wp_buffers_abort(app->buffers, ps->buf);
+    free(ps);
+    wp_resp_error(resp, &err);
+    return NULL;
+}
+
+static int put_write(void *sink, const void *data, size_t len, uint64_t offset, wp_err *err) {
+    (void)offset; /* in order: the stream's own */
+    return wp_buf_stream_write(((put_sink *)sink)->up, data, len, err);
+}
+
+static void put_close(void *sink) {
+    put_sink *ps = sink;
+    wp_buf_stream_free(ps->up); /* waits for copies into buf */
+    if (ps->buf) wp_buffers_abort(ps->app->buffers, ps->buf);
+    free(ps);
+}
+
+const wp_stream_hooks wp_api_buffers_stream = {put_open, put_write, put_close};
+
+/* Raw bytes: streamed into the buffer as they arrived (put_sink), or written from the request body. */
 static int put_raw(wp_app *app, const wp_req *req, wp_buffer_info *info, wp_err *err) {
     wp_type t;
     wp_backend *be;
     double ttl_s;
-    if (parse_type(wp_req_query(req, "type"), &t, err) || query_ttl(req, &ttl_s, err) ||
-        pick_backend(app, wp_req_query(req, "backend"), &be, err) || length_multiple(req->body_len, t, "body", err))
-        return -1;
+    if (raw_args(app, req, req->body_len, &t, &be, &ttl_s, err)) return -1;
+    if (req->sink) {
+        put_sink *ps = req->sink;
+        if (ps->type != t || ps->be != be)
+            return WP_FAIL(err, 500, "internal", "body", "the body was streamed into another buffer");
+        if (wp_buf_stream_end(ps->up, err)) return -1;
+        wp_buf *buf = ps->buf;
+        ps->buf = NULL; /* committed, or freed by a failed commit */
+        return wp_buffers_commit(app->buffers, buf, ttl_s, info, err);
+    }
     wp_buf *buf = wp_buffers_create(app->buffers, be, t, req->body_len / wp_type_size(t), err);
     if (!buf) return -1;
     if (req->body_len && wp_buf_write(buf, 0, req->body, req->body_len, err)) {

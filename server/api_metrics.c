@@ -33,6 +33,12 @@ void wp_api_metrics(void *appv, const wp_req *req, wp_resp *resp) {
     fprintf(f, "warpd_http_responses_total{class=\"4xx\"} %llu\n", (unsigned long long)hs.responses_4xx);
     fprintf(f, "warpd_http_responses_total{class=\"5xx\"} %llu\n", (unsigned long long)hs.responses_5xx);
     C("warpd_http_rejected_busy_total", "Requests refused with 503 because the work queue was full.", hs.rejected_busy);
+    C("warpd_http_answered_inline_total", "Requests that could defer to a worker but were answered on the HTTP thread.",
+      hs.answered_inline);
+    C("warpd_http_deferred_total", "Requests that could be answered on the HTTP thread but went to a worker.",
+      hs.deferred);
+    C("warpd_http_streamed_bodies_total", "Raw bodies streamed to the device as they arrived.", hs.streamed);
+    C("warpd_http_streamed_bytes_total", "Bytes of raw bodies streamed to the device.", hs.streamed_bytes);
     G("warpd_queue_depth", "Requests waiting for a worker.", hs.queue_depth);
     G("warpd_workers_busy", "Workers running a request.", hs.workers_busy);
     fprintf(f, "# HELP warpd_cache_hits_total Kernel cache hits by tier.\n# TYPE warpd_cache_hits_total counter\n");

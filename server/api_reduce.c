@@ -20,8 +20,8 @@
 #include "base64.h"
 #include "jsonval.h"
 
-#define WP_REDUCE_JSON_MAX (1u << 22) /* elements a JSON result may hold; more: base64, raw or a buffer */
-#define WP_FAST_JSON_MIN (64u << 10)  /* bodies from this size read a numbers-only "data" without cJSON */
+#define WP_REDUCE_JSON_MAX (1u << 22)    /* elements a JSON result may hold; more: base64, raw or a buffer */
+#define WP_REDUCE_INLINE_MAX (64u << 10) /* bytes of input (or of body) a job may have to run on the HTTP thread */
 
 typedef enum { FORM_JSON, FORM_B64, FORM_RAW, FORM_BUFFER, FORM_GENERATE } data_form;
 
@@ -164,70 +164,86 @@ static int input_json(wp_app *app, const cJSON *data, wp_type t, reduce_input *i
     return 0;
 }
 
-/* ---- "data" as text: a large numbers-only array is read straight from the body ----
- * cJSON builds a node per value (about 45 MB/s); reading the numbers in place is several times
- * faster. The top-level "data" is found by a small scan that skips strings; the rest of the body
- * (with the array replaced by []) still goes through cJSON. Values get the cJSON path's conversion
- * (strtod, then wp_value_from_double), so both paths give the same bits. */
+/* ---- "data" read in place (jsonval.h): no cJSON node per value ----
+ * cJSON builds a node per value, then each is converted: about 60 MB/s of JSON text. Instead the
+ * top-level "data" list is found and read straight into its packed host copy, as the type the body
+ * names before it (f32 when none does), and only the rest of the body — the list replaced by [] —
+ * goes through cJSON. The values, and every error, are what the cJSON path gives: what the scanner
+ * does not follow exactly (objects, literals, escapes, a value the type refuses, bad JSON) it declines,
+ * and the whole body goes through cJSON as before. */
 
-static bool data_span(const char *s, size_t n, size_t *from, size_t *to) {
-    int depth = 0;
-    for (size_t i = 0; i < n;) {
-        char c = s[i];
-        if (c == '"') {
-            size_t start = ++i;
-            while (i < n && s[i] != '"') i += s[i] == '\\' ? 2 : 1;
-            size_t end = i++;
-            if (depth != 1 || end - start != 4 || memcmp(s + start, "data", 4)) continue;
-            while (i < n && strchr(" \t\r\n", s[i])) i++;
-            if (i >= n || s[i] != ':') return false;
-            for (i++; i < n && strchr(" \t\r\n", s[i]); i++) {
-            }
-            if (i >= n || s[i] != '[') return false;
-            size_t k = i + 1;
-            while (k < n && s[k] != ']') {
-                if (!strchr("0123456789+-.eE \t\r\n,", s[k])) return false; /* strings, objects: cJSON's job */
-                k++;
-            }
-            if (k >= n) return false;
-            *from = i;
-            *to = k + 1;
-            return true;
-        }
-        if (c == '{' || c == '[')
-            depth++;
-        else if (c == '}' || c == ']')
-            depth--;
-        i++;
-    }
-    return false;
+typedef struct {
+    bool on;         /* "data" was read in place; the parsed body holds [] in its place */
+    size_t from, to; /* the list's bytes in the request body */
+    wp_type type;    /* the type it was read as */
+    uint8_t *host;   /* its values, packed */
+    uint64_t count;
+} fast_data;
+
+/* Reads text[0..n) (a list) as type t into a new fd->host. */
+static bool fast_scan(fast_data *fd, const char *text, size_t n, wp_type t) {
+    uint64_t cap = wp_json_array_cap(n);
+    size_t used;
+    free(fd->host);
+    fd->type = t;
+    fd->host = malloc((size_t)cap * wp_type_size(t));
+    if (!fd->host || !wp_json_scan_array(text, n, t, fd->host, cap, &fd->count, &used)) return false;
+    fd->to = fd->from + used;
+    uint8_t *fit = realloc(fd->host, fd->count ? (size_t)fd->count * wp_type_size(t) : 1); /* give back the slack */
+    if (fit) fd->host = fit;
+    return true;
 }
 
-static int input_span(wp_app *app, const char *s, size_t len, wp_type t, reduce_input *in, wp_err *err) {
-    uint64_t upper = 1;
-    for (size_t i = 0; i < len; i++) upper += s[i] == ',';
-    if (check_count(app, upper - 1, "data", err)) return -1; /* commas: count - 1 */
-    in->host = malloc((size_t)upper * wp_type_size(t));
-    if (!in->host) return WP_FAIL(err, 500, "out_of_memory", "data", "out of memory");
-    const char *p = s + 1, *end = s + len - 1; /* inside the brackets */
-    uint64_t i = 0;
-    for (;;) {
-        while (p < end && strchr(" \t\r\n", *p)) p++;
-        if (p == end && i == 0) break; /* [] */
-        char *next = NULL;
-        double d = strtod(p, &next);
-        if (next == p || next > end)
-            return WP_FAIL(err, 400, "bad_json", "data", "data[%llu] is not a number", (unsigned long long)i);
-        wp_data_store(t, in->host, i++, wp_value_from_double(t, d));
-        for (p = next; p < end && strchr(" \t\r\n", *p); p++) {
+/* The body parsed with its "data" list read in place, or NULL (nothing set) when the scanner declines
+ * or the rest does not parse: the caller then parses the whole body, which gives the error. */
+static cJSON *parse_fast(wp_app *app, const wp_req *req, fast_data *fd) {
+    size_t at;
+    char hint[16];
+    if (!req->body || !wp_json_find_top_key(req->body, req->body_len, "data", "type", &at, hint, sizeof hint) ||
+        at >= req->body_len || req->body[at] != '[')
+        return NULL;
+    int ty = wp_type_parse(hint);
+    fd->from = at;
+    cJSON *body = NULL;
+    char *text = NULL;
+    if (fast_scan(fd, req->body + at, req->body_len - at, ty >= 0 ? (wp_type)ty : WP_F32)) {
+        size_t rest = req->body_len - (fd->to - fd->from) + 2;
+        if ((text = malloc(rest + 1))) {
+            memcpy(text, req->body, fd->from);
+            memcpy(text + fd->from, "[]", 2);
+            memcpy(text + fd->from + 2, req->body + fd->to, req->body_len - fd->to);
+            text[rest] = 0;
+            wp_req sub = *req;
+            sub.body = text;
+            sub.body_len = rest;
+            wp_err ignored = {0};
+            body = wp_app_parse_body(app, &sub, &ignored);
         }
-        if (p == end) break;
-        if (*p != ',')
-            return WP_FAIL(err, 400, "bad_json", "data", "data: expected , after element %llu",
-                           (unsigned long long)i - 1);
-        p++;
     }
-    in->count = i;
+    free(text);
+    if (!body) {
+        free(fd->host);
+        memset(fd, 0, sizeof *fd);
+        return NULL;
+    }
+    fd->on = true;
+    return body;
+}
+
+/* The data step of a body parsed by parse_fast. */
+static int input_fast(wp_app *app, const wp_req *req, fast_data *fd, wp_type t, reduce_input *in, wp_err *err) {
+    if (fd->type != t && !fast_scan(fd, req->body + fd->from, fd->to - fd->from, t)) {
+        /* read as another type ("type" after "data"); a value this one refuses: let cJSON name it */
+        cJSON *list = cJSON_ParseWithLength(req->body + fd->from, fd->to - fd->from);
+        int rc = list ? input_json(app, list, t, in, err)
+                      : WP_FAIL(err, 500, "internal", "data", "data was read once and is no longer a list");
+        cJSON_Delete(list);
+        return rc;
+    }
+    if (check_count(app, fd->count, "data", err)) return -1;
+    in->host = fd->host;
+    fd->host = NULL;
+    in->count = fd->count;
     in->form = FORM_JSON;
     return 0;
 }
@@ -248,24 +264,51 @@ static int input_b64(wp_app *app, const cJSON *data, wp_type t, reduce_input *in
     return 0;
 }
 
-static int input_raw(wp_app *app, const wp_req *req, wp_type t, reduce_input *in, wp_err *err) {
+/* ---- a raw body streamed into the job's input buffer while it arrives (http.h stream hooks) ---- */
+
+typedef struct {
+    wp_app *app;
+    wp_type type;      /* the job's, from the query */
+    wp_backend *be;    /* where it runs */
+    wp_buf *buf;       /* the input: the whole body */
+    wp_buf_stream *up; /* filling buf */
+} raw_sink;
+
+static int raw_length(wp_app *app, uint64_t bytes, wp_type t, wp_err *err) {
     size_t esize = wp_type_size(t);
-    if (req->body_len % esize)
-        return WP_FAIL(err, 400, "bad_length", "body", "the body holds %zu bytes, not a multiple of %zu (%s)",
-                       req->body_len, esize, wp_type_name(t));
+    if (bytes % esize)
+        return WP_FAIL(err, 400, "bad_length", "body", "the body holds %llu bytes, not a multiple of %zu (%s)",
+                       (unsigned long long)bytes, esize, wp_type_name(t));
+    return check_count(app, bytes / esize, "body", err);
+}
+
+static int input_raw(wp_app *app, const wp_req *req, wp_type t, wp_backend *be, reduce_input *in, wp_err *err) {
+    size_t esize = wp_type_size(t);
+    if (raw_length(app, req->body_len, t, err)) return -1;
     in->count = req->body_len / esize;
-    if (check_count(app, in->count, "body", err)) return -1;
+    in->form = FORM_RAW;
+    if (req->sink) { /* already on its way to the device: wait for the last copies */
+        raw_sink *rs = req->sink;
+        if (rs->type != t || rs->be != be || wp_buf_size(rs->buf) != req->body_len)
+            return WP_FAIL(err, 500, "internal", "body", "the body was streamed for another job");
+        if (wp_buf_stream_end(rs->up, err)) return -1;
+        in->in = rs->buf; /* the sink's: freed when the request is over */
+        in->upload_us = wp_buf_stream_wait_us(rs->up);
+        return 0;
+    }
     static const uint8_t empty[8];
     in->data = req->body_len ? (const uint8_t *)req->body : empty; /* uploaded straight from the body */
-    in->form = FORM_RAW;
     return 0;
 }
 
 static const char *const gen_kinds[] = {
     [WP_GEN_IOTA] = "iota", [WP_GEN_RANDOM] = "random", [WP_GEN_CONSTANT] = "constant"};
 
-/* "generate": made on the backend by the generate family (the same values the emulator makes). */
-static int input_generate(wp_app *app, wp_backend *be, const cJSON *g, wp_type t, reduce_input *in, wp_err *err) {
+/* "generate": made on the backend by the generate family (the same values the emulator makes).
+ * inline_run (on the HTTP thread): returns 1, having done nothing, for more than WP_REDUCE_INLINE_MAX
+ * bytes or a generate kernel that is not in the memory cache. */
+static int input_generate(wp_app *app, wp_backend *be, const cJSON *g, wp_type t, bool inline_run, reduce_input *in,
+                          wp_err *err) {
     static const char *const fields[] = {"kind", "n", "seed", "value", NULL};
     if (!cJSON_IsObject(g)) return WP_FAIL(err, 400, "wrong_type", "generate", "generate must be an object");
     if (wp_json_only(g, "generate.", fields, err)) return -1;
@@ -281,7 +324,8 @@ static int input_generate(wp_app *app, wp_backend *be, const cJSON *g, wp_type t
         return WP_FAIL(err, 400, "bad_value", "generate.n", "generate.n must be a whole number");
     in->count = (uint64_t)nv->valuedouble;
     if (check_count(app, in->count, "generate.n", err)) return -1;
-    wp_reduce_job job = {.n = in->count, .gen_kind = k, .seed = 1};
+    if (inline_run && in->count * wp_type_size(t) > WP_REDUCE_INLINE_MAX) return 1;
+    wp_reduce_job job = {.n = in->count, .gen_kind = k, .seed = 1, .memory_only = inline_run};
     long long seed;
     const cJSON *sv = cJSON_GetObjectItemCaseSensitive(g, "seed");
     if (sv && wp_json_int(sv, "generate.seed", 0, 9007199254740991LL, &seed, err)) return -1;
@@ -298,7 +342,8 @@ static int input_generate(wp_app *app, wp_backend *be, const cJSON *g, wp_type t
     job.spec = &spec;
     uint64_t t0 = wp_now_ns();
     wp_reduce_result r;
-    if (wp_reduce_run(app, be, &job, &r, err)) return -1;
+    int rc = wp_reduce_run(app, be, &job, &r, err);
+    if (rc) return rc;
     in->in = r.out;
     in->in_owned = true;
     in->generate_us = wp_us_since(t0);
@@ -471,6 +516,8 @@ static cJSON *check_array(const wp_spec *s, const uint8_t *host, uint64_t n, con
 static void add_timing(cJSON *o, const wp_req *req, const reduce_input *in, const wp_reduce_result *r, double parse_us,
                        double download_us) {
     cJSON *t = cJSON_AddObjectToObject(o, "timing");
+    uint64_t t_body = req->t_body_ns ? req->t_body_ns : req->t_start_ns;
+    cJSON_AddNumberToObject(t, "receive_us", (double)(t_body - req->t_start_ns) / 1e3);
     cJSON_AddNumberToObject(t, "parse_us", parse_us);
     cJSON_AddNumberToObject(t, "upload_us", in->upload_us);
     if (in->form == FORM_GENERATE) cJSON_AddNumberToObject(t, "generate_us", in->generate_us);
@@ -483,7 +530,16 @@ static void add_timing(cJSON *o, const wp_req *req, const reduce_input *in, cons
     cJSON_AddNumberToObject(t, "total_us", wp_us_since(req->t_start_ns));
 }
 
-static void handle(wp_app *app, const wp_req *req, wp_resp *resp, bool scan) {
+/* What a streamed raw body needs to know before it arrives. */
+typedef struct {
+    wp_type type;
+    wp_backend *be;
+} raw_plan;
+
+/* One request. check_only (opening a streamed raw body: no body yet): runs every check that needs no
+ * data and returns true with the job's type and backend, or false with the error in resp. */
+static bool handle(wp_app *app, const wp_req *req, wp_resp *resp, bool scan, raw_plan *check_only) {
+    bool ok = false;
     wp_err err = {0};
     wp_spec spec = {0};
     reduce_input in = {0};
@@ -491,31 +547,19 @@ static void handle(wp_app *app, const wp_req *req, wp_resp *resp, bool scan) {
     wp_buf *out_buf = NULL; /* "output":"buffer": created in the registry */
     uint8_t *out_host = NULL;
     cJSON *body = NULL, *o = NULL;
+    fast_data fast = {0};
     const char *const *allowed = scan ? scan_families : reduce_families;
     bool raw = is_octet_stream(req->content_type);
+    /* Called on the HTTP thread first (WP_ROUTE_TRY_INLINE): a small job whose kernel is in the memory
+     * cache (on emu without "compile", none is needed) is answered there; anything else is deferred
+     * to a worker before it blocks: a large body or input, a compile, a disk read. */
+    const bool inline_run = req->may_defer;
+    if (inline_run && req->body_len > WP_REDUCE_INLINE_MAX) goto defer;
 
-    size_t span_from = 0, span_to = 0;
-    bool span = !raw && req->body && req->body_len >= WP_FAST_JSON_MIN &&
-                data_span(req->body, req->body_len, &span_from, &span_to);
-    if (span) { /* the body without its big array, for cJSON */
-        size_t rest = req->body_len - (span_to - span_from);
-        char *text = malloc(rest + 3);
-        if (!text) {
-            WP_FAIL(&err, 500, "out_of_memory", "", "out of memory");
-            goto fail;
-        }
-        memcpy(text, req->body, span_from);
-        memcpy(text + span_from, "[]", 2);
-        memcpy(text + span_from + 2, req->body + span_to, req->body_len - span_to);
-        text[rest + 2] = 0;
-        wp_req sub = *req;
-        sub.body = text;
-        sub.body_len = rest + 2;
-        body = wp_app_parse_body(app, &sub, &err);
-        free(text);
-    } else {
-        body = raw ? query_object(req, &err) : wp_app_parse_body(app, req, &err);
-    }
+    if (raw)
+        body = query_object(req, &err);
+    else if (!(body = parse_fast(app, req, &fast)))
+        body = wp_app_parse_body(app, req, &err);
     if (!body) goto fail;
     if (!cJSON_IsObject(body)) {
         WP_FAIL(&err, 400, "bad_request", "", "the body must be a JSON object");
@@ -585,6 +629,7 @@ static void handle(wp_app *app, const wp_req *req, wp_resp *resp, bool scan) {
         if (cnt && wp_json_int(cnt, "count", 0, (long long)binfo.count, &c, &err)) goto fail;
         if (cnt) in.count = (uint64_t)c;
         if (check_count(app, in.count, "buffer", &err)) goto fail;
+        if (inline_run && in.count * wp_type_size(spec.type) > WP_REDUCE_INLINE_MAX) goto defer;
     } else if (wp_app_backend(app, body, f, &be, &err)) {
         goto fail;
     }
@@ -601,7 +646,8 @@ static void handle(wp_app *app, const wp_req *req, wp_resp *resp, bool scan) {
     if (iv && wp_json_to_bits(iv, spec.type, "init", &init, &err)) goto fail;
     has_init = iv != NULL;
 
-    wp_reduce_job job = {.spec = &spec, .has_init = has_init, .init = init, .compile_on_emu = compile};
+    wp_reduce_job job = {
+        .spec = &spec, .has_init = has_init, .init = init, .compile_on_emu = compile, .memory_only = inline_run};
     const cJSON *w = cJSON_GetObjectItemCaseSensitive(body, "weights");
     if (w) {
         int want = 2 * spec.data.radius + 1, i = 0;
@@ -620,26 +666,29 @@ static void handle(wp_app *app, const wp_req *req, wp_resp *resp, bool scan) {
         job.has_weights = true;
     }
 
+    if (check_only) {
+        check_only->type = spec.type;
+        check_only->be = be;
+        ok = true;
+        goto done;
+    }
+
     /* the data */
     int rc = 0;
     size_t esize = wp_type_size(spec.type);
-    if (data && span && wp_type_is_float(spec.type)) {
-        rc = input_span(app, req->body + span_from, span_to - span_from, spec.type, &in, &err);
-    } else if (data && span) { /* integers keep cJSON's checks (range, 2^53) */
-        cJSON *list = cJSON_ParseWithLength(req->body + span_from, span_to - span_from);
-        rc = list ? input_json(app, list, spec.type, &in, &err)
-                  : WP_FAIL(&err, 400, "bad_json", "data", "data is not a valid JSON list");
-        cJSON_Delete(list);
-    } else if (data)
+    if (data && fast.on)
+        rc = input_fast(app, req, &fast, spec.type, &in, &err);
+    else if (data)
         rc = input_json(app, data, spec.type, &in, &err);
     else if (b64)
         rc = input_b64(app, b64, spec.type, &in, &err);
     else if (raw)
-        rc = input_raw(app, req, spec.type, &in, &err);
+        rc = input_raw(app, req, spec.type, be, &in, &err);
     else if (gen)
-        rc = input_generate(app, be, gen, spec.type, &in, &err);
+        rc = input_generate(app, be, gen, spec.type, inline_run, &in, &err);
     if (rc == 0 && in.host) in.data = in.host;
     if (rc == 0 && in.data) rc = upload(be, &in, esize, &err);
+    if (rc > 0) goto defer;
     if (rc) goto fail;
     const cJSON *offs = cJSON_GetObjectItemCaseSensitive(body, "offsets");
     if ((f->flags & WP_F_SEGMENTS) ? input_offsets(be, offs, &in, &err) != 0 : offs != NULL) {
@@ -651,7 +700,8 @@ static void handle(wp_app *app, const wp_req *req, wp_resp *resp, bool scan) {
     job.n = in.count;
     job.offsets = in.offsets;
     job.groups = in.groups;
-    double parse_us = wp_us_since(req->t_start_ns);
+    const uint64_t t_body = req->t_body_ns ? req->t_body_ns : req->t_start_ns;
+    double parse_us = wp_us_since(t_body); /* from the last byte of the body */
 
     /* where an array result goes */
     bool array = f->data_out == WP_DATA_EACH || f->data_out == WP_DATA_GROUPS;
@@ -687,7 +737,9 @@ static void handle(wp_app *app, const wp_req *req, wp_resp *resp, bool scan) {
         job.out = out_buf;
     }
 
-    if (wp_reduce_run(app, be, &job, &r, &err)) goto fail;
+    rc = wp_reduce_run(app, be, &job, &r, &err);
+    if (rc > 0) goto defer;
+    if (rc) goto fail;
 
     /* results */
     double download_us = 0;
@@ -781,18 +833,62 @@ static void handle(wp_app *app, const wp_req *req, wp_resp *resp, bool scan) {
     add_timing(o, req, &in, &r, parse_us, download_us);
     wp_resp_json(resp, 200, o);
     o = NULL;
+    ok = true;
     goto done;
 fail:
     wp_resp_error(resp, &err);
+    goto done;
+defer:
+    resp->defer = true; /* http.c calls again on a worker, where nothing above is left over */
 done:
     cJSON_Delete(o);
     if (out_buf) wp_buffers_abort(app->buffers, out_buf);
     free(out_host);
     wp_reduce_result_free(&r);
     input_free(app, &in);
+    free(fast.host);
     wp_spec_free(&spec);
     cJSON_Delete(body);
+    return ok;
 }
 
-void wp_api_reduce(void *app, const wp_req *req, wp_resp *resp) { handle(app, req, resp, false); }
-void wp_api_scan(void *app, const wp_req *req, wp_resp *resp) { handle(app, req, resp, true); }
+void wp_api_reduce(void *app, const wp_req *req, wp_resp *resp) { handle(app, req, resp, false, NULL); }
+void wp_api_scan(void *app, const wp_req *req, wp_resp *resp) { handle(app, req, resp, true, NULL); }
+
+/* Opening a raw body: the job's checks, the length's, then its input buffer, filled as bytes arrive. */
+static void *raw_open(wp_app *app, const wp_req *req, uint64_t length, wp_resp *resp, bool scan) {
+    raw_plan plan;
+    if (!handle(app, req, resp, scan, &plan)) return NULL;
+    wp_err err = {0};
+    raw_sink *rs = NULL;
+    if (raw_length(app, length, plan.type, &err) == 0 && (rs = calloc(1, sizeof *rs)) == NULL)
+        WP_FAIL(&err, 500, "out_of_memory", "", "out of memory");
+    if (rs) {
+        *rs = (raw_sink){.app = app, .type = plan.type, .be = plan.be};
+        if ((rs->buf = wp_buf_alloc(plan.be, (size_t)length, &err)) && (rs->up = wp_buf_stream_open(rs->buf, &err)))
+            return rs;
+        wp_buf_free(rs->buf);
+        free(rs);
+    }
+    wp_resp_error(resp, &err);
+    return NULL;
+}
+static void *reduce_open(void *app, const wp_req *req, uint64_t length, wp_resp *resp) {
+    return raw_open(app, req, length, resp, false);
+}
+static void *scan_open(void *app, const wp_req *req, uint64_t length, wp_resp *resp) {
+    return raw_open(app, req, length, resp, true);
+}
+static int raw_write(void *sink, const void *data, size_t len, uint64_t offset, wp_err *err) {
+    (void)offset; /* in order: the stream's own */
+    return wp_buf_stream_write(((raw_sink *)sink)->up, data, len, err);
+}
+static void raw_close(void *sink) {
+    raw_sink *rs = sink;
+    wp_buf_stream_free(rs->up); /* waits for copies into buf */
+    wp_buf_free(rs->buf);
+    free(rs);
+}
+
+const wp_stream_hooks wp_api_reduce_stream = {reduce_open, raw_write, raw_close};
+const wp_stream_hooks wp_api_scan_stream = {scan_open, raw_write, raw_close};

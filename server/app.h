@@ -19,11 +19,11 @@
 typedef struct wp_app {
     wp_jit *jit;
     wp_cache *cache;
-    wp_backend *cuda;       /* NULL when no usable GPU (see cuda_reason) */
+    wp_backend *cuda; /* NULL when no usable GPU (see cuda_reason) */
     wp_backend *emu;
-    wp_backend *preferred;  /* what "auto" runs on */
+    wp_backend *preferred; /* what "auto" runs on */
     char cuda_reason[256];
-    char arch[16];          /* target arch: the device's, or --arch */
+    char arch[16]; /* target arch: the device's, or --arch */
     char templates_dir[512];
     char web_dir[512];
     size_t max_body;
@@ -31,8 +31,8 @@ typedef struct wp_app {
     wp_http *http;
     uint64_t start_ns;
     atomic_uint_fast64_t warp_runs, compile_requests;
-    wp_jobs *jobs;       /* async jobs (jobs.c): POST /v1/jobs */
-    wp_buffers *buffers; /* device-resident buffers (buffers.c): /v1/buffers */
+    wp_jobs *jobs;            /* async jobs (jobs.c): POST /v1/jobs */
+    wp_buffers *buffers;      /* device-resident buffers (buffers.c): /v1/buffers */
     wp_reduce_engine *reduce; /* data-parallel jobs (reduce.c): /v1/reduce, /v1/scan */
     uint64_t max_elements;    /* largest n of a reduce/scan job (413 beyond) */
 } wp_app;
@@ -71,13 +71,15 @@ void wp_api_compile(void *app, const wp_req *req, wp_resp *resp);
 void wp_api_warp(void *app, const wp_req *req, wp_resp *resp);
 void wp_api_reduce(void *app, const wp_req *req, wp_resp *resp); /* api_reduce.c */
 void wp_api_scan(void *app, const wp_req *req, wp_resp *resp);
+extern const wp_stream_hooks wp_api_reduce_stream, wp_api_scan_stream; /* raw bodies into the input buffer */
 void wp_api_static(void *app, const wp_req *req, wp_resp *resp);
-void wp_api_openapi(void *app, const wp_req *req, wp_resp *resp); /* api_openapi.c */
-void wp_api_jobs_submit(void *app, const wp_req *req, wp_resp *resp);   /* api_jobs.c */
+void wp_api_openapi(void *app, const wp_req *req, wp_resp *resp);     /* api_openapi.c */
+void wp_api_jobs_submit(void *app, const wp_req *req, wp_resp *resp); /* api_jobs.c */
 void wp_api_jobs_list(void *app, const wp_req *req, wp_resp *resp);
 void wp_api_job_get(void *app, const wp_req *req, wp_resp *resp);
 void wp_api_job_delete(void *app, const wp_req *req, wp_resp *resp);
-void wp_api_buffers_put(void *app, const wp_req *req, wp_resp *resp);  /* api_buffers.c */
+void wp_api_buffers_put(void *app, const wp_req *req, wp_resp *resp); /* api_buffers.c */
+extern const wp_stream_hooks wp_api_buffers_stream;                   /* raw bodies into the new buffer */
 void wp_api_buffers_list(void *app, const wp_req *req, wp_resp *resp);
 void wp_api_buffer_get(void *app, const wp_req *req, wp_resp *resp);
 void wp_api_buffer_delete(void *app, const wp_req *req, wp_resp *resp);

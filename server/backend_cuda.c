@@ -50,6 +50,8 @@ typedef struct wp_cu {
     PFN_cuMemGetInfo_v3020 mem_get_info;
     PFN_cuMemAlloc_v3020 mem_alloc;
     PFN_cuMemFree_v3020 mem_free;
+    PFN_cuMemHostAlloc_v2020 mem_host_alloc;
+    PFN_cuMemFreeHost_v2000 mem_free_host;
     PFN_cuMemcpyHtoDAsync_v3020 memcpy_htod_async;
     PFN_cuMemcpyDtoHAsync_v3020 memcpy_dtoh_async;
     PFN_cuMemcpyDtoDAsync_v3020 memcpy_dtod_async;
@@ -90,6 +92,8 @@ static const struct {
     {"cuMemGetInfo", offsetof(wp_cu, mem_get_info)},
     {"cuMemAlloc", offsetof(wp_cu, mem_alloc)},
     {"cuMemFree", offsetof(wp_cu, mem_free)},
+    {"cuMemHostAlloc", offsetof(wp_cu, mem_host_alloc)},
+    {"cuMemFreeHost", offsetof(wp_cu, mem_free_host)},
     {"cuMemcpyHtoDAsync", offsetof(wp_cu, memcpy_htod_async)},
     {"cuMemcpyDtoHAsync", offsetof(wp_cu, memcpy_dtoh_async)},
     {"cuMemcpyDtoDAsync", offsetof(wp_cu, memcpy_dtod_async)},
@@ -108,6 +112,20 @@ static const struct {
     {"cuLaunchKernel", offsetof(wp_cu, launch_kernel)},
 };
 
+#define WP_UPLOAD_SLOTS_MAX 8
+#define WP_UPLOAD_IDLE_MAX 2 /* upload rings kept for the next upload (page-locking memory is slow) */
+
+/* An upload ring (wp_buf_stream): page-locked slots, a copy stream, an event per slot. */
+typedef struct cuda_ring {
+    struct cuda_ring *next; /* the idle list */
+    unsigned generation;    /* the context it lives in: dead after a reset */
+    CUstream stream;
+    CUevent done[WP_UPLOAD_SLOTS_MAX];
+    void *host[WP_UPLOAD_SLOTS_MAX];
+    int slots;
+    size_t slot_bytes;
+} cuda_ring;
+
 typedef struct {
     wp_backend base;
     void *lib;
@@ -124,6 +142,8 @@ typedef struct {
     unsigned char *staging; /* host image of the scratch layout */
     size_t staging_cap;
     unsigned generation; /* bumped by every context reset */
+    cuda_ring *idle_rings;
+    int n_idle_rings;
     wp_device_info info;
 } cuda_backend;
 
@@ -297,9 +317,16 @@ static int cuda_fail_op(cuda_backend *b, wp_err *err, const char *call, CUresult
     return -1;
 }
 
+static void cuda_ring_destroy(cuda_backend *b, cuda_ring *r);
+
 static void cuda_close(wp_backend *base) {
     cuda_backend *b = (cuda_backend *)base;
     if (b->ctx && b->cu.ctx_set_current(b->ctx) == CUDA_SUCCESS) b->cu.ctx_synchronize(b->ctx);
+    while (b->idle_rings) {
+        cuda_ring *r = b->idle_rings;
+        b->idle_rings = r->next;
+        cuda_ring_destroy(b, r);
+    }
     cuda_context_drop(b);
     pthread_mutex_destroy(&b->lock);
     free(b->staging);
@@ -645,6 +672,137 @@ static unsigned cuda_generation(wp_backend *base) {
     return g;
 }
 
+/* ---- upload rings (wp_buf_stream): host -> device copies from page-locked slots on a stream of
+ * their own, so a request body's next chunks are received while the last ones cross the bus. ---- */
+
+/* Frees a ring's driver objects (none when its context is gone: they died with it). Lock held or
+ * the backend closing. */
+static void cuda_ring_destroy(cuda_backend *b, cuda_ring *r) {
+    if (r->generation == b->generation && b->ctx && b->cu.ctx_set_current(b->ctx) == CUDA_SUCCESS) {
+        if (r->stream) b->cu.stream_synchronize(r->stream);
+        for (int i = 0; i < r->slots; i++) {
+            if (r->done[i]) b->cu.event_destroy(r->done[i]);
+            if (r->host[i]) b->cu.mem_free_host(r->host[i]);
+        }
+        if (r->stream) b->cu.stream_destroy(r->stream);
+    }
+    free(r);
+}
+
+static void *cuda_upload_open(wp_backend *base, size_t slot_bytes, int slots, void **host, wp_err *err) {
+    cuda_backend *b = (cuda_backend *)base;
+    if (slots < 1 || slots > WP_UPLOAD_SLOTS_MAX) {
+        WP_FAIL(err, 500, "internal", "", "an upload ring has 1..%d slots", WP_UPLOAD_SLOTS_MAX);
+        return NULL;
+    }
+    cuda_ring *r = NULL, *stale = NULL;
+    pthread_mutex_lock(&b->lock);
+    for (cuda_ring **pp = &b->idle_rings; *pp;) { /* an idle one of this shape, dropping dead ones */
+        cuda_ring *x = *pp;
+        if (x->generation != b->generation || (!r && x->slots == slots && x->slot_bytes == slot_bytes)) {
+            *pp = x->next;
+            b->n_idle_rings--;
+            if (x->generation != b->generation) {
+                x->next = stale;
+                stale = x;
+            } else {
+                r = x;
+            }
+            continue;
+        }
+        pp = &x->next;
+    }
+    while (stale) {
+        cuda_ring *x = stale;
+        stale = x->next;
+        cuda_ring_destroy(b, x);
+    }
+    CUresult cr = CUDA_SUCCESS;
+    const char *call = "";
+    bool made = false;
+    if (!r && cuda_enter(b, err) == 0) {
+        if (!(r = calloc(1, sizeof *r))) WP_FAIL(err, 500, "out_of_memory", "", "out of memory");
+        made = r != NULL;
+    }
+    if (made) {
+        r->generation = b->generation;
+        r->slots = slots;
+        r->slot_bytes = slot_bytes;
+        call = "cuStreamCreate";
+        cr = b->cu.stream_create(&r->stream, CU_STREAM_NON_BLOCKING);
+        for (int i = 0; i < slots && cr == CUDA_SUCCESS; i++) {
+            call = "cuEventCreate";
+            if ((cr = b->cu.event_create(&r->done[i], CU_EVENT_DISABLE_TIMING)) != CUDA_SUCCESS) break;
+            call = "cuMemHostAlloc";
+            cr = b->cu.mem_host_alloc(&r->host[i], slot_bytes, 0);
+            if (cr != CUDA_SUCCESS) r->host[i] = NULL;
+        }
+        if (cr != CUDA_SUCCESS) {
+            cu_fail(b, err, call, cr); /* not sticky: no page-locked memory, say; the caller stages instead */
+            cuda_ring_destroy(b, r);
+            r = NULL;
+        }
+    }
+    pthread_mutex_unlock(&b->lock);
+    if (r)
+        for (int i = 0; i < slots; i++) host[i] = r->host[i];
+    return r;
+}
+
+static int cuda_ring_enter(cuda_backend *b, const cuda_ring *r, wp_err *err) {
+    if (cuda_enter(b, err)) return -1;
+    if (r->generation != b->generation)
+        return WP_FAIL(err, 410, "buffer_lost", "buffer", "the upload was lost when the CUDA context was reset");
+    return 0;
+}
+
+static int cuda_upload_send(wp_backend *base, void *ringp, int slot, wp_buf *buf, size_t offset, size_t len,
+                            wp_err *err) {
+    cuda_backend *b = (cuda_backend *)base;
+    cuda_ring *r = ringp;
+    pthread_mutex_lock(&b->lock);
+    int rc = cuda_ring_enter(b, r, err);
+    if (rc == 0 && buf->generation != b->generation)
+        rc = WP_FAIL(err, 410, "buffer_lost", "buffer", "the buffer was lost when the CUDA context was reset");
+    CUresult cr = CUDA_SUCCESS;
+    const char *call = "cuMemcpyHtoDAsync (upload)";
+    if (rc == 0 && (cr = b->cu.memcpy_htod_async(buf->addr + offset, r->host[slot], len, r->stream)) == CUDA_SUCCESS) {
+        call = "cuEventRecord (upload)";
+        cr = b->cu.event_record(r->done[slot], r->stream);
+    }
+    if (rc == 0 && cr != CUDA_SUCCESS) rc = cuda_fail_op(b, err, call, cr);
+    pthread_mutex_unlock(&b->lock);
+    return rc;
+}
+
+static int cuda_upload_wait(wp_backend *base, void *ringp, int slot, wp_err *err) {
+    cuda_backend *b = (cuda_backend *)base;
+    cuda_ring *r = ringp;
+    pthread_mutex_lock(&b->lock);
+    int rc = cuda_ring_enter(b, r, err);
+    CUresult cr;
+    if (rc == 0 && (cr = b->cu.event_synchronize(r->done[slot])) != CUDA_SUCCESS)
+        rc = cuda_fail_op(b, err, "cuEventSynchronize (upload)", cr);
+    pthread_mutex_unlock(&b->lock);
+    return rc;
+}
+
+static void cuda_upload_close(wp_backend *base, void *ringp) {
+    cuda_backend *b = (cuda_backend *)base;
+    cuda_ring *r = ringp;
+    pthread_mutex_lock(&b->lock);
+    bool keep = r->generation == b->generation && b->ctx && b->n_idle_rings < WP_UPLOAD_IDLE_MAX &&
+                b->cu.ctx_set_current(b->ctx) == CUDA_SUCCESS && b->cu.stream_synchronize(r->stream) == CUDA_SUCCESS;
+    if (keep) {
+        r->next = b->idle_rings;
+        b->idle_rings = r;
+        b->n_idle_rings++;
+    } else {
+        cuda_ring_destroy(b, r);
+    }
+    pthread_mutex_unlock(&b->lock);
+}
+
 static const wp_backend_ops cuda_ops = {
     .name = "cuda",
     .close = cuda_close,
@@ -661,6 +819,10 @@ static const wp_backend_ops cuda_ops = {
     .buf_copy = cuda_buf_copy,
     .launch = cuda_launch,
     .generation = cuda_generation,
+    .upload_open = cuda_upload_open,
+    .upload_send = cuda_upload_send,
+    .upload_wait = cuda_upload_wait,
+    .upload_close = cuda_upload_close,
 };
 
 /* Open-time failure: the daemon falls back to emu. What was acquired so far is released through cuda_close. */

@@ -35,6 +35,15 @@ typedef struct wp_backend_ops {
                     wp_err *err);
     int (*launch)(wp_backend *b, void *const *fn, const wp_launch *launches, int n, double *kernel_us, wp_err *err);
     unsigned (*generation)(wp_backend *b);
+    /* Optional, for wp_buf_stream (buffer.h): a ring of `slots` page-locked host areas of slot_bytes
+     * each (their addresses into host[]), on a copy stream of its own. upload_send queues the copy of
+     * len bytes from slot `slot` to buf+offset and returns; upload_wait waits for that slot's last
+     * copy; upload_close waits for all of them and gives the ring back (the backend may keep it for
+     * the next upload). NULL from upload_open: no ring (the caller stages through buf_write). */
+    void *(*upload_open)(wp_backend *b, size_t slot_bytes, int slots, void **host, wp_err *err);
+    int (*upload_send)(wp_backend *b, void *ring, int slot, wp_buf *buf, size_t offset, size_t len, wp_err *err);
+    int (*upload_wait)(wp_backend *b, void *ring, int slot, wp_err *err);
+    void (*upload_close)(wp_backend *b, void *ring);
 } wp_backend_ops;
 
 /* Every backend struct starts with this. */

@@ -37,6 +37,25 @@ int wp_buf_memset(wp_buf *buf, size_t offset, int byte, size_t len, wp_err *err)
 /* Buffer -> buffer on the same backend (device-to-device on cuda); ranges must not overlap. */
 int wp_buf_copy(wp_buf *dst, size_t dst_offset, const wp_buf *src, size_t src_offset, size_t len, wp_err *err);
 
+/* Sequential writes while the bytes are still arriving (a request body, http.h's streaming hooks):
+ * each wp_buf_stream_write appends at the next offset and may return before the bytes have reached
+ * the buffer. On cuda a large buffer is fed through a ring of page-locked staging areas whose
+ * asynchronous copies overlap the caller's next chunks; a small one is gathered and written once;
+ * on emu the bytes land in the buffer's host memory at once. wp_buf_stream_end waits until every byte
+ * written is in the buffer (it may be called again: it returns the same answer); wp_buf_stream_free
+ * waits for copies in flight and releases the staging (call it whether or not end was called). The
+ * first error sticks: later writes and end return it. 400 "out_of_range" past the buffer's end. */
+typedef struct wp_buf_stream wp_buf_stream;
+wp_buf_stream *wp_buf_stream_open(wp_buf *buf, wp_err *err);
+int wp_buf_stream_write(wp_buf_stream *s, const void *src, size_t len, wp_err *err);
+int wp_buf_stream_end(wp_buf_stream *s, wp_err *err);
+void wp_buf_stream_free(wp_buf_stream *s);
+/* Bytes written so far; microseconds spent waiting for copies (staging full, or end). */
+size_t wp_buf_stream_written(const wp_buf_stream *s);
+double wp_buf_stream_wait_us(const wp_buf_stream *s);
+/* How it moves bytes: "host" (in place), "ring" (page-locked ring, asynchronous) or "staged". */
+const char *wp_buf_stream_mode(const wp_buf_stream *s);
+
 size_t wp_buf_size(const wp_buf *buf);
 wp_backend *wp_buf_backend(const wp_buf *buf);
 /* What a kernel parameter holds for this buffer: the CUdeviceptr on cuda, the host address on emu. */

@@ -1,6 +1,7 @@
 /* http.h — libmicrohttpd glue: listens, reads bodies up to a limit, routes by method and path, and
  * sends responses. Handlers marked WP_ROUTE_WORK run on a worker pool while the connection is
- * suspended, so a compile or a GPU job never holds an HTTP thread; the rest run inline. */
+ * suspended, so a compile or a GPU job never holds an HTTP thread; the rest run inline. A route with
+ * stream hooks takes a raw body chunk by chunk as it arrives (see wp_stream_hooks). */
 #ifndef WP_HTTP_H
 #define WP_HTTP_H
 
@@ -17,10 +18,13 @@ typedef struct {
     const char *accept;       /* header or "" */
     const char *body;         /* NUL-terminated copy of the body (NULL when empty) */
     size_t body_len;
-    void *conn;               /* opaque, for wp_req_query; NULL when synthesized (an async job, jobs.c) */
-    uint64_t t_start_ns;      /* when the request line arrived */
-    bool may_defer;           /* WP_ROUTE_TRY_INLINE, first call: the handler may set resp->defer */
-    void *job;                /* the async job that runs this request (jobs.c), NULL on a live connection */
+    void *conn;          /* opaque, for wp_req_query; NULL when synthesized (an async job, jobs.c) */
+    uint64_t t_start_ns; /* when the request line arrived */
+    uint64_t t_body_ns;  /* when the whole body was in (0 when synthesized: read as t_start_ns) */
+    bool may_defer;      /* WP_ROUTE_TRY_INLINE, first call: the handler may set resp->defer */
+    void *job;           /* the async job that runs this request (jobs.c), NULL on a live connection */
+    void *sink;          /* a streamed body (wp_stream_hooks): what open made, body NULL and body_len
+                            the bytes that went into it; NULL otherwise */
 } wp_req;
 
 /* Query argument of the request, or NULL (always NULL for a synthesized request: it has no URL). */
@@ -28,7 +32,7 @@ const char *wp_req_query(const wp_req *req, const char *name);
 
 typedef struct {
     int status;
-    char *body;               /* malloc'd; http.c frees it */
+    char *body; /* malloc'd; http.c frees it */
     size_t body_len;
     const char *content_type; /* static string */
     char retry_after[16];     /* "" or seconds, for 503 */
@@ -45,6 +49,24 @@ void wp_resp_bytes(wp_resp *r, int status, const char *content_type, const void 
 
 typedef void (*wp_handler)(void *app, const wp_req *req, wp_resp *resp);
 
+/* A route's streaming hooks. When a request to the route announces its length (Content-Length, not
+ * 0) and its Content-Type is application/octet-stream, the body is not gathered in memory:
+ *   open:  on the HTTP thread as soon as the headers are in (req has method, path, content type,
+ *          query; no body): checks what it can (query arguments, the length) and makes a sink — a
+ *          device buffer being filled, say. NULL with resp filled answers at once, before the body
+ *          is read (a 400, 413, 507 ...); NULL with resp->status 0 reads the body into memory as usual.
+ *   write: each chunk in order, at its offset, on the HTTP thread. -1 with err: the rest of the body
+ *          is read and dropped, and err is the answer (the handler does not run).
+ *   close: once, after the request is over, however it ended (answered, or the client went away).
+ * Between the last write and close the handler runs as for any request (inline or on a worker) with
+ * req->sink set; it may be called twice (WP_ROUTE_TRY_INLINE) and must leave the sink usable until
+ * close. */
+typedef struct {
+    void *(*open)(void *app, const wp_req *req, uint64_t length, wp_resp *resp);
+    int (*write)(void *sink, const void *data, size_t len, uint64_t offset, wp_err *err);
+    void (*close)(void *sink);
+} wp_stream_hooks;
+
 /* WP_ROUTE_TRY_INLINE (with WP_ROUTE_WORK): the handler is first called on the HTTP thread with
  * req->may_defer; when what it needs is at hand (a kernel in the memory cache) it answers there and
  * then, saving two thread hand-offs; otherwise it sets resp->defer and is called again on a worker. */
@@ -54,15 +76,17 @@ typedef struct {
     const char *path;   /* exact, or a prefix when flags has WP_ROUTE_PREFIX ("/v1/jobs/") */
     wp_handler fn;
     unsigned flags;
+    const wp_stream_hooks *stream; /* NULL: bodies are gathered in memory */
 } wp_route;
 
 typedef struct {
-    const char *host;        /* "127.0.0.1" */
-    int port;                /* 0 picks a free port (see wp_http_port) */
-    int threads;             /* libmicrohttpd internal thread pool size */
-    int workers;             /* worker pool for WP_ROUTE_WORK handlers */
-    size_t max_body;         /* bytes; larger bodies get 413 "body_too_large" */
-    int max_queue;           /* suspended requests waiting for a worker; beyond: 503 + Retry-After */
+    const char *host;   /* "127.0.0.1" */
+    int port;           /* 0 picks a free port (see wp_http_port) */
+    int threads;        /* libmicrohttpd internal thread pool size */
+    int workers;        /* worker pool for WP_ROUTE_WORK handlers */
+    size_t max_body;    /* bytes; larger bodies get 413 "body_too_large" */
+    int max_queue;      /* suspended requests waiting for a worker; beyond: 503 + Retry-After */
+    size_t conn_memory; /* libmicrohttpd's per-connection memory (headers + read buffer); 0: 256 KiB */
 } wp_http_config;
 
 wp_http *wp_http_start(const wp_http_config *cfg, const wp_route *routes, void *app, wp_err *err);
@@ -72,6 +96,8 @@ void wp_http_stop(wp_http *h);
 /* Counters for /metrics. */
 typedef struct {
     uint64_t requests, responses_2xx, responses_4xx, responses_5xx, rejected_busy;
+    uint64_t answered_inline, deferred; /* WP_ROUTE_TRY_INLINE: answered on the HTTP thread, or not */
+    uint64_t streamed, streamed_bytes;  /* bodies handed to stream hooks, and their bytes */
     int queue_depth, workers_busy;
 } wp_http_stats;
 void wp_http_stats_get(wp_http *h, wp_http_stats *out);

@@ -25,13 +25,14 @@
 #define MAX_BUFFER_TTL_S (7 * 24 * 3600)
 #define FALLBACK_BUFFER_QUOTA (1ull << 30) /* when the device reports no memory size */
 #define DEFAULT_MAX_ELEMENTS (1ull << 30)  /* largest n of /v1/reduce and /v1/scan */
+#define DEFAULT_CONN_MEMORY (256u << 10)   /* libmicrohttpd's per-connection memory (http.c says why) */
 
 typedef struct {
     char host[128];
     int port;
     const char *backend, *arch, *cache_dir, *templates, *web;
     bool no_disk;
-    size_t cache_mb, max_body;
+    size_t cache_mb, max_body, conn_memory;
     int max_depth, threads, workers, max_queue, device;
     int max_jobs, job_workers;
     double job_ttl_s, buffer_ttl_s;
@@ -54,6 +55,9 @@ static void usage(FILE *f) {
             "  --threads N          HTTP threads (default %d)\n"
             "  --workers N          compile/run workers (default: number of CPUs, at least 2)\n"
             "  --max-body BYTES     request body limit (default %u = 64 MiB; larger gets 413)\n"
+            "  --conn-memory BYTES  per-connection HTTP memory: headers and the read buffer bodies arrive\n"
+            "                       through (default %u = 256 KiB; larger reads large uploads in fewer,\n"
+            "                       larger pieces, but is cleared between the requests of a connection)\n"
             "  --max-depth N        JSON nesting limit (default %d)\n"
             "  --max-queue N        requests waiting for a worker before 503 (default %d)\n"
             "  --max-jobs N         async jobs queued or running before POST /v1/jobs answers 503 (default %d)\n"
@@ -65,8 +69,8 @@ static void usage(FILE *f) {
             "  --max-elements N     largest n of a /v1/reduce or /v1/scan job (default %llu; larger gets 413)\n"
             "  --version, --help\n",
             DEFAULT_PORT, DEFAULT_CACHE_MB, WP_DEFAULT_TEMPLATES, WP_DEFAULT_WEB, DEFAULT_THREADS, DEFAULT_MAX_BODY,
-            DEFAULT_MAX_DEPTH, DEFAULT_MAX_QUEUE, DEFAULT_MAX_JOBS, DEFAULT_JOB_WORKERS, DEFAULT_JOB_TTL_S,
-            DEFAULT_BUFFER_TTL_S, MAX_BUFFER_TTL_S, DEFAULT_MAX_ELEMENTS);
+            DEFAULT_CONN_MEMORY, DEFAULT_MAX_DEPTH, DEFAULT_MAX_QUEUE, DEFAULT_MAX_JOBS, DEFAULT_JOB_WORKERS,
+            DEFAULT_JOB_TTL_S, DEFAULT_BUFFER_TTL_S, MAX_BUFFER_TTL_S, DEFAULT_MAX_ELEMENTS);
 }
 
 static int parse_num(const char *flag, const char *v, long long lo, long long hi, long long *out) {
@@ -109,14 +113,20 @@ static int parse_args(int argc, char **argv, options *o) {
         } else if (!strcmp(a, "--version")) {
             printf("warpd %s\n", WP_VERSION);
             exit(0);
-        } else if (!strcmp(a, "--no-disk-cache")) o->no_disk = true;
+        } else if (!strcmp(a, "--no-disk-cache"))
+            o->no_disk = true;
         else if (FLAG("--listen")) {
             if (parse_listen(v, o)) return -1;
-        } else if (FLAG("--backend")) o->backend = v;
-        else if (FLAG("--arch")) o->arch = v;
-        else if (FLAG("--cache-dir")) o->cache_dir = v;
-        else if (FLAG("--templates")) o->templates = v;
-        else if (FLAG("--web")) o->web = v;
+        } else if (FLAG("--backend"))
+            o->backend = v;
+        else if (FLAG("--arch"))
+            o->arch = v;
+        else if (FLAG("--cache-dir"))
+            o->cache_dir = v;
+        else if (FLAG("--templates"))
+            o->templates = v;
+        else if (FLAG("--web"))
+            o->web = v;
         else if (FLAG("--device")) {
             if (parse_num(a, v, 0, 64, &n)) return -1;
             o->device = (int)n;
@@ -132,6 +142,9 @@ static int parse_args(int argc, char **argv, options *o) {
         } else if (FLAG("--max-body")) {
             if (parse_num(a, v, 1024, 1LL << 40, &n)) return -1;
             o->max_body = (size_t)n;
+        } else if (FLAG("--conn-memory")) {
+            if (parse_num(a, v, 16 << 10, 1LL << 30, &n)) return -1;
+            o->conn_memory = (size_t)n;
         } else if (FLAG("--max-depth")) {
             if (parse_num(a, v, 4, 1000, &n)) return -1;
             o->max_depth = (int)n;
@@ -180,8 +193,10 @@ static int parse_args(int argc, char **argv, options *o) {
 
 static void default_cache_dir(char *buf, size_t n) {
     const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-    if (xdg && *xdg) snprintf(buf, n, "%s/warpd", xdg);
-    else snprintf(buf, n, "%s/.cache/warpd", home && *home ? home : "/tmp");
+    if (xdg && *xdg)
+        snprintf(buf, n, "%s/warpd", xdg);
+    else
+        snprintf(buf, n, "%s/.cache/warpd", home && *home ? home : "/tmp");
 }
 
 static bool is_dir(const char *p) {
@@ -205,10 +220,19 @@ static void find_share(const char *sub, const char *fallback, char *buf, size_t 
 }
 
 int main(int argc, char **argv) {
-    options o = {.host = "127.0.0.1", .port = DEFAULT_PORT, .backend = "auto", .cache_mb = DEFAULT_CACHE_MB,
-                 .max_body = DEFAULT_MAX_BODY, .max_depth = DEFAULT_MAX_DEPTH, .threads = DEFAULT_THREADS,
-                 .max_queue = DEFAULT_MAX_QUEUE, .max_jobs = DEFAULT_MAX_JOBS, .job_workers = DEFAULT_JOB_WORKERS,
-                 .job_ttl_s = DEFAULT_JOB_TTL_S, .buffer_ttl_s = DEFAULT_BUFFER_TTL_S,
+    options o = {.host = "127.0.0.1",
+                 .port = DEFAULT_PORT,
+                 .backend = "auto",
+                 .cache_mb = DEFAULT_CACHE_MB,
+                 .max_body = DEFAULT_MAX_BODY,
+                 .conn_memory = DEFAULT_CONN_MEMORY,
+                 .max_depth = DEFAULT_MAX_DEPTH,
+                 .threads = DEFAULT_THREADS,
+                 .max_queue = DEFAULT_MAX_QUEUE,
+                 .max_jobs = DEFAULT_MAX_JOBS,
+                 .job_workers = DEFAULT_JOB_WORKERS,
+                 .job_ttl_s = DEFAULT_JOB_TTL_S,
+                 .buffer_ttl_s = DEFAULT_BUFFER_TTL_S,
                  .max_elements = DEFAULT_MAX_ELEMENTS};
     if (parse_args(argc, argv, &o)) return 2;
     if (!o.workers) {
@@ -230,10 +254,14 @@ int main(int argc, char **argv) {
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    if (o.templates) snprintf(app.templates_dir, sizeof app.templates_dir, "%s", o.templates);
-    else find_share("templates", WP_DEFAULT_TEMPLATES, app.templates_dir, sizeof app.templates_dir);
-    if (o.web) snprintf(app.web_dir, sizeof app.web_dir, "%s", o.web);
-    else find_share("web", WP_DEFAULT_WEB, app.web_dir, sizeof app.web_dir);
+    if (o.templates)
+        snprintf(app.templates_dir, sizeof app.templates_dir, "%s", o.templates);
+    else
+        find_share("templates", WP_DEFAULT_TEMPLATES, app.templates_dir, sizeof app.templates_dir);
+    if (o.web)
+        snprintf(app.web_dir, sizeof app.web_dir, "%s", o.web);
+    else
+        find_share("web", WP_DEFAULT_WEB, app.web_dir, sizeof app.web_dir);
 
     app.emu = wp_backend_emu_open();
     if (strcmp(o.backend, "emu")) {
@@ -269,8 +297,10 @@ int main(int argc, char **argv) {
         return 1;
     }
     char cache_dir[PATH_MAX];
-    if (o.cache_dir) snprintf(cache_dir, sizeof cache_dir, "%s", o.cache_dir);
-    else default_cache_dir(cache_dir, sizeof cache_dir);
+    if (o.cache_dir)
+        snprintf(cache_dir, sizeof cache_dir, "%s", o.cache_dir);
+    else
+        default_cache_dir(cache_dir, sizeof cache_dir);
     app.cache = wp_cache_open(o.no_disk ? NULL : cache_dir, o.cache_mb << 20, &err);
     if (!app.cache) {
         fprintf(stderr, "warpd: cannot open the cache at %s: %s\n", cache_dir, err.msg);
@@ -278,26 +308,26 @@ int main(int argc, char **argv) {
     }
 
     static const wp_route routes[] = {
-        {"GET", "/v1/health", wp_api_health, WP_ROUTE_INLINE},
-        {"GET", "/v1/ready", wp_api_ready, WP_ROUTE_INLINE},
-        {"GET", "/v1/info", wp_api_info, WP_ROUTE_INLINE},
-        {"GET", "/v1/families", wp_api_families, WP_ROUTE_INLINE},
-        {"GET", "/v1/openapi.json", wp_api_openapi, WP_ROUTE_INLINE},
-        {"GET", "/metrics", wp_api_metrics, WP_ROUTE_INLINE},
-        {"POST", "/v1/jobs", wp_api_jobs_submit, WP_ROUTE_INLINE},
-        {"GET", "/v1/jobs", wp_api_jobs_list, WP_ROUTE_INLINE},
-        {"GET", "/v1/jobs/", wp_api_job_get, WP_ROUTE_INLINE | WP_ROUTE_PREFIX},
-        {"DELETE", "/v1/jobs/", wp_api_job_delete, WP_ROUTE_INLINE | WP_ROUTE_PREFIX},
-        {"PUT", "/v1/buffers", wp_api_buffers_put, WP_ROUTE_WORK},
-        {"GET", "/v1/buffers", wp_api_buffers_list, WP_ROUTE_INLINE},
-        {"GET", "/v1/buffers/", wp_api_buffer_get, WP_ROUTE_WORK | WP_ROUTE_PREFIX},
-        {"DELETE", "/v1/buffers/", wp_api_buffer_delete, WP_ROUTE_WORK | WP_ROUTE_PREFIX},
-        {"POST", "/v1/compile", wp_api_compile, WP_ROUTE_WORK},
-        {"POST", "/v1/warp", wp_api_warp, WP_ROUTE_WORK | WP_ROUTE_TRY_INLINE},
-        {"POST", "/v1/reduce", wp_api_reduce, WP_ROUTE_WORK},
-        {"POST", "/v1/scan", wp_api_scan, WP_ROUTE_WORK},
-        {"GET", "/", wp_api_static, WP_ROUTE_INLINE | WP_ROUTE_PREFIX},
-        {NULL, NULL, NULL, 0},
+        {"GET", "/v1/health", wp_api_health, WP_ROUTE_INLINE, NULL},
+        {"GET", "/v1/ready", wp_api_ready, WP_ROUTE_INLINE, NULL},
+        {"GET", "/v1/info", wp_api_info, WP_ROUTE_INLINE, NULL},
+        {"GET", "/v1/families", wp_api_families, WP_ROUTE_INLINE, NULL},
+        {"GET", "/v1/openapi.json", wp_api_openapi, WP_ROUTE_INLINE, NULL},
+        {"GET", "/metrics", wp_api_metrics, WP_ROUTE_INLINE, NULL},
+        {"POST", "/v1/jobs", wp_api_jobs_submit, WP_ROUTE_INLINE, NULL},
+        {"GET", "/v1/jobs", wp_api_jobs_list, WP_ROUTE_INLINE, NULL},
+        {"GET", "/v1/jobs/", wp_api_job_get, WP_ROUTE_INLINE | WP_ROUTE_PREFIX, NULL},
+        {"DELETE", "/v1/jobs/", wp_api_job_delete, WP_ROUTE_INLINE | WP_ROUTE_PREFIX, NULL},
+        {"PUT", "/v1/buffers", wp_api_buffers_put, WP_ROUTE_WORK, &wp_api_buffers_stream},
+        {"GET", "/v1/buffers", wp_api_buffers_list, WP_ROUTE_INLINE, NULL},
+        {"GET", "/v1/buffers/", wp_api_buffer_get, WP_ROUTE_WORK | WP_ROUTE_PREFIX, NULL},
+        {"DELETE", "/v1/buffers/", wp_api_buffer_delete, WP_ROUTE_WORK | WP_ROUTE_PREFIX, NULL},
+        {"POST", "/v1/compile", wp_api_compile, WP_ROUTE_WORK, NULL},
+        {"POST", "/v1/warp", wp_api_warp, WP_ROUTE_WORK | WP_ROUTE_TRY_INLINE, NULL},
+        {"POST", "/v1/reduce", wp_api_reduce, WP_ROUTE_WORK | WP_ROUTE_TRY_INLINE, &wp_api_reduce_stream},
+        {"POST", "/v1/scan", wp_api_scan, WP_ROUTE_WORK | WP_ROUTE_TRY_INLINE, &wp_api_scan_stream},
+        {"GET", "/", wp_api_static, WP_ROUTE_INLINE | WP_ROUTE_PREFIX, NULL},
+        {NULL, NULL, NULL, 0, NULL},
     };
     /* Buffers live on the preferred backend's memory; jobs run any POST work route above. */
     uint64_t quota = o.buffer_quota;
@@ -316,8 +346,13 @@ int main(int argc, char **argv) {
         return 1;
     }
 
-    wp_http_config hc = {.host = o.host, .port = o.port, .threads = o.threads, .workers = o.workers,
-                         .max_body = o.max_body, .max_queue = o.max_queue};
+    wp_http_config hc = {.host = o.host,
+                         .port = o.port,
+                         .threads = o.threads,
+                         .workers = o.workers,
+                         .max_body = o.max_body,
+                         .max_queue = o.max_queue,
+                         .conn_memory = o.conn_memory};
     app.http = wp_http_start(&hc, routes, &app, &err);
     if (!app.http) {
         fprintf(stderr, "warpd: cannot listen on %s:%d: %s\n", o.host, o.port, err.msg);
@@ -334,8 +369,8 @@ int main(int argc, char **argv) {
     sigwait(&sigs, &sig);
     fprintf(stderr, "warpd: signal %d, stopping\n", sig);
     wp_http_stop(app.http);
-    wp_jobs_close(app.jobs);       /* after HTTP: nothing submits any more */
-    wp_buffers_close(app.buffers); /* after jobs: nothing holds a buffer any more */
+    wp_jobs_close(app.jobs);            /* after HTTP: nothing submits any more */
+    wp_buffers_close(app.buffers);      /* after jobs: nothing holds a buffer any more */
     wp_reduce_engine_close(app.reduce); /* its scratch lives on the backends */
     wp_cache_close(app.cache);
     wp_jit_close(app.jit);

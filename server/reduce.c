@@ -30,7 +30,8 @@ typedef struct scratch {
     size_t cap;
     unsigned generation; /* the backend's context generation when allocated */
     unsigned epoch;
-    size_t status_clean; /* bytes from WP_SCRATCH_HEAD holding only zeros or tile status (no partials) */
+    size_t status_clean;  /* bytes from WP_SCRATCH_HEAD holding only zeros or tile status records ... */
+    unsigned status_kind; /* ... of this size (WP_TILE_RECORD_*; 0: only zeros) */
 } scratch;
 
 struct wp_reduce_engine {
@@ -127,6 +128,7 @@ static int scratch_epoch(scratch *s, unsigned *epoch, wp_err *err) {
         if (wp_buf_memset(s->buf, 0, 0, s->cap, err)) return -1;
         s->epoch = 0;
         s->status_clean = s->cap - WP_SCRATCH_HEAD;
+        s->status_kind = 0;
     }
     *epoch = ++s->epoch;
     return 0;
@@ -206,10 +208,15 @@ static int run_cuda(struct wp_app *app, wp_backend *b, const wp_spec *s, void *f
     if (one_value) p->out = base + WP_SCRATCH_RESULT;
     int rc = scratch_epoch(sc, &p->epoch, err);
     /* Tile status is trusted by its epoch stamp: bytes another family left there (partials that may
-     * look like a stamp) are zeroed first; after any other family the region is no longer clean. */
-    if (rc == 0 && plan->epoch_status && sc->status_clean < plan->scratch_bytes) {
-        rc = wp_buf_memset(sc->buf, WP_SCRATCH_HEAD, 0, plan->scratch_bytes, err);
-        if (rc == 0) sc->status_clean = plan->scratch_bytes;
+     * look like a stamp), or records of the other size (whose values land where this layout reads
+     * stamps), are zeroed first; after any other family the region is no longer clean. */
+    if (rc == 0 && plan->epoch_status) {
+        bool same = sc->status_kind == plan->epoch_status || sc->status_kind == 0;
+        if (!same || sc->status_clean < plan->scratch_bytes) {
+            rc = wp_buf_memset(sc->buf, WP_SCRATCH_HEAD, 0, plan->scratch_bytes, err);
+            if (rc == 0) sc->status_clean = plan->scratch_bytes;
+        }
+        if (rc == 0) sc->status_kind = plan->epoch_status;
     }
     if (!plan->epoch_status && plan->scratch_bytes) sc->status_clean = 0;
     if (rc == 0 && one_value && s->data.strategy == WP_STRAT_ATOMIC) { /* blocks combine into the identity */
@@ -275,7 +282,8 @@ int wp_reduce_run(struct wp_app *app, wp_backend *b, const wp_reduce_job *job, w
 
     wp_ready_kernel rk = {0};
     if (!emu || job->compile_on_emu) {
-        if (wp_app_kernel_get(app, s, b, &rk, err)) return -1;
+        int got = job->memory_only ? wp_app_kernel_peek(app, s, b, &rk, err) : wp_app_kernel_get(app, s, b, &rk, err);
+        if (got) return got < 0 ? -1 : 1;
         memcpy(res->key_text, rk.key_text, sizeof res->key_text);
         memcpy(res->hash, rk.hash, sizeof res->hash);
         res->source = rk.source;

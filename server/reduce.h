@@ -35,6 +35,8 @@ typedef struct {
     uint64_t seed, constant;
     wp_buf *out;         /* EACH/GROUPS families: where results go (NULL: the engine allocates one) */
     bool compile_on_emu; /* also compile the kernel (NVRTC, cache) when running on emu */
+    bool memory_only;    /* take the kernel from the memory cache only (never compile or read the disk):
+                            wp_reduce_run returns 1, having done nothing, when it is not there */
     int repeat;          /* benchmarks (cuda): launches back to back, timed together; kernel_us is per
                             launch; 0 or 1 = once (atomic: the value is then meaningless) */
 } wp_reduce_job;
@@ -63,7 +65,8 @@ typedef struct {
 
 /* Runs the job on b (app->cuda or app->emu; a buffer must live on b). 409 for a strategy the device
  * cannot run (redux below sm_80); 400 for an exclusive scan of an expression with no init. On
- * failure nothing is left allocated. */
+ * failure nothing is left allocated. Returns 0, -1 with err, or 1 (job->memory_only: the kernel is
+ * not in the memory cache; nothing was run or allocated). */
 int wp_reduce_run(struct wp_app *app, wp_backend *b, const wp_reduce_job *job, wp_reduce_result *res, wp_err *err);
 /* Frees res->out when the engine allocated it. */
 void wp_reduce_result_free(wp_reduce_result *res);

@@ -39,28 +39,30 @@ __global__ void __launch_bounds__(BLOCK) wp_block_scan(wp_data_params p) {
 }
 
 /* ---- device_scan ------------------------------------------------------------------------------
- * Tiles of BLOCK * ITEMS elements, taken in launch order from an atomic counter. Each thread scans
- * its ITEMS consecutive elements serially; the block scans the threads' aggregates (STRAT); the tile
- * publishes its aggregate A_i, then looks back for the nearest tile j < i that has published its
- * inclusive prefix P_j, within the 32 tiles before it (waiting until one has). Its exclusive prefix
- * is the left fold op(..op(P_j, A_j+1).., A_i-1) — exactly P_i-1 of the chain P_i = op(P_i-1, A_i),
- * P_-1 = init — so the bits do not depend on which j it found (nor on who published P_k). Each thread then re-scans its
- * elements starting from op(tile prefix, thread prefix). */
+ * Tiles of BLOCK * ITEMS elements; tile i is block i (blocks start in index order, as CUB's scan
+ * relies on too, so every tile a block waits for has started). Each thread scans its ITEMS
+ * consecutive elements serially; a warp loads and stores its 32 threads' elements as whole 512-byte
+ * runs through a shared-memory transpose. The block scans the threads' aggregates (STRAT); the tile
+ * publishes its aggregate A_i at once, then one warp looks back for the nearest tile j < i that has
+ * published its inclusive prefix P_j, reading 32 * WP_LOOKBACK_LANE_TILES tile status words at a time.
+ * Its exclusive prefix is the left fold op(..op(P_j, A_j+1).., A_i-1) — exactly P_i-1 of the chain
+ * P_i = op(P_i-1, A_i), P_-1 = init — so the bits do not depend on which j it found (nor on who
+ * published P_k). Each thread then re-scans its elements starting from op(tile prefix, thread prefix). */
 
-/* Tile status, two 8-byte words per tile: A_i, then P_i. An accumulator of up to 4 bytes shares its
- * word with its flag (epoch << 2 | WP_TILE_*, high half) so one load reads both; a wider one sits in
- * the word with the flag in a separate array (flags first, then the words) behind a release store. */
-#define WP_LOOKBACK_WINDOWS 16 /* windows of 32 tiles a tile may look back through before it waits */
-/* A tile that folds from P_j up to itself computes P_k of every tile k between (the same bits tile k
- * would: it is the same left fold) and publishes them, so the tiles behind it find a prefix at once
- * instead of each folding the same long run again. */
-#ifndef WP_LOOKBACK_PUBLISH
-#define WP_LOOKBACK_PUBLISH 0 /* measured on H100: 1 was slower at block 256 (bench/RESULTS.md) */
+#ifndef WP_LOOKBACK_LANE_TILES
+#define WP_LOOKBACK_LANE_TILES 2 /* tiles each lane of the look-back warp reads per window (1, 2, 4) */
 #endif
+#ifndef WP_LOOKBACK_SLEEP_NS
+#define WP_LOOKBACK_SLEEP_NS 0 /* back-off between polls of a window, doubling up to 8x; 0: spin */
+#endif
+#define WP_LOOKBACK_DEPTH 512   /* tiles of aggregates a look-back stashes before it waits for a prefix */
+#define WP_SCAN_STAGE_MAX 32768 /* shared bytes a block may use for the transpose (else direct loads) */
 
-WP_DEV unsigned long long *wp_tile_slots(const wp_data_params &p) {
-    return (unsigned long long *)(p.scratch + ((p.groups * 4 + 15) & ~15ull));
-}
+/* Tile status (wp_abi.h): one record per tile from p.scratch. An accumulator of up to 4 bytes shares
+ * its 8-byte word with the stamp ((epoch << 2 | WP_TILE_*) << 32 | bits): one load reads both, and a
+ * prefix replaces the aggregate. A wider one: 24 bytes, the stamp, A_i, P_i, the stamp written last
+ * behind a release store. */
+WP_DEV unsigned wp_tile_epoch(const wp_data_params &p) { return p.epoch & 0x3fffffffu; }
 WP_DEV unsigned long long wp_ld_relaxed64(const unsigned long long *p) {
     unsigned long long v;
     asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
@@ -73,129 +75,175 @@ WP_DEV void wp_st_relaxed64(unsigned long long *p, unsigned long long v) {
 template <typename A, bool PACKED = (sizeof(A) <= 4)> struct wp_tile_status;
 template <typename A> struct wp_tile_status<A, true> {
     static WP_DEV void publish(const wp_data_params &p, unsigned long long tile, int level, A v) {
-        const unsigned long long flag = (unsigned long long)((p.epoch & 0x3fffffffu) << 2 | (unsigned)level);
-        wp_st_relaxed64(&wp_tile_slots(p)[2 * tile + (level == WP_TILE_PREFIX)], flag << 32 | (unsigned long long)wp_raw<A>::bits(v));
+        const unsigned long long flag = (unsigned long long)(wp_tile_epoch(p) << 2 | (unsigned)level);
+        wp_st_relaxed64((unsigned long long *)p.scratch + tile, flag << 32 | (unsigned long long)wp_raw<A>::bits(v));
     }
-    /* Waits until the tile has published at least its aggregate; *prefix says which came back. */
-    static WP_DEV A poll(const wp_data_params &p, unsigned long long tile, bool *prefix) {
-        const unsigned long long *w = &wp_tile_slots(p)[2 * tile];
-        const unsigned epoch = p.epoch & 0x3fffffffu;
-        for (;;) {
-            const unsigned long long pw = wp_ld_relaxed64(w + 1), aw = wp_ld_relaxed64(w);
-            if ((unsigned)(pw >> 32) == (epoch << 2 | WP_TILE_PREFIX)) {
-                *prefix = true;
-                return wp_raw<A>::value((typename wp_raw<A>::word)(unsigned)pw);
-            }
-            if ((unsigned)(aw >> 32) == (epoch << 2 | WP_TILE_AGGREGATE)) {
-                *prefix = false;
-                return wp_raw<A>::value((typename wp_raw<A>::word)(unsigned)aw);
-            }
-        }
+    /* Whether the tile has published anything in this launch; then its value and whether it is P. */
+    static WP_DEV bool read(const wp_data_params &p, unsigned long long tile, A *v, bool *prefix) {
+        const unsigned long long w = wp_ld_relaxed64((const unsigned long long *)p.scratch + tile);
+        const unsigned hi = (unsigned)(w >> 32);
+        if ((hi >> 2) != wp_tile_epoch(p)) return false;
+        *prefix = (hi & 3u) == WP_TILE_PREFIX;
+        *v = wp_raw<A>::value((typename wp_raw<A>::word)(unsigned)w);
+        return true;
     }
 };
 template <typename A> struct wp_tile_status<A, false> {
-    static WP_DEV void publish(const wp_data_params &p, unsigned long long tile, int level, A v) {
-        *(A *)&wp_tile_slots(p)[2 * tile + (level == WP_TILE_PREFIX)] = v;
-        wp_st_release(&((unsigned *)p.scratch)[tile], (p.epoch & 0x3fffffffu) << 2 | (unsigned)level);
+    static_assert(sizeof(A) <= 8, "a wide record holds 8-byte values");
+    static WP_DEV unsigned long long *record(const wp_data_params &p, unsigned long long tile) {
+        return (unsigned long long *)(p.scratch + tile * WP_TILE_RECORD_WIDE);
     }
-    static WP_DEV A poll(const wp_data_params &p, unsigned long long tile, bool *prefix) {
-        const unsigned epoch = p.epoch & 0x3fffffffu;
-        unsigned st;
-        do
-            st = wp_ld_acquire(&((const unsigned *)p.scratch)[tile]);
-        while ((st >> 2) != epoch);
+    static WP_DEV void publish(const wp_data_params &p, unsigned long long tile, int level, A v) {
+        unsigned long long *r = record(p, tile);
+        *(A *)(r + 1 + (level == WP_TILE_PREFIX)) = v;
+        wp_st_release((unsigned *)r, wp_tile_epoch(p) << 2 | (unsigned)level);
+    }
+    static WP_DEV bool read(const wp_data_params &p, unsigned long long tile, A *v, bool *prefix) {
+        const unsigned long long *r = record(p, tile);
+        const unsigned st = wp_ld_acquire((const unsigned *)r);
+        if ((st >> 2) != wp_tile_epoch(p)) return false;
         *prefix = (st & 3u) == WP_TILE_PREFIX;
-        return wp_ld_gpu((const A *)&wp_tile_slots(p)[2 * tile + *prefix]);
+        *v = wp_ld_gpu((const A *)(r + 1 + *prefix));
+        return true;
     }
 };
 
-/* Run by one whole warp; returns whether *excl holds a prefix (false only for tile 0 with no init).
- * Looks back window by window (32 tiles each, stashing their aggregates in shared memory) until a
- * window holds a prefix, then folds forward from the nearest one: P_j, then A_j+1 .. A_i-1 in order. */
+/* Run by one whole warp for a tile > 0 that has published its aggregate; returns P_tile-1 in every
+ * lane. A window is the W = 32 * K tiles below `top` (lane l, slot k: distance 32k + l). It waits
+ * until the window holds a prefix with every tile nearer than it published, or every tile published
+ * and no prefix: then it stashes the aggregates and moves one window back. Every lane folds the same
+ * values in the same order (shared-memory broadcasts): P_j, then A_j+1 .. A_tile-1. */
 template <typename A, class Op>
-WP_DEV bool wp_scan_lookback(const wp_data_params &p, unsigned long long tile, A tile_agg, Op op, A *excl, A *stash) {
+WP_DEV A wp_scan_lookback(const wp_data_params &p, unsigned long long tile, Op op, A *stash) {
     typedef wp_tile_status<A> status;
+    constexpr int K = WP_LOOKBACK_LANE_TILES, W = 32 * K, WINDOWS = WP_LOOKBACK_DEPTH / W;
+    constexpr int SLEEP_NS = WP_LOOKBACK_SLEEP_NS;
+    static_assert(K >= 1 && WINDOWS >= 1, "look-back window");
     const int lane = wp_lane();
-    const A init = wp_from_bits64<A>(p.init);
-    if (tile == 0) {
-        if (lane == 0) status::publish(p, 0, WP_TILE_PREFIX, p.has_init ? op(init, tile_agg) : tile_agg);
-        *excl = init;
-        return p.has_init != 0;
-    }
-    if (lane == 0) status::publish(p, tile, WP_TILE_AGGREGATE, tile_agg);
     long long top = (long long)tile - 1;
-    int windows = 0;
-    A acc = wp_zero<A>();
+    int win = 0;
     for (;;) {
-        const long long idx = top - lane;
-        bool is_prefix = false;
-        const A v = idx >= 0 ? status::poll(p, (unsigned long long)idx, &is_prefix) : wp_zero<A>();
-        const unsigned prefix_lanes = __ballot_sync(WP_FULL_MASK, idx >= 0 && is_prefix);
-        if (prefix_lanes) {
-            const int pl = __ffs(prefix_lanes) - 1; /* the nearest tile with a prefix */
-            if (lane <= pl) stash[windows * 32 + lane] = v;
-            __syncwarp();
-            if (lane == 0) { /* every step of the fold is P_k of a tile k between: publish it too */
-                acc = stash[windows * 32 + pl];
-                for (int l = pl - 1; l >= 0; --l) {
-                    acc = op(acc, stash[windows * 32 + l]);
-                    if (WP_LOOKBACK_PUBLISH) status::publish(p, (unsigned long long)(top - l), WP_TILE_PREFIX, acc);
-                }
-                for (int w = windows - 1; w >= 0; --w) {
-                    const long long top_w = (long long)tile - 1 - 32 * w;
-#pragma unroll 8
-                    for (int l = 31; l >= 0; --l) {
-                        acc = op(acc, stash[w * 32 + l]);
-                        if (WP_LOOKBACK_PUBLISH) status::publish(p, (unsigned long long)(top_w - l), WP_TILE_PREFIX, acc);
+        A v[K];
+        bool ready[K], pre[K];
+#pragma unroll
+        for (int k = 0; k < K; k++) {
+            v[k] = wp_zero<A>();
+            ready[k] = pre[k] = false;
+        }
+        unsigned sleep_ns = (unsigned)SLEEP_NS;
+        int dp; /* distance of the nearest prefix; -1: none in the window */
+        for (;;) {
+#pragma unroll
+            for (int k = 0; k < K; k++) {
+                const long long idx = top - (32 * k + lane);
+                if (!ready[k]) ready[k] = idx < 0 || status::read(p, (unsigned long long)idx, &v[k], &pre[k]);
+            }
+            bool complete = true;
+            dp = -1;
+#pragma unroll
+            for (int k = 0; k < K; k++) {
+                const unsigned pb = __ballot_sync(WP_FULL_MASK, pre[k]), rb = __ballot_sync(WP_FULL_MASK, ready[k]);
+                if (dp < 0) {
+                    if (pb) {
+                        const int l = __ffs(pb) - 1;
+                        const unsigned need = l == 31 ? WP_FULL_MASK : (2u << l) - 1u;
+                        complete = complete && (rb & need) == need;
+                        dp = 32 * k + l;
+                    } else {
+                        complete = complete && rb == WP_FULL_MASK;
                     }
                 }
             }
-            acc = wp_any_shfl<32>(acc, 0);
-            break;
+            if (complete) break;
+            if constexpr (SLEEP_NS > 0) {
+                __nanosleep(sleep_ns);
+                sleep_ns = min(2 * sleep_ns, 8u * SLEEP_NS);
+            }
         }
-        if (windows < WP_LOOKBACK_WINDOWS - 1) { /* all 32 are aggregates: keep them, look further back */
-            stash[windows * 32 + lane] = v;
-            windows++;
-            top -= 32;
-        } /* else: the stash is full; poll this window again until a prefix shows up */
+        A *s = stash + win * W;
+#pragma unroll
+        for (int k = 0; k < K; k++) s[32 * k + lane] = v[k];
+        __syncwarp();
+        if (dp >= 0) {
+            A acc = s[dp];
+#pragma unroll
+            for (int k = K - 1; k >= 0; k--) {
+                if (32 * k < dp) {
+#pragma unroll
+                    for (int l = 31; l >= 0; l--) {
+                        const A a = s[32 * k + l];
+                        if (32 * k + l < dp) acc = op(acc, a);
+                    }
+                }
+            }
+            for (int w = win - 1; w >= 0; w--) {
+#pragma unroll 32
+                for (int d = W - 1; d >= 0; d--) acc = op(acc, stash[w * W + d]);
+            }
+            return acc;
+        }
+        if (win < WINDOWS - 1) { /* all aggregates: keep them, look further back */
+            win++;
+            top -= W;
+        } /* else the stash is full: poll this window again until a prefix shows up */
     }
-    if (lane == 0) status::publish(p, tile, WP_TILE_PREFIX, op(acc, tile_agg));
-    *excl = acc;
-    return true;
+}
+
+/* The shared-memory transpose of a warp's 32 * VECS 16-byte vectors: thread t's vector v sits at
+ * t * VECS + (v ^ f(t)), so both the blocked accesses (thread t: its VECS vectors) and the striped
+ * ones (lane l: vectors l, l + 32, ..) hit 8 distinct 16-byte bank groups per quarter warp. */
+template <int VECS> WP_DEV int wp_stage_slot(int c) {
+    const int t = c / VECS, v = c % VECS;
+    const int f = VECS >= 8 ? (t & 7) : ((t / (8 / VECS)) & (VECS - 1));
+    return t * VECS + (v ^ f);
 }
 
 template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int EXCL, class Op>
 __global__ void __launch_bounds__(BLOCK) wp_device_scan(wp_data_params p) {
+    typedef wp_tile_status<A> status;
     constexpr int ITEMS = WP_SCAN_THREAD_BYTES / sizeof(T);
     constexpr int VECS = WP_SCAN_THREAD_BYTES / 16;
     constexpr int PER_VEC = 16 / sizeof(T);
+    constexpr int WARPS = BLOCK / 32;
+    constexpr bool STAGED = BLOCK * WP_SCAN_THREAD_BYTES <= WP_SCAN_STAGE_MAX;
+    constexpr bool SHFL = STRAT != WP_STRAT_SMEM;
     constexpr unsigned long long TILE = (unsigned long long)BLOCK * ITEMS;
-    __shared__ __align__(16) unsigned char shared_raw[BLOCK * sizeof(A)];
-    __shared__ __align__(16) unsigned char prefix_raw[sizeof(A) < 16 ? 16 : sizeof(A)];
-    __shared__ __align__(16) unsigned char stash_raw[WP_LOOKBACK_WINDOWS * 32 * sizeof(A)];
-    __shared__ unsigned long long tile_sh;
+    __shared__ uint4 stage[STAGED ? BLOCK * VECS : 1];
+    __shared__ __align__(16) unsigned char shared_raw[(SHFL ? 32 : BLOCK) * sizeof(A)];
+    __shared__ __align__(16) unsigned char stash_raw[WP_LOOKBACK_DEPTH * sizeof(A)];
+    __shared__ __align__(16) unsigned char prefix_raw[2 * (sizeof(A) < 16 ? 16 : sizeof(A))];
     __shared__ bool has_prefix_sh;
     A *shared = (A *)shared_raw;
     Op op;
-    const int t = threadIdx.x;
-    if (t == 0) {
-        const unsigned id = atomicAdd((unsigned *)p.counter, 1u);
-        if (id == p.groups - 1) atomicExch((unsigned *)p.counter, 0u); /* every tile is taken: reset */
-        tile_sh = id;
-    }
-    __syncthreads();
-    const unsigned long long tile = tile_sh;
-    const unsigned long long n = p.n, base = tile * TILE + (unsigned long long)t * ITEMS;
+    const int t = threadIdx.x, lane = t & 31, w = t >> 5;
+    const unsigned long long tile = blockIdx.x, n = p.n;
+    const unsigned long long base = tile * TILE + (unsigned long long)t * ITEMS;
+    const unsigned long long wbase = tile * TILE + (unsigned long long)w * 32 * ITEMS;
+    const bool warp_full = STAGED && wbase + 32ull * ITEMS <= n; /* the same in every lane */
     const T *in = (const T *)p.in;
     T *out = (T *)p.out;
     const bool full = base + ITEMS <= n;
     const int cnt = full ? ITEMS : (base < n ? (int)(n - base) : 0);
+    uint4 *ws = stage + (STAGED ? w * 32 * VECS : 0);
     T x[ITEMS];
-    if (full) {
+    if (warp_full) { /* striped 16-byte loads, then each thread takes its own vectors */
+        const uint4 *src = (const uint4 *)(in + wbase);
+        uint4 r[VECS];
+#pragma unroll
+        for (int k = 0; k < VECS; k++) r[k] = __ldg(src + 32 * k + lane);
+#pragma unroll
+        for (int k = 0; k < VECS; k++) ws[wp_stage_slot<VECS>(32 * k + lane)] = r[k];
+        __syncwarp();
 #pragma unroll
         for (int v = 0; v < VECS; v++) {
-            const uint4 w = __ldg((const uint4 *)(in + base) + v);
-            memcpy(&x[v * PER_VEC], &w, 16);
+            const uint4 q = ws[wp_stage_slot<VECS>(lane * VECS + v)];
+            memcpy(&x[v * PER_VEC], &q, 16);
+        }
+    } else if (!STAGED && full) {
+#pragma unroll
+        for (int v = 0; v < VECS; v++) {
+            const uint4 q = __ldg((const uint4 *)(in + base) + v);
+            memcpy(&x[v * PER_VEC], &q, 16);
         }
     } else {
 #pragma unroll
@@ -206,13 +254,49 @@ __global__ void __launch_bounds__(BLOCK) wp_device_scan(wp_data_params p) {
     for (int j = 1; j < ITEMS; j++)
         if (j < cnt) agg = op(agg, wp_convert<A>(x[j]));
 
-    const A inc = wp_group_scan<A, BLOCK, BLOCK, STRAT, Op>(agg, op, shared);
-    const A texcl = wp_group_prev<A, BLOCK, BLOCK, Op>(inc, shared);
-    if (t >= BLOCK - 32) { /* the last warp holds the tile's aggregate (thread BLOCK-1) and looks back */
-        const A tile_agg = wp_any_shfl<32>(inc, 31);
-        A excl;
-        const bool has = wp_scan_lookback<A, Op>(p, tile, tile_agg, op, &excl, (A *)stash_raw);
-        if (t == BLOCK - 32) {
+    /* The block scan of the aggregates (wp_group_scan's order): texcl = the previous thread's
+     * inclusive value, tile_agg = the last thread's. shfl_up computes both without another barrier:
+     * every warp scans the warps' totals T itself (S = HS(T)), and thread 32w - 1's inclusive value
+     * is op(S_w-2, T_w-1) (T_0 for w = 1). */
+    A texcl, tile_agg;
+    if constexpr (SHFL) {
+        const A h = wp_warp_scan_hs<A, 32, Op>(agg, op);
+        if constexpr (WARPS == 1) {
+            tile_agg = wp_any_shfl<32>(h, 31);
+            texcl = wp_any_shfl_up<32>(h, 1);
+        } else {
+            if (lane == 31) shared[w] = h;
+            __syncthreads();
+            const A tv = lane < WARPS ? shared[lane] : wp_zero<A>();
+            const A s = wp_warp_scan_hs<A, 32, Op>(tv, op);
+            const A s1 = wp_any_shfl<32>(s, w > 0 ? w - 1 : 0), s2 = wp_any_shfl<32>(s, w > 1 ? w - 2 : 0);
+            const A t1 = wp_any_shfl<32>(tv, w > 0 ? w - 1 : 0);
+            const A inc = w > 0 ? op(s1, h) : h;
+            const A up = wp_any_shfl_up<32>(inc, 1);
+            texcl = lane > 0 ? up : (w > 1 ? op(s2, t1) : t1);
+            tile_agg = op(wp_any_shfl<32>(s, WARPS - 2), wp_any_shfl<32>(tv, WARPS - 1));
+        }
+    } else {
+        const A inc = wp_group_scan<A, BLOCK, BLOCK, STRAT, Op>(agg, op, shared);
+        texcl = wp_group_prev<A, BLOCK, BLOCK, Op>(inc, shared);
+        A *agg_sh = (A *)(prefix_raw + (sizeof(A) < 16 ? 16 : sizeof(A)));
+        if (t == BLOCK - 1) *agg_sh = inc;
+        __syncthreads();
+        tile_agg = *agg_sh;
+    }
+    if (w == 0) { /* publish A_i at once; the look-back gives P_i-1; publish P_i */
+        const A init = wp_from_bits64<A>(p.init);
+        A excl = init;
+        bool has = p.has_init != 0;
+        if (tile == 0) {
+            if (lane == 0) status::publish(p, 0, WP_TILE_PREFIX, has ? op(init, tile_agg) : tile_agg);
+        } else {
+            if (lane == 0) status::publish(p, tile, WP_TILE_AGGREGATE, tile_agg);
+            excl = wp_scan_lookback<A, Op>(p, tile, op, (A *)stash_raw);
+            has = true;
+            if (lane == 0) status::publish(p, tile, WP_TILE_PREFIX, op(excl, tile_agg));
+        }
+        if (lane == 0) {
             *(A *)prefix_raw = excl;
             has_prefix_sh = has;
         }
@@ -238,12 +322,23 @@ __global__ void __launch_bounds__(BLOCK) wp_device_scan(wp_data_params p) {
         }
         has = true;
     }
-    if (full) {
+    if (warp_full) { /* the transpose back, then striped 16-byte stores */
 #pragma unroll
         for (int v = 0; v < VECS; v++) {
-            uint4 w;
-            memcpy(&w, &y[v * PER_VEC], 16);
-            ((uint4 *)(out + base))[v] = w;
+            uint4 q;
+            memcpy(&q, &y[v * PER_VEC], 16);
+            ws[wp_stage_slot<VECS>(lane * VECS + v)] = q;
+        }
+        __syncwarp();
+        uint4 *dst = (uint4 *)(out + wbase);
+#pragma unroll
+        for (int k = 0; k < VECS; k++) dst[32 * k + lane] = ws[wp_stage_slot<VECS>(32 * k + lane)];
+    } else if (!STAGED && full) {
+#pragma unroll
+        for (int v = 0; v < VECS; v++) {
+            uint4 q;
+            memcpy(&q, &y[v * PER_VEC], 16);
+            ((uint4 *)(out + base))[v] = q;
         }
     } else {
 #pragma unroll

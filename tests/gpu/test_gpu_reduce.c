@@ -4,7 +4,8 @@
  * non-associative, non-commutative expression "a - b", which catches any change of operand order)
  * × a few shapes (widths, blocks, exclusive/inclusive, init, accumulate native, radius), one kernel is
  * compiled through the cache and run by the engine (server/reduce.c) on cuda and on emu over the same
- * random data, n in {0, 1, 31, 32, 33, 1023, 1025, 4097, 65537, 999983}. Results must match bit for
+ * random data, n in {0, 1, 31, 32, 33, 1023, 1025, 4097, 65537, 999983} (device_scan also 4194309, blocks
+ * 32, 256, 512 and 1024). Results must match bit for
  * bit — floats too, since the emulator follows the kernel's combining order — except for the atomic
  * strategy on floats, whose order is not fixed: there a relative error of 1e-2 passes. Each device
  * reduce/scan is also run twice on cuda (the default strategy must give the same bits). A case is
@@ -39,6 +40,9 @@
 
 static const uint64_t sizes_full[] = {0, 1, 31, 32, 33, 1023, 1025, 4097, 65537, 999983};
 static const uint64_t sizes_quick[] = {0, 1, 33, 1025, 65537};
+/* device_scan also runs over thousands of tiles (block 32: 8193), so the look-back walks back through
+ * several windows and folds stashed aggregates. */
+#define SCAN_BIG_N 4194309ull
 static const char *const ops_all[] = {"sum", "prod", "min", "max", "and", "or", "xor", "a - b"};
 
 typedef struct {
@@ -124,8 +128,13 @@ static int list_cases(run_ctx *ctx, const char *only, int sm) {
         if (!(f->flags & WP_F_DATA) || (only && strcmp(only, f->name))) continue;
         const int *widths = (f->flags & WP_F_WIDTH_GROUP) ? (ctx->quick ? widths_quick : widths_full) : (int[]){32};
         int n_widths = (f->flags & WP_F_WIDTH_GROUP) ? (ctx->quick ? 1 : 3) : 1;
-        const int *blocks = (f->flags & WP_F_BLOCK_GROUP) ? (ctx->quick ? blocks_quick : blocks_full) : (int[]){256};
-        int n_blocks = (f->flags & WP_F_BLOCK_GROUP) ? (ctx->quick ? 1 : 3) : 1;
+        /* device_scan: one warp, staged tiles up to 32 KiB (256, 512) and direct loads (1024) */
+        static const int blocks_scan[] = {32, 256, 512, 1024};
+        const bool dscan = !strcmp(f->name, "device_scan") && !ctx->quick;
+        const int *blocks = (f->flags & WP_F_BLOCK_GROUP) ? (ctx->quick ? blocks_quick : blocks_full)
+                            : dscan                       ? blocks_scan
+                                                          : (int[]){256};
+        int n_blocks = (f->flags & WP_F_BLOCK_GROUP) ? (ctx->quick ? 1 : 3) : dscan ? 4 : 1;
         int n_ops = (f->flags & WP_F_OP) ? (int)WP_ARRAY_LEN(ops_all) : 1;
         for (int st = 1; st < WP_STRAT_COUNT; st++) {
             if (!(f->strategies & WP_STRATBIT(st))) continue;
@@ -251,8 +260,9 @@ static void run_case(run_ctx *ctx, kcase *k) {
     int n_sizes = ctx->quick ? (int)WP_ARRAY_LEN(sizes_quick) : (int)WP_ARRAY_LEN(sizes_full);
     uint64_t seed = SEED ^ (uint64_t)(k - ctx->cases) * 0x9e3779b97f4a7c15ull;
     size_t esize = wp_type_size(k->type);
-    for (int si = 0; si < n_sizes; si++) {
-        uint64_t n = sizes[si];
+    const bool big = !ctx->quick && !strcmp(k->family->name, "device_scan");
+    for (int si = 0; si < n_sizes + big; si++) {
+        uint64_t n = si < n_sizes ? sizes[si] : SCAN_BIG_N;
         uint8_t *host = malloc((size_t)n * esize + 8);
         uint64_t groups = 0, *offsets = NULL;
         if (!host) break;

@@ -56,9 +56,9 @@ static void h_metrics(void *app, const wp_req *req, wp_resp *resp) {
 }
 
 static const wp_route routes[] = {
-    {"GET", "/v1/thing", h_thing, WP_ROUTE_INLINE},   {"POST", "/v1/jobs", h_job_create, WP_ROUTE_WORK},
-    {"GET", "/v1/jobs/", h_job_get, WP_ROUTE_PREFIX}, {"POST", "/v1/echo", h_echo, WP_ROUTE_WORK},
-    {"GET", "/metrics", h_metrics, WP_ROUTE_INLINE},  {NULL, NULL, NULL, 0},
+    {"GET", "/v1/thing", h_thing, WP_ROUTE_INLINE, NULL},   {"POST", "/v1/jobs", h_job_create, WP_ROUTE_WORK, NULL},
+    {"GET", "/v1/jobs/", h_job_get, WP_ROUTE_PREFIX, NULL}, {"POST", "/v1/echo", h_echo, WP_ROUTE_WORK, NULL},
+    {"GET", "/metrics", h_metrics, WP_ROUTE_INLINE, NULL},  {NULL, NULL, NULL, 0, NULL},
 };
 
 /* Cases that must pass, and cases that must fail ("why": a piece of the message each must print). Paths are

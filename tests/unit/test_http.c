@@ -1,6 +1,8 @@
 /* test_http.c — server/http.c over real loopback sockets: routing, 404/405, query arguments, body limits
- * (Content-Length and chunked), binary bodies, worker pool under load, 503 when the queue is full, and a
- * clean stop with requests in flight (ASan checks that nothing leaks). */
+ * (Content-Length and chunked), binary bodies, streamed bodies (stream hooks: chunks in order, refused
+ * before the body, a failing sink, bodies that are not streamed, a client that goes away mid-body, the
+ * handler inline or deferred), worker pool under load, 503 when the queue is full, and a clean stop
+ * with requests in flight (ASan checks that nothing leaks). */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -86,16 +88,88 @@ static void h_ping(void *app, const wp_req *req, wp_resp *resp) {
     wp_resp_json(resp, 200, cJSON_CreateObject());
 }
 
+/* ---------- a route with stream hooks: the sink gathers the chunks, checking their offsets ---------- */
+
+typedef struct {
+    char *data;
+    size_t got;
+    uint64_t length;
+    int writes;
+    bool fail;
+} test_sink;
+
+static atomic_int sinks_opened, sinks_closed, stream_handler_calls;
+
+static void *s_open(void *app, const wp_req *req, uint64_t length, wp_resp *resp) {
+    (void)app;
+    const char *mode = wp_req_query(req, "mode");
+    if (mode && !strcmp(mode, "refuse")) {
+        wp_err e;
+        WP_FAIL(&e, 400, "refused", "body", "refused before the body");
+        wp_resp_error(resp, &e);
+        return NULL;
+    }
+    if (mode && !strcmp(mode, "gather")) return NULL; /* resp->status 0: read into memory */
+    test_sink *s = calloc(1, sizeof *s);
+    s->data = malloc(length);
+    s->length = length;
+    s->fail = mode && !strcmp(mode, "fail");
+    atomic_fetch_add(&sinks_opened, 1);
+    return s;
+}
+
+static int s_write(void *sink, const void *data, size_t len, uint64_t offset, wp_err *err) {
+    test_sink *s = sink;
+    if (offset != s->got || s->got + len > s->length)
+        return WP_FAIL(err, 500, "bad_chunk", "body", "chunk of %zu at %llu after %zu", len, (unsigned long long)offset,
+                       s->got);
+    if (s->fail && s->got + len > s->length / 2) return WP_FAIL(err, 507, "sink_full", "body", "the sink is full");
+    memcpy(s->data + s->got, data, len);
+    s->got += len;
+    s->writes++;
+    return 0;
+}
+
+static void s_close(void *sink) {
+    test_sink *s = sink;
+    free(s->data);
+    free(s);
+    atomic_fetch_add(&sinks_closed, 1);
+}
+
+static const wp_stream_hooks test_hooks = {s_open, s_write, s_close};
+
+/* Echoes the body: "streamed" (and the write count in X-Writes) or "gathered". TRY_INLINE: defers
+ * bodies over 1000 bytes, as /v1/reduce does. */
+static void h_stream(void *app, const wp_req *req, wp_resp *resp) {
+    (void)app;
+    if (req->may_defer && req->body_len > 1000) {
+        resp->defer = true;
+        return;
+    }
+    atomic_fetch_add(&stream_handler_calls, 1);
+    test_sink *s = req->sink;
+    if (s) {
+        bool ok = !req->body && req->body_len == s->got && s->got == s->length;
+        wp_resp_bytes(resp, ok ? 200 : 500, "application/x-streamed", s->data, s->got);
+        snprintf(resp->location, sizeof resp->location, "/writes/%d", s->writes);
+    } else {
+        wp_resp_bytes(resp, 200, "application/x-gathered", req->body ? req->body : "", req->body_len);
+    }
+}
+
 static const wp_route routes[] = {
-    {"GET", "/echo", h_echo_get, WP_ROUTE_INLINE},
-    {"POST", "/echo", h_echo_post, WP_ROUTE_INLINE},
-    {"POST", "/slow", h_slow, WP_ROUTE_WORK},
-    {"POST", "/create", h_create, WP_ROUTE_WORK},
-    {"GET", "/pfx/", h_prefix, WP_ROUTE_PREFIX},
-    {"DELETE", "/pfx/", h_prefix, WP_ROUTE_PREFIX | WP_ROUTE_WORK},
-    {"GET", "/err", h_err, WP_ROUTE_INLINE},
-    {"GET", "/ping", h_ping, WP_ROUTE_INLINE},
-    {NULL, NULL, NULL, 0},
+    {"GET", "/echo", h_echo_get, WP_ROUTE_INLINE, NULL},
+    {"POST", "/echo", h_echo_post, WP_ROUTE_INLINE, NULL},
+    {"POST", "/slow", h_slow, WP_ROUTE_WORK, NULL},
+    {"POST", "/create", h_create, WP_ROUTE_WORK, NULL},
+    {"GET", "/pfx/", h_prefix, WP_ROUTE_PREFIX, NULL},
+    {"DELETE", "/pfx/", h_prefix, WP_ROUTE_PREFIX | WP_ROUTE_WORK, NULL},
+    {"GET", "/err", h_err, WP_ROUTE_INLINE, NULL},
+    {"GET", "/ping", h_ping, WP_ROUTE_INLINE, NULL},
+    {"POST", "/stream", h_stream, WP_ROUTE_INLINE, &test_hooks},
+    {"POST", "/stream-work", h_stream, WP_ROUTE_WORK | WP_ROUTE_TRY_INLINE, &test_hooks},
+    {NULL, NULL, NULL, 0, NULL},
 };
 
 static wp_http *start(int workers, int max_queue) {
@@ -319,6 +393,96 @@ static void test_bodies(void) {
     free(big);
 }
 
+/* Waits (up to 2 s) until every sink opened has been closed. */
+static bool sinks_settle(void) {
+    for (int i = 0; i < 2000; i++) {
+        if (atomic_load(&sinks_opened) == atomic_load(&sinks_closed)) return true;
+        sleep_ms(1);
+    }
+    return false;
+}
+
+static bool got_type(const hc_resp *r, const char *type) {
+    char v[64];
+    return hc_header(r, "Content-Type", v, sizeof v) && !strcmp(v, type);
+}
+
+static void test_streams(wp_http *h) {
+    hc_resp r;
+    char v[64];
+    const char *raw[] = {"Content-Type: application/octet-stream", NULL};
+    const char *json[] = {"Content-Type: application/json", NULL};
+    size_t n = 700000; /* under MAX_BODY, many reads */
+    char *big = malloc(n);
+    for (size_t i = 0; i < n; i++) big[i] = (char)(i * 7 + i / 251);
+    wp_http_stats s0, s1;
+    wp_http_stats_get(h, &s0);
+    int opened = atomic_load(&sinks_opened);
+
+    T_CASE("a raw body is streamed, in order, in several chunks");
+    CHECK(req("POST", "/stream", raw, big, n, 0, &r) == 0 && r.status == 200 &&
+          got_type(&r, "application/x-streamed") && r.body_len == n && !memcmp(r.body, big, n));
+    int writes = hc_header(&r, "Location", v, sizeof v) ? atoi(v + 8) : 0;
+    CHECKF(writes > 1, "%d writes", writes);
+    hc_resp_free(&r);
+    CHECK(sinks_settle() && atomic_load(&sinks_opened) == opened + 1);
+    wp_http_stats_get(h, &s1);
+    CHECK(s1.streamed == s0.streamed + 1 && s1.streamed_bytes == s0.streamed_bytes + n);
+
+    T_CASE("not streamed: JSON, chunked, empty, or the hook declines");
+    CHECK(req("POST", "/stream", json, big, 5000, 0, &r) == 0 && got_type(&r, "application/x-gathered") &&
+          r.body_len == 5000 && !memcmp(r.body, big, 5000));
+    hc_resp_free(&r);
+    CHECK(req("POST", "/stream", raw, big, 9000, HC_CHUNKED, &r) == 0 && got_type(&r, "application/x-gathered") &&
+          r.body_len == 9000 && !memcmp(r.body, big, 9000));
+    hc_resp_free(&r);
+    CHECK(req("POST", "/stream", raw, NULL, 0, 0, &r) == 0 && got_type(&r, "application/x-gathered") &&
+          r.body_len == 0);
+    hc_resp_free(&r);
+    CHECK(req("POST", "/stream?mode=gather", raw, big, 3000, 0, &r) == 0 && got_type(&r, "application/x-gathered") &&
+          r.body_len == 3000);
+    hc_resp_free(&r);
+    CHECK(atomic_load(&sinks_opened) == opened + 1);
+
+    T_CASE("refused when the headers arrive, before the body");
+    int calls = atomic_load(&stream_handler_calls);
+    CHECK(req("POST", "/stream?mode=refuse", raw, big, n, 0, &r) == 0 && has_error(&r, 400, "refused"));
+    hc_resp_free(&r);
+    CHECK(atomic_load(&stream_handler_calls) == calls && atomic_load(&sinks_opened) == opened + 1);
+
+    T_CASE("a sink that fails mid-body: its error, the handler never runs");
+    CHECK(req("POST", "/stream?mode=fail", raw, big, n, 0, &r) == 0 && has_error(&r, 507, "sink_full"));
+    hc_resp_free(&r);
+    CHECK(atomic_load(&stream_handler_calls) == calls);
+    CHECK(sinks_settle() && atomic_load(&sinks_opened) == opened + 2);
+    CHECK(req("GET", "/ping", NULL, NULL, 0, 0, &r) == 0 && r.status == 200); /* the server goes on */
+    hc_resp_free(&r);
+
+    T_CASE("the client goes away mid-body: the sink is closed");
+    hc_conn c;
+    if (hc_open(&c, HOST, port_of, 0) == 0) {
+        const char *head = "POST /stream HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n"
+                           "Content-Length: 100000\r\n\r\n";
+        CHECK(hc_write(&c, head, strlen(head), false) == 0 && hc_write(&c, big, 30000, false) == 0);
+        for (int i = 0; i < 2000 && atomic_load(&sinks_opened) < opened + 3; i++) sleep_ms(1);
+        hc_close(&c);
+    }
+    CHECK(sinks_settle() && atomic_load(&sinks_opened) == opened + 3);
+
+    T_CASE("TRY_INLINE with a sink: small answered inline, large deferred; the sink survives the first call");
+    wp_http_stats_get(h, &s0);
+    CHECK(req("POST", "/stream-work", raw, big, 800, 0, &r) == 0 && r.status == 200 &&
+          got_type(&r, "application/x-streamed") && r.body_len == 800 && !memcmp(r.body, big, 800));
+    hc_resp_free(&r);
+    CHECK(req("POST", "/stream-work", raw, big, n, 0, &r) == 0 && r.status == 200 &&
+          got_type(&r, "application/x-streamed") && r.body_len == n && !memcmp(r.body, big, n));
+    hc_resp_free(&r);
+    wp_http_stats_get(h, &s1);
+    CHECK(s1.answered_inline == s0.answered_inline + 1 && s1.deferred == s0.deferred + 1);
+    CHECK(sinks_settle());
+    free(big);
+}
+
 /* One round: 64 slow WORK requests in flight, 200 inline GETs meanwhile. Returns the GETs' p99 in ms. */
 static double load_round(wp_http *h, int round) {
     pthread_t th[LOAD_SLOW];
@@ -477,6 +641,7 @@ int main(void) {
         port_of = wp_http_port(h);
         test_routing();
         test_bodies();
+        test_streams(h);
         test_load(h);
         wp_http_stop(h);
     }

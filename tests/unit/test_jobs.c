@@ -76,14 +76,14 @@ static void h_fail(void *app, const wp_req *req, wp_resp *resp) {
 }
 
 static const wp_route routes[] = {
-    {"GET", "/v1/health", h_echo, WP_ROUTE_INLINE},  /* not POST: no kind */
-    {"POST", "/v1/inline", h_echo, WP_ROUTE_INLINE}, /* not work: no kind */
-    {"POST", "/v1/echo", h_echo, WP_ROUTE_WORK},
-    {"POST", "/v1/gate", h_gate, WP_ROUTE_WORK},
-    {"POST", "/v1/fail", h_fail, WP_ROUTE_WORK},
-    {"POST", "/v1/pre/", h_echo, WP_ROUTE_WORK | WP_ROUTE_PREFIX}, /* prefix: no kind */
-    {"POST", "/other", h_echo, WP_ROUTE_WORK},                     /* not under /v1/: no kind */
-    {NULL, NULL, NULL, 0},
+    {"GET", "/v1/health", h_echo, WP_ROUTE_INLINE, NULL},  /* not POST: no kind */
+    {"POST", "/v1/inline", h_echo, WP_ROUTE_INLINE, NULL}, /* not work: no kind */
+    {"POST", "/v1/echo", h_echo, WP_ROUTE_WORK, NULL},
+    {"POST", "/v1/gate", h_gate, WP_ROUTE_WORK, NULL},
+    {"POST", "/v1/fail", h_fail, WP_ROUTE_WORK, NULL},
+    {"POST", "/v1/pre/", h_echo, WP_ROUTE_WORK | WP_ROUTE_PREFIX, NULL}, /* prefix: no kind */
+    {"POST", "/other", h_echo, WP_ROUTE_WORK, NULL},                     /* not under /v1/: no kind */
+    {NULL, NULL, NULL, 0, NULL},
 };
 
 /* ---------- helpers ---------- */

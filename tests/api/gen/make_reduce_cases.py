@@ -72,6 +72,55 @@ for ty, op, want in [("f32", "sum", 0), ("f32", "prod", 1), ("f32", "max", "-Inf
         {"value": want, "count": 0, "empty": True}))
 cases.append(red("empty with an expression has no identity", {"type": "i32", "op": "a + b", "data": []},
     {"value": None, "count": 0, "empty": True}))
+# ---- "data" read in place (no cJSON node per value): the edge forms give what cJSON gives ----
+def raw_json(name, path, text, expect, status=200):
+    return case(name, path, None, expect, status, headers={"Content-Type": "application/json"}, body_text=text)
+cases.append(red("data: NaN and infinities as strings", {"type": "f32", "op": "max", "data": [1, "Infinity", "NaN"]},
+    {"value": "Infinity", "count": 3}))
+cases.append(red("data: -Infinity and +Infinity", {"type": "f64", "op": "min", "data": ["+Infinity", "-Infinity", 2]},
+    {"value": "-Infinity"}))
+cases.append(red("data: type after data, read again as i64", {"op": "sum", "data": ["9007199254740993", "1"], "type": "i64"},
+    {"type": "i64", "value": "9007199254740994", "count": 2}))
+cases.append(case("data: type after data, a value it refuses names its index", "/v1/reduce",
+    {"op": "sum", "data": [1, 2.5], "type": "i32"},
+    {"error": {"code": "bad_value", "field": "data[1]", "message": "data[1]: 2.5 is not an integer"}}, 400))
+cases.append(red("data: a {bits} object among numbers", {"type": "f32", "op": "sum", "data": [{"bits": "0x3f800000"}, 2]},
+    {"value": 3}))
+cases.append(raw_json("data: an escaped string", "/v1/reduce", '{"type":"i32","op":"sum","data":[1,"\\u0032"]}', {"value": 3}))
+cases.append(red("data: f32 numbers round through a double", {"type": "f32", "op": "max", "data": [1.0000000596046448]},
+    {"value": 1}))
+cases.append(raw_json("data: an f32 number past the midpoint by less than a double's ulp rounds to 1",
+    "/v1/reduce", '{"type":"f32","op":"max","data":[1.0000000596046447753906250000000001]}', {"value": 1}))
+cases.append(red("data: an f32 string rounds once (strtof)", {"type": "f32", "op": "max",
+    "data": ["1.0000000596046447753906250000000001"]}, {"value": 1.0000001}))
+cases.append(red("data: f16 rounds 65519 to 65504 (printed as the shortest f16: 65500)",
+    {"type": "f16", "op": "max", "data": [65519]}, {"value": 65500, "accumulator": {"value": 65504}}))
+cases.append(red("data: f16 65520 is infinity", {"type": "f16", "op": "min", "data": [65520]}, {"value": "Infinity"}))
+cases.append(red("data: bf16 ties to even", {"type": "bf16", "op": "max", "data": [1.00390625]}, {"value": 1}))
+cases.append(red("data: bf16 above the tie", {"type": "bf16", "op": "max", "data": [1.0039063]},
+    {"value": 1.01, "accumulator": {"value": 1.0078125}}))
+cases.append(raw_json("data: number forms cJSON reads (1. -.5 01 1E2)", "/v1/reduce",
+    '{"type":"f64","op":"sum","data":[1., -.5, 01, 1E2]}', {"value": 101.5, "count": 4}))
+cases.append(raw_json("data: control characters count as whitespace", "/v1/reduce",
+    '{"type":"i32","op":"sum","data":[1,\u0001 2,\t3\r\n]}', {"value": 6}))
+cases.append(raw_json("data: the first of two data keys", "/v1/reduce", '{"type":"i32","op":"sum","data":[1],"data":[5]}',
+    {"value": 1}))
+cases.append(raw_json("data: an escaped key that reads as data comes first", "/v1/reduce",
+    '{"type":"i32","op":"sum","d\\u0061ta":[7],"data":[1]}', {"value": 7}))
+cases.append(raw_json("data: bad JSON inside the list is bad_json, with cJSON's position", "/v1/reduce",
+    '{"type":"f32","data":[1,]}', {"error": {"code": "bad_json", "field": "body", "message": "invalid JSON near byte 24"}}, 400))
+cases.append(raw_json("data: bad JSON in the list comes before an unknown field", "/v1/reduce",
+    '{"colour":1,"type":"f32","data":[1,]}', {"error": {"code": "bad_json", "field": "body", "message": STR}}, 400))
+cases.append(case("data: -0 is negative for u32", "/v1/reduce", {"type": "u32", "op": "sum", "data": [-0.0]},
+    {"error": {"code": "out_of_range", "field": "data[0]", "message": "data[0]: -0 is negative for u32"}}, 400))
+cases.append(raw_json("data: beyond 2^53 as a number (2^53 + 2)", "/v1/reduce",
+    '{"type":"i64","op":"sum","data":[1, 9007199254740994]}',
+    {"error": {"code": "precision_loss", "field": "data[1]", "message": STR}}, 400))
+cases.append(err("/v1/reduce", "data: a literal", {"type": "f32", "op": "sum", "data": [1, True]}, "wrong_type", "data[1]"))
+nested = [1]
+for _ in range(70): nested = [nested]
+cases.append(err("/v1/reduce", "data: nesting deeper than --max-depth", {"type": "f32", "data": nested}, "too_deep", "body"))
+cases.append(err("/v1/reduce", "data: not a list", {"type": "f32", "data": "1,2"}, "wrong_type", "data"))
 # ---- base64 ----
 cases.append(red("data_b64 f32", {"type": "f32", "op": "sum", "data_b64": b64("f", [1, 2, 3, 4])}, {"value": 10, "count": 4}))
 cases.append(red("data_b64 i64", {"type": "i64", "op": "max", "data_b64": b64("q", [-5, 2**40, 7])}, {"value": str(2**40)}))
@@ -86,6 +135,16 @@ cases.append(case("raw i32 sum wraps", "/v1/reduce?type=i32&op=sum", None, {"val
 cases.append(case("raw body not a multiple of the element size", "/v1/reduce?type=f32&op=sum", None,
     {"error": {"code": "bad_length", "field": "body", "message": STR}}, 400,
     headers={"Content-Type": "application/octet-stream"}, body_text="AAAAB"))
+cases.append(case("raw body: an unknown type, answered before the body", "/v1/reduce?type=f99&op=sum", None,
+    {"error": {"code": "unknown_type", "field": "type", "message": STR}}, 400,
+    headers={"Content-Type": "application/octet-stream"}, body_text="AAAABBBB"))
+cases.append(case("raw body: a bad block for the family", "/v1/scan?family=block_scan&type=i32&op=sum&block=100", None,
+    {"error": {"code": "bad_block", "field": "block", "message": STR}}, 400,
+    headers={"Content-Type": "application/octet-stream"}, body_text="AAAABBBB"))
+c = case("raw body, chunked (gathered, not streamed)", "/v1/reduce?type=u32&op=max", None, {"value": 0x43434343, "count": 3},
+    headers={"Content-Type": "application/octet-stream"}, body_text="AAAACCCCBBBB")
+c["chunked"] = True
+cases.append(c)
 cases.append(case("raw body needs ?op", "/v1/reduce?type=f32", None,
     {"error": {"code": "missing_field", "field": "op", "message": STR}}, 400,
     headers={"Content-Type": "application/octet-stream"}, body_text="AAAA"))
