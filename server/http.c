@@ -52,8 +52,10 @@ typedef struct wp_call {
     bool suspended; /* counted in wp_http.in_work until completed */
     char *body;
     size_t body_len, body_cap, discarded; /* body_len: bytes received (streamed ones included) */
-    void *sink;                           /* route->stream's, for a streamed body */
-    wp_err stream_err;                    /* CALL_STREAM_FAILED: the answer */
+    uint64_t length;                      /* Content-Length, when the request has one */
+    bool has_length;
+    void *sink;        /* route->stream's, for a streamed body */
+    wp_err stream_err; /* CALL_STREAM_FAILED: the answer */
     wp_req req;
     wp_resp resp;
 } wp_call;
@@ -138,6 +140,18 @@ static bool is_json(const char *content_type) { return strncmp(content_type, jso
 
 static bool is_octet_stream(const char *s) {
     return s && !strncmp(s, "application/octet-stream", 24) && (!s[24] || s[24] == ';' || s[24] == ' ');
+}
+
+/* libmicrohttpd 0.9.75 with epoll (edge-triggered) takes a short read for a drained socket, so when a
+ * client's FIN arrives with the last bytes it sent, it is never read: the connection then waits for its
+ * timeout (60 s) holding what its body holds — for a stream, a device buffer and its quota. A peek after
+ * each chunk of a body that is not complete yet notices the client has gone. */
+static bool peer_gone(struct MHD_Connection *mc) {
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (!ci) return false;
+    char byte;
+    ssize_t r = recv(ci->connect_fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    return r == 0 || (r < 0 && (errno == ECONNRESET || errno == EPIPE));
 }
 
 /* The request as handlers see it, but for the body. */
@@ -324,6 +338,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
                 resp_fail(&c->resp, 413, "body_too_large", "body", msg);
                 return send_resp(h, c, NULL); /* answered before the body: MHD will not read it */
             }
+            c->length = n;
+            c->has_length = true;
             /* A raw body of a route with stream hooks goes to them as it arrives (a device buffer
              * filled while the rest is still on the wire), or is refused before it is read. */
             if (n && c->route->stream &&
@@ -353,7 +369,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
                 c->route->stream->write(c->sink, upload_data, n, c->body_len, &c->stream_err))
                 c->state = CALL_STREAM_FAILED; /* drop the rest; answer at the end */
             c->body_len += n;
-            return MHD_YES;
+            return c->body_len < c->length && peer_gone(mc) ? MHD_NO : MHD_YES; /* MHD_NO: close it now */
         }
         if (c->state == CALL_READING && n > h->cfg.max_body - c->body_len) {
             c->state = CALL_TOO_LARGE; /* a chunked body past the limit: drop what came, answer at the end */
@@ -377,7 +393,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
         memcpy(c->body + c->body_len, upload_data, n);
         c->body_len += n;
         c->body[c->body_len] = 0;
-        return MHD_YES;
+        return c->has_length && c->body_len < c->length && peer_gone(mc) ? MHD_NO : MHD_YES;
     }
 
     if (c->state == CALL_TOO_LARGE) {

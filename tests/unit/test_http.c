@@ -458,16 +458,29 @@ static void test_streams(wp_http *h) {
     CHECK(req("GET", "/ping", NULL, NULL, 0, 0, &r) == 0 && r.status == 200); /* the server goes on */
     hc_resp_free(&r);
 
-    T_CASE("the client goes away mid-body: the sink is closed");
+    T_CASE("the client goes away mid-body: the sink is closed at once (not at the connection timeout)");
+    for (int round = 0; round < 10; round++) { /* its FIN often comes with its last bytes: 10 tries */
+        hc_conn c;
+        int before = atomic_load(&sinks_opened);
+        if (hc_open(&c, HOST, port_of, 0) == 0) {
+            const char *head = "POST /stream HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n"
+                               "Content-Length: 100000\r\n\r\n";
+            CHECK(hc_write(&c, head, strlen(head), false) == 0 && hc_write(&c, big, 30000, false) == 0);
+            for (int i = 0; i < 2000 && atomic_load(&sinks_opened) == before; i++) sleep_ms(1);
+            hc_close(&c);
+        }
+        CHECKF(sinks_settle() && atomic_load(&sinks_opened) == before + 1, "round %d: opened %d, closed %d", round,
+               atomic_load(&sinks_opened), atomic_load(&sinks_closed));
+    }
+    T_CASE("the client goes away mid-body (gathered): the server goes on");
     hc_conn c;
     if (hc_open(&c, HOST, port_of, 0) == 0) {
-        const char *head = "POST /stream HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n"
-                           "Content-Length: 100000\r\n\r\n";
+        const char *head = "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n";
         CHECK(hc_write(&c, head, strlen(head), false) == 0 && hc_write(&c, big, 30000, false) == 0);
-        for (int i = 0; i < 2000 && atomic_load(&sinks_opened) < opened + 3; i++) sleep_ms(1);
         hc_close(&c);
     }
-    CHECK(sinks_settle() && atomic_load(&sinks_opened) == opened + 3);
+    CHECK(req("GET", "/ping", NULL, NULL, 0, 0, &r) == 0 && r.status == 200);
+    hc_resp_free(&r);
 
     T_CASE("TRY_INLINE with a sink: small answered inline, large deferred; the sink survives the first call");
     wp_http_stats_get(h, &s0);
