@@ -9,6 +9,7 @@
 // its own two events: the latency a lone request sees, where CUB's second kernel shows).
 //   bench_reduce [--max-log2 N] [--min-log2 N] [--quick] [--only reduce|scan] [--no-sweep]
 // --only runs the reduce rows (sum, max) or the scan rows alone (and that family's block sweep).
+// It also prints the launch floor: an empty kernel's time per launch, pipelined and one call.
 #include <cub/cub.cuh>
 #include <cuda_runtime.h>
 
@@ -216,6 +217,14 @@ static void block_sweep(int log2n, const char *only) {
     wpb_free(out);
 }
 
+/* The launch floor: an empty kernel (one block of 256), pipelined (200 back to back) and one call
+ * (median of 50): no single-launch reduction can take less per launch than this on this host + GPU. */
+__global__ void wpb_empty_kernel() {}
+static void launch_floor(double *pipelined_us, double *one_us) {
+    *pipelined_us = time_cub<char>(200, [&] { wpb_empty_kernel<<<1, 256>>>(); });
+    *one_us = one_call_cub(50, [&] { wpb_empty_kernel<<<1, 256>>>(); });
+}
+
 static double copy_gbps(unsigned long long bytes) {
     void *a, *b;
     CHECK_CUDA(cudaMalloc(&a, bytes));
@@ -258,6 +267,10 @@ int main(int argc, char **argv) {
     while (max_log2 > 10 && (3ull << max_log2) * 4 > free_b * 9 / 10) max_log2--; // three buffers per type
     printf("device: %s; CUB %d.%d.%d\n", wpb_device(), CUB_MAJOR_VERSION, CUB_MINOR_VERSION, CUB_SUBMINOR_VERSION);
     printf("device-to-device copy, 2^28 floats: %.0f GB/s (read + written)\n", copy_gbps(4ull << 28));
+    double floor_pipe = 0, floor_one = 0;
+    launch_floor(&floor_pipe, &floor_one);
+    printf("launch floor, empty kernel <<<1, 256>>> (runtime API): pipelined %.2f us, one call %.2f us\n", floor_pipe,
+           floor_one);
     std::vector<Row> rows;
     if (min_log2 < 10) min_log2 = 10;
     bench_type<float>("f32", min_log2, max_log2, rows, quick, only);

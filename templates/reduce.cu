@@ -29,37 +29,70 @@ template <typename T, typename A> struct wp_make_arg {
  * so a thousand blocks finishing together do not queue on one address. G <= WP_REDUCE_GRID_MAX fixes
  * the order for every device. atomic: blocks combine into out[0] (pre-set to the identity). */
 #define WP_TICKET_GROUP 256 /* blocks per ticket counter: up to 256 share one address */
+#define WP_REDUCE_UNROLL 4  /* vectors each thread has in flight (4 x 16 bytes keeps 32 registers: 8 blocks of 256 per SM) */
 
-/* Folds vectors k, k + stride, ... < nvec into acc; `has` says whether acc holds a value yet. Loads
- * four vectors at a time, so four are in flight, and folds them in order. */
+/* Inputs of at least this many bytes are streamed: read with ld.global.nc.L1::no_allocate.L2::256B
+ * (no L1 line, 256-byte L2 fetches), measured 0.3-4 % faster than __ldg from 2^24 f32 up on H100.
+ * Smaller ones, which a repeated reduce finds in L2, are read through __ldg: streamed, 16 MiB measured
+ * up to 30 % slower (bench/RESULTS.md). Only the load instruction changes, never the order. */
+#ifndef WP_REDUCE_STREAM_BYTES
+#define WP_REDUCE_STREAM_BYTES (32ull << 20)
+#endif
+template <typename T>
+WP_DEV void wp_load_stream(const T *base, unsigned long long vec, T (&x)[16 / sizeof(T)], bool stream) {
+    const uint4 *p = (const uint4 *)base + vec;
+    uint4 w;
+    if (stream)
+        asm("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+            : "=r"(w.x), "=r"(w.y), "=r"(w.z), "=r"(w.w)
+            : "l"(p));
+    else
+        w = __ldg(p);
+    memcpy(x, &w, 16);
+}
+
+/* Release/acquire at GPU scope for the ticket handoff (lighter than __threadfence's fence.sc). */
+WP_DEV void wp_fence_acq_rel_gpu() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
+
+/* Folds vectors k, k + stride, ... < nvec into acc in that order; `has` says whether acc holds a value
+ * yet. Loads WP_REDUCE_UNROLL vectors at a time, so that many are in flight, and the last
+ * 1 .. WP_REDUCE_UNROLL - 1 together too (predicated), never one round trip each. Leaves k at the first
+ * index of the progression >= nvec. */
 template <typename T, class Op, class Make>
 WP_DEV void wp_fold_vectors(const T *in, unsigned long long &k, unsigned long long nvec, unsigned long long stride,
-                            typename Make::acc &acc, bool &has, Op op) {
-    constexpr int V = 16 / sizeof(T);
-    while (k + 3 * stride < nvec) {
-        T x[4][V];
+                            typename Make::acc &acc, bool &has, bool stream, Op op) {
+    constexpr int V = 16 / sizeof(T), U = WP_REDUCE_UNROLL;
+    while (k + (U - 1) * stride < nvec) {
+        T x[U][V];
 #pragma unroll
-        for (int u = 0; u < 4; u++) wp_load_vec<T>(in, k + u * stride, x[u]);
+        for (int u = 0; u < U; u++) wp_load_stream<T>(in, k + u * stride, x[u], stream);
 #pragma unroll
-        for (int u = 0; u < 4; u++)
+        for (int u = 0; u < U; u++)
 #pragma unroll
             for (int j = 0; j < V; j++) {
                 const typename Make::acc e = Make::run(x[u][j], (k + u * stride) * V + j);
                 acc = (u == 0 && j == 0 && !has) ? e : op(acc, e);
             }
         has = true;
-        k += 4 * stride;
+        k += U * stride;
     }
-    while (k < nvec) {
-        T x[V];
-        wp_load_vec<T>(in, k, x);
+    if (k < nvec) { /* 1 .. U - 1 vectors left: k, k + stride, ... */
+        T x[U - 1][V];
 #pragma unroll
-        for (int j = 0; j < V; j++) {
-            const typename Make::acc e = Make::run(x[j], k * V + j);
-            acc = (j == 0 && !has) ? e : op(acc, e);
-        }
+        for (int u = 0; u < U - 1; u++)
+            if (u == 0 || k + u * stride < nvec) wp_load_stream<T>(in, k + u * stride, x[u], stream);
+#pragma unroll
+        for (int u = 0; u < U - 1; u++)
+            if (u == 0 || k + u * stride < nvec)
+#pragma unroll
+                for (int j = 0; j < V; j++) {
+                    const typename Make::acc e = Make::run(x[u][j], (k + u * stride) * V + j);
+                    acc = (u == 0 && j == 0 && !has) ? e : op(acc, e);
+                }
         has = true;
-        k += stride;
+#pragma unroll
+        for (int u = 0; u < U - 1; u++)
+            if (k < nvec) k += stride;
     }
 }
 
@@ -78,7 +111,8 @@ WP_DEV void wp_device_reduce_run(const wp_data_params &p, Op op) {
     unsigned long long k = (unsigned long long)blockIdx.x * BLOCK + t;
     Acc acc = wp_zero<Acc>();
     bool has = false;
-    wp_fold_vectors<T, Op, Make>(in, k, nvec, stride, acc, has, op);
+    const bool stream = n * sizeof(T) >= WP_REDUCE_STREAM_BYTES;
+    wp_fold_vectors<T, Op, Make>(in, k, nvec, stride, acc, has, stream, op);
     if (k == nvec) /* the partial last vector, element by element */
         for (unsigned long long i = nvec * V; i < n; i++) {
             const Acc e = Make::run(in[i], i);
@@ -107,33 +141,40 @@ WP_DEV void wp_device_reduce_run(const wp_data_params &p, Op op) {
             const unsigned group = blockIdx.x / WP_TICKET_GROUP, groups = (G + WP_TICKET_GROUP - 1) / WP_TICKET_GROUP;
             const unsigned in_group = G - group * WP_TICKET_GROUP < WP_TICKET_GROUP ? G - group * WP_TICKET_GROUP : WP_TICKET_GROUP;
             scratch_partials[blockIdx.x] = r;
-            __threadfence();
+            wp_fence_acq_rel_gpu(); /* release: the partial before the ticket */
             bool last = atomicAdd(&counters[1 + group], 1u) == in_group - 1;
             if (last) {
                 counters[1 + group] = 0; /* nobody else counts here any more: ready for the next launch */
                 if (groups > 1) {
-                    __threadfence();
+                    wp_fence_acq_rel_gpu(); /* the group's partials (acquired) on to the top ticket (released) */
                     last = atomicAdd(&counters[0], 1u) == groups - 1;
                     if (last) counters[0] = 0;
                 }
+                if (last) wp_fence_acq_rel_gpu(); /* acquire: every partial; the barrier passes it to the block */
             }
             is_last = last;
         }
         __syncthreads();
         if (!is_last) return;
-        __threadfence();
+        /* Thread t folds partials t, t + BLOCK, ... in order (device-coherent loads, four in flight). */
         Acc part = wp_zero<Acc>();
-        if (t < (int)G) {
-            part = wp_ld_gpu(&scratch_partials[t]);
-            for (unsigned i = t + BLOCK; i < G; i += BLOCK) part = op(part, wp_ld_gpu(&scratch_partials[i]));
+        for (unsigned i = t; i < G; i += 4 * BLOCK) {
+            Acc x[4];
+#pragma unroll
+            for (int u = 0; u < 4; u++) x[u] = i + u * BLOCK < G ? wp_ld_gpu(&scratch_partials[i + u * BLOCK]) : wp_zero<Acc>();
+#pragma unroll
+            for (int u = 0; u < 4; u++)
+                if (i + u * BLOCK < G) part = (u == 0 && i == (unsigned)t) ? x[u] : op(part, x[u]);
         }
         r = wp_group_reduce<Acc, BLOCK, BLOCK, BSTRAT, Op>(part, G < BLOCK ? (int)G : BLOCK, op, shared, gmem, ident);
         if (t == 0) *out = r;
     }
 }
 
+/* 2048 threads per SM (8 blocks of 256) keep enough loads in flight: at most 32 registers a thread. */
+#define WP_REDUCE_MIN_BLOCKS(BLOCK) ((BLOCK) >= 64 ? 2048 / (BLOCK) : 32)
 template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
-__global__ void __launch_bounds__(BLOCK) wp_device_reduce(wp_data_params p) {
+__global__ void __launch_bounds__(BLOCK, WP_REDUCE_MIN_BLOCKS(BLOCK)) wp_device_reduce(wp_data_params p) {
     wp_device_reduce_run<T, BLOCK, STRAT, Op, wp_make_value<T, A> >(p, Op());
 }
 

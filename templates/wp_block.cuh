@@ -257,6 +257,9 @@ WP_DEV A wp_group_reduce(A v, int valid, Op op, A *shared, A *gmem, A ident) {
     } else if constexpr (GROUP <= 32) {
         return wp_warp_reduce_valid<A, GROUP, STRAT, Op>(v, valid, op);
     } else { /* shuffles or redux per warp, then the same over the warps' results in warp 0 */
+        /* the second tree runs over GROUP / 32 lanes: lane 0 gets the same pairs as over 32 (no lane
+         * past the warps' count ever joins), in fewer shuffle levels */
+        constexpr int WARPS = GROUP / 32;
         const int lane = wp_lane(), w = t / 32;
         const int warp_valid = valid - 32 * w;
         const A r = wp_warp_reduce_valid<A, 32, STRAT, Op>(v, warp_valid < 32 ? warp_valid : 32, op);
@@ -265,7 +268,7 @@ WP_DEV A wp_group_reduce(A v, int valid, Op op, A *shared, A *gmem, A ident) {
         A total = r;
         if (w == 0) {
             const int warps_valid = (valid + 31) / 32;
-            total = wp_warp_reduce_valid<A, 32, STRAT, Op>(lane < warps_valid ? shared[lane] : wp_zero<A>(), warps_valid, op);
+            total = wp_warp_reduce_valid<A, WARPS, STRAT, Op>(lane < warps_valid ? shared[lane] : wp_zero<A>(), warps_valid, op);
         }
         __syncthreads();
         return total;

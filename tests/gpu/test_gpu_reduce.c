@@ -5,7 +5,7 @@
  * × a few shapes (widths, blocks, exclusive/inclusive, init, accumulate native, radius), one kernel is
  * compiled through the cache and run by the engine (server/reduce.c) on cuda and on emu over the same
  * random data, n in {0, 1, 31, 32, 33, 1023, 1025, 4097, 65537, 999983} (device_scan also 4194309, blocks
- * 32, 256, 512 and 1024). Results must match bit for
+ * 32, 256, 512 and 1024; device_reduce also 4194309). Results must match bit for
  * bit — floats too, since the emulator follows the kernel's combining order — except for the atomic
  * strategy on floats, whose order is not fixed: there a relative error of 1e-2 passes. Each device
  * reduce/scan is also run twice on cuda (the default strategy must give the same bits). A case is
@@ -41,7 +41,8 @@
 static const uint64_t sizes_full[] = {0, 1, 31, 32, 33, 1023, 1025, 4097, 65537, 999983};
 static const uint64_t sizes_quick[] = {0, 1, 33, 1025, 65537};
 /* device_scan also runs over thousands of tiles (block 32: 8193), so the look-back walks back through
- * several windows and folds stashed aggregates. */
+ * several windows and folds stashed aggregates; device_reduce over a full grid (1024 blocks) whose
+ * threads fold several rounds of vectors, then a remainder and a partial vector. */
 #define SCAN_BIG_N 4194309ull
 static const char *const ops_all[] = {"sum", "prod", "min", "max", "and", "or", "xor", "a - b"};
 
@@ -260,7 +261,8 @@ static void run_case(run_ctx *ctx, kcase *k) {
     int n_sizes = ctx->quick ? (int)WP_ARRAY_LEN(sizes_quick) : (int)WP_ARRAY_LEN(sizes_full);
     uint64_t seed = SEED ^ (uint64_t)(k - ctx->cases) * 0x9e3779b97f4a7c15ull;
     size_t esize = wp_type_size(k->type);
-    const bool big = !ctx->quick && !strcmp(k->family->name, "device_scan");
+    const bool big =
+        !ctx->quick && (!strcmp(k->family->name, "device_scan") || !strcmp(k->family->name, "device_reduce"));
     for (int si = 0; si < n_sizes + big; si++) {
         uint64_t n = si < n_sizes ? sizes[si] : SCAN_BIG_N;
         uint8_t *host = malloc((size_t)n * esize + 8);
