@@ -89,7 +89,7 @@ run: deps $(BUILD)/warpd
 	$(BUILD)/warpd --listen $(HOST):$(PORT)
 
 # The whole CI suite: unit (ASan+UBSan), API against a sanitized daemon on loopback, web, clients.
-test: deps $(BUILD)/warpd $(BUILD)/asan/warpd $(UNIT_BIN) $(API_BIN)
+test: deps check-format $(BUILD)/warpd $(BUILD)/asan/warpd $(UNIT_BIN) $(API_BIN)
 	@BUILD=$(BUILD) ./tests/run.sh all
 
 test-unit: $(UNIT_BIN)
@@ -112,7 +112,7 @@ install: $(BUILD)/warpd
 format:
 	clang-format -i server/*.[ch] kernels/*.[ch] tests/*/*.[ch] bench/*.c
 check-format:
-	clang-format --dry-run --Werror server/*.[ch] kernels/*.[ch]
+	clang-format --dry-run --Werror server/*.[ch] kernels/*.[ch] tests/unit/*.[ch] tests/api/*.[ch] tests/gpu/*.c bench/*.c
 
 clean:
 	rm -rf $(BUILD)

@@ -36,7 +36,8 @@ static int parse_generated(const cJSON *g, wp_type t, bool array_ok, warp_input 
     const cJSON *iota = cJSON_GetObjectItemCaseSensitive(g, "iota");
     const cJSON *rnd = cJSON_GetObjectItemCaseSensitive(g, "random");
     if (!!iota == !!rnd)
-        return WP_FAIL(err, 400, "bad_input", "input", "input must be a list, {\"iota\":N} or {\"random\":N,\"seed\":S}");
+        return WP_FAIL(err, 400, "bad_input", "input",
+                       "input must be a list, {\"iota\":N} or {\"random\":N,\"seed\":S}");
     long long n, elems = 1, seed = 1;
     if (wp_json_int(iota ? iota : rnd, iota ? "input.iota" : "input.random", 1, WP_MAX_LANES, &n, err)) return -1;
     const cJSON *e = cJSON_GetObjectItemCaseSensitive(g, "elems");
@@ -48,7 +49,9 @@ static int parse_generated(const cJSON *g, wp_type t, bool array_ok, warp_input 
     if (!w->in) return WP_FAIL(err, 500, "no_memory", "input", "out of memory");
     uint64_t state = (uint64_t)seed * 0x9E3779B97F4A7C15ull + 1;
     for (long long i = 0; i < n * elems; i++) {
-        double v = iota ? (double)i : (wp_type_is_int(t) ? (double)(xorshift(&state) % 100) : (double)(xorshift(&state) % 400) / 4.0);
+        double v =
+            iota ? (double)i
+                 : (wp_type_is_int(t) ? (double)(xorshift(&state) % 100) : (double)(xorshift(&state) % 400) / 4.0);
         w->in[i] = wp_value_from_double(t, v);
     }
     return 0;
@@ -105,8 +108,10 @@ static int parse_active(const cJSON *a, warp_input *w, wp_err *err) {
                        "active must be a list of %d booleans (one per lane) or a hex lane mask", w->n);
     int i = 0;
     for (const cJSON *v = a->child; v; v = v->next, i++) {
-        if (cJSON_IsBool(v)) w->active[i] = cJSON_IsTrue(v);
-        else if (cJSON_IsNumber(v) && (v->valuedouble == 0 || v->valuedouble == 1)) w->active[i] = v->valuedouble != 0;
+        if (cJSON_IsBool(v))
+            w->active[i] = cJSON_IsTrue(v);
+        else if (cJSON_IsNumber(v) && (v->valuedouble == 0 || v->valuedouble == 1))
+            w->active[i] = v->valuedouble != 0;
         else {
             char field[32];
             snprintf(field, sizeof field, "active[%d]", i);
@@ -120,8 +125,9 @@ static const struct {
     const char *name;
     int kind;
     int nconst; /* 0, 1 (value) or 2 (lo, hi) */
-} preds[] = {{"nonzero", WP_PRED_NONZERO, 0}, {"gt", WP_PRED_GT, 1}, {"ge", WP_PRED_GE, 1}, {"lt", WP_PRED_LT, 1},
-             {"le", WP_PRED_LE, 1},           {"eq", WP_PRED_EQ, 1}, {"ne", WP_PRED_NE, 1}, {"between", WP_PRED_BETWEEN, 2}};
+} preds[] = {{"nonzero", WP_PRED_NONZERO, 0}, {"gt", WP_PRED_GT, 1},          {"ge", WP_PRED_GE, 1},
+             {"lt", WP_PRED_LT, 1},           {"le", WP_PRED_LE, 1},          {"eq", WP_PRED_EQ, 1},
+             {"ne", WP_PRED_NE, 1},           {"between", WP_PRED_BETWEEN, 2}};
 
 static int parse_pred(const cJSON *p, wp_type t, warp_input *w, wp_err *err) {
     w->job.pred_kind = WP_PRED_NONZERO;
@@ -132,7 +138,7 @@ static int parse_pred(const cJSON *p, wp_type t, warp_input *w, wp_err *err) {
     for (size_t i = 0; i < WP_ARRAY_LEN(preds); i++) {
         if (strcmp(op->valuestring, preds[i].name)) continue;
         static const char *const k0[] = {"op", NULL}, *const k1[] = {"op", "value", NULL},
-                                  *const k2[] = {"op", "lo", "hi", NULL};
+                                 *const k2[] = {"op", "lo", "hi", NULL};
         const char *const *keys = preds[i].nconst == 0 ? k0 : preds[i].nconst == 1 ? k1 : k2;
         if (wp_json_only(p, "args.pred.", keys, err)) return -1;
         w->job.pred_kind = preds[i].kind;
@@ -204,9 +210,12 @@ static int parse_warp_input(const cJSON *req, const wp_spec *s, warp_input *w, w
         cJSON *def = cJSON_Parse("{\"iota\":32}");
         rc = parse_generated(def, s->type, array_ok, w, err);
         cJSON_Delete(def);
-    } else if (cJSON_IsArray(in)) rc = parse_list(in, s->type, array_ok, w, err);
-    else if (cJSON_IsObject(in)) rc = parse_generated(in, s->type, array_ok, w, err);
-    else rc = WP_FAIL(err, 400, "wrong_type", "input", "input must be a list or an object");
+    } else if (cJSON_IsArray(in))
+        rc = parse_list(in, s->type, array_ok, w, err);
+    else if (cJSON_IsObject(in))
+        rc = parse_generated(in, s->type, array_ok, w, err);
+    else
+        rc = WP_FAIL(err, 400, "wrong_type", "input", "input must be a list or an object");
     if (rc) return -1;
     if (parse_active(cJSON_GetObjectItemCaseSensitive(req, "active"), w, err)) return -1;
     if (parse_args(cJSON_GetObjectItemCaseSensitive(req, "args"), f, s->type, w, err)) return -1;
@@ -241,10 +250,14 @@ static bool is_shuffle(const wp_family *f) { return f->arg != NULL; }
 static cJSON *lane_value(const wp_spec *s, uint64_t bits) {
     char buf[16];
     switch (s->family->out) {
-    case WP_OUT_BOOL: return cJSON_CreateBool(bits != 0);
+    case WP_OUT_BOOL:
+        return cJSON_CreateBool(bits != 0);
     case WP_OUT_MASK:
-    case WP_OUT_MASK_PRED: snprintf(buf, sizeof buf, "0x%08x", (uint32_t)bits); return cJSON_CreateString(buf);
-    default: return wp_json_from_bits(s->type, bits);
+    case WP_OUT_MASK_PRED:
+        snprintf(buf, sizeof buf, "0x%08x", (uint32_t)bits);
+        return cJSON_CreateString(buf);
+    default:
+        return wp_json_from_bits(s->type, bits);
     }
 }
 
@@ -268,8 +281,10 @@ static cJSON *build_lanes(const wp_spec *s, const warp_input *w, const warp_outp
             bool ok = emu->why[k] == WP_WHY_DEFINED;
             cJSON *v = ok ? lane_value(s, val->out[k]) : cJSON_CreateNull();
             if (!ok && all) first_why = (wp_why)emu->why[k], all = false;
-            if (lane) cJSON_AddItemToArray(lane, v);
-            else lane = v;
+            if (lane)
+                cJSON_AddItemToArray(lane, v);
+            else
+                lane = v;
         }
         cJSON_AddItemToArray(out, lane);
         cJSON_AddItemToArray(def, cJSON_CreateBool(all));
@@ -292,8 +307,10 @@ static cJSON *build_lanes(const wp_spec *s, const warp_input *w, const warp_outp
             cJSON *lane_in = w->elems > 1 ? cJSON_CreateArray() : NULL;
             for (int e = 0; e < w->elems; e++) {
                 cJSON *v = wp_json_from_bits(s->type, w->in[(size_t)i * w->elems + e]);
-                if (lane_in) cJSON_AddItemToArray(lane_in, v);
-                else lane_in = v;
+                if (lane_in)
+                    cJSON_AddItemToArray(lane_in, v);
+                else
+                    lane_in = v;
             }
             cJSON_AddItemToArray(input, lane_in);
         }
@@ -335,8 +352,8 @@ void wp_api_warp(void *appv, const wp_req *req, wp_resp *resp) {
     cJSON *body = wp_app_parse_body(app, req, &err);
     wp_backend *be = NULL;
     if (!body || wp_json_only(body, "", warp_fields, &err) || refuse_data_family(body, &err) ||
-        wp_spec_from_json(body, app->arch, &spec, &err) ||
-        wp_app_backend(app, body, spec.family, &be, &err) || parse_warp_input(body, &spec, &w, &err))
+        wp_spec_from_json(body, app->arch, &spec, &err) || wp_app_backend(app, body, spec.family, &be, &err) ||
+        parse_warp_input(body, &spec, &w, &err))
         goto fail;
     double parse_us = wp_us_since(req->t_start_ns);
     if (spec.family->backends & WP_BACKEND_CUDA) {
