@@ -812,9 +812,7 @@ static bool handle(wp_app *app, const wp_req *req, wp_resp *resp, bool scan, raw
     if (f->flags & WP_F_ACCUM && (spec.type == WP_F16 || spec.type == WP_BF16))
         cJSON_AddStringToObject(o, "accumulate", spec.data.native ? "native" : "f32");
     cJSON_AddStringToObject(o, "backend", wp_backend_name(be));
-    wp_device_info di;
-    wp_backend_info(be, &di);
-    cJSON_AddStringToObject(o, "device", di.name);
+    cJSON_AddStringToObject(o, "device", wp_backend_facts(be)->name);
     cJSON_AddStringToObject(o, "strategy", wp_strategy_name(r.strategy));
     cJSON_AddBoolToObject(o, "deterministic", r.deterministic);
     cJSON_AddNumberToObject(o, "block", r.block);

@@ -383,8 +383,7 @@ void wp_api_warp(void *appv, const wp_req *req, wp_resp *resp) {
     cJSON_AddNumberToObject(o, "lanes", w.n);
     if (w.elems > 1) cJSON_AddNumberToObject(o, "elems", w.elems);
     cJSON_AddStringToObject(o, "backend", wp_backend_name(be));
-    wp_device_info di;
-    wp_backend_info(be, &di);
+    const wp_device_info di = *wp_backend_facts(be);
     cJSON_AddStringToObject(o, "device", di.name);
     if (rk.kernel) {
         cJSON_AddStringToObject(o, "key", rk.key_text);

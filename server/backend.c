@@ -10,6 +10,7 @@ void wp_backend_close(wp_backend *b) {
 }
 const char *wp_backend_name(const wp_backend *b) { return b->ops->name; }
 void wp_backend_info(wp_backend *b, wp_device_info *out) { b->ops->info(b, out); }
+const wp_device_info *wp_backend_facts(const wp_backend *b) { return &b->facts; }
 bool wp_backend_usable(wp_backend *b, char *why, size_t n) {
     if (n) why[0] = 0;
     return !b->ops->usable || b->ops->usable(b, why, n);

@@ -29,8 +29,10 @@ wp_backend *wp_backend_cuda_open(int device_ordinal, wp_err *err);
 wp_backend *wp_backend_emu_open(void);
 void wp_backend_close(wp_backend *b);
 
-const char *wp_backend_name(const wp_backend *b); /* "cuda" / "emu" */
-void wp_backend_info(wp_backend *b, wp_device_info *out);
+const char *wp_backend_name(const wp_backend *b);         /* "cuda" / "emu" */
+void wp_backend_info(wp_backend *b, wp_device_info *out); /* asks the driver for free memory */
+/* The facts that never change, without a driver call: for hot paths (a request's device name, sm). */
+const wp_device_info *wp_backend_facts(const wp_backend *b);
 /* False once the backend can run nothing more (cuda after a sticky error); why says so. */
 bool wp_backend_usable(wp_backend *b, char *why, size_t n);
 

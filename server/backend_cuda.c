@@ -137,6 +137,7 @@ typedef struct {
     char lost_reason[200];
     CUstream stream;
     CUevent ev_start, ev_stop;
+    CUevent ev_upload, ev_download; /* bracket a warp run's copies, so one wait times all three steps */
     CUdeviceptr scratch;
     size_t scratch_cap;
     unsigned char *staging; /* host image of the scratch layout */
@@ -200,6 +201,8 @@ static CUresult cuda_make_stream(cuda_backend *b, const char **call) {
     if ((r = b->cu.stream_create(&b->stream, CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS) return r;
     *call = "cuEventCreate";
     if ((r = b->cu.event_create(&b->ev_start, CU_EVENT_DEFAULT)) != CUDA_SUCCESS) return r;
+    if ((r = b->cu.event_create(&b->ev_upload, CU_EVENT_DEFAULT)) != CUDA_SUCCESS) return r;
+    if ((r = b->cu.event_create(&b->ev_download, CU_EVENT_DEFAULT)) != CUDA_SUCCESS) return r;
     return b->cu.event_create(&b->ev_stop, CU_EVENT_DEFAULT);
 }
 
@@ -207,9 +210,11 @@ static CUresult cuda_make_stream(cuda_backend *b, const char **call) {
 static void cuda_drop_context_objects(cuda_backend *b) {
     if (b->ev_start) b->cu.event_destroy(b->ev_start);
     if (b->ev_stop) b->cu.event_destroy(b->ev_stop);
+    if (b->ev_upload) b->cu.event_destroy(b->ev_upload);
+    if (b->ev_download) b->cu.event_destroy(b->ev_download);
     if (b->stream) b->cu.stream_destroy(b->stream);
     if (b->scratch) b->cu.mem_free(b->scratch);
-    b->ev_start = b->ev_stop = NULL;
+    b->ev_start = b->ev_stop = b->ev_upload = b->ev_download = NULL;
     b->stream = NULL;
     b->scratch = 0;
     b->scratch_cap = 0;
@@ -245,7 +250,7 @@ static void cuda_context_drop(cuda_backend *b) {
  * generation. Caller holds the lock. Returns 0 when the backend is usable again; *how says which way. */
 static int cuda_reset(cuda_backend *b, const char **how, char *why, size_t wn) {
     /* Handles of the poisoned context are forgotten, not destroyed: the reset frees them. */
-    b->ev_start = b->ev_stop = NULL;
+    b->ev_start = b->ev_stop = b->ev_upload = b->ev_download = NULL;
     b->stream = NULL;
     b->scratch = 0;
     b->scratch_cap = 0;
@@ -496,22 +501,21 @@ static int cuda_run_warp_locked(cuda_backend *b, cuda_fn *fn, const wp_warp_job 
         if ((r = (call)) != CUDA_SUCCESS) return cuda_fail_op(b, err, (name), r);                                      \
     } while (0)
 
-    uint64_t t0 = wp_now_ns();
+    /* Upload, kernel and download are queued back to back and waited for once; events between them
+     * time each step on the device. */
+    CU_TRY(b->cu.event_record(b->ev_upload, b->stream), "cuEventRecord");
     CU_TRY(b->cu.memcpy_htod_async(b->scratch, h, l.total, b->stream), "cuMemcpyHtoDAsync");
-    CU_TRY(b->cu.stream_synchronize(b->stream), "cuStreamSynchronize (upload)");
-    double upload_us = wp_us_since(t0);
-
     CU_TRY(b->cu.event_record(b->ev_start, b->stream), "cuEventRecord");
     CU_TRY(b->cu.launch_kernel(fn->function, 1, 1, 1, threads, 1, 1, 0, b->stream, params, NULL), "cuLaunchKernel");
     CU_TRY(b->cu.event_record(b->ev_stop, b->stream), "cuEventRecord");
-    CU_TRY(b->cu.event_synchronize(b->ev_stop), "the kernel (cuEventSynchronize)");
-    float kernel_ms = 0;
-    CU_TRY(b->cu.event_elapsed_time(&kernel_ms, b->ev_start, b->ev_stop), "cuEventElapsedTime");
-
-    t0 = wp_now_ns();
     CU_TRY(b->cu.memcpy_dtoh_async(h, b->scratch, l.download, b->stream), "cuMemcpyDtoHAsync");
-    CU_TRY(b->cu.stream_synchronize(b->stream), "cuStreamSynchronize (download)");
-    double download_us = wp_us_since(t0);
+    CU_TRY(b->cu.event_record(b->ev_download, b->stream), "cuEventRecord");
+    CU_TRY(b->cu.event_synchronize(b->ev_download), "the warp run (cuEventSynchronize)");
+    float upload_ms = 0, kernel_ms = 0, download_ms = 0;
+    CU_TRY(b->cu.event_elapsed_time(&upload_ms, b->ev_upload, b->ev_start), "cuEventElapsedTime");
+    CU_TRY(b->cu.event_elapsed_time(&kernel_ms, b->ev_start, b->ev_stop), "cuEventElapsedTime");
+    CU_TRY(b->cu.event_elapsed_time(&download_ms, b->ev_stop, b->ev_download), "cuEventElapsedTime");
+    const double upload_us = (double)upload_ms * 1000.0, download_us = (double)download_ms * 1000.0;
 #undef CU_TRY
 
     memcpy(res->out, h + l.out, values * sizeof(uint64_t));
@@ -938,5 +942,6 @@ wp_backend *wp_backend_cuda_open(int device_ordinal, wp_err *err) {
         cuda_close(&b->base);
         return NULL;
     }
+    b->base.facts = b->info;
     return &b->base;
 }

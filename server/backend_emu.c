@@ -98,6 +98,9 @@ static const wp_backend_ops emu_ops = {
 
 wp_backend *wp_backend_emu_open(void) {
     wp_backend *b = calloc(1, sizeof *b);
-    if (b) b->ops = &emu_ops;
+    if (b) {
+        b->ops = &emu_ops;
+        emu_info(b, &b->facts);
+    }
     return b;
 }

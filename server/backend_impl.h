@@ -49,6 +49,7 @@ typedef struct wp_backend_ops {
 /* Every backend struct starts with this. */
 struct wp_backend {
     const wp_backend_ops *ops;
+    wp_device_info facts; /* what does not change (name, sm, SMs, total memory), set at open */
 };
 
 #endif

@@ -88,8 +88,7 @@ int wp_app_backend(wp_app *app, const cJSON *req, const wp_family *f, wp_backend
         pick = app->emu;
     }
     if (pick == app->cuda) {
-        wp_device_info di;
-        wp_backend_info(app->cuda, &di);
+        const wp_device_info di = *wp_backend_facts(app->cuda);
         bool can = (f->backends & WP_BACKEND_CUDA) && di.sm >= f->min_sm;
         if (!can) {
             if (!strcmp(want, "cuda") && !(f->backends & WP_BACKEND_CUDA))

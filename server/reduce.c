@@ -161,8 +161,7 @@ static int check_job(wp_backend *b, const wp_reduce_job *job, wp_err *err) {
                            wp_backend_name(b));
     }
     if (s->data.strategy == WP_STRAT_REDUX && !is_emu(b)) {
-        wp_device_info di;
-        wp_backend_info(b, &di);
+        const wp_device_info di = *wp_backend_facts(b);
         if (di.sm < 80)
             return WP_FAIL(err, 409, "backend_unsupported", "strategy",
                            "strategy redux needs sm_80; the device is sm_%d", di.sm);
