@@ -294,7 +294,7 @@ static cJSON *build_lanes(const wp_spec *s, const warp_input *w, const warp_outp
             int base = i & ~(group - 1), j = val->src[i];
             bool any_def = false;
             for (int e = 0; e < elems; e++) any_def |= emu->why[(size_t)i * w->elems + e] == WP_WHY_DEFINED;
-            cJSON_AddItemToArray(src, any_def && j != WP_SRC_NONE ? cJSON_CreateNumber(j < 0 ? i : base + j)
+            cJSON_AddItemToArray(src, any_def && j != WP_SRC_NONE ? wp_json_int_raw(j < 0 ? i : base + j)
                                                                   : cJSON_CreateNull());
         }
         if (pred) cJSON_AddItemToArray(pred, all ? cJSON_CreateBool(val->src[i] != 0) : cJSON_CreateNull());

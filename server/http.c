@@ -94,7 +94,7 @@ static void resp_set(wp_resp *r, int status, const char *content_type, char *bod
 }
 
 void wp_resp_json(wp_resp *r, int status, cJSON *obj) {
-    char *text = obj ? cJSON_PrintUnformatted(obj) : NULL;
+    char *text = obj ? cJSON_PrintBuffered(obj, 4096, 0) : NULL; /* fewer reallocs than PrintUnformatted */
     cJSON_Delete(obj);
     if (!text) {
         static const char oom[] = "{\"error\":{\"code\":\"internal\",\"message\":\"cannot build the response\"}}";

@@ -36,7 +36,10 @@ bool wp_json_find_top_key(const char *text, size_t n, const char *key, const cha
  * more than cap values, or is not valid JSON. wp_json_array_cap(n) values always fit n bytes. */
 bool wp_json_scan_array(const char *text, size_t n, wp_type t, void *out, uint64_t cap, uint64_t *count, size_t *used);
 static inline uint64_t wp_json_array_cap(size_t n) { return (uint64_t)n / 2 + 1; }
-cJSON *wp_json_from_bits(wp_type t, uint64_t bits);
+cJSON *wp_json_from_bits(wp_type t, uint64_t bits); /* a raw item: printing it is a copy */
+/* The JSON text of one value (as wp_json_from_bits prints it); buf of 48 bytes is always enough. */
+void wp_json_bits_text(wp_type t, uint64_t bits, char *buf, size_t n);
+cJSON *wp_json_int_raw(long long v); /* an integer as a raw item */
 /* A JSON integer that must fit int32 (or a range). */
 int wp_json_int(const cJSON *v, const char *field, long long lo, long long hi, long long *out, wp_err *err);
 /* Fails with 400 "unknown_field" naming the first key of obj that is not in `allowed` (NULL-ended). */
