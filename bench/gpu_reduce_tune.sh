@@ -11,12 +11,7 @@
 # bench table goes to $OUT/sweep.log; CUPY=1 also runs bench/bench_cupy.py last.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=${OUT:-/tmp/warpd-gpu-out}; mkdir -p "$OUT"
-if [ -d .debs ]; then
-  mkdir -p /tmp/deps && for f in .debs/*.deb; do dpkg -x "$f" /tmp/deps; done
-  export CPATH=/tmp/deps/usr/include LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu
-fi
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
+. bench/gpu_env.sh
 make -j16 build/tests/gpu/test_gpu_reduce build/bench/bench_reduce >"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
 echo "== test_gpu_reduce --family device_reduce (built in ${SECONDS}s)"
 timeout "${TEST_TIMEOUT:-150}" ./build/tests/gpu/test_gpu_reduce --family device_reduce >"$OUT/test_reduce.log" 2>&1

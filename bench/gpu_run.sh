@@ -5,12 +5,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-all}
-OUT=${OUT:-/tmp/warpd-gpu-out}; mkdir -p "$OUT"
-if [ -d .debs ]; then
-  mkdir -p /tmp/deps && for f in .debs/*.deb; do dpkg -x "$f" /tmp/deps; done
-  export CPATH=/tmp/deps/usr/include LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu
-fi
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
+. bench/gpu_env.sh
 make -j16 build/warpd >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 summary=()
 if [ "$what" != bench ]; then

@@ -8,12 +8,7 @@
 # rebuilt). The files are restored afterwards; sweeps stop once SWEEP_DEADLINE seconds have passed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=${OUT:-/tmp/warpd-gpu-out}; mkdir -p "$OUT"
-if [ -d .debs ]; then
-  mkdir -p /tmp/deps && for f in .debs/*.deb; do dpkg -x "$f" /tmp/deps; done
-  export CPATH=/tmp/deps/usr/include LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu
-fi
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
+. bench/gpu_env.sh
 make -j16 build/tests/gpu/test_gpu_reduce build/bench/bench_reduce >"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
 echo "== bench_reduce --only scan (built in ${SECONDS}s)"
 timeout "${BENCH_TIMEOUT:-150}" ./build/bench/bench_reduce --only scan ${BENCH_ARGS:-} >"$OUT/bench_scan.log" 2>&1
