@@ -14,15 +14,9 @@ count() { # reads "N passed, N failed" from $1
   pass=$((pass + $(sed -E 's/.* ([0-9]+) passed.*/\1/' <<<"$line")))
   fail=$((fail + $(sed -E 's/.* ([0-9]+) failed.*/\1/' <<<"$line")))
 }
+. tests/daemon.sh
 start_daemon() {
-  "$BUILD/asan/warpd" --listen 127.0.0.1:0 --cache-dir "$tmp/cache" --backend emu "$@" >"$tmp/out" 2>"$tmp/err" &
-  pid=$!
-  for _ in $(seq 200); do
-    port=$(grep -oE 'http://127\.0\.0\.1:[0-9]+' "$tmp/out" | head -n 1 | sed 's/.*://')
-    [ -n "$port" ] && return 0
-    kill -0 $pid 2>/dev/null || break
-    sleep 0.05
-  done
+  warpd_start "$BUILD/asan/warpd" "$tmp" --backend emu "$@" && return 0
   echo "!! daemon did not start"; cat "$tmp/err"; return 1
 }
 stop_daemon() {

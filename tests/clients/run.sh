@@ -12,16 +12,8 @@ trap cleanup EXIT
 give_up() { echo "!! $*"; echo "clients: 0 passed, 1 failed"; exit 1; }
 
 [ -x "$BUILD/warpd" ] || give_up "$BUILD/warpd is missing (run make first)"
-"$BUILD/warpd" --listen 127.0.0.1:0 --backend emu --cache-dir "$tmp/cache" >"$tmp/out" 2>"$tmp/err" &
-pid=$!
-port=
-for _ in $(seq 200); do
-  port=$(grep -oE 'listening on http://127\.0\.0\.1:[0-9]+' "$tmp/out" | head -n 1 | sed 's/.*://')
-  [ -n "$port" ] && break
-  kill -0 "$pid" 2>/dev/null || break
-  sleep 0.05
-done
-[ -n "$port" ] || { cat "$tmp/err"; give_up "the daemon did not start"; }
+. tests/daemon.sh
+warpd_start "$BUILD/warpd" "$tmp" --backend emu || { cat "$tmp/err"; give_up "the daemon did not start"; }
 
 WARPD_URL="http://127.0.0.1:$port" timeout 300 python3 -m unittest -v tests/clients/test_python.py 2>&1 | tee "$tmp/log"
 

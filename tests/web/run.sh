@@ -30,16 +30,8 @@ if [ ! -f tests/web/node_modules/playwright-core/package.json ]; then
     give_up "npm could not install playwright-core"
 fi
 
-"$BUILD/warpd" --listen 127.0.0.1:0 --backend emu --cache-dir "$tmp/cache" >"$tmp/out" 2>"$tmp/err" &
-pid=$!
-port=
-for _ in $(seq 200); do
-  port=$(grep -oE 'listening on http://127\.0\.0\.1:[0-9]+' "$tmp/out" | head -n 1 | sed 's/.*://')
-  [ -n "$port" ] && break
-  kill -0 "$pid" 2>/dev/null || break
-  sleep 0.05
-done
-[ -n "$port" ] || { cat "$tmp/err"; give_up "the daemon did not start"; }
+. tests/daemon.sh
+warpd_start "$BUILD/warpd" "$tmp" --backend emu || { cat "$tmp/err"; give_up "the daemon did not start"; }
 
 mkdir -p tests/web/out
 WARPD_URL="http://127.0.0.1:$port" WEB_OUT="$ROOT/tests/web/out" \
