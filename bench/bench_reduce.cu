@@ -6,7 +6,9 @@
 // (compile, warm-up) excluded. GB/s counts bytes read (reduce) or read + written (scan).
 // Two timings per row: "pipelined" (R launches back to back between two events: time per launch,
 // GB/s and the warpd/CUB throughput ratio) and "one call" (the median of R single calls, each between
-// its own two events: the latency a lone request sees, where CUB's second kernel shows).
+// its own two events: the latency a lone request sees, where CUB's second kernel shows). Reductions
+// also get "graph": the R launches captured as one CUDA graph and one replay timed, per launch (the
+// host's cost of submitting each launch left out: what the GPU itself takes, launch gaps included).
 //   bench_reduce [--max-log2 N] [--min-log2 N] [--quick] [--only reduce|scan] [--no-sweep]
 // --only runs the reduce rows (sum, max) or the scan rows alone (and that family's block sweep).
 // It also prints the launch floor: an empty kernel's time per launch, pipelined and one call.
@@ -37,6 +39,7 @@ struct Row {
     double ours_us, cub_us;   // pipelined, per launch
     double ours_one, cub_one; // one call, median
     bool ok;
+    double ours_graph, cub_graph; // per launch, R launches captured in one CUDA graph (reduce rows; else NAN)
 };
 
 static double median(std::vector<double> v) {
@@ -94,6 +97,46 @@ template <typename T, typename F> static double time_cub(int repeat, F launch) {
     cudaEventDestroy(a);
     cudaEventDestroy(b);
     return ms * 1000.0 / repeat;
+}
+
+/* R launches captured from a stream into one CUDA graph, replayed once to warm up; the time of one
+ * more replay, per launch. launch(stream) issues one call on the capturing stream. */
+template <typename F> static double time_cub_graph(int repeat, F launch) {
+    cudaStream_t st;
+    CHECK_CUDA(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+    cudaGraph_t g;
+    cudaGraphExec_t ge;
+    CHECK_CUDA(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+    for (int i = 0; i < repeat; i++) launch(st);
+    CHECK_CUDA(cudaStreamEndCapture(st, &g));
+    CHECK_CUDA(cudaGraphInstantiate(&ge, g, 0));
+    CHECK_CUDA(cudaGraphLaunch(ge, st));
+    cudaEvent_t a, b;
+    CHECK_CUDA(cudaEventCreate(&a));
+    CHECK_CUDA(cudaEventCreate(&b));
+    CHECK_CUDA(cudaEventRecord(a, st));
+    CHECK_CUDA(cudaGraphLaunch(ge, st));
+    CHECK_CUDA(cudaEventRecord(b, st));
+    CHECK_CUDA(cudaEventSynchronize(b));
+    float ms = 0;
+    CHECK_CUDA(cudaEventElapsedTime(&ms, a, b));
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    cudaGraphExecDestroy(ge);
+    cudaGraphDestroy(g);
+    cudaStreamDestroy(st);
+    return ms * 1000.0 / repeat;
+}
+
+/* The same for warpd: its engine captures the repeats on its own stream (WP_LAUNCH_GRAPH). */
+static double time_ours_graph(const char *type, const char *op, void *in, unsigned long long n, int repeat) {
+    char why[400];
+    double us = 0;
+    wpb_set_graph(1);
+    int rc = wpb_run("device_reduce", type, op, in, n, NULL, repeat, &us, NULL, why, sizeof why);
+    wpb_set_graph(0);
+    if (rc) fprintf(stderr, "warpd graph %s/%s n=%llu: %s\n", type, op, n, why);
+    return rc ? NAN : us;
 }
 
 static double time_ours(const char *family, const char *type, const char *op, void *in, unsigned long long n, void *out,
@@ -166,14 +209,21 @@ static void bench_type(const char *type, int min_log2, int max_log2, std::vector
             CHECK_CUDA(cudaMemcpy(&cv, d_value, sizeof cv, cudaMemcpyDeviceToHost));
             o1 = one_call_ours("device_reduce", type, "sum", in, n, NULL, r1);
             c1 = one_call_cub(r1, [&] { cub::DeviceReduce::Sum(d_temp, tb, d_in, d_value, (int)n); });
-            rows.push_back({"reduce sum", type, lg, ours, cub_us, o1, c1, same_value<T>(v, cv, exact)});
+            const int rg = r < 100 ? r * 4 : r; // a graph of at least 20 launches
+            double og = time_ours_graph(type, "sum", in, n, rg);
+            double cg = time_cub_graph(
+                rg, [&](cudaStream_t st) { cub::DeviceReduce::Sum(d_temp, tb, d_in, d_value, (int)n, st); });
+            rows.push_back({"reduce sum", type, lg, ours, cub_us, o1, c1, same_value<T>(v, cv, exact), og, cg});
             // max
             ours = time_ours("device_reduce", type, "max", in, n, NULL, r, &v);
             cub_us = time_cub<T>(r, [&] { cub::DeviceReduce::Max(d_temp, tb, d_in, d_value, (int)n); });
             CHECK_CUDA(cudaMemcpy(&cv, d_value, sizeof cv, cudaMemcpyDeviceToHost));
             o1 = one_call_ours("device_reduce", type, "max", in, n, NULL, r1);
             c1 = one_call_cub(r1, [&] { cub::DeviceReduce::Max(d_temp, tb, d_in, d_value, (int)n); });
-            rows.push_back({"reduce max", type, lg, ours, cub_us, o1, c1, same_value<T>(v, cv, true)});
+            og = time_ours_graph(type, "max", in, n, rg);
+            cg = time_cub_graph(
+                rg, [&](cudaStream_t st) { cub::DeviceReduce::Max(d_temp, tb, d_in, d_value, (int)n, st); });
+            rows.push_back({"reduce max", type, lg, ours, cub_us, o1, c1, same_value<T>(v, cv, true), og, cg});
         }
         if (!do_scan) continue;
         // inclusive scan
@@ -186,7 +236,7 @@ static void bench_type(const char *type, int min_log2, int max_log2, std::vector
         memcpy(&ob, &ours_last, sizeof ours_last);
         o1 = one_call_ours("device_scan", type, "sum", in, n, out, r1);
         c1 = one_call_cub(r1, [&] { cub::DeviceScan::InclusiveSum(d_temp, tb, d_in, d_cub, (int)n); });
-        rows.push_back({"scan incl sum", type, lg, ours, cub_us, o1, c1, same_value<T>(ob, cub_last, exact)});
+        rows.push_back({"scan incl sum", type, lg, ours, cub_us, o1, c1, same_value<T>(ob, cub_last, exact), NAN, NAN});
     }
     cudaFree(d_temp);
     cudaFree(d_value);
@@ -220,8 +270,9 @@ static void block_sweep(int log2n, const char *only) {
 /* The launch floor: an empty kernel (one block of 256), pipelined (200 back to back) and one call
  * (median of 50): no single-launch reduction can take less per launch than this on this host + GPU. */
 __global__ void wpb_empty_kernel() {}
-static void launch_floor(double *pipelined_us, double *one_us) {
+static void launch_floor(double *pipelined_us, double *one_us, double *graph_us) {
     *pipelined_us = time_cub<char>(200, [&] { wpb_empty_kernel<<<1, 256>>>(); });
+    *graph_us = time_cub_graph(200, [&](cudaStream_t st) { wpb_empty_kernel<<<1, 256, 0, st>>>(); });
     *one_us = one_call_cub(50, [&] { wpb_empty_kernel<<<1, 256>>>(); });
 }
 
@@ -267,23 +318,29 @@ int main(int argc, char **argv) {
     while (max_log2 > 10 && (3ull << max_log2) * 4 > free_b * 9 / 10) max_log2--; // three buffers per type
     printf("device: %s; CUB %d.%d.%d\n", wpb_device(), CUB_MAJOR_VERSION, CUB_MINOR_VERSION, CUB_SUBMINOR_VERSION);
     printf("device-to-device copy, 2^28 floats: %.0f GB/s (read + written)\n", copy_gbps(4ull << 28));
-    double floor_pipe = 0, floor_one = 0;
-    launch_floor(&floor_pipe, &floor_one);
-    printf("launch floor, empty kernel <<<1, 256>>> (runtime API): pipelined %.2f us, one call %.2f us\n", floor_pipe,
-           floor_one);
+    double floor_pipe = 0, floor_one = 0, floor_graph = 0;
+    launch_floor(&floor_pipe, &floor_one, &floor_graph);
+    printf(
+        "launch floor, empty kernel <<<1, 256>>> (runtime API): pipelined %.2f us, one call %.2f us, graph %.2f us\n",
+        floor_pipe, floor_one, floor_graph);
+    printf("warpd launches: programmatic dependent launch %s (WARPD_PDL=0 turns it off)\n",
+           wpb_overlap() ? "on" : "off");
     std::vector<Row> rows;
     if (min_log2 < 10) min_log2 = 10;
     bench_type<float>("f32", min_log2, max_log2, rows, quick, only);
     bench_type<int>("i32", min_log2, max_log2, rows, quick, only);
-    printf("\n%-14s %-4s %6s | %-38s | %-30s | %s\n", "", "", "", "pipelined (per launch)", "one call (median)", "");
-    printf("%-14s %-4s %6s | %9s %7s %9s %7s %5s | %9s %9s %10s | %s\n", "what", "type", "n", "warpd us", "GB/s",
-           "CUB us", "GB/s", "ratio", "warpd us", "CUB us", "time ratio", "result");
+    printf("\n%-14s %-4s %6s | %-45s | %-30s | %-30s | %s\n", "", "", "", "pipelined (per launch)", "one call (median)",
+           "graph (per launch)", "");
+    printf("%-14s %-4s %6s | %9s %7s %9s %7s %5s | %9s %9s %10s | %9s %9s %10s | %s\n", "what", "type", "n", "warpd us",
+           "GB/s", "CUB us", "GB/s", "ratio", "warpd us", "CUB us", "time ratio", "warpd us", "CUB us", "time ratio",
+           "result");
     for (const Row &r : rows) {
         double bytes = (double)(1ull << r.log2n) * 4.0 * (strncmp(r.what, "scan", 4) ? 1 : 2);
         double ours_gbps = bytes / r.ours_us / 1e3, cub_gbps = bytes / r.cub_us / 1e3;
-        printf("%-14s %-4s   2^%-2d | %9.2f %7.0f %9.2f %7.0f %5.3f | %9.2f %9.2f %10.3f | %s\n", r.what, r.type,
-               r.log2n, r.ours_us, ours_gbps, r.cub_us, cub_gbps, ours_gbps / cub_gbps, r.ours_one, r.cub_one,
-               r.ours_one / r.cub_one, r.ok ? "same" : "DIFFERS");
+        printf("%-14s %-4s   2^%-2d | %9.2f %7.0f %9.2f %7.0f %5.3f | %9.2f %9.2f %10.3f | %9.2f %9.2f %10.3f | %s\n",
+               r.what, r.type, r.log2n, r.ours_us, ours_gbps, r.cub_us, cub_gbps, ours_gbps / cub_gbps, r.ours_one,
+               r.cub_one, r.ours_one / r.cub_one, r.ours_graph, r.cub_graph, r.ours_graph / r.cub_graph,
+               r.ok ? "same" : "DIFFERS");
     }
     if (sweep) {
         block_sweep(max_log2 < 28 ? max_log2 : 28, only);

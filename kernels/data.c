@@ -93,8 +93,13 @@ static size_t gmem_bytes(const wp_spec *s, uint64_t threads, size_t slot) {
 static void plan_grid_reduce(const wp_spec *s, uint64_t n, size_t acc_bytes, wp_data_plan *out) {
     plan_init(s, out);
     uint64_t nv = ceil_div(n, 16 / wp_type_size(s->type));
-    uint64_t blocks = ceil_div(nv, (uint64_t)out->block * WP_REDUCE_MIN_VECS);
-    out->grid = (unsigned)(blocks < WP_REDUCE_GRID_MAX ? blocks : WP_REDUCE_GRID_MAX);
+    uint64_t blocks = ceil_div(nv, (uint64_t)out->block * WP_REDUCE_MIN_VECS); /* one tile each */
+    if (blocks > WP_REDUCE_GRID_WAVE) {
+        blocks /= WP_REDUCE_TILES_PER_BLOCK;
+        blocks = blocks < WP_REDUCE_GRID_WAVE ? WP_REDUCE_GRID_WAVE : blocks;
+        blocks = blocks > WP_REDUCE_GRID_MAX ? WP_REDUCE_GRID_MAX : blocks;
+    }
+    out->grid = (unsigned)blocks;
     out->groups = 1;
     out->scratch_bytes = (size_t)WP_REDUCE_GRID_MAX * 16 + gmem_bytes(s, (uint64_t)out->grid * out->block, acc_bytes);
     out->out_bytes = acc_bytes;

@@ -60,18 +60,22 @@ uint64_t wp_remu_group_reduce(const wp_remu *c, int strategy, uint64_t *v, int g
 
 /* ---- device_reduce ---- */
 
-/* Thread k's fold over vectors k, k + stride, ... (see wp_device_reduce_run); false when it has none. */
-static bool thread_fold(const wp_remu *c, uint64_t k, uint64_t stride, uint64_t n, unsigned vec, uint64_t *out) {
-    uint64_t nvec = n / vec;
+/* Thread t of block b (see wp_device_reduce_run): tiles b, b + grid, ... of WP_REDUCE_UNROLL * block
+ * vectors; in each, vectors t, t + block, ... below n / vec; then the partial last vector (elements
+ * n - n % vec .. n - 1) if it falls to this thread. False when the thread has nothing. */
+static bool thread_fold(const wp_remu *c, unsigned b, unsigned t, unsigned grid, unsigned block, uint64_t n,
+                        unsigned vec, uint64_t *out) {
+    const uint64_t nvec = n / vec, tile = (uint64_t)WP_REDUCE_UNROLL * block;
     bool has = false;
     uint64_t acc = 0;
-    for (; k < nvec; k += stride)
-        for (uint64_t i = k * vec; i < k * vec + vec; i++) {
-            uint64_t x = wp_remu_elem(c, i);
-            acc = has ? wp_remu_apply(c, acc, x) : x;
-            has = true;
-        }
-    if (k == nvec)
+    for (uint64_t base = (uint64_t)b * tile + t; base < nvec; base += (uint64_t)grid * tile)
+        for (unsigned u = 0; u < WP_REDUCE_UNROLL && base + (uint64_t)u * block < nvec; u++)
+            for (uint64_t k = base + (uint64_t)u * block, i = k * vec; i < k * vec + vec; i++) {
+                uint64_t x = wp_remu_elem(c, i);
+                acc = has ? wp_remu_apply(c, acc, x) : x;
+                has = true;
+            }
+    if ((nvec % tile) % block == t && (nvec / tile) % grid == b)
         for (uint64_t i = nvec * vec; i < n; i++) {
             uint64_t x = wp_remu_elem(c, i);
             acc = has ? wp_remu_apply(c, acc, x) : x;
@@ -86,12 +90,12 @@ void wp_emu_device_reduce(const wp_spec *s, const wp_data_params *p, const wp_da
     wp_remu_init(&c, s, p);
     unsigned vec = 16 / (unsigned)wp_type_size(s->type), grid = plan->grid, block = plan->block;
     int bstrat = c.strategy == WP_STRAT_ATOMIC ? WP_STRAT_SHFL_DOWN : c.strategy;
-    uint64_t n = p->n, nv = (n + vec - 1) / vec, stride = (uint64_t)grid * block;
+    uint64_t n = p->n, nv = (n + vec - 1) / vec;
     uint64_t *vals = calloc(block, sizeof *vals), *partials = calloc(grid ? grid : 1, sizeof *partials);
     if (!vals || !partials || grid == 0) goto done;
     for (unsigned b = 0; b < grid; b++) {
-        for (unsigned t = 0; t < block; t++) thread_fold(&c, (uint64_t)b * block + t, stride, n, vec, &vals[t]);
-        uint64_t left = nv - (uint64_t)b * block;
+        for (unsigned t = 0; t < block; t++) thread_fold(&c, b, t, grid, block, n, vec, &vals[t]);
+        uint64_t left = nv - (uint64_t)b * WP_REDUCE_UNROLL * block; /* threads with a first vector */
         partials[b] = wp_remu_group_reduce(&c, bstrat, vals, (int)block, left < block ? (int)left : (int)block);
     }
     uint64_t result;

@@ -43,12 +43,21 @@ enum {
     WP_STRAT_COUNT
 };
 
-/* device_reduce, argmin/argmax: the grid never exceeds this many blocks, whatever the device, so the
- * combining order (and the float bits) depend only on n and the block size. */
-#define WP_REDUCE_GRID_MAX 1024
+/* device_reduce, argmin/argmax: the grid is a function of n and the block size alone, whatever the
+ * device, so the combining order (and the float bits) are too (kernels/data.c plan_grid_reduce): one
+ * block per tile (below) up to WP_REDUCE_GRID_WAVE tiles; beyond, WP_REDUCE_TILES_PER_BLOCK tiles a
+ * block, between WP_REDUCE_GRID_WAVE and WP_REDUCE_GRID_MAX blocks. Measured on H100 (bench/RESULTS.md):
+ * 1024 blocks is best to 2^26 floats, 4096 (about four waves of resident blocks) from 2^28. */
+#define WP_REDUCE_GRID_MAX 4096
+#define WP_REDUCE_GRID_WAVE 1024
+#define WP_REDUCE_TILES_PER_BLOCK 16
 /* ... and holds at most ceil(vectors / (BLOCK * this)) blocks: small inputs give each thread four
  * vectors in flight rather than a thousand blocks one vector each (fewer tickets, one wave). */
 #define WP_REDUCE_MIN_VECS 4
+/* ... and reads tiles of BLOCK * this many 16-byte vectors: block b takes tiles b, b + G, ...; in a
+ * tile, thread t the vectors t, t + BLOCK, ... (each thread has this many loads in flight, and each
+ * block 16 * BLOCK * this contiguous bytes). Part of the combining order (kernels/reduce.c). */
+#define WP_REDUCE_UNROLL 4
 /* device_scan: bytes of input each thread scans (8 vectors of 16 bytes): the tile is BLOCK times this.
  * 128 measured faster than 64 on H100 (bench/RESULTS.md): half the tiles, half the look-backs. */
 #define WP_SCAN_THREAD_BYTES 128

@@ -68,6 +68,13 @@ typedef struct wp_cu {
     PFN_cuModuleUnload_v2000 module_unload;
     PFN_cuModuleGetFunction_v2000 module_get_function;
     PFN_cuLaunchKernel_v4000 launch_kernel;
+    PFN_cuLaunchKernelEx_v11060 launch_kernel_ex;
+    PFN_cuStreamBeginCapture_v10010 stream_begin_capture;
+    PFN_cuStreamEndCapture_v10000 stream_end_capture;
+    PFN_cuGraphInstantiateWithFlags_v11040 graph_instantiate;
+    PFN_cuGraphLaunch_v10000 graph_launch;
+    PFN_cuGraphExecDestroy_v10000 graph_exec_destroy;
+    PFN_cuGraphDestroy_v10000 graph_destroy;
 } wp_cu;
 
 static const struct {
@@ -110,6 +117,13 @@ static const struct {
     {"cuModuleUnload", offsetof(wp_cu, module_unload)},
     {"cuModuleGetFunction", offsetof(wp_cu, module_get_function)},
     {"cuLaunchKernel", offsetof(wp_cu, launch_kernel)},
+    {"cuLaunchKernelEx", offsetof(wp_cu, launch_kernel_ex)},
+    {"cuStreamBeginCapture", offsetof(wp_cu, stream_begin_capture)},
+    {"cuStreamEndCapture", offsetof(wp_cu, stream_end_capture)},
+    {"cuGraphInstantiateWithFlags", offsetof(wp_cu, graph_instantiate)},
+    {"cuGraphLaunch", offsetof(wp_cu, graph_launch)},
+    {"cuGraphExecDestroy", offsetof(wp_cu, graph_exec_destroy)},
+    {"cuGraphDestroy", offsetof(wp_cu, graph_destroy)},
 };
 
 #define WP_UPLOAD_SLOTS_MAX 8
@@ -629,6 +643,54 @@ static int cuda_buf_copy(wp_backend *base, wp_buf *dst, size_t dst_offset, const
 }
 #undef CUDA_BUF_OP
 
+/* One launch on the stream: cuLaunchKernelEx with programmatic stream serialization when the kernel
+ * allows it (WP_LAUNCH_OVERLAP) and the device has it (sm_90+), else plain cuLaunchKernel. */
+static CUresult cuda_launch_one(cuda_backend *b, const cuda_fn *fn, const wp_launch *l) {
+#define DIM(x) ((x) ? (x) : 1u)
+    if ((l->flags & WP_LAUNCH_OVERLAP) && b->info.sm >= 90) {
+        CUlaunchAttribute attr = {.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION};
+        attr.value.programmaticStreamSerializationAllowed = 1;
+        CUlaunchConfig cfg = {.gridDimX = DIM(l->grid[0]),
+                              .gridDimY = DIM(l->grid[1]),
+                              .gridDimZ = DIM(l->grid[2]),
+                              .blockDimX = DIM(l->block[0]),
+                              .blockDimY = DIM(l->block[1]),
+                              .blockDimZ = DIM(l->block[2]),
+                              .sharedMemBytes = l->smem_bytes,
+                              .hStream = b->stream,
+                              .attrs = &attr,
+                              .numAttrs = 1};
+        return b->cu.launch_kernel_ex(&cfg, fn->function, l->params, NULL);
+    }
+    return b->cu.launch_kernel(fn->function, DIM(l->grid[0]), DIM(l->grid[1]), DIM(l->grid[2]), DIM(l->block[0]),
+                               DIM(l->block[1]), DIM(l->block[2]), l->smem_bytes, b->stream, l->params, NULL);
+#undef DIM
+}
+
+/* WP_LAUNCH_GRAPH: the n launches captured from the stream into one graph (programmatic edges kept),
+ * replayed once to warm up; *exec gets the instantiated graph. The capture is always ended. */
+static int cuda_capture(cuda_backend *b, void *const *fns, const wp_launch *ls, int n, CUgraphExec *exec, wp_err *err) {
+    CUresult r = b->cu.stream_begin_capture(b->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+    if (r != CUDA_SUCCESS) return cuda_fail_op(b, err, "cuStreamBeginCapture", r);
+    CUresult lr = CUDA_SUCCESS;
+    for (int i = 0; i < n && lr == CUDA_SUCCESS; i++) lr = cuda_launch_one(b, fns[i], &ls[i]);
+    CUgraph graph = NULL;
+    r = b->cu.stream_end_capture(b->stream, &graph);
+    if (lr != CUDA_SUCCESS || r != CUDA_SUCCESS) {
+        if (graph) b->cu.graph_destroy(graph);
+        return cuda_fail_op(b, err, lr != CUDA_SUCCESS ? "cuLaunchKernelEx (capture)" : "cuStreamEndCapture",
+                            lr != CUDA_SUCCESS ? lr : r);
+    }
+    r = b->cu.graph_instantiate(exec, graph, 0);
+    b->cu.graph_destroy(graph);
+    if (r != CUDA_SUCCESS) return cuda_fail_op(b, err, "cuGraphInstantiate", r);
+    if ((r = b->cu.graph_launch(*exec, b->stream)) != CUDA_SUCCESS) {
+        b->cu.graph_exec_destroy(*exec);
+        return cuda_fail_op(b, err, "cuGraphLaunch", r);
+    }
+    return 0;
+}
+
 static int cuda_launch_locked(cuda_backend *b, void *const *fns, const wp_launch *ls, int n, double *kernel_us,
                               wp_err *err) {
     if (cuda_enter(b, err)) return -1;
@@ -637,18 +699,21 @@ static int cuda_launch_locked(cuda_backend *b, void *const *fns, const wp_launch
         if (!fn) return WP_FAIL(err, 500, "cuda_error", "", "no loaded kernel for launch %d", i);
         if (fn->generation != b->generation && cuda_fn_load(b, fn, err)) return -1;
     }
+    CUgraphExec exec = NULL;
+    if ((ls[0].flags & WP_LAUNCH_GRAPH) && cuda_capture(b, fns, ls, n, &exec, err)) return -1;
     CUresult r;
-    if ((r = b->cu.event_record(b->ev_start, b->stream)) != CUDA_SUCCESS)
+    if ((r = b->cu.event_record(b->ev_start, b->stream)) != CUDA_SUCCESS) {
+        if (exec) b->cu.graph_exec_destroy(exec);
         return cuda_fail_op(b, err, "cuEventRecord", r);
-    for (int i = 0; i < n; i++) {
-        const wp_launch *l = &ls[i];
-#define DIM(x) ((x) ? (x) : 1u)
-        r = b->cu.launch_kernel(((cuda_fn *)fns[i])->function, DIM(l->grid[0]), DIM(l->grid[1]), DIM(l->grid[2]),
-                                DIM(l->block[0]), DIM(l->block[1]), DIM(l->block[2]), l->smem_bytes, b->stream,
-                                l->params, NULL);
-#undef DIM
-        if (r != CUDA_SUCCESS) return cuda_fail_op(b, err, "cuLaunchKernel", r);
     }
+    if (exec) {
+        r = b->cu.graph_launch(exec, b->stream);
+        b->cu.graph_exec_destroy(exec); /* freed once the replay is done */
+        if (r != CUDA_SUCCESS) return cuda_fail_op(b, err, "cuGraphLaunch", r);
+    }
+    for (int i = 0; !exec && i < n; i++)
+        if ((r = cuda_launch_one(b, fns[i], &ls[i])) != CUDA_SUCCESS)
+            return cuda_fail_op(b, err, (ls[i].flags & WP_LAUNCH_OVERLAP) ? "cuLaunchKernelEx" : "cuLaunchKernel", r);
     if ((r = b->cu.event_record(b->ev_stop, b->stream)) != CUDA_SUCCESS)
         return cuda_fail_op(b, err, "cuEventRecord", r);
     if ((r = b->cu.event_synchronize(b->ev_stop)) != CUDA_SUCCESS)

@@ -70,10 +70,20 @@ typedef struct {
     unsigned grid[3], block[3]; /* 0 reads as 1 */
     unsigned smem_bytes;        /* dynamic shared memory */
     void **params;
+    unsigned flags; /* WP_LAUNCH_* */
 } wp_launch;
 
+/* The kernel touches no memory before griddepcontrol.wait (templates/wp_common.cuh wp_grid_entry), so
+ * cuda may launch it as a programmatic dependent of the kernel before it in the stream (sm_90+): its
+ * blocks are scheduled while that one finishes, and no launch gap is left between the two. */
+#define WP_LAUNCH_OVERLAP 1u
+/* On the first launch of a set: capture the set as one CUDA graph, replay it once to warm up and time
+ * one more replay (benchmarks: launch gaps without the host's cost of submitting each launch). */
+#define WP_LAUNCH_GRAPH 2u
+
 /* Runs n launches in order on the backend's stream and waits for them. *kernel_us (if non-NULL) gets
- * the time between an event recorded before the first launch and one after the last. fn[i] comes
+ * the time between an event recorded before the first launch and one after the last (WP_LAUNCH_GRAPH:
+ * before and after the timed replay). fn[i] comes
  * from wp_app_kernel_get for launch i (one cache entry per kernel). Only cuda runs kernels: emu
  * answers 501 "unsupported_backend" (the emulator runs the C references in kernels/ instead). A
  * CUDA error fails with 500 "cuda_error" and the backend recovers as for wp_backend_run_warp. */

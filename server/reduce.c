@@ -20,6 +20,11 @@
 #define WP_SCRATCH_HEAD 256
 #define WP_SCRATCH_RESULT 192 /* after the tickets: 1 + up to 32 counters (templates/reduce.cu) */
 #define WP_SCRATCH_MIN (64u << 10)
+/* Kernels over fewer input bytes than this are launched as programmatic dependents (WP_LAUNCH_OVERLAP):
+ * there the launch gap is a large part of a back-to-back launch (2^10..2^22 elements: up to 1.5x the
+ * launches per second on H100). Above it the gap is under 1 %, and programmatic launch measured
+ * 0.3-0.6 % slower at 2^28..2^30 floats (bench/RESULTS.md), so those launch plainly. */
+#define WP_OVERLAP_MAX_BYTES (32ull << 20)
 #define WP_SCRATCH_POOL_MAX 8   /* idle scratch buffers kept per engine */
 #define WP_EPOCH_MAX (1u << 30) /* status words hold epoch << 2 in 32 bits */
 
@@ -195,8 +200,9 @@ static void default_weights(const wp_reduce_job *job, wp_type acc, int radius, d
 
 /* Runs the planned launch on cuda: scratch, the atomic start value, the launch, the result slot. */
 static int run_cuda(struct wp_app *app, wp_backend *b, const wp_spec *s, void *fn, const wp_data_plan *plan,
-                    wp_data_params *p, uint64_t ident, int repeat, uint8_t result[16], wp_reduce_result *res,
-                    wp_err *err) {
+                    wp_data_params *p, uint64_t ident, const wp_reduce_job *job, uint8_t result[16],
+                    wp_reduce_result *res, wp_err *err) {
+    int repeat = job->repeat;
     const wp_family *f = s->family;
     scratch *sc = scratch_take(app->reduce, b, WP_SCRATCH_HEAD + plan->scratch_bytes, err);
     if (!sc) return -1;
@@ -223,8 +229,11 @@ static int run_cuda(struct wp_app *app, wp_backend *b, const wp_spec *s, void *f
         wp_data_store(wp_data_acc_type(s), start, 0, ident);
         rc = wp_buf_write(sc->buf, WP_SCRATCH_RESULT, start, sizeof start, err);
     }
-    /* Each repeat gets its own parameter block: device_scan needs a fresh epoch per launch. */
+    /* Each repeat gets its own parameter block: device_scan needs a fresh epoch per launch (so a graph,
+     * whose replays would repeat the epochs, is only for families without epoch-stamped status). */
     if (repeat < 1) repeat = 1;
+    const bool graph = job->graph && !plan->epoch_status;
+    const bool overlap = !job->no_overlap && p->n * wp_type_size(s->type) < WP_OVERLAP_MAX_BYTES;
     wp_data_params *ps = calloc((size_t)repeat, sizeof *ps);
     void **params = calloc((size_t)repeat, sizeof *params), **fns = calloc((size_t)repeat, sizeof *fns);
     wp_launch *ls = calloc((size_t)repeat, sizeof *ls);
@@ -234,8 +243,11 @@ static int run_cuda(struct wp_app *app, wp_backend *b, const wp_spec *s, void *f
         if (i > 0) rc = scratch_epoch(sc, &ps[i].epoch, err);
         params[i] = &ps[i];
         fns[i] = fn;
-        ls[i] = (wp_launch){
-            .grid = {plan->grid, 1, 1}, .block = {plan->block, 1, 1}, .smem_bytes = plan->smem, .params = &params[i]};
+        ls[i] = (wp_launch){.grid = {plan->grid, 1, 1},
+                            .block = {plan->block, 1, 1},
+                            .smem_bytes = plan->smem,
+                            .params = &params[i],
+                            .flags = (overlap ? WP_LAUNCH_OVERLAP : 0u) | (graph && i == 0 ? WP_LAUNCH_GRAPH : 0u)};
     }
     if (rc == 0) rc = wp_backend_launch(b, fns, ls, repeat, &res->kernel_us, err);
     res->kernel_us /= repeat;
@@ -320,7 +332,7 @@ int wp_reduce_run(struct wp_app *app, wp_backend *b, const wp_reduce_job *job, w
             f->data_emulate(s, &p, &plan);
             res->kernel_us = wp_us_since(t0);
         } else {
-            rc = run_cuda(app, b, s, rk.fn, &plan, &p, ident, job->repeat, result, res, err);
+            rc = run_cuda(app, b, s, rk.fn, &plan, &p, ident, job, result, res, err);
         }
     }
     wp_app_kernel_put(app, &rk);

@@ -39,6 +39,8 @@ typedef struct {
                             wp_reduce_run returns 1, having done nothing, when it is not there */
     int repeat;          /* benchmarks (cuda): launches back to back, timed together; kernel_us is per
                             launch; 0 or 1 = once (atomic: the value is then meaningless) */
+    bool graph;          /* benchmarks (cuda): the repeats captured as one CUDA graph and replayed */
+    bool no_overlap;     /* benchmarks: launch without programmatic dependent launch (WP_LAUNCH_OVERLAP) */
 } wp_reduce_job;
 
 typedef struct {

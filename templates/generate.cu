@@ -36,6 +36,7 @@ template <> struct wp_gen<__nv_bfloat16> {
 
 template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
 __global__ void __launch_bounds__(BLOCK) wp_generate(wp_data_params p) {
+    wp_grid_entry();
     T *out = (T *)p.out;
     const unsigned long long stride = (unsigned long long)gridDim.x * BLOCK;
     const T constant = wp_raw<T>::value((typename wp_raw<T>::word)p.init);

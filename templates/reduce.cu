@@ -20,16 +20,19 @@ template <typename T, typename A> struct wp_make_arg {
     }
 };
 
-/* One pass over the whole array. Thread g of the grid (g = block * BLOCK + thread) folds the 16-byte
- * vectors g, g + G*BLOCK, g + 2*G*BLOCK, ... (elements in order; the first element starts the fold;
- * the partial last vector is the thread's that reaches index n / V). Each block reduces its threads
+/* One pass over the whole array in tiles of WP_REDUCE_UNROLL * BLOCK 16-byte vectors (wp_abi.h): block
+ * b takes tiles b, b + G, b + 2G, ... (16 KiB contiguous at BLOCK 256: CUB's tile too), thread t of a
+ * tile its vectors t, t + BLOCK, ... (elements in order; the first element starts the fold; the partial
+ * last vector is the thread's whose progression reaches index n / V). Each block reduces its threads
  * (tree by STRAT) and writes its partial. Tickets: the last block of each group of WP_TICKET_GROUP to finish
  * (atomic counter per group) bumps the top counter, and the last group's last block folds all the
  * partials (thread t: partials t, t + BLOCK, ...; then the block tree) and writes out[0] — two levels
- * so a thousand blocks finishing together do not queue on one address. G <= WP_REDUCE_GRID_MAX fixes
- * the order for every device. atomic: blocks combine into out[0] (pre-set to the identity). */
+ * so thousands of blocks finishing together do not queue on one address. G is a function of n and
+ * BLOCK (kernels/data.c), which fixes the order for every device. atomic: blocks combine into out[0]
+ * (pre-set to the identity). docs/semantics.md and kernels/reduce.c follow the same order. */
 #define WP_TICKET_GROUP 256 /* blocks per ticket counter: up to 256 share one address */
-#define WP_REDUCE_UNROLL 4  /* vectors each thread has in flight (4 x 16 bytes keeps 32 registers: 8 blocks of 256 per SM) */
+/* WP_REDUCE_UNROLL (wp_abi.h): vectors each thread has in flight (4 x 16 bytes keeps 32 registers: 8
+ * blocks of 256 per SM). */
 
 /* Inputs of at least this many bytes are streamed: read with ld.global.nc.L1::no_allocate.L2::256B
  * (no L1 line, 256-byte L2 fetches), measured 0.3-4 % faster than __ldg from 2^24 f32 up on H100.
@@ -38,11 +41,11 @@ template <typename T, typename A> struct wp_make_arg {
 #ifndef WP_REDUCE_STREAM_BYTES
 #define WP_REDUCE_STREAM_BYTES (32ull << 20)
 #endif
-template <typename T>
-WP_DEV void wp_load_stream(const T *base, unsigned long long vec, T (&x)[16 / sizeof(T)], bool stream) {
+template <typename T, bool STREAM>
+WP_DEV void wp_load_stream(const T *base, unsigned long long vec, T (&x)[16 / sizeof(T)]) {
     const uint4 *p = (const uint4 *)base + vec;
     uint4 w;
-    if (stream)
+    if constexpr (STREAM)
         asm("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
             : "=r"(w.x), "=r"(w.y), "=r"(w.z), "=r"(w.w)
             : "l"(p));
@@ -54,45 +57,41 @@ WP_DEV void wp_load_stream(const T *base, unsigned long long vec, T (&x)[16 / si
 /* Release/acquire at GPU scope for the ticket handoff (lighter than __threadfence's fence.sc). */
 WP_DEV void wp_fence_acq_rel_gpu() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
 
-/* Folds vectors k, k + stride, ... < nvec into acc in that order; `has` says whether acc holds a value
- * yet. Loads WP_REDUCE_UNROLL vectors at a time, so that many are in flight, and the last
- * 1 .. WP_REDUCE_UNROLL - 1 together too (predicated), never one round trip each. Leaves k at the first
- * index of the progression >= nvec. */
-template <typename T, class Op, class Make>
-WP_DEV void wp_fold_vectors(const T *in, unsigned long long &k, unsigned long long nvec, unsigned long long stride,
-                            typename Make::acc &acc, bool &has, bool stream, Op op) {
+/* One thread's fold: from vector `base` (its first, in tile b), tiles `step` = G * U * BLOCK vectors
+ * apart; in each, vectors base, base + BLOCK, ..., base + (U - 1) * BLOCK, in that order, all U loads in
+ * flight together. A partial last tile: the vectors below nvec (1 .. U - 1), loaded together too
+ * (predicated), never one round trip each. `has` says whether acc holds a value yet. */
+template <typename T, int BLOCK, bool STREAM, class Op, class Make>
+WP_DEV void wp_fold_tiles(const T *in, unsigned long long base, unsigned long long nvec, unsigned long long step,
+                          typename Make::acc &acc, bool &has, Op op) {
     constexpr int V = 16 / sizeof(T), U = WP_REDUCE_UNROLL;
-    while (k + (U - 1) * stride < nvec) {
+    for (; base + (U - 1) * BLOCK < nvec; base += step) {
         T x[U][V];
 #pragma unroll
-        for (int u = 0; u < U; u++) wp_load_stream<T>(in, k + u * stride, x[u], stream);
+        for (int u = 0; u < U; u++) wp_load_stream<T, STREAM>(in, base + u * BLOCK, x[u]);
 #pragma unroll
         for (int u = 0; u < U; u++)
 #pragma unroll
             for (int j = 0; j < V; j++) {
-                const typename Make::acc e = Make::run(x[u][j], (k + u * stride) * V + j);
+                const typename Make::acc e = Make::run(x[u][j], (base + u * BLOCK) * V + j);
                 acc = (u == 0 && j == 0 && !has) ? e : op(acc, e);
             }
         has = true;
-        k += U * stride;
     }
-    if (k < nvec) { /* 1 .. U - 1 vectors left: k, k + stride, ... */
+    if (base < nvec) { /* the last tile, partial: 1 .. U - 1 of this thread's vectors are below nvec */
         T x[U - 1][V];
 #pragma unroll
         for (int u = 0; u < U - 1; u++)
-            if (u == 0 || k + u * stride < nvec) wp_load_stream<T>(in, k + u * stride, x[u], stream);
+            if (u == 0 || base + u * BLOCK < nvec) wp_load_stream<T, STREAM>(in, base + u * BLOCK, x[u]);
 #pragma unroll
         for (int u = 0; u < U - 1; u++)
-            if (u == 0 || k + u * stride < nvec)
+            if (u == 0 || base + u * BLOCK < nvec)
 #pragma unroll
                 for (int j = 0; j < V; j++) {
-                    const typename Make::acc e = Make::run(x[u][j], (k + u * stride) * V + j);
+                    const typename Make::acc e = Make::run(x[u][j], (base + u * BLOCK) * V + j);
                     acc = (u == 0 && j == 0 && !has) ? e : op(acc, e);
                 }
         has = true;
-#pragma unroll
-        for (int u = 0; u < U - 1; u++)
-            if (k < nvec) k += stride;
     }
 }
 
@@ -106,20 +105,24 @@ WP_DEV void wp_device_reduce_run(const wp_data_params &p, Op op) {
     const T *in = (const T *)p.in;
     const unsigned long long n = p.n, nvec = n / V, nv = (n + V - 1) / V;
     const unsigned G = gridDim.x;
-    const unsigned long long stride = (unsigned long long)G * BLOCK;
     const int t = threadIdx.x;
-    unsigned long long k = (unsigned long long)blockIdx.x * BLOCK + t;
     Acc acc = wp_zero<Acc>();
     bool has = false;
     const bool stream = n * sizeof(T) >= WP_REDUCE_STREAM_BYTES;
-    wp_fold_vectors<T, Op, Make>(in, k, nvec, stride, acc, has, stream, op);
-    if (k == nvec) /* the partial last vector, element by element */
+    constexpr unsigned long long TV = (unsigned long long)WP_REDUCE_UNROLL * BLOCK; /* vectors in a tile */
+    if (stream) /* one loop each way: the load instruction is chosen once, not per load */
+        wp_fold_tiles<T, BLOCK, true, Op, Make>(in, blockIdx.x * TV + t, nvec, G * TV, acc, has, op);
+    else
+        wp_fold_tiles<T, BLOCK, false, Op, Make>(in, blockIdx.x * TV + t, nvec, G * TV, acc, has, op);
+    /* the partial last vector, element by element, by the thread whose progression reaches it */
+    if ((nvec % TV) % BLOCK == (unsigned)t && (nvec / TV) % G == blockIdx.x)
         for (unsigned long long i = nvec * V; i < n; i++) {
             const Acc e = Make::run(in[i], i);
             acc = has ? op(acc, e) : e;
             has = true;
         }
-    const unsigned long long left = nv - (unsigned long long)blockIdx.x * BLOCK;
+    wp_grid_launch_next(); /* this block reads nothing more: the next kernel in the stream may be placed */
+    const unsigned long long left = nv - (unsigned long long)blockIdx.x * TV; /* threads with a first vector */
     const int valid = left < BLOCK ? (int)left : BLOCK;
     Acc *scratch_partials = (Acc *)p.scratch;
     Acc *gmem = (Acc *)(p.scratch + (unsigned long long)WP_REDUCE_GRID_MAX * 16) + (unsigned long long)blockIdx.x * BLOCK;
@@ -175,16 +178,19 @@ WP_DEV void wp_device_reduce_run(const wp_data_params &p, Op op) {
 #define WP_REDUCE_MIN_BLOCKS(BLOCK) ((BLOCK) >= 64 ? 2048 / (BLOCK) : 32)
 template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
 __global__ void __launch_bounds__(BLOCK, WP_REDUCE_MIN_BLOCKS(BLOCK)) wp_device_reduce(wp_data_params p) {
+    wp_grid_wait();
     wp_device_reduce_run<T, BLOCK, STRAT, Op, wp_make_value<T, A> >(p, Op());
 }
 
 /* argmin/argmax: (value, first index) under wp_op_arg's total order, so any order gives the same. */
 template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
 __global__ void __launch_bounds__(BLOCK) wp_argmin(wp_data_params p) {
+    wp_grid_wait();
     wp_device_reduce_run<T, BLOCK, STRAT, wp_op_arg<A, false>, wp_make_arg<T, A> >(p, wp_op_arg<A, false>());
 }
 template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
 __global__ void __launch_bounds__(BLOCK) wp_argmax(wp_data_params p) {
+    wp_grid_wait();
     wp_device_reduce_run<T, BLOCK, STRAT, wp_op_arg<A, true>, wp_make_arg<T, A> >(p, wp_op_arg<A, true>());
 }
 
@@ -207,10 +213,12 @@ template <typename T, typename A, int GROUP, int BLOCK, int STRAT, class Op> WP_
 
 template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
 __global__ void __launch_bounds__(BLOCK) wp_warp_reduce(wp_data_params p) {
+    wp_grid_entry();
     wp_group_reduce_run<T, A, WIDTH, BLOCK, STRAT, Op>(p);
 }
 template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
 __global__ void __launch_bounds__(BLOCK) wp_block_reduce(wp_data_params p) {
+    wp_grid_entry();
     wp_group_reduce_run<T, A, BLOCK, BLOCK, STRAT, Op>(p);
 }
 
@@ -219,6 +227,7 @@ __global__ void __launch_bounds__(BLOCK) wp_block_reduce(wp_data_params p) {
  * (the identity; zero bits for an expression). */
 template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
 __global__ void __launch_bounds__(BLOCK) wp_segmented_reduce(wp_data_params p) {
+    wp_grid_entry();
     Op op;
     const T *in = (const T *)p.in;
     T *out = (T *)p.out;

@@ -31,10 +31,12 @@ WP_DEV void wp_group_scan_run(const wp_data_params &p) {
 
 template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
 __global__ void __launch_bounds__(BLOCK) wp_warp_scan(wp_data_params p) {
+    wp_grid_entry();
     wp_group_scan_run<T, A, WIDTH, BLOCK, STRAT, VARIANT, Op>(p);
 }
 template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
 __global__ void __launch_bounds__(BLOCK) wp_block_scan(wp_data_params p) {
+    wp_grid_entry();
     wp_group_scan_run<T, A, BLOCK, BLOCK, STRAT, VARIANT, Op>(p);
 }
 
@@ -200,6 +202,7 @@ template <int VECS> WP_DEV int wp_stage_slot(int c) {
 
 template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int EXCL, class Op>
 __global__ void __launch_bounds__(BLOCK) wp_device_scan(wp_data_params p) {
+    wp_grid_entry();
     typedef wp_tile_status<A> status;
     constexpr int ITEMS = WP_SCAN_THREAD_BYTES / sizeof(T);
     constexpr int VECS = WP_SCAN_THREAD_BYTES / 16;

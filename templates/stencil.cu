@@ -7,6 +7,7 @@
 
 template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int R, class Op>
 __global__ void __launch_bounds__(BLOCK) wp_stencil(wp_data_params p) {
+    wp_grid_entry();
     static_assert(R >= 1 && R <= WP_STENCIL_MAX_RADIUS, "radius must be 1..WP_STENCIL_MAX_RADIUS");
     const T *in = (const T *)p.in;
     T *out = (T *)p.out;

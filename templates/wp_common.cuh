@@ -15,6 +15,29 @@
 
 #define WP_WARP_SIZE 32
 
+/* ---- programmatic dependent launch -------------------------------------------------------------
+ * Every data kernel (wp_data_params) starts with wp_grid_wait: griddepcontrol.wait returns once the
+ * kernel before it in the stream has finished and its writes are visible. Nothing is read or written
+ * before it, so the kernel may be launched with CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+ * (WP_LAUNCH_OVERLAP). wp_grid_launch_next (launch_dependents) lets the next kernel be scheduled once
+ * every block has passed it, so that its blocks already sit in their wait when this grid ends: no
+ * launch gap between the two. wp_grid_entry does both at once, for kernels with nothing to gain from
+ * a later signal. Launched without the attribute, both instructions do nothing. sm_90 and later. */
+__device__ __forceinline__ void wp_grid_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void wp_grid_launch_next() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void wp_grid_entry() {
+    wp_grid_wait();
+    wp_grid_launch_next();
+}
+
 /* ---- compile-time checks ---------------------------------------------------------------------- */
 
 /* Used inside every WIDTH template, so a bad width fails at instantiation with this message. */

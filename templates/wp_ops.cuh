@@ -98,8 +98,10 @@ WP_DEV double wp_ffrom(unsigned long long u) { return __longlong_as_double((long
     WP_DEV F wp_eq(F a, F b) { return a == b ? (F)1 : (F)0; }                                                          \
     WP_DEV F wp_ne(F a, F b) { return a != b ? (F)1 : (F)0; }                                                          \
     WP_DEV F wp_sel(F c, F x, F y) { return c != (F)0 ? x : y; }                                                       \
-    WP_DEV F wp_min(F a, F b) { return wp_isnan(a) ? b : wp_isnan(b) ? a : (b < a ? b : a); }                          \
-    WP_DEV F wp_max(F a, F b) { return wp_isnan(a) ? b : wp_isnan(b) ? a : (a < b ? b : a); }
+    /* b when a is NaN, else a when b is NaN (no comparison holds), else the larger/smaller, a on a tie:   \
+       two compares (the NaN test is a != a) and one select. */                                            \
+    WP_DEV F wp_min(F a, F b) { return (b < a || a != a) ? b : a; }                                                    \
+    WP_DEV F wp_max(F a, F b) { return (a < b || a != a) ? b : a; }
 
 WP_FLOAT_HELPERS(float, unsigned, 0x80000000u, 0x7f800000u, 0x7fffffffu, __fadd_rn, __fsub_rn, __fmul_rn, __fdiv_rn)
 WP_FLOAT_HELPERS(double, unsigned long long, 0x8000000000000000ull, 0x7ff0000000000000ull, 0x7fffffffffffffffull,

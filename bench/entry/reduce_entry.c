@@ -2,7 +2,9 @@
  * the NVRTC compiler, a memory-only cache and a reduce engine, kept in one struct for the program. */
 #include "reduce_entry.h"
 
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "app.h"
@@ -17,10 +19,13 @@
 
 static wp_app bench_app; /* the benchmark program's one engine (a program, not the daemon) */
 static char device_name[160];
+static bool use_graph, no_overlap; /* wpb_set_graph, WARPD_PDL=0 */
 
 int wpb_open(char *why, unsigned long why_len) {
     wp_err err = {0};
     wp_app *app = &bench_app;
+    const char *pdl = getenv("WARPD_PDL");
+    no_overlap = pdl && !strcmp(pdl, "0");
     app->cuda = wp_backend_cuda_open(0, &err);
     if (!app->cuda) {
         snprintf(why, why_len, "%s", err.msg);
@@ -54,6 +59,8 @@ void wpb_close(void) {
 }
 
 const char *wpb_device(void) { return device_name; }
+void wpb_set_graph(int on) { use_graph = on != 0; }
+int wpb_overlap(void) { return !no_overlap; }
 
 void *wpb_alloc(unsigned long long bytes, unsigned long long *dev) {
     wp_buf *b = wp_buf_alloc(bench_app.cuda, (size_t)bytes, NULL);
@@ -100,7 +107,8 @@ int wpb_run_block(const char *family, const char *type, const char *op, int bloc
     wp_spec s;
     wp_err err = {0};
     int rc = spec_for(family, type, op, block, &s, &err);
-    wp_reduce_job job = {.spec = &s, .in = in, .n = n, .out = out, .repeat = repeat};
+    wp_reduce_job job = {
+        .spec = &s, .in = in, .n = n, .out = out, .repeat = repeat, .graph = use_graph, .no_overlap = no_overlap};
     wp_reduce_result r = {0};
     if (rc == 0) rc = wp_reduce_run(&bench_app, bench_app.cuda, &job, &r, &err);
     if (rc == 0) {

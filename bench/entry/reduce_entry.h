@@ -19,6 +19,12 @@ void wpb_free(void *buf);
 /* Fills n elements of type ("f32", "i32", ...) with the generate family's random values. */
 int wpb_generate(void *buf, const char *type, unsigned long long n, unsigned long long seed);
 
+/* Benchmark modes of later wpb_run calls. graph: the repeats are captured as one CUDA graph and one
+ * replay is timed (reductions; scans ignore it). overlap: programmatic dependent launch between
+ * back-to-back kernels (the default; wpb_open turns it off when the environment has WARPD_PDL=0). */
+void wpb_set_graph(int on);
+int wpb_overlap(void);
+
 /* Runs family ("device_reduce", "device_scan") with op over n elements of in, `repeat` launches back to
  * back; *kernel_us gets the time per launch. Reductions put the value's raw bits in *value; scans write
  * out (n elements). Returns 0, or -1 with the message in why. */

@@ -5,10 +5,11 @@
  * × a few shapes (widths, blocks, exclusive/inclusive, init, accumulate native, radius), one kernel is
  * compiled through the cache and run by the engine (server/reduce.c) on cuda and on emu over the same
  * random data, n in {0, 1, 31, 32, 33, 1023, 1025, 4097, 65537, 999983} (device_scan also 4194309, blocks
- * 32, 256, 512 and 1024; device_reduce also 4194309). Results must match bit for
+ * 32, 256, 512 and 1024; device_reduce also 4194309 and 16777259). Results must match bit for
  * bit — floats too, since the emulator follows the kernel's combining order — except for the atomic
  * strategy on floats, whose order is not fixed: there a relative error of 1e-2 passes. Each device
- * reduce/scan is also run twice on cuda (the default strategy must give the same bits). A case is
+ * reduce/scan is also run again on cuda as REPEAT launches back to back (programmatic dependent launch:
+ * each waits for the one before; device_reduce as a CUDA graph), which must give the same bits. A case is
  * one (kernel, n). Without a CUDA device it says SKIPPED and passes.
  *
  *   test_gpu_reduce [--threads N] [--family NAME] [--quick] [--dry-run]
@@ -36,6 +37,7 @@
 #define MAX_THREADS 16
 #define SEED 0x5eedda7aull
 #define ATOMIC_REL_TOL 1e-2
+#define REPEAT 3 /* launches back to back in the second cuda run (atomic: 1, it adds into its result) */
 #define DETAILS_PRINTED 16
 
 static const uint64_t sizes_full[] = {0, 1, 31, 32, 33, 1023, 1025, 4097, 65537, 999983};
@@ -44,6 +46,9 @@ static const uint64_t sizes_quick[] = {0, 1, 33, 1025, 65537};
  * several windows and folds stashed aggregates; device_reduce over a full grid (1024 blocks) whose
  * threads fold several rounds of vectors, then a remainder and a partial vector. */
 #define SCAN_BIG_N 4194309ull
+/* device_reduce: more tiles than WP_REDUCE_GRID_WAVE blocks take at block 32 and 128 (grids of 1024 to
+ * 4096 blocks with several tiles each, kernels/data.c), remainder and partial vector included */
+#define REDUCE_HUGE_N 16777259ull
 static const char *const ops_all[] = {"sum", "prod", "min", "max", "and", "or", "xor", "a - b"};
 
 typedef struct {
@@ -161,8 +166,8 @@ static int list_cases(run_ctx *ctx, const char *only, int sm) {
                                     k.radius = variant + 1;
                                 } else if (variant == 1 && half && (f->flags & WP_F_ACCUM)) {
                                     k.native = true;
-                                } else if (variant == 2 && !strcmp(f->name, "device_reduce") && !ctx->quick) {
-                                    k.block = 64; /* another grid shape */
+                                } else if (variant >= 2 && !strcmp(f->name, "device_reduce") && !ctx->quick) {
+                                    k.block = variant == 2 ? 64 : 32; /* other grid shapes (up to 4096 blocks) */
                                 } else if (variant) {
                                     continue;
                                 }
@@ -202,8 +207,8 @@ static bool close_enough(wp_type t, uint64_t a, uint64_t b) {
 
 /* Runs the job on a backend; the input and offsets are copied there first. */
 static int run_on(wp_app *app, wp_backend *b, const wp_spec *s, const kcase *k, const uint8_t *host, uint64_t n,
-                  const uint64_t *offsets, uint64_t groups, uint64_t init, bool compile, wp_reduce_result *r,
-                  wp_err *err) {
+                  const uint64_t *offsets, uint64_t groups, uint64_t init, bool compile, int repeat,
+                  wp_reduce_result *r, wp_err *err) {
     size_t bytes = (size_t)n * wp_type_size(s->type);
     wp_buf *in = wp_buf_alloc(b, bytes, err), *offs = NULL;
     int rc = in ? wp_buf_write(in, 0, host, bytes, err) : -1;
@@ -220,7 +225,9 @@ static int run_on(wp_app *app, wp_backend *b, const wp_spec *s, const kcase *k, 
                          .init = init,
                          .gen_kind = WP_GEN_RANDOM,
                          .seed = n + 7,
-                         .compile_on_emu = compile};
+                         .compile_on_emu = compile,
+                         .repeat = repeat,
+                         .graph = repeat > 1};
     if (rc == 0) rc = wp_reduce_run(app, b, &job, r, err);
     wp_buf_free(in);
     wp_buf_free(offs);
@@ -261,10 +268,10 @@ static void run_case(run_ctx *ctx, kcase *k) {
     int n_sizes = ctx->quick ? (int)WP_ARRAY_LEN(sizes_quick) : (int)WP_ARRAY_LEN(sizes_full);
     uint64_t seed = SEED ^ (uint64_t)(k - ctx->cases) * 0x9e3779b97f4a7c15ull;
     size_t esize = wp_type_size(k->type);
-    const bool big =
-        !ctx->quick && (!strcmp(k->family->name, "device_scan") || !strcmp(k->family->name, "device_reduce"));
+    const bool dr = !strcmp(k->family->name, "device_reduce");
+    const int big = ctx->quick ? 0 : dr ? 2 : !strcmp(k->family->name, "device_scan");
     for (int si = 0; si < n_sizes + big; si++) {
-        uint64_t n = si < n_sizes ? sizes[si] : SCAN_BIG_N;
+        uint64_t n = si < n_sizes ? sizes[si] : si == n_sizes ? SCAN_BIG_N : REDUCE_HUGE_N;
         uint8_t *host = malloc((size_t)n * esize + 8);
         uint64_t groups = 0, *offsets = NULL;
         if (!host) break;
@@ -283,12 +290,12 @@ static void run_case(run_ctx *ctx, kcase *k) {
         wp_reduce_result re = {0}, rc = {0}, rc2 = {0};
         size_t le = 0, lc = 0, lc2 = 0;
         uint8_t *be = NULL, *bc = NULL, *bc2 = NULL;
-        if (run_on(app, app->emu, &s, k, host, n, offsets, groups, init, ctx->dry_run && si == 0, &re, &err) ||
+        if (run_on(app, app->emu, &s, k, host, n, offsets, groups, init, ctx->dry_run && si == 0, 1, &re, &err) ||
             !(be = result_bytes(&s, &re, &le, &err))) {
             note(ctx, k, n, "emu: %s", err.msg);
         } else if (ctx->dry_run) {
             k->passed++;
-        } else if (run_on(app, app->cuda, &s, k, host, n, offsets, groups, init, false, &rc, &err) ||
+        } else if (run_on(app, app->cuda, &s, k, host, n, offsets, groups, init, false, 1, &rc, &err) ||
                    !(bc = result_bytes(&s, &rc, &lc, &err))) {
             note(ctx, k, n, "cuda: %s", err.msg);
         } else if (le != lc) {
@@ -316,7 +323,8 @@ static void run_case(run_ctx *ctx, kcase *k) {
                  (unsigned long long)at, (unsigned long long)ev, (unsigned long long)cv, (long long)re.index,
                  (long long)rc.index);
         } else if (!strncmp(k->family->name, "device_", 7) && n > 1000 &&
-                   (run_on(app, app->cuda, &s, k, host, n, offsets, groups, init, false, &rc2, &err) ||
+                   (run_on(app, app->cuda, &s, k, host, n, offsets, groups, init, false,
+                           k->strategy == WP_STRAT_ATOMIC ? 1 : REPEAT, &rc2, &err) ||
                     !(bc2 = result_bytes(&s, &rc2, &lc2, &err)) || lc2 != lc || memcmp(bc, bc2, lc))) {
             note(ctx, k, n, "a second cuda run gave other bits%s%s", err.msg[0] ? ": " : "", err.msg);
         } else {
