@@ -5,7 +5,7 @@
 // CUDA events around R back-to-back launches (R from 200 at 2^10 down to 5 at 2^30), first call
 // (compile, warm-up) excluded. GB/s counts bytes read (reduce) or read + written (scan).
 // Two timings per row: "pipelined" (R launches back to back between two events: time per launch,
-// GB/s and the warpd/CUB throughput ratio) and "one call" (the median of R single calls, each between
+// GB/s and the warpd/CUB throughput ratio; the median of 3 turns each, alternating warpd and CUB) and "one call" (the median of R single calls, each between
 // its own two events: the latency a lone request sees, where CUB's second kernel shows). Reductions
 // also get "graph": the R launches captured as one CUDA graph and one replay timed, per launch (the
 // host's cost of submitting each launch left out: what the GPU itself takes, launch gaps included).
@@ -151,6 +151,21 @@ static double time_ours(const char *family, const char *type, const char *op, vo
     return us;
 }
 
+/* Pipelined timing of warpd and CUB in ROUNDS alternating turns (warpd, CUB, warpd, ...), the median
+ * of each side: neither always runs first, after whatever the row before left in L2 or in the clocks. */
+#define ROUNDS 3
+template <typename F>
+static void time_pair(const char *family, const char *type, const char *op, void *in, unsigned long long n, void *out,
+                      int repeat, unsigned long long *value, F cub_launch, double *ours_us, double *cub_us) {
+    std::vector<double> a, b;
+    for (int i = 0; i < ROUNDS; i++) {
+        a.push_back(time_ours(family, type, op, in, n, out, repeat, value));
+        b.push_back(time_cub<char>(repeat, cub_launch));
+    }
+    *ours_us = median(a);
+    *cub_us = median(b);
+}
+
 static double time_ours_block(const char *family, const char *type, const char *op, int block, void *in,
                               unsigned long long n, void *out, int repeat) {
     char why[400];
@@ -204,8 +219,9 @@ static void bench_type(const char *type, int min_log2, int max_log2, std::vector
         double ours, cub_us, o1, c1;
         if (do_reduce) {
             // sum
-            ours = time_ours("device_reduce", type, "sum", in, n, NULL, r, &v);
-            cub_us = time_cub<T>(r, [&] { cub::DeviceReduce::Sum(d_temp, tb, d_in, d_value, (int)n); });
+            time_pair(
+                "device_reduce", type, "sum", in, n, NULL, r, &v,
+                [&] { cub::DeviceReduce::Sum(d_temp, tb, d_in, d_value, (int)n); }, &ours, &cub_us);
             CHECK_CUDA(cudaMemcpy(&cv, d_value, sizeof cv, cudaMemcpyDeviceToHost));
             o1 = one_call_ours("device_reduce", type, "sum", in, n, NULL, r1);
             c1 = one_call_cub(r1, [&] { cub::DeviceReduce::Sum(d_temp, tb, d_in, d_value, (int)n); });
@@ -215,8 +231,9 @@ static void bench_type(const char *type, int min_log2, int max_log2, std::vector
                 rg, [&](cudaStream_t st) { cub::DeviceReduce::Sum(d_temp, tb, d_in, d_value, (int)n, st); });
             rows.push_back({"reduce sum", type, lg, ours, cub_us, o1, c1, same_value<T>(v, cv, exact), og, cg});
             // max
-            ours = time_ours("device_reduce", type, "max", in, n, NULL, r, &v);
-            cub_us = time_cub<T>(r, [&] { cub::DeviceReduce::Max(d_temp, tb, d_in, d_value, (int)n); });
+            time_pair(
+                "device_reduce", type, "max", in, n, NULL, r, &v,
+                [&] { cub::DeviceReduce::Max(d_temp, tb, d_in, d_value, (int)n); }, &ours, &cub_us);
             CHECK_CUDA(cudaMemcpy(&cv, d_value, sizeof cv, cudaMemcpyDeviceToHost));
             o1 = one_call_ours("device_reduce", type, "max", in, n, NULL, r1);
             c1 = one_call_cub(r1, [&] { cub::DeviceReduce::Max(d_temp, tb, d_in, d_value, (int)n); });
@@ -227,8 +244,9 @@ static void bench_type(const char *type, int min_log2, int max_log2, std::vector
         }
         if (!do_scan) continue;
         // inclusive scan
-        ours = time_ours("device_scan", type, "sum", in, n, out, r, NULL);
-        cub_us = time_cub<T>(r, [&] { cub::DeviceScan::InclusiveSum(d_temp, tb, d_in, d_cub, (int)n); });
+        time_pair(
+            "device_scan", type, "sum", in, n, out, r, NULL,
+            [&] { cub::DeviceScan::InclusiveSum(d_temp, tb, d_in, d_cub, (int)n); }, &ours, &cub_us);
         T ours_last, cub_last;
         CHECK_CUDA(cudaMemcpy(&ours_last, d_out + n - 1, sizeof(T), cudaMemcpyDeviceToHost));
         CHECK_CUDA(cudaMemcpy(&cub_last, d_cub + n - 1, sizeof(T), cudaMemcpyDeviceToHost));
