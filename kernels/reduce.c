@@ -2,9 +2,13 @@
  * argmin/argmax, warp_reduce/block_reduce and segmented_reduce. Each follows its kernel's combining
  * order step for step (docs/semantics.md), so integers and floats alike come out with the GPU's bits;
  * atomic is the exception: there the emulator takes the blocks (or warps) in index order, one of
- * the orders the GPU may take. Also the tree helpers scan.c shares. */
+ * the orders the GPU may take. Also the tree helpers scan.c shares. device_reduce folds its blocks on
+ * up to WP_EMU_THREADS_MAX CPU threads (each block's partial depends on nothing else; the combine
+ * stays in order), so the result is the same bits on any number of cores. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../server/spec.h"
 #include "data.h"
@@ -85,6 +89,62 @@ static bool thread_fold(const wp_remu *c, unsigned b, unsigned t, unsigned grid,
     return has;
 }
 
+#define WP_EMU_PAR_MIN (1u << 16) /* elements below which one thread folds every block */
+#define WP_EMU_THREADS_MAX 8
+
+/* Blocks b0 .. b1 - 1 of a device_reduce: each block's threads, then its block combine, into partials. */
+typedef struct {
+    const wp_remu *c;
+    int bstrat;
+    unsigned b0, b1, grid, block, vec;
+    uint64_t n, nv, *partials;
+    bool done;
+} block_range;
+
+static bool fold_blocks(block_range *r) {
+    uint64_t *vals = calloc(r->block, sizeof *vals);
+    if (!vals) return false;
+    for (unsigned b = r->b0; b < r->b1; b++) {
+        for (unsigned t = 0; t < r->block; t++) thread_fold(r->c, b, t, r->grid, r->block, r->n, r->vec, &vals[t]);
+        uint64_t left = r->nv - (uint64_t)b * WP_REDUCE_UNROLL * r->block; /* threads with a first vector */
+        r->partials[b] =
+            wp_remu_group_reduce(r->c, r->bstrat, vals, (int)r->block, left < r->block ? (int)left : (int)r->block);
+    }
+    free(vals);
+    return true;
+}
+
+static void *fold_blocks_thread(void *arg) {
+    block_range *r = arg;
+    r->done = fold_blocks(r);
+    return NULL;
+}
+
+/* Every block's partial, on as many threads as the machine has (up to WP_EMU_THREADS_MAX); a range
+ * whose thread could not start or allocate is folded here afterwards. False when out of memory. */
+static bool fold_all_blocks(const block_range *all) {
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    unsigned k =
+        all->n < WP_EMU_PAR_MIN || cpus < 2 ? 1 : (unsigned)(cpus < WP_EMU_THREADS_MAX ? cpus : WP_EMU_THREADS_MAX);
+    if (k > all->grid) k = all->grid;
+    block_range r[WP_EMU_THREADS_MAX];
+    pthread_t tid[WP_EMU_THREADS_MAX];
+    bool started[WP_EMU_THREADS_MAX] = {false};
+    for (unsigned i = 0; i < k; i++) {
+        r[i] = *all;
+        r[i].b0 = (unsigned)((uint64_t)all->grid * i / k);
+        r[i].b1 = (unsigned)((uint64_t)all->grid * (i + 1) / k);
+        r[i].done = false;
+        if (i > 0) started[i] = pthread_create(&tid[i], NULL, fold_blocks_thread, &r[i]) == 0;
+    }
+    bool ok = fold_blocks(&r[0]);
+    for (unsigned i = 1; i < k; i++) {
+        if (started[i]) pthread_join(tid[i], NULL);
+        if (!r[i].done) ok = fold_blocks(&r[i]) && ok;
+    }
+    return ok;
+}
+
 void wp_emu_device_reduce(const wp_spec *s, const wp_data_params *p, const wp_data_plan *plan) {
     wp_remu c;
     wp_remu_init(&c, s, p);
@@ -93,11 +153,17 @@ void wp_emu_device_reduce(const wp_spec *s, const wp_data_params *p, const wp_da
     uint64_t n = p->n, nv = (n + vec - 1) / vec;
     uint64_t *vals = calloc(block, sizeof *vals), *partials = calloc(grid ? grid : 1, sizeof *partials);
     if (!vals || !partials || grid == 0) goto done;
-    for (unsigned b = 0; b < grid; b++) {
-        for (unsigned t = 0; t < block; t++) thread_fold(&c, b, t, grid, block, n, vec, &vals[t]);
-        uint64_t left = nv - (uint64_t)b * WP_REDUCE_UNROLL * block; /* threads with a first vector */
-        partials[b] = wp_remu_group_reduce(&c, bstrat, vals, (int)block, left < block ? (int)left : (int)block);
-    }
+    block_range all = {.c = &c,
+                       .bstrat = bstrat,
+                       .b0 = 0,
+                       .b1 = grid,
+                       .grid = grid,
+                       .block = block,
+                       .vec = vec,
+                       .n = n,
+                       .nv = nv,
+                       .partials = partials};
+    if (!fold_all_blocks(&all)) goto done;
     uint64_t result;
     if (grid == 1) {
         result = partials[0];

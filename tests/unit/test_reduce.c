@@ -481,6 +481,86 @@ static void test_errors(void) {
     wp_spec_free(&s);
 }
 
+/* docs/semantics.md's device_reduce order, written out here independently of kernels/reduce.c: tiles
+ * of 4·BLOCK vectors, block b taking tiles b, b + G, ..; thread t the vectors t + u·BLOCK of a tile;
+ * shfl_down block combine (tree per warp, tree over warps); the last block folding partials t,
+ * t + BLOCK, ... The emulator (on several CPU threads for inputs this big) must give the same bits,
+ * f32 sum, for grids of one tile per block, of several (n = 2^22 + 7 at block 32 gives G = 2048) and
+ * a partial last vector. */
+static float tree_f32(float *v, int valid) {
+    int p = 1;
+    while (p < valid) p *= 2;
+    for (int o = p / 2; o >= 1; o /= 2)
+        for (int i = 0; i < o; i++)
+            if (i + o < valid) v[i] = v[i] + v[i + o];
+    return v[0];
+}
+static float block_combine_f32(float *v, int block, int valid) {
+    if (block <= 32) return tree_f32(v, valid);
+    float w[32];
+    int warps = (valid + 31) / 32;
+    for (int k = 0; k < warps; k++) w[k] = tree_f32(v + 32 * k, valid - 32 * k < 32 ? valid - 32 * k : 32);
+    return tree_f32(w, warps);
+}
+static float order_ref_f32(const float *x, uint64_t n, unsigned block) {
+    const uint64_t V = 4, nvec = n / V, nv = (n + V - 1) / V, tile = 4ull * block, tiles = (nv + tile - 1) / tile;
+    uint64_t g = tiles;
+    if (g > 1024) {
+        g /= 16;
+        g = g < 1024 ? 1024 : g > 4096 ? 4096 : g;
+    }
+    float *part = calloc(g, sizeof *part), *v = calloc(block, sizeof *v);
+    for (uint64_t b = 0; b < g; b++) {
+        for (unsigned t = 0; t < block; t++) {
+            bool has = false;
+            float acc = 0;
+            for (uint64_t base = b * tile + t; base < nvec; base += g * tile)
+                for (uint64_t k = base; k < base + tile && k < nvec; k += block)
+                    for (uint64_t i = k * V; i < k * V + V; i++) acc = has ? acc + x[i] : x[i], has = true;
+            if ((nvec % tile) % block == t && (nvec / tile) % g == b)
+                for (uint64_t i = nvec * V; i < n; i++) acc = has ? acc + x[i] : x[i], has = true;
+            v[t] = acc;
+        }
+        uint64_t left = nv - b * tile;
+        part[b] = block_combine_f32(v, (int)block, left < block ? (int)left : (int)block);
+    }
+    float r = part[0];
+    if (g > 1) {
+        for (unsigned t = 0; t < block && t < g; t++) {
+            v[t] = part[t];
+            for (uint64_t i = t + block; i < g; i += block) v[t] = v[t] + part[i];
+        }
+        r = block_combine_f32(v, (int)block, g < block ? (int)g : (int)block);
+    }
+    free(part);
+    free(v);
+    return r;
+}
+
+static void test_device_reduce_order(void) {
+    T_CASE("device_reduce follows the documented order (f32 sum, bit for bit)");
+    static const struct {
+        uint64_t n;
+        unsigned block;
+    } cases[] = {{1000003, 256}, {(1u << 22) + 7, 32}, {(1u << 22) + 6, 64}, {4097, 256}, {5, 256}};
+    for (size_t k = 0; k < WP_ARRAY_LEN(cases); k++) {
+        wp_spec s;
+        CHECK(make_spec("device_reduce", WP_F32, "sum", WP_STRAT_SHFL_DOWN, 32, (int)cases[k].block, false, false, 1,
+                        &s));
+        input in;
+        input_make(&in, WP_F32, "sum", cases[k].n, 11 + k);
+        wp_reduce_result r;
+        bool ok = run(&s, &in, NULL, 0, false, 0, &r, NULL) == 0;
+        float want = order_ref_f32((const float *)in.data, in.n, cases[k].block);
+        uint32_t want_bits;
+        memcpy(&want_bits, &want, 4);
+        CHECKF(ok && r.value == want_bits, "n=%llu block %u: emu 0x%llx, documented order 0x%x",
+               (unsigned long long)in.n, cases[k].block, (unsigned long long)r.value, want_bits);
+        input_free(&in);
+        wp_spec_free(&s);
+    }
+}
+
 int main(void) {
     app.emu = wp_backend_emu_open();
     app.preferred = app.emu;
@@ -494,6 +574,7 @@ int main(void) {
     matrix_family("block_reduce", w32, 1, blocks, 3);
     matrix_family("block_scan", w32, 1, blocks, 3);
     test_same_order();
+    test_device_reduce_order();
     test_segmented();
     test_arg();
     test_nan_minmax();
