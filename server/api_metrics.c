@@ -49,6 +49,8 @@ void wp_api_metrics(void *appv, const wp_req *req, wp_resp *resp) {
     C("warpd_compile_failures_total", "NVRTC compiles that failed.", cs.compile_failures);
     C("warpd_cache_evictions_total", "Entries evicted from the memory cache.", cs.evictions);
     C("warpd_cache_corrupt_files_total", "Disk cache files found corrupt and removed.", cs.corrupt_files);
+    C("warpd_cache_stale_tmp_removed_total", "Temp files of crashed cache writers removed at start.",
+      cs.stale_tmp_removed);
     G("warpd_cache_entries", "Entries in the memory cache.", cs.entries);
     G("warpd_cache_bytes", "Bytes in the memory cache.", cs.bytes);
     C("warpd_warp_runs_total", "Warp primitive runs.", atomic_load(&app->warp_runs));

@@ -11,17 +11,23 @@
  *   payload = key[32] | blob cubin | str ptx | str log | str lowered | str source
  *             | i32 regs | i32 spills | f64 compile_ms
  *   blob/str = u64 length (UINT64_MAX: NULL) + bytes (strings without their NUL).
- * Written to <name>.tmp.<pid>.<tid>, fsync'd and renamed, so a reader sees a whole file or none. */
+ * Written to <name>.tmp.<pid>.<tid>, fsync'd and renamed, so a reader sees a whole file or none. A temp
+ * file a crashed writer left behind is never read; opening the cache removes those whose process is
+ * gone and that are over a minute old (another daemon sharing the directory may be writing its own). */
 #include "cache.h"
 
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sha256.h"
@@ -444,6 +450,36 @@ static int mkdir_p(const char *dir) {
     return 0;
 }
 
+/* Removes <dir>/<2 hex>/<64 hex>.wpk.tmp.<pid>.<tid> files of writers that are gone (see the top). */
+#define CACHE_TMP_MIN_AGE_S 60
+static void sweep_stale_tmp(wp_cache *c) {
+    DIR *top = opendir(c->dir);
+    if (!top) return;
+    time_t now = time(NULL);
+    for (struct dirent *d; (d = readdir(top));) {
+        if (strlen(d->d_name) != 2 || !isxdigit((unsigned char)d->d_name[0]) || !isxdigit((unsigned char)d->d_name[1]))
+            continue;
+        char sub[CACHE_PATH_MAX];
+        snprintf(sub, sizeof sub, "%s/%s", c->dir, d->d_name);
+        DIR *in = opendir(sub);
+        if (!in) continue;
+        for (struct dirent *e; (e = readdir(in));) {
+            const char *t = strstr(e->d_name, ".wpk.tmp.");
+            int pid = 0;
+            if (!t || sscanf(t, ".wpk.tmp.%d.", &pid) != 1 || pid <= 0) continue;
+            if (pid == (int)getpid() || kill(pid, 0) == 0 || errno != ESRCH) continue; /* a live writer */
+            char path[CACHE_PATH_MAX + 300];
+            struct stat st;
+            snprintf(path, sizeof path, "%s/%s", sub, e->d_name);
+            if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) && now - st.st_mtime >= CACHE_TMP_MIN_AGE_S &&
+                unlink(path) == 0)
+                c->st.stale_tmp_removed++;
+        }
+        closedir(in);
+    }
+    closedir(top);
+}
+
 /* ---- the public face ---- */
 
 wp_cache *wp_cache_open(const char *dir, size_t mem_cap, wp_err *err) {
@@ -466,6 +502,7 @@ wp_cache *wp_cache_open(const char *dir, size_t mem_cap, wp_err *err) {
         return NULL;
     }
     c->dir = dir_copy;
+    if (c->dir) sweep_stale_tmp(c);
     c->buckets = buckets;
     c->n_buckets = CACHE_MIN_BUCKETS;
     c->st.cap_bytes = mem_cap;

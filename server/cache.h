@@ -42,9 +42,11 @@ int wp_kernel_function(wp_kernel *k, void *backend, wp_load_fn load, wp_unload_f
 
 /* misses: asks found in neither memory nor disk (a build ran); compiles: builds that succeeded;
  * corrupt_files: disk files removed as torn or damaged; disk_errors: reads or writes that failed
- * (the entry still serves from memory). entries/bytes: what the memory LRU holds now. */
+ * (the entry still serves from memory); stale_tmp_removed: temp files of crashed writers removed at
+ * open. entries/bytes: what the memory LRU holds now. */
 typedef struct {
     uint64_t hits_memory, hits_disk, misses, compiles, compile_failures, evictions, corrupt_files, disk_errors;
+    uint64_t stale_tmp_removed;
     uint64_t entries, bytes, cap_bytes;
 } wp_cache_stats;
 void wp_cache_stats_get(wp_cache *c, wp_cache_stats *out);

@@ -2,10 +2,14 @@
  * evicted entries kept alive by their users, restart from disk, corrupted files, one build for
  * many concurrent asks, failures not cached, one backend load per entry. */
 #include <dirent.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "server/cache.h"
@@ -549,6 +553,42 @@ static void test_function(void) {
     CHECK(atomic_load(&be.unloads) == unloads + 2);
 }
 
+/* A crashed writer's temp file is removed when the cache opens; one that is fresh, or whose process
+ * is alive, is kept (another daemon may be writing into the same directory). */
+static bool touch_file(const char *path, time_t age_s) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0) return false;
+    close(fd);
+    struct timespec ts[2] = {{.tv_sec = time(NULL) - age_s}, {.tv_sec = time(NULL) - age_s}};
+    return utimensat(AT_FDCWD, path, ts, 0) == 0;
+}
+static void test_stale_tmp(const char *root) {
+    T_CASE("temp files of crashed writers are removed at open");
+    char dir[300], sub[340], dead_old[420], dead_new[420], live_old[420], other[420];
+    snprintf(dir, sizeof dir, "%s/tmpsweep", root);
+    snprintf(sub, sizeof sub, "%s/ab", dir);
+    CHECK(mkdir(dir, 0700) == 0 && mkdir(sub, 0700) == 0);
+    pid_t child = fork(); /* a pid that is certainly gone once reaped */
+    if (child == 0) _exit(0);
+    CHECK(child > 0 && waitpid(child, NULL, 0) == child);
+    const char *h = "ab00000000000000000000000000000000000000000000000000000000000000";
+    snprintf(dead_old, sizeof dead_old, "%s/%s.wpk.tmp.%d.%d", sub, h, (int)child, (int)child);
+    snprintf(dead_new, sizeof dead_new, "%s/%s.wpk.tmp.%d.7", sub, h + 1, (int)child);
+    snprintf(live_old, sizeof live_old, "%s/%s.wpk.tmp.%d.7", sub, h + 2, (int)getppid());
+    snprintf(other, sizeof other, "%s/%s.wpk", sub, h);
+    CHECK(touch_file(dead_old, 7200) && touch_file(dead_new, 0) && touch_file(live_old, 7200) &&
+          touch_file(other, 7200));
+    wp_err err = {0};
+    wp_cache *c = wp_cache_open(dir, 1 << 20, &err);
+    CHECK(c != NULL);
+    wp_cache_stats st;
+    wp_cache_stats_get(c, &st);
+    CHECK(st.stale_tmp_removed == 1);
+    CHECK(access(dead_old, F_OK) != 0 && access(dead_new, F_OK) == 0 && access(live_old, F_OK) == 0 &&
+          access(other, F_OK) == 0);
+    wp_cache_close(c);
+}
+
 int main(void) {
     char root[] = "/tmp/wp_test_cache_XXXXXX";
     if (!mkdtemp(root)) {
@@ -560,6 +600,7 @@ int main(void) {
     test_disk(root);
     test_single_flight(root);
     test_function();
+    test_stale_tmp(root);
     rm_rf(root);
     return t_done("cache");
 }
