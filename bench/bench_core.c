@@ -21,13 +21,6 @@
 #include "jit.h"
 #include "spec.h"
 
-#ifndef WP_DEFAULT_TEMPLATES
-#define WP_DEFAULT_TEMPLATES "templates"
-#endif
-#ifndef WP_DEFAULT_CUDA_HOME
-#define WP_DEFAULT_CUDA_HOME "/usr/local/cuda"
-#endif
-
 #define CACHE_BYTES (256u << 20)
 #define POPULATE_THREADS 8
 #define MAX_HEADERS 64

@@ -5,9 +5,9 @@
 // CUDA events around R back-to-back launches (R from 200 at 2^10 down to 5 at 2^30), first call
 // (compile, warm-up) excluded. GB/s counts bytes read (reduce) or read + written (scan).
 // Two timings per row: "pipelined" (R launches back to back between two events: time per launch,
-// GB/s and the warpd/CUB throughput ratio; the median of 3 turns each, alternating warpd and CUB) and "one call" (the median of R single calls, each between
-// its own two events: the latency a lone request sees, where CUB's second kernel shows). Reductions
-// also get "graph": the R launches captured as one CUDA graph and one replay timed, per launch (the
+// GB/s and the warpd/CUB throughput ratio; the median of 3 turns each, alternating warpd and CUB) and "one call" (the
+// median of R single calls, each between its own two events: the latency a lone request sees, where CUB's second kernel
+// shows). Reductions also get "graph": the R launches captured as one CUDA graph and one replay timed, per launch (the
 // host's cost of submitting each launch left out: what the GPU itself takes, launch gaps included).
 //   bench_reduce [--max-log2 N] [--min-log2 N] [--quick] [--only reduce|scan] [--no-sweep]
 // --only runs the reduce rows (sum, max) or the scan rows alone (and that family's block sweep).
@@ -217,30 +217,24 @@ static void bench_type(const char *type, int min_log2, int max_log2, std::vector
         size_t tb = temp_bytes;
         const int r1 = r < 50 ? r : 50;
         double ours, cub_us, o1, c1;
-        if (do_reduce) {
-            // sum
-            time_pair(
-                "device_reduce", type, "sum", in, n, NULL, r, &v,
-                [&] { cub::DeviceReduce::Sum(d_temp, tb, d_in, d_value, (int)n); }, &ours, &cub_us);
+        for (const char *op : {"sum", "max"}) {
+            if (!do_reduce) continue;
+            const bool is_max = !strcmp(op, "max");
+            auto cub_on = [&](cudaStream_t st) {
+                if (is_max)
+                    cub::DeviceReduce::Max(d_temp, tb, d_in, d_value, (int)n, st);
+                else
+                    cub::DeviceReduce::Sum(d_temp, tb, d_in, d_value, (int)n, st);
+            };
+            auto cub_call = [&] { cub_on(0); };
+            time_pair("device_reduce", type, op, in, n, NULL, r, &v, cub_call, &ours, &cub_us);
             CHECK_CUDA(cudaMemcpy(&cv, d_value, sizeof cv, cudaMemcpyDeviceToHost));
-            o1 = one_call_ours("device_reduce", type, "sum", in, n, NULL, r1);
-            c1 = one_call_cub(r1, [&] { cub::DeviceReduce::Sum(d_temp, tb, d_in, d_value, (int)n); });
+            o1 = one_call_ours("device_reduce", type, op, in, n, NULL, r1);
+            c1 = one_call_cub(r1, cub_call);
             const int rg = r < 100 ? r * 4 : r; // a graph of at least 20 launches
-            double og = time_ours_graph(type, "sum", in, n, rg);
-            double cg = time_cub_graph(
-                rg, [&](cudaStream_t st) { cub::DeviceReduce::Sum(d_temp, tb, d_in, d_value, (int)n, st); });
-            rows.push_back({"reduce sum", type, lg, ours, cub_us, o1, c1, same_value<T>(v, cv, exact), og, cg});
-            // max
-            time_pair(
-                "device_reduce", type, "max", in, n, NULL, r, &v,
-                [&] { cub::DeviceReduce::Max(d_temp, tb, d_in, d_value, (int)n); }, &ours, &cub_us);
-            CHECK_CUDA(cudaMemcpy(&cv, d_value, sizeof cv, cudaMemcpyDeviceToHost));
-            o1 = one_call_ours("device_reduce", type, "max", in, n, NULL, r1);
-            c1 = one_call_cub(r1, [&] { cub::DeviceReduce::Max(d_temp, tb, d_in, d_value, (int)n); });
-            og = time_ours_graph(type, "max", in, n, rg);
-            cg = time_cub_graph(
-                rg, [&](cudaStream_t st) { cub::DeviceReduce::Max(d_temp, tb, d_in, d_value, (int)n, st); });
-            rows.push_back({"reduce max", type, lg, ours, cub_us, o1, c1, same_value<T>(v, cv, true), og, cg});
+            const double og = time_ours_graph(type, op, in, n, rg), cg = time_cub_graph(rg, cub_on);
+            rows.push_back({is_max ? "reduce max" : "reduce sum", type, lg, ours, cub_us, o1, c1,
+                            same_value<T>(v, cv, exact || is_max), og, cg});
         }
         if (!do_scan) continue;
         // inclusive scan

@@ -643,11 +643,17 @@ static int cuda_buf_copy(wp_backend *base, wp_buf *dst, size_t dst_offset, const
 }
 #undef CUDA_BUF_OP
 
-/* One launch on the stream: cuLaunchKernelEx with programmatic stream serialization when the kernel
- * allows it (WP_LAUNCH_OVERLAP) and the device has it (sm_90+), else plain cuLaunchKernel. */
+/* Whether a launch goes as a programmatic dependent: the kernel allows it (WP_LAUNCH_OVERLAP) and the
+ * device has it (sm_90+). */
+static bool cuda_overlaps(const cuda_backend *b, const wp_launch *l) {
+    return (l->flags & WP_LAUNCH_OVERLAP) && b->info.sm >= 90;
+}
+
+/* One launch on the stream: cuLaunchKernelEx with programmatic stream serialization when it overlaps
+ * (cuda_overlaps), else plain cuLaunchKernel. */
 static CUresult cuda_launch_one(cuda_backend *b, const cuda_fn *fn, const wp_launch *l) {
 #define DIM(x) ((x) ? (x) : 1u)
-    if ((l->flags & WP_LAUNCH_OVERLAP) && b->info.sm >= 90) {
+    if (cuda_overlaps(b, l)) {
         CUlaunchAttribute attr = {.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION};
         attr.value.programmaticStreamSerializationAllowed = 1;
         CUlaunchConfig cfg = {.gridDimX = DIM(l->grid[0]),
@@ -678,7 +684,7 @@ static int cuda_capture(cuda_backend *b, void *const *fns, const wp_launch *ls, 
     r = b->cu.stream_end_capture(b->stream, &graph);
     if (lr != CUDA_SUCCESS || r != CUDA_SUCCESS) {
         if (graph) b->cu.graph_destroy(graph);
-        return cuda_fail_op(b, err, lr != CUDA_SUCCESS ? "cuLaunchKernelEx (capture)" : "cuStreamEndCapture",
+        return cuda_fail_op(b, err, lr != CUDA_SUCCESS ? "a launch under stream capture" : "cuStreamEndCapture",
                             lr != CUDA_SUCCESS ? lr : r);
     }
     r = b->cu.graph_instantiate(exec, graph, 0);
@@ -713,7 +719,7 @@ static int cuda_launch_locked(cuda_backend *b, void *const *fns, const wp_launch
     }
     for (int i = 0; !exec && i < n; i++)
         if ((r = cuda_launch_one(b, fns[i], &ls[i])) != CUDA_SUCCESS)
-            return cuda_fail_op(b, err, (ls[i].flags & WP_LAUNCH_OVERLAP) ? "cuLaunchKernelEx" : "cuLaunchKernel", r);
+            return cuda_fail_op(b, err, cuda_overlaps(b, &ls[i]) ? "cuLaunchKernelEx" : "cuLaunchKernel", r);
     if ((r = b->cu.event_record(b->ev_stop, b->stream)) != CUDA_SUCCESS)
         return cuda_fail_op(b, err, "cuEventRecord", r);
     if ((r = b->cu.event_synchronize(b->ev_stop)) != CUDA_SUCCESS)

@@ -83,8 +83,8 @@ typedef struct {
 
 /* Runs n launches in order on the backend's stream and waits for them. *kernel_us (if non-NULL) gets
  * the time between an event recorded before the first launch and one after the last (WP_LAUNCH_GRAPH:
- * before and after the timed replay). fn[i] comes
- * from wp_app_kernel_get for launch i (one cache entry per kernel). Only cuda runs kernels: emu
+ * before and after the timed replay). fn[i] comes from wp_app_kernel_get for launch i (one cache
+ * entry per kernel). Only cuda runs kernels: emu
  * answers 501 "unsupported_backend" (the emulator runs the C references in kernels/ instead). A
  * CUDA error fails with 500 "cuda_error" and the backend recovers as for wp_backend_run_warp. */
 int wp_backend_launch(wp_backend *b, void *const *fn, const wp_launch *launches, int n, double *kernel_us, wp_err *err);

@@ -8,6 +8,15 @@
 #include "common.h"
 #include "spec.h"
 
+/* Where the templates and the CUDA toolkit are when nothing says otherwise: the Makefile passes the
+ * checkout's absolute templates path and its CUDA_HOME to every build; these are for anything else. */
+#ifndef WP_DEFAULT_TEMPLATES
+#define WP_DEFAULT_TEMPLATES "templates"
+#endif
+#ifndef WP_DEFAULT_CUDA_HOME
+#define WP_DEFAULT_CUDA_HOME "/usr/local/cuda"
+#endif
+
 typedef struct wp_jit wp_jit;
 
 /* What a compile makes; everything the disk store keeps. */

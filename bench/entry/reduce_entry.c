@@ -10,13 +10,6 @@
 #include "app.h"
 #include "reduce.h"
 
-#ifndef WP_DEFAULT_TEMPLATES
-#define WP_DEFAULT_TEMPLATES "templates"
-#endif
-#ifndef WP_DEFAULT_CUDA_HOME
-#define WP_DEFAULT_CUDA_HOME "/usr/local/cuda"
-#endif
-
 static wp_app bench_app; /* the benchmark program's one engine (a program, not the daemon) */
 static char device_name[160];
 static bool use_graph, no_overlap; /* wpb_set_graph, WARPD_PDL=0 */

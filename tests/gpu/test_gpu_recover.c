@@ -13,13 +13,6 @@
 #include "jit.h"
 #include "spec.h"
 
-#ifndef WP_DEFAULT_TEMPLATES
-#define WP_DEFAULT_TEMPLATES "templates"
-#endif
-#ifndef WP_DEFAULT_CUDA_HOME
-#define WP_DEFAULT_CUDA_HOME "/usr/local/cuda"
-#endif
-
 /* Takes the same parameter block, writes through a null pointer. */
 static const char faulting_source[] = "struct params { unsigned long long w[7]; int i[6]; };\n"
                                       "extern \"C\" __global__ void wp_fault(params p) {\n"

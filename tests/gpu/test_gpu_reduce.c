@@ -27,13 +27,6 @@
 #include "app.h"
 #include "reduce.h"
 
-#ifndef WP_DEFAULT_TEMPLATES
-#define WP_DEFAULT_TEMPLATES "templates"
-#endif
-#ifndef WP_DEFAULT_CUDA_HOME
-#define WP_DEFAULT_CUDA_HOME "/usr/local/cuda"
-#endif
-
 #define MAX_THREADS 16
 #define SEED 0x5eedda7aull
 #define ATOMIC_REL_TOL 1e-2

@@ -23,13 +23,6 @@
 #include "jit.h"
 #include "spec.h"
 
-#ifndef WP_DEFAULT_TEMPLATES
-#define WP_DEFAULT_TEMPLATES "templates"
-#endif
-#ifndef WP_DEFAULT_CUDA_HOME
-#define WP_DEFAULT_CUDA_HOME "/usr/local/cuda"
-#endif
-
 #define MASKS_PER_KERNEL 4   /* full + 3 random */
 #define DETAILS_PER_KERNEL 3 /* mismatch lines kept per kernel */
 #define DETAILS_PRINTED 12   /* ... and printed in all */

@@ -17,12 +17,6 @@
 #include "server/spec.h"
 #include "t.h"
 
-#ifndef WP_DEFAULT_TEMPLATES
-#define WP_DEFAULT_TEMPLATES "templates"
-#endif
-#ifndef WP_DEFAULT_CUDA_HOME
-#define WP_DEFAULT_CUDA_HOME "/usr/local/cuda"
-#endif
 #define ARCH "sm_90"
 #define MAX_SPECS 1024
 #define COMPILE_THREADS 2

@@ -8,14 +8,8 @@
 
 #include "common.h"
 #include "expr.h"
+#include "jit.h" /* WP_DEFAULT_CUDA_HOME */
 #include "t.h"
-
-#ifndef WP_DEFAULT_TEMPLATES
-#define WP_DEFAULT_TEMPLATES "templates"
-#endif
-#ifndef WP_DEFAULT_CUDA_HOME
-#define WP_DEFAULT_CUDA_HOME "/usr/local/cuda"
-#endif
 
 #define SRC_MAX 65536
 #define NAMES_MAX 128
