@@ -80,6 +80,8 @@ $(BUILD)/bench/%: bench/%.cu $(BUILD)/bench/entry/reduce_entry.o $(BUILD)/libwar
 	@mkdir -p $(dir $@)
 	$(NVCC) -std=c++17 -O2 -arch=sm_90 -Ibench -o $@ $< $(BUILD)/bench/entry/reduce_entry.o $(BUILD)/libwarpd.a $(NVCC_LDLIBS)
 
+$(BUILD)/bench/bench_launch: NVCC_LDLIBS += -lcuda # calls the Driver API's launches directly
+
 UNIT_BIN  := $(patsubst %.c,$(BUILD)/asan/%,$(UNIT_SRC))
 API_BIN   := $(patsubst %.c,$(BUILD)/asan/%,$(API_SRC))
 GPU_BIN   := $(patsubst %.c,$(BUILD)/%,$(GPU_SRC)) $(patsubst %.cu,$(BUILD)/%,$(GPU_CU))

@@ -335,8 +335,9 @@ int main(int argc, char **argv) {
     printf(
         "launch floor, empty kernel <<<1, 256>>> (runtime API): pipelined %.2f us, one call %.2f us, graph %.2f us\n",
         floor_pipe, floor_one, floor_graph);
-    printf("warpd launches: programmatic dependent launch %s (WARPD_PDL=0 turns it off)\n",
-           wpb_overlap() ? "on" : "off");
+    const char *pdl = getenv("WARPD_PDL");
+    printf("warpd launches: programmatic dependent launch %s%s (WARPD_PDL=0: off; WARPD_PDL=BYTES: under BYTES)\n",
+           wpb_overlap() ? "on" : "off", wpb_overlap() && pdl ? " for inputs under WARPD_PDL bytes" : "");
     std::vector<Row> rows;
     if (min_log2 < 10) min_log2 = 10;
     bench_type<float>("f32", min_log2, max_log2, rows, quick, only);

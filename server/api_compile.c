@@ -1,6 +1,7 @@
 /* api_compile.c — POST /v1/compile: compile (or find in the cache) the kernel of a spec and report
  * its key, where it came from, compile time, NVRTC log, registers, spills, and on request the PTX,
- * the C++ that was compiled and the SASS (when nvdisasm is installed). */
+ * the C++ that was compiled and the SASS (when nvdisasm is installed). Data families take the fields
+ * that choose their kernel (strategy, block, ...), so any kernel a reduce or scan runs can be shown. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,7 +10,20 @@
 #include "app.h"
 #include "jsonval.h"
 
-static const char *const compile_fields[] = {"family", "type", "width", "mask", "op", "ptx", "source", "sass", NULL};
+static const char *const compile_fields[] = {"family",   "type",  "width",      "mask",      "op",
+                                             "strategy", "block", "accumulate", "exclusive", "inclusive",
+                                             "radius",   "ptx",   "source",     "sass",      NULL};
+/* The fields only data families (device_reduce, ...) take: the kernel /v1/reduce or /v1/scan would run. */
+static const char *const data_fields[] = {"strategy", "block", "accumulate", "exclusive", "inclusive", "radius", NULL};
+
+/* A data-family field sent with a warp family: refused by name rather than ignored. */
+static int no_data_fields(const cJSON *body, const wp_family *f, wp_err *err) {
+    if (f->flags & WP_F_DATA) return 0;
+    for (int i = 0; data_fields[i]; i++)
+        if (cJSON_GetObjectItemCaseSensitive(body, data_fields[i]))
+            return WP_FAIL(err, 400, "unknown_field", data_fields[i], "family %s takes no %s", f->name, data_fields[i]);
+    return 0;
+}
 
 static bool want(const cJSON *body, const char *name, wp_err *err, int *bad) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, name);
@@ -69,6 +83,7 @@ void wp_api_compile(void *appv, const wp_req *req, wp_resp *resp) {
     cJSON *body = wp_app_parse_body(app, req, &err);
     if (!body || wp_json_only(body, "", compile_fields, &err) || wp_spec_from_json(body, app->arch, &spec, &err))
         goto fail;
+    if (no_data_fields(body, spec.family, &err)) goto fail;
     bool want_ptx = want(body, "ptx", &err, &bad), want_src = want(body, "source", &err, &bad),
          want_sass = want(body, "sass", &err, &bad);
     if (bad) goto fail;

@@ -40,7 +40,8 @@ typedef struct {
     int repeat;          /* benchmarks (cuda): launches back to back, timed together; kernel_us is per
                             launch; 0 or 1 = once (atomic: the value is then meaningless) */
     bool graph;          /* benchmarks (cuda): the repeats captured as one CUDA graph and replayed */
-    bool no_overlap;     /* benchmarks: launch without programmatic dependent launch (WP_LAUNCH_OVERLAP) */
+    uint64_t overlap_below; /* benchmarks: programmatic dependent launch (WP_LAUNCH_OVERLAP) only for
+                               inputs under this many bytes (1: never); 0: always, the default */
 } wp_reduce_job;
 
 typedef struct {

@@ -12,13 +12,15 @@
 
 static wp_app bench_app; /* the benchmark program's one engine (a program, not the daemon) */
 static char device_name[160];
-static bool use_graph, no_overlap; /* wpb_set_graph, WARPD_PDL=0 */
+static bool use_graph;              /* wpb_set_graph */
+static unsigned long long overlap_below; /* WARPD_PDL: 0 never (1 here), BYTES: under that size, unset: always (0) */
 
 int wpb_open(char *why, unsigned long why_len) {
     wp_err err = {0};
     wp_app *app = &bench_app;
     const char *pdl = getenv("WARPD_PDL");
-    no_overlap = pdl && !strcmp(pdl, "0");
+    overlap_below = pdl ? strtoull(pdl, NULL, 10) : 0;
+    if (pdl && overlap_below == 0) overlap_below = 1; /* never */
     app->cuda = wp_backend_cuda_open(0, &err);
     if (!app->cuda) {
         snprintf(why, why_len, "%s", err.msg);
@@ -53,7 +55,7 @@ void wpb_close(void) {
 
 const char *wpb_device(void) { return device_name; }
 void wpb_set_graph(int on) { use_graph = on != 0; }
-int wpb_overlap(void) { return !no_overlap; }
+int wpb_overlap(void) { return overlap_below != 1; }
 
 void *wpb_alloc(unsigned long long bytes, unsigned long long *dev) {
     wp_buf *b = wp_buf_alloc(bench_app.cuda, (size_t)bytes, NULL);
@@ -101,7 +103,7 @@ int wpb_run_block(const char *family, const char *type, const char *op, int bloc
     wp_err err = {0};
     int rc = spec_for(family, type, op, block, &s, &err);
     wp_reduce_job job = {
-        .spec = &s, .in = in, .n = n, .out = out, .repeat = repeat, .graph = use_graph, .no_overlap = no_overlap};
+        .spec = &s, .in = in, .n = n, .out = out, .repeat = repeat, .graph = use_graph, .overlap_below = overlap_below};
     wp_reduce_result r = {0};
     if (rc == 0) rc = wp_reduce_run(&bench_app, bench_app.cuda, &job, &r, &err);
     if (rc == 0) {

@@ -21,7 +21,8 @@ int wpb_generate(void *buf, const char *type, unsigned long long n, unsigned lon
 
 /* Benchmark modes of later wpb_run calls. graph: the repeats are captured as one CUDA graph and one
  * replay is timed (reductions; scans ignore it). overlap: programmatic dependent launch between
- * back-to-back kernels (the default; wpb_open turns it off when the environment has WARPD_PDL=0). */
+ * back-to-back kernels (the default; the environment's WARPD_PDL=0 turns it off, WARPD_PDL=BYTES keeps
+ * it for inputs under BYTES only). */
 void wpb_set_graph(int on);
 int wpb_overlap(void);
 
