@@ -33,13 +33,13 @@ typedef struct {
     double weights[2 * WP_STENCIL_MAX_RADIUS + 1];
     int gen_kind; /* generate: WP_GEN_*, seed, constant (raw bits of spec->type) */
     uint64_t seed, constant;
-    wp_buf *out;         /* EACH/GROUPS families: where results go (NULL: the engine allocates one) */
-    bool compile_on_emu; /* also compile the kernel (NVRTC, cache) when running on emu */
-    bool memory_only;    /* take the kernel from the memory cache only (never compile or read the disk):
-                            wp_reduce_run returns 1, having done nothing, when it is not there */
-    int repeat;          /* benchmarks (cuda): launches back to back, timed together; kernel_us is per
-                            launch; 0 or 1 = once (atomic: the value is then meaningless) */
-    bool graph;          /* benchmarks (cuda): the repeats captured as one CUDA graph and replayed */
+    wp_buf *out;            /* EACH/GROUPS families: where results go (NULL: the engine allocates one) */
+    bool compile_on_emu;    /* also compile the kernel (NVRTC, cache) when running on emu */
+    bool memory_only;       /* take the kernel from the memory cache only (never compile or read the disk):
+                               wp_reduce_run returns 1, having done nothing, when it is not there */
+    int repeat;             /* benchmarks (cuda): launches back to back, timed together; kernel_us is per
+                               launch; 0 or 1 = once (atomic: the value is then meaningless) */
+    bool graph;             /* benchmarks (cuda): the repeats captured as one CUDA graph and replayed */
     uint64_t overlap_below; /* benchmarks: programmatic dependent launch (WP_LAUNCH_OVERLAP) only for
                                inputs under this many bytes (1: never); 0: always, the default */
 } wp_reduce_job;
