@@ -11,7 +11,8 @@ if command -v nvidia-smi >/dev/null 2>&1; then
 else
   echo "gpu:    none (no nvidia-smi)"
 fi
-commit=$(git rev-parse --short HEAD 2>/dev/null) || commit=uncommitted
+# WARPD_COMMIT names it where the tree is a copy without its own .git (git would answer for a parent)
+commit=${WARPD_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)}
 echo "commit: ${commit:-uncommitted}"
 
 known=(bench_core)

@@ -14,6 +14,7 @@ static wp_app bench_app; /* the benchmark program's one engine (a program, not t
 static char device_name[160];
 static bool use_graph;              /* wpb_set_graph */
 static unsigned long long overlap_below; /* WARPD_PDL: 0 never (1 here), BYTES: under that size, unset: always (0) */
+static int env_block;                    /* WARPD_BLOCK: the block of wpb_run (unset: the family's default) */
 
 int wpb_open(char *why, unsigned long why_len) {
     wp_err err = {0};
@@ -21,6 +22,8 @@ int wpb_open(char *why, unsigned long why_len) {
     const char *pdl = getenv("WARPD_PDL");
     overlap_below = pdl ? strtoull(pdl, NULL, 10) : 0;
     if (pdl && overlap_below == 0) overlap_below = 1; /* never */
+    const char *blk = getenv("WARPD_BLOCK");
+    env_block = blk ? atoi(blk) : 0;
     app->cuda = wp_backend_cuda_open(0, &err);
     if (!app->cuda) {
         snprintf(why, why_len, "%s", err.msg);
@@ -93,7 +96,7 @@ int wpb_generate(void *buf, const char *type, unsigned long long n, unsigned lon
 
 int wpb_run(const char *family, const char *type, const char *op, void *in, unsigned long long n, void *out, int repeat,
             double *kernel_us, unsigned long long *value, char *why, unsigned long why_len) {
-    return wpb_run_block(family, type, op, 0, in, n, out, repeat, kernel_us, value, why, why_len);
+    return wpb_run_block(family, type, op, env_block, in, n, out, repeat, kernel_us, value, why, why_len);
 }
 
 int wpb_run_block(const char *family, const char *type, const char *op, int block, void *in, unsigned long long n,

@@ -27,7 +27,8 @@ void wpb_set_graph(int on);
 int wpb_overlap(void);
 
 /* Runs family ("device_reduce", "device_scan") with op over n elements of in, `repeat` launches back to
- * back; *kernel_us gets the time per launch. Reductions put the value's raw bits in *value; scans write
+ * back, at the family's default block (the environment's WARPD_BLOCK=N: block N instead, to compare);
+ * *kernel_us gets the time per launch. Reductions put the value's raw bits in *value; scans write
  * out (n elements). Returns 0, or -1 with the message in why. */
 int wpb_run(const char *family, const char *type, const char *op, void *in, unsigned long long n, void *out, int repeat,
             double *kernel_us, unsigned long long *value, char *why, unsigned long why_len);
