@@ -64,6 +64,8 @@ uint64_t wp_generate_value(wp_type t, int kind, uint64_t seed, uint64_t constant
 
 /* Plans and references (families.c lists them). */
 void wp_plan_device_reduce(const struct wp_spec *s, uint64_t n, uint64_t groups, wp_data_plan *out);
+/* device_reduce's block when the request names none, by the input's size (docs/semantics.md). */
+int wp_block_device_reduce(const struct wp_spec *s, uint64_t n);
 void wp_plan_group_reduce(const struct wp_spec *s, uint64_t n, uint64_t groups, wp_data_plan *out);
 void wp_plan_segmented(const struct wp_spec *s, uint64_t n, uint64_t groups, wp_data_plan *out);
 void wp_plan_arg(const struct wp_spec *s, uint64_t n, uint64_t groups, wp_data_plan *out);

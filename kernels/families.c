@@ -22,12 +22,12 @@
 #define STRATS_SCAN (WP_STRATBIT(WP_STRAT_SHFL_UP) | WP_STRATBIT(WP_STRAT_SMEM))
 #define STRATS_SHFL WP_STRATBIT(WP_STRAT_SHFL_DOWN)
 /* A data-parallel row: packed data, a grid of blocks, a plan and a CPU reference (kernels/data.h). */
-#define DATA_ROW(nm, file, kern, dc, fl, tys, wid, strats, strat_def, outk, planfn, emufn)                             \
+#define DATA_ROW(nm, file, kern, dc, fl, tys, wid, strats, strat_def, outk, planfn, emufn, ...)                        \
     &(const wp_family) {                                                                                               \
         .name = (nm), .template_file = (file), .kernel = (kern), .doc = (dc), .types = (tys), .widths = (wid),         \
         .flags = WP_F_DATA | (fl), .ops = ((fl)&WP_F_OP) ? WP_OPS_ALL : 0, .out = WP_OUT_VALUE, .backends = BOTH,      \
         .min_sm = 70, .strategies = (strats), .strategy_default = (strat_def), .block_default = 256,                   \
-        .data_out = (outk), .plan = (planfn), .data_emulate = (emufn)                                                  \
+        .data_out = (outk), .plan = (planfn), .data_emulate = (emufn), __VA_ARGS__                                     \
     }
 #define LANE_ARG(n) .arg = (n), .arg_default = 1, .arg_min = 0, .arg_max = 31 /* delta, lane_mask */
 
@@ -221,7 +221,7 @@ static const wp_family *const families[] = {
              "reduce the whole array to one value in one launch: blocks reduce 16-byte vectors, the last block "
              "(atomic ticket) combines their partials in a fixed order",
              WP_F_OP | WP_F_ACCUM, WP_T_ALL, WP_W_32, STRATS_REDUCE, WP_STRAT_SHFL_DOWN, WP_DATA_VALUE,
-             wp_plan_device_reduce, wp_emu_device_reduce),
+             wp_plan_device_reduce, wp_emu_device_reduce, .block_for = wp_block_device_reduce),
     DATA_ROW("device_scan", "scan.cu", "wp_device_scan",
              "inclusive or exclusive scan of the whole array in one pass (decoupled look-back with a fixed fold)",
              WP_F_OP | WP_F_ACCUM | WP_F_SCAN, WP_T_ALL, WP_W_32, STRATS_SCAN, WP_STRAT_SHFL_UP, WP_DATA_EACH,

@@ -104,6 +104,9 @@ typedef struct wp_family {
     uint32_t strategies;
     int strategy_default;
     int block_default;
+    /* The block for n elements when the request names none (NULL: block_default always): a function
+     * of n and the type only, so every backend takes the same block and combines in the same order. */
+    int (*block_for)(const struct wp_spec *s, uint64_t n);
     int data_out; /* wp_data_out */
     void (*plan)(const struct wp_spec *s, uint64_t n, uint64_t groups, struct wp_data_plan *out);
     void (*data_emulate)(const struct wp_spec *s, const struct wp_data_params *p, const struct wp_data_plan *plan);

@@ -268,6 +268,12 @@ int wp_reduce_run(struct wp_app *app, wp_backend *b, const wp_reduce_job *job, w
     if (check_job(b, job, err)) return -1;
     const wp_spec *s = job->spec;
     const wp_family *f = s->family;
+    wp_spec sized; /* the spec with the block the family picks for n, when the request named none */
+    if (s->data.block_auto && f->block_for) {
+        sized = *s;
+        sized.data.block = f->block_for(s, job->n);
+        s = &sized;
+    }
     const wp_type t = s->type, acc = wp_data_acc_type(s);
     const bool emu = is_emu(b);
     res->acc_type = acc;

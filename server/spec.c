@@ -98,7 +98,10 @@ static int validate_data(wp_spec *s, wp_err *err) {
     if (d->strategy == WP_STRAT_ATOMIC && s->op.kind == WP_OP_EXPR)
         return WP_FAIL(err, 400, "strategy_not_allowed", "strategy",
                        "strategy atomic needs a builtin operator (an expression has no identity to start from)");
-    if (d->block == 0) d->block = f->block_default;
+    if (d->block == 0) {
+        d->block = f->block_default;
+        d->block_auto = true;
+    }
     if (d->block < 32 || d->block > 1024 || (d->block & (d->block - 1)))
         return WP_FAIL(err, 400, "bad_block", "block", "block %d is not a power of two 32..1024", d->block);
     if (!(f->flags & WP_F_ACCUM) || (s->type != WP_F16 && s->type != WP_BF16)) d->native = false;

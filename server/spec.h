@@ -13,11 +13,12 @@
 /* What else a data-parallel family (WP_F_DATA, kernels/data.h) bakes into its kernel; zero for the
  * warp primitives. */
 typedef struct {
-    int strategy;   /* WP_STRAT_* (resolved: never WP_STRAT_AUTO after wp_spec_validate) */
-    int block;      /* threads per block (and the group size of block_* families) */
-    bool native;    /* f16/bf16 accumulate in the type itself instead of f32 */
-    bool exclusive; /* scans */
-    int radius;     /* stencil: 1..WP_STENCIL_MAX_RADIUS */
+    int strategy;    /* WP_STRAT_* (resolved: never WP_STRAT_AUTO after wp_spec_validate) */
+    int block;       /* threads per block (and the group size of block_* families) */
+    bool block_auto; /* block was not given: the family's block_for(n) picks it for each job */
+    bool native;     /* f16/bf16 accumulate in the type itself instead of f32 */
+    bool exclusive;  /* scans */
+    int radius;      /* stencil: 1..WP_STENCIL_MAX_RADIUS */
 } wp_data_spec;
 
 typedef struct wp_spec {

@@ -5,7 +5,9 @@
  * × a few shapes (widths, blocks, exclusive/inclusive, init, accumulate native, radius), one kernel is
  * compiled through the cache and run by the engine (server/reduce.c) on cuda and on emu over the same
  * random data, n in {0, 1, 31, 32, 33, 1023, 1025, 4097, 65537, 999983} (device_scan also 4194309, blocks
- * 32, 256, 512 and 1024; device_reduce also 4194309, and 16777259 for sum and max). Results must match bit for
+ * 32, 256, 512 and 1024; device_reduce also 4194309, and 16777259 for sum and max; its default strategy
+ * also with no block named, so each size takes the block it picks: 256, 512 or 1024, the same on both
+ * backends). Results must match bit for
  * bit — floats too, since the emulator follows the kernel's combining order — except for the atomic
  * strategy on floats, whose order is not fixed: there a relative error of 1e-2 passes. Each device
  * reduce/scan is also run again on cuda as REPEAT launches back to back (programmatic dependent launch:
@@ -159,6 +161,9 @@ static int list_cases(run_ctx *ctx, const char *only, int sm) {
                                     k.radius = variant + 1;
                                 } else if (variant == 1 && half && (f->flags & WP_F_ACCUM)) {
                                     k.native = true;
+                                } else if (variant == 0 && !strcmp(f->name, "device_reduce") &&
+                                           st == f->strategy_default) {
+                                    k.block = 0; /* no block named: picked by size (256, 512, 1024) */
                                 } else if (variant >= 2 && !strcmp(f->name, "device_reduce") && !ctx->quick) {
                                     k.block = variant == 2 ? 64 : 32; /* other grid shapes (up to 4096 blocks) */
                                 } else if (variant) {
@@ -295,6 +300,8 @@ static void run_case(run_ctx *ctx, kcase *k) {
             note(ctx, k, n, "cuda: %s", err.msg);
         } else if (le != lc) {
             note(ctx, k, n, "result sizes differ: emu %zu bytes, cuda %zu", le, lc);
+        } else if (re.block != rc.block || re.grid != rc.grid) {
+            note(ctx, k, n, "launch shapes differ: emu %u x %u, cuda %u x %u", re.grid, re.block, rc.grid, rc.block);
         } else if (!rc.deterministic && (k->type == WP_F16 || k->type == WP_BF16) && k->native) {
             k->passed++;                /* a 16-bit accumulator in any order: rounding swamps any tolerance; it ran */
         } else if (!rc.deterministic) { /* atomic on floats: any order; compare values */

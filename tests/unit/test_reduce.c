@@ -561,6 +561,47 @@ static void test_device_reduce_order(void) {
     }
 }
 
+/* With no block in the request, device_reduce takes its block from the input's size (docs/semantics.md:
+ * 256 to 16 KiB, 1024 to 64 KiB, 256 to 1 MiB, 1024 to 16 MiB, 512 above; restated here, not taken from
+ * kernels/data.c), reports it, and combines in that block's documented order; a named block is kept. */
+static void test_device_reduce_block_auto(void) {
+    T_CASE("device_reduce picks its block by size when none is named");
+    static const struct {
+        uint64_t n;
+        unsigned block;
+    } cases[] = {{5, 256},      {4096, 256},    {4097, 1024},       {16384, 1024},         {16385, 256},
+                 {262144, 256}, {262145, 1024}, {(1u << 22), 1024}, {(1u << 22) + 1, 512}, {(1u << 22) + 4099, 512}};
+    for (size_t k = 0; k < WP_ARRAY_LEN(cases); k++) {
+        wp_spec s;
+        CHECK(make_spec("device_reduce", WP_F32, "sum", WP_STRAT_AUTO, 32, 0, false, false, 1, &s));
+        input in;
+        input_make(&in, WP_F32, "sum", cases[k].n, 40 + k);
+        wp_reduce_result r;
+        bool ok = run(&s, &in, NULL, 0, false, 0, &r, NULL) == 0;
+        float want = order_ref_f32((const float *)in.data, in.n, cases[k].block);
+        uint32_t want_bits;
+        memcpy(&want_bits, &want, 4);
+        CHECKF(ok && r.block == cases[k].block, "n=%llu: block %u, want %u", (unsigned long long)in.n, r.block,
+               cases[k].block);
+        CHECKF(ok && r.value == want_bits, "n=%llu block %u: emu 0x%llx, documented order 0x%x",
+               (unsigned long long)in.n, cases[k].block, (unsigned long long)r.value, want_bits);
+        input_free(&in);
+        wp_spec_free(&s);
+    }
+    /* bytes, not elements: 2049 f64 are 16392 bytes (block 1024); a named block stays */
+    wp_spec s;
+    CHECK(make_spec("device_reduce", WP_F64, "max", WP_STRAT_AUTO, 32, 0, false, false, 1, &s));
+    input in;
+    input_make(&in, WP_F64, "max", 2049, 7);
+    wp_reduce_result r;
+    CHECK(run(&s, &in, NULL, 0, false, 0, &r, NULL) == 0 && r.block == 1024);
+    wp_spec_free(&s);
+    CHECK(make_spec("device_reduce", WP_F64, "max", WP_STRAT_AUTO, 32, 128, false, false, 1, &s));
+    CHECK(run(&s, &in, NULL, 0, false, 0, &r, NULL) == 0 && r.block == 128);
+    wp_spec_free(&s);
+    input_free(&in);
+}
+
 int main(void) {
     app.emu = wp_backend_emu_open();
     app.preferred = app.emu;
@@ -575,6 +616,7 @@ int main(void) {
     matrix_family("block_scan", w32, 1, blocks, 3);
     test_same_order();
     test_device_reduce_order();
+    test_device_reduce_block_auto();
     test_segmented();
     test_arg();
     test_nan_minmax();
