@@ -537,28 +537,33 @@ static float order_ref_f32(const float *x, uint64_t n, unsigned block) {
     return r;
 }
 
+/* One f32 sum on emu: the spec names `block` (0: none, the family picks), the result must report
+ * want_block and equal the documented order at want_block bit for bit. */
+static void order_case(uint64_t n, int block, unsigned want_block, uint64_t seed) {
+    wp_spec s;
+    CHECK(make_spec("device_reduce", WP_F32, "sum", WP_STRAT_SHFL_DOWN, 32, block, false, false, 1, &s));
+    input in;
+    input_make(&in, WP_F32, "sum", n, seed);
+    wp_reduce_result r;
+    bool ok = run(&s, &in, NULL, 0, false, 0, &r, NULL) == 0;
+    float want = order_ref_f32((const float *)in.data, in.n, want_block);
+    uint32_t want_bits;
+    memcpy(&want_bits, &want, 4);
+    CHECKF(ok && r.block == want_block, "n=%llu: block %u, want %u", (unsigned long long)n, r.block, want_block);
+    CHECKF(ok && r.value == want_bits, "n=%llu block %u: emu 0x%llx, documented order 0x%x", (unsigned long long)n,
+           want_block, (unsigned long long)r.value, want_bits);
+    input_free(&in);
+    wp_spec_free(&s);
+}
+
 static void test_device_reduce_order(void) {
     T_CASE("device_reduce follows the documented order (f32 sum, bit for bit)");
     static const struct {
         uint64_t n;
         unsigned block;
     } cases[] = {{1000003, 256}, {(1u << 22) + 7, 32}, {(1u << 22) + 6, 64}, {4097, 256}, {5, 256}};
-    for (size_t k = 0; k < WP_ARRAY_LEN(cases); k++) {
-        wp_spec s;
-        CHECK(make_spec("device_reduce", WP_F32, "sum", WP_STRAT_SHFL_DOWN, 32, (int)cases[k].block, false, false, 1,
-                        &s));
-        input in;
-        input_make(&in, WP_F32, "sum", cases[k].n, 11 + k);
-        wp_reduce_result r;
-        bool ok = run(&s, &in, NULL, 0, false, 0, &r, NULL) == 0;
-        float want = order_ref_f32((const float *)in.data, in.n, cases[k].block);
-        uint32_t want_bits;
-        memcpy(&want_bits, &want, 4);
-        CHECKF(ok && r.value == want_bits, "n=%llu block %u: emu 0x%llx, documented order 0x%x",
-               (unsigned long long)in.n, cases[k].block, (unsigned long long)r.value, want_bits);
-        input_free(&in);
-        wp_spec_free(&s);
-    }
+    for (size_t k = 0; k < WP_ARRAY_LEN(cases); k++)
+        order_case(cases[k].n, (int)cases[k].block, cases[k].block, 11 + k);
 }
 
 /* With no block in the request, device_reduce takes its block from the input's size (docs/semantics.md:
@@ -571,23 +576,7 @@ static void test_device_reduce_block_auto(void) {
         unsigned block;
     } cases[] = {{5, 256},      {4096, 256},    {4097, 1024},       {16384, 1024},         {16385, 256},
                  {262144, 256}, {262145, 1024}, {(1u << 22), 1024}, {(1u << 22) + 1, 512}, {(1u << 22) + 4099, 512}};
-    for (size_t k = 0; k < WP_ARRAY_LEN(cases); k++) {
-        wp_spec s;
-        CHECK(make_spec("device_reduce", WP_F32, "sum", WP_STRAT_AUTO, 32, 0, false, false, 1, &s));
-        input in;
-        input_make(&in, WP_F32, "sum", cases[k].n, 40 + k);
-        wp_reduce_result r;
-        bool ok = run(&s, &in, NULL, 0, false, 0, &r, NULL) == 0;
-        float want = order_ref_f32((const float *)in.data, in.n, cases[k].block);
-        uint32_t want_bits;
-        memcpy(&want_bits, &want, 4);
-        CHECKF(ok && r.block == cases[k].block, "n=%llu: block %u, want %u", (unsigned long long)in.n, r.block,
-               cases[k].block);
-        CHECKF(ok && r.value == want_bits, "n=%llu block %u: emu 0x%llx, documented order 0x%x",
-               (unsigned long long)in.n, cases[k].block, (unsigned long long)r.value, want_bits);
-        input_free(&in);
-        wp_spec_free(&s);
-    }
+    for (size_t k = 0; k < WP_ARRAY_LEN(cases); k++) order_case(cases[k].n, 0, cases[k].block, 40 + k);
     /* bytes, not elements: 2049 f64 are 16392 bytes (block 1024); a named block stays */
     wp_spec s;
     CHECK(make_spec("device_reduce", WP_F64, "max", WP_STRAT_AUTO, 32, 0, false, false, 1, &s));
