@@ -6,8 +6,8 @@
  * compiled through the cache and run by the engine (server/reduce.c) on cuda and on emu over the same
  * random data, n in {0, 1, 31, 32, 33, 1023, 1025, 4097, 65537, 999983} (device_scan also 4194309, blocks
  * 32, 256, 512 and 1024; device_reduce also 4194309, and 16777259 for sum and max; its default strategy
- * also with no block named, so each size takes the block it picks: 256, 512 or 1024, the same on both
- * backends). Results must match bit for
+ * with sum, max and "a - b" also with no block named, so each size takes the block it picks: 256, 512 or
+ * 1024, the same on both backends). Results must match bit for
  * bit — floats too, since the emulator follows the kernel's combining order — except for the atomic
  * strategy on floats, whose order is not fixed: there a relative error of 1e-2 passes. Each device
  * reduce/scan is also run again on cuda as REPEAT launches back to back (programmatic dependent launch:
@@ -45,6 +45,10 @@ static const uint64_t sizes_quick[] = {0, 1, 33, 1025, 65537};
  * 4096 blocks with several tiles each, kernels/data.c), remainder and partial vector included */
 #define REDUCE_HUGE_N 16777259ull
 static const char *const ops_all[] = {"sum", "prod", "min", "max", "and", "or", "xor", "a - b"};
+/* device_reduce with no block named (each size takes the block it picks) for these operators: the
+ * block changes the order of every operator alike, so sum, max and the order-sensitive "a - b" stand for
+ * all (the others keep block 256: fewer kernels to compile, test-gpu inside the device's 10 minutes). */
+static bool auto_block_op(const char *op) { return !strcmp(op, "sum") || !strcmp(op, "max") || !strcmp(op, "a - b"); }
 
 typedef struct {
     const wp_family *family;
@@ -162,7 +166,7 @@ static int list_cases(run_ctx *ctx, const char *only, int sm) {
                                 } else if (variant == 1 && half && (f->flags & WP_F_ACCUM)) {
                                     k.native = true;
                                 } else if (variant == 0 && !strcmp(f->name, "device_reduce") &&
-                                           st == f->strategy_default) {
+                                           st == f->strategy_default && auto_block_op(ops_all[o])) {
                                     k.block = 0; /* no block named: picked by size (256, 512, 1024) */
                                 } else if (variant >= 2 && !strcmp(f->name, "device_reduce") && !ctx->quick) {
                                     k.block = variant == 2 ? 64 : 32; /* other grid shapes (up to 4096 blocks) */
