@@ -20,10 +20,6 @@
 #define WP_SCRATCH_HEAD 256
 #define WP_SCRATCH_RESULT 192 /* after the tickets: 1 + up to 32 counters (templates/reduce.cu) */
 #define WP_SCRATCH_MIN (64u << 10)
-/* Data kernels are launched as programmatic dependents (WP_LAUNCH_OVERLAP; on sm_90 and later): the
- * next kernel's blocks are placed while this one finishes, so back-to-back jobs lose the launch gap.
- * Measured on H100 (bench/RESULTS.md): up to 1.5x the launches per second at 2^10..2^22 elements, 4 %
- * faster at 2^24 f32; at 2^28..2^30 within +-0.6 % either way (runs disagree), so every size. */
 #define WP_SCRATCH_POOL_MAX 8   /* idle scratch buffers kept per engine */
 #define WP_EPOCH_MAX (1u << 30) /* status words hold epoch << 2 in 32 bits */
 
@@ -232,6 +228,10 @@ static int run_cuda(struct wp_app *app, wp_backend *b, const wp_spec *s, void *f
      * whose replays would repeat the epochs, is only for families without epoch-stamped status). */
     if (repeat < 1) repeat = 1;
     const bool graph = job->graph && !plan->epoch_status;
+    /* Data kernels go as programmatic dependents (WP_LAUNCH_OVERLAP; sm_90 and later): the next
+     * kernel's blocks are placed while this one finishes, so back-to-back jobs lose the launch gap.
+     * Measured on H100 (bench/RESULTS.md): up to 1.5x the launches per second at 2^10..2^22 elements,
+     * 4 % faster at 2^24 f32, within +-0.6 % either way at 2^28..2^30 (runs disagree): every size. */
     const bool overlap = !job->overlap_below || p->n * wp_type_size(s->type) < job->overlap_below;
     wp_data_params *ps = calloc((size_t)repeat, sizeof *ps);
     void **params = calloc((size_t)repeat, sizeof *params), **fns = calloc((size_t)repeat, sizeof *fns);
