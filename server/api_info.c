@@ -137,6 +137,7 @@ static void data_family_json(cJSON *o, const wp_family *f) {
         if (f->strategies & WP_STRATBIT(k)) cJSON_AddItemToArray(st, cJSON_CreateString(wp_strategy_name(k)));
     cJSON_AddStringToObject(d, "strategy_default", wp_strategy_name(f->strategy_default));
     cJSON_AddNumberToObject(d, "block_default", f->block_default);
+    cJSON_AddBoolToObject(d, "block_by_size", f->block_for != NULL); /* no block named: picked per job by n */
     cJSON *blocks = cJSON_AddArrayToObject(d, "blocks");
     for (int b = 32; b <= 1024; b *= 2) cJSON_AddItemToArray(blocks, cJSON_CreateNumber(b));
     cJSON_AddBoolToObject(d, "width_groups", (f->flags & WP_F_WIDTH_GROUP) != 0);
