@@ -5,6 +5,8 @@
  * Knows nothing of what a handler does. */
 #include "http.h"
 
+#include "access.h"
+
 #include <errno.h>
 #include <microhttpd.h>
 #include <netdb.h>
@@ -58,6 +60,7 @@ typedef struct wp_call {
     wp_err stream_err; /* CALL_STREAM_FAILED: the answer */
     wp_req req;
     wp_resp resp;
+    wp_access_verdict access; /* the checks' answer: denied or not, and the headers it adds */
 } wp_call;
 
 struct wp_http {
@@ -165,6 +168,32 @@ static void request_fill(wp_call *c, struct MHD_Connection *mc, const char *meth
     c->req.conn = mc;
 }
 
+static void add_header(void *mr, const char *name, const char *value) { MHD_add_response_header(mr, name, value); }
+
+/* Host, Origin, token and body type (access.h), before routing: every route passes here. True when
+ * c->resp is the answer (a refusal, or a CORS preflight's 204). */
+static bool access_refused(wp_http *h, wp_call *c, struct MHD_Connection *mc, const char *method, const char *url) {
+#define HEADER(name) MHD_lookup_connection_value(mc, MHD_HEADER_KIND, name)
+    const char *length = HEADER(MHD_HTTP_HEADER_CONTENT_LENGTH);
+    bool has_body = HEADER(MHD_HTTP_HEADER_TRANSFER_ENCODING) || (length && strspn(length, "0") < strlen(length));
+    wp_access_req q = {.method = method,
+                       .path = url,
+                       .host = HEADER(MHD_HTTP_HEADER_HOST),
+                       .origin = HEADER("Origin"),
+                       .content_type = HEADER(MHD_HTTP_HEADER_CONTENT_TYPE),
+                       .authorization = HEADER(MHD_HTTP_HEADER_AUTHORIZATION),
+                       .cors_method = HEADER("Access-Control-Request-Method"),
+                       .has_body = has_body};
+#undef HEADER
+    wp_access_check(h->cfg.access, &q, &c->access);
+    if (c->access.action == WP_ACCESS_PASS) return false;
+    if (c->access.action == WP_ACCESS_PREFLIGHT)
+        resp_set(&c->resp, 204, NULL, NULL, 0);
+    else
+        wp_resp_error(&c->resp, &c->access.err);
+    return true;
+}
+
 /* Hands c->resp to libmicrohttpd (which frees the body) and counts it. allow: Allow header or NULL. */
 static enum MHD_Result send_resp(wp_http *h, wp_call *c, const char *allow) {
     wp_resp *r = &c->resp;
@@ -179,6 +208,7 @@ static enum MHD_Result send_resp(wp_http *h, wp_call *c, const char *allow) {
     if (r->retry_after[0]) MHD_add_response_header(mr, MHD_HTTP_HEADER_RETRY_AFTER, r->retry_after);
     if (r->location[0]) MHD_add_response_header(mr, MHD_HTTP_HEADER_LOCATION, r->location);
     if (allow) MHD_add_response_header(mr, MHD_HTTP_HEADER_ALLOW, allow);
+    wp_access_headers(&c->access, add_header, mr);
     enum MHD_Result ok = MHD_queue_response(c->mc, (unsigned)r->status, mr);
     MHD_destroy_response(mr);
     if (r->status >= 500)
@@ -315,6 +345,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
         c->mc = mc;
         c->req.t_start_ns = wp_now_ns();
         atomic_fetch_add(&h->requests, 1);
+        if (access_refused(h, c, mc, method, url)) return send_resp(h, c, NULL);
         bool path_known;
         c->route = route_find(h->routes, method, url, &path_known);
         if (!c->route && !path_known) {

@@ -87,6 +87,8 @@ typedef struct {
     size_t max_body;    /* bytes; larger bodies get 413 "body_too_large" */
     int max_queue;      /* suspended requests waiting for a worker; beyond: 503 + Retry-After */
     size_t conn_memory; /* libmicrohttpd's per-connection memory (headers + read buffer); 0: 256 KiB */
+    /* who may talk to it (access.h); NULL: the defaults (loopback hosts, no other origin, no token) */
+    const struct wp_access *access;
 } wp_http_config;
 
 wp_http *wp_http_start(const wp_http_config *cfg, const wp_route *routes, void *app, wp_err *err);

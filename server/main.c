@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "access.h"
 #include "app.h"
 
 #define DEFAULT_PORT 8080
@@ -38,6 +39,7 @@ typedef struct {
     double job_ttl_s, buffer_ttl_s;
     unsigned long long buffer_quota; /* 0: half the device's memory */
     unsigned long long max_elements; /* n limit of /v1/reduce and /v1/scan */
+    wp_access *access;               /* --allow-host, --allow-origin, --token-file, ... (access.h) */
 } options;
 
 static void usage(FILE *f) {
@@ -67,6 +69,15 @@ static void usage(FILE *f) {
             "                       at most %d)\n"
             "  --buffer-quota BYTES bytes all buffers may hold (default: half the device's memory)\n"
             "  --max-elements N     largest n of a /v1/reduce or /v1/scan job (default %llu; larger gets 413)\n"
+            "  --allow-host HOST    also answer requests whose Host is HOST (a name or address, with a port or\n"
+            "                       not; repeatable; * is any). Always: the listen host, localhost, 127.0.0.1,\n"
+            "                       [::1]; any other Host gets 403 bad_host (DNS rebinding protection)\n"
+            "  --allow-origin URL   let web pages from this origin (https://app.example) change things, with\n"
+            "                       CORS (repeatable). Other sites' POST/PUT/DELETE get 403 bad_origin\n"
+            "  --token-file FILE    require Authorization: Bearer <the file's first line> everywhere but\n"
+            "                       /v1/health, /v1/ready and the playground's files (or set WARPD_TOKEN)\n"
+            "  --metrics-public     serve /metrics without the token\n"
+            "  --insecure           listen beyond loopback without a token (refused otherwise)\n"
             "  --version, --help\n",
             DEFAULT_PORT, DEFAULT_CACHE_MB, WP_DEFAULT_TEMPLATES, WP_DEFAULT_WEB, DEFAULT_THREADS, DEFAULT_MAX_BODY,
             DEFAULT_CONN_MEMORY, DEFAULT_MAX_DEPTH, DEFAULT_MAX_QUEUE, DEFAULT_MAX_JOBS, DEFAULT_JOB_WORKERS,
@@ -104,6 +115,7 @@ static int parse_listen(const char *v, options *o) {
 
 static int parse_args(int argc, char **argv, options *o) {
     long long n;
+    wp_err access_err;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 #define FLAG(name) (!strcmp(a, name) && (i++, 1))
@@ -169,6 +181,12 @@ static int parse_args(int argc, char **argv, options *o) {
         } else if (FLAG("--buffer-quota")) {
             if (parse_num(a, v, 0, 1LL << 50, &n)) return -1;
             o->buffer_quota = (unsigned long long)n;
+        } else if ((n = wp_access_parse_flag(o->access, a, v, &access_err)) != 0) {
+            if (n < 0) {
+                fprintf(stderr, "warpd: %s\n", access_err.msg);
+                return -1;
+            }
+            i += (int)n - 1;
         } else {
             fprintf(stderr, "warpd: unknown option %s (see --help)\n", a);
             return -1;
@@ -234,7 +252,14 @@ int main(int argc, char **argv) {
                  .job_ttl_s = DEFAULT_JOB_TTL_S,
                  .buffer_ttl_s = DEFAULT_BUFFER_TTL_S,
                  .max_elements = DEFAULT_MAX_ELEMENTS};
-    if (parse_args(argc, argv, &o)) return 2;
+    o.access = wp_access_new();
+    if (!o.access || parse_args(argc, argv, &o)) return 2;
+    wp_err access_err = {0};
+    wp_access_set_listen(o.access, o.host);
+    if (wp_access_finish(o.access, getenv("WARPD_TOKEN"), &access_err)) {
+        fprintf(stderr, "warpd: %s\n", access_err.msg);
+        return 2;
+    }
     if (!o.workers) {
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
         o.workers = cpus < 2 ? 2 : (int)cpus;
@@ -352,7 +377,8 @@ int main(int argc, char **argv) {
                          .workers = o.workers,
                          .max_body = o.max_body,
                          .max_queue = o.max_queue,
-                         .conn_memory = o.conn_memory};
+                         .conn_memory = o.conn_memory,
+                         .access = o.access};
     app.http = wp_http_start(&hc, routes, &app, &err);
     if (!app.http) {
         fprintf(stderr, "warpd: cannot listen on %s:%d: %s\n", o.host, o.port, err.msg);
@@ -369,6 +395,7 @@ int main(int argc, char **argv) {
     sigwait(&sigs, &sig);
     fprintf(stderr, "warpd: signal %d, stopping\n", sig);
     wp_http_stop(app.http);
+    wp_access_free(o.access);           /* after HTTP: nothing checks requests any more */
     wp_jobs_close(app.jobs);            /* after HTTP: nothing submits any more */
     wp_buffers_close(app.buffers);      /* after jobs: nothing holds a buffer any more */
     wp_reduce_engine_close(app.reduce); /* its scratch lives on the backends */

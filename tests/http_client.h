@@ -23,6 +23,7 @@
 
 enum {
     HC_CHUNKED = 1, /* send the body with Transfer-Encoding: chunked */
+    HC_NO_TYPE = 2, /* send a body without the default Content-Type */
 };
 
 typedef struct {
@@ -133,8 +134,10 @@ static inline bool hc_has_header(const char *const *headers, const char *name) {
     return false;
 }
 
-/* Sends one request. headers: NULL-terminated "Name: value" strings, or NULL. Host is added unless given;
- * Content-Length is added for a body (or for POST/PUT/PATCH) unless given or flags has HC_CHUNKED. */
+/* Sends one request. headers: NULL-terminated "Name: value" strings, or NULL. Host is added unless given
+ * (an IPv6 address in brackets); Content-Length is added for a body (or for POST/PUT/PATCH) unless given
+ * or flags has HC_CHUNKED; a body gets Content-Type: application/json (warpd refuses a body without a
+ * type) unless one is given or flags has HC_NO_TYPE. */
 static inline int hc_send(hc_conn *c, const char *method, const char *path, const char *const *headers,
                           const void *body, size_t body_len, unsigned flags) {
     size_t cap = 1024 + strlen(path);
@@ -142,7 +145,12 @@ static inline int hc_send(hc_conn *c, const char *method, const char *path, cons
     char *head = malloc(cap);
     if (!head) return hc_fail(c, "out of memory");
     size_t n = (size_t)snprintf(head, cap, "%s %s HTTP/1.1\r\n", method, path);
-    if (!hc_has_header(headers, "Host")) n += (size_t)snprintf(head + n, cap - n, "Host: %s:%d\r\n", c->host, c->port);
+    if (!hc_has_header(headers, "Host")) {
+        bool v6 = strchr(c->host, ':') && c->host[0] != '[';
+        n += (size_t)snprintf(head + n, cap - n, "Host: %s%s%s:%d\r\n", v6 ? "[" : "", c->host, v6 ? "]" : "", c->port);
+    }
+    if ((body_len || (flags & HC_CHUNKED)) && !(flags & HC_NO_TYPE) && !hc_has_header(headers, "Content-Type"))
+        n += (size_t)snprintf(head + n, cap - n, "Content-Type: application/json\r\n");
     for (const char *const *hp = headers; hp && *hp; hp++) n += (size_t)snprintf(head + n, cap - n, "%s\r\n", *hp);
     bool wants_length = body_len || !strcmp(method, "POST") || !strcmp(method, "PUT") || !strcmp(method, "PATCH");
     if (flags & HC_CHUNKED)

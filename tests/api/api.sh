@@ -35,7 +35,7 @@ if start_daemon; then
     WARPD_CACHE_DIR="$tmp/cache" "$t" "$base" >"$tmp/r" 2>&1; cat "$tmp/r"; count "$tmp/r" "$t"
   done
   # Phase 2 material: the hash of a kernel whose disk file we will corrupt while the daemon is down.
-  victim=$(curl -s "$base/v1/compile" -d '{"family":"shfl_down","type":"f16"}' | sed -n 's/.*"hash":"\([0-9a-f]*\)".*/\1/p')
+  victim=$(curl -s "$base/v1/compile" -H 'Content-Type: application/json' -d '{"family":"shfl_down","type":"f16"}' | sed -n 's/.*"hash":"\([0-9a-f]*\)".*/\1/p')
   stop_daemon
   # Phase 2: a fresh process on the same cache dir finds kernels on disk, and a corrupted file
   # (one byte flipped) is detected and rebuilt.

@@ -33,7 +33,12 @@ static inline int api_ctx_init(api_ctx *ctx, const char *base_url) {
     memset(ctx, 0, sizeof *ctx);
     ctx->out = stderr;
     ctx->vars = cJSON_CreateObject();
-    return hc_parse_url(base_url, ctx->host, sizeof ctx->host, &ctx->port, ctx->prefix, sizeof ctx->prefix);
+    int rc = hc_parse_url(base_url, ctx->host, sizeof ctx->host, &ctx->port, ctx->prefix, sizeof ctx->prefix);
+    char authority[300]; /* {{authority}}: host:port as a Host header names the daemon */
+    bool v6 = strchr(ctx->host, ':') && ctx->host[0] != '[';
+    snprintf(authority, sizeof authority, "%s%s%s:%d", v6 ? "[" : "", ctx->host, v6 ? "]" : "", ctx->port);
+    cJSON_AddStringToObject(ctx->vars, "authority", authority);
+    return rc;
 }
 
 static inline void api_ctx_free(api_ctx *ctx) {
@@ -405,6 +410,7 @@ static inline int api_send(api_ctx *ctx, const cJSON *tc, hc_resp *r, char *why,
     } else {
         hc_conn c;
         unsigned flags = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(tc, "chunked")) ? HC_CHUNKED : 0;
+        if (cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(headers, "Content-Type"))) flags |= HC_NO_TYPE;
         rc = hc_open(&c, ctx->host, ctx->port, cJSON_IsNumber(timeout) ? timeout->valueint : API_TIMEOUT_MS);
         if (rc == 0) rc = hc_send(&c, m, full, (const char *const *)lines, payload, payload_len, flags);
         if (rc == 0) rc = hc_recv(&c, m, r);

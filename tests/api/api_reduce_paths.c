@@ -473,7 +473,8 @@ static void test_streamed(void) {
         if (hc_open(&c, host, port, 0)) continue;
         char head[256];
         snprintf(head, sizeof head,
-                 "%s %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: %zu\r\n\r\n",
+                 "%s %s HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/octet-stream\r\nContent-Length: "
+                 "%zu\r\n\r\n",
                  i ? "POST" : "PUT", paths[i], n);
         hc_write(&c, head, strlen(head), false);
         hc_write(&c, f, n / 3, false);

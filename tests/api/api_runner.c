@@ -4,7 +4,7 @@
  *
  * A case:
  *   {"name": "reduce f32 sum", "method": "POST", "path": "/v1/reduce?type=f32",   (method defaults to GET)
- *    "headers": {"Content-Type": "application/octet-stream"},
+ *    "headers": {"Content-Type": "application/octet-stream"},  ("Content-Type": null sends a body without one)
  *    "body": <any JSON value, sent as JSON text, Content-Type application/json unless headers say otherwise>
  *      | "body_text": "raw text" | "body_repeat": {"text": "x", "count": 1000000},
  *    "chunked": true,                          (send the body with Transfer-Encoding: chunked)
@@ -13,7 +13,8 @@
  *               "json": <subset>,              (see below)
  *               "headers": {"Retry-After": "1", "Location": "*", "Cache-Control": null},   (null: absent)
  *               "body_text": "exact body", "body_contains": "text" | ["text", ...]},
- *    "save": {"job": "$.id"},                  (later cases may write {{job}} in path, headers and bodies)
+ *    "save": {"job": "$.id"},                  (later cases may write {{job}} in path, headers and bodies;
+ *                                               {{authority}} is there from the start: the base URL's host:port)
  *    "retry": {"times": 50, "delay_ms": 100}}  (resend until expect holds, e.g. polling a job)
  *
  * Subset matching: every key of an expected object must exist in the response and match, recursively;
