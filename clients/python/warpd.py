@@ -2,7 +2,7 @@
 """warpd.py — a standard-library client and CLI for the warpd HTTP API (DESIGN.md §4).
 
     from warpd import Client, WarpdError
-    c = Client("http://127.0.0.1:8080")          # or $WARPD
+    c = Client("http://127.0.0.1:8080")          # or $WARPD; token= or $WARPD_TOKEN for a daemon with --token-file
     r = c.warp("shfl_xor", width=16, args={"lane_mask": 1}, input={"iota": 32})
     r["output"]  # [1, 0, 3, 2, ...]
     c.reduce([1.5, 2, 3], type="f32", op="sum")["value"]
@@ -152,9 +152,10 @@ def progress_bar(label="upload", stream=None, width=30):
 class Client:
     """One warpd daemon. Methods return the decoded JSON answer (dict) unless said otherwise."""
 
-    def __init__(self, base_url=None, timeout=120.0):
+    def __init__(self, base_url=None, timeout=120.0, token=None):
         self.base = (base_url or os.environ.get("WARPD") or DEFAULT_URL).rstrip("/")
         self.timeout = timeout
+        self.token = token or os.environ.get("WARPD_TOKEN") or None  # sent as Authorization: Bearer
 
     # -- plumbing
     def request(self, method, path, body=None, *, query=None, raw=None, content_type=None, accept=None,
@@ -177,6 +178,8 @@ class Client:
                 data = bytes(raw)
         if accept:
             headers["Accept"] = accept
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
         try:
             return self._send(method, url, data, headers)
         except (ConnectionError, TimeoutError, OSError, http.client.HTTPException) as e:
@@ -497,7 +500,7 @@ def _read_file(path):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="warpd.py", description="Client for the warpd daemon ($WARPD, default "
-                                 + DEFAULT_URL + ").")
+                                 + DEFAULT_URL + "; $WARPD_TOKEN: its token, when it has one).")
     ap.add_argument("--url", default=None, help="daemon base URL (default $WARPD or " + DEFAULT_URL + ")")
     ap.add_argument("--timeout", type=float, default=600.0)
     sub = ap.add_subparsers(dest="cmd", required=True)

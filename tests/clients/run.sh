@@ -33,6 +33,24 @@ PY
 done
 kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; pid=
 
+# A daemon with --token-file: every script sends $WARPD_TOKEN; without it, one that needs it fails (401).
+token=curl-test-token-0123456789abcdef
+printf '%s\n' "$token" >"$tmp/token"
+if warpd_start "$BUILD/warpd" "$tmp" --backend emu --token-file "$tmp/token"; then
+  for script in clients/curl/*.sh; do
+    name=$(basename "$script")
+    if WARPD="http://127.0.0.1:$port" WARPD_TOKEN=$token timeout 60 sh "$script" >"$tmp/curl.out" 2>&1 &&
+       ! grep -qE '^\{"error":' "$tmp/curl.out"; then echo "ok curl $name with WARPD_TOKEN"; curl_pass=$((curl_pass+1))
+    else echo "FAIL curl $name with WARPD_TOKEN:"; head -c 600 "$tmp/curl.out"; echo; curl_fail=$((curl_fail+1)); fi
+  done
+  if WARPD="http://127.0.0.1:$port" WARPD_TOKEN= sh clients/curl/info.sh >"$tmp/curl.out" 2>&1; then
+    echo "FAIL curl info.sh without WARPD_TOKEN succeeded"; curl_fail=$((curl_fail+1))
+  else echo "ok curl info.sh without WARPD_TOKEN fails"; curl_pass=$((curl_pass+1)); fi
+  kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; pid=
+else
+  cat "$tmp/err"; echo "FAIL the daemon with a token did not start"; curl_fail=$((curl_fail+1))
+fi
+
 ran=$(sed -nE 's/^Ran ([0-9]+) tests?.*/\1/p' "$tmp/log" | tail -n 1)
 [ -n "$ran" ] || give_up "unittest printed no summary"
 num() { sed -nE "s/.*$1=([0-9]+).*/\\1/p" "$tmp/log" | tail -n 1; }

@@ -18,6 +18,7 @@ import tempfile
 import threading
 import time
 import unittest
+import unittest.mock
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "clients", "python"))
@@ -210,7 +211,8 @@ class _Stub(http.server.BaseHTTPRequestHandler):
         n = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(n) if n else b""
         _Stub.log.append({"method": self.command, "path": self.path, "type": self.headers.get("Content-Type"),
-                          "accept": self.headers.get("Accept"), "body": body})
+                          "accept": self.headers.get("Accept"), "auth": self.headers.get("Authorization"),
+                          "body": body})
         status, obj = _Stub.answer
         data = json.dumps(obj).encode()
         self.send_response(status)
@@ -335,6 +337,16 @@ class RequestShapes(unittest.TestCase):
         self.assertIn("100%", out.getvalue())
         self.assertTrue(out.getvalue().endswith("\n"))
 
+    def test_token_is_sent_as_bearer(self):
+        Client(self.c.base, token="tok-0123456789abcdef").health()
+        self.assertEqual(self.last()["auth"], "Bearer tok-0123456789abcdef")
+        with unittest.mock.patch.dict(os.environ, {"WARPD_TOKEN": "env-0123456789abcdef"}):
+            Client(self.c.base).info()
+        self.assertEqual(self.last()["auth"], "Bearer env-0123456789abcdef")
+        with unittest.mock.patch.dict(os.environ, {"WARPD_TOKEN": ""}):
+            Client(self.c.base).info()
+        self.assertIsNone(self.last()["auth"])
+
 
 # ---------------------------------------------------------------- pure helpers
 class Pack(unittest.TestCase):
@@ -356,6 +368,64 @@ class Pack(unittest.TestCase):
             unpack(b"\0\0\0", "f32")
         with self.assertRaises(ValueError):
             pack([1], "f128")
+
+
+# ---------------------------------------------------------------- live daemon with --token-file
+TOKEN = "py-test-token-0123456789abcdef"
+
+
+class LiveToken(unittest.TestCase):
+    """A daemon of its own with --token-file: the client sends token= or $WARPD_TOKEN."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="warpd-py-token-")
+        with open(os.path.join(cls.tmp, "token"), "w") as f:
+            f.write(TOKEN + "\n")
+        binary = os.path.join(ROOT, os.environ.get("BUILD", "build"), "warpd")
+        cls.daemon = subprocess.Popen([binary, "--listen", "127.0.0.1:0", "--backend", "emu", "--cache-dir",
+                                       os.path.join(cls.tmp, "cache"), "--token-file", os.path.join(cls.tmp, "token")],
+                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        m = re.search(r"listening on (http://127\.0\.0\.1:\d+)", cls.daemon.stdout.readline())
+        if not m:
+            cls.tearDownClass()
+            raise RuntimeError("the daemon with a token did not start")
+        cls.url = m.group(1)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.daemon.terminate()
+        cls.daemon.wait(10)
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def no_env(self):
+        return unittest.mock.patch.dict(os.environ, {"WARPD_TOKEN": ""})
+
+    def test_without_a_token(self):
+        with self.no_env():
+            c = Client(self.url)
+            self.assertEqual(c.health(), {"status": "ok"})  # open for probes
+            with self.assertRaises(WarpdError) as cm:
+                c.info()
+            self.assertEqual((cm.exception.status, cm.exception.code), (401, "unauthorized"))
+            with self.assertRaises(WarpdError) as cm:
+                Client(self.url, token="not-the-token-0123456789").reduce([1, 2], type="i32", op="sum")
+            self.assertEqual(cm.exception.status, 401)
+
+    def test_token_argument_and_environment(self):
+        with self.no_env():
+            self.assertEqual(Client(self.url, token=TOKEN).reduce([1, 2], type="i32", op="sum")["value"], 3)
+        with unittest.mock.patch.dict(os.environ, {"WARPD_TOKEN": TOKEN}):
+            self.assertEqual(Client(self.url).info()["name"], "warpd")
+
+    def test_cli_reads_warpd_token(self):
+        env = dict(os.environ, WARPD_TOKEN=TOKEN)
+        p = subprocess.run(CLI + ["--url", self.url, "info"], capture_output=True, text=True, timeout=120, env=env)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        env["WARPD_TOKEN"] = ""
+        p = subprocess.run(CLI + ["--url", self.url, "info"], capture_output=True, text=True, timeout=120, env=env)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("401 unauthorized", p.stderr)
 
 
 # ---------------------------------------------------------------- CLI
