@@ -10,6 +10,7 @@ import { renderDiagram } from './diagram.js';
 import { STEPPERS, computeFrames, checkFrames } from './steps.js';
 import { compareRequest, lostWrites, compareLanes } from './compare.js';
 import { runnable, dataArgs, dataBody, asLanes } from './datajob.js';
+import { authHeaders, onUnauthorized, storedToken } from './token.js';
 
 const $ = (id) => document.getElementById(id);
 const ALL = 0xffffffff;
@@ -22,10 +23,14 @@ export class ApiError extends Error {
   }
 }
 async function call(method, path, body) {
-  const init = { method, headers: {} };
-  if (body !== undefined) init.body = JSON.stringify(body), init.headers['Content-Type'] = 'application/json';
-  const r = await fetch(path, init);
-  const text = await r.text();
+  let r, sent, text;
+  do { // again after a 401, once the token is given (token.js)
+    sent = storedToken();
+    const init = { method, headers: authHeaders() };
+    if (body !== undefined) init.body = JSON.stringify(body), init.headers['Content-Type'] = 'application/json';
+    r = await fetch(path, init);
+    text = await r.text();
+  } while (r.status === 401 && await onUnauthorized(sent));
   let j = null;
   try { j = text ? JSON.parse(text) : null; } catch { /* not JSON */ }
   if (!r.ok) {
@@ -431,8 +436,10 @@ function renderLegend(groups, model) {
   groups.slice(0, 16).forEach((g, k) => {
     const s = document.createElement('span');
     s.className = 'item';
-    s.innerHTML = `<span class="swatch" style="background:${colours[k % colours.length]}"></span>`;
-    s.append(g.text);
+    const swatch = document.createElement('span');
+    swatch.className = 'swatch';
+    swatch.style.background = colours[k % colours.length]; // CSSOM, not a style attribute: the CSP allows it
+    s.append(swatch, g.text);
     box.appendChild(s);
   });
   if (groups.length > 16) box.append(` … ${groups.length - 16} more groups`);
@@ -512,7 +519,8 @@ function renderTable(model) {
 
 function renderRequest() {
   const json = JSON.stringify(lastRun.body);
-  $('request').textContent = `curl -s ${location.origin}${lastRun.endpoint} -d '${json}'`;
+  const auth = storedToken() ? ` -H "Authorization: Bearer $WARPD_TOKEN"` : '';
+  $('request').textContent = `curl -s ${location.origin}${lastRun.endpoint} -H 'Content-Type: application/json'${auth} -d '${json}'`;
 }
 
 // ---------------------------------------------------------------- step-through
@@ -709,7 +717,7 @@ async function start() {
     families = fl.families.filter(runnable).map((f) => (f.data ? { ...f, args: [...(f.args || []), ...dataArgs(f)] } : f));
     info = inf;
   } catch (e) {
-    $('server').textContent = 'cannot reach the daemon';
+    $('server').textContent = e.status === 401 ? 'the daemon needs its token: reload to give it' : 'cannot reach the daemon';
     showError(e);
     return;
   }

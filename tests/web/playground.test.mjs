@@ -10,6 +10,9 @@ import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 
 const BASE = process.env.WARPD_URL || 'http://127.0.0.1:8080';
+// a second daemon, started with --token-file (run.sh): the playground must ask for its token
+const TOKEN_URL = process.env.WARPD_TOKEN_URL;
+const TOKEN = process.env.WARPD_TEST_TOKEN;
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const OUT = process.env.WEB_OUT || path.join(HERE, 'out');
 const T = { timeout: 60_000 };
@@ -26,6 +29,11 @@ before(async () => {
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
       '--disable-component-update', '--disable-sync'],
   });
+  // Every page records the Content-Security-Policy violations it sees (checked after each test).
+  await ctx.addInitScript(() => {
+    window.__csp = [];
+    document.addEventListener('securitypolicyviolation', (e) => window.__csp.push(`${e.violatedDirective} ${e.blockedURI}`));
+  });
   // the families the playground offers: warp primitives and data jobs with an endpoint (datajob.js)
   families = (await (await fetch(BASE + '/v1/families')).json()).families.filter((f) => !f.data || /^\/v1\//.test(f.data.endpoint));
 });
@@ -41,7 +49,9 @@ beforeEach(async () => {
   page.on('requestfailed', (r) => problems.push(`request failed: ${r.url()}`));
 });
 afterEach(async () => {
+  const csp = page ? await page.evaluate(() => window.__csp).catch(() => []) : [];
   await page?.close();
+  assert.deepEqual(csp, [], 'the page broke its Content-Security-Policy');
 });
 
 // ---------------------------------------------------------------- helpers
@@ -424,4 +434,89 @@ test('source panel: instantiation, PTX, registers', T, async () => {
   await page.evaluate(() => document.getElementById('source-box').scrollIntoView());
   await shot('source-panel');
   noProblems();
+});
+
+test('security headers: a strict CSP, no framing, no sniffing; the page breaks none of it', T, async () => {
+  const resp = await page.goto(BASE + '/');
+  const h = resp.headers();
+  assert.match(h['content-security-policy'], /(^|; )default-src 'self'(;|$)/);
+  assert.match(h['content-security-policy'], /frame-ancestors 'none'/);
+  assert.doesNotMatch(h['content-security-policy'], /unsafe-inline|unsafe-eval/);
+  assert.equal(h['x-frame-options'], 'DENY');
+  assert.equal(h['x-content-type-options'], 'nosniff');
+  await page.waitForFunction(() => document.body.dataset.ready === 'true');
+  await settle();
+  // no inline script, style or handler left in the page
+  assert.equal(await page.$$eval('script:not([src])', (s) => s.length), 0, 'an inline <script>');
+  assert.equal(await page.$$eval('style', (s) => s.length), 0, 'an inline <style>');
+  assert.equal(await page.$$eval('[style]', (s) => s.length), 0, 'a style attribute');
+  const handlers = await page.$$eval('*', (els) => els.flatMap((e) => [...e.attributes].filter((a) => /^on/i.test(a.name)).map((a) => a.name)));
+  assert.deepEqual(handlers, [], 'an inline event handler');
+  // the legend's swatches, the diagram and the lane table are drawn under the policy
+  await page.selectOption('#family', 'match_any');
+  await settle();
+  assert.ok(await page.$$eval('#legend .swatch', (s) => s.length) > 0, 'the legend has swatches');
+  const browserCsp = await page.evaluate(() => window.__csp);
+  assert.deepEqual(browserCsp, []);
+  // a page of another site cannot frame it
+  const framed = await ctx.newPage();
+  await framed.route('http://framer.test/', (r) => r.fulfill({ contentType: 'text/html', body: `<iframe src="${BASE}/"></iframe>` }));
+  await framed.goto('http://framer.test/');
+  await framed.waitForTimeout(500);
+  const inner = framed.frames().find((f) => f !== framed.mainFrame());
+  const innerReady = inner ? await inner.evaluate(() => document.body?.dataset.ready ?? null).catch(() => null) : null;
+  assert.notEqual(innerReady, 'true', 'the playground ran inside another site\'s frame');
+  await framed.close();
+  noProblems();
+});
+
+test('token: the playground asks for it once, keeps it in sessionStorage, runs, and asks again when refused', T, async () => {
+  assert.ok(TOKEN_URL && TOKEN, 'run.sh sets WARPD_TOKEN_URL and WARPD_TEST_TOKEN');
+  const statuses = [];
+  page.on('response', (r) => { if (r.url().includes('/v1/')) statuses.push(r.status()); });
+  await page.goto(TOKEN_URL + '/');
+  await page.waitForSelector('#token-dialog[open]');
+  assert.equal(await page.getAttribute('#token-dialog', 'data-asked'), '1', 'one dialog for the two calls at start');
+  assert.ok(await page.isHidden('#token-error'));
+  // a wrong token: refused, asked again, with a note
+  await page.fill('#token-input', 'not-the-token-0123456789');
+  await page.click('#token-dialog button[type=submit]');
+  await page.waitForFunction(() => document.getElementById('token-dialog').dataset.asked === '2' && document.getElementById('token-dialog').open);
+  assert.ok(await page.isVisible('#token-error'));
+  await shot('token-dialog');
+  await page.fill('#token-input', TOKEN);
+  await page.click('#token-dialog button[type=submit]');
+  await page.waitForFunction(() => document.body.dataset.ready === 'true');
+  await settle();
+  assert.equal(await page.evaluate(() => sessionStorage.getItem('warpd-token')), TOKEN);
+  assert.ok(!(await page.evaluate(() => document.getElementById('token-dialog').open)));
+  assert.match(await page.textContent('#server'), /backend emu/);
+  // runs with it, without asking again
+  await page.selectOption('#family', 'shfl_xor');
+  await settle();
+  const err = await runBy(() => page.click('#run'));
+  assert.equal(err, '');
+  assert.equal((await outs()).length, 32);
+  assert.equal(await page.getAttribute('#token-dialog', 'data-asked'), '2');
+  assert.match(await page.textContent('#request'), /Authorization: Bearer \$WARPD_TOKEN/);
+  assert.doesNotMatch(await page.textContent('#request'), new RegExp(TOKEN), 'the token is not shown');
+  // a reload keeps it (same tab)
+  await page.reload();
+  await page.waitForFunction(() => document.body.dataset.ready === 'true');
+  await settle();
+  assert.equal(await page.getAttribute('#token-dialog', 'data-asked'), null, 'asked again after a reload');
+  // the token is sent as a Bearer header; the daemon said 401 only before it was given
+  const ok = statuses.filter((s) => s === 200).length;
+  assert.ok(ok >= 3, `answers ${statuses}`);
+  // the only console errors are the 401s the browser logs before the token is given
+  assert.deepEqual(problems.filter((p) => !/status of 401/.test(p)), []);
+  // cancel: the page says why it cannot go on
+  await page.evaluate(() => sessionStorage.removeItem('warpd-token'));
+  await page.reload();
+  await page.waitForSelector('#token-dialog[open]');
+  await page.click('#token-cancel');
+  await page.waitForFunction(() => !document.getElementById('error').hidden);
+  assert.match(await page.textContent('#error'), /unauthorized/);
+  assert.match(await page.textContent('#server'), /needs its token/);
+  await shot('token-refused');
 });
