@@ -65,10 +65,11 @@ refuses "a bad --allow-origin" "--allow-origin needs an origin" --allow-origin '
 
 starts() { # what, flags... : listens on 0.0.0.0, answers on 127.0.0.1, stops cleanly
   local what=$1; shift
+  : >"$tmp/out" # emptied here, not in the child: the last daemon's port must not be read
   "$BIN" --backend emu --cache-dir "$tmp/cache" "$@" >"$tmp/out" 2>"$tmp/err" &
   pid=$!
   local p=
-  for _ in $(seq 200); do
+  for _ in $(seq 1200); do # up to 60 s: a sanitized start on a loaded machine
     p=$(grep -oE 'listening on http://0\.0\.0\.0:[0-9]+' "$tmp/out" | head -n 1 | sed 's/.*://')
     [ -n "$p" ] && break
     kill -0 "$pid" 2>/dev/null || break
