@@ -229,8 +229,13 @@ void wp_access_set_listen(wp_access *a, const char *host) {
 }
 
 int wp_access_parse_flag(wp_access *a, const char *arg, const char *value, wp_err *err) {
-    if (!strcmp(arg, "--metrics-public")) return wp_access_set_metrics_public(a, true), 1;
-    if (!strcmp(arg, "--insecure")) return wp_access_set_insecure(a, true), 1;
+    bool *toggle = !strcmp(arg, "--metrics-public") ? &a->metrics_public
+                   : !strcmp(arg, "--insecure")     ? &a->insecure
+                                                    : NULL;
+    if (toggle) {
+        *toggle = true;
+        return 1;
+    }
     int (*set)(wp_access *, const char *, wp_err *) = !strcmp(arg, "--allow-host")     ? wp_access_allow_host
                                                       : !strcmp(arg, "--allow-origin") ? wp_access_allow_origin
                                                       : !strcmp(arg, "--token-file")   ? wp_access_token_file

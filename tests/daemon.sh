@@ -5,6 +5,7 @@
 warpd_start() {
   local bin=$1 dir=$2
   shift 2
+  : >"$dir/out" # now: the child truncates it later, and the last daemon's port must not be read meanwhile
   "$bin" --listen 127.0.0.1:0 --cache-dir "$dir/cache" "$@" >"$dir/out" 2>"$dir/err" &
   pid=$!
   port=

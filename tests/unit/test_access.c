@@ -450,6 +450,21 @@ int main(void) {
     run_rows("any host", a, any_host_rows, WP_ARRAY_LEN(any_host_rows));
     wp_access_free(a);
 
+    T_CASE("an IPv6 listen address is a Host in brackets, any case");
+    a = wp_access_new();
+    wp_access_set_listen(a, "FD00::1");
+    CHECK(wp_access_finish(a, TOKEN, &err) == 0);
+    q = (wp_access_req){.method = "GET", .path = "/v1/health", .host = "[fd00::1]:8080"};
+    wp_access_check(a, &q, &v);
+    CHECK(v.action == WP_ACCESS_PASS);
+    q.host = "[fd00::2]:8080";
+    wp_access_check(a, &q, &v);
+    CHECK(v.action == WP_ACCESS_DENY && !strcmp(v.err.code, "bad_host"));
+    wp_access_set_listen(a, "[fd00::2]");
+    wp_access_check(a, &q, &v);
+    CHECK(v.action == WP_ACCESS_PASS);
+    wp_access_free(a);
+
     T_CASE("verdicts say Vary only where an origin is allowed");
     q = (wp_access_req){.method = "GET", .path = "/v1/info", .host = LH};
     wp_access_check(NULL, &q, &v);
