@@ -3,7 +3,9 @@
 // from formulas here, not from the page or the emulator. Screenshots land in tests/web/out/.
 import { test, before, after, beforeEach, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -13,6 +15,7 @@ const BASE = process.env.WARPD_URL || 'http://127.0.0.1:8080';
 // a second daemon, started with --token-file (run.sh): the playground must ask for its token
 const TOKEN_URL = process.env.WARPD_TOKEN_URL;
 const TOKEN = process.env.WARPD_TEST_TOKEN;
+const WARPD_BIN = process.env.WARPD_BIN; // for a daemon of a test's own (CORS)
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const OUT = process.env.WEB_OUT || path.join(HERE, 'out');
 const T = { timeout: 60_000 };
@@ -518,4 +521,62 @@ test('token: the playground asks for it once, keeps it in sessionStorage, runs, 
   assert.match(await page.textContent('#error'), /unauthorized/);
   assert.match(await page.textContent('#server'), /needs its token/);
   await shot('token-refused');
+});
+
+/** A page server on 127.0.0.1 (another origin than the daemon's): every path answers a blank page. */
+async function pageServer() {
+  const srv = http.createServer((req, res) => { res.writeHead(200, { 'Content-Type': 'text/html' }); res.end('<p>another app</p>'); });
+  await new Promise((ok) => srv.listen(0, '127.0.0.1', ok));
+  return { srv, origin: `http://127.0.0.1:${srv.address().port}` };
+}
+/** Starts WARPD_BIN with flags; resolves to {proc, url} once it says where it listens. */
+function startDaemon(dir, flags) {
+  const proc = spawn(WARPD_BIN, ['--listen', '127.0.0.1:0', '--backend', 'emu', '--cache-dir', path.join(dir, 'cache'), ...flags],
+    { stdio: ['ignore', 'pipe', 'ignore'] });
+  return new Promise((ok, fail) => {
+    let out = '';
+    proc.stdout.on('data', (d) => {
+      out += d;
+      const m = out.match(/listening on (http:\/\/127\.0\.0\.1:\d+)/);
+      if (m) ok({ proc, url: m[1] });
+    });
+    proc.on('exit', (code) => fail(new Error(`warpd exited ${code}: ${out}`)));
+  });
+}
+
+test('CORS: a page of an --allow-origin origin calls the API with the token; another origin cannot', T, async () => {
+  assert.ok(WARPD_BIN, 'run.sh sets WARPD_BIN');
+  const allowed = await pageServer(), other = await pageServer();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'warpd-cors-'));
+  fs.writeFileSync(path.join(dir, 'token'), TOKEN + '\n');
+  let d;
+  try {
+    d = await startDaemon(dir, ['--token-file', path.join(dir, 'token'), '--allow-origin', allowed.origin]);
+    // what a page script of each origin gets: a preflighted POST with the token, and a plain GET
+    const calls = (base, token) => page.evaluate(async ([b, t]) => {
+      const out = {};
+      try {
+        const r = await fetch(b + '/v1/reduce', { method: 'POST', headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${t}` },
+          body: JSON.stringify({ type: 'i32', op: 'sum', data: [1, 2, 3] }) });
+        out.post = [r.status, (await r.json()).value ?? null];
+      } catch (e) { out.post = String(e); }
+      try { const r = await fetch(b + '/v1/info'); out.get = [r.status, r.headers.get('www-authenticate')]; } catch (e) { out.get = String(e); }
+      return out;
+    }, [base, token]);
+    await page.goto(allowed.origin + '/');
+    assert.deepEqual(await calls(d.url, TOKEN), { post: [200, 6], get: [401, 'Bearer realm="warpd"'] });
+    const refused = await calls(d.url, 'not-the-token-0123456789');
+    assert.equal(refused.post[0], 401);
+    await page.goto(other.origin + '/');
+    const foreign = await calls(d.url, TOKEN);
+    assert.match(String(foreign.post), /TypeError/, 'another origin read a POST answer');
+    assert.match(String(foreign.get), /TypeError/, 'another origin read a GET answer');
+    // the browser logged the blocked calls and the 401s; nothing else
+    assert.deepEqual(problems.filter((p) => !/CORS policy|status of 401|Failed to load resource|request failed/.test(p)), []);
+  } finally {
+    d?.proc.kill('SIGTERM');
+    allowed.srv.close();
+    other.srv.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });

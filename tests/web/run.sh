@@ -42,7 +42,7 @@ token_pid=$pid token_port=$port
 warpd_start "$BUILD/warpd" "$tmp" --backend emu || { cat "$tmp/err"; give_up "the daemon did not start"; }
 
 mkdir -p tests/web/out
-WARPD_URL="http://127.0.0.1:$port" WARPD_TOKEN_URL="http://127.0.0.1:$token_port" WARPD_TEST_TOKEN=$token \
+WARPD_URL="http://127.0.0.1:$port" WARPD_TOKEN_URL="http://127.0.0.1:$token_port" WARPD_TEST_TOKEN=$token WARPD_BIN="$ROOT/$BUILD/warpd" \
   WEB_OUT="$ROOT/tests/web/out" \
   timeout 300 node --test --test-reporter=spec --test-reporter-destination=stdout \
   --test-reporter=tap --test-reporter-destination="$tmp/tap" tests/web/playground.test.mjs
