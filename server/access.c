@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #define LIST_MAX 32  /* --allow-host and --allow-origin entries, each */
 #define HOST_CAP 256 /* bytes of a host name (DNS allows 253 characters) */
@@ -47,6 +48,7 @@ struct wp_access {
     int n_hosts;
     origin_entry origins[LIST_MAX];
     int n_origins;
+    char warning[300]; /* "" or what the operator should fix (wp_access_warning) */
 };
 
 static const wp_access defaults; /* loopback only, no origin, no token */
@@ -209,6 +211,9 @@ int wp_access_token_file(wp_access *a, const char *path, wp_err *err) {
     while (len && (start[len - 1] == ' ' || start[len - 1] == '\t')) start[--len] = 0;
     int rc = wp_access_set_token(a, start, err);
     if (rc) snprintf(err->field, sizeof err->field, "--token-file");
+    struct stat st;
+    if (!rc && stat(path, &st) == 0 && (st.st_mode & (S_IRWXG | S_IRWXO)))
+        snprintf(a->warning, sizeof a->warning, "the token file %.200s can be read by other users: chmod 600 it", path);
     memset(text, 0, n);
     free(text);
     return rc;
@@ -258,6 +263,8 @@ int wp_access_finish(wp_access *a, const char *env_token, wp_err *err) {
 }
 
 bool wp_access_has_token(const wp_access *a) { return a && a->token; }
+
+const char *wp_access_warning(const wp_access *a) { return a ? a->warning : ""; }
 
 /* ---------- the checks ---------- */
 

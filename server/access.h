@@ -58,6 +58,8 @@ void wp_access_set_unix(wp_access *a, bool on);
 int wp_access_finish(wp_access *a, const char *env_token, wp_err *err);
 
 bool wp_access_has_token(const wp_access *a);
+/* "" or what the operator should fix but that does not stop the start (a token file others can read). */
+const char *wp_access_warning(const wp_access *a);
 /* "127.0.0.1", "::1", "localhost" (and the rest of 127/8, ::ffff:127/104): the host only this machine reaches. */
 bool wp_access_is_loopback(const char *host);
 

@@ -261,6 +261,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "warpd: %s\n", access_err.msg);
         return 2;
     }
+    if (*wp_access_warning(o.access)) fprintf(stderr, "warpd: warning: %s\n", wp_access_warning(o.access));
     if (!o.workers) {
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
         o.workers = cpus < 2 ? 2 : (int)cpus;

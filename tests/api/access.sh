@@ -45,7 +45,11 @@ run_cases() { # config name, flags... ; runs tests/api/access/<name>.json
 
 run_cases defaults
 printf '%s\n' "$TOKEN" >"$tmp/token"
+chmod 644 "$tmp/token"
 run_cases token --token-file "$tmp/token" --allow-host warpd.test --allow-origin https://app.example
+grep -q "warning: the token file .* can be read by other users: chmod 600 it" "$tmp/err" && ok ||
+  bad "no warning about a token file others can read: $(head -c 300 "$tmp/err")"
+chmod 600 "$tmp/token"
 WARPD_TOKEN=$ENV_TOKEN run_cases metrics_public --metrics-public
 
 # 4. Start-up. A daemon that must refuse exits 2 at once, before it listens, saying what to do.

@@ -3,6 +3,7 @@
  * wrong, missing and in the wrong scheme, the exempt routes, --metrics-public, Unix mode), then the
  * flags, the token file, the refusal to listen beyond loopback without a token, and the headers. */
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "server/access.h"
@@ -352,6 +353,14 @@ static void test_token_file(void) {
     q.authorization = "Bearer second line";
     wp_access_check(a, &q, &v);
     CHECK(v.action == WP_ACCESS_DENY && v.err.status == 401);
+
+    T_CASE("token file: a warning when other users can read it, none when they cannot");
+    chmod(path, 0644);
+    CHECK(wp_access_token_file(a, path, &err) == 0 && strstr(wp_access_warning(a), "chmod 600"));
+    wp_access *private = wp_access_new();
+    chmod(path, 0600);
+    CHECK(wp_access_token_file(private, path, &err) == 0 && !*wp_access_warning(private));
+    wp_access_free(private);
 
     T_CASE("token file: empty, or missing");
     FILE *f = fopen(path, "w");
