@@ -391,14 +391,6 @@ static disk_result disk_load(wp_cache *c, const uint8_t key[32], wp_artifact *a)
     return res;
 }
 
-static int fsync_dir(const char *dir) {
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    int rc = fsync(fd);
-    close(fd);
-    return rc;
-}
-
 /* A new temp file beside path, created exclusively: <path>.tmp.<pid>.<tid>.<random>. The pid and tid
  * alone are not unique on a directory shared by several hosts or containers (each has its own pid 1);
  * without O_EXCL and the random part two such writers could write into one temp file and rename it
@@ -412,6 +404,14 @@ static int open_tmp(const char *path, char *tmp, size_t cap) {
         if (fd >= 0 || errno != EEXIST) return fd;
     }
     return -1;
+}
+
+static int fsync_dir(const char *dir) {
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    int rc = fsync(fd);
+    close(fd);
+    return rc;
 }
 
 /* Best effort: a store that fails is counted and the entry still serves from memory. */
