@@ -346,6 +346,21 @@ static bool write_all(int fd, const uint8_t *p, size_t n) {
     return true;
 }
 
+/* A new temp file beside path, created exclusively: <path>.tmp.<pid>.<tid>.<random>. The pid and tid
+ * alone are not unique on a directory shared by several hosts or containers (each has its own pid 1);
+ * without O_EXCL and the random part two such writers could write into one temp file and rename it
+ * half-written. The sweep of stale temp files (below) reads only the pid. */
+static int open_tmp(const char *path, char *tmp, size_t cap) {
+    for (int attempt = 0; attempt < 8; attempt++) {
+        uint32_t r = 0;
+        if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r) r = (uint32_t)wp_now_ns() ^ (uint32_t)attempt;
+        snprintf(tmp, cap, "%s.tmp.%d.%d.%08x", path, (int)getpid(), (int)gettid(), (unsigned)r);
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fd >= 0 || errno != EEXIST) return fd;
+    }
+    return -1;
+}
+
 typedef enum { DISK_HIT, DISK_MISS, DISK_CORRUPT } disk_result;
 
 static disk_result disk_check(int fd, const uint8_t key[32], wp_artifact *a) {
@@ -389,21 +404,6 @@ static disk_result disk_load(wp_cache *c, const uint8_t key[32], wp_artifact *a)
         count(c, &c->st.corrupt_files);
     }
     return res;
-}
-
-/* A new temp file beside path, created exclusively: <path>.tmp.<pid>.<tid>.<random>. The pid and tid
- * alone are not unique on a directory shared by several hosts or containers (each has its own pid 1);
- * without O_EXCL and the random part two such writers could write into one temp file and rename it
- * half-written. The sweep above reads only the pid. */
-static int open_tmp(const char *path, char *tmp, size_t cap) {
-    for (int attempt = 0; attempt < 8; attempt++) {
-        uint32_t r = 0;
-        if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r) r = (uint32_t)wp_now_ns() ^ (uint32_t)attempt;
-        snprintf(tmp, cap, "%s.tmp.%d.%d.%08x", path, (int)getpid(), (int)gettid(), (unsigned)r);
-        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-        if (fd >= 0 || errno != EEXIST) return fd;
-    }
-    return -1;
 }
 
 static int fsync_dir(const char *dir) {
