@@ -3,7 +3,7 @@
 # builds OUT.deb with dpkg-deb. BIN must be built with the installed paths (make deb does that).
 # Run from the top of the tree. Layout (Debian policy; a daemon run by root goes in sbin):
 #   /usr/sbin/warpd                    stripped, RUNPATH /usr/local/cuda/lib64 (README.Debian says why)
-#   /usr/share/warpd/{templates,web}   what the binary was built to read
+#   /usr/share/warpd/{templates,web}   what the binary was built to read (and prewarm/, when there is one)
 #   /usr/share/man/man8/warpd.8.gz     OPTIONS made from --help (manpage.sh)
 #   /lib/systemd/system/warpd.service  /etc/default/warpd (conffile)
 #   /usr/share/doc/warpd/              copyright, changelog.Debian.gz, README.Debian
@@ -29,6 +29,9 @@ install -m 755 "$bin" "$root/usr/sbin/warpd"
 strip --remove-section=.comment --remove-section=.note "$root/usr/sbin/warpd"
 install -m 644 templates/* kernels/wp_abi.h "$root/usr/share/warpd/templates/"
 cp -r clients/web/. "$root/usr/share/warpd/web/"
+if [ -d prewarm ]; then # prewarm sets (warpd --prewarm FILE), where the tree has them
+  install -d "$root/usr/share/warpd/prewarm" && install -m 644 prewarm/*.json "$root/usr/share/warpd/prewarm/"
+fi
 find "$root/usr/share/warpd" -type d -exec chmod 755 {} + && find "$root/usr/share/warpd" -type f -exec chmod 644 {} +
 
 "$here/manpage.sh" "$bin" "${version%-*}" "$(date -u -d "@$epoch" +%Y-%m-%d)" >"$stage/warpd.8"
