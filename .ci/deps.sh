@@ -4,11 +4,6 @@
 set -euo pipefail
 have_hdr() { echo "#include <$1>" | ${CC:-cc} -E -x c - >/dev/null 2>&1; }
 missing=()
-have_hdr microhttpd.h || missing+=(libmicrohttpd-dev)
-have_hdr cjson/cJSON.h || missing+=(libcjson-dev)
-command -v pkg-config >/dev/null || missing+=(pkg-config)
-command -v curl >/dev/null || missing+=(curl)
-command -v clang-format >/dev/null || missing+=(clang-format)
 # Test tools: the Debian package suite (tests/package), the Python client with and without numpy and
 # its pip install (tests/clients), replicas behind nginx (tests/scale).
 command -v dpkg-shlibdeps >/dev/null || missing+=(dpkg-dev)
@@ -22,6 +17,11 @@ pymod numpy || missing+=(python3-numpy)
 pymod ensurepip || missing+=(python3-venv)
 pymod setuptools || missing+=(python3-setuptools)
 pymod wheel || missing+=(python3-wheel)
+have_hdr microhttpd.h || missing+=(libmicrohttpd-dev)
+have_hdr cjson/cJSON.h || missing+=(libcjson-dev)
+command -v pkg-config >/dev/null || missing+=(pkg-config)
+command -v curl >/dev/null || missing+=(curl)
+command -v clang-format >/dev/null || missing+=(clang-format)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "deps: installing ${missing[*]}"
   SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
