@@ -114,6 +114,35 @@ install: $(BUILD)/warpd
 	install -m 644 templates/* kernels/wp_abi.h $(DESTDIR)$(PREFIX)/share/warpd/templates/
 	cp -r clients/web/. $(DESTDIR)$(PREFIX)/share/warpd/web/
 
+# ---- Debian package (packaging/deb/; tested by tests/package/run.sh, a suite of `make test`) ----
+# `make deb`: $(BUILD)/warpd_<version>-<revision>_<arch>.deb. The daemon is compiled again in
+# $(BUILD)/deb-obj with Debian's hardening flags and the installed paths of the templates and the
+# playground; packaging/deb/build.sh lays out and builds the package. The version is WP_VERSION
+# (server/app.h), the one the daemon reports in /v1/info.
+WP_VERSION   := $(shell sed -n 's/^\#define WP_VERSION "\(.*\)"/\1/p' server/app.h)
+DEB_REVISION ?= 1
+DEB_VERSION  := $(WP_VERSION)-$(DEB_REVISION)
+DEB_FILE      = $(BUILD)/warpd_$(DEB_VERSION)_$(shell dpkg --print-architecture).deb
+DEB_OBJDIR   := $(BUILD)/deb-obj
+DEB_FLAGS     = DEB_BUILD_MAINT_OPTIONS=hardening=+all dpkg-buildflags --get
+DEB_CFLAGS    = $(filter-out -DWP_DEFAULT_TEMPLATES=% -DWP_DEFAULT_WEB=% $(CFLAGS),$(ALL_CFLAGS)) \
+                $(shell $(DEB_FLAGS) CFLAGS) $(shell $(DEB_FLAGS) CPPFLAGS) \
+                -DWP_DEFAULT_TEMPLATES=\"/usr/share/warpd/templates\" -DWP_DEFAULT_WEB=\"/usr/share/warpd/web\"
+DEB_OBJ      := $(patsubst %.c,$(DEB_OBJDIR)/%.o,$(LIB_SRC) server/main.c)
+.PHONY: deb test-package test-scale
+deb: $(DEB_OBJDIR)/warpd
+	packaging/deb/build.sh $< $(DEB_VERSION) $(BUILD)/deb-stage $(DEB_FILE)
+$(DEB_OBJDIR)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(DEB_CFLAGS) -c $< -o $@
+$(DEB_OBJDIR)/warpd: $(DEB_OBJ)
+	$(CC) $(shell $(DEB_FLAGS) CFLAGS) $(shell $(DEB_FLAGS) LDFLAGS) -o $@ $^ $(LDLIBS)
+# Both suites also run in `make test` (tests/run.sh all); the package one builds the .deb itself.
+test-package:
+	@BUILD=$(BUILD) ./tests/run.sh package
+test-scale: $(BUILD)/warpd
+	@BUILD=$(BUILD) ./tests/run.sh scale
+
 format:
 	clang-format -i server/*.[ch] kernels/*.[ch] tests/*/*.[ch] bench/*.c
 check-format:

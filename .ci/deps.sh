@@ -4,6 +4,19 @@
 set -euo pipefail
 have_hdr() { echo "#include <$1>" | ${CC:-cc} -E -x c - >/dev/null 2>&1; }
 missing=()
+# Test tools: the Debian package suite (tests/package), the Python client with and without numpy and
+# its pip install (tests/clients), replicas behind nginx (tests/scale).
+command -v dpkg-shlibdeps >/dev/null || missing+=(dpkg-dev)
+command -v lintian >/dev/null || missing+=(lintian)
+command -v systemd-analyze >/dev/null || missing+=(systemd)
+command -v man >/dev/null || missing+=(man-db)
+[ -x /usr/sbin/nginx ] || missing+=(nginx)
+[ -x /usr/bin/python3 ] || missing+=(python3)
+pymod() { [ -x /usr/bin/python3 ] && /usr/bin/python3 -c "import $1" 2>/dev/null; }
+pymod numpy || missing+=(python3-numpy)
+pymod ensurepip || missing+=(python3-venv)
+pymod setuptools || missing+=(python3-setuptools)
+pymod wheel || missing+=(python3-wheel)
 have_hdr microhttpd.h || missing+=(libmicrohttpd-dev)
 have_hdr cjson/cJSON.h || missing+=(libcjson-dev)
 command -v pkg-config >/dev/null || missing+=(pkg-config)

@@ -11,7 +11,8 @@
  *   payload = key[32] | blob cubin | str ptx | str log | str lowered | str source
  *             | i32 regs | i32 spills | f64 compile_ms
  *   blob/str = u64 length (UINT64_MAX: NULL) + bytes (strings without their NUL).
- * Written to <name>.tmp.<pid>.<tid>, fsync'd and renamed, so a reader sees a whole file or none. A temp
+ * Written to <name>.tmp.<pid>.<tid>.<random> (created exclusively), fsync'd and renamed, so a reader sees
+ * a whole file or none, also on a directory that several daemons share (docs/scaling.md). A temp
  * file a crashed writer left behind is never read; opening the cache removes those whose process is
  * gone and that are over a minute old (another daemon sharing the directory may be writing its own). */
 #include "cache.h"
@@ -25,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
@@ -344,6 +346,21 @@ static bool write_all(int fd, const uint8_t *p, size_t n) {
     return true;
 }
 
+/* A new temp file beside path, created exclusively: <path>.tmp.<pid>.<tid>.<random>. The pid and tid
+ * alone are not unique on a directory shared by several hosts or containers (each has its own pid 1);
+ * without O_EXCL and the random part two such writers could write into one temp file and rename it
+ * half-written. The sweep of stale temp files (below) reads only the pid. */
+static int open_tmp(const char *path, char *tmp, size_t cap) {
+    for (int attempt = 0; attempt < 8; attempt++) {
+        uint32_t r = 0;
+        if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r) r = (uint32_t)wp_now_ns() ^ (uint32_t)attempt;
+        snprintf(tmp, cap, "%s.tmp.%d.%d.%08x", path, (int)getpid(), (int)gettid(), (unsigned)r);
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fd >= 0 || errno != EEXIST) return fd;
+    }
+    return -1;
+}
+
 typedef enum { DISK_HIT, DISK_MISS, DISK_CORRUPT } disk_result;
 
 static disk_result disk_check(int fd, const uint8_t key[32], wp_artifact *a) {
@@ -420,9 +437,8 @@ static void disk_store(wp_cache *c, const uint8_t key[32], const wp_artifact *a)
     disk_path(c, key, path, sizeof path);
     snprintf(sub, sizeof sub, "%s", path);
     *strrchr(sub, '/') = 0;
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d.%d", path, (int)getpid(), (int)gettid());
     bool ok = (mkdir(sub, 0700) == 0 || errno == EEXIST);
-    int fd = ok ? open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600) : -1;
+    int fd = ok ? open_tmp(path, tmp, sizeof tmp) : -1;
     ok = fd >= 0 && write_all(fd, b.p, total);
     if (fd >= 0) {
         ok = ok && fsync(fd) == 0;

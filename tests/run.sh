@@ -38,6 +38,12 @@ fi
 if [ "$what" = all ] || [ "$what" = web ]; then
   for t in tests/web/run.sh tests/clients/run.sh; do [ -x "$t" ] && run_prog "$t" "$t"; done
 fi
+# The Debian package (tests/package: make deb, lintian, dpkg -i/-r as root), two replicas sharing a
+# cache behind nginx (tests/scale), and the Python client with and without numpy plus its pip install
+# (tests/clients/python.sh, with web); `tests/run.sh package` or `scale` runs one alone.
+if [ "$what" = all ] || [ "$what" = web ]; then run_prog tests/clients/python.sh tests/clients/python.sh; fi
+if [ "$what" = all ] || [ "$what" = package ]; then run_prog package tests/package/run.sh; fi
+if [ "$what" = all ] || [ "$what" = scale ]; then run_prog scale tests/scale/run.sh; fi
 if [ "$what" = gpu ] && [ -x tests/unit/ops_gpu_check.sh ]; then
   # Host expression evaluator vs the device operators, bit for bit (needs nvcc and a GPU).
   if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then

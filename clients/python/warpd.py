@@ -7,6 +7,11 @@
     r["output"]  # [1, 0, 3, 2, ...]
     c.reduce([1.5, 2, 3], type="f32", op="sum")["value"]
 
+With numpy installed (optional), reduce/scan/buffer_put also take numpy arrays, sent as raw bytes
+straight from the array's memory (no list), their warpd type from the dtype (int32 → i32, ...,
+float16 → f16); scan of an array returns an array:
+    c.scan(np.arange(5, dtype=np.int32), op="sum")   # array([ 0,  1,  3,  6, 10], dtype=int32)
+
 Every error the server returns ({"error": {"code", "field", "message"}}) becomes
 WarpdError(status, code, field, message); an unreachable daemon is WarpdError(0, "connection_failed").
 
@@ -37,6 +42,19 @@ DEFAULT_URL = "http://127.0.0.1:8080"
 ELEM_SIZE = {"i32": 4, "u32": 4, "i64": 8, "u64": 8, "f32": 4, "f64": 8, "f16": 2, "bf16": 2}
 _STRUCT = {"i32": "i", "u32": "I", "i64": "q", "u64": "Q", "f32": "f", "f64": "d", "f16": "e"}
 PROGRESS_MIN_BYTES = 1 << 20  # uploads at least this large show a progress bar (CLI)
+__version__ = "0.1.0"  # the daemon's (server/app.h WP_VERSION); pyproject.toml reads it from here
+
+try:  # optional: without numpy, lists, bytes and files work as before
+    import numpy as _np
+except ImportError:
+    _np = None
+
+# numpy dtype name → warpd type ("bfloat16" is ml_dtypes' dtype, when an array has it)
+NUMPY_TYPES = {"int32": "i32", "uint32": "u32", "int64": "i64", "uint64": "u64", "float32": "f32",
+               "float64": "f64", "float16": "f16", "bfloat16": "bf16"}
+# reduce/scan fields a raw body can carry as query arguments (server/api_reduce.c); others go as JSON
+_RAW_QUERY_FIELDS = {"family", "strategy", "block", "width", "accumulate", "exclusive", "inclusive", "init",
+                     "radius", "backend", "check", "output", "compile"}
 
 
 class WarpdError(Exception):
@@ -60,6 +78,8 @@ def pack(values, type):
     """A list of numbers → little-endian bytes of `type` (what data_b64 and raw bodies carry)."""
     if type not in ELEM_SIZE:
         raise ValueError(f"unknown type {type!r}; one of {' '.join(ELEM_SIZE)}")
+    if _is_array(values):
+        return bytes(array_bytes(values, type)[0])
     vals = [_number(v, type) for v in values]
     if type == "bf16":
         return struct.pack(f"<{len(vals)}H", *[_bf16_bits(float(v)) for v in vals])
@@ -90,12 +110,75 @@ def _number(v, type):
     return int(v) if type[0] in "iu" else float(v)
 
 
+def _is_array(x):
+    return _np is not None and isinstance(x, _np.ndarray)
+
+
+def _numpy_dtype(type):
+    """The little-endian numpy dtype of a warpd type; None for bf16 unless ml_dtypes is installed."""
+    if type == "bf16":
+        try:
+            import ml_dtypes
+        except ImportError:
+            return None
+        return _np.dtype(ml_dtypes.bfloat16)
+    return _np.dtype("<" + {"i": "i", "u": "u", "f": "f"}[type[0]] + str(ELEM_SIZE[type]))
+
+
+def _bf16_bits_array(a):
+    """A float array → bfloat16 bits (uint16), round to nearest even, NaN stays NaN (as _bf16_bits)."""
+    b = _np.ascontiguousarray(a, dtype="<f4").view("<u4")
+    bits = ((b + 0x7FFF + ((b >> 16) & 1)) >> 16).astype("<u2")
+    nan = _np.isnan(b.view("<f4"))
+    bits[nan] = ((b[nan] >> 16) | 0x40).astype("<u2")
+    return bits
+
+
+def array_bytes(arr, type=None):
+    """A numpy array → (a memoryview of its bytes, its warpd type), for a raw body: no copy when the array
+    is already contiguous, little-endian and of `type`. type=None takes it from the dtype; another type
+    converts (astype; bf16 from floats rounds to nearest even, and uint16 arrays are taken as bf16 bits).
+    Several dimensions are sent in C order, flattened."""
+    have = NUMPY_TYPES.get(arr.dtype.name)
+    if type is None:
+        if have is None:
+            raise ValueError(f"numpy dtype {arr.dtype} has no warpd type; use one of "
+                             f"{', '.join(n for n in NUMPY_TYPES if n != 'bfloat16')} or pass type=")
+        type = have
+    if type not in ELEM_SIZE:
+        raise ValueError(f"unknown type {type!r}; one of {' '.join(ELEM_SIZE)}")
+    if type != have:
+        want = _numpy_dtype(type)
+        if type == "bf16" and arr.dtype == _np.uint16:
+            arr = arr.astype("<u2", copy=False)
+        elif want is None:  # bf16 without ml_dtypes: round the values to bfloat16 bits here
+            arr = _bf16_bits_array(arr)
+        else:
+            arr = arr.astype(want)
+    elif arr.dtype.byteorder == ">" or (arr.dtype.byteorder == "=" and sys.byteorder == "big"):
+        arr = arr.astype(arr.dtype.newbyteorder("<"))
+    arr = _np.ascontiguousarray(arr).reshape(-1)
+    return memoryview(arr.view(_np.uint8)), type
+
+
+def to_array(data, type):
+    """Little-endian bytes of `type` → a numpy array (bf16: ml_dtypes' bfloat16, else float32 values)."""
+    if len(data) % ELEM_SIZE[type]:
+        raise ValueError(f"{len(data)} bytes is not a whole number of {type} elements")
+    dt = _numpy_dtype(type)
+    if dt is None:  # bf16 bits → the float32 they are the top half of
+        return (_np.frombuffer(data, dtype="<u2").astype("<u4") << 16).view("<f4")
+    return _np.frombuffer(data, dtype=dt).copy()
+
+
 class ProgressReader(io.RawIOBase):
     """A readable body that reports how much of it was sent: progress(done_bytes, total_bytes)."""
 
     def __init__(self, data, progress, chunk=1 << 20):
-        self._f = io.BytesIO(data) if isinstance(data, (bytes, bytearray, memoryview)) else data
-        self._total = len(data) if isinstance(data, (bytes, bytearray, memoryview)) else _file_size(data)
+        # bytes-like data is read as slices of one memoryview (a numpy array's memory is not copied)
+        self._view = memoryview(data).cast("B") if isinstance(data, (bytes, bytearray, memoryview)) else None
+        self._f = data
+        self._total = len(self._view) if self._view is not None else _file_size(data)
         self._done, self._progress, self._chunk = 0, progress, chunk
 
     def __len__(self):
@@ -105,7 +188,8 @@ class ProgressReader(io.RawIOBase):
         return True
 
     def read(self, n=-1):
-        b = self._f.read(self._chunk if n is None or n < 0 else min(n, self._chunk))
+        n = self._chunk if n is None or n < 0 else min(n, self._chunk)
+        b = self._view[self._done:self._done + n] if self._view is not None else self._f.read(n)
         self._done += len(b)
         if self._progress:
             self._progress(self._done, self._total)
@@ -270,7 +354,7 @@ class Client:
 
     # -- reductions and scans (issue 3)
     def _job_body(self, type, op, data, data_b64, buffer, generate, extra):
-        body = {"type": type, "op": op}
+        body = {"op": op} if type is None else {"type": type, "op": op}
         given = [k for k, v in (("data", data), ("data_b64", data_b64), ("buffer", buffer), ("generate", generate))
                  if v is not None]
         if len(given) > 1:
@@ -287,6 +371,21 @@ class Client:
         return body
 
     def _run(self, path, type, op, data, data_b64, buffer, generate, raw, progress, accept, extra):
+        array_in = _is_array(data) or _is_array(raw)
+        if array_in:  # numpy: raw bytes from the array's memory
+            view, type = array_bytes(raw if data is None else data, type)
+            if any(v is not None for k, v in extra.items() if k not in _RAW_QUERY_FIELDS):
+                data, data_b64, raw = None, base64.b64encode(view).decode(), None  # e.g. offsets, weights: JSON
+            else:
+                data, raw = None, view
+        if type is None and buffer is None:
+            type = "f32"  # a buffer knows its type
+        answer = self._run_once(path, type, op, data, data_b64, buffer, generate, raw, progress, accept, extra)
+        if array_in and isinstance(answer, dict) and "data_b64" in answer and "data" not in answer:
+            answer["data"] = to_array(base64.b64decode(answer["data_b64"]), answer.get("type", type))
+        return answer
+
+    def _run_once(self, path, type, op, data, data_b64, buffer, generate, raw, progress, accept, extra):
         if raw is not None:  # raw little-endian bytes (or an open binary file): ?type=&op= on the URL
             query = {"type": type, "op": op, **{k: (json.dumps(v) if isinstance(v, bool) else v)
                                                 for k, v in extra.items() if v is not None}}
@@ -299,25 +398,39 @@ class Client:
             return json.loads(payload)
         return payload
 
-    def reduce(self, data=None, type="f32", op="sum", *, data_b64=None, buffer=None, generate=None, raw=None,
+    def reduce(self, data=None, type=None, op="sum", *, data_b64=None, buffer=None, generate=None, raw=None,
                strategy=None, check=None, progress=None, **extra):
-        """POST /v1/reduce. One of: data (a list, inline JSON), data_b64 (bytes or base64 text), buffer (id),
-        generate ({"kind": "random", "n": N, "seed": S}), raw (bytes or a binary file, sent as
-        application/octet-stream). Returns {"value", "count", "backend", "strategy", "key", "timing", ...}."""
+        """POST /v1/reduce. One of: data (a list, inline JSON; or a numpy array, sent raw), data_b64 (bytes or
+        base64 text), buffer (id), generate ({"kind": "random", "n": N, "seed": S}), raw (bytes or a binary
+        file, sent as application/octet-stream). type: f32 unless given (a numpy array's comes from its
+        dtype). Returns {"value", "count", "backend", "strategy", "key", "timing", ...}; for an array in, results
+        that are arrays (segmented_reduce, per-group) also come as "data", a numpy array."""
         return self._run("/v1/reduce", type, op, data, data_b64, buffer, generate, raw, progress, None,
                          dict(strategy=strategy, check=check, **extra))
 
-    def scan(self, data=None, type="f32", op="sum", *, data_b64=None, buffer=None, generate=None, raw=None,
+    def scan(self, data=None, type=None, op="sum", *, data_b64=None, buffer=None, generate=None, raw=None,
              strategy=None, exclusive=None, check=None, raw_out=False, progress=None, **extra):
         """POST /v1/scan; the same inputs as reduce. raw_out=True asks for the scanned data as raw bytes
-        (Accept: application/octet-stream) and returns bytes (unpack(b, type) gives the list)."""
-        return self._run("/v1/scan", type, op, data, data_b64, buffer, generate, raw, progress,
-                         "application/octet-stream" if raw_out else None,
-                         dict(strategy=strategy, exclusive=exclusive, check=check, **extra))
+        (Accept: application/octet-stream) and returns bytes (unpack(b, type) gives the list). A numpy
+        array in gives a numpy array out, of its type (to_array); the answer's other fields are dropped."""
+        array_in = _is_array(data) or _is_array(raw)
+        if array_in and type is None:
+            type = array_bytes((raw if data is None else data)[:0], None)[1]  # the dtype's type, no copy
+        got = self._run("/v1/scan", type, op, data, data_b64, buffer, generate, raw, progress,
+                        "application/octet-stream" if raw_out or array_in else None,
+                        dict(strategy=strategy, exclusive=exclusive, check=check, **extra))
+        if array_in and not raw_out and isinstance(got, (bytes, bytearray)):
+            return to_array(got, type or "f32")
+        return got
 
     # -- device-resident buffers
-    def buffer_put(self, data, type, ttl=None, progress=None):
-        """PUT /v1/buffers: a list (sent as JSON) or bytes / a binary file (sent raw). Returns {"id", ...}."""
+    def buffer_put(self, data, type=None, ttl=None, progress=None):
+        """PUT /v1/buffers: a list (sent as JSON), bytes / a binary file (sent raw) or a numpy array (sent raw
+        from its memory; type from its dtype unless given). Returns {"id", ...}."""
+        if _is_array(data):
+            data, type = array_bytes(data, type)
+        if type is None:
+            raise ValueError("buffer_put needs type= (i32 u32 i64 u64 f32 f64 f16 bf16) for a list or bytes")
         if isinstance(data, (list, tuple)):
             body = {"type": type, "data": list(data)}
             if ttl is not None:

@@ -371,6 +371,45 @@ static void test_disk(const char *root) {
     wp_artifact_free(&before);
 }
 
+/* Another host or container sharing the directory can have our pid and tid (each has its own pid
+ * namespace): a temp file by that name is someone else's write in progress. Ours must not open,
+ * truncate or rename it, and the entry must still land whole. */
+static void test_tmp_name_taken(const char *root) {
+    T_CASE("a temp file with our pid and tid belongs to another writer: left alone");
+    char dir[300], path[600], theirs[700];
+    snprintf(dir, sizeof dir, "%s/shared", root);
+    wp_cache *c = wp_cache_open(dir, 1 << 20, NULL);
+    CHECK(c != NULL);
+    file_of(dir, "shared-key", path, sizeof path);
+    char sub[600];
+    snprintf(sub, sizeof sub, "%s", path);
+    *strrchr(sub, '/') = 0;
+    CHECK(mkdir(sub, 0700) == 0);
+    snprintf(theirs, sizeof theirs, "%s.tmp.%d.%d", path, (int)getpid(), (int)gettid());
+    const char partial[] = "half of another writer's file";
+    int fd = open(theirs, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    CHECK(fd >= 0 && write(fd, partial, sizeof partial) == (ssize_t)sizeof partial);
+    if (fd >= 0) close(fd);
+    char prefix[720]; /* the same name with a suffix: what the old naming would have opened */
+    snprintf(prefix, sizeof prefix, "%s.", theirs);
+    CHECK(symlink("/nonexistent", prefix) == 0); /* a decoy a non-exclusive create would follow */
+    fake_build fb = {.cubin_len = 300, .seed = 11};
+    wp_source src;
+    wp_kernel_release(c, get(c, "shared-key", &fb, &src));
+    CHECK(src == WP_SRC_COMPILE);
+    wp_cache_close(c);
+    char got[sizeof partial] = "";
+    fd = open(theirs, O_RDONLY);
+    CHECK(fd >= 0 && read(fd, got, sizeof got) == (ssize_t)sizeof partial && !memcmp(got, partial, sizeof got));
+    if (fd >= 0) close(fd);
+    CHECK(count_files(dir, ".tmp.") == 2); /* theirs and the decoy; ours is renamed */
+    c = wp_cache_open(dir, 1 << 20, NULL);
+    wp_kernel *k = get(c, "shared-key", &fb, &src);
+    CHECK(k && src == WP_SRC_DISK && atomic_load(&fb.builds) == 1 && wp_kernel_artifact(k)->cubin_len == 300);
+    wp_kernel_release(c, k);
+    wp_cache_close(c);
+}
+
 /* ---- many threads ---- */
 
 typedef struct {
@@ -598,6 +637,7 @@ int main(void) {
     test_memory_hit();
     test_lru_eviction();
     test_disk(root);
+    test_tmp_name_taken(root);
     test_single_flight(root);
     test_function();
     test_stale_tmp(root);

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# The Python client under the system python3 (issue 11 §6), against $BUILD/warpd (emu) on a free
+# loopback port: test_python.py and test_numpy.py once with numpy (python3-numpy) and once with numpy
+# hidden by a sitecustomize that refuses its import (everything must work as without numpy), then
+# `pip install` of clients/python into a temporary venv, offline (--no-index, setuptools from
+# Debian), whose `warpd` command and module must work. Ends with "python: N passed, N failed" (a
+# skipped test counts as failed).
+set -u
+cd "$(dirname "$0")/../.."
+BUILD=${BUILD:-build}
+PY=${PY:-/usr/bin/python3}
+tmp=$(mktemp -d); pid=
+cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$tmp"; }
+trap cleanup EXIT
+pass=0; fail=0
+ok() { echo "ok   $*"; pass=$((pass+1)); }
+no() { echo "FAIL $*"; fail=$((fail+1)); }
+finish() { echo "python: $pass passed, $fail failed"; [ "$fail" -eq 0 ]; exit; }
+[ -x "$PY" ] || { no "$PY is missing (make deps installs python3)"; finish; }
+[ -x "$BUILD/warpd" ] || { no "$BUILD/warpd is missing (run make first)"; finish; }
+. tests/daemon.sh
+warpd_start "$BUILD/warpd" "$tmp" --backend emu || { cat "$tmp/err"; no "the daemon did not start"; finish; }
+url=http://127.0.0.1:$port
+
+unittests() { # label, env assignments...: runs both test files, adds its counts
+  local label=$1; shift
+  env "$@" WARPD_URL="$url" timeout 300 "$PY" -m unittest -v tests/clients/test_python.py tests/clients/test_numpy.py \
+    >"$tmp/log" 2>&1
+  sed 's/^/     /' "$tmp/log" | grep -vE '\.\.\. ok$'
+  local ran n f e s u
+  ran=$(sed -nE 's/^Ran ([0-9]+) tests?.*/\1/p' "$tmp/log" | tail -n 1)
+  [ -n "$ran" ] || { no "$label: unittest printed no summary"; return; }
+  n() { sed -nE "s/.*$1=([0-9]+).*/\\1/p" "$tmp/log" | tail -n 1; }
+  f=$(n failures); e=$(n errors); s=$(n skipped); u=$(n 'unexpected successes')
+  local bad=$(( ${f:-0} + ${e:-0} + ${s:-0} + ${u:-0} ))
+  pass=$((pass + ran - bad)); fail=$((fail + bad))
+  echo "$label: $ran tests, $bad failed or skipped"
+}
+
+if "$PY" -c 'import numpy' 2>/dev/null; then ok "numpy importable under $PY"; else no "numpy is not importable under $PY (python3-numpy)"; fi
+unittests "with numpy" WARPD_EXPECT_NUMPY=1
+
+mkdir -p "$tmp/hide"
+cat >"$tmp/hide/sitecustomize.py" <<'PYEOF'
+import sys
+class _HideNumpy:  # refuses numpy, as on a machine without it
+    def find_spec(self, name, path=None, target=None):
+        if name == "numpy" or name.startswith("numpy."):
+            raise ImportError("numpy is hidden for this test run")
+sys.meta_path.insert(0, _HideNumpy())
+PYEOF
+unittests "numpy hidden" WARPD_EXPECT_NUMPY=0 PYTHONPATH="$tmp/hide"
+
+# pip install into a throw-away venv, offline; from a copy (pip builds in the source tree)
+cp -r clients/python "$tmp/src"
+if "$PY" -m venv --system-site-packages "$tmp/venv" >"$tmp/venv.log" 2>&1 &&
+   "$tmp/venv/bin/pip" install -q --no-index --no-build-isolation "$tmp/src" >"$tmp/pip.log" 2>&1; then
+  ok "pip install --no-index --no-build-isolation ./clients/python into a venv"
+else
+  cat "$tmp/venv.log" "$tmp/pip.log"; no "pip install into a venv"; finish
+fi
+if [ -x "$tmp/venv/bin/warpd" ] && "$tmp/venv/bin/warpd" --url "$url" info >"$tmp/info" 2>&1 &&
+   grep -q '"version"' "$tmp/info"; then ok "the venv's warpd command talks to the daemon"
+else cat "$tmp/info"; no "the venv's warpd command"; fi
+if (cd / && "$tmp/venv/bin/python" - "$url" "$tmp/venv" >"$tmp/mod" 2>&1 <<'PYEOF'
+import sys, numpy as np, warpd
+url, venv = sys.argv[1:]
+assert warpd.__file__.startswith(venv), warpd.__file__  # the installed copy, not the tree's
+assert warpd.Client(url).reduce(np.arange(10, dtype=np.int32), op="sum")["value"] == 45
+print("installed module", warpd.__version__, "with numpy")
+PYEOF
+); then ok "$(cat "$tmp/mod")"; else cat "$tmp/mod"; no "the installed module"; fi
+kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; pid=
+finish
