@@ -94,7 +94,7 @@ run: deps $(BUILD)/warpd
 # then the GPU programs, which say SKIPPED without a GPU (and run for real with one: see test-gpu).
 # The .cu ones only where nvcc is.
 GPU_TEST_BIN := $(patsubst %.c,$(BUILD)/%,$(GPU_SRC)) $(if $(wildcard $(NVCC)),$(patsubst %.cu,$(BUILD)/%,$(GPU_CU)))
-test: deps check-format $(BUILD)/warpd $(BUILD)/asan/warpd $(UNIT_BIN) $(API_BIN) $(GPU_TEST_BIN)
+test: deps check-format $(BUILD)/warpd $(BUILD)/asan/warpd $(UNIT_BIN) $(API_BIN) $(GPU_TEST_BIN) $(FUZZ_BIN)
 	@BUILD=$(BUILD) ./tests/run.sh all && BUILD=$(BUILD) ./tests/run.sh gpu
 
 test-unit: $(UNIT_BIN)
@@ -147,6 +147,29 @@ format:
 	clang-format -i server/*.[ch] kernels/*.[ch] tests/*/*.[ch] bench/*.c
 check-format:
 	clang-format --dry-run --Werror server/*.[ch] kernels/*.[ch] tests/unit/*.[ch] tests/api/*.[ch] tests/gpu/*.c bench/*.c
+	clang-format --dry-run --Werror tests/fuzz/*.[ch]
+
+# ---- fuzzing (issue 10): libFuzzer harnesses tests/fuzz/fuzz_*.c, clang with ASan + UBSan, over the
+# library built again with coverage. make fuzz: each for FUZZ_SECONDS (60) from its seed corpus
+# tests/fuzz/corpus/<name>/; make test runs each for 20 s (tests/run.sh fuzz).
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_SAN  := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_SRC  := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BIN  := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
+FLIB_OBJ  := $(patsubst %.c,$(BUILD)/fuzz/%.o,$(LIB_SRC))
+$(BUILD)/fuzz/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(ALL_CFLAGS) -O1 -g $(FUZZ_SAN) -fsanitize=fuzzer-no-link -c $< -o $@
+$(BUILD)/fuzz/libwarpd.a: $(FLIB_OBJ)
+	@rm -f $@; ar rcs $@ $^
+$(BUILD)/fuzz/fuzz_%: $(BUILD)/fuzz/tests/fuzz/fuzz_%.o $(BUILD)/fuzz/libwarpd.a
+	$(FUZZ_CC) -g $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
+.PHONY: fuzz test-fuzz
+fuzz: $(FUZZ_BIN)
+	@BUILD=$(BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) ./tests/fuzz/run.sh
+test-fuzz: $(FUZZ_BIN)
+	@BUILD=$(BUILD) ./tests/run.sh fuzz
 
 clean:
 	rm -rf $(BUILD)

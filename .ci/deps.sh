@@ -22,6 +22,10 @@ have_hdr cjson/cJSON.h || missing+=(libcjson-dev)
 command -v pkg-config >/dev/null || missing+=(pkg-config)
 command -v curl >/dev/null || missing+=(curl)
 command -v clang-format >/dev/null || missing+=(clang-format)
+# make fuzz / make test: libFuzzer harnesses need clang and its runtime (libFuzzer, ASan, UBSan)
+command -v clang >/dev/null || missing+=(clang)
+echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return d && n; }' |
+  clang -fsanitize=fuzzer,address,undefined -x c - -o /dev/null >/dev/null 2>&1 || missing+=(libclang-rt-dev)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "deps: installing ${missing[*]}"
   SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo

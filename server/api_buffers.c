@@ -251,7 +251,7 @@ static int put_json(wp_app *app, const wp_req *req, wp_buffer_info *info, wp_err
             goto out;
         count = b64_bytes / wp_type_size(t);
     } else {
-        if (parse_generate(gen, t, &g, err)) goto out;
+        if (parse_generate(gen, t, &g, err) || wp_app_emu_limit(app, be, g.n, "generate.n", err)) goto out;
         count = g.n;
     }
     buf = wp_buffers_create(app->buffers, be, t, count, err);

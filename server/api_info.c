@@ -115,6 +115,8 @@ void wp_api_info(void *appv, const wp_req *req, wp_resp *resp) {
     cJSON_AddNumberToObject(l, "buffer_quota", (double)bs.quota);
     cJSON_AddNumberToObject(l, "buffer_ttl_s", bs.ttl_s);
     cJSON_AddNumberToObject(l, "buffer_max_ttl_s", bs.max_ttl_s);
+    cJSON_AddNumberToObject(l, "max_elements", (double)app->max_elements);
+    cJSON_AddNumberToObject(l, "emu_max_elements", (double)app->emu_max_elements);
     cJSON_AddNumberToObject(o, "uptime_s", wp_ms_since(app->start_ns) / 1000.0);
     wp_resp_json(resp, 200, o);
 }

@@ -324,6 +324,7 @@ static int input_generate(wp_app *app, wp_backend *be, const cJSON *g, wp_type t
         return WP_FAIL(err, 400, "bad_value", "generate.n", "generate.n must be a whole number");
     in->count = (uint64_t)nv->valuedouble;
     if (check_count(app, in->count, "generate.n", err)) return -1;
+    if (wp_app_emu_limit(app, be, in->count, "generate.n", err)) return -1;
     if (inline_run && in->count * wp_type_size(t) > WP_REDUCE_INLINE_MAX) return 1;
     wp_reduce_job job = {.n = in->count, .gen_kind = k, .seed = 1, .memory_only = inline_run};
     long long seed;

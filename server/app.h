@@ -35,6 +35,9 @@ typedef struct wp_app {
     wp_buffers *buffers;      /* device-resident buffers (buffers.c): /v1/buffers */
     wp_reduce_engine *reduce; /* data-parallel jobs (reduce.c): /v1/reduce, /v1/scan */
     uint64_t max_elements;    /* largest n of a reduce/scan job (413 beyond) */
+    /* largest n a generate may ask of the emulator, in reduce, scan and buffers (413 beyond):
+     * --emu-max-elements; see wp_app_emu_limit */
+    uint64_t emu_max_elements;
 } wp_app;
 
 /* A kernel ready to run: the cache entry (held), its function on the chosen backend, where it came
@@ -57,6 +60,10 @@ int wp_app_kernel_peek(wp_app *app, const wp_spec *s, wp_backend *b, wp_ready_ke
 
 /* Picks the backend a request asked for ("auto", "cuda", "emu", or absent). */
 int wp_app_backend(wp_app *app, const cJSON *req, const wp_family *f, wp_backend **out, wp_err *err);
+
+/* 413 "too_many_elements" naming field and --emu-max-elements when be is the emulator and n is past
+ * app->emu_max_elements (emu_limit.c). Any thread. */
+int wp_app_emu_limit(const wp_app *app, const wp_backend *be, uint64_t n, const char *field, wp_err *err);
 
 /* Parses the request body as JSON with the depth limit; 400 "bad_json" / "too_deep". */
 cJSON *wp_app_parse_body(wp_app *app, const wp_req *req, wp_err *err);

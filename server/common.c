@@ -1,4 +1,5 @@
-/* common.c — the error value, the monotonic clock and whole-file reads shared by every module. */
+/* common.c — the error value, the monotonic clock, whole-file reads and the host's free memory, shared by
+ * every module. */
 #define _POSIX_C_SOURCE 200809L
 #include "common.h"
 
@@ -62,4 +63,15 @@ char *wp_read_file(const char *path, size_t *len) {
     buf[n] = 0;
     if (len) *len = n;
     return buf;
+}
+
+uint64_t wp_mem_available(void) {
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return 0;
+    char line[128];
+    unsigned long long kb = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) break;
+    fclose(f);
+    return (uint64_t)kb * 1024;
 }

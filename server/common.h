@@ -27,6 +27,9 @@ uint64_t wp_now_ns(void); /* CLOCK_MONOTONIC */
 static inline double wp_ms_since(uint64_t t0_ns) { return (double)(wp_now_ns() - t0_ns) / 1e6; }
 static inline double wp_us_since(uint64_t t0_ns) { return (double)(wp_now_ns() - t0_ns) / 1e3; }
 
+/* MemAvailable of /proc/meminfo in bytes (what the host can give without swapping); 0 when unknown. */
+uint64_t wp_mem_available(void);
+
 /* Reads a whole file; returns malloc'd buffer (NUL-terminated) or NULL with errno set. */
 char *wp_read_file(const char *path, size_t *len);
 

@@ -27,6 +27,8 @@
 #define FALLBACK_BUFFER_QUOTA (1ull << 30) /* when the device reports no memory size */
 #define DEFAULT_MAX_ELEMENTS (1ull << 30)  /* largest n of /v1/reduce and /v1/scan */
 #define DEFAULT_CONN_MEMORY (256u << 10)   /* libmicrohttpd's per-connection memory (http.c says why) */
+/* largest generate.n on the CPU emulator: more is host memory and minutes of CPU */
+#define DEFAULT_EMU_MAX_ELEMENTS (1ull << 28)
 
 typedef struct {
     char host[128];
@@ -40,6 +42,8 @@ typedef struct {
     unsigned long long buffer_quota; /* 0: half the device's memory */
     unsigned long long max_elements; /* n limit of /v1/reduce and /v1/scan */
     wp_access *access;               /* --allow-host, --allow-origin, --token-file, ... (access.h) */
+    /* largest generate.n on emu (reduce, scan, buffers) */
+    unsigned long long emu_max_elements;
 } options;
 
 static void usage(FILE *f) {
@@ -67,7 +71,8 @@ static void usage(FILE *f) {
             "  --job-ttl S          seconds a finished job's result is kept (default %d)\n"
             "  --buffer-ttl S       seconds a buffer lives after its last use, unless ?ttl= says (default %d;\n"
             "                       at most %d)\n"
-            "  --buffer-quota BYTES bytes all buffers may hold (default: half the device's memory)\n"
+            "  --buffer-quota BYTES bytes all buffers may hold (default: half the device's memory; on emu at\n"
+            "                       most a quarter of the host's available memory, MemAvailable)\n"
             "  --max-elements N     largest n of a /v1/reduce or /v1/scan job (default %llu; larger gets 413)\n"
             "  --allow-host HOST    also answer requests whose Host is HOST (a name or address, with a port or\n"
             "                       not; repeatable; * is any). Always: the listen host, localhost, 127.0.0.1,\n"
@@ -78,10 +83,12 @@ static void usage(FILE *f) {
             "                       /v1/health, /v1/ready and the playground's files (or set WARPD_TOKEN)\n"
             "  --metrics-public     serve /metrics without the token\n"
             "  --insecure           listen beyond loopback without a token (refused otherwise)\n"
+            "  --emu-max-elements N largest generate.n on the CPU emulator, in reduce, scan and buffers\n"
+            "                       (default %llu; larger gets 413 too_many_elements)\n"
             "  --version, --help\n",
             DEFAULT_PORT, DEFAULT_CACHE_MB, WP_DEFAULT_TEMPLATES, WP_DEFAULT_WEB, DEFAULT_THREADS, DEFAULT_MAX_BODY,
             DEFAULT_CONN_MEMORY, DEFAULT_MAX_DEPTH, DEFAULT_MAX_QUEUE, DEFAULT_MAX_JOBS, DEFAULT_JOB_WORKERS,
-            DEFAULT_JOB_TTL_S, DEFAULT_BUFFER_TTL_S, MAX_BUFFER_TTL_S, DEFAULT_MAX_ELEMENTS);
+            DEFAULT_JOB_TTL_S, DEFAULT_BUFFER_TTL_S, MAX_BUFFER_TTL_S, DEFAULT_MAX_ELEMENTS, DEFAULT_EMU_MAX_ELEMENTS);
 }
 
 static int parse_num(const char *flag, const char *v, long long lo, long long hi, long long *out) {
@@ -178,6 +185,9 @@ static int parse_args(int argc, char **argv, options *o) {
         } else if (FLAG("--max-elements")) {
             if (parse_num(a, v, 1, 1LL << 40, &n)) return -1;
             o->max_elements = (unsigned long long)n;
+        } else if (FLAG("--emu-max-elements")) {
+            if (parse_num(a, v, 1, 1LL << 40, &n)) return -1;
+            o->emu_max_elements = (unsigned long long)n;
         } else if (FLAG("--buffer-quota")) {
             if (parse_num(a, v, 0, 1LL << 50, &n)) return -1;
             o->buffer_quota = (unsigned long long)n;
@@ -251,7 +261,8 @@ int main(int argc, char **argv) {
                  .job_workers = DEFAULT_JOB_WORKERS,
                  .job_ttl_s = DEFAULT_JOB_TTL_S,
                  .buffer_ttl_s = DEFAULT_BUFFER_TTL_S,
-                 .max_elements = DEFAULT_MAX_ELEMENTS};
+                 .max_elements = DEFAULT_MAX_ELEMENTS,
+                 .emu_max_elements = DEFAULT_EMU_MAX_ELEMENTS};
     static wp_access *access; /* static: still reachable (no leak report) when start-up fails below */
     o.access = access = wp_access_new();
     if (!o.access || parse_args(argc, argv, &o)) return 2;
@@ -271,6 +282,7 @@ int main(int argc, char **argv) {
     app.max_body = o.max_body;
     app.max_depth = o.max_depth;
     app.max_elements = o.max_elements;
+    app.emu_max_elements = o.emu_max_elements;
     wp_err err = {0};
 
     /* Signals are taken by sigwait below, in this thread only. */
@@ -362,6 +374,8 @@ int main(int argc, char **argv) {
         wp_device_info di;
         wp_backend_info(app.preferred, &di);
         quota = di.mem_total ? di.mem_total / 2 : FALLBACK_BUFFER_QUOTA;
+        uint64_t avail = wp_mem_available(); /* emu: buffers are host memory; leave the host 3/4 of what is free */
+        if (app.preferred == app.emu && avail && avail / 4 < quota) quota = avail / 4;
     }
     wp_buffers_config bc = {.quota = quota, .ttl_s = o.buffer_ttl_s, .max_ttl_s = MAX_BUFFER_TTL_S};
     app.buffers = wp_buffers_open(&bc, &err);

@@ -117,6 +117,9 @@ static int validate_data(wp_spec *s, wp_err *err) {
     return 0;
 }
 
+/* d is a whole number an int holds (checked before the cast, which is undefined outside int's range). */
+static bool is_int(double d) { return d > -2147483649.0 && d < 2147483648.0 && d == (double)(int)d; }
+
 int wp_spec_data_from_json(const cJSON *obj, wp_spec *out, wp_err *err) {
     wp_data_spec *d = &out->data;
     d->strategy = WP_STRAT_AUTO;
@@ -131,7 +134,7 @@ int wp_spec_data_from_json(const cJSON *obj, wp_spec *out, wp_err *err) {
     }
     v = cJSON_GetObjectItemCaseSensitive(obj, "block");
     if (v) {
-        if (!cJSON_IsNumber(v) || v->valuedouble != (double)(int)v->valuedouble)
+        if (!cJSON_IsNumber(v) || !is_int(v->valuedouble))
             return WP_FAIL(err, 400, "bad_block", "block", "block must be a power of two 32..1024");
         d->block = (int)v->valuedouble;
         if (d->block <= 0) return WP_FAIL(err, 400, "bad_block", "block", "block must be a power of two 32..1024");
@@ -151,7 +154,7 @@ int wp_spec_data_from_json(const cJSON *obj, wp_spec *out, wp_err *err) {
     d->exclusive = ex ? cJSON_IsTrue(ex) : in ? !cJSON_IsTrue(in) : false;
     v = cJSON_GetObjectItemCaseSensitive(obj, "radius");
     if (v) {
-        if (!cJSON_IsNumber(v) || v->valuedouble != (double)(int)v->valuedouble || v->valuedouble < 1 ||
+        if (!cJSON_IsNumber(v) || !is_int(v->valuedouble) || v->valuedouble < 1 ||
             v->valuedouble > WP_STENCIL_MAX_RADIUS)
             return WP_FAIL(err, 400, "bad_radius", "radius", "radius must be an integer 1..%d", WP_STENCIL_MAX_RADIUS);
         d->radius = (int)v->valuedouble;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the test suites and prints one closing line "N passed, N failed".
-#   tests/run.sh all|unit|api|web|gpu
+#   tests/run.sh all|unit|api|web|fuzz|gpu
 # Each test program prints "<suite>: N passed, N failed" as its last line; this sums them.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -44,6 +44,10 @@ fi
 if [ "$what" = all ] || [ "$what" = web ]; then run_prog tests/clients/python.sh tests/clients/python.sh; fi
 if [ "$what" = all ] || [ "$what" = package ]; then run_prog package tests/package/run.sh; fi
 if [ "$what" = all ] || [ "$what" = scale ]; then run_prog scale tests/scale/run.sh; fi
+if [ "$what" = all ] || [ "$what" = fuzz ]; then
+  # libFuzzer harnesses (tests/fuzz/), each for FUZZ_SECONDS (20) from its seed corpus.
+  [ -x tests/fuzz/run.sh ] && run_prog fuzz env FUZZ_SECONDS="${FUZZ_SECONDS:-20}" tests/fuzz/run.sh
+fi
 if [ "$what" = gpu ] && [ -x tests/unit/ops_gpu_check.sh ]; then
   # Host expression evaluator vs the device operators, bit for bit (needs nvcc and a GPU).
   if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then

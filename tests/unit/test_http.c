@@ -15,10 +15,9 @@
 #define HOST "127.0.0.1"
 #define MAX_BODY (1u << 20)
 #define SLOW_MS 200
-#define LOAD_SLOW 64  /* concurrent slow WORK requests */
-#define LOAD_FAST 200 /* inline GETs sent meanwhile */
-#define FAST_P99_MS 5.0
-#define LOAD_ROUNDS 3
+#define LOAD_SLOW 64      /* concurrent WORK requests, held in their handler */
+#define LOAD_FAST 200     /* inline GETs sent meanwhile */
+#define GATE_MAX_MS 60000 /* a held request lets itself go after this, should the test never open the gate */
 
 static void sleep_ms(int ms) {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
@@ -59,6 +58,17 @@ static void h_slow(void *app, const wp_req *req, wp_resp *resp) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "slept_ms", SLOW_MS);
     wp_resp_json(resp, 200, o);
+}
+
+/* Held until the test opens the gate: how many are inside at once is known without a clock. */
+static atomic_int gate_open, gate_in;
+
+static void h_gate(void *app, const wp_req *req, wp_resp *resp) {
+    (void)app, (void)req;
+    atomic_fetch_add(&gate_in, 1);
+    for (int i = 0; i < GATE_MAX_MS && !atomic_load(&gate_open); i++) sleep_ms(1);
+    atomic_fetch_sub(&gate_in, 1);
+    wp_resp_json(resp, 200, cJSON_CreateObject());
 }
 
 static void h_create(void *app, const wp_req *req, wp_resp *resp) {
@@ -162,6 +172,7 @@ static const wp_route routes[] = {
     {"GET", "/echo", h_echo_get, WP_ROUTE_INLINE, NULL},
     {"POST", "/echo", h_echo_post, WP_ROUTE_INLINE, NULL},
     {"POST", "/slow", h_slow, WP_ROUTE_WORK, NULL},
+    {"POST", "/gate", h_gate, WP_ROUTE_WORK, NULL},
     {"POST", "/create", h_create, WP_ROUTE_WORK, NULL},
     {"GET", "/pfx/", h_prefix, WP_ROUTE_PREFIX, NULL},
     {"DELETE", "/pfx/", h_prefix, WP_ROUTE_PREFIX | WP_ROUTE_WORK, NULL},
@@ -242,17 +253,12 @@ static void *slow_thread(void *arg) {
 
 static void wait_stats(wp_http *h, int busy, int queued) {
     wp_http_stats s;
-    for (int i = 0; i < 2000; i++) {
+    for (int i = 0; i < 30000; i++) { /* returns as soon as it holds; 30 s only on a stuck server */
         wp_http_stats_get(h, &s);
         if (s.workers_busy >= busy && s.queue_depth >= queued) return;
         sleep_ms(1);
     }
     CHECKF(0, "stats never reached busy %d queued %d (have %d, %d)", busy, queued, s.workers_busy, s.queue_depth);
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
 }
 
 /* ---------- cases ---------- */
@@ -393,9 +399,9 @@ static void test_bodies(void) {
     free(big);
 }
 
-/* Waits (up to 2 s) until every sink opened has been closed. */
+/* Waits (up to 30 s, returning as soon as it holds) until every sink opened has been closed. */
 static bool sinks_settle(void) {
-    for (int i = 0; i < 2000; i++) {
+    for (int i = 0; i < 30000; i++) {
         if (atomic_load(&sinks_opened) == atomic_load(&sinks_closed)) return true;
         sleep_ms(1);
     }
@@ -466,7 +472,7 @@ static void test_streams(wp_http *h) {
             const char *head = "POST /stream HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/octet-stream\r\n"
                                "Content-Length: 100000\r\n\r\n";
             CHECK(hc_write(&c, head, strlen(head), false) == 0 && hc_write(&c, big, 30000, false) == 0);
-            for (int i = 0; i < 2000 && atomic_load(&sinks_opened) == before; i++) sleep_ms(1);
+            for (int i = 0; i < 30000 && atomic_load(&sinks_opened) == before; i++) sleep_ms(1);
             hc_close(&c);
         }
         CHECKF(sinks_settle() && atomic_load(&sinks_opened) == before + 1, "round %d: opened %d, closed %d", round,
@@ -497,57 +503,38 @@ static void test_streams(wp_http *h) {
     free(big);
 }
 
-/* One round: 64 slow WORK requests in flight, 200 inline GETs meanwhile. Returns the GETs' p99 in ms. */
-static double load_round(wp_http *h, int round) {
+/* 64 WORK requests held inside their handler until the test opens the gate, and 200 inline GETs sent
+ * meanwhile. Order and overlap only, no clock: all 64 run at once on the worker pool, and every GET is
+ * answered while all 64 are still running. (The GETs' latency under this load: bench/bench_http_inline.c.) */
+static void test_load(wp_http *h) {
+    T_CASE("64 WORK requests held + 200 inline GETs meanwhile");
     pthread_t th[LOAD_SLOW];
     call_result res[LOAD_SLOW];
-    static double fast_ms[LOAD_FAST];
-    atomic_store(&slow_sent, 0);
+    atomic_store(&gate_open, 0);
     for (int i = 0; i < LOAD_SLOW; i++) {
-        res[i] = (call_result){.path = "/slow"};
+        res[i] = (call_result){.path = "/gate"};
         pthread_create(&th[i], NULL, slow_thread, &res[i]);
     }
-    for (int i = 0; i < 5000 && atomic_load(&slow_sent) < LOAD_SLOW; i++) sleep_ms(1);
-    wait_stats(h, 1, 0);
-    int fast_ok = 0, overlapped = 0;
+    for (int i = 0; i < GATE_MAX_MS / 2 && atomic_load(&gate_in) < LOAD_SLOW; i++) sleep_ms(1);
+    CHECKF(atomic_load(&gate_in) == LOAD_SLOW, "only %d of %d WORK requests ran at once", atomic_load(&gate_in),
+           LOAD_SLOW);
+    int fast_ok = 0;
     for (int i = 0; i < LOAD_FAST; i++) {
         hc_resp r;
-        uint64_t t = wp_now_ns();
         if (req("GET", "/ping", NULL, NULL, 0, 0, &r) == 0 && r.status == 200) fast_ok++;
-        fast_ms[i] = wp_ms_since(t);
         hc_resp_free(&r);
-        wp_http_stats s;
-        wp_http_stats_get(h, &s);
-        overlapped += s.workers_busy > 0;
     }
+    wp_http_stats s;
+    wp_http_stats_get(h, &s);
+    CHECKF(fast_ok == LOAD_FAST, "%d of %d GETs answered", fast_ok, LOAD_FAST);
+    CHECKF(atomic_load(&gate_in) == LOAD_SLOW && s.workers_busy == LOAD_SLOW,
+           "the GETs were not all answered while the WORK requests ran (%d held, %d workers busy)",
+           atomic_load(&gate_in), s.workers_busy);
+    atomic_store(&gate_open, 1);
     for (int i = 0; i < LOAD_SLOW; i++) pthread_join(th[i], NULL);
     int slow_ok = 0;
-    double slow_max_ms = 0;
-    for (int i = 0; i < LOAD_SLOW; i++) {
-        slow_ok += res[i].status == 200;
-        if (res[i].ms > slow_max_ms) slow_max_ms = res[i].ms;
-    }
+    for (int i = 0; i < LOAD_SLOW; i++) slow_ok += res[i].status == 200;
     CHECK(slow_ok == LOAD_SLOW);
-    CHECK(fast_ok == LOAD_FAST);
-    CHECKF(slow_max_ms < 4 * SLOW_MS, "slow requests did not run in parallel: slowest %.0f ms", slow_max_ms);
-    qsort(fast_ms, LOAD_FAST, sizeof fast_ms[0], cmp_double);
-    double p99 = fast_ms[LOAD_FAST * 99 / 100 - 1];
-    printf("round %d: inline GET under load: p50 %.3f ms, p99 %.3f ms, max %.3f ms (%d of %d while WORK ran); "
-           "slowest of %d x %d ms WORK: %.0f ms\n",
-           round, fast_ms[LOAD_FAST / 2], p99, fast_ms[LOAD_FAST - 1], overlapped, LOAD_FAST, LOAD_SLOW, SLOW_MS,
-           slow_max_ms);
-    return overlapped >= LOAD_FAST / 2 ? p99 : 1e9;
-}
-
-/* Timing on a shared machine is noisy: the bound must hold in one of LOAD_ROUNDS rounds. */
-static void test_load(wp_http *h) {
-    T_CASE("64 slow WORK requests + 200 inline GETs");
-    double best = 1e9;
-    for (int round = 1; round <= LOAD_ROUNDS && best >= FAST_P99_MS; round++) {
-        double p99 = load_round(h, round);
-        if (p99 < best) best = p99;
-    }
-    CHECKF(best < FAST_P99_MS, "p99 %.3f ms (or GETs did not overlap the WORK requests)", best);
 }
 
 static void test_busy(void) {
@@ -598,9 +585,7 @@ static void test_stop_in_flight(void) {
     const char *len_headers[] = {"Content-Length: 1000", NULL};
     CHECK(hc_send(&uploading, "POST", "/slow", len_headers, "{\"half\":", 8, 0) == 0);
     sleep_ms(20);
-    uint64_t t0 = wp_now_ns();
-    wp_http_stop(h);
-    double stop_ms = wp_ms_since(t0);
+    wp_http_stop(h); /* how long it takes: bench/bench_http_inline.c */
     for (int i = 0; i < N; i++) pthread_join(th[i], NULL);
     int done = 0, refused = 0;
     for (int i = 0; i < N; i++) {
@@ -612,7 +597,6 @@ static void test_stop_in_flight(void) {
             CHECKF(0, "request %d ended with %d %s", i, res[i].status, res[i].code);
     }
     CHECKF(done == 2 && refused == N - 2, "done %d, refused %d", done, refused);
-    CHECKF(stop_ms < 3 * SLOW_MS, "stop took %.0f ms", stop_ms);
     hc_resp r0;
     CHECK(hc_recv(&idle, "GET", &r0) < 0 && hc_recv(&uploading, "POST", &r0) < 0); /* closed, no reply */
     hc_close(&idle);

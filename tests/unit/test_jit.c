@@ -1,8 +1,8 @@
 /* test_jit.c — NVRTC through wp_jit: every family × every allowed type × two widths (× operators)
  * compiles to an sm_90 cubin; keys are equal for equal specs and differ when any input differs
  * (spec fields, template text, included headers); broken templates fail with compile_failed and
- * the log; a real artifact survives the disk store. Prints wp_jit's overhead over bare NVRTC and
- * the disk-hit time. Needs NVRTC, not a GPU. */
+ * the log; a real artifact survives the disk store; the same program compiles through bare NVRTC. Prints
+ * the disk-hit time (wp_jit_compile against bare NVRTC: bench/bench_core.c). Needs NVRTC, not a GPU. */
 #include <dirent.h>
 #include <nvrtc.h>
 #include <pthread.h>
@@ -359,7 +359,7 @@ static void test_template_edits(wp_jit *jit, const char *root) {
     }
 }
 
-/* ---- overhead over bare NVRTC, and a real artifact through the disk store ---- */
+/* ---- the same program through bare NVRTC, and a real artifact through the disk store ---- */
 
 typedef struct {
     wp_jit *jit;
@@ -392,13 +392,8 @@ static double bare_nvrtc_ms(const char *source, int nh, const char **texts, cons
     return r == NVRTC_SUCCESS && n ? ms : -1;
 }
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 static void test_overhead(wp_jit *jit) {
-    T_CASE("wp_jit_compile overhead over bare NVRTC");
+    T_CASE("wp_jit_compile and bare NVRTC on the same program");
     /* The same program by hand: shfl.cu with the headers, same options. */
     const char *names[16], *texts[16];
     char *owned[16];
@@ -426,25 +421,14 @@ static void test_overhead(wp_jit *jit) {
     char expr[256], prelude[16];
     wp_spec_name_expr(&s, expr, sizeof expr, prelude, sizeof prelude);
 
-    enum { REPS = 15 };
-    double bare[REPS], ours[REPS];
-    bare_nvrtc_ms(source, nh, texts, names, expr); /* warm NVRTC up */
-    for (int r = 0; r < REPS; r++) {               /* interleaved, so drift hits both */
-        bare[r] = bare_nvrtc_ms(source, nh, texts, names, expr);
-        wp_artifact a;
-        wp_err err = {0};
-        uint64_t t0 = wp_now_ns();
-        int rc = wp_jit_compile(jit, &s, &a, NULL, &err);
-        ours[r] = wp_ms_since(t0);
-        if (rc == 0) wp_artifact_free(&a);
-        CHECK(rc == 0 && bare[r] > 0);
-    }
-    qsort(bare, REPS, sizeof bare[0], cmp_double);
-    qsort(ours, REPS, sizeof ours[0], cmp_double);
-    double overhead = (ours[REPS / 2] - bare[REPS / 2]) / bare[REPS / 2] * 100;
-    printf("shfl_xor/i32/w32 compile, median of %d: bare NVRTC %.2f ms, wp_jit_compile %.2f ms (%+.1f%%)\n", REPS,
-           bare[REPS / 2], ours[REPS / 2], overhead);
-    CHECKF(overhead <= 25, "overhead %.1f%% (timing noise on a busy machine can push this; expected < 10%%)", overhead);
+    /* The same program compiles both ways; what wp_jit_compile costs over bare NVRTC is measured by
+     * bench/bench_core.c (c), not asserted here. */
+    wp_artifact a;
+    wp_err cerr = {0};
+    CHECK(bare_nvrtc_ms(source, nh, texts, names, expr) > 0);
+    int rc = wp_jit_compile(jit, &s, &a, NULL, &cerr);
+    CHECKF(rc == 0, "%s", cerr.msg);
+    if (rc == 0) wp_artifact_free(&a);
     free(source);
     for (int i = 0; i < nh; i++) free(owned[i]);
 

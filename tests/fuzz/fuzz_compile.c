@@ -1,0 +1,54 @@
+/* fuzz_compile.c — POST /v1/compile's request → spec path (server/api_compile.c, server/spec.c): any
+ * bytes as the body. A body whose spec is valid for a family with a template would be compiled by NVRTC
+ * (seconds; not per input): its spec is checked instead — its canonical key text and cache key, the
+ * name expression NVRTC would instantiate, a copy with the same key that validates again. Every other
+ * body goes through the handler, which must refuse it with a 4xx and JSON (fuzz_app.h). */
+#include "fuzz_app.h"
+#include "jsonval.h"
+
+static void check_spec(const wp_spec *s) {
+    char key[640], key2[640], name[512], prelude[16384];
+    uint8_t hash[32];
+    wp_err err = {0};
+    if (wp_spec_key_text(s, key, sizeof key) < 0 || !memchr(key, 0, sizeof key)) abort();
+    if (s->family->template_file) { /* what NVRTC would be given: the cache key and the instantiation */
+        if (wp_jit_key(fz_app.jit, s, hash, key2, sizeof key2, &err) || strcmp(key, key2)) abort();
+        if (wp_spec_name_expr(s, name, sizeof name, prelude, sizeof prelude) < 0) abort();
+    }
+    wp_spec dup = {0};
+    if (wp_spec_copy(&dup, s)) abort();
+    if (wp_spec_validate(&dup, &err)) abort(); /* a valid spec stays valid */
+    if (wp_spec_key_text(&dup, key2, sizeof key2) < 0 || strcmp(key, key2)) abort();
+    wp_spec_free(&dup);
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+    (void)argc, (void)argv;
+    fz_app_open(NULL);
+    return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    const char *text = (const char *)data;
+    cJSON *body = size && wp_json_depth(text, size) <= FZ_MAX_DEPTH ? cJSON_ParseWithLength(text, size) : NULL;
+    wp_spec spec = {0};
+    wp_err err = {0};
+    bool would_compile = false;
+    if (cJSON_IsObject(body)) {
+        if (wp_spec_from_json(body, fz_app.arch, &spec, &err) == 0) {
+            check_spec(&spec);
+            would_compile = spec.family->template_file != NULL;
+        } else {
+            fz_check_err(&err);
+        }
+    }
+    wp_spec_free(&spec);
+    cJSON_Delete(body);
+    if (would_compile) return 0;
+    wp_resp r;
+    fz_call(wp_api_compile, "POST", "/v1/compile", "application/json", data, size, false, &r);
+    cJSON_Delete(fz_check_resp("POST /v1/compile", &r));
+    if (r.status < 400) fz_fail("POST /v1/compile", &r, "2xx for a body that compiles nothing");
+    free(r.body);
+    return 0;
+}

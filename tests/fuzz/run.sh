@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Runs every libFuzzer harness ($BUILD/fuzz/fuzz_*) for FUZZ_SECONDS each, one after another, from its
+# seed corpus tests/fuzz/corpus/<harness>/ (read only: new inputs go to a temporary directory, crashes
+# to $BUILD/fuzz/artifacts/). Prints each harness's executions and one closing line
+# "fuzz: N passed, N failed" (a harness fails on a crash, a leak, a timeout or a sanitizer report).
+#   tests/fuzz/run.sh [harness...]      FUZZ_SECONDS (default 20), FUZZ_ARGS (more libFuzzer flags)
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+BUILD=${BUILD:-build}
+secs=${FUZZ_SECONDS:-20}
+pass=0; fail=0
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+mkdir -p "$BUILD/fuzz/artifacts" "$BUILD/fuzz/kcache"
+export WARPD_FUZZ_CACHE=${WARPD_FUZZ_CACHE:-$BUILD/fuzz/kcache} # the warm-up kernels of fuzz_warp, compiled once
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+names=("$@")
+if [ ${#names[@]} -eq 0 ]; then
+  for b in "$BUILD"/fuzz/fuzz_*; do [ -x "$b" ] && [ -f "$b" ] && [[ "$b" != *.o && "$b" != *.d ]] && names+=("$(basename "$b")"); done
+fi
+for name in "${names[@]}"; do
+  bin="$BUILD/fuzz/$name"; seeds="tests/fuzz/corpus/${name#fuzz_}"
+  dict=; [ -f "tests/fuzz/${name#fuzz_}.dict" ] && dict="-dict=tests/fuzz/${name#fuzz_}.dict"
+  mkdir -p "$tmp/$name"
+  "$bin" -max_total_time="$secs" -timeout=20 -rss_limit_mb=2048 -max_len=4096 -print_final_stats=1 \
+    -artifact_prefix="$BUILD/fuzz/artifacts/$name-" $dict ${FUZZ_ARGS:-} "$tmp/$name" "$seeds" >"$tmp/log" 2>&1
+  rc=$?
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$tmp/log" | tail -n 1)
+  if [ $rc -eq 0 ]; then
+    pass=$((pass+1)); echo "ok   $name: ${execs:-?} executions in ${secs} s"
+  else
+    fail=$((fail+1)); echo "FAIL $name (exit $rc, ${execs:-?} executions):"; grep -v '^#\|^INFO\|^stat::' "$tmp/log" | tail -n 40
+  fi
+done
+echo "fuzz: $pass passed, $fail failed"
+[ $fail -eq 0 ]
