@@ -6,6 +6,8 @@
 #include <stdatomic.h>
 
 #include "backend.h"
+#include "batch.h"
+#include "batch_exec.h"
 #include "buffers.h"
 #include "cache.h"
 #include "http.h"
@@ -35,6 +37,9 @@ typedef struct wp_app {
     wp_buffers *buffers;      /* device-resident buffers (buffers.c): /v1/buffers */
     wp_reduce_engine *reduce; /* data-parallel jobs (reduce.c): /v1/reduce, /v1/scan */
     uint64_t max_elements;    /* largest n of a reduce/scan job (413 beyond) */
+    /* dynamic batching (batch.h, batch_exec.h): --batch-window-us, --batch-max; NULL: every job alone */
+    wp_batcher *batcher;
+    wp_batch_mem *batch_mem; /* device memory of batched launches */
 } wp_app;
 
 /* A kernel ready to run: the cache entry (held), its function on the chosen backend, where it came

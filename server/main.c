@@ -38,6 +38,7 @@ typedef struct {
     double job_ttl_s, buffer_ttl_s;
     unsigned long long buffer_quota; /* 0: half the device's memory */
     unsigned long long max_elements; /* n limit of /v1/reduce and /v1/scan */
+    int batch_window_us, batch_max;  /* dynamic batching (batch.h) */
 } options;
 
 static void usage(FILE *f) {
@@ -67,10 +68,13 @@ static void usage(FILE *f) {
             "                       at most %d)\n"
             "  --buffer-quota BYTES bytes all buffers may hold (default: half the device's memory)\n"
             "  --max-elements N     largest n of a /v1/reduce or /v1/scan job (default %llu; larger gets 413)\n"
+            "  --batch-window-us US how long the first of concurrent small jobs with one kernel waits to gather\n"
+            "                       more into one launch (default 0: batch only what is already waiting)\n"
+            "  --batch-max N        jobs in one batch (default %d; 1 disables batching)\n"
             "  --version, --help\n",
             DEFAULT_PORT, DEFAULT_CACHE_MB, WP_DEFAULT_TEMPLATES, WP_DEFAULT_WEB, DEFAULT_THREADS, DEFAULT_MAX_BODY,
             DEFAULT_CONN_MEMORY, DEFAULT_MAX_DEPTH, DEFAULT_MAX_QUEUE, DEFAULT_MAX_JOBS, DEFAULT_JOB_WORKERS,
-            DEFAULT_JOB_TTL_S, DEFAULT_BUFFER_TTL_S, MAX_BUFFER_TTL_S, DEFAULT_MAX_ELEMENTS);
+            DEFAULT_JOB_TTL_S, DEFAULT_BUFFER_TTL_S, MAX_BUFFER_TTL_S, DEFAULT_MAX_ELEMENTS, WP_BATCH_MAX_DEFAULT);
 }
 
 static int parse_num(const char *flag, const char *v, long long lo, long long hi, long long *out) {
@@ -166,6 +170,12 @@ static int parse_args(int argc, char **argv, options *o) {
         } else if (FLAG("--max-elements")) {
             if (parse_num(a, v, 1, 1LL << 40, &n)) return -1;
             o->max_elements = (unsigned long long)n;
+        } else if (FLAG("--batch-window-us")) {
+            if (parse_num(a, v, 0, WP_BATCH_WINDOW_MAX_US, &n)) return -1;
+            o->batch_window_us = (int)n;
+        } else if (FLAG("--batch-max")) {
+            if (parse_num(a, v, 1, WP_BATCH_MAX_LIMIT, &n)) return -1;
+            o->batch_max = (int)n;
         } else if (FLAG("--buffer-quota")) {
             if (parse_num(a, v, 0, 1LL << 50, &n)) return -1;
             o->buffer_quota = (unsigned long long)n;
@@ -233,7 +243,8 @@ int main(int argc, char **argv) {
                  .job_workers = DEFAULT_JOB_WORKERS,
                  .job_ttl_s = DEFAULT_JOB_TTL_S,
                  .buffer_ttl_s = DEFAULT_BUFFER_TTL_S,
-                 .max_elements = DEFAULT_MAX_ELEMENTS};
+                 .max_elements = DEFAULT_MAX_ELEMENTS,
+                 .batch_max = WP_BATCH_MAX_DEFAULT};
     if (parse_args(argc, argv, &o)) return 2;
     if (!o.workers) {
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -339,9 +350,12 @@ int main(int argc, char **argv) {
     wp_buffers_config bc = {.quota = quota, .ttl_s = o.buffer_ttl_s, .max_ttl_s = MAX_BUFFER_TTL_S};
     app.buffers = wp_buffers_open(&bc, &err);
     app.reduce = wp_reduce_engine_open();
+    wp_batch_config bcfg = {.window_us = o.batch_window_us, .max = o.batch_max};
+    app.batcher = wp_batcher_open(&bcfg);
+    app.batch_mem = wp_batch_mem_open();
     wp_jobs_config jc = {.max_jobs = o.max_jobs, .workers = o.job_workers, .ttl_s = o.job_ttl_s};
     if (app.buffers) app.jobs = wp_jobs_open(&jc, routes, &app, &err);
-    if (!app.buffers || !app.jobs || !app.reduce) {
+    if (!app.buffers || !app.jobs || !app.reduce || !app.batcher || !app.batch_mem) {
         fprintf(stderr, "warpd: cannot start jobs and buffers: %s\n", err.msg);
         return 1;
     }
@@ -372,6 +386,8 @@ int main(int argc, char **argv) {
     wp_jobs_close(app.jobs);            /* after HTTP: nothing submits any more */
     wp_buffers_close(app.buffers);      /* after jobs: nothing holds a buffer any more */
     wp_reduce_engine_close(app.reduce); /* its scratch lives on the backends */
+    wp_batcher_close(app.batcher);      /* after HTTP and jobs: no job is in a batch */
+    wp_batch_mem_close(app.batch_mem);  /* its buffers live on the backends */
     wp_cache_close(app.cache);
     wp_jit_close(app.jit);
     wp_backend_close(app.cuda);
