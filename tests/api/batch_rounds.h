@@ -31,7 +31,9 @@ typedef struct {
 } client;
 
 static batch_mode mode = MODE_ANY;
-static int rounds_batched; /* rounds in which some response had a batch of more than one */
+static int rounds_batched;       /* rounds in which some response had a batch of more than one */
+static bool expect_batch_kernel; /* cuda: a data job batched with others ran the _batch kernel */
+static int batch_kernel_runs;    /* responses that say so (their key ends in /batch) */
 
 static void *run_client(void *arg) {
     client *c = arg;
@@ -96,6 +98,13 @@ static void round_of(const char *host, int port, const char *path, char bodies[]
         CHECKF(size >= 1 && size <= n, "%s: request %d: batch size %d", what, i, size);
         if (mode == MODE_OFF) CHECKF(size == 1, "%s: request %d: batch size %d with --batch-max 1", what, i, size);
         if (size > max_size) max_size = size;
+        bool cuda = strstr(t->body, "\"backend\":\"cuda\"") != NULL,
+             data = !strcmp(path, "/v1/reduce") || !strcmp(path, "/v1/scan");
+        if (expect_batch_kernel && cuda && data && size > 1) {
+            bool batched_key = strstr(t->body, "/batch\",") != NULL;
+            CHECKF(batched_key, "%s: request %d: a batch of %d on cuda did not run the _batch kernel", what, i, size);
+            batch_kernel_runs += batched_key;
+        }
     }
     if (max_size > 1) rounds_batched++;
     for (int i = 0; i < n; i++) {

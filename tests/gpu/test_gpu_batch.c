@@ -14,6 +14,8 @@
 #include "tests/api/batch_rounds.h"
 
 /* Starts the daemon through tests/daemon.sh; its port and pid. */
+static char daemon_dir[512];
+
 static int start_daemon(const char *build, int *port, int *pid) {
     char cmd[1024];
     snprintf(
@@ -23,10 +25,9 @@ static int start_daemon(const char *build, int *port, int *pid) {
         build);
     FILE *p = popen(cmd, "r");
     if (!p) return -1;
-    char dir[512] = "";
-    int got = fscanf(p, "%d %d %511s", port, pid, dir);
+    int got = fscanf(p, "%d %d %511s", port, pid, daemon_dir);
     pclose(p);
-    if (got == 3) printf("daemon on port %d (pid %d, files in %s)\n", *port, *pid, dir);
+    if (got == 3) printf("daemon on port %d (pid %d, files in %s)\n", *port, *pid, daemon_dir);
     return got == 3 ? 0 : -1;
 }
 
@@ -45,6 +46,7 @@ int main(void) {
     CHECK(start_daemon(build, &port, &pid) == 0);
     if (!pid) return t_done("gpu_batch");
     mode = MODE_WINDOW;
+    expect_batch_kernel = true;
     const char *host = "127.0.0.1";
     long long batches0 = metric(host, port, "warpd_batches_total"),
               jobs0 = metric(host, port, "warpd_batched_jobs_total");
@@ -61,8 +63,13 @@ int main(void) {
     long long jobs = metric(host, port, "warpd_batched_jobs_total") - jobs0;
     CHECKF(jobs > batches && rounds_batched >= 10, "%lld jobs in %lld batches; %d rounds batched", jobs, batches,
            rounds_batched);
-    printf("batches: %lld jobs in %lld batches, %d rounds batched\n", jobs, batches, rounds_batched);
+    CHECKF(batch_kernel_runs > 0, "no data job ran a _batch kernel");
+    printf("batches: %lld jobs in %lld batches, %d rounds batched, %d data jobs ran a _batch kernel\n", jobs, batches,
+           rounds_batched, batch_kernel_runs);
     kill((pid_t)pid, SIGTERM);
     sleep(1);
+    char cmd[600]; /* what the daemon said: a batched kernel it could not get would be named here */
+    snprintf(cmd, sizeof cmd, "tail -n 5 %s/err", daemon_dir);
+    if (system(cmd) != 0) printf("(no daemon log)\n");
     return t_done("gpu_batch");
 }
