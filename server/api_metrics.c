@@ -96,6 +96,7 @@ void wp_api_metrics(void *appv, const wp_req *req, wp_resp *resp) {
         fprintf(f, "warpd_batch_size_bucket{le=\"+Inf\"} %llu\n", (unsigned long long)bst.le[WP_BATCH_BUCKETS]);
         fprintf(f, "warpd_batch_size_sum %llu\nwarpd_batch_size_count %llu\n", (unsigned long long)bst.jobs,
                 (unsigned long long)bst.batches);
+        G("warpd_batch_waiting", "Jobs queued for a batch now.", bst.waiting);
         G("warpd_batch_window_us", "--batch-window-us.", bst.window_us);
         G("warpd_batch_max", "--batch-max.", bst.max);
     }

@@ -180,6 +180,8 @@ void wp_batcher_stats(wp_batcher *bt, wp_batch_stats *out) {
     out->batches = bt->batches;
     out->jobs = bt->jobs;
     memcpy(out->le, bt->le, sizeof out->le);
+    out->waiting = 0;
+    for (batch_queue *q = bt->queues; q; q = q->next) out->waiting += q->waiting;
     out->window_us = bt->cfg.window_us;
     out->max = bt->cfg.max;
     pthread_mutex_unlock(&bt->lock);

@@ -67,6 +67,7 @@ extern const int wp_batch_bucket_le[WP_BATCH_BUCKETS]; /* 1, 2, 4, ..., 64; the 
 typedef struct {
     uint64_t batches, jobs;
     uint64_t le[WP_BATCH_BUCKETS + 1]; /* cumulative, as Prometheus histograms count; [BUCKETS]: +Inf */
+    int waiting;                       /* jobs queued now, waiting for a batch (leaders in a window too) */
     int window_us, max;
 } wp_batch_stats;
 void wp_batcher_stats(wp_batcher *bt, wp_batch_stats *out);
