@@ -134,8 +134,7 @@ static void item_params(const reduce_item *it, uint64_t base, unsigned char *h, 
     const wp_reduce_job *job = &it->j->job;
     const wp_type t = s->type, acc = wp_data_acc_type(s);
     uint64_t ident = 0;
-    bool has_ident = (f->flags & WP_F_OP) && wp_op_identity(&s->op, acc, &ident);
-    (void)has_ident;
+    if (f->flags & WP_F_OP) wp_op_identity(&s->op, acc, &ident);
     *p = (wp_data_params){
         .n = job->n, .groups = it->plan.groups, .init = ident, .seed = job->seed, .kind = job->gen_kind};
     if ((f->flags & WP_F_SCAN) && job->has_init) {
@@ -261,27 +260,26 @@ static int run_grid(reduce_item *const *items, int n, const wp_ready_kernel *rk,
     return rc;
 }
 
-/* The batcher's run. */
+/* The batcher's run: on cuda a batch of several is one launch of the batched kernel; a batch of one,
+ * emu, or no batched kernel to be had: the jobs alone, one after the other. */
 static void reduce_batch(wp_batch_job *const *jobs, int n) {
     reduce_item *items[WP_BATCH_MAX_LIMIT] = {0};
     for (int i = 0; i < n; i++) items[i] = jobs[i]->payload;
     reduce_item *lead = items[0];
+    const bool cuda = !is_emu(lead->be);
     wp_ready_kernel rk = {0};
-    int got = -1;
     wp_err kerr = {0};
-    /* On emu the jobs run one by one; with "compile" the batched kernel is compiled too, as on cuda. */
-    if (n > 1 && (!is_emu(lead->be) || lead->j->job.compile_on_emu)) got = batch_kernel(lead, &rk, &kerr);
-    if (got > 0) { /* not in memory: every job goes to a worker, where it may compile */
-        for (int i = 0; i < n; i++) items[i]->rc = 1;
+    /* On emu, with "compile", the batched kernel is built too, as cuda would: CI compiles the templates. */
+    const bool tried = n > 1 && (cuda || lead->j->job.compile_on_emu);
+    const int got = tried ? batch_kernel(lead, &rk, &kerr) : -1;
+    if (got > 0 || (tried && got < 0 && !cuda)) { /* not in memory: to a worker, which may compile; emu: failed */
+        for (int i = 0; i < n; i++) {
+            items[i]->rc = got > 0 ? 1 : -1;
+            items[i]->err = kerr;
+        }
         return;
     }
-    if (got < 0 && n > 1 && !is_emu(lead->be)) /* no batched kernel: the jobs run alone, as they would */
-        fprintf(stderr, "warpd: batched kernel unavailable (%s): %d jobs run alone\n", kerr.msg, n);
-    if (got < 0 && n > 1 && is_emu(lead->be) && lead->j->job.compile_on_emu) {
-        for (int i = 0; i < n; i++) items[i]->rc = -1, items[i]->err = kerr;
-        return;
-    }
-    if (got == 0 && !is_emu(lead->be)) {
+    if (got == 0 && cuda) {
         wp_err err = {0};
         int rc = run_grid(items, n, &rk, &err);
         for (int i = 0; i < n; i++) {
@@ -289,6 +287,7 @@ static void reduce_batch(wp_batch_job *const *jobs, int n) {
             if (rc) items[i]->err = err;
         }
     } else {
+        if (tried) fprintf(stderr, "warpd: no batched kernel (%s): %d jobs run alone\n", kerr.msg, n);
         for (int i = 0; i < n; i++) items[i]->rc = run_alone(items[i]->app, items[i]->be, items[i]->j, &items[i]->err);
     }
     wp_app_kernel_put(lead->app, &rk);
