@@ -5,6 +5,7 @@
 warpd_start() {
   local bin=$1 dir=$2
   shift 2
+  : >"$dir/out" # emptied here, not only by the child's redirect: the loop below must never read the last daemon's port
   "$bin" --listen 127.0.0.1:0 --cache-dir "$dir/cache" "$@" >"$dir/out" 2>"$dir/err" &
   pid=$!
   port=
