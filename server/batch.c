@@ -64,7 +64,13 @@ static batch_queue *queue_get(wp_batcher *bt, const void *owner, const char *key
         if (q->owner == owner && !strcmp(q->key, key)) return q;
     batch_queue *q = calloc(1, sizeof *q);
     if (!q) return NULL;
-    if (pthread_cond_init(&q->cond, NULL) != 0) {
+    pthread_condattr_t attr; /* the window is timed on the monotonic clock: a clock step does not stretch it */
+    bool made = pthread_condattr_init(&attr) == 0;
+    if (made) {
+        made = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) == 0 && pthread_cond_init(&q->cond, &attr) == 0;
+        pthread_condattr_destroy(&attr);
+    }
+    if (!made) {
         free(q);
         return NULL;
     }
@@ -99,7 +105,7 @@ static void count(wp_batcher *bt, int n) {
 static int gather(wp_batcher *bt, batch_queue *q, wp_batch_job **jobs) {
     if (bt->cfg.window_us > 0 && q->waiting < bt->cfg.max) {
         struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
+        clock_gettime(CLOCK_MONOTONIC, &until);
         long long ns = until.tv_nsec + (long long)bt->cfg.window_us * 1000;
         until.tv_sec += (time_t)(ns / 1000000000);
         until.tv_nsec = (long)(ns % 1000000000);

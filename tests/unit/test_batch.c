@@ -169,6 +169,22 @@ static void max_one(void) {
     wp_batcher_close(bt);
 }
 
+/* A window: the leader waits for more; it stops waiting once max jobs wait (a 5 s window never ends). */
+static void window_fills(void) {
+    wp_batch_config cfg = {.window_us = 5000000, .max = 4};
+    wp_batcher *bt = wp_batcher_open(&cfg);
+    static submitter s[4];
+    static pthread_t th[4];
+    int owner;
+    reset();
+    open_gate();
+    for (int i = 0; i < 4; i++) start(&s[i], &th[i], bt, &owner, "k", i, false);
+    for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < 4; i++) CHECKF(s[i].size == 4 && s[i].p.runs == 1, "job %d: size %d", i, s[i].size);
+    CHECK(batches_seen == 1);
+    wp_batcher_close(bt);
+}
+
 int main(void) {
     T_CASE("all waiting jobs form the next batch");
     queued_behind(64, 10);
@@ -176,6 +192,8 @@ int main(void) {
     queued_behind(4, 10);
     T_CASE("keys and owners apart");
     keys_apart();
+    T_CASE("a window gathers up to max");
+    window_fills();
     T_CASE("max 1");
     max_one();
     return t_done("batch");
