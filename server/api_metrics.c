@@ -82,6 +82,24 @@ void wp_api_metrics(void *appv, const wp_req *req, wp_resp *resp) {
     C("warpd_buffers_rejected_quota_total", "Buffer uploads refused with 507 (quota).", bs.rejected_quota);
     G("warpd_device_memory_total_bytes", "Device memory.", di.mem_total);
     G("warpd_device_memory_free_bytes", "Free device memory.", di.mem_free);
+    /* dynamic batching (batch.h) */
+    if (app->batcher) {
+        wp_batch_stats bst;
+        wp_batcher_stats(app->batcher, &bst);
+        C("warpd_batches_total", "Batches run (one backend call each; a job that ran alone is a batch of 1).",
+          bst.batches);
+        C("warpd_batched_jobs_total", "Jobs run in those batches.", bst.jobs);
+        fprintf(f, "# HELP warpd_batch_size Jobs per batch.\n# TYPE warpd_batch_size histogram\n");
+        for (int i = 0; i < WP_BATCH_BUCKETS; i++)
+            fprintf(f, "warpd_batch_size_bucket{le=\"%d\"} %llu\n", wp_batch_bucket_le[i],
+                    (unsigned long long)bst.le[i]);
+        fprintf(f, "warpd_batch_size_bucket{le=\"+Inf\"} %llu\n", (unsigned long long)bst.le[WP_BATCH_BUCKETS]);
+        fprintf(f, "warpd_batch_size_sum %llu\nwarpd_batch_size_count %llu\n", (unsigned long long)bst.jobs,
+                (unsigned long long)bst.batches);
+        G("warpd_batch_waiting", "Jobs queued for a batch now.", bst.waiting);
+        G("warpd_batch_window_us", "--batch-window-us.", bst.window_us);
+        G("warpd_batch_max", "--batch-max.", bst.max);
+    }
 #undef C
 #undef G
     fclose(f);

@@ -44,13 +44,13 @@ static const struct {
 
 typedef struct {
     data_form form;
-    const uint8_t *data; /* packed input on the host: host, or the raw body itself (no copy) */
+    const uint8_t *data; /* packed input on the host: host, or the raw body itself (no copy); uploaded
+                            with the job (batch_exec.h) */
     uint8_t *host;       /* owned copy (JSON, base64; buffer/generate only for check) */
     uint64_t count;
     wp_buf *in; /* the job's input */
     bool in_owned;
     wp_buf *held; /* from wp_buffers_get, released at the end */
-    wp_buf *offsets;
     uint64_t *offsets_host;
     uint64_t groups;
     double upload_us, generate_us;
@@ -61,7 +61,6 @@ static void input_free(wp_app *app, reduce_input *in) {
     free(in->offsets_host);
     if (in->in_owned) wp_buf_free(in->in);
     if (in->held) wp_buffers_release(app->buffers, in->held);
-    wp_buf_free(in->offsets);
 }
 
 static bool is_octet_stream(const char *s) {
@@ -130,16 +129,6 @@ static int check_count(wp_app *app, uint64_t n, const char *field, wp_err *err) 
 }
 
 /* ---- inputs ---- */
-
-static int upload(wp_backend *be, reduce_input *in, size_t esize, wp_err *err) {
-    uint64_t t0 = wp_now_ns();
-    in->in = wp_buf_alloc(be, (size_t)in->count * esize, err);
-    if (!in->in) return -1;
-    in->in_owned = true;
-    if (wp_buf_write(in->in, 0, in->data, (size_t)in->count * esize, err)) return -1;
-    in->upload_us = wp_us_since(t0);
-    return 0;
-}
 
 static int input_json(wp_app *app, const cJSON *data, wp_type t, reduce_input *in, wp_err *err) {
     if (!cJSON_IsArray(data)) return WP_FAIL(err, 400, "wrong_type", "data", "data must be a list of values");
@@ -352,8 +341,8 @@ static int input_generate(wp_app *app, wp_backend *be, const cJSON *g, wp_type t
     return 0;
 }
 
-/* segmented_reduce: "offsets" [o0, o1, ..., og], non-decreasing, og <= n, uploaded as uint64. */
-static int input_offsets(wp_backend *be, const cJSON *list, reduce_input *in, wp_err *err) {
+/* segmented_reduce: "offsets" [o0, o1, ..., og], non-decreasing, og <= n, as uint64. */
+static int input_offsets(const cJSON *list, reduce_input *in, wp_err *err) {
     if (!cJSON_IsArray(list) || cJSON_GetArraySize(list) < 1)
         return WP_FAIL(err, 400, "bad_offsets", "offsets", "segmented_reduce needs \"offsets\": a list of g+1 indexes");
     int k = cJSON_GetArraySize(list);
@@ -370,8 +359,7 @@ static int input_offsets(wp_backend *be, const cJSON *list, reduce_input *in, wp
             return WP_FAIL(err, 400, "bad_offsets", field, "offsets must not decrease");
         in->offsets_host[i] = (uint64_t)o;
     }
-    in->offsets = wp_buf_alloc(be, (size_t)k * sizeof(uint64_t), err);
-    return in->offsets ? wp_buf_write(in->offsets, 0, in->offsets_host, (size_t)k * sizeof(uint64_t), err) : -1;
+    return 0; /* uploaded with the job (batch_exec.h) */
 }
 
 /* ---- the float64 (integers: exact) reference of "check" ---- */
@@ -512,24 +500,7 @@ static cJSON *check_array(const wp_spec *s, const uint8_t *host, uint64_t n, con
     return o;
 }
 
-/* ---- the handler ---- */
-
-static void add_timing(cJSON *o, const wp_req *req, const reduce_input *in, const wp_reduce_result *r, double parse_us,
-                       double download_us) {
-    cJSON *t = cJSON_AddObjectToObject(o, "timing");
-    uint64_t t_body = req->t_body_ns ? req->t_body_ns : req->t_start_ns;
-    cJSON_AddNumberToObject(t, "receive_us", (double)(t_body - req->t_start_ns) / 1e3);
-    cJSON_AddNumberToObject(t, "parse_us", parse_us);
-    cJSON_AddNumberToObject(t, "upload_us", in->upload_us);
-    if (in->form == FORM_GENERATE) cJSON_AddNumberToObject(t, "generate_us", in->generate_us);
-    cJSON_AddNumberToObject(t, "key_us", r->key_us);
-    cJSON_AddNumberToObject(t, "cache_us", r->cache_us);
-    cJSON_AddNumberToObject(t, "compile_ms", r->compile_ms);
-    cJSON_AddNumberToObject(t, "load_us", r->load_us);
-    cJSON_AddNumberToObject(t, "kernel_us", r->kernel_us);
-    cJSON_AddNumberToObject(t, "download_us", download_us);
-    cJSON_AddNumberToObject(t, "total_us", wp_us_since(req->t_start_ns));
-}
+/* ---- the handler: one request's state, then its steps ---- */
 
 /* What a streamed raw body needs to know before it arrives. */
 typedef struct {
@@ -537,317 +508,363 @@ typedef struct {
     wp_backend *be;
 } raw_plan;
 
+/* Everything one request holds; req_free gives back what is set. */
+typedef struct {
+    const wp_req *req;
+    bool scan, raw, inline_run; /* inline_run: on the HTTP thread (WP_ROUTE_TRY_INLINE), may defer */
+    wp_err err;
+    wp_spec spec;
+    const wp_family *f;
+    cJSON *body;
+    fast_data fast;
+    const cJSON *data, *b64, *bufid, *gen; /* which input form the body names */
+    wp_buffer_info binfo;
+    wp_backend *be;
+    bool check;
+    reduce_input in;
+    wp_batch_reduce job; /* the job and its results (batch_exec.h) */
+    data_form out_form;
+    bool array;        /* the family writes an array (scans, per-group results) */
+    wp_data_plan plan; /* for the output's size */
+    wp_buf *out_buf;   /* "output":"buffer": created in the registry */
+    uint8_t *out_host; /* an array result, downloaded */
+    double parse_us;
+} reduce_req;
+
+static void req_free(wp_app *app, reduce_req *q) {
+    if (q->out_buf) wp_buffers_abort(app->buffers, q->out_buf);
+    free(q->out_host);
+    wp_reduce_result_free(&q->job.res);
+    input_free(app, &q->in);
+    free(q->fast.host);
+    wp_spec_free(&q->spec);
+    cJSON_Delete(q->body);
+}
+
+static void add_timing(cJSON *o, const reduce_req *q) {
+    const wp_req *req = q->req;
+    const wp_reduce_result *r = &q->job.res;
+    cJSON *t = cJSON_AddObjectToObject(o, "timing");
+    uint64_t t_body = req->t_body_ns ? req->t_body_ns : req->t_start_ns;
+    cJSON_AddNumberToObject(t, "receive_us", (double)(t_body - req->t_start_ns) / 1e3);
+    cJSON_AddNumberToObject(t, "parse_us", q->parse_us);
+    cJSON_AddNumberToObject(t, "upload_us", q->in.upload_us + q->job.upload_us);
+    if (q->in.form == FORM_GENERATE) cJSON_AddNumberToObject(t, "generate_us", q->in.generate_us);
+    cJSON_AddNumberToObject(t, "key_us", r->key_us);
+    cJSON_AddNumberToObject(t, "cache_us", r->cache_us);
+    cJSON_AddNumberToObject(t, "compile_ms", r->compile_ms);
+    cJSON_AddNumberToObject(t, "load_us", r->load_us);
+    cJSON_AddNumberToObject(t, "kernel_us", r->kernel_us);
+    cJSON_AddNumberToObject(t, "download_us", q->job.download_us);
+    cJSON_AddNumberToObject(t, "total_us", wp_us_since(req->t_start_ns));
+}
+
+/* The body as a JSON object (a raw body: its query), checked for unknown fields. */
+static int parse_body(wp_app *app, reduce_req *q) {
+    if (q->raw)
+        q->body = query_object(q->req, &q->err);
+    else if (!(q->body = parse_fast(app, q->req, &q->fast)))
+        q->body = wp_app_parse_body(app, q->req, &q->err);
+    if (!q->body) return -1;
+    if (!cJSON_IsObject(q->body)) return WP_FAIL(&q->err, 400, "bad_request", "", "the body must be a JSON object");
+    return wp_json_only(q->body, "", body_fields, &q->err);
+}
+
+/* The family (the endpoint's default, or one of its list) and which one input form is given. */
+static int parse_family_form(reduce_req *q) {
+    const char *const *allowed = q->scan ? scan_families : reduce_families;
+    const cJSON *fam = cJSON_GetObjectItemCaseSensitive(q->body, "family");
+    if (fam && (!cJSON_IsString(fam) || !listed(allowed, fam->valuestring)))
+        return WP_FAIL(&q->err, 400, "bad_family", "family", "%s runs %s", q->scan ? "/v1/scan" : "/v1/reduce",
+                       q->scan ? "device_scan, warp_scan, block_scan or stencil"
+                               : "device_reduce, warp_reduce, block_reduce, argmin, argmax or segmented_reduce");
+    if (!fam) cJSON_AddStringToObject(q->body, "family", allowed[0]);
+    q->f = wp_family_find(cJSON_GetObjectItemCaseSensitive(q->body, "family")->valuestring);
+    q->data = cJSON_GetObjectItemCaseSensitive(q->body, "data");
+    q->b64 = cJSON_GetObjectItemCaseSensitive(q->body, "data_b64");
+    q->bufid = cJSON_GetObjectItemCaseSensitive(q->body, "buffer");
+    q->gen = cJSON_GetObjectItemCaseSensitive(q->body, "generate");
+    int forms = !!q->data + !!q->b64 + !!q->bufid + !!q->gen + q->raw;
+    if (forms != 1)
+        return WP_FAIL(&q->err, 400, forms ? "bad_request" : "missing_field", "data",
+                       "give exactly one of data, data_b64, buffer, generate, or a raw application/octet-stream body");
+    return 0;
+}
+
+/* "buffer": the registry's buffer (held until the request is over); its type is the job's. */
+static int buffer_lookup(wp_app *app, reduce_req *q) {
+    if (!cJSON_IsString(q->bufid)) return WP_FAIL(&q->err, 400, "wrong_type", "buffer", "buffer must be an id string");
+    if (!(q->in.held = wp_buffers_get(app->buffers, q->bufid->valuestring, &q->binfo, &q->err))) return -1;
+    const cJSON *ty = cJSON_GetObjectItemCaseSensitive(q->body, "type");
+    if (!ty)
+        cJSON_AddStringToObject(q->body, "type", wp_type_name(q->binfo.type));
+    else if (!cJSON_IsString(ty) || wp_type_parse(ty->valuestring) != (int)q->binfo.type)
+        return WP_FAIL(&q->err, 400, "type_mismatch", "type", "buffer %s holds %s", q->binfo.id,
+                       wp_type_name(q->binfo.type));
+    return 0;
+}
+
+/* The buffer form's input: the buffer's backend, and its first "count" elements (all by default).
+ * Returns 1 (defer) for a large one on the HTTP thread. */
+static int input_buffer(wp_app *app, reduce_req *q) {
+    q->be = wp_buf_backend(q->in.held);
+    const cJSON *bw = cJSON_GetObjectItemCaseSensitive(q->body, "backend");
+    if (bw &&
+        (!cJSON_IsString(bw) || (strcmp(bw->valuestring, "auto") && strcmp(bw->valuestring, wp_backend_name(q->be)))))
+        return WP_FAIL(&q->err, 400, "backend_mismatch", "backend", "buffer %s lives on %s", q->binfo.id,
+                       wp_backend_name(q->be));
+    q->in.in = q->in.held;
+    q->in.count = q->binfo.count;
+    q->in.form = FORM_BUFFER;
+    const cJSON *cnt = cJSON_GetObjectItemCaseSensitive(q->body, "count");
+    long long c;
+    if (cnt && wp_json_int(cnt, "count", 0, (long long)q->binfo.count, &c, &q->err)) return -1;
+    if (cnt) q->in.count = (uint64_t)c;
+    if (check_count(app, q->in.count, "buffer", &q->err)) return -1;
+    return q->inline_run && q->in.count * wp_type_size(q->spec.type) > WP_REDUCE_INLINE_MAX ? 1 : 0;
+}
+
+/* "weights": stencil only, 2*radius+1 numbers. */
+static int parse_weights(reduce_req *q, wp_reduce_job *job) {
+    const cJSON *w = cJSON_GetObjectItemCaseSensitive(q->body, "weights");
+    if (!w) return 0;
+    int want = 2 * q->spec.data.radius + 1, i = 0;
+    if (!(q->f->flags & WP_F_RADIUS) || !cJSON_IsArray(w) || cJSON_GetArraySize(w) != want)
+        return WP_FAIL(&q->err, 400, "bad_weights", "weights",
+                       "weights must be a list of 2*radius+1 = %d numbers (stencil)", want);
+    for (const cJSON *x = w->child; x; x = x->next, i++) {
+        if (!cJSON_IsNumber(x))
+            return WP_FAIL(&q->err, 400, "bad_weights", "weights", "weights[%d] must be a number", i);
+        job->weights[i] = x->valuedouble;
+    }
+    job->has_weights = true;
+    return 0;
+}
+
+/* Everything but the data: type, spec, backend, check/compile, init, weights. 1: defer. */
+static int parse_job(wp_app *app, reduce_req *q) {
+    if (parse_body(app, q) || parse_family_form(q)) return -1;
+    if (q->bufid) {
+        if (buffer_lookup(app, q)) return -1;
+    } else if (!cJSON_GetObjectItemCaseSensitive(q->body, "type")) {
+        cJSON_AddStringToObject(q->body, "type", "f32");
+    }
+    if (q->f->flags & WP_F_OP && !cJSON_GetObjectItemCaseSensitive(q->body, "op") && q->raw)
+        return WP_FAIL(&q->err, 400, "missing_field", "op", "a raw body needs ?type=...&op=...");
+    if (wp_spec_from_json(q->body, app->arch, &q->spec, &q->err)) return -1;
+    int rc = q->in.held ? input_buffer(app, q) : wp_app_backend(app, q->body, q->f, &q->be, &q->err);
+    if (rc) return rc;
+    wp_reduce_job *job = &q->job.job;
+    bool compile;
+    if (get_bool(q->body, "check", &q->check, &q->err) || get_bool(q->body, "compile", &compile, &q->err)) return -1;
+    *job = (wp_reduce_job){.spec = &q->spec, .compile_on_emu = compile, .memory_only = q->inline_run};
+    const cJSON *iv = cJSON_GetObjectItemCaseSensitive(q->body, "init");
+    if (iv && !(q->f->flags & WP_F_SCAN))
+        return WP_FAIL(&q->err, 400, "unknown_field", "init", "family %s takes no init", q->f->name);
+    if (iv && wp_json_to_bits(iv, q->spec.type, "init", &job->init, &q->err)) return -1;
+    job->has_init = iv != NULL;
+    return parse_weights(q, job);
+}
+
+/* The data, by its form: read onto the host (data, data_b64, a raw body in memory), already on the
+ * device (buffer, a streamed raw body), or generated there; then the offsets. 1: defer. */
+static int read_input(wp_app *app, reduce_req *q) {
+    const wp_type t = q->spec.type;
+    reduce_input *in = &q->in;
+    int rc = 0;
+    if (q->data && q->fast.on)
+        rc = input_fast(app, q->req, &q->fast, t, in, &q->err);
+    else if (q->data)
+        rc = input_json(app, q->data, t, in, &q->err);
+    else if (q->b64)
+        rc = input_b64(app, q->b64, t, in, &q->err);
+    else if (q->raw)
+        rc = input_raw(app, q->req, t, q->be, in, &q->err);
+    else if (q->gen)
+        rc = input_generate(app, q->be, q->gen, t, q->inline_run, in, &q->err);
+    /* buffer: input_buffer has set it */
+    if (rc) return rc;
+    if (in->host) in->data = in->host;
+    const cJSON *offs = cJSON_GetObjectItemCaseSensitive(q->body, "offsets");
+    if (q->f->flags & WP_F_SEGMENTS) return input_offsets(offs, in, &q->err);
+    if (offs) return WP_FAIL(&q->err, 400, "unknown_field", "offsets", "only segmented_reduce takes offsets");
+    return 0;
+}
+
+/* Where an array result goes ("output", Accept) and room for it: a new buffer, or host memory. */
+static int plan_output(wp_app *app, reduce_req *q) {
+    const wp_reduce_job *job = &q->job.job;
+    const size_t esize = wp_type_size(q->spec.type);
+    q->array = q->f->data_out == WP_DATA_EACH || q->f->data_out == WP_DATA_GROUPS;
+    q->out_form = q->in.form == FORM_B64 || q->in.form == FORM_RAW ? FORM_B64 : FORM_JSON;
+    const cJSON *outv = cJSON_GetObjectItemCaseSensitive(q->body, "output");
+    if (outv) {
+        static const char *const names[] = {
+            [FORM_JSON] = "json", [FORM_B64] = "b64", [FORM_RAW] = "raw", [FORM_BUFFER] = "buffer"};
+        const char *ov = cJSON_IsString(outv) ? outv->valuestring : "";
+        int k = -1;
+        for (int i = 0; i <= FORM_BUFFER; i++)
+            if (names[i] && !strcmp(ov, names[i])) k = i;
+        if (k < 0) return WP_FAIL(&q->err, 400, "bad_value", "output", "output must be json, b64, raw or buffer");
+        q->out_form = (data_form)k;
+    }
+    if (is_octet_stream(q->req->accept)) q->out_form = FORM_RAW;
+    q->f->plan(&q->spec, job->n, job->groups, &q->plan);
+    uint64_t out_count = q->array ? q->plan.out_bytes / esize : 0;
+    if (q->array && q->out_form == FORM_JSON && out_count > WP_REDUCE_JSON_MAX)
+        return WP_FAIL(&q->err, 413, "too_many_for_json", "output",
+                       "%llu results are too many for JSON (at most %u): ask for output b64, raw or buffer",
+                       (unsigned long long)out_count, WP_REDUCE_JSON_MAX);
+    if (q->array && q->out_form == FORM_BUFFER) {
+        if (!(q->out_buf = wp_buffers_create(app->buffers, q->be, q->spec.type, out_count, &q->err))) return -1;
+        q->job.job.out = q->out_buf;
+    } else if (q->array && !(q->out_host = malloc(q->plan.out_bytes ? q->plan.out_bytes : 1))) {
+        return WP_FAIL(&q->err, 500, "out_of_memory", "", "out of memory");
+    }
+    q->job.out_host = q->out_host;
+    return 0;
+}
+
+/* The result as JSON: the value, or the array in the form asked for, or the new buffer. */
+static int add_result(wp_app *app, reduce_req *q, cJSON *o) {
+    const wp_reduce_result *r = &q->job.res;
+    const wp_type t = q->spec.type;
+    if (q->f->data_out == WP_DATA_VALUE || q->f->data_out == WP_DATA_ARG) {
+        cJSON_AddItemToObject(o, "value", r->has_value ? wp_json_from_bits(t, r->value) : cJSON_CreateNull());
+        if (q->f->data_out == WP_DATA_ARG) cJSON_AddNumberToObject(o, "index", (double)r->index);
+        if (r->acc_type != t && q->f->data_out == WP_DATA_VALUE) {
+            cJSON *acc = cJSON_AddObjectToObject(o, "accumulator");
+            cJSON_AddStringToObject(acc, "type", wp_type_name(r->acc_type));
+            cJSON_AddItemToObject(acc, "value",
+                                  r->has_value ? wp_json_from_bits(r->acc_type, r->acc_value) : cJSON_CreateNull());
+        }
+        return 0;
+    }
+    cJSON_AddNumberToObject(o, "out_count", (double)r->out_count);
+    if (q->out_form == FORM_BUFFER) {
+        wp_buffer_info info;
+        wp_buf *created = q->out_buf;
+        q->out_buf = NULL; /* commit frees it on failure */
+        if (wp_buffers_commit(app->buffers, created, 0, &info, &q->err)) return -1;
+        cJSON *bo = cJSON_AddObjectToObject(o, "buffer");
+        cJSON_AddStringToObject(bo, "id", info.id);
+        cJSON_AddStringToObject(bo, "type", wp_type_name(info.type));
+        cJSON_AddNumberToObject(bo, "count", (double)info.count);
+    } else if (q->out_form == FORM_B64) {
+        char *text = wp_b64_encode(q->out_host, q->plan.out_bytes);
+        if (!text) return WP_FAIL(&q->err, 500, "out_of_memory", "", "out of memory");
+        cJSON_AddStringToObject(o, "data_b64", text);
+        free(text);
+    } else {
+        cJSON *list = cJSON_AddArrayToObject(o, "data");
+        for (uint64_t i = 0; i < r->out_count; i++)
+            cJSON_AddItemToArray(list, wp_json_from_bits(t, wp_data_load(t, q->out_host, i)));
+    }
+    return 0;
+}
+
+/* "check": the reference, over the input on the host (read back from a buffer or generated data). */
+static int add_check(reduce_req *q, cJSON *o) {
+    reduce_input *in = &q->in;
+    const size_t esize = wp_type_size(q->spec.type);
+    if (!in->data) {
+        if (!(in->host = malloc((size_t)in->count * esize + 1)))
+            return WP_FAIL(&q->err, 500, "out_of_memory", "", "out of memory");
+        if (wp_buf_read(in->in, 0, in->host, (size_t)in->count * esize, &q->err)) return -1;
+        in->data = in->host;
+    }
+    const wp_reduce_result *r = &q->job.res;
+    const wp_reduce_job *job = &q->job.job;
+    cJSON *c = q->f->data_out == WP_DATA_VALUE ? check_value(&q->spec, in->data, in->count, r)
+               : q->f->data_out == WP_DATA_ARG ? check_arg(&q->spec, in->data, in->count, r)
+               : q->out_host
+                   ? check_array(&q->spec, in->data, in->count, q->out_host, r->out_count, in, job->has_init, job->init)
+                   : cJSON_CreateObject();
+    cJSON_AddItemToObject(o, "check", c);
+    return 0;
+}
+
+/* The response of a job that ran. */
+static cJSON *respond(wp_app *app, reduce_req *q) {
+    const wp_reduce_result *r = &q->job.res;
+    const wp_spec *s = &q->spec;
+    const wp_family *f = q->f;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "family", f->name);
+    cJSON_AddStringToObject(o, "type", wp_type_name(s->type));
+    if (f->flags & WP_F_OP) cJSON_AddStringToObject(o, "op", s->op.text);
+    if (f->flags & WP_F_SCAN) cJSON_AddBoolToObject(o, "exclusive", s->data.exclusive);
+    if (f->flags & WP_F_WIDTH_GROUP) cJSON_AddNumberToObject(o, "width", s->width);
+    if (f->flags & WP_F_RADIUS) cJSON_AddNumberToObject(o, "radius", s->data.radius);
+    cJSON_AddNumberToObject(o, "count", (double)q->in.count);
+    if (!q->in.count && f->data_out == WP_DATA_VALUE) cJSON_AddBoolToObject(o, "empty", true);
+    if (add_result(app, q, o)) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    if (f->flags & WP_F_ACCUM && (s->type == WP_F16 || s->type == WP_BF16))
+        cJSON_AddStringToObject(o, "accumulate", s->data.native ? "native" : "f32");
+    cJSON_AddStringToObject(o, "backend", wp_backend_name(q->be));
+    cJSON_AddStringToObject(o, "device", wp_backend_facts(q->be)->name);
+    cJSON_AddStringToObject(o, "strategy", wp_strategy_name(r->strategy));
+    cJSON_AddBoolToObject(o, "deterministic", r->deterministic);
+    cJSON_AddNumberToObject(o, "block", r->block);
+    cJSON_AddNumberToObject(o, "grid", r->grid);
+    cJSON_AddStringToObject(o, "key", r->key_text);
+    if (r->hash[0]) cJSON_AddStringToObject(o, "hash", r->hash);
+    cJSON_AddStringToObject(o, "cache", r->compiled ? wp_source_name(r->source) : "none");
+    if (q->in.held) cJSON_AddStringToObject(o, "input_buffer", q->binfo.id);
+    if (q->check && add_check(q, o)) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    cJSON_AddNumberToObject(cJSON_AddObjectToObject(o, "batch"), "size", q->job.size);
+    add_timing(o, q);
+    return o;
+}
+
 /* One request. check_only (opening a streamed raw body: no body yet): runs every check that needs no
  * data and returns true with the job's type and backend, or false with the error in resp. */
 static bool handle(wp_app *app, const wp_req *req, wp_resp *resp, bool scan, raw_plan *check_only) {
-    bool ok = false;
-    wp_err err = {0};
-    wp_spec spec = {0};
-    reduce_input in = {0};
-    wp_reduce_result r = {0};
-    wp_buf *out_buf = NULL; /* "output":"buffer": created in the registry */
-    uint8_t *out_host = NULL;
-    cJSON *body = NULL, *o = NULL;
-    fast_data fast = {0};
-    const char *const *allowed = scan ? scan_families : reduce_families;
-    bool raw = is_octet_stream(req->content_type);
+    reduce_req q = {.req = req, .scan = scan, .raw = is_octet_stream(req->content_type)};
     /* Called on the HTTP thread first (WP_ROUTE_TRY_INLINE): a small job whose kernel is in the memory
      * cache (on emu without "compile", none is needed) is answered there; anything else is deferred
      * to a worker before it blocks: a large body or input, a compile, a disk read. */
-    const bool inline_run = req->may_defer;
-    if (inline_run && req->body_len > WP_REDUCE_INLINE_MAX) goto defer;
-
-    if (raw)
-        body = query_object(req, &err);
-    else if (!(body = parse_fast(app, req, &fast)))
-        body = wp_app_parse_body(app, req, &err);
-    if (!body) goto fail;
-    if (!cJSON_IsObject(body)) {
-        WP_FAIL(&err, 400, "bad_request", "", "the body must be a JSON object");
-        goto fail;
+    q.inline_run = req->may_defer;
+    bool ok = false;
+    int rc = q.inline_run && req->body_len > WP_REDUCE_INLINE_MAX ? 1 : parse_job(app, &q);
+    if (rc == 0 && check_only) {
+        check_only->type = q.spec.type;
+        check_only->be = q.be;
+        req_free(app, &q);
+        return true;
     }
-    if (wp_json_only(body, "", body_fields, &err)) goto fail;
-
-    /* family: the endpoint's default, or one of its list */
-    const cJSON *fam = cJSON_GetObjectItemCaseSensitive(body, "family");
-    if (fam && (!cJSON_IsString(fam) || !listed(allowed, fam->valuestring))) {
-        WP_FAIL(&err, 400, "bad_family", "family", "%s runs %s", scan ? "/v1/scan" : "/v1/reduce",
-                scan ? "device_scan, warp_scan, block_scan or stencil"
-                     : "device_reduce, warp_reduce, block_reduce, argmin, argmax or segmented_reduce");
-        goto fail;
+    if (rc == 0) rc = read_input(app, &q);
+    if (rc == 0) {
+        q.job.job.n = q.in.count;
+        q.job.job.in = q.in.in;
+        q.job.job.groups = q.in.groups;
+        q.job.in_host = q.in.data;
+        q.job.offsets_host = q.in.offsets_host;
+        const uint64_t t_body = req->t_body_ns ? req->t_body_ns : req->t_start_ns;
+        q.parse_us = wp_us_since(t_body); /* from the last byte of the body */
+        rc = plan_output(app, &q);
     }
-    if (!fam) cJSON_AddStringToObject(body, "family", allowed[0]);
-    const wp_family *f = wp_family_find(cJSON_GetObjectItemCaseSensitive(body, "family")->valuestring);
-
-    /* which input, and for a buffer its type and backend */
-    const cJSON *data = cJSON_GetObjectItemCaseSensitive(body, "data");
-    const cJSON *b64 = cJSON_GetObjectItemCaseSensitive(body, "data_b64");
-    const cJSON *bufid = cJSON_GetObjectItemCaseSensitive(body, "buffer");
-    const cJSON *gen = cJSON_GetObjectItemCaseSensitive(body, "generate");
-    int forms = !!data + !!b64 + !!bufid + !!gen + raw;
-    if (forms != 1) {
-        WP_FAIL(&err, 400, forms ? "bad_request" : "missing_field", "data",
-                "give exactly one of data, data_b64, buffer, generate, or a raw application/octet-stream body");
-        goto fail;
-    }
-    wp_buffer_info binfo;
-    if (bufid) {
-        if (!cJSON_IsString(bufid)) {
-            WP_FAIL(&err, 400, "wrong_type", "buffer", "buffer must be an id string");
-            goto fail;
-        }
-        if (!(in.held = wp_buffers_get(app->buffers, bufid->valuestring, &binfo, &err))) goto fail;
-        const cJSON *ty = cJSON_GetObjectItemCaseSensitive(body, "type");
-        if (!ty)
-            cJSON_AddStringToObject(body, "type", wp_type_name(binfo.type));
-        else if (!cJSON_IsString(ty) || wp_type_parse(ty->valuestring) != (int)binfo.type) {
-            WP_FAIL(&err, 400, "type_mismatch", "type", "buffer %s holds %s", binfo.id, wp_type_name(binfo.type));
-            goto fail;
-        }
-    } else if (!cJSON_GetObjectItemCaseSensitive(body, "type")) {
-        cJSON_AddStringToObject(body, "type", "f32");
-    }
-    if (f->flags & WP_F_OP && !cJSON_GetObjectItemCaseSensitive(body, "op") && raw) {
-        WP_FAIL(&err, 400, "missing_field", "op", "a raw body needs ?type=...&op=...");
-        goto fail;
-    }
-    if (wp_spec_from_json(body, app->arch, &spec, &err)) goto fail;
-
-    wp_backend *be = NULL;
-    if (in.held) {
-        be = wp_buf_backend(in.held);
-        const cJSON *bw = cJSON_GetObjectItemCaseSensitive(body, "backend");
-        if (bw && (!cJSON_IsString(bw) ||
-                   (strcmp(bw->valuestring, "auto") && strcmp(bw->valuestring, wp_backend_name(be))))) {
-            WP_FAIL(&err, 400, "backend_mismatch", "backend", "buffer %s lives on %s", binfo.id, wp_backend_name(be));
-            goto fail;
-        }
-        in.in = in.held;
-        in.count = binfo.count;
-        in.form = FORM_BUFFER;
-        const cJSON *cnt = cJSON_GetObjectItemCaseSensitive(body, "count");
-        long long c;
-        if (cnt && wp_json_int(cnt, "count", 0, (long long)binfo.count, &c, &err)) goto fail;
-        if (cnt) in.count = (uint64_t)c;
-        if (check_count(app, in.count, "buffer", &err)) goto fail;
-        if (inline_run && in.count * wp_type_size(spec.type) > WP_REDUCE_INLINE_MAX) goto defer;
-    } else if (wp_app_backend(app, body, f, &be, &err)) {
-        goto fail;
-    }
-
-    bool check, compile;
-    if (get_bool(body, "check", &check, &err) || get_bool(body, "compile", &compile, &err)) goto fail;
-    bool has_init = false;
-    uint64_t init = 0;
-    const cJSON *iv = cJSON_GetObjectItemCaseSensitive(body, "init");
-    if (iv && !(f->flags & WP_F_SCAN)) {
-        WP_FAIL(&err, 400, "unknown_field", "init", "family %s takes no init", f->name);
-        goto fail;
-    }
-    if (iv && wp_json_to_bits(iv, spec.type, "init", &init, &err)) goto fail;
-    has_init = iv != NULL;
-
-    wp_reduce_job job = {
-        .spec = &spec, .has_init = has_init, .init = init, .compile_on_emu = compile, .memory_only = inline_run};
-    const cJSON *w = cJSON_GetObjectItemCaseSensitive(body, "weights");
-    if (w) {
-        int want = 2 * spec.data.radius + 1, i = 0;
-        if (!(f->flags & WP_F_RADIUS) || !cJSON_IsArray(w) || cJSON_GetArraySize(w) != want) {
-            WP_FAIL(&err, 400, "bad_weights", "weights", "weights must be a list of 2*radius+1 = %d numbers (stencil)",
-                    want);
-            goto fail;
-        }
-        for (const cJSON *x = w->child; x; x = x->next, i++) {
-            if (!cJSON_IsNumber(x)) {
-                WP_FAIL(&err, 400, "bad_weights", "weights", "weights[%d] must be a number", i);
-                goto fail;
-            }
-            job.weights[i] = x->valuedouble;
-        }
-        job.has_weights = true;
-    }
-
-    if (check_only) {
-        check_only->type = spec.type;
-        check_only->be = be;
+    if (rc == 0) rc = wp_batch_run_reduce(app, q.be, &q.job, &q.err);
+    if (rc == 0 && q.array && q.out_form == FORM_RAW) {
+        wp_resp_bytes(resp, 200, "application/octet-stream", q.out_host, q.plan.out_bytes);
         ok = true;
-        goto done;
+    } else if (rc == 0) {
+        cJSON *o = respond(app, &q);
+        if (o) wp_resp_json(resp, 200, o);
+        ok = o != NULL;
+        rc = ok ? 0 : -1;
     }
-
-    /* the data */
-    int rc = 0;
-    size_t esize = wp_type_size(spec.type);
-    if (data && fast.on)
-        rc = input_fast(app, req, &fast, spec.type, &in, &err);
-    else if (data)
-        rc = input_json(app, data, spec.type, &in, &err);
-    else if (b64)
-        rc = input_b64(app, b64, spec.type, &in, &err);
-    else if (raw)
-        rc = input_raw(app, req, spec.type, be, &in, &err);
-    else if (gen)
-        rc = input_generate(app, be, gen, spec.type, inline_run, &in, &err);
-    if (rc == 0 && in.host) in.data = in.host;
-    if (rc == 0 && in.data) rc = upload(be, &in, esize, &err);
-    if (rc > 0) goto defer;
-    if (rc) goto fail;
-    const cJSON *offs = cJSON_GetObjectItemCaseSensitive(body, "offsets");
-    if ((f->flags & WP_F_SEGMENTS) ? input_offsets(be, offs, &in, &err) != 0 : offs != NULL) {
-        if (offs && !(f->flags & WP_F_SEGMENTS))
-            WP_FAIL(&err, 400, "unknown_field", "offsets", "only segmented_reduce takes offsets");
-        goto fail;
-    }
-    job.in = in.in;
-    job.n = in.count;
-    job.offsets = in.offsets;
-    job.groups = in.groups;
-    const uint64_t t_body = req->t_body_ns ? req->t_body_ns : req->t_start_ns;
-    double parse_us = wp_us_since(t_body); /* from the last byte of the body */
-
-    /* where an array result goes */
-    bool array = f->data_out == WP_DATA_EACH || f->data_out == WP_DATA_GROUPS;
-    data_form out_form = in.form == FORM_B64 || in.form == FORM_RAW ? FORM_B64 : FORM_JSON;
-    const cJSON *outv = cJSON_GetObjectItemCaseSensitive(body, "output");
-    if (outv) {
-        const char *ov = cJSON_IsString(outv) ? outv->valuestring : "";
-        if (!strcmp(ov, "json"))
-            out_form = FORM_JSON;
-        else if (!strcmp(ov, "b64"))
-            out_form = FORM_B64;
-        else if (!strcmp(ov, "raw"))
-            out_form = FORM_RAW;
-        else if (!strcmp(ov, "buffer"))
-            out_form = FORM_BUFFER;
-        else {
-            WP_FAIL(&err, 400, "bad_value", "output", "output must be json, b64, raw or buffer");
-            goto fail;
-        }
-    }
-    if (is_octet_stream(req->accept)) out_form = FORM_RAW;
-    wp_data_plan plan;
-    f->plan(&spec, job.n, job.groups, &plan);
-    uint64_t out_count = array ? plan.out_bytes / esize : 0;
-    if (array && out_form == FORM_JSON && out_count > WP_REDUCE_JSON_MAX) {
-        WP_FAIL(&err, 413, "too_many_for_json", "output",
-                "%llu results are too many for JSON (at most %u): ask for output b64, raw or buffer",
-                (unsigned long long)out_count, WP_REDUCE_JSON_MAX);
-        goto fail;
-    }
-    if (array && out_form == FORM_BUFFER) {
-        if (!(out_buf = wp_buffers_create(app->buffers, be, spec.type, out_count, &err))) goto fail;
-        job.out = out_buf;
-    }
-
-    rc = wp_reduce_run(app, be, &job, &r, &err);
-    if (rc > 0) goto defer;
-    if (rc) goto fail;
-
-    /* results */
-    double download_us = 0;
-    if (array && out_form != FORM_BUFFER) {
-        out_host = malloc(plan.out_bytes ? plan.out_bytes : 1);
-        if (!out_host) {
-            WP_FAIL(&err, 500, "out_of_memory", "", "out of memory");
-            goto fail;
-        }
-        uint64_t t0 = wp_now_ns();
-        if (wp_buf_read(r.out, 0, out_host, plan.out_bytes, &err)) goto fail;
-        download_us = wp_us_since(t0);
-    }
-    if (array && out_form == FORM_RAW) {
-        wp_resp_bytes(resp, 200, "application/octet-stream", out_host, plan.out_bytes);
-        goto done;
-    }
-    if (check && !in.data) { /* buffer or generated: the reference needs the data here */
-        in.host = malloc((size_t)in.count * esize + 1);
-        if (!in.host) {
-            WP_FAIL(&err, 500, "out_of_memory", "", "out of memory");
-            goto fail;
-        }
-        if (wp_buf_read(in.in, 0, in.host, (size_t)in.count * esize, &err)) goto fail;
-        in.data = in.host;
-    }
-    o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "family", f->name);
-    cJSON_AddStringToObject(o, "type", wp_type_name(spec.type));
-    if (f->flags & WP_F_OP) cJSON_AddStringToObject(o, "op", spec.op.text);
-    if (f->flags & WP_F_SCAN) cJSON_AddBoolToObject(o, "exclusive", spec.data.exclusive);
-    if (f->flags & WP_F_WIDTH_GROUP) cJSON_AddNumberToObject(o, "width", spec.width);
-    if (f->flags & WP_F_RADIUS) cJSON_AddNumberToObject(o, "radius", spec.data.radius);
-    cJSON_AddNumberToObject(o, "count", (double)in.count);
-    if (!in.count && f->data_out == WP_DATA_VALUE) cJSON_AddBoolToObject(o, "empty", true);
-    if (f->data_out == WP_DATA_VALUE || f->data_out == WP_DATA_ARG) {
-        cJSON_AddItemToObject(o, "value", r.has_value ? wp_json_from_bits(spec.type, r.value) : cJSON_CreateNull());
-        if (f->data_out == WP_DATA_ARG) cJSON_AddNumberToObject(o, "index", (double)r.index);
-        if (r.acc_type != spec.type && f->data_out == WP_DATA_VALUE) {
-            cJSON *acc = cJSON_AddObjectToObject(o, "accumulator");
-            cJSON_AddStringToObject(acc, "type", wp_type_name(r.acc_type));
-            cJSON_AddItemToObject(acc, "value",
-                                  r.has_value ? wp_json_from_bits(r.acc_type, r.acc_value) : cJSON_CreateNull());
-        }
-    } else {
-        cJSON_AddNumberToObject(o, "out_count", (double)r.out_count);
-        if (out_form == FORM_BUFFER) {
-            wp_buffer_info info;
-            wp_buf *created = out_buf;
-            out_buf = NULL; /* commit frees it on failure */
-            if (wp_buffers_commit(app->buffers, created, 0, &info, &err)) goto fail;
-            cJSON *bo = cJSON_AddObjectToObject(o, "buffer");
-            cJSON_AddStringToObject(bo, "id", info.id);
-            cJSON_AddStringToObject(bo, "type", wp_type_name(info.type));
-            cJSON_AddNumberToObject(bo, "count", (double)info.count);
-        } else if (out_form == FORM_B64) {
-            char *text = wp_b64_encode(out_host, plan.out_bytes);
-            if (!text) {
-                WP_FAIL(&err, 500, "out_of_memory", "", "out of memory");
-                goto fail;
-            }
-            cJSON_AddStringToObject(o, "data_b64", text);
-            free(text);
-        } else {
-            cJSON *list = cJSON_AddArrayToObject(o, "data");
-            for (uint64_t i = 0; i < r.out_count; i++)
-                cJSON_AddItemToArray(list, wp_json_from_bits(spec.type, wp_data_load(spec.type, out_host, i)));
-        }
-    }
-    if (f->flags & WP_F_ACCUM && (spec.type == WP_F16 || spec.type == WP_BF16))
-        cJSON_AddStringToObject(o, "accumulate", spec.data.native ? "native" : "f32");
-    cJSON_AddStringToObject(o, "backend", wp_backend_name(be));
-    cJSON_AddStringToObject(o, "device", wp_backend_facts(be)->name);
-    cJSON_AddStringToObject(o, "strategy", wp_strategy_name(r.strategy));
-    cJSON_AddBoolToObject(o, "deterministic", r.deterministic);
-    cJSON_AddNumberToObject(o, "block", r.block);
-    cJSON_AddNumberToObject(o, "grid", r.grid);
-    cJSON_AddStringToObject(o, "key", r.key_text);
-    if (r.hash[0]) cJSON_AddStringToObject(o, "hash", r.hash);
-    cJSON_AddStringToObject(o, "cache", r.compiled ? wp_source_name(r.source) : "none");
-    if (in.held) cJSON_AddStringToObject(o, "input_buffer", binfo.id);
-    if (check) {
-        cJSON *c = f->data_out == WP_DATA_VALUE ? check_value(&spec, in.data, in.count, &r)
-                   : f->data_out == WP_DATA_ARG ? check_arg(&spec, in.data, in.count, &r)
-                   : out_host ? check_array(&spec, in.data, in.count, out_host, r.out_count, &in, has_init, init)
-                              : cJSON_CreateObject();
-        cJSON_AddItemToObject(o, "check", c);
-    }
-    add_timing(o, req, &in, &r, parse_us, download_us);
-    wp_resp_json(resp, 200, o);
-    o = NULL;
-    ok = true;
-    goto done;
-fail:
-    wp_resp_error(resp, &err);
-    goto done;
-defer:
-    resp->defer = true; /* http.c calls again on a worker, where nothing above is left over */
-done:
-    cJSON_Delete(o);
-    if (out_buf) wp_buffers_abort(app->buffers, out_buf);
-    free(out_host);
-    wp_reduce_result_free(&r);
-    input_free(app, &in);
-    free(fast.host);
-    wp_spec_free(&spec);
-    cJSON_Delete(body);
+    if (rc > 0)
+        resp->defer = true; /* http.c calls again on a worker, where nothing above is left over */
+    else if (rc < 0)
+        wp_resp_error(resp, &q.err);
+    req_free(app, &q);
     return ok;
 }
 

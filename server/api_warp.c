@@ -373,9 +373,12 @@ void wp_api_warp(void *appv, const wp_req *req, wp_resp *resp) {
         goto fail;
     }
     wp_run_timing emu_t = {0}, dev_t = {0};
-    if (wp_backend_run_warp(app->emu, NULL, &spec, &w.job, &emu.r, &emu_t, &err)) goto fail;
     bool on_cuda = be != app->emu;
-    if (on_cuda && wp_backend_run_warp(be, rk.fn, &spec, &w.job, &dev.r, &dev_t, &err)) goto fail;
+    int batch_size = 1; /* the emulator's run says which lanes are defined; the backend's run is batched */
+    if (on_cuda ? wp_backend_run_warp(app->emu, NULL, &spec, &w.job, &emu.r, &emu_t, &err)
+                : wp_batch_run_warp(app, be, NULL, &spec, &w.job, &emu.r, &emu_t, &batch_size, &err))
+        goto fail;
+    if (on_cuda && wp_batch_run_warp(app, be, rk.fn, &spec, &w.job, &dev.r, &dev_t, &batch_size, &err)) goto fail;
     atomic_fetch_add(&app->warp_runs, 1);
 
     cJSON *o = build_lanes(&spec, &w, on_cuda ? &dev : &emu, &emu);
@@ -392,6 +395,7 @@ void wp_api_warp(void *appv, const wp_req *req, wp_resp *resp) {
     } else {
         cJSON_AddStringToObject(o, "cache", "none");
     }
+    cJSON_AddNumberToObject(cJSON_AddObjectToObject(o, "batch"), "size", batch_size);
     cJSON *t = cJSON_AddObjectToObject(o, "timing");
     wp_run_timing *rt = on_cuda ? &dev_t : &emu_t;
     cJSON_AddNumberToObject(t, "parse_us", parse_us);

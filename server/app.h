@@ -6,6 +6,8 @@
 #include <stdatomic.h>
 
 #include "backend.h"
+#include "batch.h"
+#include "batch_exec.h"
 #include "buffers.h"
 #include "cache.h"
 #include "http.h"
@@ -38,6 +40,9 @@ typedef struct wp_app {
     /* largest n a generate may ask of the emulator, in reduce, scan and buffers (413 beyond):
      * --emu-max-elements; see wp_app_emu_limit */
     uint64_t emu_max_elements;
+    /* dynamic batching (batch.h, batch_exec.h): --batch-window-us, --batch-max; NULL: every job alone */
+    wp_batcher *batcher;
+    wp_batch_mem *batch_mem; /* device memory of batched launches */
 } wp_app;
 
 /* A kernel ready to run: the cache entry (held), its function on the chosen backend, where it came

@@ -44,6 +44,7 @@ typedef struct {
     wp_access *access;               /* --allow-host, --allow-origin, --token-file, ... (access.h) */
     /* largest generate.n on emu (reduce, scan, buffers) */
     unsigned long long emu_max_elements;
+    int batch_window_us, batch_max; /* dynamic batching (batch.h) */
 } options;
 
 static void usage(FILE *f) {
@@ -85,10 +86,14 @@ static void usage(FILE *f) {
             "  --insecure           listen beyond loopback without a token (refused otherwise)\n"
             "  --emu-max-elements N largest generate.n on the CPU emulator, in reduce, scan and buffers\n"
             "                       (default %llu; larger gets 413 too_many_elements)\n"
+            "  --batch-window-us US how long the first of concurrent small jobs with one kernel waits to gather\n"
+            "                       more into one launch (default 0: batch only what is already waiting)\n"
+            "  --batch-max N        jobs in one batch (default %d; 1 disables batching)\n"
             "  --version, --help\n",
             DEFAULT_PORT, DEFAULT_CACHE_MB, WP_DEFAULT_TEMPLATES, WP_DEFAULT_WEB, DEFAULT_THREADS, DEFAULT_MAX_BODY,
             DEFAULT_CONN_MEMORY, DEFAULT_MAX_DEPTH, DEFAULT_MAX_QUEUE, DEFAULT_MAX_JOBS, DEFAULT_JOB_WORKERS,
-            DEFAULT_JOB_TTL_S, DEFAULT_BUFFER_TTL_S, MAX_BUFFER_TTL_S, DEFAULT_MAX_ELEMENTS, DEFAULT_EMU_MAX_ELEMENTS);
+            DEFAULT_JOB_TTL_S, DEFAULT_BUFFER_TTL_S, MAX_BUFFER_TTL_S, DEFAULT_MAX_ELEMENTS, DEFAULT_EMU_MAX_ELEMENTS,
+            WP_BATCH_MAX_DEFAULT);
 }
 
 static int parse_num(const char *flag, const char *v, long long lo, long long hi, long long *out) {
@@ -188,6 +193,12 @@ static int parse_args(int argc, char **argv, options *o) {
         } else if (FLAG("--emu-max-elements")) {
             if (parse_num(a, v, 1, 1LL << 40, &n)) return -1;
             o->emu_max_elements = (unsigned long long)n;
+        } else if (FLAG("--batch-window-us")) {
+            if (parse_num(a, v, 0, WP_BATCH_WINDOW_MAX_US, &n)) return -1;
+            o->batch_window_us = (int)n;
+        } else if (FLAG("--batch-max")) {
+            if (parse_num(a, v, 1, WP_BATCH_MAX_LIMIT, &n)) return -1;
+            o->batch_max = (int)n;
         } else if (FLAG("--buffer-quota")) {
             if (parse_num(a, v, 0, 1LL << 50, &n)) return -1;
             o->buffer_quota = (unsigned long long)n;
@@ -262,7 +273,8 @@ int main(int argc, char **argv) {
                  .job_ttl_s = DEFAULT_JOB_TTL_S,
                  .buffer_ttl_s = DEFAULT_BUFFER_TTL_S,
                  .max_elements = DEFAULT_MAX_ELEMENTS,
-                 .emu_max_elements = DEFAULT_EMU_MAX_ELEMENTS};
+                 .emu_max_elements = DEFAULT_EMU_MAX_ELEMENTS,
+                 .batch_max = WP_BATCH_MAX_DEFAULT};
     static wp_access *access; /* static: still reachable (no leak report) when start-up fails below */
     o.access = access = wp_access_new();
     if (!o.access || parse_args(argc, argv, &o)) return 2;
@@ -380,9 +392,12 @@ int main(int argc, char **argv) {
     wp_buffers_config bc = {.quota = quota, .ttl_s = o.buffer_ttl_s, .max_ttl_s = MAX_BUFFER_TTL_S};
     app.buffers = wp_buffers_open(&bc, &err);
     app.reduce = wp_reduce_engine_open();
+    wp_batch_config bcfg = {.window_us = o.batch_window_us, .max = o.batch_max};
+    app.batcher = wp_batcher_open(&bcfg);
+    app.batch_mem = wp_batch_mem_open();
     wp_jobs_config jc = {.max_jobs = o.max_jobs, .workers = o.job_workers, .ttl_s = o.job_ttl_s};
     if (app.buffers) app.jobs = wp_jobs_open(&jc, routes, &app, &err);
-    if (!app.buffers || !app.jobs || !app.reduce) {
+    if (!app.buffers || !app.jobs || !app.reduce || !app.batcher || !app.batch_mem) {
         fprintf(stderr, "warpd: cannot start jobs and buffers: %s\n", err.msg);
         return 1;
     }
@@ -415,6 +430,8 @@ int main(int argc, char **argv) {
     wp_jobs_close(app.jobs);            /* after HTTP: nothing submits any more */
     wp_buffers_close(app.buffers);      /* after jobs: nothing holds a buffer any more */
     wp_reduce_engine_close(app.reduce); /* its scratch lives on the backends */
+    wp_batcher_close(app.batcher);      /* after HTTP and jobs: no job is in a batch */
+    wp_batch_mem_close(app.batch_mem);  /* its buffers live on the backends */
     wp_cache_close(app.cache);
     wp_jit_close(app.jit);
     wp_backend_close(app.cuda);

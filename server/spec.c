@@ -244,9 +244,9 @@ static int data_key_text(const wp_spec *s, char *buf, size_t n) {
     if (f->flags & WP_F_WIDTH_GROUP) snprintf(width, sizeof width, "/w%d", s->width);
     if (f->flags & WP_F_SCAN) snprintf(variant, sizeof variant, "/%s", s->data.exclusive ? "exclusive" : "inclusive");
     if (f->flags & WP_F_RADIUS) snprintf(variant, sizeof variant, "/r%d", s->data.radius);
-    int len = snprintf(buf, n, "%s/%s%s%s/%s/b%d%s%s/%s", f->name, wp_type_name(s->type), width, op,
+    int len = snprintf(buf, n, "%s/%s%s%s/%s/b%d%s%s/%s%s", f->name, wp_type_name(s->type), width, op,
                        wp_strategy_name(s->data.strategy), s->data.block, s->data.native ? "/acc=native" : "", variant,
-                       s->arch);
+                       s->arch, s->data.batched ? "/batch" : "");
     return (len < 0 || (size_t)len >= n) ? -1 : len;
 }
 
@@ -261,8 +261,9 @@ static int data_name_expr(const wp_spec *s, char *buf, size_t n, char *prelude, 
         snprintf(op_type, sizeof op_type, "wp_op_sum<%s>", wp_type_cxx(acc));
     }
     int variant = (f->flags & WP_F_SCAN) ? s->data.exclusive : s->data.radius;
-    int len = snprintf(buf, n, "%s<%s, %s, %d, %d, %d, %d, %s >", f->kernel, wp_type_cxx(s->type), wp_type_cxx(acc),
-                       s->width, s->data.block, s->data.strategy, variant, op_type);
+    int len =
+        snprintf(buf, n, "%s%s<%s, %s, %d, %d, %d, %d, %s >", f->kernel, s->data.batched ? "_batch" : "",
+                 wp_type_cxx(s->type), wp_type_cxx(acc), s->width, s->data.block, s->data.strategy, variant, op_type);
     return (len < 0 || (size_t)len >= n) ? -1 : 0;
 }
 

@@ -96,7 +96,7 @@ WP_DEV void wp_fold_tiles(const T *in, unsigned long long base, unsigned long lo
 }
 
 template <typename T, int BLOCK, int STRAT, class Op, class Make>
-WP_DEV void wp_device_reduce_run(const wp_data_params &p, Op op) {
+WP_DEV void wp_device_reduce_run(const wp_data_params &p, const unsigned bid, const unsigned G, Op op) {
     typedef typename Make::acc Acc;
     constexpr int V = 16 / sizeof(T);
     __shared__ __align__(16) unsigned char shared_raw[BLOCK * sizeof(Acc)];
@@ -104,28 +104,27 @@ WP_DEV void wp_device_reduce_run(const wp_data_params &p, Op op) {
     Acc *shared = (Acc *)shared_raw;
     const T *in = (const T *)p.in;
     const unsigned long long n = p.n, nvec = n / V, nv = (n + V - 1) / V;
-    const unsigned G = gridDim.x;
     const int t = threadIdx.x;
     Acc acc = wp_zero<Acc>();
     bool has = false;
     const bool stream = n * sizeof(T) >= WP_REDUCE_STREAM_BYTES;
     constexpr unsigned long long TV = (unsigned long long)WP_REDUCE_UNROLL * BLOCK; /* vectors in a tile */
     if (stream) /* one loop each way: the load instruction is chosen once, not per load */
-        wp_fold_tiles<T, BLOCK, true, Op, Make>(in, blockIdx.x * TV + t, nvec, G * TV, acc, has, op);
+        wp_fold_tiles<T, BLOCK, true, Op, Make>(in, bid * TV + t, nvec, G * TV, acc, has, op);
     else
-        wp_fold_tiles<T, BLOCK, false, Op, Make>(in, blockIdx.x * TV + t, nvec, G * TV, acc, has, op);
+        wp_fold_tiles<T, BLOCK, false, Op, Make>(in, bid * TV + t, nvec, G * TV, acc, has, op);
     /* the partial last vector, element by element, by the thread whose progression reaches it */
-    if ((nvec % TV) % BLOCK == (unsigned)t && (nvec / TV) % G == blockIdx.x)
+    if ((nvec % TV) % BLOCK == (unsigned)t && (nvec / TV) % G == bid)
         for (unsigned long long i = nvec * V; i < n; i++) {
             const Acc e = Make::run(in[i], i);
             acc = has ? op(acc, e) : e;
             has = true;
         }
     wp_grid_launch_next(); /* this block reads nothing more: the next kernel in the stream may be placed */
-    const unsigned long long left = nv - (unsigned long long)blockIdx.x * TV; /* threads with a first vector */
+    const unsigned long long left = nv - (unsigned long long)bid * TV; /* threads with a first vector */
     const int valid = left < BLOCK ? (int)left : BLOCK;
     Acc *scratch_partials = (Acc *)p.scratch;
-    Acc *gmem = (Acc *)(p.scratch + (unsigned long long)WP_REDUCE_GRID_MAX * 16) + (unsigned long long)blockIdx.x * BLOCK;
+    Acc *gmem = (Acc *)(p.scratch + (unsigned long long)WP_REDUCE_GRID_MAX * 16) + (unsigned long long)bid * BLOCK;
     Acc *out = (Acc *)p.out;
     /* atomic: blocks reduce with shuffles and only their results meet in atomics */
     constexpr int BSTRAT = STRAT == WP_STRAT_ATOMIC ? WP_STRAT_SHFL_DOWN : STRAT;
@@ -141,9 +140,9 @@ WP_DEV void wp_device_reduce_run(const wp_data_params &p, Op op) {
     } else {
         if (t == 0) { /* counter[0]: top; counter[1 + g]: group g */
             unsigned *counters = (unsigned *)p.counter;
-            const unsigned group = blockIdx.x / WP_TICKET_GROUP, groups = (G + WP_TICKET_GROUP - 1) / WP_TICKET_GROUP;
+            const unsigned group = bid / WP_TICKET_GROUP, groups = (G + WP_TICKET_GROUP - 1) / WP_TICKET_GROUP;
             const unsigned in_group = G - group * WP_TICKET_GROUP < WP_TICKET_GROUP ? G - group * WP_TICKET_GROUP : WP_TICKET_GROUP;
-            scratch_partials[blockIdx.x] = r;
+            scratch_partials[bid] = r;
             wp_fence_acq_rel_gpu(); /* release: the partial before the ticket */
             bool last = atomicAdd(&counters[1 + group], 1u) == in_group - 1;
             if (last) {
@@ -179,34 +178,35 @@ WP_DEV void wp_device_reduce_run(const wp_data_params &p, Op op) {
 template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
 __global__ void __launch_bounds__(BLOCK, WP_REDUCE_MIN_BLOCKS(BLOCK)) wp_device_reduce(wp_data_params p) {
     wp_grid_wait();
-    wp_device_reduce_run<T, BLOCK, STRAT, Op, wp_make_value<T, A> >(p, Op());
+    wp_device_reduce_run<T, BLOCK, STRAT, Op, wp_make_value<T, A> >(p, blockIdx.x, gridDim.x, Op());
 }
 
 /* argmin/argmax: (value, first index) under wp_op_arg's total order, so any order gives the same. */
 template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
 __global__ void __launch_bounds__(BLOCK) wp_argmin(wp_data_params p) {
     wp_grid_wait();
-    wp_device_reduce_run<T, BLOCK, STRAT, wp_op_arg<A, false>, wp_make_arg<T, A> >(p, wp_op_arg<A, false>());
+    wp_device_reduce_run<T, BLOCK, STRAT, wp_op_arg<A, false>, wp_make_arg<T, A> >(p, blockIdx.x, gridDim.x, wp_op_arg<A, false>());
 }
 template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
 __global__ void __launch_bounds__(BLOCK) wp_argmax(wp_data_params p) {
     wp_grid_wait();
-    wp_device_reduce_run<T, BLOCK, STRAT, wp_op_arg<A, true>, wp_make_arg<T, A> >(p, wp_op_arg<A, true>());
+    wp_device_reduce_run<T, BLOCK, STRAT, wp_op_arg<A, true>, wp_make_arg<T, A> >(p, blockIdx.x, gridDim.x, wp_op_arg<A, true>());
 }
 
 /* Groups of GROUP consecutive elements, one per thread: out[g] = tree of group g (its first
  * min(GROUP, n - g*GROUP) elements), rounded to T. */
-template <typename T, typename A, int GROUP, int BLOCK, int STRAT, class Op> WP_DEV void wp_group_reduce_run(const wp_data_params &p) {
+template <typename T, typename A, int GROUP, int BLOCK, int STRAT, class Op>
+WP_DEV void wp_group_reduce_run(const wp_data_params &p, const unsigned bid) {
     __shared__ __align__(16) unsigned char shared_raw[BLOCK * sizeof(A)];
     A *shared = (A *)shared_raw;
     Op op;
     const T *in = (const T *)p.in;
     T *out = (T *)p.out;
-    const unsigned long long n = p.n, i = (unsigned long long)blockIdx.x * BLOCK + threadIdx.x;
+    const unsigned long long n = p.n, i = (unsigned long long)bid * BLOCK + threadIdx.x;
     const unsigned long long g = i / GROUP, gbase = g * GROUP;
     const int valid = gbase >= n ? 0 : (n - gbase < GROUP ? (int)(n - gbase) : GROUP);
     const A v = i < n ? wp_convert<A>(in[i]) : wp_zero<A>();
-    A *gmem = (A *)p.scratch + (unsigned long long)blockIdx.x * BLOCK;
+    A *gmem = (A *)p.scratch + (unsigned long long)bid * BLOCK;
     const A r = wp_group_reduce<A, GROUP, BLOCK, STRAT, Op>(v, valid, op, shared, gmem, wp_from_bits64<A>(p.init));
     if ((threadIdx.x & (GROUP - 1)) == 0 && valid > 0) out[g] = wp_convert<T>(r);
 }
@@ -214,25 +214,23 @@ template <typename T, typename A, int GROUP, int BLOCK, int STRAT, class Op> WP_
 template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
 __global__ void __launch_bounds__(BLOCK) wp_warp_reduce(wp_data_params p) {
     wp_grid_entry();
-    wp_group_reduce_run<T, A, WIDTH, BLOCK, STRAT, Op>(p);
+    wp_group_reduce_run<T, A, WIDTH, BLOCK, STRAT, Op>(p, blockIdx.x);
 }
 template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
 __global__ void __launch_bounds__(BLOCK) wp_block_reduce(wp_data_params p) {
     wp_grid_entry();
-    wp_group_reduce_run<T, A, BLOCK, BLOCK, STRAT, Op>(p);
+    wp_group_reduce_run<T, A, BLOCK, BLOCK, STRAT, Op>(p, blockIdx.x);
 }
 
 /* One warp per segment [offsets[s], offsets[s+1]): lane l folds elements start + l, start + l + 32, ...
  * (the first starts the fold), then tree(min(32, length)) in lane 0. An empty segment gets p.init
  * (the identity; zero bits for an expression). */
-template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
-__global__ void __launch_bounds__(BLOCK) wp_segmented_reduce(wp_data_params p) {
-    wp_grid_entry();
+template <typename T, typename A, int BLOCK, int STRAT, class Op> WP_DEV void wp_segmented_run(const wp_data_params &p, const unsigned bid) {
     Op op;
     const T *in = (const T *)p.in;
     T *out = (T *)p.out;
     const unsigned long long *offsets = (const unsigned long long *)p.aux;
-    const unsigned long long seg = ((unsigned long long)blockIdx.x * BLOCK + threadIdx.x) / 32;
+    const unsigned long long seg = ((unsigned long long)bid * BLOCK + threadIdx.x) / 32;
     if (seg >= p.groups) return; /* whole warps leave together */
     const int lane = wp_lane();
     const unsigned long long start = offsets[seg], end = offsets[seg + 1];
@@ -244,4 +242,54 @@ __global__ void __launch_bounds__(BLOCK) wp_segmented_reduce(wp_data_params p) {
     }
     const A r = wp_warp_reduce_valid<A, 32, STRAT, Op>(acc, len < 32 ? (int)len : 32, op);
     if (lane == 0) out[seg] = len ? wp_convert<T>(r) : wp_convert<T>(wp_from_bits64<A>(p.init));
+}
+template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
+__global__ void __launch_bounds__(BLOCK) wp_segmented_reduce(wp_data_params p) {
+    wp_grid_entry();
+    wp_segmented_run<T, A, BLOCK, STRAT, Op>(p, blockIdx.x);
+}
+
+/* ---- batched launches (server/batch_reduce.c): many small jobs of one kernel in one grid; block b
+ * runs its job (wp_batch_job) through the very code path the job takes alone. ---- */
+template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
+__global__ void __launch_bounds__(BLOCK, WP_REDUCE_MIN_BLOCKS(BLOCK)) wp_device_reduce_batch(wp_data_params p) {
+    wp_data_params q;
+    unsigned G;
+    const unsigned bid = wp_batch_job(p, q, G);
+    wp_device_reduce_run<T, BLOCK, STRAT, Op, wp_make_value<T, A> >(q, bid, G, Op());
+}
+template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
+__global__ void __launch_bounds__(BLOCK) wp_argmin_batch(wp_data_params p) {
+    wp_data_params q;
+    unsigned G;
+    const unsigned bid = wp_batch_job(p, q, G);
+    wp_device_reduce_run<T, BLOCK, STRAT, wp_op_arg<A, false>, wp_make_arg<T, A> >(q, bid, G, wp_op_arg<A, false>());
+}
+template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
+__global__ void __launch_bounds__(BLOCK) wp_argmax_batch(wp_data_params p) {
+    wp_data_params q;
+    unsigned G;
+    const unsigned bid = wp_batch_job(p, q, G);
+    wp_device_reduce_run<T, BLOCK, STRAT, wp_op_arg<A, true>, wp_make_arg<T, A> >(q, bid, G, wp_op_arg<A, true>());
+}
+template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
+__global__ void __launch_bounds__(BLOCK) wp_warp_reduce_batch(wp_data_params p) {
+    wp_data_params q;
+    unsigned G;
+    const unsigned bid = wp_batch_job(p, q, G);
+    wp_group_reduce_run<T, A, WIDTH, BLOCK, STRAT, Op>(q, bid);
+}
+template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
+__global__ void __launch_bounds__(BLOCK) wp_block_reduce_batch(wp_data_params p) {
+    wp_data_params q;
+    unsigned G;
+    const unsigned bid = wp_batch_job(p, q, G);
+    wp_group_reduce_run<T, A, BLOCK, BLOCK, STRAT, Op>(q, bid);
+}
+template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
+__global__ void __launch_bounds__(BLOCK) wp_segmented_reduce_batch(wp_data_params p) {
+    wp_data_params q;
+    unsigned G;
+    const unsigned bid = wp_batch_job(p, q, G);
+    wp_segmented_run<T, A, BLOCK, STRAT, Op>(q, bid);
 }

@@ -9,13 +9,13 @@
  * group's first element gets init (the identity when none was given), element i > 0 op(init,
  * scan[i-1]) with an init, else scan[i-1]. */
 template <typename T, typename A, int GROUP, int BLOCK, int STRAT, int EXCL, class Op>
-WP_DEV void wp_group_scan_run(const wp_data_params &p) {
+WP_DEV void wp_group_scan_run(const wp_data_params &p, const unsigned bid) {
     __shared__ __align__(16) unsigned char shared_raw[BLOCK * sizeof(A)];
     A *shared = (A *)shared_raw;
     Op op;
     const T *in = (const T *)p.in;
     T *out = (T *)p.out;
-    const unsigned long long i = (unsigned long long)blockIdx.x * BLOCK + threadIdx.x;
+    const unsigned long long i = (unsigned long long)bid * BLOCK + threadIdx.x;
     const A v = i < p.n ? wp_convert<A>(in[i]) : wp_zero<A>();
     const A inc = wp_group_scan<A, GROUP, BLOCK, STRAT, Op>(v, op, shared);
     const A init = wp_from_bits64<A>(p.init);
@@ -32,12 +32,12 @@ WP_DEV void wp_group_scan_run(const wp_data_params &p) {
 template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
 __global__ void __launch_bounds__(BLOCK) wp_warp_scan(wp_data_params p) {
     wp_grid_entry();
-    wp_group_scan_run<T, A, WIDTH, BLOCK, STRAT, VARIANT, Op>(p);
+    wp_group_scan_run<T, A, WIDTH, BLOCK, STRAT, VARIANT, Op>(p, blockIdx.x);
 }
 template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
 __global__ void __launch_bounds__(BLOCK) wp_block_scan(wp_data_params p) {
     wp_grid_entry();
-    wp_group_scan_run<T, A, BLOCK, BLOCK, STRAT, VARIANT, Op>(p);
+    wp_group_scan_run<T, A, BLOCK, BLOCK, STRAT, VARIANT, Op>(p, blockIdx.x);
 }
 
 /* ---- device_scan ------------------------------------------------------------------------------
@@ -200,9 +200,8 @@ template <int VECS> WP_DEV int wp_stage_slot(int c) {
     return t * VECS + (v ^ f);
 }
 
-template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int EXCL, class Op>
-__global__ void __launch_bounds__(BLOCK) wp_device_scan(wp_data_params p) {
-    wp_grid_entry();
+template <typename T, typename A, int BLOCK, int STRAT, int EXCL, class Op>
+WP_DEV void wp_device_scan_run(const wp_data_params &p, const unsigned long long tile) {
     typedef wp_tile_status<A> status;
     constexpr int ITEMS = WP_SCAN_THREAD_BYTES / sizeof(T);
     constexpr int VECS = WP_SCAN_THREAD_BYTES / 16;
@@ -219,7 +218,7 @@ __global__ void __launch_bounds__(BLOCK) wp_device_scan(wp_data_params p) {
     A *shared = (A *)shared_raw;
     Op op;
     const int t = threadIdx.x, lane = t & 31, w = t >> 5;
-    const unsigned long long tile = blockIdx.x, n = p.n;
+    const unsigned long long n = p.n;
     const unsigned long long base = tile * TILE + (unsigned long long)t * ITEMS;
     const unsigned long long wbase = tile * TILE + (unsigned long long)w * 32 * ITEMS;
     const bool warp_full = STAGED && wbase + 32ull * ITEMS <= n; /* the same in every lane */
@@ -348,4 +347,35 @@ __global__ void __launch_bounds__(BLOCK) wp_device_scan(wp_data_params p) {
         for (int j = 0; j < ITEMS; j++) /* static indexes keep y in registers */
             if (j < cnt) out[base + j] = y[j];
     }
+}
+
+template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int EXCL, class Op>
+__global__ void __launch_bounds__(BLOCK) wp_device_scan(wp_data_params p) {
+    wp_grid_entry();
+    wp_device_scan_run<T, A, BLOCK, STRAT, EXCL, Op>(p, blockIdx.x);
+}
+
+/* ---- batched launches (server/batch_reduce.c): block b runs its job (wp_batch_job) through the
+ * code path the job takes alone. A device_scan job's tiles are consecutive blocks, so every tile a
+ * block looks back at has started, as alone. ---- */
+template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
+__global__ void __launch_bounds__(BLOCK) wp_warp_scan_batch(wp_data_params p) {
+    wp_data_params q;
+    unsigned G;
+    const unsigned bid = wp_batch_job(p, q, G);
+    wp_group_scan_run<T, A, WIDTH, BLOCK, STRAT, VARIANT, Op>(q, bid);
+}
+template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
+__global__ void __launch_bounds__(BLOCK) wp_block_scan_batch(wp_data_params p) {
+    wp_data_params q;
+    unsigned G;
+    const unsigned bid = wp_batch_job(p, q, G);
+    wp_group_scan_run<T, A, BLOCK, BLOCK, STRAT, VARIANT, Op>(q, bid);
+}
+template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int EXCL, class Op>
+__global__ void __launch_bounds__(BLOCK) wp_device_scan_batch(wp_data_params p) {
+    wp_data_params q;
+    unsigned G;
+    const unsigned bid = wp_batch_job(p, q, G);
+    wp_device_scan_run<T, A, BLOCK, STRAT, EXCL, Op>(q, bid);
 }

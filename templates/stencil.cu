@@ -5,15 +5,13 @@
  * neighbours with shuffles (shfl_up/shfl_down inside the warp, shfl from the edge lanes' halos). */
 #include "wp_block.cuh"
 
-template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int R, class Op>
-__global__ void __launch_bounds__(BLOCK) wp_stencil(wp_data_params p) {
-    wp_grid_entry();
+template <typename T, typename A, int BLOCK, int R> WP_DEV void wp_stencil_run(const wp_data_params &p, const unsigned bid) {
     static_assert(R >= 1 && R <= WP_STENCIL_MAX_RADIUS, "radius must be 1..WP_STENCIL_MAX_RADIUS");
     const T *in = (const T *)p.in;
     T *out = (T *)p.out;
     const long long n = (long long)p.n;
     const int lane = wp_lane();
-    const long long i = (long long)blockIdx.x * BLOCK + threadIdx.x, base = i - lane;
+    const long long i = (long long)bid * BLOCK + threadIdx.x, base = i - lane;
     const A x = i < n ? wp_convert<A>(in[i]) : wp_zero<A>();
     A left_halo = wp_zero<A>(), right_halo = wp_zero<A>();
     if (lane < R && base - R + lane >= 0 && base - R + lane < n) left_halo = wp_convert<A>(in[base - R + lane]);
@@ -38,4 +36,18 @@ __global__ void __launch_bounds__(BLOCK) wp_stencil(wp_data_params p) {
         acc = k == 0 ? term : add(acc, term);
     }
     if (i < n) out[i] = (i >= R && i + R < n) ? wp_convert<T>(acc) : wp_raw<T>::value(0);
+}
+
+template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int R, class Op>
+__global__ void __launch_bounds__(BLOCK) wp_stencil(wp_data_params p) {
+    wp_grid_entry();
+    wp_stencil_run<T, A, BLOCK, R>(p, blockIdx.x);
+}
+/* Batched (server/batch_reduce.c): block b runs its job (wp_batch_job) as alone. */
+template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int R, class Op>
+__global__ void __launch_bounds__(BLOCK) wp_stencil_batch(wp_data_params p) {
+    wp_data_params q;
+    unsigned G;
+    const unsigned bid = wp_batch_job(p, q, G);
+    wp_stencil_run<T, A, BLOCK, R>(q, bid);
 }

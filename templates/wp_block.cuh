@@ -347,4 +347,25 @@ template <typename T> WP_DEV void wp_load_vec(const T *base, unsigned long long 
     memcpy(x, &w, 16);
 }
 
+/* ---- batched launches (server/batch_reduce.c) -------------------------------------------------
+ * One grid runs many jobs of one kernel: p.in holds a table of p.n parameter blocks, p.aux p.n + 1
+ * block starts (job j owns blocks first[j] .. first[j+1] - 1). Block b gets its job's parameters in
+ * q and its grid size in G, and returns its block index within the job: the job then runs exactly
+ * as it does alone as that block of a G-block grid. */
+WP_DEV unsigned wp_batch_job(const wp_data_params &p, wp_data_params &q, unsigned &G) {
+    const unsigned *first = (const unsigned *)p.aux;
+    const unsigned b = blockIdx.x;
+    unsigned lo = 0, hi = (unsigned)p.n; /* first[lo] <= b < first[hi] */
+    while (hi - lo > 1) {
+        const unsigned mid = (lo + hi) / 2;
+        if (first[mid] <= b)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    q = ((const wp_data_params *)p.in)[lo];
+    G = first[lo + 1] - first[lo];
+    return b - first[lo];
+}
+
 #endif

@@ -151,7 +151,9 @@ template <typename T> __device__ __forceinline__ bool wp_pred_eval(T value, cons
 
 /* ---- lanes, segments, tiles ------------------------------------------------------------------- */
 
-__device__ __forceinline__ int wp_thread() { return (int)threadIdx.x; }  /* indexes the arrays */
+/* The lane's index into the arrays: one block alone; a grid of whole-warp requests when jobs are batched
+ * (server/batch_warp.c), each warp belonging to one request, so a warp sees what it sees alone. */
+__device__ __forceinline__ int wp_thread() { return (int)(blockIdx.x * blockDim.x + threadIdx.x); }
 __device__ __forceinline__ int wp_lane() { return (int)(threadIdx.x & (WP_WARP_SIZE - 1)); }
 
 /* First lane of the lane's width-W segment (tile). */

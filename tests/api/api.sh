@@ -58,6 +58,16 @@ if start_daemon; then
     "$BUILD/asan/tests/api/api_runner" "$base" tests/api/limits/*.json >"$tmp/r" 2>&1; cat "$tmp/r"; count "$tmp/r" limits
     stop_daemon
   else fail=$((fail+1)); fi
+  # Phases 4 and 5: dynamic batching with a window, where concurrent jobs of one key share batches,
+  # and with --batch-max 1, where none does (tests/api/api_batch.c; phase 1 ran it with the defaults).
+  for b in "window --batch-window-us 20000" "off --batch-max 1"; do
+    set -- $b; bmode=$1; shift
+    if start_daemon "$@"; then
+      base="http://127.0.0.1:$port"
+      WARPD_BATCH=$bmode "$BUILD/asan/tests/api/api_batch" "$base" >"$tmp/r" 2>&1; cat "$tmp/r"; count "$tmp/r" "batch $bmode"
+      stop_daemon
+    else fail=$((fail+1)); fi
+  done
 else
   fail=$((fail+1))
 fi

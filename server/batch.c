@@ -1,0 +1,194 @@
+/* batch.c — the dynamic batcher (batch.h): per-(owner, key) queues, a leader per queue that gathers
+ * and runs a batch, followers that wait for their results. One mutex guards every queue; each queue
+ * has a condition variable its jobs wait on.
+ * Owns: wp_batcher, batch_queue. */
+#include "batch.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+const int wp_batch_bucket_le[WP_BATCH_BUCKETS] = {1, 2, 4, 8, 16, 32, 64, 256};
+
+typedef struct batch_queue {
+    struct batch_queue *next;
+    const void *owner;
+    char key[WP_BATCH_KEY_MAX];
+    pthread_cond_t cond;        /* jobs of this queue wait here: for their result, or to lead */
+    wp_batch_job *head, **tail; /* waiting, oldest first */
+    int waiting;
+    int users; /* jobs inside wp_batcher_submit with this queue: the last one out frees an idle queue */
+    bool led;  /* a leader is gathering or running a batch */
+} batch_queue;
+
+struct wp_batcher {
+    wp_batch_config cfg;
+    pthread_mutex_t lock;
+    batch_queue *queues;
+    uint64_t batches, jobs, le[WP_BATCH_BUCKETS + 1];
+};
+
+wp_batcher *wp_batcher_open(const wp_batch_config *cfg) {
+    wp_batcher *bt = calloc(1, sizeof *bt);
+    if (!bt) return NULL;
+    bt->cfg = *cfg;
+    if (bt->cfg.max < 1) bt->cfg.max = 1;
+    if (bt->cfg.max > WP_BATCH_MAX_LIMIT) bt->cfg.max = WP_BATCH_MAX_LIMIT;
+    if (bt->cfg.window_us < 0) bt->cfg.window_us = 0;
+    if (pthread_mutex_init(&bt->lock, NULL) != 0) {
+        free(bt);
+        return NULL;
+    }
+    return bt;
+}
+
+void wp_batcher_close(wp_batcher *bt) {
+    if (!bt) return;
+    for (batch_queue *q = bt->queues, *next; q; q = next) {
+        next = q->next;
+        pthread_cond_destroy(&q->cond);
+        free(q);
+    }
+    pthread_mutex_destroy(&bt->lock);
+    free(bt);
+}
+
+int wp_batcher_max(const wp_batcher *bt) { return bt->cfg.max; }
+
+/* Lock held. The queue of (owner, key), made when missing (NULL when out of memory). */
+static batch_queue *queue_get(wp_batcher *bt, const void *owner, const char *key) {
+    for (batch_queue *q = bt->queues; q; q = q->next)
+        if (q->owner == owner && !strcmp(q->key, key)) return q;
+    batch_queue *q = calloc(1, sizeof *q);
+    if (!q) return NULL;
+    pthread_condattr_t attr; /* the window is timed on the monotonic clock: a clock step does not stretch it */
+    bool made = pthread_condattr_init(&attr) == 0;
+    if (made) {
+        made = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) == 0 && pthread_cond_init(&q->cond, &attr) == 0;
+        pthread_condattr_destroy(&attr);
+    }
+    if (!made) {
+        free(q);
+        return NULL;
+    }
+    q->owner = owner;
+    snprintf(q->key, sizeof q->key, "%s", key);
+    q->tail = &q->head;
+    q->next = bt->queues;
+    bt->queues = q;
+    return q;
+}
+
+/* Lock held. Unlinks and frees a queue nobody uses any more (keys come and go with requests). */
+static void queue_drop(wp_batcher *bt, batch_queue *q) {
+    for (batch_queue **pp = &bt->queues; *pp; pp = &(*pp)->next)
+        if (*pp == q) {
+            *pp = q->next;
+            pthread_cond_destroy(&q->cond);
+            free(q);
+            return;
+        }
+}
+
+static void count(wp_batcher *bt, int n) {
+    bt->batches++;
+    bt->jobs += (uint64_t)n;
+    for (int i = 0; i < WP_BATCH_BUCKETS; i++)
+        if (n <= wp_batch_bucket_le[i]) bt->le[i]++;
+    bt->le[WP_BATCH_BUCKETS]++;
+}
+
+/* Lock held, job leads q: waits out the window (or until max jobs wait), then takes the batch. */
+static int gather(wp_batcher *bt, batch_queue *q, wp_batch_job **jobs) {
+    if (bt->cfg.window_us > 0 && q->waiting < bt->cfg.max) {
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        long long ns = until.tv_nsec + (long long)bt->cfg.window_us * 1000;
+        until.tv_sec += (time_t)(ns / 1000000000);
+        until.tv_nsec = (long)(ns % 1000000000);
+        while (q->waiting < bt->cfg.max)
+            if (pthread_cond_timedwait(&q->cond, &bt->lock, &until) == ETIMEDOUT) break;
+    }
+    int n = 0;
+    while (q->head && n < bt->cfg.max) {
+        wp_batch_job *j = q->head;
+        q->head = j->next;
+        jobs[n++] = j;
+        q->waiting--;
+    }
+    if (!q->head) q->tail = &q->head;
+    return n;
+}
+
+/* Lock held: the job leaves q; the last one out frees it when idle. */
+static void queue_leave(wp_batcher *bt, batch_queue *q) {
+    if (--q->users == 0 && !q->led && !q->head) queue_drop(bt, q);
+}
+
+int wp_batcher_submit(wp_batcher *bt, wp_batch_job *job) {
+    job->next = NULL;
+    job->done = job->leader = false;
+    job->size = 1;
+    pthread_mutex_lock(&bt->lock);
+    batch_queue *q = bt->cfg.max > 1 ? queue_get(bt, job->owner, job->key) : NULL;
+    if (!q) { /* no batching (or no memory for a queue): the job runs alone, now */
+        count(bt, 1);
+        pthread_mutex_unlock(&bt->lock);
+        wp_batch_job *one[1] = {job};
+        job->run(one, 1);
+        return 1;
+    }
+    q->users++;
+    *q->tail = job;
+    q->tail = &job->next;
+    q->waiting++;
+    if (!q->led) {
+        q->led = true;
+        job->leader = true;
+    } else if (q->waiting >= bt->cfg.max) {
+        pthread_cond_broadcast(&q->cond); /* a leader in its window has a full batch */
+    }
+    while (!job->leader && !job->done) pthread_cond_wait(&q->cond, &bt->lock);
+    if (job->done) {
+        queue_leave(bt, q);
+        pthread_mutex_unlock(&bt->lock);
+        return job->size;
+    }
+
+    wp_batch_job *jobs[WP_BATCH_MAX_LIMIT];
+    int n = gather(bt, q, jobs); /* the leader is the oldest waiting job: jobs[0] */
+    pthread_mutex_unlock(&bt->lock);
+
+    job->run(jobs, n);
+
+    pthread_mutex_lock(&bt->lock);
+    count(bt, n);
+    for (int i = 0; i < n; i++) {
+        jobs[i]->size = n;
+        jobs[i]->done = true;
+    }
+    if (q->head)
+        q->head->leader = true; /* the oldest waiting job gathers the next batch */
+    else
+        q->led = false;
+    pthread_cond_broadcast(&q->cond);
+    int size = job->size;
+    queue_leave(bt, q);
+    pthread_mutex_unlock(&bt->lock);
+    return size;
+}
+
+void wp_batcher_stats(wp_batcher *bt, wp_batch_stats *out) {
+    pthread_mutex_lock(&bt->lock);
+    out->batches = bt->batches;
+    out->jobs = bt->jobs;
+    memcpy(out->le, bt->le, sizeof out->le);
+    out->waiting = 0;
+    for (batch_queue *q = bt->queues; q; q = q->next) out->waiting += q->waiting;
+    out->window_us = bt->cfg.window_us;
+    out->max = bt->cfg.max;
+    pthread_mutex_unlock(&bt->lock);
+}

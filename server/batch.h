@@ -1,0 +1,75 @@
+/* batch.h — dynamic batching: small jobs that share a kernel key meet in a queue and run as one
+ * backend call (one upload, one launch, one download: batch_warp.c, batch_reduce.c). What Triton's
+ * dynamic batcher does for models, for warpd's jobs.
+ *
+ * A job enters the queue of its (owner, key) — owner is the backend it runs on, key the kernel key
+ * plus everything a batched launch needs to be equal (batch_warp.c, batch_reduce.c build it). The
+ * first job to find the queue without a leader becomes the leader: it waits up to the window (0: not
+ * at all) for more jobs, takes up to `max` waiting jobs (itself first) and runs them through `run`,
+ * outside every lock. While a batch runs, jobs that arrive wait in the queue; when it is done the
+ * leader hands each job its result (they wake) and makes the oldest waiting job the next leader. So
+ * with a window of 0 a batch is what was already waiting: under load, everything that arrived while
+ * the previous batch ran.
+ *
+ * Threads: wp_batcher_submit may be called from any thread (HTTP threads answering small jobs inline,
+ * workers, async jobs) and blocks the caller until its job has run, at most the window plus the runs
+ * of the batch ahead and its own: a leader never waits on anything but its window and its own run,
+ * so when every caller is a follower their leaders still finish and nothing deadlocks. `run` is
+ * called on the leader's thread. wp_batcher_stats may be called from any thread.
+ * Owns: wp_batcher, its queues; not the jobs (the callers', on their stacks). */
+#ifndef WP_BATCH_H
+#define WP_BATCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct wp_batcher wp_batcher;
+
+#define WP_BATCH_KEY_MAX 768
+#define WP_BATCH_MAX_DEFAULT 64
+#define WP_BATCH_MAX_LIMIT 256
+#define WP_BATCH_WINDOW_MAX_US 1000000 /* --batch-window-us at most one second */
+
+typedef struct {
+    int window_us; /* 0: batch only what is already waiting */
+    int max;       /* jobs in one batch; 1: no batching (every job runs alone, at once) */
+} wp_batch_config;
+
+typedef struct wp_batch_job wp_batch_job;
+
+/* Runs n >= 1 jobs of one queue as one backend call and fills in each job's results (through its
+ * payload). Called on the leader's thread with no batcher lock held. */
+typedef void (*wp_batch_run_fn)(wp_batch_job *const *jobs, int n);
+
+/* A job, owned by the caller (usually on its stack); set owner, key, run and payload, then submit. */
+struct wp_batch_job {
+    const void *owner; /* what the queue is per: the backend */
+    char key[WP_BATCH_KEY_MAX];
+    wp_batch_run_fn run; /* the same for every job of one key */
+    void *payload;       /* the caller's job and result */
+    int size;            /* out: the size of the batch it ran in */
+    /* the batcher's */
+    struct wp_batch_job *next;
+    bool done, leader;
+};
+
+wp_batcher *wp_batcher_open(const wp_batch_config *cfg);
+void wp_batcher_close(wp_batcher *bt); /* no job may be in flight */
+int wp_batcher_max(const wp_batcher *bt);
+
+/* Runs job in a batch of its key (alone when max is 1) and returns when it has run; returns the
+ * batch's size (also in job->size). */
+int wp_batcher_submit(wp_batcher *bt, wp_batch_job *job);
+
+/* For /metrics: batches run, jobs in them, and how many batches had a size up to each bound. */
+#define WP_BATCH_BUCKETS 8
+extern const int wp_batch_bucket_le[WP_BATCH_BUCKETS]; /* 1, 2, 4, ..., 64; the last bucket is +Inf */
+typedef struct {
+    uint64_t batches, jobs;
+    uint64_t le[WP_BATCH_BUCKETS + 1]; /* cumulative, as Prometheus histograms count; [BUCKETS]: +Inf */
+    int waiting;                       /* jobs queued now, waiting for a batch (leaders in a window too) */
+    int window_us, max;
+} wp_batch_stats;
+void wp_batcher_stats(wp_batcher *bt, wp_batch_stats *out);
+
+#endif

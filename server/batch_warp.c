@@ -1,0 +1,164 @@
+/* batch_warp.c — batched /v1/warp runs (batch_exec.h). Jobs of one kernel whose run-time scalars
+ * (elements per lane, predicate, swap indexes) agree are queued together. A batch of one runs as
+ * wp_backend_run_warp; on emu every job is emulated in turn. On cuda the requests' lanes are laid side
+ * by side, each request on whole warps of its own (its last warp's spare lanes inactive, which a
+ * kernel treats as it treats lanes past n: they return at once), and run as one grid of the same
+ * kernel (templates/wp_common.cuh wp_thread indexes the grid): one upload of every input, one launch,
+ * one download. Warps do not see each other, so each request's lanes get what they get alone.
+ * Owns: the batched warp layout and its host image (per batch). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app.h"
+#include "batch.h"
+#include "batch_exec.h"
+
+#define WP_POISON 0xbadc0ffee0ddf00dull /* out[] pre-fill, as backend_cuda.c: a slot never written keeps it */
+#define WARP_ALIGN 256
+
+typedef struct {
+    wp_backend *be;
+    void *fn;
+    const wp_spec *spec;
+    const wp_warp_job *job;
+    wp_warp_result *res;
+    wp_run_timing *t;
+    wp_batch_mem *mem;
+    int rc;
+    wp_err err;
+} warp_item;
+
+static size_t align_up(size_t x) { return (x + WARP_ALIGN - 1) & ~(size_t)(WARP_ALIGN - 1); }
+static int whole_warps(int n) { return (n + 31) / 32 * 32; }
+
+/* Device layout, as backend_cuda.c's for one job: out | src (downloaded) | in | arg | active. */
+typedef struct {
+    size_t out, src, in, arg, active, download, total;
+} grid_layout;
+
+static grid_layout layout_for(int lanes, int elems) {
+    grid_layout l;
+    size_t values = (size_t)lanes * (size_t)elems * sizeof(uint64_t);
+    l.out = 0;
+    l.src = align_up(values);
+    l.download = l.src + (size_t)lanes * sizeof(int32_t);
+    l.in = align_up(l.download);
+    l.arg = align_up(l.in + values);
+    l.active = align_up(l.arg + (size_t)lanes * sizeof(int32_t));
+    l.total = align_up(l.active + (size_t)lanes);
+    return l;
+}
+
+/* The host image of a batch: poisoned out, src -1, then each job's inputs at its first lane. */
+static void image_fill(unsigned char *h, const grid_layout *l, warp_item *const *items, int n, int elems) {
+    int lane = 0;
+    for (int i = 0; i < n; i++) {
+        const wp_warp_job *j = items[i]->job;
+        const int pad = whole_warps(j->n);
+        const size_t v0 = (size_t)lane * elems, values = (size_t)j->n * elems, padded = (size_t)pad * elems;
+        for (size_t k = 0; k < padded; k++) ((uint64_t *)(h + l->out))[v0 + k] = WP_POISON;
+        memset(h + l->src + (size_t)lane * 4, 0xff, (size_t)pad * 4);
+        memset(h + l->in + v0 * 8, 0, padded * 8);
+        if (j->in) memcpy(h + l->in + v0 * 8, j->in, values * 8);
+        memset(h + l->arg + (size_t)lane * 4, 0, (size_t)pad * 4);
+        if (j->arg) memcpy(h + l->arg + (size_t)lane * 4, j->arg, (size_t)j->n * 4);
+        memset(h + l->active + lane, 0, (size_t)pad); /* spare lanes of the last warp: inactive */
+        if (j->active)
+            memcpy(h + l->active + lane, j->active, (size_t)j->n);
+        else
+            memset(h + l->active + lane, 1, (size_t)j->n);
+        lane += pad;
+    }
+}
+
+/* One upload, one launch, one download for every job; their results copied out of the image. */
+static int run_grid(warp_item *const *items, int n, wp_err *err) {
+    const warp_item *lead = items[0];
+    const int elems = lead->job->elems;
+    int lanes = 0;
+    for (int i = 0; i < n; i++) lanes += whole_warps(items[i]->job->n);
+    grid_layout l = layout_for(lanes, elems);
+    unsigned char *h = malloc(l.total);
+    if (!h) return WP_FAIL(err, 500, "out_of_memory", "", "out of memory for a batch of %d warp jobs", n);
+    image_fill(h, &l, items, n, elems);
+    wp_buf *buf = wp_batch_mem_take(lead->mem, lead->be, l.total, err);
+    int rc = buf ? 0 : -1;
+    uint64_t t0 = wp_now_ns();
+    if (rc == 0) rc = wp_buf_write(buf, 0, h, l.total, err);
+    double upload_us = wp_us_since(t0), kernel_us = 0, download_us = 0;
+    if (rc == 0) {
+        const uint64_t base = wp_buf_addr(buf);
+        wp_warp_params p = {.in = base + l.in,
+                            .out = base + l.out,
+                            .src = base + l.src,
+                            .arg = base + l.arg,
+                            .active = base + l.active,
+                            .pred_a = lead->job->pred_a,
+                            .pred_b = lead->job->pred_b,
+                            .n = lanes,
+                            .elems = elems,
+                            .pred_kind = lead->job->pred_kind,
+                            .first = lead->job->first,
+                            .second = lead->job->second};
+        void *params[] = {&p};
+        const unsigned block = lanes < WP_MAX_LANES ? (unsigned)lanes : WP_MAX_LANES;
+        wp_launch launch = {.grid = {(unsigned)((lanes + WP_MAX_LANES - 1) / WP_MAX_LANES), 1, 1},
+                            .block = {block, 1, 1},
+                            .params = params};
+        void *fns[] = {lead->fn};
+        rc = wp_backend_launch(lead->be, fns, &launch, 1, &kernel_us, err);
+    }
+    t0 = wp_now_ns();
+    if (rc == 0) rc = wp_buf_read(buf, 0, h, l.download, err);
+    download_us = wp_us_since(t0);
+    if (buf) wp_batch_mem_put(lead->mem, buf, rc == 0);
+    for (int i = 0, lane = 0; rc == 0 && i < n; lane += whole_warps(items[i]->job->n), i++) {
+        const warp_item *it = items[i];
+        memcpy(it->res->out, h + l.out + (size_t)lane * elems * 8, (size_t)it->job->n * elems * 8);
+        memcpy(it->res->src, h + l.src + (size_t)lane * 4, (size_t)it->job->n * 4);
+        if (it->t) *it->t = (wp_run_timing){.upload_us = upload_us, .kernel_us = kernel_us, .download_us = download_us};
+    }
+    free(h);
+    return rc;
+}
+
+static bool is_emu(const wp_backend *b) { return !strcmp(wp_backend_name(b), "emu"); }
+
+/* The batcher's run: a batch of one, or emu, job by job; else one grid. */
+static void warp_batch(wp_batch_job *const *jobs, int n) {
+    warp_item *items[WP_BATCH_MAX_LIMIT] = {0};
+    for (int i = 0; i < n; i++) items[i] = jobs[i]->payload;
+    if (n == 1 || is_emu(items[0]->be)) {
+        for (int i = 0; i < n; i++) {
+            warp_item *it = items[i];
+            it->rc = wp_backend_run_warp(it->be, it->fn, it->spec, it->job, it->res, it->t, &it->err);
+        }
+        return;
+    }
+    wp_err err = {0};
+    int rc = run_grid(items, n, &err);
+    for (int i = 0; i < n; i++) {
+        items[i]->rc = rc;
+        if (rc) items[i]->err = err;
+    }
+}
+
+int wp_batch_run_warp(wp_app *app, wp_backend *be, void *fn, const wp_spec *s, const wp_warp_job *job,
+                      wp_warp_result *res, wp_run_timing *t, int *size, wp_err *err) {
+    *size = 1;
+    const bool cuda = !is_emu(be);
+    /* Alone: no batcher; a job the backend refuses (it says why); a family the device cannot run. */
+    bool alone = !app->batcher || !app->batch_mem || job->n < 1 || job->n > WP_MAX_LANES || job->elems < 1 ||
+                 job->elems > WP_MAX_ELEMS || (cuda && (!fn || s->family->min_sm > wp_backend_facts(be)->sm));
+    if (alone) return wp_backend_run_warp(be, fn, s, job, res, t, err);
+    warp_item it = {.be = be, .fn = fn, .spec = s, .job = job, .res = res, .t = t, .mem = app->batch_mem};
+    wp_batch_job bj = {.owner = be, .run = warp_batch, .payload = &it};
+    char spec_key[640];
+    if (wp_spec_key_text(s, spec_key, sizeof spec_key) < 0) return wp_backend_run_warp(be, fn, s, job, res, t, err);
+    snprintf(bj.key, sizeof bj.key, "warp|%s|e%d|p%d:%llx:%llx|s%d:%d", spec_key, job->elems, job->pred_kind,
+             (unsigned long long)job->pred_a, (unsigned long long)job->pred_b, job->first, job->second);
+    *size = wp_batcher_submit(app->batcher, &bj);
+    if (it.rc) *err = it.err;
+    return it.rc;
+}

@@ -1,0 +1,75 @@
+/* test_gpu_batch.c — dynamic batching on the GPU: starts build/warpd on cuda with a 20 ms batch window
+ * and runs the rounds of tests/api/batch_rounds.h against it: for every warp family and the reduce and
+ * scan families (several types, ops, strategies; inputs of a few elements to 64 KiB, jobs of one and
+ * of several blocks), 8 or 16 concurrent jobs of one kernel key with different inputs, each compared
+ * with what the same request gives alone — bit for bit. On cuda a batch of several is one grid (warp
+ * families) or one launch of the kernel's _batch entry (data families), so this is what proves those
+ * give each job its alone bits. Batches of more than one must happen. Without a CUDA device it says
+ * SKIPPED and passes. Run from the repository root (tests/run.sh does); BUILD names the build dir. */
+#include <signal.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "tests/api/batch_rounds.h"
+
+/* Starts the daemon through tests/daemon.sh; its port and pid. */
+static char daemon_dir[512];
+
+static int start_daemon(const char *build, int *port, int *pid) {
+    char cmd[1024];
+    snprintf(
+        cmd, sizeof cmd,
+        "d=$(mktemp -d) && . tests/daemon.sh && warpd_start %s/warpd \"$d\" --backend cuda --batch-window-us 20000 "
+        "--threads 16 && echo \"$port $pid $d\"",
+        build);
+    FILE *p = popen(cmd, "r");
+    if (!p) return -1;
+    int got = fscanf(p, "%d %d %511s", port, pid, daemon_dir);
+    pclose(p);
+    if (got == 3) printf("daemon on port %d (pid %d, files in %s)\n", *port, *pid, daemon_dir);
+    return got == 3 ? 0 : -1;
+}
+
+int main(void) {
+    wp_err err = {0};
+    wp_backend *probe = wp_backend_cuda_open(0, &err);
+    if (!probe) {
+        printf("SKIPPED: no CUDA device (%s)\n", err.msg);
+        printf("gpu_batch: 0 passed, 0 failed\n");
+        return 0;
+    }
+    wp_backend_close(probe);
+    const char *build = getenv("BUILD") ? getenv("BUILD") : "build";
+    int port = 0, pid = 0;
+    T_CASE("daemon");
+    CHECK(start_daemon(build, &port, &pid) == 0);
+    if (!pid) return t_done("gpu_batch");
+    mode = MODE_WINDOW;
+    expect_batch_kernel = true;
+    const char *host = "127.0.0.1";
+    long long batches0 = metric(host, port, "warpd_batches_total"),
+              jobs0 = metric(host, port, "warpd_batched_jobs_total");
+    T_CASE("warp families");
+    warp_rounds(host, port);
+    T_CASE("reduce and scan families");
+    data_rounds(host, port);
+    T_CASE("up to 64 KiB: several blocks a job");
+    big_rounds(host, port);
+    T_CASE("one key, two keys, bad requests, base64");
+    mixed_rounds(host, port);
+    T_CASE("batches happened");
+    long long batches = metric(host, port, "warpd_batches_total") - batches0;
+    long long jobs = metric(host, port, "warpd_batched_jobs_total") - jobs0;
+    CHECKF(jobs > batches && rounds_batched >= 10, "%lld jobs in %lld batches; %d rounds batched", jobs, batches,
+           rounds_batched);
+    CHECKF(batch_kernel_runs > 0, "no data job ran a _batch kernel");
+    printf("batches: %lld jobs in %lld batches, %d rounds batched, %d data jobs ran a _batch kernel\n", jobs, batches,
+           rounds_batched, batch_kernel_runs);
+    kill((pid_t)pid, SIGTERM);
+    sleep(1);
+    char cmd[600]; /* what the daemon said: a batched kernel it could not get would be named here */
+    snprintf(cmd, sizeof cmd, "tail -n 5 %s/err", daemon_dir);
+    if (system(cmd) != 0) printf("(no daemon log)\n");
+    return t_done("gpu_batch");
+}

@@ -1,0 +1,200 @@
+/* test_batch.c — server/batch.c without HTTP or backends: jobs that wait while a batch of their key
+ * runs form the next batch, all of them up to max (then the rest, in order); max 1 runs every job
+ * alone; keys and owners never share a batch; every job runs exactly once and learns its batch size;
+ * the counters add up. A batch's run blocks on a gate, so every queue is filled on purpose (the
+ * test waits for the batcher's own count of waiting jobs), not by timing. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "batch.h"
+#include "t.h"
+
+#define JOBS_MAX 64
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static bool gate_open;
+static int at_gate; /* batches held at the gate */
+
+typedef struct {
+    int id, runs, ran_in; /* ran_in: the batch number that ran it */
+    bool gated;           /* its batch waits for the gate */
+    bool mixed;           /* its batch held another key or owner */
+} payload;
+
+static int batches_seen, batch_sizes[JOBS_MAX * 2];
+
+static void run(wp_batch_job *const *jobs, int n) {
+    bool gated = false;
+    for (int i = 0; i < n; i++) gated |= ((payload *)jobs[i]->payload)->gated;
+    pthread_mutex_lock(&mu);
+    at_gate += gated;
+    pthread_cond_broadcast(&cv);
+    while (gated && !gate_open) pthread_cond_wait(&cv, &mu);
+    int b = batches_seen++;
+    batch_sizes[b] = n;
+    for (int i = 0; i < n; i++) {
+        payload *p = jobs[i]->payload;
+        p->runs++;
+        p->ran_in = b;
+        p->mixed = jobs[i]->owner != jobs[0]->owner || strcmp(jobs[i]->key, jobs[0]->key);
+    }
+    pthread_mutex_unlock(&mu);
+}
+
+typedef struct {
+    wp_batcher *bt;
+    wp_batch_job job;
+    payload p;
+    int size;
+} submitter;
+
+static void *submit(void *arg) {
+    submitter *s = arg;
+    s->size = wp_batcher_submit(s->bt, &s->job);
+    return NULL;
+}
+
+static void start(submitter *s, pthread_t *th, wp_batcher *bt, const void *owner, const char *key, int id, bool gated) {
+    *s = (submitter){.bt = bt, .p = {.id = id, .gated = gated}};
+    s->job = (wp_batch_job){.owner = owner, .run = run, .payload = &s->p};
+    snprintf(s->job.key, sizeof s->job.key, "%s", key);
+    pthread_create(th, NULL, submit, s);
+}
+
+static void wait_waiting(wp_batcher *bt, int n) { /* until n jobs wait in queues (or 10 s) */
+    for (int i = 0; i < 10000; i++) {
+        wp_batch_stats st;
+        wp_batcher_stats(bt, &st);
+        if (st.waiting == n) return;
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    CHECKF(0, "never saw %d jobs waiting", n);
+}
+
+static void wait_at_gate(int n) { /* until n gated batches are running */
+    pthread_mutex_lock(&mu);
+    while (at_gate < n) pthread_cond_wait(&cv, &mu);
+    pthread_mutex_unlock(&mu);
+}
+
+static void reset(void) {
+    pthread_mutex_lock(&mu);
+    gate_open = false;
+    at_gate = 0;
+    batches_seen = 0;
+    pthread_mutex_unlock(&mu);
+}
+static void open_gate(void) {
+    pthread_mutex_lock(&mu);
+    gate_open = true;
+    pthread_cond_broadcast(&cv);
+    pthread_mutex_unlock(&mu);
+}
+
+/* A gated leader runs; `n` jobs of its key queue behind it; then the gate opens. */
+static void queued_behind(int max, int n) {
+    wp_batch_config cfg = {.window_us = 0, .max = max};
+    wp_batcher *bt = wp_batcher_open(&cfg);
+    static submitter s[JOBS_MAX + 1];
+    static pthread_t th[JOBS_MAX + 1];
+    int owner;
+    reset();
+    start(&s[0], &th[0], bt, &owner, "k", 0, true);
+    wait_at_gate(1); /* the leader took itself and runs: nothing waits */
+    for (int i = 1; i <= n; i++) {
+        start(&s[i], &th[i], bt, &owner, "k", i, false);
+        wait_waiting(bt, i); /* one at a time: the queue keeps their order */
+    }
+    open_gate();
+    for (int i = 0; i <= n; i++) pthread_join(th[i], NULL);
+    CHECKF(s[0].size == 1 && s[0].p.ran_in == 0, "the leader ran in batch %d of %d", s[0].p.ran_in, s[0].size);
+    int expect_batches = 1 + (n + max - 1) / max;
+    CHECKF(batches_seen == expect_batches, "max %d, %d waiting: %d batches, want %d", max, n, batches_seen,
+           expect_batches);
+    for (int i = 1; i <= n; i++) {
+        int b = 1 + (i - 1) / max, want = b < expect_batches - 1 || n % max == 0 ? max : n % max;
+        CHECKF(s[i].p.runs == 1 && s[i].p.ran_in == b && s[i].size == want,
+               "max %d: job %d ran %d times, in batch %d of size %d (want batch %d of %d)", max, i, s[i].p.runs,
+               s[i].p.ran_in, s[i].size, b, want);
+    }
+    wp_batch_stats st;
+    wp_batcher_stats(bt, &st);
+    CHECKF(st.batches == (uint64_t)expect_batches && st.jobs == (uint64_t)n + 1, "stats: %llu batches, %llu jobs",
+           (unsigned long long)st.batches, (unsigned long long)st.jobs);
+    CHECK(st.le[0] == 1 && st.le[WP_BATCH_BUCKETS] == st.batches); /* one batch of 1, all within +Inf */
+    wp_batcher_close(bt);
+}
+
+/* Two keys and two owners, each queue behind its own gated leader: no batch mixes them. */
+static void keys_apart(void) {
+    wp_batch_config cfg = {.window_us = 0, .max = 64};
+    wp_batcher *bt = wp_batcher_open(&cfg);
+    static submitter s[24];
+    static pthread_t th[24];
+    int owner_a, owner_b;
+    const void *owners[] = {&owner_a, &owner_a, &owner_b};
+    const char *keys[] = {"sum", "max", "sum"};
+    reset();
+    for (int q = 0; q < 3; q++) start(&s[q], &th[q], bt, owners[q], keys[q], q, true);
+    wait_at_gate(3);
+    for (int i = 3; i < 24; i++) start(&s[i], &th[i], bt, owners[i % 3], keys[i % 3], i, false);
+    wait_waiting(bt, 21);
+    open_gate();
+    for (int i = 0; i < 24; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < 24; i++)
+        CHECKF(s[i].p.runs == 1 && !s[i].p.mixed, "job %d: %d runs, mixed %d", i, s[i].p.runs, s[i].p.mixed);
+    for (int i = 3; i < 24; i++) CHECKF(s[i].size == 7, "job %d: batch of %d, want its queue's 7", i, s[i].size);
+    CHECK(batches_seen == 6);
+    wp_batcher_close(bt);
+}
+
+/* --batch-max 1: every job alone, at once, even with many at the same time. */
+static void max_one(void) {
+    wp_batch_config cfg = {.window_us = 20000, .max = 1};
+    wp_batcher *bt = wp_batcher_open(&cfg);
+    static submitter s[16];
+    static pthread_t th[16];
+    int owner;
+    reset();
+    open_gate();
+    for (int i = 0; i < 16; i++) start(&s[i], &th[i], bt, &owner, "k", i, false);
+    for (int i = 0; i < 16; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < 16; i++) CHECKF(s[i].size == 1 && s[i].p.runs == 1, "job %d: size %d", i, s[i].size);
+    wp_batch_stats st;
+    wp_batcher_stats(bt, &st);
+    CHECK(st.batches == 16 && st.jobs == 16 && st.max == 1);
+    wp_batcher_close(bt);
+}
+
+/* A window: the leader waits for more; it stops waiting once max jobs wait (a 5 s window never ends). */
+static void window_fills(void) {
+    wp_batch_config cfg = {.window_us = 5000000, .max = 4};
+    wp_batcher *bt = wp_batcher_open(&cfg);
+    static submitter s[4];
+    static pthread_t th[4];
+    int owner;
+    reset();
+    open_gate();
+    for (int i = 0; i < 4; i++) start(&s[i], &th[i], bt, &owner, "k", i, false);
+    for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < 4; i++) CHECKF(s[i].size == 4 && s[i].p.runs == 1, "job %d: size %d", i, s[i].size);
+    CHECK(batches_seen == 1);
+    wp_batcher_close(bt);
+}
+
+int main(void) {
+    T_CASE("all waiting jobs form the next batch");
+    queued_behind(64, 10);
+    T_CASE("batch-max splits them, in order");
+    queued_behind(4, 10);
+    T_CASE("keys and owners apart");
+    keys_apart();
+    T_CASE("a window gathers up to max");
+    window_fills();
+    T_CASE("max 1");
+    max_one();
+    return t_done("batch");
+}
