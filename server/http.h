@@ -87,10 +87,21 @@ typedef struct {
     size_t max_body;    /* bytes; larger bodies get 413 "body_too_large" */
     int max_queue;      /* suspended requests waiting for a worker; beyond: 503 + Retry-After */
     size_t conn_memory; /* libmicrohttpd's per-connection memory (headers + read buffer); 0: 256 KiB */
+    /* Transport (listen.c, conn_guard.c). */
+    const char *unix_path;    /* non-NULL: serve on this Unix socket file, not host:port; the file's mode is
+                                 the access control (a request over it comes from this machine, with no
+                                 peer address: access checks read this field) */
+    unsigned socket_mode;     /* the socket file's permissions (0: 0600) */
+    const char *tls_cert_pem; /* both non-NULL: HTTPS only (libmicrohttpd's GnuTLS), PEM text (copied) */
+    const char *tls_key_pem;
+    unsigned max_connections;  /* open connections (conn_guard.h); 0: from RLIMIT_NOFILE */
+    unsigned header_timeout_s; /* seconds for a new connection's headers to be complete; 0: 10 */
+    unsigned idle_timeout_s;   /* seconds a connection may stay silent (keep-alive, uploads); 0: 60 */
 } wp_http_config;
 
 wp_http *wp_http_start(const wp_http_config *cfg, const wp_route *routes, void *app, wp_err *err);
 int wp_http_port(const wp_http *h);
+unsigned wp_http_max_connections(const wp_http *h); /* the limit in force (cfg's, or the one RLIMIT_NOFILE gave) */
 void wp_http_stop(wp_http *h);
 
 /* Counters for /metrics. */
