@@ -9,6 +9,7 @@ have_hdr cjson/cJSON.h || missing+=(libcjson-dev)
 command -v pkg-config >/dev/null || missing+=(pkg-config)
 command -v curl >/dev/null || missing+=(curl)
 command -v clang-format >/dev/null || missing+=(clang-format)
+command -v openssl >/dev/null || missing+=(openssl) # tests/api/transport.sh: a self-signed certificate
 if [ ${#missing[@]} -gt 0 ]; then
   echo "deps: installing ${missing[*]}"
   SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
