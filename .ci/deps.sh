@@ -10,6 +10,8 @@ command -v pkg-config >/dev/null || missing+=(pkg-config)
 command -v curl >/dev/null || missing+=(curl)
 command -v clang-format >/dev/null || missing+=(clang-format)
 command -v openssl >/dev/null || missing+=(openssl) # tests/api/transport.sh: a self-signed certificate
+# Benchmarks only (bench/wrk_soak.sh runs this with WARPD_BENCH_DEPS=1): not needed by make test.
+[ "${WARPD_BENCH_DEPS:-0}" = 1 ] && ! command -v wrk >/dev/null && missing+=(wrk)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "deps: installing ${missing[*]}"
   SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
