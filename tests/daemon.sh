@@ -3,7 +3,7 @@
 # --tls-cert, or "unix:PATH" when the flags end with --listen unix:PATH).
 #   warpd_start BIN DIR [flags...]  runs BIN --listen 127.0.0.1:0 --cache-dir DIR/cache flags..., stdout
 #                                   in DIR/out, stderr in DIR/err; sets $pid, $port (TCP), $url
-#                                   (http[s]://127.0.0.1:PORT, or unix:PATH); 1 if it did not start.
+#                                   (http[s]://HOST:PORT as printed, or unix:PATH); 1 if it did not start.
 warpd_start() {
   local bin=$1 dir=$2
   shift 2
@@ -12,7 +12,7 @@ warpd_start() {
   port=
   url=
   for _ in $(seq 200); do
-    url=$(grep -oE 'listening on (https?://127\.0\.0\.1:[0-9]+|unix:[^ ]+)' "$dir/out" | head -n 1 | sed 's/^listening on //')
+    url=$(grep -oE 'listening on (https?://[^ /]+:[0-9]+|unix:[^ ]+)' "$dir/out" | head -n 1 | sed 's/^listening on //')
     if [ -n "$url" ]; then
       case "$url" in http*) port=${url##*:} ;; esac
       return 0

@@ -6,6 +6,8 @@
                                             answer while they are open, and again after they close
     slow_conns.py deadline URL N S          the test of the header deadline: N slow connections are closed
                                             by the server about S seconds after they opened
+    slow_conns.py perip URL N LIMIT         a daemon listening beyond loopback lets one peer address hold
+                                            LIMIT connections; the rest of N are closed at once
     slow_conns.py bench URL N [--pid PID]   the same as check, printing numbers (health latency under the
                                             load, time until reachable after the close, the daemon's fds)
 
@@ -131,7 +133,7 @@ def reachable_after(addr, deadline_s):
 
 
 def main():
-    if len(sys.argv) < 4 or sys.argv[1] not in ("check", "deadline", "bench"):
+    if len(sys.argv) < 4 or sys.argv[1] not in ("check", "deadline", "perip", "bench"):
         print(__doc__)
         return 2
     mode, addr = sys.argv[1], addr_of(sys.argv[2])
@@ -143,6 +145,18 @@ def main():
         nonlocal passed, failed
         print(("ok   " if ok else "FAIL ") + what, flush=True)
         passed, failed = passed + ok, failed + (not ok)
+
+    if mode == "perip":  # the daemon listens beyond loopback: one peer address gets at most `limit`
+        limit = int(sys.argv[4])
+        slow = Slow(addr, n)
+        time.sleep(SETTLE_S)
+        closed = slow.closed_by_server()
+        check(closed == n - limit, f"{n} connections from one address: {closed} refused (limit {limit})")
+        slow.close_all()
+        back = reachable_after(addr, 30.0)
+        check(back is not None, "GET /v1/health once they closed: " + ("answered" if back is not None else "no answer"))
+        print(f"slow_conns: {passed} passed, {failed} failed")
+        return 1 if failed else 0
 
     if mode == "deadline":
         secs = float(sys.argv[4])
