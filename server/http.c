@@ -720,8 +720,6 @@ wp_http *wp_http_start(const wp_http_config *cfg, const wp_route *routes, void *
 
 int wp_http_port(const wp_http *h) { return h ? h->port : 0; }
 
-unsigned wp_http_max_connections(const wp_http *h) { return h ? h->cfg.max_connections : 0; }
-
 void wp_http_stop(wp_http *h) {
     if (!h) return;
     /* 1. No new connections. Keep-alive ones may still ask: work_submit answers them 503 from now on. */

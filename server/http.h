@@ -101,7 +101,6 @@ typedef struct {
 
 wp_http *wp_http_start(const wp_http_config *cfg, const wp_route *routes, void *app, wp_err *err);
 int wp_http_port(const wp_http *h);
-unsigned wp_http_max_connections(const wp_http *h); /* the limit in force (cfg's, or the one RLIMIT_NOFILE gave) */
 void wp_http_stop(wp_http *h);
 
 /* Counters for /metrics. */
