@@ -775,6 +775,13 @@ void wp_http_stats_get(wp_http *h, wp_http_stats *out) {
     out->deferred = atomic_load(&h->deferred);
     out->streamed = atomic_load(&h->streamed);
     out->streamed_bytes = atomic_load(&h->streamed_bytes);
+    wp_guard_stats gs;
+    wp_guard_stats_get(h->guard, &gs);
+    out->connections = gs.open;
+    out->max_connections = h->cfg.max_connections;
+    out->closed_header_timeout = gs.header_timeouts;
+    out->closed_peer_gone = gs.peer_gone;
+    out->closed_evicted = gs.evicted;
     pthread_mutex_lock(&h->mu);
     out->queue_depth = h->queue_depth;
     out->workers_busy = h->workers_busy;

@@ -109,6 +109,9 @@ typedef struct {
     uint64_t answered_inline, deferred; /* WP_ROUTE_TRY_INLINE: answered on the HTTP thread, or not */
     uint64_t streamed, streamed_bytes;  /* bodies handed to stream hooks, and their bytes */
     int queue_depth, workers_busy;
+    /* Connections (conn_guard.h): open now, the limit, and those the guard closed, by why. */
+    unsigned connections, max_connections;
+    uint64_t closed_header_timeout, closed_peer_gone, closed_evicted;
 } wp_http_stats;
 void wp_http_stats_get(wp_http *h, wp_http_stats *out);
 

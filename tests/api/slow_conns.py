@@ -132,6 +132,22 @@ def reachable_after(addr, deadline_s):
     return None
 
 
+def metric(addr, name):
+    """A value of GET /metrics ("name" or 'name{label="x"}'), or None."""
+    try:
+        with socket.create_connection(addr, timeout=ANSWER_S) as s:
+            s.sendall(b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            data = b""
+            while chunk := s.recv(65536):
+                data += chunk
+    except OSError:
+        return None
+    for line in data.decode("utf-8", "replace").splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[-1])
+    return None
+
+
 def main():
     if len(sys.argv) < 4 or sys.argv[1] not in ("check", "deadline", "perip", "bench"):
         print(__doc__)
@@ -172,6 +188,8 @@ def main():
         check(closed == n, f"{closed} of {n} slow connections closed by the server (after {took:.1f} s; "
               f"header timeout {secs:g} s)")
         check(took >= secs * 0.5, f"not before the header timeout ({took:.1f} s >= {secs * 0.5:g} s)")
+        closed = metric(addr, 'warpd_http_connections_closed_total{reason="header_timeout"}')
+        check(closed == n, f"/metrics counts them: header_timeout {closed}")
         status, _, why = health(addr)
         check(status == 200, f"GET /v1/health afterwards: {why}")
         try:  # the idle keep-alive connection outlived the header timeout: idle is not slow
@@ -204,6 +222,9 @@ def main():
     if mode == "check":
         check(back is not None, f"GET /v1/health after the {n} slow connections closed: "
               f"{'answered' if back is not None else 'no answer within 30 s'}")
+        if "--evicts" in sys.argv:  # more slow connections than the limit: the oldest made room
+            evicted = metric(addr, 'warpd_http_connections_closed_total{reason="evicted"}')
+            check(evicted is not None and evicted > 0, f"/metrics: {evicted} evicted to make room")
         print(f"slow_conns: {passed} passed, {failed} failed")
         return 1 if failed else 0
     lat.sort()

@@ -35,7 +35,7 @@ phase() { # what, daemon flags..., --, slow_conns.py arguments after the URL
   else pass=$((pass+1)); fi
 }
 phase "3000 slow connections, default limits" -- check 3000
-phase "500 slow connections, --max-connections 64" --max-connections 64 -- check 500
+phase "500 slow connections, --max-connections 64" --max-connections 64 -- check 500 --evicts
 phase "--header-timeout 2 closes connections whose headers never finish" --header-timeout 2 -- deadline 5 2
 # Beyond loopback (0.0.0.0; the test still connects through 127.0.0.1): 64 connections per peer address.
 insecure=(); "$BUILD/asan/warpd" --help | grep -q -- --insecure && insecure=(--insecure) # once tokens exist
