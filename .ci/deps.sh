@@ -26,6 +26,9 @@ command -v clang-format >/dev/null || missing+=(clang-format)
 command -v clang >/dev/null || missing+=(clang)
 echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return d && n; }' |
   clang -fsanitize=fuzzer,address,undefined -x c - -o /dev/null >/dev/null 2>&1 || missing+=(libclang-rt-dev)
+command -v openssl >/dev/null || missing+=(openssl) # tests/api/transport.sh: a self-signed certificate
+# Benchmarks only (bench/wrk_soak.sh runs this with WARPD_BENCH_DEPS=1): not needed by make test.
+[ "${WARPD_BENCH_DEPS:-0}" = 1 ] && ! command -v wrk >/dev/null && missing+=(wrk)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "deps: installing ${missing[*]}"
   SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo

@@ -37,3 +37,9 @@ if command -v python3 >/dev/null 2>&1 && python3 -c "import cupy" >/dev/null 2>&
 else
   echo "== bench_cupy.py: python3 has no cupy, skipped"
 fi
+echo
+# Transport (issue 10): slow connections and a wrk soak (scripts; the Unix-socket upload is bench_transport).
+for script in bench/slow_conns.sh bench/wrk_soak.sh; do
+  echo "== $script"
+  BUILD=$BUILD "$script" || echo "($script exited $?)"
+done

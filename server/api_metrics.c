@@ -41,6 +41,15 @@ void wp_api_metrics(void *appv, const wp_req *req, wp_resp *resp) {
     C("warpd_http_streamed_bytes_total", "Bytes of raw bodies streamed to the device.", hs.streamed_bytes);
     G("warpd_queue_depth", "Requests waiting for a worker.", hs.queue_depth);
     G("warpd_workers_busy", "Workers running a request.", hs.workers_busy);
+    G("warpd_http_connections", "Open HTTP connections.", hs.connections); /* transport (conn_guard.h) */
+    G("warpd_http_max_connections", "Open connections before the oldest idle ones are closed.", hs.max_connections);
+    fprintf(f, "# HELP warpd_http_connections_closed_total Connections the server closed: headers not complete in "
+               "time, the peer gone, or idle and making room.\n# TYPE warpd_http_connections_closed_total counter\n");
+    fprintf(f, "warpd_http_connections_closed_total{reason=\"header_timeout\"} %llu\n",
+            (unsigned long long)hs.closed_header_timeout);
+    fprintf(f, "warpd_http_connections_closed_total{reason=\"peer_gone\"} %llu\n",
+            (unsigned long long)hs.closed_peer_gone);
+    fprintf(f, "warpd_http_connections_closed_total{reason=\"evicted\"} %llu\n", (unsigned long long)hs.closed_evicted);
     fprintf(f, "# HELP warpd_cache_hits_total Kernel cache hits by tier.\n# TYPE warpd_cache_hits_total counter\n");
     fprintf(f, "warpd_cache_hits_total{tier=\"memory\"} %llu\n", (unsigned long long)cs.hits_memory);
     fprintf(f, "warpd_cache_hits_total{tier=\"disk\"} %llu\n", (unsigned long long)cs.hits_disk);

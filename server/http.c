@@ -6,6 +6,8 @@
 #include "http.h"
 
 #include "access.h"
+#include "conn_guard.h"
+#include "listen.h"
 
 #include <errno.h>
 #include <microhttpd.h>
@@ -22,8 +24,10 @@
 #include <unistd.h>
 
 /* Limits that are not in wp_http_config: fixed by this module, named here. */
-#define WP_HTTP_CONNECTION_LIMIT 1024u   /* open connections, suspended ones included */
-#define WP_HTTP_CONNECTION_TIMEOUT_S 60u /* idle connection timeout */
+#define WP_HTTP_CONNECTION_TIMEOUT_S 60u /* idle connection timeout (default of cfg.idle_timeout_s) */
+#define WP_HTTP_HEADER_TIMEOUT_S 10u     /* default of cfg.header_timeout_s */
+#define WP_HTTP_PER_IP_MIN 64u           /* beyond loopback, one peer may hold max_connections / 8, at least this */
+#define WP_HTTP_LISTEN_BACKLOG 4096      /* accepted by the kernel before libmicrohttpd takes them */
 /* libmicrohttpd's per-connection pool (headers + read buffer) when the config says 0. A body arrives in
  * reads of about half of it: 256 KiB took a 256 MiB upload from 360 to 285 ms on a 2-core machine
  * (64 KiB: 32 KiB reads; 1 MiB: 234 ms). libmicrohttpd clears the whole pool between the requests of a
@@ -84,6 +88,12 @@ struct wp_http {
     atomic_uint_least64_t answered_inline, deferred, streamed, streamed_bytes;
     atomic_bool starting;
     char start_log[160]; /* last libmicrohttpd message while starting, for the error */
+
+    /* Transport (start/stop only; the guard is fed by the connection-notify callback). */
+    wp_guard *guard;
+    int unix_fd;              /* the Unix socket handed to MHD, -1 when listening on host:port */
+    ino_t unix_ino;           /* to remove only our own socket file */
+    char *tls_cert, *tls_key; /* PEM copies, alive as long as the daemon */
 };
 
 /* ---------- responses ---------- */
@@ -489,6 +499,43 @@ static void on_log(void *cls, const char *fmt, va_list ap) {
     if (atomic_load(&h->starting)) vsnprintf(h->start_log, sizeof h->start_log, fmt, ap);
 }
 
+/* ---------- connection guard hooks (conn_guard.h) ---------- */
+
+static void *conn_token(struct MHD_Connection *mc) {
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
+/* MHD_OPTION_NOTIFY_CONNECTION: every accepted connection is watched until it closes. */
+static void on_connection(void *cls, struct MHD_Connection *mc, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe) {
+    wp_http *h = cls;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
+        *socket_context = ci ? wp_guard_conn_open(h->guard, ci->connect_fd) : NULL;
+    } else {
+        wp_guard_conn_close(h->guard, *socket_context); /* MHD closes the descriptor after this returns */
+        *socket_context = NULL;
+    }
+}
+
+/* on_request and on_completed as MHD calls them: the guard learns when a request's headers are in
+ * (the first call of a request) and when the request is over. */
+static enum MHD_Result on_request_guarded(void *cls, struct MHD_Connection *mc, const char *url, const char *method,
+                                          const char *version, const char *upload_data, size_t *upload_data_size,
+                                          void **con_cls) {
+    wp_http *h = cls;
+    if (!*con_cls) wp_guard_request_begin(h->guard, conn_token(mc));
+    return on_request(cls, mc, url, method, version, upload_data, upload_data_size, con_cls);
+}
+
+static void on_completed_guarded(void *cls, struct MHD_Connection *mc, void **con_cls,
+                                 enum MHD_RequestTerminationCode why) {
+    wp_http *h = cls;
+    wp_guard_request_end(h->guard, conn_token(mc));
+    on_completed(cls, mc, con_cls, why);
+}
+
 /* ---------- start / stop ---------- */
 
 /* host "127.0.0.1", "::1", "[::1]" or a name → a socket address with port. */
@@ -525,6 +572,92 @@ static void http_free(wp_http *h) {
     free(h);
 }
 
+static bool is_loopback(const struct sockaddr_storage *a) {
+    if (a->ss_family == AF_INET) return (ntohl(((const struct sockaddr_in *)a)->sin_addr.s_addr) >> 24) == 127;
+    if (a->ss_family == AF_INET6) {
+        const struct in6_addr *v6 = &((const struct sockaddr_in6 *)a)->sin6_addr;
+        return IN6_IS_ADDR_LOOPBACK(v6) || (IN6_IS_ADDR_V4MAPPED(v6) && v6->s6_addr[12] == 127);
+    }
+    return false;
+}
+
+/* close_fd: the Unix socket is still ours (MHD never took it, or gave it back by quiescing). */
+static void transport_release(wp_http *h, bool close_fd) {
+    wp_guard_close(h->guard); /* after MHD stopped: no connection is left to watch */
+    h->guard = NULL;
+    if (h->unix_fd >= 0) {
+        if (close_fd) close(h->unix_fd);
+        wp_listen_unix_remove(h->cfg.unix_path, h->unix_ino);
+    }
+    h->unix_fd = -1;
+    if (h->tls_key) explicit_bzero(h->tls_key, strlen(h->tls_key));
+    free(h->tls_key);
+    free(h->tls_cert);
+    h->tls_key = h->tls_cert = NULL;
+}
+
+/* The connection limit and its guard, the Unix socket, the TLS copies. */
+static int transport_prepare(wp_http *h, wp_err *err) {
+    wp_http_config *c = &h->cfg;
+    unsigned long nofile = 0;
+    unsigned fit = wp_guard_connections_for_nofile(&nofile);
+    if (c->max_connections == 0) c->max_connections = fit ? fit : 64;
+    if (fit && c->max_connections > fit)
+        return WP_FAIL(err, 400, "bad_limit", "max_connections",
+                       "--max-connections %u is more than the %u that RLIMIT_NOFILE (%lu) leaves room for",
+                       c->max_connections, fit, nofile);
+    if (c->header_timeout_s == 0) c->header_timeout_s = WP_HTTP_HEADER_TIMEOUT_S;
+    if (c->idle_timeout_s == 0) c->idle_timeout_s = WP_HTTP_CONNECTION_TIMEOUT_S;
+    if (!c->tls_cert_pem != !c->tls_key_pem)
+        return WP_FAIL(err, 400, "bad_tls", "tls", "--tls-cert and --tls-key go together");
+    if (c->tls_cert_pem) {
+        if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
+            return WP_FAIL(err, 400, "bad_tls", "tls", "this libmicrohttpd was built without TLS");
+        h->tls_cert = strdup(c->tls_cert_pem);
+        h->tls_key = strdup(c->tls_key_pem);
+        if (!h->tls_cert || !h->tls_key) return WP_FAIL(err, 500, "internal", "", "out of memory");
+    }
+    wp_guard_config gc = {.max_connections = c->max_connections,
+                          .header_timeout_s = c->header_timeout_s,
+                          .idle_timeout_s = c->idle_timeout_s};
+    h->guard = wp_guard_open(&gc, err);
+    if (!h->guard) return -1;
+    if (c->unix_path) {
+        h->unix_fd = wp_listen_unix(c->unix_path, c->socket_mode, WP_HTTP_LISTEN_BACKLOG, &h->unix_ino, err);
+        if (h->unix_fd < 0) return -1;
+    }
+    return 0;
+}
+
+/* MHD options of the transport; returns how many were written (opts has room for 12). */
+static int transport_options(wp_http *h, const struct sockaddr_storage *addr, struct MHD_OptionItem *opts,
+                             unsigned *flags) {
+    int n = 0;
+#define OPT(o, v, p) (opts[n++] = (struct MHD_OptionItem){(o), (intptr_t)(v), (p)})
+    if (h->unix_fd >= 0) {
+        OPT(MHD_OPTION_LISTEN_SOCKET, h->unix_fd, NULL);
+    } else {
+        OPT(MHD_OPTION_SOCK_ADDR, 0, (void *)addr);
+        OPT(MHD_OPTION_LISTEN_BACKLOG_SIZE, WP_HTTP_LISTEN_BACKLOG, NULL);
+        if (addr->ss_family == AF_INET6) *flags |= MHD_USE_IPv6;
+        if (!is_loopback(addr)) { /* every peer of a loopback listener is this machine */
+            unsigned per_ip = h->cfg.max_connections / 8;
+            OPT(MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip > WP_HTTP_PER_IP_MIN ? per_ip : WP_HTTP_PER_IP_MIN, NULL);
+        }
+    }
+    if (h->tls_cert) {
+        *flags |= MHD_USE_TLS;
+        OPT(MHD_OPTION_HTTPS_MEM_CERT, 0, h->tls_cert);
+        OPT(MHD_OPTION_HTTPS_MEM_KEY, 0, h->tls_key);
+    }
+    OPT(MHD_OPTION_CONNECTION_LIMIT, h->cfg.max_connections + WP_GUARD_SLACK, NULL);
+    OPT(MHD_OPTION_CONNECTION_TIMEOUT, h->cfg.idle_timeout_s, NULL);
+    OPT(MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, h);
+    OPT(MHD_OPTION_END, 0, NULL);
+#undef OPT
+    return n;
+}
+
 wp_http *wp_http_start(const wp_http_config *cfg, const wp_route *routes, void *app, wp_err *err) {
     if (!cfg || !routes) {
         WP_FAIL(err, 500, "internal", "", "wp_http_start needs a config and a route table");
@@ -553,6 +686,7 @@ wp_http *wp_http_start(const wp_http_config *cfg, const wp_route *routes, void *
     h->routes = routes;
     h->app = app;
     h->quiesced_fd = MHD_INVALID_SOCKET;
+    h->unix_fd = -1;
     pthread_mutex_init(&h->mu, NULL);
     pthread_cond_init(&h->work_cv, NULL);
     pthread_cond_init(&h->idle_cv, NULL);
@@ -569,23 +703,25 @@ wp_http *wp_http_start(const wp_http_config *cfg, const wp_route *routes, void *
             break;
         }
     }
-    if (h->workers_started == h->cfg.workers) {
+    bool tried = false;
+    if (h->workers_started == h->cfg.workers && transport_prepare(h, err) == 0) {
         unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
 #ifdef __linux__
         flags |= MHD_USE_EPOLL;
 #else
         flags |= MHD_USE_AUTO;
 #endif
-        if (addr.ss_family == AF_INET6) flags |= MHD_USE_IPv6;
+        struct MHD_OptionItem transport[12];
+        transport_options(h, &addr, transport, &flags);
         atomic_store(&h->starting, true);
         errno = 0;
+        tried = true;
         /* The logger comes first so that it also hears about the options after it. A pool of one is no pool. */
-        h->daemon = MHD_start_daemon(
-            flags, (uint16_t)cfg->port, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER, on_log, h,
-            MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_CONNECTION_LIMIT, WP_HTTP_CONNECTION_LIMIT,
-            MHD_OPTION_CONNECTION_TIMEOUT, WP_HTTP_CONNECTION_TIMEOUT_S, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-            h->cfg.conn_memory, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_THREAD_POOL_SIZE,
-            h->cfg.threads > 1 ? (unsigned)h->cfg.threads : 0u, MHD_OPTION_END);
+        h->daemon = MHD_start_daemon(flags, (uint16_t)cfg->port, NULL, NULL, on_request_guarded, h,
+                                     MHD_OPTION_EXTERNAL_LOGGER, on_log, h, MHD_OPTION_ARRAY, transport,
+                                     MHD_OPTION_CONNECTION_MEMORY_LIMIT, h->cfg.conn_memory,
+                                     MHD_OPTION_NOTIFY_COMPLETED, on_completed_guarded, h, MHD_OPTION_THREAD_POOL_SIZE,
+                                     h->cfg.threads > 1 ? (unsigned)h->cfg.threads : 0u, MHD_OPTION_END);
         int start_errno = errno;
         atomic_store(&h->starting, false);
         if (!h->daemon) {
@@ -603,6 +739,7 @@ wp_http *wp_http_start(const wp_http_config *cfg, const wp_route *routes, void *
         pthread_cond_broadcast(&h->work_cv);
         pthread_mutex_unlock(&h->mu);
         workers_join(h);
+        transport_release(h, !tried); /* a failed MHD_start_daemon closes the socket it was given */
         http_free(h);
         return NULL;
     }
@@ -650,7 +787,9 @@ void wp_http_stop(wp_http *h) {
 
     /* 4. Close everything; MHD reports each open request to on_completed, which frees it. */
     MHD_stop_daemon(h->daemon);
-    if (h->quiesced_fd != MHD_INVALID_SOCKET) close(h->quiesced_fd);
+    bool unix_back = h->unix_fd >= 0 && h->quiesced_fd == h->unix_fd; /* else MHD closed it */
+    if (h->quiesced_fd != MHD_INVALID_SOCKET && !unix_back) close(h->quiesced_fd);
+    transport_release(h, unix_back);
     http_free(h);
 }
 
@@ -666,6 +805,13 @@ void wp_http_stats_get(wp_http *h, wp_http_stats *out) {
     out->deferred = atomic_load(&h->deferred);
     out->streamed = atomic_load(&h->streamed);
     out->streamed_bytes = atomic_load(&h->streamed_bytes);
+    wp_guard_stats gs;
+    wp_guard_stats_get(h->guard, &gs);
+    out->connections = gs.open;
+    out->max_connections = h->cfg.max_connections;
+    out->closed_header_timeout = gs.header_timeouts;
+    out->closed_peer_gone = gs.peer_gone;
+    out->closed_evicted = gs.evicted;
     pthread_mutex_lock(&h->mu);
     out->queue_depth = h->queue_depth;
     out->workers_busy = h->workers_busy;

@@ -89,6 +89,16 @@ typedef struct {
     size_t conn_memory; /* libmicrohttpd's per-connection memory (headers + read buffer); 0: 256 KiB */
     /* who may talk to it (access.h); NULL: the defaults (loopback hosts, no other origin, no token) */
     const struct wp_access *access;
+    /* Transport (listen.c, conn_guard.c). */
+    const char *unix_path;    /* non-NULL: serve on this Unix socket file, not host:port; the file's mode is
+                                 the access control (a request over it comes from this machine, with no
+                                 peer address: access checks read this field) */
+    unsigned socket_mode;     /* the socket file's permissions (0: 0600) */
+    const char *tls_cert_pem; /* both non-NULL: HTTPS only (libmicrohttpd's GnuTLS), PEM text (copied) */
+    const char *tls_key_pem;
+    unsigned max_connections;  /* open connections (conn_guard.h); 0: from RLIMIT_NOFILE */
+    unsigned header_timeout_s; /* seconds for a new connection's headers to be complete; 0: 10 */
+    unsigned idle_timeout_s;   /* seconds a connection may stay silent (keep-alive, uploads); 0: 60 */
 } wp_http_config;
 
 wp_http *wp_http_start(const wp_http_config *cfg, const wp_route *routes, void *app, wp_err *err);
@@ -101,6 +111,9 @@ typedef struct {
     uint64_t answered_inline, deferred; /* WP_ROUTE_TRY_INLINE: answered on the HTTP thread, or not */
     uint64_t streamed, streamed_bytes;  /* bodies handed to stream hooks, and their bytes */
     int queue_depth, workers_busy;
+    /* Connections (conn_guard.h): open now, the limit, and those the guard closed, by why. */
+    unsigned connections, max_connections;
+    uint64_t closed_header_timeout, closed_peer_gone, closed_evicted;
 } wp_http_stats;
 void wp_http_stats_get(wp_http *h, wp_http_stats *out);
 

@@ -12,6 +12,7 @@
 
 #include "access.h"
 #include "app.h"
+#include "listen.h"
 
 #define DEFAULT_PORT 8080
 #define DEFAULT_CACHE_MB 256
@@ -45,6 +46,9 @@ typedef struct {
     /* largest generate.n on emu (reduce, scan, buffers) */
     unsigned long long emu_max_elements;
     int batch_window_us, batch_max; /* dynamic batching (batch.h) */
+    /* Transport: TLS, a Unix socket, connection limits (http.h). */
+    const char *unix_path, *tls_cert, *tls_key;
+    unsigned socket_mode, max_connections, header_timeout_s, idle_timeout_s;
 } options;
 
 static void usage(FILE *f) {
@@ -89,6 +93,14 @@ static void usage(FILE *f) {
             "  --batch-window-us US how long the first of concurrent small jobs with one kernel waits to gather\n"
             "                       more into one launch (default 0: batch only what is already waiting)\n"
             "  --batch-max N        jobs in one batch (default %d; 1 disables batching)\n"
+            "  --listen unix:PATH   serve on a Unix socket file instead; its permissions are the access control\n"
+            "  --socket-mode OCTAL  the socket file's mode (default 600: only this user may connect)\n"
+            "  --tls-cert FILE      serve HTTPS with this PEM certificate (chain) ...\n"
+            "  --tls-key FILE       ... and this PEM private key (both or neither)\n"
+            "  --max-connections N  open connections; beyond, the oldest idle ones are closed (default: from\n"
+            "                       RLIMIT_NOFILE, raised to its hard limit, less an eighth kept for files)\n"
+            "  --header-timeout S   seconds a new connection has to send complete headers (default 10)\n"
+            "  --idle-timeout S     seconds a connection may stay silent (keep-alive, slow uploads) (default 60)\n"
             "  --version, --help\n",
             DEFAULT_PORT, DEFAULT_CACHE_MB, WP_DEFAULT_TEMPLATES, WP_DEFAULT_WEB, DEFAULT_THREADS, DEFAULT_MAX_BODY,
             DEFAULT_CONN_MEMORY, DEFAULT_MAX_DEPTH, DEFAULT_MAX_QUEUE, DEFAULT_MAX_JOBS, DEFAULT_JOB_WORKERS,
@@ -109,6 +121,8 @@ static int parse_num(const char *flag, const char *v, long long lo, long long hi
 }
 
 static int parse_listen(const char *v, options *o) {
+    if (v && !strncmp(v, "unix:", 5)) return o->unix_path = v + 5, 0; /* checked when it is bound */
+    o->unix_path = NULL;
     const char *colon = v ? strrchr(v, ':') : NULL;
     if (!colon || colon == v || (size_t)(colon - v) >= sizeof o->host) {
         fprintf(stderr, "warpd: --listen needs HOST:PORT\n");
@@ -208,6 +222,27 @@ static int parse_args(int argc, char **argv, options *o) {
                 return -1;
             }
             i += (int)n - 1;
+        } else if (FLAG("--tls-cert")) { /* transport */
+            o->tls_cert = v;
+        } else if (FLAG("--tls-key")) {
+            o->tls_key = v;
+        } else if (FLAG("--socket-mode")) {
+            char *end = NULL;
+            long mode = v ? strtol(v, &end, 8) : -1;
+            if (!v || !*v || *end || mode < 0 || mode > 0777) {
+                fprintf(stderr, "warpd: --socket-mode needs an octal mode such as 600 or 660\n");
+                return -1;
+            }
+            o->socket_mode = (unsigned)mode;
+        } else if (FLAG("--max-connections")) {
+            if (parse_num(a, v, 1, 1 << 20, &n)) return -1;
+            o->max_connections = (unsigned)n;
+        } else if (FLAG("--header-timeout")) {
+            if (parse_num(a, v, 1, 3600, &n)) return -1;
+            o->header_timeout_s = (unsigned)n;
+        } else if (FLAG("--idle-timeout")) {
+            if (parse_num(a, v, 1, 24 * 3600, &n)) return -1;
+            o->idle_timeout_s = (unsigned)n;
         } else {
             fprintf(stderr, "warpd: unknown option %s (see --help)\n", a);
             return -1;
@@ -280,6 +315,7 @@ int main(int argc, char **argv) {
     if (!o.access || parse_args(argc, argv, &o)) return 2;
     wp_err access_err = {0};
     wp_access_set_listen(o.access, o.host);
+    if (o.unix_path) wp_access_set_unix(o.access, true); /* file permissions are the access control */
     if (wp_access_finish(o.access, getenv("WARPD_TOKEN"), &access_err)) {
         fprintf(stderr, "warpd: %s\n", access_err.msg);
         return 2;
@@ -410,16 +446,48 @@ int main(int argc, char **argv) {
                          .max_queue = o.max_queue,
                          .conn_memory = o.conn_memory,
                          .access = o.access};
+    /* Transport: TLS files, the Unix socket, connection limits. */
+    if (!o.tls_cert != !o.tls_key) {
+        fprintf(stderr, "warpd: --tls-cert and --tls-key go together (got only %s)\n",
+                o.tls_cert ? "--tls-cert" : "--tls-key");
+        return 2;
+    }
+    char *tls_cert = o.tls_cert ? wp_listen_read_pem("--tls-cert", o.tls_cert, "CERTIFICATE", &err) : NULL;
+    char *tls_key = tls_cert ? wp_listen_read_pem("--tls-key", o.tls_key, "PRIVATE KEY", &err) : NULL;
+    if (o.tls_cert && !tls_key) {
+        fprintf(stderr, "warpd: %s\n", err.msg);
+        return 2;
+    }
+    hc.tls_cert_pem = tls_cert;
+    hc.tls_key_pem = tls_key;
+    hc.unix_path = o.unix_path;
+    hc.socket_mode = o.socket_mode;
+    hc.max_connections = o.max_connections;
+    hc.header_timeout_s = o.header_timeout_s;
+    hc.idle_timeout_s = o.idle_timeout_s;
     app.http = wp_http_start(&hc, routes, &app, &err);
+    if (tls_key) explicit_bzero(tls_key, strlen(tls_key)); /* http.c keeps its own copy */
+    free(tls_key);
+    free(tls_cert);
+    if (!app.http && o.unix_path) {
+        fprintf(stderr, "warpd: cannot listen on unix:%s: %s\n", o.unix_path, err.msg);
+        return 1;
+    }
     if (!app.http) {
         fprintf(stderr, "warpd: cannot listen on %s:%d: %s\n", o.host, o.port, err.msg);
         return 1;
     }
     int maj, min;
     wp_jit_version(app.jit, &maj, &min);
-    printf("warpd %s listening on http://%s%s%s:%d  backend=%s arch=%s nvrtc=%d.%d cache=%s\n", WP_VERSION,
-           strchr(o.host, ':') ? "[" : "", o.host, strchr(o.host, ':') ? "]" : "", wp_http_port(app.http),
-           wp_backend_name(app.preferred), app.arch, maj, min, o.no_disk ? "(memory only)" : cache_dir);
+    char where[PATH_MAX + 160];
+    if (o.unix_path)
+        snprintf(where, sizeof where, "unix:%s", o.unix_path);
+    else
+        snprintf(where, sizeof where, "%s://%s%s%s:%d", o.tls_cert ? "https" : "http", strchr(o.host, ':') ? "[" : "",
+                 o.host, strchr(o.host, ':') ? "]" : "", wp_http_port(app.http));
+    printf("warpd %s listening on %s%s  backend=%s arch=%s nvrtc=%d.%d cache=%s\n", WP_VERSION, where,
+           o.unix_path && o.tls_cert ? " (https)" : "", wp_backend_name(app.preferred), app.arch, maj, min,
+           o.no_disk ? "(memory only)" : cache_dir);
     fflush(stdout);
 
     int sig = 0;

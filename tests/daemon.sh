@@ -1,7 +1,9 @@
-# daemon.sh — sourced by the test scripts: starts a warpd on a free loopback port and learns the port
-# from the line it prints ("listening on http://127.0.0.1:PORT").
+# daemon.sh — sourced by the test scripts: starts a warpd on a free loopback port and learns where it
+# listens from the line it prints ("listening on http://127.0.0.1:PORT", "https://127.0.0.1:PORT" with
+# --tls-cert, or "unix:PATH" when the flags end with --listen unix:PATH).
 #   warpd_start BIN DIR [flags...]  runs BIN --listen 127.0.0.1:0 --cache-dir DIR/cache flags..., stdout
-#                                   in DIR/out, stderr in DIR/err; sets $pid and $port; 1 if it did not start.
+#                                   in DIR/out, stderr in DIR/err; sets $pid, $port (TCP), $url
+#                                   (http[s]://HOST:PORT as printed, or unix:PATH); 1 if it did not start.
 warpd_start() {
   local bin=$1 dir=$2
   shift 2
@@ -9,9 +11,13 @@ warpd_start() {
   "$bin" --listen 127.0.0.1:0 --cache-dir "$dir/cache" "$@" >"$dir/out" 2>"$dir/err" &
   pid=$!
   port=
+  url=
   for _ in $(seq 200); do
-    port=$(grep -oE 'listening on http://127\.0\.0\.1:[0-9]+' "$dir/out" | head -n 1 | sed 's/.*://')
-    [ -n "$port" ] && return 0
+    url=$(grep -oE 'listening on (https?://[^ /]+:[0-9]+|unix:[^ ]+)' "$dir/out" | head -n 1 | sed 's/^listening on //')
+    if [ -n "$url" ]; then
+      case "$url" in http*) port=${url##*:} ;; esac
+      return 0
+    fi
     kill -0 "$pid" 2>/dev/null || break
     sleep 0.05
   done

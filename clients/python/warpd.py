@@ -3,6 +3,7 @@
 
     from warpd import Client, WarpdError
     c = Client("http://127.0.0.1:8080")          # or $WARPD; token= or $WARPD_TOKEN for a daemon with --token-file
+    c = Client("http://127.0.0.1:8080")          # or $WARPD; "unix:/path/warpd.sock" for a Unix socket
     r = c.warp("shfl_xor", width=16, args={"lane_mask": 1}, input={"iota": 32})
     r["output"]  # [1, 0, 3, 2, ...]
     c.reduce([1.5, 2, 3], type="f32", op="sum")["value"]
@@ -31,6 +32,7 @@ import io
 import json
 import math
 import os
+import socket
 import struct
 import sys
 import time
@@ -233,6 +235,24 @@ def progress_bar(label="upload", stream=None, width=30):
 
 
 # ---------------------------------------------------------------- the client
+class _UnixHTTPConnection(http.client.HTTPConnection):
+    """HTTP over a Unix socket file (warpd --listen unix:PATH); requests say Host: localhost."""
+
+    def __init__(self, path, timeout):
+        super().__init__("localhost", timeout=timeout)
+        self._path = path
+
+    def connect(self):
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(self.timeout)
+        try:
+            sock.connect(self._path)
+        except OSError:
+            sock.close()
+            raise
+        self.sock = sock
+
+
 class Client:
     """One warpd daemon. Methods return the decoded JSON answer (dict) unless said otherwise."""
 
@@ -270,12 +290,15 @@ class Client:
             raise WarpdError(0, "connection_failed", "", f"{self.base}: {e}") from None
 
     def _send(self, method, url, data, headers):
-        u = urllib.parse.urlsplit(url)
-        if u.scheme not in ("http", "https"):
-            raise WarpdError(0, "bad_url", "", f"{self.base}: only http:// and https:// URLs")
-        conn_cls = http.client.HTTPSConnection if u.scheme == "https" else http.client.HTTPConnection
-        conn = conn_cls(u.hostname, u.port, timeout=self.timeout)
-        target = (u.path or "/") + (f"?{u.query}" if u.query else "")
+        if self.base.startswith("unix:"):  # unix:/path/warpd.sock, then the request's path and query
+            conn, target = _UnixHTTPConnection(self.base[5:], self.timeout), url[len(self.base):] or "/"
+        else:
+            u = urllib.parse.urlsplit(url)
+            if u.scheme not in ("http", "https"):
+                raise WarpdError(0, "bad_url", "", f"{self.base}: only http://, https:// and unix:PATH")
+            conn_cls = http.client.HTTPSConnection if u.scheme == "https" else http.client.HTTPConnection
+            conn = conn_cls(u.hostname, u.port, timeout=self.timeout)
+            target = (u.path or "/") + (f"?{u.query}" if u.query else "")
         try:
             try:
                 conn.request(method, target, body=data, headers=headers)

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "tests/api/api_curl.h"
 #include "tests/http_client.h"
 
 #define API_SHOW_MAX 200          /* characters of expected / got shown on a mismatch */
@@ -27,6 +28,7 @@ typedef struct {
     FILE *out;        /* where failures are reported (stderr unless set) */
     bool verbose;     /* also print passing cases */
     int passed, failed;
+    const api_curl *curl; /* non-NULL: send every request with the curl program (HTTPS, Unix socket) */
 } api_ctx;
 
 static inline int api_ctx_init(api_ctx *ctx, const char *base_url) {
@@ -408,14 +410,19 @@ static inline int api_send(api_ctx *ctx, const cJSON *tc, hc_resp *r, char *why,
     if (!lines || !full || (!payload && (body || body_text || repeat))) {
         snprintf(why, cap, "out of memory building the request");
     } else {
-        hc_conn c;
         unsigned flags = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(tc, "chunked")) ? HC_CHUNKED : 0;
         if (cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(headers, "Content-Type"))) flags |= HC_NO_TYPE;
-        rc = hc_open(&c, ctx->host, ctx->port, cJSON_IsNumber(timeout) ? timeout->valueint : API_TIMEOUT_MS);
-        if (rc == 0) rc = hc_send(&c, m, full, (const char *const *)lines, payload, payload_len, flags);
-        if (rc == 0) rc = hc_recv(&c, m, r);
-        if (rc < 0) snprintf(why, cap, "%s %s: %s", m, full, c.err);
-        hc_close(&c);
+        int timeout_ms = cJSON_IsNumber(timeout) ? timeout->valueint : API_TIMEOUT_MS;
+        if (ctx->curl) {
+            rc = api_curl_send(ctx->curl, m, full, lines, payload, payload_len, flags, timeout_ms, r, why, cap);
+        } else {
+            hc_conn c;
+            rc = hc_open(&c, ctx->host, ctx->port, timeout_ms);
+            if (rc == 0) rc = hc_send(&c, m, full, (const char *const *)lines, payload, payload_len, flags);
+            if (rc == 0) rc = hc_recv(&c, m, r);
+            if (rc < 0) snprintf(why, cap, "%s %s: %s", m, full, c.err);
+            hc_close(&c);
+        }
     }
     for (int i = 0; lines && i < k; i++) free(lines[i]);
     free(lines);

@@ -479,5 +479,60 @@ class Cli(unittest.TestCase):
             os.unlink(path)
 
 
+# ---------------------------------------------------------------- a daemon on a Unix socket (WARPD=unix:PATH)
+class LiveUnixSocket(unittest.TestCase):
+    """Its own daemon on --listen unix:PATH: the client and the CLI reach it through WARPD=unix:PATH."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="warpd-unix-")
+        cls.sock = os.path.join(cls.tmp, "warpd.sock")
+        binary = os.path.join(ROOT, os.environ.get("BUILD", "build"), "warpd")
+        cls.daemon = subprocess.Popen([binary, "--listen", "unix:" + cls.sock, "--backend", "emu", "--no-disk-cache"],
+                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        line = cls.daemon.stdout.readline()
+        if f"listening on unix:{cls.sock}" not in line:
+            cls.daemon.kill()
+            raise RuntimeError(f"the daemon did not start on the socket: {line!r}")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.daemon.terminate()
+        cls.daemon.wait(10)
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def test_client_from_environment(self):
+        old = os.environ.get("WARPD")
+        os.environ["WARPD"] = "unix:" + self.sock
+        try:
+            c = Client()
+        finally:
+            if old is None:
+                del os.environ["WARPD"]
+            else:
+                os.environ["WARPD"] = old
+        self.assertEqual(c.health(), {"status": "ok"})
+        data = [1.5, -2.0, 3.25, 8.0]
+        self.assertEqual(c.reduce(raw=pack(data, "f32"), type="f32", op="sum")["value"], sum(data))
+        self.assertEqual(c.reduce(data, type="f32", op="max")["value"], 8.0)
+        with self.assertRaises(WarpdError) as cm:
+            c.warp("shfl_xor", width=3, args={"lane_mask": 1}, input={"iota": 32})
+        self.assertEqual((cm.exception.status, cm.exception.field), (400, "width"))
+
+    def test_socket_is_owner_only(self):
+        self.assertEqual(os.stat(self.sock).st_mode & 0o777, 0o600)
+
+    def test_cli(self):
+        env = dict(os.environ, WARPD="unix:" + self.sock)
+        p = subprocess.run(CLI + ["health"], capture_output=True, text=True, timeout=60, env=env)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("ok", p.stdout)
+
+    def test_missing_socket(self):
+        with self.assertRaises(WarpdError) as cm:
+            Client("unix:" + os.path.join(self.tmp, "nobody.sock"), timeout=5).health()
+        self.assertEqual((cm.exception.status, cm.exception.code), (0, "connection_failed"))
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -1,0 +1,229 @@
+/* conn_guard.c — closes connections that hold the HTTP server without asking anything of it: slow
+ * headers, a vanished peer, idle ones when the server is full (conn_guard.h says when and why).
+ * Owns: wp_guard (a slot per open connection, the watch thread, the counters). Knows nothing of
+ * libmicrohttpd but the descriptor of each connection. */
+#include "conn_guard.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#define FD_RESERVE_MIN 256u /* descriptors kept for cache files, workers, libraries */
+#define FD_RESERVE_DIV 8u   /* ... or this fraction of the limit, when larger */
+
+typedef enum { SLOT_FREE, SLOT_WAIT_HEADERS, SLOT_IN_REQUEST, SLOT_IDLE } slot_state;
+
+typedef struct {
+    int fd;
+    slot_state state;
+    bool closing;   /* shut down by the guard; MHD has yet to close it */
+    bool rdhup;     /* the peer had hung up at the last tick */
+    uint64_t since; /* when the state began (ns) */
+    unsigned next;  /* free list */
+} slot;
+
+struct wp_guard {
+    wp_guard_config cfg;
+    pthread_mutex_t mu; /* guards everything below */
+    pthread_cond_t stop_cv;
+    bool stopping;
+    pthread_t thread;
+    slot *slots;
+    unsigned cap, free_head, open, closing;
+    struct pollfd *pfd; /* the watch thread's scratch */
+    unsigned *pidx;
+    uint64_t header_timeouts, peer_gone, evicted;
+};
+
+#define NO_SLOT UINT32_MAX
+
+static void slot_shut(wp_guard *g, slot *s) {
+    shutdown(s->fd, SHUT_RDWR); /* MHD reads the end of the stream and closes it on its own thread */
+    s->closing = true;
+    g->closing++;
+}
+
+/* Closes the oldest connections outside a request until at most max_connections remain open. */
+static void evict_locked(wp_guard *g) {
+    while (g->open - g->closing > g->cfg.max_connections) {
+        slot *oldest = NULL;
+        for (unsigned i = 0; i < g->cap; i++) {
+            slot *s = &g->slots[i];
+            if (s->state == SLOT_FREE || s->state == SLOT_IN_REQUEST || s->closing) continue;
+            if (!oldest || s->since < oldest->since) oldest = s;
+        }
+        if (!oldest) return; /* every connection is inside a request: nothing to take */
+        slot_shut(g, oldest);
+        g->evicted++;
+    }
+}
+
+/* One tick: deadlines, then a hung-up check of every connection outside a request. */
+static void tick_locked(wp_guard *g) {
+    uint64_t now = wp_now_ns();
+    uint64_t header_ns = (uint64_t)(g->cfg.header_timeout_s * 1e9);
+    uint64_t idle_ns = (uint64_t)(g->cfg.idle_timeout_s * 1e9);
+    unsigned n = 0;
+    for (unsigned i = 0; i < g->cap; i++) {
+        slot *s = &g->slots[i];
+        if (s->state == SLOT_FREE || s->state == SLOT_IN_REQUEST || s->closing) continue;
+        uint64_t limit = s->state == SLOT_WAIT_HEADERS ? header_ns : idle_ns + header_ns;
+        if (now - s->since >= limit) {
+            slot_shut(g, s);
+            g->header_timeouts++;
+            continue;
+        }
+        g->pfd[n] = (struct pollfd){.fd = s->fd, .events = POLLRDHUP};
+        g->pidx[n++] = i;
+    }
+    if (n == 0 || poll(g->pfd, n, 0) <= 0) {
+        for (unsigned k = 0; k < n; k++) g->slots[g->pidx[k]].rdhup = false;
+        return;
+    }
+    for (unsigned k = 0; k < n; k++) {
+        slot *s = &g->slots[g->pidx[k]];
+        bool gone = g->pfd[k].revents & (POLLRDHUP | POLLHUP | POLLERR);
+        if (gone && s->rdhup) { /* two ticks: MHD had time to read whatever came before the FIN */
+            slot_shut(g, s);
+            g->peer_gone++;
+        }
+        s->rdhup = gone;
+    }
+}
+
+static void *guard_main(void *arg) {
+    wp_guard *g = arg;
+    pthread_mutex_lock(&g->mu);
+    while (!g->stopping) {
+        struct timespec at;
+        clock_gettime(CLOCK_REALTIME, &at);
+        at.tv_nsec += WP_GUARD_TICK_MS * 1000000L;
+        if (at.tv_nsec >= 1000000000L) at.tv_sec++, at.tv_nsec -= 1000000000L;
+        pthread_cond_timedwait(&g->stop_cv, &g->mu, &at);
+        if (!g->stopping) tick_locked(g);
+    }
+    pthread_mutex_unlock(&g->mu);
+    return NULL;
+}
+
+wp_guard *wp_guard_open(const wp_guard_config *cfg, wp_err *err) {
+    if (!cfg || !cfg->max_connections || cfg->header_timeout_s <= 0 || cfg->idle_timeout_s <= 0) {
+        WP_FAIL(err, 500, "internal", "", "the connection guard needs a limit and timeouts");
+        return NULL;
+    }
+    wp_guard *g = calloc(1, sizeof *g);
+    if (!g) {
+        WP_FAIL(err, 500, "internal", "", "out of memory");
+        return NULL;
+    }
+    g->cfg = *cfg;
+    g->cap = cfg->max_connections + WP_GUARD_SLACK;
+    g->slots = calloc(g->cap, sizeof *g->slots);
+    g->pfd = calloc(g->cap, sizeof *g->pfd);
+    g->pidx = calloc(g->cap, sizeof *g->pidx);
+    if (!g->slots || !g->pfd || !g->pidx) {
+        WP_FAIL(err, 500, "internal", "", "out of memory for %u connection slots", g->cap);
+        free(g->slots), free(g->pfd), free(g->pidx), free(g);
+        return NULL;
+    }
+    for (unsigned i = 0; i < g->cap; i++) g->slots[i].next = i + 1 < g->cap ? i + 1 : NO_SLOT;
+    g->free_head = 0;
+    pthread_mutex_init(&g->mu, NULL);
+    pthread_cond_init(&g->stop_cv, NULL);
+    if (pthread_create(&g->thread, NULL, guard_main, g) != 0) {
+        WP_FAIL(err, 500, "internal", "", "cannot start the connection guard thread");
+        pthread_mutex_destroy(&g->mu);
+        pthread_cond_destroy(&g->stop_cv);
+        free(g->slots), free(g->pfd), free(g->pidx), free(g);
+        return NULL;
+    }
+    return g;
+}
+
+void wp_guard_close(wp_guard *g) {
+    if (!g) return;
+    pthread_mutex_lock(&g->mu);
+    g->stopping = true;
+    pthread_cond_broadcast(&g->stop_cv);
+    pthread_mutex_unlock(&g->mu);
+    pthread_join(g->thread, NULL);
+    pthread_mutex_destroy(&g->mu);
+    pthread_cond_destroy(&g->stop_cv);
+    free(g->slots), free(g->pfd), free(g->pidx), free(g);
+}
+
+void *wp_guard_conn_open(wp_guard *g, int fd) {
+    if (!g) return NULL;
+    pthread_mutex_lock(&g->mu);
+    if (g->free_head == NO_SLOT) { /* MHD's own limit keeps this from happening */
+        pthread_mutex_unlock(&g->mu);
+        shutdown(fd, SHUT_RDWR);
+        return NULL;
+    }
+    slot *s = &g->slots[g->free_head];
+    g->free_head = s->next;
+    *s = (slot){.fd = fd, .state = SLOT_WAIT_HEADERS, .since = wp_now_ns(), .next = NO_SLOT};
+    g->open++;
+    evict_locked(g);
+    pthread_mutex_unlock(&g->mu);
+    return s;
+}
+
+void wp_guard_conn_close(wp_guard *g, void *token) {
+    slot *s = token;
+    if (!g || !s) return;
+    pthread_mutex_lock(&g->mu);
+    if (s->closing) g->closing--;
+    g->open--;
+    s->state = SLOT_FREE;
+    s->closing = false;
+    s->next = g->free_head;
+    g->free_head = (unsigned)(s - g->slots);
+    pthread_mutex_unlock(&g->mu);
+}
+
+static void set_state(wp_guard *g, slot *s, slot_state st) {
+    if (!g || !s) return;
+    pthread_mutex_lock(&g->mu);
+    s->state = st;
+    s->since = wp_now_ns();
+    s->rdhup = false;
+    pthread_mutex_unlock(&g->mu);
+}
+
+void wp_guard_request_begin(wp_guard *g, void *token) { set_state(g, token, SLOT_IN_REQUEST); }
+void wp_guard_request_end(wp_guard *g, void *token) { set_state(g, token, SLOT_IDLE); }
+
+void wp_guard_stats_get(wp_guard *g, wp_guard_stats *out) {
+    memset(out, 0, sizeof *out);
+    if (!g) return;
+    pthread_mutex_lock(&g->mu);
+    out->open = g->open;
+    out->header_timeouts = g->header_timeouts;
+    out->peer_gone = g->peer_gone;
+    out->evicted = g->evicted;
+    pthread_mutex_unlock(&g->mu);
+}
+
+unsigned wp_guard_connections_for_nofile(unsigned long *nofile) {
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) {
+        if (nofile) *nofile = 0;
+        return 0;
+    }
+    if (rl.rlim_cur < rl.rlim_max) {
+        struct rlimit raised = {.rlim_cur = rl.rlim_max, .rlim_max = rl.rlim_max};
+        if (setrlimit(RLIMIT_NOFILE, &raised) == 0) rl.rlim_cur = rl.rlim_max;
+    }
+    unsigned long lim = rl.rlim_cur == RLIM_INFINITY ? 1ul << 20 : (unsigned long)rl.rlim_cur;
+    if (nofile) *nofile = lim;
+    unsigned long reserve = lim / FD_RESERVE_DIV > FD_RESERVE_MIN ? lim / FD_RESERVE_DIV : FD_RESERVE_MIN;
+    if (lim <= reserve + WP_GUARD_SLACK) return 0;
+    unsigned long n = lim - reserve - WP_GUARD_SLACK;
+    return n > WP_GUARD_MAX_CONNECTIONS ? WP_GUARD_MAX_CONNECTIONS : (unsigned)n;
+}
