@@ -740,6 +740,7 @@ static bool handle(wp_app *app, const wp_req *req, wp_resp *resp, bool scan, raw
     rc = wp_reduce_run(app, be, &job, &r, &err);
     if (rc > 0) goto defer;
     if (rc) goto fail;
+    wp_resp_note_kernel(resp, wp_backend_name(be), r.compiled ? wp_source_name(r.source) : "none", f->name, r.hash);
 
     /* results */
     double download_us = 0;

@@ -11,6 +11,7 @@
 #include "http.h"
 #include "jit.h"
 #include "jobs.h"
+#include "metrics.h"
 #include "reduce.h"
 #include "spec.h"
 
@@ -35,6 +36,8 @@ typedef struct wp_app {
     wp_buffers *buffers;      /* device-resident buffers (buffers.c): /v1/buffers */
     wp_reduce_engine *reduce; /* data-parallel jobs (reduce.c): /v1/reduce, /v1/scan */
     uint64_t max_elements;    /* largest n of a reduce/scan job (413 beyond) */
+    wp_metrics *metrics;      /* latency histograms, process and build metrics (metrics.c): /metrics */
+    int cuda_device;          /* the CUDA device ordinal (--device), for /metrics */
 } wp_app;
 
 /* A kernel ready to run: the cache entry (held), its function on the chosen backend, where it came

@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include "app.h"
+#include "log.h"
+#include "reqlog.h"
 
 #define DEFAULT_PORT 8080
 #define DEFAULT_CACHE_MB 256
@@ -38,6 +40,7 @@ typedef struct {
     double job_ttl_s, buffer_ttl_s;
     unsigned long long buffer_quota; /* 0: half the device's memory */
     unsigned long long max_elements; /* n limit of /v1/reduce and /v1/scan */
+    const char *access_log;          /* NULL, "-" or a file */
 } options;
 
 static void usage(FILE *f) {
@@ -67,6 +70,10 @@ static void usage(FILE *f) {
             "                       at most %d)\n"
             "  --buffer-quota BYTES bytes all buffers may hold (default: half the device's memory)\n"
             "  --max-elements N     largest n of a /v1/reduce or /v1/scan job (default %llu; larger gets 413)\n"
+            "  --access-log FILE|-  one JSON line per request (time, id, trace id, method, route, path, status,\n"
+            "                       bytes, duration, backend, cache, key), appended to FILE or written to stdout\n"
+            "  --log-level L        error | warn | info | debug: the daemon's messages on stderr (default info;\n"
+            "                       debug also prints every request's log line)\n"
             "  --version, --help\n",
             DEFAULT_PORT, DEFAULT_CACHE_MB, WP_DEFAULT_TEMPLATES, WP_DEFAULT_WEB, DEFAULT_THREADS, DEFAULT_MAX_BODY,
             DEFAULT_CONN_MEMORY, DEFAULT_MAX_DEPTH, DEFAULT_MAX_QUEUE, DEFAULT_MAX_JOBS, DEFAULT_JOB_WORKERS,
@@ -166,6 +173,15 @@ static int parse_args(int argc, char **argv, options *o) {
         } else if (FLAG("--max-elements")) {
             if (parse_num(a, v, 1, 1LL << 40, &n)) return -1;
             o->max_elements = (unsigned long long)n;
+        } else if (FLAG("--access-log")) {
+            o->access_log = v;
+        } else if (FLAG("--log-level")) {
+            wp_log_level level;
+            if (wp_log_level_parse(v, &level)) {
+                fprintf(stderr, "warpd: --log-level must be error, warn, info or debug\n");
+                return -1;
+            }
+            wp_log_set_level(level);
         } else if (FLAG("--buffer-quota")) {
             if (parse_num(a, v, 0, 1LL << 50, &n)) return -1;
             o->buffer_quota = (unsigned long long)n;
@@ -272,7 +288,7 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "warpd: --backend cuda, but CUDA is not usable: %s\n", err.msg);
                 return 1;
             }
-            fprintf(stderr, "warpd: no usable GPU (%s); serving on the emulator\n", err.msg);
+            wp_log(WP_LOG_WARN, "no usable GPU (%s); serving on the emulator", err.msg);
         }
     } else {
         snprintf(app.cuda_reason, sizeof app.cuda_reason, "disabled by --backend emu");
@@ -283,7 +299,7 @@ int main(int argc, char **argv) {
         wp_backend_info(app.cuda, &di);
         snprintf(app.arch, sizeof app.arch, "sm_%d", di.sm);
         if (o.arch && strcmp(o.arch, app.arch))
-            fprintf(stderr, "warpd: --arch %s ignored: the device is %s\n", o.arch, app.arch);
+            wp_log(WP_LOG_WARN, "--arch %s ignored: the device is %s", o.arch, app.arch);
     } else {
         snprintf(app.arch, sizeof app.arch, "%s", o.arch ? o.arch : "sm_90");
     }
@@ -346,6 +362,14 @@ int main(int argc, char **argv) {
         return 1;
     }
 
+    /* Request ids, the access log and the latency histograms (reqlog.c, metrics.c). */
+    app.cuda_device = o.device;
+    app.metrics = wp_metrics_open(routes);
+    wp_reqlog *reqlog = app.metrics ? wp_reqlog_open(o.access_log, app.metrics, &err) : NULL;
+    if (!reqlog) {
+        fprintf(stderr, "warpd: %s\n", app.metrics ? err.msg : "out of memory for the metrics");
+        return 1;
+    }
     wp_http_config hc = {.host = o.host,
                          .port = o.port,
                          .threads = o.threads,
@@ -353,6 +377,7 @@ int main(int argc, char **argv) {
                          .max_body = o.max_body,
                          .max_queue = o.max_queue,
                          .conn_memory = o.conn_memory};
+    hc.reqlog = reqlog;
     app.http = wp_http_start(&hc, routes, &app, &err);
     if (!app.http) {
         fprintf(stderr, "warpd: cannot listen on %s:%d: %s\n", o.host, o.port, err.msg);
@@ -367,12 +392,14 @@ int main(int argc, char **argv) {
 
     int sig = 0;
     sigwait(&sigs, &sig);
-    fprintf(stderr, "warpd: signal %d, stopping\n", sig);
+    wp_log(WP_LOG_INFO, "signal %d, stopping", sig);
     wp_http_stop(app.http);
     wp_jobs_close(app.jobs);            /* after HTTP: nothing submits any more */
     wp_buffers_close(app.buffers);      /* after jobs: nothing holds a buffer any more */
     wp_reduce_engine_close(app.reduce); /* its scratch lives on the backends */
     wp_cache_close(app.cache);
+    wp_reqlog_close(reqlog); /* after HTTP and jobs: nothing logs or measures any more */
+    wp_metrics_close(app.metrics);
     wp_jit_close(app.jit);
     wp_backend_close(app.cuda);
     wp_backend_close(app.emu);
