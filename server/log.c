@@ -24,7 +24,7 @@ bool wp_log_enabled(wp_log_level level) { return (int)level <= atomic_load(&log_
 
 void wp_log(wp_log_level level, const char *fmt, ...) {
     if (!wp_log_enabled(level)) return;
-    char line[4096];
+    char line[20480]; /* room for a whole access log line (reqlog.c repeats them at debug) */
     int n = snprintf(line, sizeof line, "warpd: %s", level == WP_LOG_DEBUG ? "debug: " : "");
     va_list ap;
     va_start(ap, fmt);

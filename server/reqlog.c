@@ -171,7 +171,7 @@ void wp_reqlog_respond(wp_reqrec *r, wp_resp *resp) {
             resp->body_len += (size_t)n - 2;
         }
     }
-    r->bytes_out = resp->body_len;
+    r->bytes_out = strcmp(r->method, "HEAD") ? resp->body_len : 0; /* HEAD: headers only */
 }
 
 /* ---------- the access log line ---------- */
