@@ -368,6 +368,16 @@ static void log_traffic(sent *s) {
     const char *esc[] = {"X-Request-Id: log-esc", "User-Agent: ua \"q\" \\ \x01 \xff end", NULL};
     CHECK(req("GET", "/v1/jobs/a%0a%22b%5c%01%7f%ff%c3%a9", esc, NULL, &r) == 0 && r.status == 404);
     hc_resp_free(&r);
+    /* a client that goes away in the middle of its body: logged, with no status (and the body bytes that
+     * were read before it went: all 8, unless the daemon saw it go first) */
+    hc_conn c;
+    static const char head[] = "POST /v1/reduce HTTP/1.1\r\nHost: x\r\nX-Request-Id: log-abort\r\n"
+                               "Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"type\":";
+    if (hc_open(&c, host, port, 0) == 0) {
+        CHECK(hc_write(&c, head, sizeof head - 1, false) == 0);
+        usleep(50 * 1000);
+    }
+    hc_close(&c);
     pthread_t th[THREADS];
     for (int t = 0; t < THREADS; t++) pthread_create(&th[t], NULL, hammer, (void *)(intptr_t)t);
     for (int t = 0; t < THREADS; t++) pthread_join(th[t], NULL);
@@ -387,7 +397,7 @@ static void test_access_log(const char *log_path, const char *err_path) {
                 snprintf(id, sizeof id, "\"id\":\"cc-%d-%d\"", t, i);
                 missing += !text || !strstr(text, id);
             }
-        missing += !text || !strstr(text, "\"id\":\"log-esc\"");
+        missing += !text || !strstr(text, "\"id\":\"log-esc\"") || !strstr(text, "\"id\":\"log-abort\"");
         free(text);
         if (!missing) break;
         usleep(25 * 1000);
@@ -416,6 +426,10 @@ static void test_access_log(const char *log_path, const char *err_path) {
     if (hd)
         CHECK(!strcmp(str(hd, "method"), "HEAD") && !strcmp(str(hd, "route"), "/v1/health") &&
               num(hd, "bytes_out") == 0);
+    const cJSON *ab = line_of(&l, "log-abort");
+    if (ab)
+        CHECK(num(ab, "status") == 0 && cJSON_IsTrue(cJSON_GetObjectItem(ab, "aborted")) && num(ab, "bytes_in") <= 8 &&
+              !strcmp(str(ab, "route"), "/v1/reduce"));
     const cJSON *tv = line_of(&l, "tp-valid");
     if (tv)
         CHECK(!strcmp(str(tv, "trace_id"), "4bf92f3577b34da6a3ce929d0e0e4736") &&
