@@ -71,7 +71,8 @@ static void usage(FILE *f) {
             "  --buffer-quota BYTES bytes all buffers may hold (default: half the device's memory)\n"
             "  --max-elements N     largest n of a /v1/reduce or /v1/scan job (default %llu; larger gets 413)\n"
             "  --access-log FILE|-  one JSON line per request (time, id, trace id, method, route, path, status,\n"
-            "                       bytes, duration, backend, cache, key), appended to FILE or written to stdout\n"
+            "                       bytes, duration, backend, cache, key), appended to FILE (reopened on SIGHUP)\n"
+            "                       or written to stdout\n"
             "  --log-level L        error | warn | info | debug: the daemon's messages on stderr (default info;\n"
             "                       debug also prints every request's log line)\n"
             "  --version, --help\n",
@@ -267,6 +268,7 @@ int main(int argc, char **argv) {
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGINT);
     sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGHUP); /* reopens the access log (log rotation) */
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
 
@@ -391,7 +393,8 @@ int main(int argc, char **argv) {
     fflush(stdout);
 
     int sig = 0;
-    sigwait(&sigs, &sig);
+    while (sigwait(&sigs, &sig) == 0 && sig == SIGHUP)
+        if (wp_reqlog_reopen(reqlog, &err)) wp_log(WP_LOG_ERROR, "%s", err.msg);
     wp_log(WP_LOG_INFO, "signal %d, stopping", sig);
     wp_http_stop(app.http);
     wp_jobs_close(app.jobs);            /* after HTTP: nothing submits any more */

@@ -21,8 +21,9 @@
 #define REQLOG_LINE_MAX 16384 /* a line's bound: the escaped path and agent are at most 6x their caps */
 
 struct wp_reqlog {
-    int fd; /* -1: no access log */
-    bool own_fd;
+    int fd;             /* -1: no access log; changed by reopen, so read under mu */
+    bool on, own_fd;    /* on: an access log is written (fixed at open) */
+    char *path;         /* the file's, for reopen; NULL for none or stdout */
     pthread_mutex_t mu; /* one line at a time, whole */
     wp_metrics *metrics;
     atomic_uint_least64_t id_counter; /* ids when the kernel has no entropy to give yet */
@@ -37,6 +38,7 @@ wp_reqlog *wp_reqlog_open(const char *access_log, wp_metrics *metrics, wp_err *e
     l->fd = -1;
     l->metrics = metrics;
     pthread_mutex_init(&l->mu, NULL);
+    l->on = access_log != NULL;
     if (access_log && !strcmp(access_log, "-")) {
         l->fd = STDOUT_FILENO;
     } else if (access_log) {
@@ -47,13 +49,32 @@ wp_reqlog *wp_reqlog_open(const char *access_log, wp_metrics *metrics, wp_err *e
             return NULL;
         }
         l->own_fd = true;
+        if (!(l->path = strdup(access_log))) {
+            WP_FAIL(err, 500, "internal", "", "out of memory");
+            wp_reqlog_close(l);
+            return NULL;
+        }
     }
     return l;
+}
+
+int wp_reqlog_reopen(wp_reqlog *l, wp_err *err) {
+    if (!l || !l->path) return 0;
+    int fd = open(l->path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+    if (fd < 0)
+        return WP_FAIL(err, 500, "access_log", "", "cannot reopen the access log %s: %s", l->path, strerror(errno));
+    pthread_mutex_lock(&l->mu);
+    int old = l->fd;
+    l->fd = fd;
+    pthread_mutex_unlock(&l->mu);
+    close(old);
+    return 0;
 }
 
 void wp_reqlog_close(wp_reqlog *l) {
     if (!l) return;
     if (l->own_fd) close(l->fd);
+    free(l->path);
     pthread_mutex_destroy(&l->mu);
     free(l);
 }
@@ -136,8 +157,8 @@ void wp_reqlog_begin(wp_reqlog *l, wp_reqrec *r, const char *method, const char 
     const char *tp = header ? header(conn, "traceparent") : NULL;
     if (tp && wp_traceparent_parse(tp, r->trace_id, r->parent_id)) r->trace_invalid = true;
     copy_cut(r->method, sizeof r->method, method, NULL);
-    copy_cut(r->path, sizeof r->path, path, &r->path_cut);          /* /metrics names a 404's route by it */
-    if (!l || (l->fd < 0 && !wp_log_enabled(WP_LOG_DEBUG))) return; /* nothing reads the rest */
+    copy_cut(r->path, sizeof r->path, path, &r->path_cut);       /* /metrics names a 404's route by it */
+    if (!l || (!l->on && !wp_log_enabled(WP_LOG_DEBUG))) return; /* nothing reads the rest */
     copy_cut(r->agent, sizeof r->agent, header ? header(conn, "User-Agent") : NULL, NULL);
     peer_text(peer, r->remote, sizeof r->remote);
 }
@@ -287,13 +308,13 @@ void wp_reqlog_end(wp_reqlog *l, wp_reqrec *r, const wp_route *rt, uint64_t byte
     double dur_s = (double)(wp_now_ns() - r->t_start_ns) / 1e9;
     if (r->status) wp_metrics_observe_request(l->metrics, rt, r->path[0] ? r->path : NULL, r->status, dur_s);
     bool debug = wp_log_enabled(WP_LOG_DEBUG);
-    if (l->fd < 0 && !debug) return;
+    if (!l->on && !debug) return;
     const char *route = wp_metrics_route(l->metrics, rt, r->path);
     line_buf *b = malloc(sizeof *b);
     if (!b) return;
     b->len = 0;
     format_line(b, r, route, bytes_in, dur_s, completed);
-    if (l->fd >= 0) write_line(l, b->buf, b->len);
+    if (l->on) write_line(l, b->buf, b->len);
     if (debug) {
         b->buf[b->len - 1] = 0;
         wp_log(WP_LOG_DEBUG, "request %s", b->buf);

@@ -48,6 +48,10 @@ typedef struct {
  * request latencies go (NULL: nowhere). NULL with err when the file cannot be opened. */
 wp_reqlog *wp_reqlog_open(const char *access_log, wp_metrics *metrics, wp_err *err);
 void wp_reqlog_close(wp_reqlog *l);
+/* Opens the access log file again (after logrotate moved it; main.c on SIGHUP), from any thread; lines
+ * being written finish in the old file. A no-op for none or stdout. -1 with err (the old file stays in
+ * use) when it cannot be opened. */
+int wp_reqlog_reopen(wp_reqlog *l, wp_err *err);
 
 /* A header's value, or NULL: how wp_reqlog_begin reads the request without knowing libmicrohttpd. */
 typedef const char *(*wp_reqlog_header_fn)(void *conn, const char *name);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # observe.sh — /metrics, request ids, the access log and --log-level against live sanitized daemons
 # (tests/api/obs_check.c does the checking):
-#   1. --access-log FILE --log-level debug: the metrics text, ids, the log's lines and escaping;
+#   1. --access-log FILE --log-level debug: the metrics text, ids, the log's lines and escaping; SIGHUP
+#      after the file was moved (logrotate) opens a new one;
 #   2. --access-log - --log-level error: the line on stdout; no info message ("stopping") on stderr;
 #   3. bad flags: an unknown --log-level, an access log that cannot be opened.
 # Each daemon is stopped with SIGTERM and must exit cleanly with no sanitizer report.
@@ -32,6 +33,13 @@ check="$BUILD/asan/tests/api/obs_check"
 
 if warpd_start "$BUILD/asan/warpd" "$tmp" --backend emu --access-log "$tmp/access.log" --log-level debug; then
   "$check" "http://127.0.0.1:$port" "$tmp/access.log" "$tmp/err" >"$tmp/r" 2>&1; cat "$tmp/r"; count "$tmp/r" obs_check
+  # logrotate: the file moved away, SIGHUP opens a new one; later lines go there
+  mv "$tmp/access.log" "$tmp/access.log.1"; kill -HUP $pid
+  for _ in $(seq 100); do [ -e "$tmp/access.log" ] && break; sleep 0.05; done
+  curl -s -o /dev/null -H 'X-Request-Id: after-hup' "http://127.0.0.1:$port/v1/health"
+  for _ in $(seq 100); do grep -q '"id":"after-hup"' "$tmp/access.log" 2>/dev/null && break; sleep 0.05; done
+  if grep -q '"id":"after-hup"' "$tmp/access.log" 2>/dev/null && ! grep -q '"id":"after-hup"' "$tmp/access.log.1"
+  then ok; else bad "SIGHUP did not reopen the access log"; fi
   stop_daemon
 else bad "daemon did not start"; cat "$tmp/err"; fi
 

@@ -4,8 +4,8 @@
  *   - escaping: quotes, backslashes, control characters, DEL, valid multi-byte UTF-8 kept, invalid bytes,
  *     overlongs, surrogates and truncated sequences as U+FFFD, and a full buffer stops cleanly;
  *   - a JSON error body gets "request_id", other bodies do not;
- *   - the access log: lines from many threads at once are whole JSON objects with the fields, and an
- *     unopenable file is an error. */
+ *   - the access log: lines from many threads at once are whole JSON objects with the fields, reopening
+ *     after the file was moved writes to a new one, and an unopenable file is an error. */
 #include <cjson/cJSON.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -211,11 +211,47 @@ static void test_access_log(void) {
     CHECK(wp_reqlog_open("/nonexistent-dir/x.log", NULL, &err) == NULL && strstr(err.msg, "/nonexistent-dir/x.log"));
 }
 
+/* One request's line through l. */
+static void one_line(wp_reqlog *l, const char *id) {
+    const char *headers[] = {"X-Request-Id", id, NULL};
+    wp_reqrec r;
+    wp_reqlog_begin(l, &r, "GET", "/v1/health", fake_header, (void *)headers, NULL);
+    wp_resp resp = {0};
+    wp_resp_json(&resp, 200, cJSON_Parse("{}"));
+    wp_reqlog_respond(&r, &resp);
+    wp_reqlog_end(l, &r, NULL, 0, true);
+    free(resp.body);
+}
+
+static void test_reopen(void) {
+    T_CASE("reopen");
+    char path[] = "/tmp/warpd-reqlog-XXXXXX", moved[64];
+    int fd = mkstemp(path);
+    close(fd);
+    snprintf(moved, sizeof moved, "%s.1", path);
+    wp_err err = {0};
+    wp_reqlog *l = wp_reqlog_open(path, NULL, &err);
+    one_line(l, "before");
+    CHECK(rename(path, moved) == 0);
+    CHECK(wp_reqlog_reopen(l, &err) == 0);
+    one_line(l, "after");
+    wp_reqlog_close(l);
+    char *old = wp_read_file(moved, NULL), *cur = wp_read_file(path, NULL);
+    CHECK(old && strstr(old, "\"id\":\"before\"") && !strstr(old, "\"id\":\"after\""));
+    CHECK(cur && strstr(cur, "\"id\":\"after\"") && !strstr(cur, "\"id\":\"before\""));
+    free(old);
+    free(cur);
+    unlink(path);
+    unlink(moved);
+    CHECK(wp_reqlog_reopen(NULL, &err) == 0); /* nothing to reopen */
+}
+
 int main(void) {
     test_ids();
     test_traceparent();
     test_escape();
     test_error_body();
     test_access_log();
+    test_reopen();
     return t_done("reqlog");
 }
