@@ -171,12 +171,37 @@ void wp_reqlog_dequeued(wp_reqlog *l, wp_reqrec *r) {
     if (l) wp_metrics_observe_queue_wait(l->metrics, (double)r->queue_ns / 1e9);
 }
 
+/* Where the JSON object or array opening at s[0] closes (strings and escapes skipped), or n. */
+static size_t json_close(const char *s, size_t n) {
+    int depth = 0;
+    bool in_str = false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (in_str) {
+            if (c == '\\')
+                i++;
+            else if (c == '"')
+                in_str = false;
+        } else if (c == '"') {
+            in_str = true;
+        } else if (c == '{' || c == '[') {
+            depth++;
+        } else if ((c == '}' || c == ']') && --depth == 0) {
+            return i;
+        }
+    }
+    return n;
+}
+
+/* A JSON error body, {"error":{...}} and nothing else (what wp_resp_error makes). */
 static bool is_json_error(const wp_resp *resp) {
     static const char head[] = "{\"error\":{";
+    const size_t h = sizeof head - 1;
     const char *t = resp->content_type;
     return resp->status >= 400 && resp->body && (!t || !strncmp(t, "application/json", 16)) &&
-           resp->body_len > sizeof head && !memcmp(resp->body, head, sizeof head - 1) &&
-           resp->body[sizeof head - 1] != '}' && !memcmp(resp->body + resp->body_len - 2, "}}", 2);
+           resp->body_len >= h + 2 && !memcmp(resp->body, head, h) && resp->body[h] != '}' &&
+           resp->body[resp->body_len - 1] == '}' &&
+           (h - 1) + json_close(resp->body + h - 1, resp->body_len - h + 1) == resp->body_len - 2;
 }
 
 void wp_reqlog_respond(wp_reqrec *r, wp_resp *resp) {

@@ -112,6 +112,28 @@ static void test_error_body(void) {
     wp_reqlog_respond(&r, &ok); /* a 2xx is left alone */
     CHECK(ok.body_len == before && !strstr(ok.body, "request_id"));
     free(ok.body);
+    static const char *const not_alone[] = {
+        "{\"error\":{\"code\":\"x\"},\"other\":{\"a\":1}}", /* another member after error */
+        "{\"error\":{\"code\":\"}}\"},\"b\":{}}",           /* braces inside a string */
+        "{\"error\":{}}",                                   /* an empty error */
+    };
+    for (size_t i = 0; i < WP_ARRAY_LEN(not_alone); i++) {
+        wp_resp o = {0};
+        wp_resp_bytes(&o, 400, "application/json", not_alone[i], strlen(not_alone[i]));
+        wp_reqlog_respond(&r, &o);
+        CHECKF(o.body_len == strlen(not_alone[i]) && !memcmp(o.body, not_alone[i], o.body_len), "%zu", i);
+        free(o.body);
+    }
+    static const char nested[] = "{\"error\":{\"code\":\"x\",\"m\":\"a \\\"}\\\" b\",\"d\":{\"k\":[1,{}]}}}";
+    wp_resp o = {0};
+    wp_resp_bytes(&o, 409, "application/json", nested, sizeof nested - 1);
+    wp_reqlog_respond(&r, &o);
+    j = cJSON_ParseWithLength(o.body, o.body_len);
+    CHECKF(
+        j && !strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "error"), "request_id")), "rid-1"),
+        "%.*s", (int)o.body_len, o.body);
+    cJSON_Delete(j);
+    free(o.body);
     wp_resp bytes = {0};
     wp_resp_bytes(&bytes, 400, "text/plain", "{\"error\":{\"x\":1}}", 17);
     wp_reqlog_respond(&r, &bytes); /* not JSON */
