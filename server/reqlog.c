@@ -19,6 +19,7 @@
 #include "log.h"
 
 #define REQLOG_LINE_MAX 16384 /* a line's bound: the escaped path and agent are at most 6x their caps */
+#define REQLOG_POOL 4096      /* random bytes fetched at once: one getrandom(2) (about 1 us) per 256 ids */
 
 struct wp_reqlog {
     int fd;             /* -1: no access log; changed by reopen, so read under mu */
@@ -27,6 +28,9 @@ struct wp_reqlog {
     pthread_mutex_t mu; /* one line at a time, whole */
     wp_metrics *metrics;
     atomic_uint_least64_t id_counter; /* ids when the kernel has no entropy to give yet */
+    pthread_mutex_t pool_mu;          /* guards the random pool */
+    uint8_t pool[REQLOG_POOL];
+    size_t pool_left; /* unused bytes at the pool's end */
 };
 
 wp_reqlog *wp_reqlog_open(const char *access_log, wp_metrics *metrics, wp_err *err) {
@@ -38,6 +42,7 @@ wp_reqlog *wp_reqlog_open(const char *access_log, wp_metrics *metrics, wp_err *e
     l->fd = -1;
     l->metrics = metrics;
     pthread_mutex_init(&l->mu, NULL);
+    pthread_mutex_init(&l->pool_mu, NULL);
     l->on = access_log != NULL;
     if (access_log && !strcmp(access_log, "-")) {
         l->fd = STDOUT_FILENO;
@@ -76,6 +81,7 @@ void wp_reqlog_close(wp_reqlog *l) {
     if (l->own_fd) close(l->fd);
     free(l->path);
     pthread_mutex_destroy(&l->mu);
+    pthread_mutex_destroy(&l->pool_mu);
     free(l);
 }
 
@@ -87,9 +93,25 @@ bool wp_request_id_valid(const char *s) {
     return n >= 1 && n <= WP_REQUEST_ID_MAX && s[n] == 0;
 }
 
+/* 16 random bytes from l's pool (refilled by one getrandom call), or straight from the kernel. */
+static bool random16(wp_reqlog *l, uint64_t r[2]) {
+    if (!l) return getrandom(r, 16, GRND_NONBLOCK) == 16;
+    pthread_mutex_lock(&l->pool_mu);
+    if (l->pool_left < 16 && getrandom(l->pool, sizeof l->pool, GRND_NONBLOCK) == (ssize_t)sizeof l->pool)
+        l->pool_left = sizeof l->pool;
+    bool ok = l->pool_left >= 16;
+    if (ok) {
+        l->pool_left -= 16;
+        memcpy(r, l->pool + l->pool_left, 16);
+        memset(l->pool + l->pool_left, 0, 16); /* never handed out twice */
+    }
+    pthread_mutex_unlock(&l->pool_mu);
+    return ok;
+}
+
 static void new_id(wp_reqlog *l, char out[WP_REQUEST_ID_MAX + 1]) {
     uint64_t r[2];
-    if (getrandom(r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r) { /* no entropy yet: still unique */
+    if (!random16(l, r)) { /* no entropy yet: still unique */
         uint64_t c = l ? atomic_fetch_add(&l->id_counter, 1) + 1 : 1;
         r[0] = wp_now_ns() ^ (c * 0x9E3779B97F4A7C15ull);
         r[0] ^= r[0] >> 31, r[0] *= 0xBF58476D1CE4E5B9ull, r[0] ^= r[0] >> 27;

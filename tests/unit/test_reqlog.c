@@ -34,6 +34,31 @@ static void test_ids(void) {
     CHECK(!wp_request_id_valid("a/b"));
 }
 
+static int cmp_id(const void *a, const void *b) { return strcmp(a, b); }
+
+/* Ids made with and without a wp_reqlog (its random pool, or the kernel each time): 32 hex digits, all
+ * different, past several refills of the pool. */
+static void test_new_ids(void) {
+    T_CASE("new ids");
+    enum { N = 2000 };
+    static char ids[N][WP_REQUEST_ID_MAX + 1];
+    wp_err err;
+    wp_reqlog *l = wp_reqlog_open(NULL, NULL, &err);
+    int hex = 0;
+    for (int i = 0; i < N; i++) {
+        wp_reqrec r;
+        wp_reqlog_begin(i % 2 ? l : NULL, &r, "GET", "/", NULL, NULL, NULL);
+        memcpy(ids[i], r.id, sizeof r.id);
+        hex += strlen(r.id) == 32 && strspn(r.id, "0123456789abcdef") == 32;
+    }
+    wp_reqlog_close(l);
+    CHECK(hex == N);
+    qsort(ids, N, sizeof ids[0], cmp_id);
+    int dup = 0;
+    for (int i = 1; i < N; i++) dup += !strcmp(ids[i - 1], ids[i]);
+    CHECK(dup == 0);
+}
+
 static void test_traceparent(void) {
     T_CASE("traceparent");
     char t[33], p[17];
@@ -270,6 +295,7 @@ static void test_reopen(void) {
 
 int main(void) {
     test_ids();
+    test_new_ids();
     test_traceparent();
     test_escape();
     test_error_body();
