@@ -122,6 +122,7 @@ void wp_api_compile(void *appv, const wp_req *req, wp_resp *resp) {
         free(sass);
     }
     wp_resp_json(resp, 200, o);
+    wp_resp_note_kernel(resp, NULL, wp_source_name(rk.source), spec.family->name, rk.hash);
     goto done;
 fail:
     wp_resp_error(resp, &err);

@@ -1,8 +1,27 @@
-/* api_metrics.c — GET /metrics in the Prometheus text format: requests, cache, compiles, queue. */
+/* api_metrics.c — GET /metrics in the Prometheus text format 0.0.4: requests, cache, compiles, queue,
+ * jobs, buffers; then what metrics.c owns (histograms, build info, devices, process). */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "app.h"
+
+/* Histograms, build info, the devices (today the one CUDA device, none on emu) and the process. */
+static void write_registry(wp_app *app, FILE *f) {
+    wp_metrics_build b = {.version = WP_VERSION};
+    int maj = 0, min = 0;
+    wp_jit_version(app->jit, &maj, &min);
+    snprintf(b.nvrtc, sizeof b.nvrtc, "%d.%d", maj, min);
+    wp_metrics_device dev[1];
+    int ndev = 0;
+    if (app->cuda) {
+        wp_device_info di;
+        wp_backend_info(app->cuda, &di);
+        snprintf(b.driver, sizeof b.driver, "%d.%d", di.driver_version / 1000, di.driver_version % 1000 / 10);
+        dev[ndev++] =
+            (wp_metrics_device){app->cuda_device, wp_backend_facts(app->cuda)->name, di.mem_total, di.mem_free};
+    }
+    wp_metrics_write(app->metrics, f, &b, dev, ndev);
+}
 
 void wp_api_metrics(void *appv, const wp_req *req, wp_resp *resp) {
     wp_app *app = appv;
@@ -11,8 +30,6 @@ void wp_api_metrics(void *appv, const wp_req *req, wp_resp *resp) {
     wp_cache_stats_get(app->cache, &cs);
     wp_http_stats hs = {0};
     if (app->http) wp_http_stats_get(app->http, &hs);
-    wp_device_info di;
-    wp_backend_info(app->preferred, &di);
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
@@ -89,8 +106,6 @@ void wp_api_metrics(void *appv, const wp_req *req, wp_resp *resp) {
     G("warpd_buffer_quota_bytes", "The buffer quota (--buffer-quota).", bs.quota);
     C("warpd_buffers_expired_total", "Buffers freed after their TTL.", bs.expired);
     C("warpd_buffers_rejected_quota_total", "Buffer uploads refused with 507 (quota).", bs.rejected_quota);
-    G("warpd_device_memory_total_bytes", "Device memory.", di.mem_total);
-    G("warpd_device_memory_free_bytes", "Free device memory.", di.mem_free);
     /* dynamic batching (batch.h) */
     if (app->batcher) {
         wp_batch_stats bst;
@@ -111,9 +126,10 @@ void wp_api_metrics(void *appv, const wp_req *req, wp_resp *resp) {
     }
 #undef C
 #undef G
+    write_registry(app, f);
     fclose(f);
     resp->status = 200;
     resp->body = buf;
     resp->body_len = len;
-    resp->content_type = "text/plain; version=0.0.4";
+    resp->content_type = WP_METRICS_CONTENT_TYPE;
 }

@@ -851,6 +851,9 @@ static bool handle(wp_app *app, const wp_req *req, wp_resp *resp, bool scan, raw
         rc = plan_output(app, &q);
     }
     if (rc == 0) rc = wp_batch_run_reduce(app, q.be, &q.job, &q.err);
+    if (rc == 0)
+        wp_resp_note_kernel(resp, wp_backend_name(q.be), q.job.res.compiled ? wp_source_name(q.job.res.source) : "none",
+                            q.f->name, q.job.res.hash);
     if (rc == 0 && q.array && q.out_form == FORM_RAW) {
         wp_resp_bytes(resp, 200, "application/octet-stream", q.out_host, q.plan.out_bytes);
         ok = true;

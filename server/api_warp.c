@@ -380,6 +380,8 @@ void wp_api_warp(void *appv, const wp_req *req, wp_resp *resp) {
         goto fail;
     if (on_cuda && wp_batch_run_warp(app, be, rk.fn, &spec, &w.job, &dev.r, &dev_t, &batch_size, &err)) goto fail;
     atomic_fetch_add(&app->warp_runs, 1);
+    wp_metrics_observe_kernel(app->metrics, spec.family->name, wp_backend_name(be),
+                              (on_cuda ? dev_t.kernel_us : emu_t.kernel_us) / 1e6);
 
     cJSON *o = build_lanes(&spec, &w, on_cuda ? &dev : &emu, &emu);
     add_spec_fields(o, &spec);
@@ -409,6 +411,8 @@ void wp_api_warp(void *appv, const wp_req *req, wp_resp *resp) {
     cJSON_AddNumberToObject(t, "emulate_us", emu_t.kernel_us);
     cJSON_AddNumberToObject(t, "total_us", wp_us_since(req->t_start_ns));
     wp_resp_json(resp, 200, o);
+    wp_resp_note_kernel(resp, wp_backend_name(be), rk.kernel ? wp_source_name(rk.source) : "none", spec.family->name,
+                        rk.kernel ? rk.hash : NULL);
     goto done;
 fail:
     wp_resp_error(resp, &err);

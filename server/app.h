@@ -13,6 +13,7 @@
 #include "http.h"
 #include "jit.h"
 #include "jobs.h"
+#include "metrics.h"
 #include "reduce.h"
 #include "spec.h"
 
@@ -43,6 +44,8 @@ typedef struct wp_app {
     /* dynamic batching (batch.h, batch_exec.h): --batch-window-us, --batch-max; NULL: every job alone */
     wp_batcher *batcher;
     wp_batch_mem *batch_mem; /* device memory of batched launches */
+    wp_metrics *metrics;      /* latency histograms, process and build metrics (metrics.c): /metrics */
+    int cuda_device;          /* the CUDA device ordinal (--device), for /metrics */
 } wp_app;
 
 /* A kernel ready to run: the cache entry (held), its function on the chosen backend, where it came

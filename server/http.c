@@ -23,6 +23,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "reqlog.h"
+
 /* Limits that are not in wp_http_config: fixed by this module, named here. */
 #define WP_HTTP_CONNECTION_TIMEOUT_S 60u /* idle connection timeout (default of cfg.idle_timeout_s) */
 #define WP_HTTP_HEADER_TIMEOUT_S 10u     /* default of cfg.header_timeout_s */
@@ -65,6 +67,7 @@ typedef struct wp_call {
     wp_req req;
     wp_resp resp;
     wp_access_verdict access; /* the checks' answer: denied or not, and the headers it adds */
+    wp_reqrec rec; /* id, trace context, what the access log and /metrics get (reqlog.h) */
 } wp_call;
 
 struct wp_http {
@@ -208,6 +211,7 @@ static bool access_refused(wp_http *h, wp_call *c, struct MHD_Connection *mc, co
 static enum MHD_Result send_resp(wp_http *h, wp_call *c, const char *allow) {
     wp_resp *r = &c->resp;
     if (r->status == 0) resp_fail(r, 500, "internal", "", "the handler set no response");
+    wp_reqlog_respond(&c->rec, r); /* the request id into an error body */
     struct MHD_Response *mr = r->body ? MHD_create_response_from_buffer(r->body_len, r->body, MHD_RESPMEM_MUST_FREE)
                                       : MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
     if (!mr) return MHD_NO; /* c->resp.body is still ours: freed when the request completes */
@@ -219,6 +223,7 @@ static enum MHD_Result send_resp(wp_http *h, wp_call *c, const char *allow) {
     if (r->location[0]) MHD_add_response_header(mr, MHD_HTTP_HEADER_LOCATION, r->location);
     if (allow) MHD_add_response_header(mr, MHD_HTTP_HEADER_ALLOW, allow);
     wp_access_headers(&c->access, add_header, mr);
+    MHD_add_response_header(mr, "X-Request-Id", c->rec.id);
     enum MHD_Result ok = MHD_queue_response(c->mc, (unsigned)r->status, mr);
     MHD_destroy_response(mr);
     if (r->status >= 500)
@@ -293,6 +298,7 @@ static void *worker_main(void *arg) {
         h->queue_depth--;
         h->workers_busy++;
         pthread_mutex_unlock(&h->mu);
+        wp_reqlog_dequeued(h->cfg.reqlog, &c->rec);
 
         c->route->fn(h->app, &c->req, &c->resp);
         pthread_mutex_lock(&h->mu);
@@ -324,6 +330,7 @@ static bool work_submit(wp_http *h, wp_call *c) {
     }
     /* Suspend before a worker can see c, so its resume always follows this suspend. */
     MHD_suspend_connection(c->mc);
+    wp_reqlog_queued(&c->rec);
     c->state = CALL_QUEUED;
     c->suspended = true;
     c->next = NULL;
@@ -341,6 +348,14 @@ static bool work_submit(wp_http *h, wp_call *c) {
 
 /* ---------- libmicrohttpd callbacks ---------- */
 
+static const char *header_of(void *mc, const char *name) {
+    return MHD_lookup_connection_value(mc, MHD_HEADER_KIND, name);
+}
+static const struct sockaddr *peer_of(struct MHD_Connection *mc) {
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    return ci ? ci->client_addr : NULL;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const char *url, const char *method,
                                   const char *version, const char *upload_data, size_t *upload_data_size,
                                   void **con_cls) {
@@ -354,6 +369,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
         *con_cls = c;
         c->mc = mc;
         c->req.t_start_ns = wp_now_ns();
+        wp_reqlog_begin(h->cfg.reqlog, &c->rec, method, url, header_of, mc, peer_of(mc));
         atomic_fetch_add(&h->requests, 1);
         if (access_refused(h, c, mc, method, url)) return send_resp(h, c, NULL);
         bool path_known;
@@ -477,11 +493,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
 }
 
 static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls, enum MHD_RequestTerminationCode why) {
-    (void)mc, (void)why;
+    (void)mc;
     wp_http *h = cls;
     wp_call *c = *con_cls;
     if (!c) return;
     *con_cls = NULL;
+    wp_reqlog_end(h->cfg.reqlog, &c->rec, c->route, c->body_len + c->discarded,
+                  why == MHD_REQUEST_TERMINATED_COMPLETED_OK);
     if (c->suspended) {
         pthread_mutex_lock(&h->mu);
         h->in_work--;

@@ -10,6 +10,7 @@
 #include "common.h"
 
 typedef struct wp_http wp_http;
+typedef struct wp_reqlog wp_reqlog; /* request ids, access log, request metrics (reqlog.h) */
 
 typedef struct {
     const char *method;       /* "GET", "POST", ... */
@@ -30,6 +31,14 @@ typedef struct {
 /* Query argument of the request, or NULL (always NULL for a synthesized request: it has no URL). */
 const char *wp_req_query(const wp_req *req, const char *name);
 
+/* What a handler tells the access log about its request (reqlog.c); every field optional. */
+typedef struct {
+    const char *backend; /* "cuda" | "emu" (static storage) */
+    const char *cache;   /* where the kernel came from: "memory" | "disk" | "compile" | "none" (static) */
+    const char *family;  /* the family's name (static: the family table's) */
+    char key[65];        /* the kernel's cache hash (hex), "" when none */
+} wp_resp_note;
+
 typedef struct {
     int status;
     char *body; /* malloc'd; http.c frees it */
@@ -38,7 +47,19 @@ typedef struct {
     char retry_after[16];     /* "" or seconds, for 503 */
     char location[128];       /* "" or a Location header */
     bool defer;               /* set by a handler called with may_defer: run me again on a worker */
+    wp_resp_note note;        /* for the access log */
 } wp_resp;
+
+/* Fills resp->note (NULLs and "" leave a field unset). */
+static inline void wp_resp_note_kernel(wp_resp *r, const char *backend, const char *cache, const char *family,
+                                       const char *hash) {
+    r->note.backend = backend;
+    r->note.cache = cache;
+    r->note.family = family;
+    size_t n = 0;
+    for (; hash && hash[n] && n < sizeof r->note.key - 1; n++) r->note.key[n] = hash[n];
+    r->note.key[n] = 0;
+}
 
 /* Sets a JSON body (takes ownership of obj, prints it unformatted) and status. */
 void wp_resp_json(wp_resp *r, int status, cJSON *obj);
@@ -99,6 +120,7 @@ typedef struct {
     unsigned max_connections;  /* open connections (conn_guard.h); 0: from RLIMIT_NOFILE */
     unsigned header_timeout_s; /* seconds for a new connection's headers to be complete; 0: 10 */
     unsigned idle_timeout_s;   /* seconds a connection may stay silent (keep-alive, uploads); 0: 60 */
+    wp_reqlog *reqlog;  /* request ids, access log and request metrics; NULL: ids only (reqlog.h) */
 } wp_http_config;
 
 wp_http *wp_http_start(const wp_http_config *cfg, const wp_route *routes, void *app, wp_err *err);

@@ -9,11 +9,15 @@
 typedef struct {
     wp_jit *jit;
     const wp_spec *spec;
+    wp_metrics *metrics;
 } build_ctx;
 
 static int build_with_nvrtc(void *ctx, wp_artifact *out, wp_err *err) {
     build_ctx *b = ctx;
-    return wp_jit_compile(b->jit, b->spec, out, NULL, err);
+    uint64_t t0 = wp_now_ns();
+    int rc = wp_jit_compile(b->jit, b->spec, out, NULL, err);
+    wp_metrics_observe_compile(b->metrics, (double)(wp_now_ns() - t0) / 1e9);
+    return rc;
 }
 
 static int kernel_get(wp_app *app, const wp_spec *s, wp_backend *b, bool memory_only, wp_ready_kernel *out,
@@ -25,7 +29,7 @@ static int kernel_get(wp_app *app, const wp_spec *s, wp_backend *b, bool memory_
     wp_hex(key, 32, out->hash);
     uint64_t t1 = wp_now_ns();
     out->key_us = (double)(t1 - t0) / 1e3;
-    build_ctx ctx = {app->jit, s};
+    build_ctx ctx = {app->jit, s, app->metrics};
     if (memory_only) {
         out->kernel = wp_cache_peek(app->cache, key);
         if (!out->kernel) return 1;

@@ -13,6 +13,8 @@
 #include "access.h"
 #include "app.h"
 #include "listen.h"
+#include "log.h"
+#include "reqlog.h"
 
 #define DEFAULT_PORT 8080
 #define DEFAULT_CACHE_MB 256
@@ -49,6 +51,7 @@ typedef struct {
     /* Transport: TLS, a Unix socket, connection limits (http.h). */
     const char *unix_path, *tls_cert, *tls_key;
     unsigned socket_mode, max_connections, header_timeout_s, idle_timeout_s;
+    const char *access_log;          /* NULL, "-" or a file */
 } options;
 
 static void usage(FILE *f) {
@@ -101,6 +104,11 @@ static void usage(FILE *f) {
             "                       RLIMIT_NOFILE, raised to its hard limit, less an eighth kept for files)\n"
             "  --header-timeout S   seconds a new connection has to send complete headers (default 10)\n"
             "  --idle-timeout S     seconds a connection may stay silent (keep-alive, slow uploads) (default 60)\n"
+            "  --access-log FILE|-  one JSON line per request (time, id, trace id, method, route, path, status,\n"
+            "                       bytes, duration, backend, cache, key), appended to FILE (reopened on SIGHUP)\n"
+            "                       or written to stdout\n"
+            "  --log-level L        error | warn | info | debug: the daemon's messages on stderr (default info;\n"
+            "                       debug also prints every request's log line)\n"
             "  --version, --help\n",
             DEFAULT_PORT, DEFAULT_CACHE_MB, WP_DEFAULT_TEMPLATES, WP_DEFAULT_WEB, DEFAULT_THREADS, DEFAULT_MAX_BODY,
             DEFAULT_CONN_MEMORY, DEFAULT_MAX_DEPTH, DEFAULT_MAX_QUEUE, DEFAULT_MAX_JOBS, DEFAULT_JOB_WORKERS,
@@ -213,6 +221,15 @@ static int parse_args(int argc, char **argv, options *o) {
         } else if (FLAG("--batch-max")) {
             if (parse_num(a, v, 1, WP_BATCH_MAX_LIMIT, &n)) return -1;
             o->batch_max = (int)n;
+        } else if (FLAG("--access-log")) {
+            o->access_log = v;
+        } else if (FLAG("--log-level")) {
+            wp_log_level level;
+            if (wp_log_level_parse(v, &level)) {
+                fprintf(stderr, "warpd: --log-level must be error, warn, info or debug\n");
+                return -1;
+            }
+            wp_log_set_level(level);
         } else if (FLAG("--buffer-quota")) {
             if (parse_num(a, v, 0, 1LL << 50, &n)) return -1;
             o->buffer_quota = (unsigned long long)n;
@@ -338,6 +355,7 @@ int main(int argc, char **argv) {
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGINT);
     sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGHUP); /* reopens the access log (log rotation) */
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
 
@@ -359,7 +377,7 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "warpd: --backend cuda, but CUDA is not usable: %s\n", err.msg);
                 return 1;
             }
-            fprintf(stderr, "warpd: no usable GPU (%s); serving on the emulator\n", err.msg);
+            wp_log(WP_LOG_WARN, "no usable GPU (%s); serving on the emulator", err.msg);
         }
     } else {
         snprintf(app.cuda_reason, sizeof app.cuda_reason, "disabled by --backend emu");
@@ -370,7 +388,7 @@ int main(int argc, char **argv) {
         wp_backend_info(app.cuda, &di);
         snprintf(app.arch, sizeof app.arch, "sm_%d", di.sm);
         if (o.arch && strcmp(o.arch, app.arch))
-            fprintf(stderr, "warpd: --arch %s ignored: the device is %s\n", o.arch, app.arch);
+            wp_log(WP_LOG_WARN, "--arch %s ignored: the device is %s", o.arch, app.arch);
     } else {
         snprintf(app.arch, sizeof app.arch, "%s", o.arch ? o.arch : "sm_90");
     }
@@ -438,6 +456,14 @@ int main(int argc, char **argv) {
         return 1;
     }
 
+    /* Request ids, the access log and the latency histograms (reqlog.c, metrics.c). */
+    app.cuda_device = o.device;
+    app.metrics = wp_metrics_open(routes);
+    wp_reqlog *reqlog = app.metrics ? wp_reqlog_open(o.access_log, app.metrics, &err) : NULL;
+    if (!reqlog) {
+        fprintf(stderr, "warpd: %s\n", app.metrics ? err.msg : "out of memory for the metrics");
+        return 1;
+    }
     wp_http_config hc = {.host = o.host,
                          .port = o.port,
                          .threads = o.threads,
@@ -465,6 +491,7 @@ int main(int argc, char **argv) {
     hc.max_connections = o.max_connections;
     hc.header_timeout_s = o.header_timeout_s;
     hc.idle_timeout_s = o.idle_timeout_s;
+    hc.reqlog = reqlog;
     app.http = wp_http_start(&hc, routes, &app, &err);
     if (tls_key) explicit_bzero(tls_key, strlen(tls_key)); /* http.c keeps its own copy */
     free(tls_key);
@@ -491,8 +518,9 @@ int main(int argc, char **argv) {
     fflush(stdout);
 
     int sig = 0;
-    sigwait(&sigs, &sig);
-    fprintf(stderr, "warpd: signal %d, stopping\n", sig);
+    while (sigwait(&sigs, &sig) == 0 && sig == SIGHUP)
+        if (wp_reqlog_reopen(reqlog, &err)) wp_log(WP_LOG_ERROR, "%s", err.msg);
+    wp_log(WP_LOG_INFO, "signal %d, stopping", sig);
     wp_http_stop(app.http);
     wp_access_free(access);             /* after HTTP: nothing checks requests any more */
     wp_jobs_close(app.jobs);            /* after HTTP: nothing submits any more */
@@ -501,6 +529,8 @@ int main(int argc, char **argv) {
     wp_batcher_close(app.batcher);      /* after HTTP and jobs: no job is in a batch */
     wp_batch_mem_close(app.batch_mem);  /* its buffers live on the backends */
     wp_cache_close(app.cache);
+    wp_reqlog_close(reqlog); /* after HTTP and jobs: nothing logs or measures any more */
+    wp_metrics_close(app.metrics);
     wp_jit_close(app.jit);
     wp_backend_close(app.cuda);
     wp_backend_close(app.emu);

@@ -339,6 +339,7 @@ int wp_reduce_run(struct wp_app *app, wp_backend *b, const wp_reduce_job *job, w
         } else {
             rc = run_cuda(app, b, s, rk.fn, &plan, &p, ident, job, result, res, err);
         }
+        if (rc == 0) wp_metrics_observe_kernel(app->metrics, f->name, wp_backend_name(b), res->kernel_us / 1e6);
     }
     wp_app_kernel_put(app, &rk);
     if (rc) {

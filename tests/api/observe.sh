@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# observe.sh — /metrics, request ids, the access log and --log-level against live sanitized daemons
+# (tests/api/obs_check.c does the checking):
+#   1. --access-log FILE --log-level debug: the metrics text, ids, the log's lines and escaping; SIGHUP
+#      after the file was moved (logrotate) opens a new one;
+#   2. --access-log - --log-level error: the line on stdout; no info message ("stopping") on stderr;
+#   3. bad flags: an unknown --log-level, an access log that cannot be opened.
+# Each daemon is stopped with SIGTERM and must exit cleanly with no sanitizer report.
+# Prints one closing line "observe: N passed, N failed".
+set -u
+cd "$(dirname "$0")/../.."
+BUILD=${BUILD:-build}
+tmp=$(mktemp -d)
+pid=
+trap 'kill -9 $pid 2>/dev/null; rm -rf "$tmp"' EXIT
+pass=0; fail=0
+ok() { pass=$((pass+1)); }
+bad() { echo "!! $1"; fail=$((fail+1)); }
+count() { # reads "N passed, N failed" from $1
+  local line; line=$(grep -E '[0-9]+ passed, [0-9]+ failed' "$1" | tail -n 1)
+  if [ -z "$line" ]; then bad "no result line from $2"; return; fi
+  pass=$((pass + $(sed -E 's/.* ([0-9]+) passed.*/\1/' <<<"$line")))
+  fail=$((fail + $(sed -E 's/.* ([0-9]+) failed.*/\1/' <<<"$line")))
+}
+. tests/daemon.sh
+stop_daemon() {
+  kill -TERM $pid; local rc=0; wait $pid || rc=$?
+  if [ $rc -ne 0 ] || grep -qE 'AddressSanitizer|LeakSanitizer|runtime error:' "$tmp/err"; then
+    bad "daemon exited $rc or reported a sanitizer error:"; cat "$tmp/err"
+  else ok; fi
+}
+check="$BUILD/asan/tests/api/obs_check"
+
+if warpd_start "$BUILD/asan/warpd" "$tmp" --backend emu --access-log "$tmp/access.log" --log-level debug; then
+  "$check" "http://127.0.0.1:$port" "$tmp/access.log" "$tmp/err" >"$tmp/r" 2>&1; cat "$tmp/r"; count "$tmp/r" obs_check
+  # logrotate: the file moved away, SIGHUP opens a new one; later lines go there
+  mv "$tmp/access.log" "$tmp/access.log.1"; kill -HUP $pid
+  for _ in $(seq 100); do [ -e "$tmp/access.log" ] && break; sleep 0.05; done
+  curl -s -o /dev/null -H 'X-Request-Id: after-hup' "http://127.0.0.1:$port/v1/health"
+  for _ in $(seq 100); do grep -q '"id":"after-hup"' "$tmp/access.log" 2>/dev/null && break; sleep 0.05; done
+  if grep -q '"id":"after-hup"' "$tmp/access.log" 2>/dev/null && ! grep -q '"id":"after-hup"' "$tmp/access.log.1"
+  then ok; else bad "SIGHUP did not reopen the access log"; fi
+  stop_daemon
+else bad "daemon did not start"; cat "$tmp/err"; fi
+
+if warpd_start "$BUILD/asan/warpd" "$tmp" --backend emu --access-log - --log-level error; then
+  "$check" --stdout "http://127.0.0.1:$port" "$tmp/out" >"$tmp/r" 2>&1; cat "$tmp/r"; count "$tmp/r" "obs_check --stdout"
+  stop_daemon
+  if grep -q 'stopping' "$tmp/err"; then bad "--log-level error printed an info message"; else ok; fi
+else bad "daemon did not start"; cat "$tmp/err"; fi
+
+rc=0; "$BUILD/asan/warpd" --log-level loud >/dev/null 2>"$tmp/err" || rc=$?
+if [ $rc -eq 2 ] && grep -q -- '--log-level must be' "$tmp/err"; then ok; else bad "--log-level loud: exit $rc"; fi
+rc=0; "$BUILD/asan/warpd" --backend emu --listen 127.0.0.1:0 --cache-dir "$tmp/cache" \
+  --access-log "$tmp/no/such/dir/a.log" >/dev/null 2>"$tmp/err" || rc=$?
+if [ $rc -eq 1 ] && grep -q "no/such/dir/a.log" "$tmp/err"; then ok; else bad "unopenable access log: exit $rc"; cat "$tmp/err"; fi
+
+echo "observe: $pass passed, $fail failed"
+[ $fail -eq 0 ]
