@@ -67,7 +67,7 @@ typedef struct wp_call {
     wp_req req;
     wp_resp resp;
     wp_access_verdict access; /* the checks' answer: denied or not, and the headers it adds */
-    wp_reqrec rec; /* id, trace context, what the access log and /metrics get (reqlog.h) */
+    wp_reqrec rec;            /* id, trace context, what the access log and /metrics get (reqlog.h) */
 } wp_call;
 
 struct wp_http {
