@@ -83,5 +83,9 @@ extern const wp_stream_hooks wp_api_buffers_stream;                   /* raw bod
 void wp_api_buffers_list(void *app, const wp_req *req, wp_resp *resp);
 void wp_api_buffer_get(void *app, const wp_req *req, wp_resp *resp);
 void wp_api_buffer_delete(void *app, const wp_req *req, wp_resp *resp);
+void wp_api_cache_list(void *app, const wp_req *req, wp_resp *resp); /* api_cache.c */
+void wp_api_cache_get(void *app, const wp_req *req, wp_resp *resp);
+void wp_api_cache_delete(void *app, const wp_req *req, wp_resp *resp);
+void wp_api_cache_prune(void *app, const wp_req *req, wp_resp *resp);
 
 #endif

@@ -31,7 +31,7 @@ static int kernel_get(wp_app *app, const wp_spec *s, wp_backend *b, bool memory_
         if (!out->kernel) return 1;
         out->source = WP_SRC_MEMORY;
     } else {
-        out->kernel = wp_cache_get(app->cache, key, build_with_nvrtc, &ctx, &out->source, err);
+        out->kernel = wp_cache_get_named(app->cache, key, out->key_text, build_with_nvrtc, &ctx, &out->source, err);
         if (!out->kernel) return -1;
     }
     uint64_t t2 = wp_now_ns();

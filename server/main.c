@@ -27,6 +27,9 @@
 #define DEFAULT_MAX_ELEMENTS (1ull << 30)  /* largest n of /v1/reduce and /v1/scan */
 #define DEFAULT_CONN_MEMORY (256u << 10)   /* libmicrohttpd's per-connection memory (http.c says why) */
 
+/* Cache control and prewarm (cache_disk.c, prewarm.c). */
+#define DEFAULT_CACHE_DISK_MAX (2ull << 30) /* bytes of the disk cache before LRU eviction */
+
 typedef struct {
     char host[128];
     int port;
@@ -38,6 +41,9 @@ typedef struct {
     double job_ttl_s, buffer_ttl_s;
     unsigned long long buffer_quota; /* 0: half the device's memory */
     unsigned long long max_elements; /* n limit of /v1/reduce and /v1/scan */
+
+    /* cache control and prewarm */
+    unsigned long long cache_disk_max; /* disk cache cap in bytes, 0: none */
 } options;
 
 static void usage(FILE *f) {
@@ -50,6 +56,8 @@ static void usage(FILE *f) {
             "  --cache-dir DIR      disk cache (default $XDG_CACHE_HOME/warpd or ~/.cache/warpd)\n"
             "  --no-disk-cache      keep compiled kernels in memory only\n"
             "  --cache-mem MB       memory cache cap (default %d MB)\n"
+            "  --cache-disk-max BYTES  disk cache cap (default 2G; suffixes K M G T, binary; 0: none): past it\n"
+            "                       the least recently used files are removed\n"
             "  --templates DIR      CUDA templates (default %s)\n"
             "  --web DIR            playground files served at / (default %s)\n"
             "  --threads N          HTTP threads (default %d)\n"
@@ -82,6 +90,24 @@ static int parse_num(const char *flag, const char *v, long long lo, long long hi
         return -1;
     }
     *out = x;
+    return 0;
+}
+
+/* A byte count with an optional binary suffix: 512M, 2G, 1.5G, 4096. */
+static int parse_bytes(const char *flag, const char *v, unsigned long long *out) {
+    char *end = NULL;
+    errno = 0;
+    double x = v ? strtod(v, &end) : -1;
+    const char *units = "KMGT";
+    const char *u = end && *end ? strchr(units, *end) : NULL;
+    double mult = u ? (double)(1ull << (10 * (u - units + 1))) : 1;
+    const char *rest = u ? end + 1 : end;
+    if (rest && (!strcmp(rest, "iB") || !strcmp(rest, "B"))) rest += strlen(rest);
+    if (!v || errno || end == v || (rest && *rest) || x < 0 || x * mult > 1e18) {
+        fprintf(stderr, "warpd: %s needs a byte count like 4096, 512M or 2G\n", flag);
+        return -1;
+    }
+    *out = (unsigned long long)(x * mult);
     return 0;
 }
 
@@ -166,6 +192,8 @@ static int parse_args(int argc, char **argv, options *o) {
         } else if (FLAG("--max-elements")) {
             if (parse_num(a, v, 1, 1LL << 40, &n)) return -1;
             o->max_elements = (unsigned long long)n;
+        } else if (FLAG("--cache-disk-max")) {
+            if (parse_bytes(a, v, &o->cache_disk_max)) return -1;
         } else if (FLAG("--buffer-quota")) {
             if (parse_num(a, v, 0, 1LL << 50, &n)) return -1;
             o->buffer_quota = (unsigned long long)n;
@@ -233,7 +261,8 @@ int main(int argc, char **argv) {
                  .job_workers = DEFAULT_JOB_WORKERS,
                  .job_ttl_s = DEFAULT_JOB_TTL_S,
                  .buffer_ttl_s = DEFAULT_BUFFER_TTL_S,
-                 .max_elements = DEFAULT_MAX_ELEMENTS};
+                 .max_elements = DEFAULT_MAX_ELEMENTS,
+                 .cache_disk_max = DEFAULT_CACHE_DISK_MAX};
     if (parse_args(argc, argv, &o)) return 2;
     if (!o.workers) {
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -306,6 +335,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "warpd: cannot open the cache at %s: %s\n", cache_dir, err.msg);
         return 1;
     }
+    wp_cache_set_disk_max(app.cache, o.cache_disk_max);
 
     static const wp_route routes[] = {
         {"GET", "/v1/health", wp_api_health, WP_ROUTE_INLINE, NULL},
@@ -322,6 +352,10 @@ int main(int argc, char **argv) {
         {"GET", "/v1/buffers", wp_api_buffers_list, WP_ROUTE_INLINE, NULL},
         {"GET", "/v1/buffers/", wp_api_buffer_get, WP_ROUTE_WORK | WP_ROUTE_PREFIX, NULL},
         {"DELETE", "/v1/buffers/", wp_api_buffer_delete, WP_ROUTE_WORK | WP_ROUTE_PREFIX, NULL},
+        {"GET", "/v1/cache", wp_api_cache_list, WP_ROUTE_WORK, NULL},
+        {"DELETE", "/v1/cache", wp_api_cache_prune, WP_ROUTE_WORK, NULL},
+        {"GET", "/v1/cache/", wp_api_cache_get, WP_ROUTE_WORK | WP_ROUTE_PREFIX, NULL},
+        {"DELETE", "/v1/cache/", wp_api_cache_delete, WP_ROUTE_WORK | WP_ROUTE_PREFIX, NULL},
         {"POST", "/v1/compile", wp_api_compile, WP_ROUTE_WORK, NULL},
         {"POST", "/v1/warp", wp_api_warp, WP_ROUTE_WORK | WP_ROUTE_TRY_INLINE, NULL},
         {"POST", "/v1/reduce", wp_api_reduce, WP_ROUTE_WORK | WP_ROUTE_TRY_INLINE, &wp_api_reduce_stream},
