@@ -35,6 +35,11 @@ typedef struct wp_app {
     wp_buffers *buffers;      /* device-resident buffers (buffers.c): /v1/buffers */
     wp_reduce_engine *reduce; /* data-parallel jobs (reduce.c): /v1/reduce, /v1/scan */
     uint64_t max_elements;    /* largest n of a reduce/scan job (413 beyond) */
+
+    /* Prewarm (prewarm.c): the background --prewarm run (NULL when none) that GET /v1/ready reports,
+     * and how many threads a {"specs":[...]} batch compiles on. */
+    struct wp_prewarm *prewarm;
+    int compile_threads;
 } wp_app;
 
 /* A kernel ready to run: the cache entry (held), its function on the chosen backend, where it came
@@ -87,5 +92,7 @@ void wp_api_cache_list(void *app, const wp_req *req, wp_resp *resp); /* api_cach
 void wp_api_cache_get(void *app, const wp_req *req, wp_resp *resp);
 void wp_api_cache_delete(void *app, const wp_req *req, wp_resp *resp);
 void wp_api_cache_prune(void *app, const wp_req *req, wp_resp *resp);
+/* POST /v1/compile's answer for one spec object (api_compile.c): 0 with *out, or -1 with err. */
+int wp_compile_spec(wp_app *app, const cJSON *spec, cJSON **out, wp_err *err);
 
 #endif

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "app.h"
+#include "prewarm.h"
 
 #define DEFAULT_PORT 8080
 #define DEFAULT_CACHE_MB 256
@@ -44,6 +45,8 @@ typedef struct {
 
     /* cache control and prewarm */
     unsigned long long cache_disk_max; /* disk cache cap in bytes, 0: none */
+    const char *prewarm;               /* --prewarm FILE */
+    bool exit_after_prewarm;           /* --exit */
 } options;
 
 static void usage(FILE *f) {
@@ -75,6 +78,10 @@ static void usage(FILE *f) {
             "                       at most %d)\n"
             "  --buffer-quota BYTES bytes all buffers may hold (default: half the device's memory)\n"
             "  --max-elements N     largest n of a /v1/reduce or /v1/scan job (default %llu; larger gets 413)\n"
+            "  --prewarm FILE       compile the specs of FILE ({\"specs\":[...]}, as POST /v1/compile takes) at\n"
+            "                       start, in the background; GET /v1/ready answers 503 \"warming\" until done\n"
+            "  --exit               with --prewarm: compile in the foreground into the cache directory and\n"
+            "                       exit (0 when every spec compiled), without serving\n"
             "  --version, --help\n",
             DEFAULT_PORT, DEFAULT_CACHE_MB, WP_DEFAULT_TEMPLATES, WP_DEFAULT_WEB, DEFAULT_THREADS, DEFAULT_MAX_BODY,
             DEFAULT_CONN_MEMORY, DEFAULT_MAX_DEPTH, DEFAULT_MAX_QUEUE, DEFAULT_MAX_JOBS, DEFAULT_JOB_WORKERS,
@@ -141,6 +148,10 @@ static int parse_args(int argc, char **argv, options *o) {
             exit(0);
         } else if (!strcmp(a, "--no-disk-cache"))
             o->no_disk = true;
+        else if (!strcmp(a, "--exit"))
+            o->exit_after_prewarm = true;
+        else if (FLAG("--prewarm"))
+            o->prewarm = v;
         else if (FLAG("--listen")) {
             if (parse_listen(v, o)) return -1;
         } else if (FLAG("--backend"))
@@ -209,6 +220,10 @@ static int parse_args(int argc, char **argv, options *o) {
     }
     if (o->backend && strcmp(o->backend, "auto") && strcmp(o->backend, "cuda") && strcmp(o->backend, "emu")) {
         fprintf(stderr, "warpd: --backend must be auto, cuda or emu\n");
+        return -1;
+    }
+    if (o->exit_after_prewarm && (!o->prewarm || o->no_disk)) {
+        fprintf(stderr, "warpd: --exit needs --prewarm FILE and a disk cache (it fills the cache directory)\n");
         return -1;
     }
     if (o->arch && (strncmp(o->arch, "sm_", 3) || strlen(o->arch) < 5 || strlen(o->arch) > 8 ||
@@ -337,6 +352,24 @@ int main(int argc, char **argv) {
     }
     wp_cache_set_disk_max(app.cache, o.cache_disk_max);
 
+    /* --prewarm FILE (prewarm.c): with --exit, fill the cache directory and leave; otherwise it runs
+     * in the background from just before the HTTP server starts. */
+    app.compile_threads = o.workers;
+    cJSON *prewarm_doc = o.prewarm ? wp_prewarm_load(o.prewarm, &err) : NULL;
+    if (o.prewarm && !prewarm_doc) {
+        fprintf(stderr, "warpd: --prewarm %s: %s (%s)\n", o.prewarm, err.msg, err.field);
+        return 2;
+    }
+    if (o.exit_after_prewarm) {
+        int rc = wp_prewarm_run_and_exit(&app, prewarm_doc, o.workers);
+        cJSON_Delete(prewarm_doc);
+        wp_cache_close(app.cache);
+        wp_jit_close(app.jit);
+        wp_backend_close(app.cuda);
+        wp_backend_close(app.emu);
+        return rc;
+    }
+
     static const wp_route routes[] = {
         {"GET", "/v1/health", wp_api_health, WP_ROUTE_INLINE, NULL},
         {"GET", "/v1/ready", wp_api_ready, WP_ROUTE_INLINE, NULL},
@@ -387,6 +420,10 @@ int main(int argc, char **argv) {
                          .max_body = o.max_body,
                          .max_queue = o.max_queue,
                          .conn_memory = o.conn_memory};
+    if (prewarm_doc && !(app.prewarm = wp_prewarm_start(&app, prewarm_doc, o.workers, &err))) {
+        fprintf(stderr, "warpd: cannot start the prewarm: %s\n", err.msg);
+        return 1;
+    }
     app.http = wp_http_start(&hc, routes, &app, &err);
     if (!app.http) {
         fprintf(stderr, "warpd: cannot listen on %s:%d: %s\n", o.host, o.port, err.msg);
@@ -403,6 +440,7 @@ int main(int argc, char **argv) {
     sigwait(&sigs, &sig);
     fprintf(stderr, "warpd: signal %d, stopping\n", sig);
     wp_http_stop(app.http);
+    wp_prewarm_stop(app.prewarm);       /* before the cache closes: it compiles into it */
     wp_jobs_close(app.jobs);            /* after HTTP: nothing submits any more */
     wp_buffers_close(app.buffers);      /* after jobs: nothing holds a buffer any more */
     wp_reduce_engine_close(app.reduce); /* its scratch lives on the backends */
