@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Times `warpd --prewarm SET --exit` into an empty cache directory (cold: every spec compiled) and
-# again into the filled one (warm: every spec read back), then runs bench_prewarm (which NVRTC way
-# compiles the set fastest). Prints numbers for bench/RESULTS.md.
+# Times `warpd --prewarm SET --exit` (worker processes) into an empty cache directory (cold: every
+# spec compiled) and again into the filled one (warm: every spec read back); then the same set as a
+# daemon's background --prewarm (worker threads in one process: GET /v1/ready's prewarm.elapsed_s);
+# then bench_prewarm (which NVRTC way compiles the set fastest). Prints numbers for bench/RESULTS.md.
 #   bench/prewarm.sh [SET.json]   (default prewarm/default.json; BUILD=build)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -21,4 +22,15 @@ for run in cold warm; do
   [ $rc -eq 0 ] || tail -5 "$tmp/err"
 done
 echo "cache:   $(find "$tmp/cache" -name '*.wpk' | wc -l) files, $(du -sh "$tmp/cache" | cut -f1)"
+. tests/daemon.sh
+mkdir -p "$tmp/d"
+if warpd_start "$BUILD/warpd" "$tmp/d" --prewarm "$set_file"; then
+  for _ in $(seq 6000); do
+    ready=$(curl -s "http://127.0.0.1:$port/v1/ready")
+    [[ "$ready" == *'"status":"ready"'* ]] && break
+    sleep 0.01
+  done
+  kill -TERM "$pid"; wait "$pid"
+  echo "cold  background --prewarm (threads, one process): $(sed -n 's/.*"elapsed_s":\([0-9.]*\).*/\1/p' <<<"$ready") s — $ready"
+fi
 if [ -x "$BUILD/bench/bench_prewarm" ]; then "$BUILD/bench/bench_prewarm" "$set_file"; fi

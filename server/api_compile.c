@@ -77,7 +77,7 @@ static char *disassemble(wp_app *app, const wp_artifact *a) {
 }
 
 /* What POST /v1/compile answers for one spec object: 0 with *out (the result object), or -1 with err. */
-int wp_compile_spec(wp_app *app, const cJSON *body, cJSON **out, wp_err *err) {
+int wp_compile_spec(wp_app *app, const cJSON *body, wp_artifact *prebuilt, cJSON **out, wp_err *err) {
     wp_spec spec = {0};
     wp_ready_kernel rk = {0};
     int bad = 0, rc = -1;
@@ -96,7 +96,7 @@ int wp_compile_spec(wp_app *app, const cJSON *body, cJSON **out, wp_err *err) {
                 spec.family->name);
         goto done;
     }
-    if (wp_app_kernel_get(app, &spec, NULL, &rk, err)) goto done;
+    if (wp_app_kernel_get_prebuilt(app, &spec, prebuilt, &rk, err)) goto done;
     atomic_fetch_add(&app->compile_requests, 1);
     const wp_artifact *a = wp_kernel_artifact(rk.kernel);
     cJSON *o = cJSON_CreateObject();
@@ -140,7 +140,7 @@ void wp_api_compile(void *appv, const wp_req *req, wp_resp *resp) {
     cJSON *body = wp_app_parse_body(app, req, &err);
     if (body && cJSON_GetObjectItemCaseSensitive(body, "specs")) { /* {"specs":[...]}: prewarm.c */
         wp_api_compile_many(app, body, resp);
-    } else if (body && wp_compile_spec(app, body, &out, &err) == 0) {
+    } else if (body && wp_compile_spec(app, body, NULL, &out, &err) == 0) {
         wp_resp_json(resp, 200, out);
     } else {
         wp_resp_error(resp, &err);

@@ -92,7 +92,11 @@ void wp_api_cache_list(void *app, const wp_req *req, wp_resp *resp); /* api_cach
 void wp_api_cache_get(void *app, const wp_req *req, wp_resp *resp);
 void wp_api_cache_delete(void *app, const wp_req *req, wp_resp *resp);
 void wp_api_cache_prune(void *app, const wp_req *req, wp_resp *resp);
-/* POST /v1/compile's answer for one spec object (api_compile.c): 0 with *out, or -1 with err. */
-int wp_compile_spec(wp_app *app, const cJSON *spec, cJSON **out, wp_err *err);
+/* POST /v1/compile's answer for one spec object (api_compile.c): 0 with *out, or -1 with err.
+ * prebuilt (may be NULL): the kernel compiled already in a group (prewarm.c), used if the cache has
+ * none; the caller frees what is left of it (wp_artifact_free). */
+int wp_compile_spec(wp_app *app, const cJSON *spec, wp_artifact *prebuilt, cJSON **out, wp_err *err);
+/* wp_app_kernel_get without a backend load, taking a prebuilt artifact on a miss (kernel.c). */
+int wp_app_kernel_get_prebuilt(wp_app *app, const wp_spec *s, wp_artifact *prebuilt, wp_ready_kernel *out, wp_err *err);
 
 #endif

@@ -619,6 +619,17 @@ void wp_cache_set_disk_max(wp_cache *c, uint64_t bytes) {
     wp_disk_enforce(c->disk, memory_last_used, c);
 }
 
+bool wp_cache_contains(wp_cache *c, const uint8_t key[32]) {
+    pthread_mutex_lock(&c->mu);
+    bool in_memory = index_find(c, key) != NULL;
+    pthread_mutex_unlock(&c->mu);
+    if (in_memory || !c->dir) return in_memory;
+    char path[CACHE_PATH_MAX];
+    struct stat sb;
+    disk_path(c, key, path, sizeof path);
+    return stat(path, &sb) == 0;
+}
+
 /* A memory hit: most recently used, counted. Under mu. True when the caller should refresh the
  * file's mtime (after unlocking), so other daemons see the use. */
 static bool note_memory_hit(wp_cache *c, wp_kernel *k) {

@@ -64,6 +64,8 @@ const char *wp_cache_dir(const wp_cache *c); /* NULL when memory only */
  * files are removed (cache_disk.h says how last use is shared between daemons on one directory).
  * Applied at once. No effect on a memory-only cache. */
 void wp_cache_set_disk_max(wp_cache *c, uint64_t bytes);
+/* Whether key is in memory (ready or being built) or has a file on disk: a get would not compile. */
+bool wp_cache_contains(wp_cache *c, const uint8_t key[32]);
 
 enum { WP_TIER_MEMORY = 1, WP_TIER_DISK = 2, WP_TIER_ALL = 3 };
 #define WP_CACHE_KEY_TEXT_MAX 256

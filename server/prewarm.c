@@ -4,10 +4,14 @@
  * wp_compile_spec (api_compile.c), so a batch answers exactly what one request per spec would. */
 #include "prewarm.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "app.h"
 
@@ -45,14 +49,36 @@ const cJSON *wp_prewarm_specs(const cJSON *doc, wp_err *err) {
     return specs;
 }
 
-/* ---- the batch ---- */
+/* ---- the batch ----
+ * Cold specs that can share an NVRTC program (same template and options: wp_jit_group_id) compile
+ * together in chunks, which parses the template and its headers once per chunk instead of once per
+ * spec (bench/RESULTS.md has the numbers). Chunks are sized so there are about three tasks per
+ * thread, at most BATCH_MAX_CHUNK specs each; data-parallel families (the heaviest kernels) are
+ * handed out first. Every spec then goes through wp_compile_spec with its prebuilt kernel, so the
+ * cache, the answer and the errors are what a request per spec would give. */
+
+#define BATCH_MAX_CHUNK 8
+#define BATCH_TASKS_PER_THREAD 3
+
+typedef struct {
+    int first, n; /* a run of batch.order */
+} task;
+
+typedef struct {
+    bool parsed, cold, heavy;
+    uint64_t group; /* wp_jit_group_id; 0: compiles alone */
+    wp_spec spec;
+} planned;
 
 typedef struct {
     wp_app *app;
     const cJSON **items;
     cJSON **results;
-    int n;
-    atomic_int next;
+    planned *plan;
+    int *order;
+    task *tasks;
+    int n, n_tasks;
+    bool print_errors; /* --exit's processes: print each error and keep no results */
     wp_batch_progress *p;
 } batch;
 
@@ -68,48 +94,132 @@ static cJSON *error_json(const wp_err *e, int index) {
     return o;
 }
 
+static void plan_one(batch *b, int i) {
+    planned *pl = &b->plan[i];
+    wp_err err = {0};
+    uint8_t key[32];
+    if (!cJSON_IsObject(b->items[i])) return;
+    pl->parsed = true; /* freed at the end, whether it parsed or not */
+    if (wp_spec_from_json(b->items[i], b->app->arch, &pl->spec, &err)) return;
+    if (!pl->spec.family->template_file || wp_jit_key(b->app->jit, &pl->spec, key, NULL, 0, &err)) return;
+    pl->cold = !wp_cache_contains(b->app->cache, key);
+    pl->heavy = (pl->spec.family->flags & WP_F_DATA) != 0;
+    pl->group = pl->cold ? wp_jit_group_id(b->app->jit, &pl->spec) : 0;
+}
+
+static int by_weight_then_group(const void *a, const void *b, void *plan) {
+    const planned *x = &((const planned *)plan)[*(const int *)a], *y = &((const planned *)plan)[*(const int *)b];
+    if (x->heavy != y->heavy) return x->heavy ? -1 : 1;
+    if (x->group != y->group) return x->group < y->group ? -1 : 1;
+    return *(const int *)a - *(const int *)b;
+}
+
+/* Orders the specs and cuts them into tasks. */
+static void plan_tasks(batch *b, int threads) {
+    int cold = 0;
+    for (int i = 0; i < b->n; i++) {
+        plan_one(b, i);
+        b->order[i] = i;
+        cold += b->plan[i].group != 0;
+    }
+    qsort_r(b->order, (size_t)b->n, sizeof *b->order, by_weight_then_group, b->plan);
+    int chunk = cold / (BATCH_TASKS_PER_THREAD * (threads > 0 ? threads : 1));
+    chunk = chunk < 1 ? 1 : chunk > BATCH_MAX_CHUNK ? BATCH_MAX_CHUNK : chunk;
+    for (int k = 0; k < b->n;) {
+        uint64_t g = b->plan[b->order[k]].group;
+        int len = 1;
+        while (g && len < chunk && k + len < b->n && b->plan[b->order[k + len]].group == g) len++;
+        b->tasks[b->n_tasks++] = (task){k, len};
+        k += len;
+    }
+}
+
+/* One spec: its answer or its error into results[i]. */
+static void run_spec(batch *b, int i, wp_artifact *prebuilt) {
+    wp_err err = {0};
+    cJSON *out = NULL;
+    if (atomic_load(&b->p->stop))
+        WP_FAIL(&err, 503, "stopped", "", "the batch was stopped before this spec");
+    else if (wp_compile_spec(b->app, b->items[i], prebuilt, &out, &err) == 0 && out) {
+        const cJSON *cache = cJSON_GetObjectItemCaseSensitive(out, "cache");
+        if (cJSON_IsString(cache) && !strcmp(cache->valuestring, "compile")) atomic_fetch_add(&b->p->compiled, 1);
+    }
+    if (!out) {
+        out = error_json(&err, i);
+        atomic_fetch_add(&b->p->failed, 1);
+        if (b->print_errors) fprintf(stderr, "warpd: prewarm spec %d: %s\n", i, err.msg);
+    }
+    if (b->print_errors)
+        cJSON_Delete(out);
+    else
+        b->results[i] = out;
+    atomic_fetch_add(&b->p->done, 1);
+}
+
+static void run_task(batch *b, const task *t) {
+    wp_artifact arts[BATCH_MAX_CHUNK] = {0};
+    const wp_spec *specs[BATCH_MAX_CHUNK];
+    for (int k = 0; k < t->n; k++) specs[k] = &b->plan[b->order[t->first + k]].spec;
+    wp_err err = {0};
+    if (t->n > 1 && !atomic_load(&b->p->stop) && wp_jit_compile_group(b->app->jit, specs, t->n, arts, &err))
+        memset(arts, 0, sizeof arts); /* each compiles alone below */
+    for (int k = 0; k < t->n; k++) {
+        run_spec(b, b->order[t->first + k], &arts[k]);
+        wp_artifact_free(&arts[k]); /* what the cache did not take (it had the kernel already) */
+    }
+}
+
 static void *batch_worker(void *arg) {
     batch *b = arg;
-    for (int i; (i = atomic_fetch_add(&b->next, 1)) < b->n;) {
-        wp_err err = {0};
-        cJSON *out = NULL;
-        if (atomic_load(&b->p->stop))
-            WP_FAIL(&err, 503, "stopped", "", "the batch was stopped before this spec");
-        else if (wp_compile_spec(b->app, b->items[i], &out, &err) == 0 && out) {
-            const cJSON *cache = cJSON_GetObjectItemCaseSensitive(out, "cache");
-            if (cJSON_IsString(cache) && !strcmp(cache->valuestring, "compile")) atomic_fetch_add(&b->p->compiled, 1);
-        }
-        if (!out) {
-            out = error_json(&err, i);
-            atomic_fetch_add(&b->p->failed, 1);
-        }
-        b->results[i] = out;
-        atomic_fetch_add(&b->p->done, 1);
-    }
+    for (int t; (t = atomic_fetch_add(&b->p->next_task, 1)) < b->n_tasks;) run_task(b, &b->tasks[t]);
     return NULL;
 }
 
-cJSON *wp_compile_batch(wp_app *app, const cJSON *specs, int threads, wp_batch_progress *p) {
-    int n = cJSON_GetArraySize(specs);
-    batch b = {.app = app, .n = n, .p = p};
-    b.items = calloc((size_t)n + 1, sizeof *b.items);
-    b.results = calloc((size_t)n + 1, sizeof *b.results);
-    cJSON *arr = cJSON_CreateArray();
-    if (!b.items || !b.results || !arr) goto out;
-    int i = 0;
-    for (const cJSON *s = specs->child; s && i < n; s = s->next) b.items[i++] = s;
-    if (threads > n) threads = n;
-    if (threads < 1) threads = 1;
-    pthread_t *tid = calloc((size_t)threads, sizeof *tid);
+static void run_threads(batch *b, int threads) {
+    if (threads > b->n_tasks) threads = b->n_tasks;
+    pthread_t *tid = threads > 1 ? calloc((size_t)threads, sizeof *tid) : NULL;
     int started = 0;
-    while (tid && started < threads - 1 && pthread_create(&tid[started], NULL, batch_worker, &b) == 0) started++;
-    batch_worker(&b); /* this thread works too, so a batch finishes even when no thread starts */
+    while (tid && started < threads - 1 && pthread_create(&tid[started], NULL, batch_worker, b) == 0) started++;
+    batch_worker(b); /* this thread works too, so a batch finishes even when no thread starts */
     for (int t = 0; t < started; t++) pthread_join(tid[t], NULL);
     free(tid);
-    for (i = 0; i < n; i++) cJSON_AddItemToArray(arr, b.results[i] ? b.results[i] : cJSON_CreateNull());
-out:
-    free(b.items);
-    free(b.results);
+}
+
+/* Plans the batch for `threads` workers; -1 when out of memory (batch_close it anyway). */
+static int batch_open(batch *b, wp_app *app, const cJSON *specs, int threads, wp_batch_progress *p) {
+    int n = cJSON_GetArraySize(specs);
+    size_t slots = (size_t)n + 1;
+    *b = (batch){.app = app, .n = n, .p = p};
+    b->items = calloc(slots, sizeof *b->items);
+    b->results = calloc(slots, sizeof *b->results);
+    b->plan = calloc(slots, sizeof *b->plan);
+    b->order = calloc(slots, sizeof *b->order);
+    b->tasks = calloc(slots, sizeof *b->tasks);
+    if (!b->items || !b->results || !b->plan || !b->order || !b->tasks) return -1;
+    int i = 0;
+    for (const cJSON *s = specs->child; s && i < n; s = s->next) b->items[i++] = s;
+    plan_tasks(b, threads);
+    return 0;
+}
+
+static void batch_close(batch *b) {
+    for (int i = 0; b->plan && i < b->n; i++)
+        if (b->plan[i].parsed) wp_spec_free(&b->plan[i].spec);
+    free(b->items);
+    free(b->results);
+    free(b->plan);
+    free(b->order);
+    free(b->tasks);
+}
+
+cJSON *wp_compile_batch(wp_app *app, const cJSON *specs, int threads, wp_batch_progress *p) {
+    batch b;
+    cJSON *arr = cJSON_CreateArray();
+    if (batch_open(&b, app, specs, threads, p) == 0 && arr) {
+        run_threads(&b, threads);
+        for (int i = 0; i < b.n; i++) cJSON_AddItemToArray(arr, b.results[i] ? b.results[i] : cJSON_CreateNull());
+    }
+    batch_close(&b);
     return arr;
 }
 
@@ -232,20 +342,59 @@ void wp_prewarm_stop(wp_prewarm *w) {
     free(w);
 }
 
-int wp_prewarm_run_and_exit(wp_app *app, cJSON *doc, int threads) {
-    wp_batch_progress p = {.total = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "specs"))};
-    uint64_t t0 = wp_now_ns();
-    cJSON *results = wp_compile_batch(app, cJSON_GetObjectItemCaseSensitive(doc, "specs"), threads, &p);
-    double secs = (double)(wp_now_ns() - t0) / 1e9;
-    int i = 0;
-    for (const cJSON *r = results ? results->child : NULL; r; r = r->next, i++) {
-        const cJSON *msg = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "error"), "message");
-        if (cJSON_IsString(msg)) fprintf(stderr, "warpd: prewarm spec %d: %s\n", i, msg->valuestring);
-    }
-    cJSON_Delete(results);
-    int failed = atomic_load(&p.failed);
-    printf("warpd: prewarm: %d specs, %d compiled, %d already cached, %d failed in %.2f s on %d threads\n", p.total,
-           atomic_load(&p.compiled), p.total - failed - atomic_load(&p.compiled), failed, secs, threads);
+/* Runs the batch on `workers` processes: this one and workers-1 forked children, which take tasks
+ * from the same counter (p lives in shared memory), print their own errors and _exit (the CUDA
+ * driver's exit handlers belong to the parent). */
+static void run_processes(batch *b, int workers) {
+    pid_t *kids = workers > 1 ? calloc((size_t)workers, sizeof *kids) : NULL;
+    int n_kids = 0;
     fflush(stdout);
+    fflush(stderr);
+    while (kids && n_kids < workers - 1 && n_kids < b->n_tasks - 1) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            batch_worker(b);
+            fflush(stderr);
+            _exit(0);
+        }
+        if (pid < 0) break; /* fewer processes: the rest is done here */
+        kids[n_kids++] = pid;
+    }
+    batch_worker(b);
+    for (int k = 0; k < n_kids; k++)
+        while (waitpid(kids[k], NULL, 0) < 0 && errno == EINTR) {
+        }
+    free(kids);
+}
+
+int wp_prewarm_run_and_exit(wp_app *app, cJSON *doc, int workers) {
+    wp_batch_progress *p =
+        mmap(NULL, sizeof *p, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0); /* seen by every process */
+    if (p == MAP_FAILED) {
+        fprintf(stderr, "warpd: prewarm: cannot map shared memory: %s\n", strerror(errno));
+        return 1;
+    }
+    memset(p, 0, sizeof *p);
+    const cJSON *specs = cJSON_GetObjectItemCaseSensitive(doc, "specs");
+    p->total = cJSON_GetArraySize(specs);
+    uint64_t t0 = wp_now_ns();
+    batch b;
+    int rc = batch_open(&b, app, specs, workers, p);
+    if (rc == 0) {
+        b.print_errors = true;
+        run_processes(&b, workers);
+    }
+    batch_close(&b);
+    double secs = (double)(wp_now_ns() - t0) / 1e9;
+    int failed = atomic_load(&p->failed), compiled = atomic_load(&p->compiled), done = atomic_load(&p->done);
+    if (rc || done != p->total) {
+        fprintf(stderr, "warpd: prewarm: only %d of %d specs were tried (out of memory, or a worker died)\n", done,
+                p->total);
+        failed += p->total - done;
+    }
+    printf("warpd: prewarm: %d specs, %d compiled, %d already cached, %d failed in %.2f s on %d processes\n", p->total,
+           compiled, done - atomic_load(&p->failed) - compiled, failed, secs, workers);
+    fflush(stdout);
+    munmap(p, sizeof *p);
     return failed ? 1 : 0;
 }

@@ -25,6 +25,7 @@ typedef struct {
     int total;
     atomic_int done, failed, compiled; /* done counts failed ones; compiled: built by NVRTC (not cached) */
     atomic_bool stop;
+    atomic_int next_task; /* internal: the next task to hand out (shared by the processes of --exit) */
 } wp_batch_progress;
 
 /* Compiles every spec on up to `threads` threads. Returns an array of results in spec order: each
@@ -49,8 +50,10 @@ int wp_prewarm_ready_json(wp_prewarm *p, cJSON *ready);
 /* Stops what has not started, waits for the rest, frees. */
 void wp_prewarm_stop(wp_prewarm *p);
 
-/* --prewarm FILE --exit: compiles in the foreground, prints a summary (and each failure) to
- * stderr/stdout, returns the process exit status: 0 when every spec compiled, 1 otherwise. */
-int wp_prewarm_run_and_exit(struct wp_app *app, cJSON *doc, int threads);
+/* --prewarm FILE --exit: compiles in the foreground on `workers` processes (forked after start-up;
+ * NVRTC compiles in one process stop scaling after a few threads, processes scale with the cores:
+ * bench/RESULTS.md), prints a summary (and each failure) to stdout/stderr, returns the process exit
+ * status: 0 when every spec compiled, 1 otherwise. Call it before any other thread of warpd starts. */
+int wp_prewarm_run_and_exit(struct wp_app *app, cJSON *doc, int workers);
 
 #endif
