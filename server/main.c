@@ -80,8 +80,8 @@ static void usage(FILE *f) {
             "  --max-elements N     largest n of a /v1/reduce or /v1/scan job (default %llu; larger gets 413)\n"
             "  --prewarm FILE       compile the specs of FILE ({\"specs\":[...]}, as POST /v1/compile takes) at\n"
             "                       start, in the background; GET /v1/ready answers 503 \"warming\" until done\n"
-            "  --exit               with --prewarm: compile in the foreground into the cache directory and\n"
-            "                       exit (0 when every spec compiled), without serving\n"
+            "  --exit               with --prewarm: compile in the foreground into the cache directory (on\n"
+            "                       --workers processes) and exit (0 when every spec compiled), without serving\n"
             "  --version, --help\n",
             DEFAULT_PORT, DEFAULT_CACHE_MB, WP_DEFAULT_TEMPLATES, WP_DEFAULT_WEB, DEFAULT_THREADS, DEFAULT_MAX_BODY,
             DEFAULT_CONN_MEMORY, DEFAULT_MAX_DEPTH, DEFAULT_MAX_QUEUE, DEFAULT_MAX_JOBS, DEFAULT_JOB_WORKERS,
