@@ -113,6 +113,7 @@ install: $(BUILD)/warpd
 	install -m 755 $(BUILD)/warpd $(DESTDIR)$(PREFIX)/bin/warpd
 	install -m 644 templates/* kernels/wp_abi.h $(DESTDIR)$(PREFIX)/share/warpd/templates/
 	cp -r clients/web/. $(DESTDIR)$(PREFIX)/share/warpd/web/
+	install -d $(DESTDIR)$(PREFIX)/share/warpd/prewarm && install -m 644 prewarm/default.json $(DESTDIR)$(PREFIX)/share/warpd/prewarm/
 
 # ---- Debian package (packaging/deb/; tested by tests/package/run.sh, a suite of `make test`) ----
 # `make deb`: $(BUILD)/warpd_<version>-<revision>_<arch>.deb. The daemon is compiled again in

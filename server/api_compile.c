@@ -1,7 +1,8 @@
 /* api_compile.c — POST /v1/compile: compile (or find in the cache) the kernel of a spec and report
  * its key, where it came from, compile time, NVRTC log, registers, spills, and on request the PTX,
  * the C++ that was compiled and the SASS (when nvdisasm is installed). Data families take the fields
- * that choose their kernel (strategy, block, ...), so any kernel a reduce or scan runs can be shown. */
+ * that choose their kernel (strategy, block, ...), so any kernel a reduce or scan runs can be shown.
+ * {"specs":[...]} compiles many at once (prewarm.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 
 #include "app.h"
 #include "jsonval.h"
+#include "prewarm.h"
 
 static const char *const compile_fields[] = {"family",   "type",  "width",      "mask",      "op",
                                              "strategy", "block", "accumulate", "exclusive", "inclusive",
@@ -74,25 +76,27 @@ static char *disassemble(wp_app *app, const wp_artifact *a) {
     return out;
 }
 
-void wp_api_compile(void *appv, const wp_req *req, wp_resp *resp) {
-    wp_app *app = appv;
-    wp_err err = {0};
+/* What POST /v1/compile answers for one spec object: 0 with *out (the result object), or -1 with err. */
+int wp_compile_spec(wp_app *app, const cJSON *body, wp_artifact *prebuilt, cJSON **out, wp_err *err) {
     wp_spec spec = {0};
     wp_ready_kernel rk = {0};
-    int bad = 0;
-    cJSON *body = wp_app_parse_body(app, req, &err);
-    if (!body || wp_json_only(body, "", compile_fields, &err) || wp_spec_from_json(body, app->arch, &spec, &err))
-        goto fail;
-    if (no_data_fields(body, spec.family, &err)) goto fail;
-    bool want_ptx = want(body, "ptx", &err, &bad), want_src = want(body, "source", &err, &bad),
-         want_sass = want(body, "sass", &err, &bad);
-    if (bad) goto fail;
-    if (!spec.family->template_file) {
-        WP_FAIL(&err, 400, "not_compiled", "family", "family %s runs on the emulator only; nothing to compile",
-                spec.family->name);
-        goto fail;
+    int bad = 0, rc = -1;
+    *out = NULL;
+    if (!cJSON_IsObject(body)) {
+        WP_FAIL(err, 400, "wrong_type", "", "a spec must be a JSON object");
+        return -1;
     }
-    if (wp_app_kernel_get(app, &spec, NULL, &rk, &err)) goto fail;
+    if (wp_json_only(body, "", compile_fields, err) || wp_spec_from_json(body, app->arch, &spec, err)) goto done;
+    if (no_data_fields(body, spec.family, err)) goto done;
+    bool want_ptx = want(body, "ptx", err, &bad), want_src = want(body, "source", err, &bad),
+         want_sass = want(body, "sass", err, &bad);
+    if (bad) goto done;
+    if (!spec.family->template_file) {
+        WP_FAIL(err, 400, "not_compiled", "family", "family %s runs on the emulator only; nothing to compile",
+                spec.family->name);
+        goto done;
+    }
+    if (wp_app_kernel_get_prebuilt(app, &spec, prebuilt, &rk, err)) goto done;
     atomic_fetch_add(&app->compile_requests, 1);
     const wp_artifact *a = wp_kernel_artifact(rk.kernel);
     cJSON *o = cJSON_CreateObject();
@@ -121,13 +125,38 @@ void wp_api_compile(void *appv, const wp_req *req, wp_resp *resp) {
             cJSON_AddNullToObject(o, "sass");
         free(sass);
     }
-    wp_resp_json(resp, 200, o);
-    wp_resp_note_kernel(resp, NULL, wp_source_name(rk.source), spec.family->name, rk.hash);
-    goto done;
-fail:
-    wp_resp_error(resp, &err);
+    *out = o;
+    rc = 0;
 done:
     wp_app_kernel_put(app, &rk);
     wp_spec_free(&spec);
+    return rc;
+}
+
+/* The access log's kernel fields from a compile's answer (static strings only: the note outlives it). */
+static void note_compile(wp_resp *resp, const cJSON *out) {
+    const cJSON *fam = cJSON_GetObjectItemCaseSensitive(out, "family");
+    const cJSON *src = cJSON_GetObjectItemCaseSensitive(out, "cache");
+    const cJSON *hash = cJSON_GetObjectItemCaseSensitive(out, "hash");
+    const wp_family *f = cJSON_IsString(fam) ? wp_family_find(fam->valuestring) : NULL;
+    const char *cache = NULL;
+    for (int i = 0; cJSON_IsString(src) && i <= WP_SRC_COMPILE; i++)
+        if (!strcmp(src->valuestring, wp_source_name((wp_source)i))) cache = wp_source_name((wp_source)i);
+    wp_resp_note_kernel(resp, NULL, cache, f ? f->name : NULL, cJSON_IsString(hash) ? hash->valuestring : NULL);
+}
+
+void wp_api_compile(void *appv, const wp_req *req, wp_resp *resp) {
+    wp_app *app = appv;
+    wp_err err = {0};
+    cJSON *out = NULL;
+    cJSON *body = wp_app_parse_body(app, req, &err);
+    if (body && cJSON_GetObjectItemCaseSensitive(body, "specs")) { /* {"specs":[...]}: prewarm.c */
+        wp_api_compile_many(app, body, resp);
+    } else if (body && wp_compile_spec(app, body, NULL, &out, &err) == 0) {
+        note_compile(resp, out);
+        wp_resp_json(resp, 200, out);
+    } else {
+        wp_resp_error(resp, &err);
+    }
     cJSON_Delete(body);
 }

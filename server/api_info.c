@@ -7,6 +7,7 @@
 #include "../kernels/data.h"
 #include "app.h"
 #include "jsonval.h"
+#include "prewarm.h"
 
 cJSON *wp_app_parse_body(wp_app *app, const wp_req *req, wp_err *err) {
     if (!req->body || !req->body_len) {
@@ -45,7 +46,9 @@ void wp_api_ready(void *appv, const wp_req *req, wp_resp *resp) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "status", "ready");
     cJSON_AddStringToObject(o, "backend", wp_backend_name(app->preferred));
-    wp_resp_json(resp, 200, o);
+    /* --prewarm: not ready (503 "warming") until every spec has been tried (prewarm.h). */
+    int status = app->prewarm ? wp_prewarm_ready_json(app->prewarm, o) : 200;
+    wp_resp_json(resp, status, o);
 }
 
 static cJSON *device_json(wp_backend *b) {

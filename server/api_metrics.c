@@ -79,6 +79,16 @@ void wp_api_metrics(void *appv, const wp_req *req, wp_resp *resp) {
       cs.stale_tmp_removed);
     G("warpd_cache_entries", "Entries in the memory cache.", cs.entries);
     G("warpd_cache_bytes", "Bytes in the memory cache.", cs.bytes);
+    /* Disk cache and cache control (--cache-disk-max, /v1/cache): api_cache.c, cache_disk.c. */
+    G("warpd_cache_disk_entries", "Files in the disk cache, as this process last counted them.", cs.disk_entries);
+    G("warpd_cache_disk_bytes", "Bytes of the disk cache's files, as this process last counted them.", cs.disk_bytes);
+    G("warpd_cache_disk_max_bytes", "The disk cache cap (--cache-disk-max; 0: none).", cs.disk_cap_bytes);
+    C("warpd_cache_disk_evictions_total", "Disk cache files removed to stay under --cache-disk-max.",
+      cs.disk_evictions);
+    fprintf(f, "# HELP warpd_cache_removed_total Cache entries removed by DELETE /v1/cache, by tier.\n"
+               "# TYPE warpd_cache_removed_total counter\n");
+    fprintf(f, "warpd_cache_removed_total{tier=\"memory\"} %llu\n", (unsigned long long)cs.removed);
+    fprintf(f, "warpd_cache_removed_total{tier=\"disk\"} %llu\n", (unsigned long long)cs.disk_removed);
     C("warpd_warp_runs_total", "Warp primitive runs.", atomic_load(&app->warp_runs));
     wp_jobs_stats js;
     wp_jobs_stats_get(app->jobs, &js);

@@ -46,6 +46,11 @@ typedef struct wp_app {
     wp_batch_mem *batch_mem; /* device memory of batched launches */
     wp_metrics *metrics;      /* latency histograms, process and build metrics (metrics.c): /metrics */
     int cuda_device;          /* the CUDA device ordinal (--device), for /metrics */
+
+    /* Prewarm (prewarm.c): the background --prewarm run (NULL when none) that GET /v1/ready reports,
+     * and how many threads a {"specs":[...]} batch compiles on. */
+    struct wp_prewarm *prewarm;
+    int compile_threads;
 } wp_app;
 
 /* A kernel ready to run: the cache entry (held), its function on the chosen backend, where it came
@@ -98,5 +103,15 @@ extern const wp_stream_hooks wp_api_buffers_stream;                   /* raw bod
 void wp_api_buffers_list(void *app, const wp_req *req, wp_resp *resp);
 void wp_api_buffer_get(void *app, const wp_req *req, wp_resp *resp);
 void wp_api_buffer_delete(void *app, const wp_req *req, wp_resp *resp);
+void wp_api_cache_list(void *app, const wp_req *req, wp_resp *resp); /* api_cache.c */
+void wp_api_cache_get(void *app, const wp_req *req, wp_resp *resp);
+void wp_api_cache_delete(void *app, const wp_req *req, wp_resp *resp);
+void wp_api_cache_prune(void *app, const wp_req *req, wp_resp *resp);
+/* POST /v1/compile's answer for one spec object (api_compile.c): 0 with *out, or -1 with err.
+ * prebuilt (may be NULL): the kernel compiled already in a group (prewarm.c), used if the cache has
+ * none; the caller frees what is left of it (wp_artifact_free). */
+int wp_compile_spec(wp_app *app, const cJSON *spec, wp_artifact *prebuilt, cJSON **out, wp_err *err);
+/* wp_app_kernel_get without a backend load, taking a prebuilt artifact on a miss (kernel.c). */
+int wp_app_kernel_get_prebuilt(wp_app *app, const wp_spec *s, wp_artifact *prebuilt, wp_ready_kernel *out, wp_err *err);
 
 #endif

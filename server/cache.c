@@ -8,8 +8,10 @@
  *
  * Disk file <dir>/<2 hex>/<64 hex>.wpk, little-endian:
  *   "WPKC" | u32 format version | u64 payload length | sha256(payload) | payload
- *   payload = key[32] | blob cubin | str ptx | str log | str lowered | str source
- *             | i32 regs | i32 spills | f64 compile_ms
+ *   payload = key[32] | [format 2: u64 created (Unix ms) | str key text] | blob cubin | str ptx
+ *             | str log | str lowered | str source | i32 regs | i32 spills | f64 compile_ms
+ * Format 1 files (no created time, no key text) are still read; new files are format 2. The index of
+ * the files, the disk cap and LRU eviction are cache_disk.c's.
  *   blob/str = u64 length (UINT64_MAX: NULL) + bytes (strings without their NUL).
  * Written to <name>.tmp.<pid>.<tid>.<random> (created exclusively), fsync'd and renamed, so a reader sees
  * a whole file or none, also on a directory that several daemons share (docs/scaling.md). A temp
@@ -17,10 +19,13 @@
  * gone and that are over a minute old (another daemon sharing the directory may be writing its own). */
 #include "cache.h"
 
+#include "cache_disk.h"
+
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -35,7 +40,9 @@
 #include "sha256.h"
 
 #define CACHE_MAGIC "WPKC"
-#define CACHE_FORMAT_VERSION 1u
+#define CACHE_FORMAT_VERSION 2u
+#define CACHE_FORMAT_OLDEST 1u
+#define CACHE_META_PEEK_BYTES 4096 /* enough of a file for its created time and key text */
 #define CACHE_HEADER_BYTES (4 + 4 + 8 + 32)
 #define CACHE_MAX_FILE_BYTES (256u << 20) /* a cubin is kilobytes; a file this big is not ours */
 #define CACHE_MIN_BUCKETS 64
@@ -59,6 +66,9 @@ struct wp_kernel {
     void *fn, *backend;
     wp_unload_fn unload;
     wp_cache *cache;
+    char *key_text;                     /* what the key was made from ("" when not given) */
+    double created, last_used, touched; /* Unix seconds: made, last asked for, file mtime last set */
+    uint64_t hits;                      /* memory hits */
 };
 
 struct wp_cache {
@@ -68,6 +78,7 @@ struct wp_cache {
     size_t n_buckets, n_indexed;
     wp_kernel *lru_head, *lru_tail; /* ready entries, most recent first */
     wp_cache_stats st;
+    wp_disk *disk; /* the files' index and cap (cache_disk.c); NULL when memory only */
 };
 
 const char *wp_source_name(wp_source s) {
@@ -94,6 +105,7 @@ static wp_kernel *kernel_new(wp_cache *c, const uint8_t key[32]) {
     memcpy(k->key, key, 32);
     k->art.regs = k->art.spills = -1;
     k->cache = c;
+    k->created = k->last_used = k->touched = wp_unix_now();
     return k;
 }
 
@@ -102,6 +114,7 @@ static void kernel_free(wp_kernel *k) {
     if (k->fn_state == FN_LOADED && k->unload) k->unload(k->backend, k->fn);
     wp_artifact_free(&k->art);
     pthread_cond_destroy(&k->changed);
+    free(k->key_text);
     free(k);
 }
 
@@ -209,9 +222,7 @@ static void free_chain(wp_kernel *k) {
 /* ---- disk store ---- */
 
 static void disk_path(const wp_cache *c, const uint8_t key[32], char *out, size_t n) {
-    char hex[65];
-    wp_hex(key, 32, hex);
-    snprintf(out, n, "%s/%.2s/%s.wpk", c->dir, hex, hex);
+    wp_disk_path(c->dir, key, out, n);
 }
 
 static void count(wp_cache *c, uint64_t *field) {
@@ -245,9 +256,17 @@ static void put_blob(out_buf *b, const void *data, size_t n, bool present) {
 }
 static void put_str(out_buf *b, const char *s) { put_blob(b, s, s ? strlen(s) : 0, s != NULL); }
 
+/* What a file says about its entry besides the artifact (format 2). */
+typedef struct {
+    double created;
+    const char *key_text;
+} file_meta;
+
 /* Writes the payload into b (or, with b->p NULL, only measures it). */
-static void put_payload(out_buf *b, const uint8_t key[32], const wp_artifact *a) {
+static void put_payload(out_buf *b, const uint8_t key[32], const file_meta *m, const wp_artifact *a) {
     put_bytes(b, key, 32);
+    put_u64(b, (uint64_t)(m->created * 1000.0));
+    put_str(b, m->key_text ? m->key_text : "");
     put_blob(b, a->cubin, a->cubin_len, a->cubin != NULL);
     put_str(b, a->ptx);
     put_str(b, a->log);
@@ -304,10 +323,21 @@ static void *get_blob(in_buf *b, size_t *len) {
     return copy;
 }
 
-static bool parse_payload(const uint8_t *p, size_t n, const uint8_t key[32], wp_artifact *a) {
+/* Format 2's created time and key text (*key_text malloc'd); format 1 has neither. */
+static void get_meta(in_buf *b, uint32_t version, double *created, char **key_text) {
+    *created = 0;
+    *key_text = NULL;
+    if (version < 2) return;
+    *created = (double)get_u64(b) / 1000.0;
+    *key_text = get_blob(b, NULL);
+}
+
+static bool parse_payload(const uint8_t *p, size_t n, uint32_t version, const uint8_t key[32], wp_artifact *a,
+                          double *created, char **key_text) {
     in_buf b = {p, n, 0, false};
     const uint8_t *stored_key = get_bytes(&b, 32);
     if (!stored_key || memcmp(stored_key, key, 32) != 0) return false;
+    get_meta(&b, version, created, key_text);
     a->cubin = get_blob(&b, &a->cubin_len);
     a->ptx = get_blob(&b, NULL);
     a->log = get_blob(&b, NULL);
@@ -319,6 +349,8 @@ static bool parse_payload(const uint8_t *p, size_t n, const uint8_t key[32], wp_
     memcpy(&a->compile_ms, &ms, sizeof ms);
     if (b.bad || b.pos != b.len) { /* short, or junk after the last field */
         wp_artifact_free(a);
+        free(*key_text);
+        *key_text = NULL;
         return false;
     }
     return true;
@@ -363,7 +395,7 @@ static int open_tmp(const char *path, char *tmp, size_t cap) {
 
 typedef enum { DISK_HIT, DISK_MISS, DISK_CORRUPT } disk_result;
 
-static disk_result disk_check(int fd, const uint8_t key[32], wp_artifact *a) {
+static disk_result disk_check(int fd, const uint8_t key[32], wp_artifact *a, double *created, char **key_text) {
     struct stat sb;
     if (fstat(fd, &sb) || !S_ISREG(sb.st_mode)) return DISK_MISS;
     if (sb.st_size < CACHE_HEADER_BYTES || (uint64_t)sb.st_size > CACHE_MAX_FILE_BYTES) return DISK_CORRUPT;
@@ -377,33 +409,67 @@ static disk_result disk_check(int fd, const uint8_t key[32], wp_artifact *a) {
     uint32_t version = get_u32(&h);
     uint64_t payload_len = get_u64(&h);
     const uint8_t *sum = get_bytes(&h, 32);
-    if (memcmp(magic, CACHE_MAGIC, 4) != 0 || version != CACHE_FORMAT_VERSION) goto out;
+    if (memcmp(magic, CACHE_MAGIC, 4) != 0 || version < CACHE_FORMAT_OLDEST || version > CACHE_FORMAT_VERSION) goto out;
     if (payload_len != size - CACHE_HEADER_BYTES) goto out; /* torn, or junk after the payload */
     uint8_t got[32];
     wp_sha256(file + CACHE_HEADER_BYTES, (size_t)payload_len, got);
     if (memcmp(got, sum, 32) != 0) goto out;
-    if (parse_payload(file + CACHE_HEADER_BYTES, (size_t)payload_len, key, a)) res = DISK_HIT;
+    if (parse_payload(file + CACHE_HEADER_BYTES, (size_t)payload_len, version, key, a, created, key_text))
+        res = DISK_HIT;
 out:
     free(file);
     return res;
 }
 
-/* A corrupt file is counted and removed, and reads as a miss: the caller rebuilds and rewrites it. */
-static disk_result disk_load(wp_cache *c, const uint8_t key[32], wp_artifact *a) {
+/* A corrupt file is counted and removed, and reads as a miss: the caller rebuilds and rewrites it.
+ * A hit is recorded in the index (its last use is now); k gets the file's created time and key text. */
+static disk_result disk_load(wp_cache *c, wp_kernel *k) {
     char path[CACHE_PATH_MAX];
-    disk_path(c, key, path, sizeof path);
+    disk_path(c, k->key, path, sizeof path);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         if (errno != ENOENT) count(c, &c->st.disk_errors);
         return DISK_MISS;
     }
-    disk_result res = disk_check(fd, key, a);
+    struct stat sb;
+    double created = 0;
+    char *key_text = NULL;
+    disk_result res = disk_check(fd, k->key, &k->art, &created, &key_text);
+    uint64_t bytes = fstat(fd, &sb) == 0 ? (uint64_t)sb.st_size : 0;
     close(fd);
     if (res == DISK_CORRUPT) {
         unlink(path);
+        wp_disk_forget(c->disk, k->key);
         count(c, &c->st.corrupt_files);
+    } else if (res == DISK_HIT) {
+        if (created > 0) k->created = created;
+        if (key_text && !k->key_text) k->key_text = key_text, key_text = NULL;
+        wp_disk_hit(c->disk, k->key, bytes, k->key_text ? k->key_text : "", k->created);
     }
+    free(key_text);
     return res;
+}
+
+bool wp_cache_file_meta(const char *path, double *created, char *key_text, size_t n) {
+    *created = 0;
+    if (n) key_text[0] = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    uint8_t head[CACHE_META_PEEK_BYTES];
+    ssize_t got = read(fd, head, sizeof head);
+    close(fd);
+    if (got < CACHE_HEADER_BYTES + 32) return false;
+    in_buf b = {head, (size_t)got, 0, false};
+    const uint8_t *magic = get_bytes(&b, 4);
+    uint32_t version = get_u32(&b);
+    if (memcmp(magic, CACHE_MAGIC, 4) != 0 || version < CACHE_FORMAT_OLDEST || version > CACHE_FORMAT_VERSION)
+        return false;
+    b.pos = CACHE_HEADER_BYTES + 32; /* past the header and the payload's key */
+    char *text = NULL;
+    get_meta(&b, version, created, &text);
+    if (text && n) snprintf(key_text, n, "%s", text);
+    free(text);
+    return !b.bad;
 }
 
 static int fsync_dir(const char *dir) {
@@ -414,22 +480,23 @@ static int fsync_dir(const char *dir) {
     return rc;
 }
 
-/* Best effort: a store that fails is counted and the entry still serves from memory. */
-static void disk_store(wp_cache *c, const uint8_t key[32], const wp_artifact *a) {
+/* Best effort: a store that fails is counted and the entry still serves from memory. Returns the
+ * file's size (0 when not stored). */
+static uint64_t disk_store(wp_cache *c, const uint8_t key[32], const file_meta *m, const wp_artifact *a) {
     out_buf measure = {NULL, 0, 0};
-    put_payload(&measure, key, a);
+    put_payload(&measure, key, m, a);
     size_t total = CACHE_HEADER_BYTES + measure.len;
     out_buf b = {malloc(total), 0, total};
     if (!b.p) {
         count(c, &c->st.disk_errors);
-        return;
+        return 0;
     }
     uint8_t sum[32];
     put_bytes(&b, CACHE_MAGIC, 4);
     put_u32(&b, CACHE_FORMAT_VERSION);
     put_u64(&b, measure.len);
     put_bytes(&b, sum, 32); /* placeholder, filled below */
-    put_payload(&b, key, a);
+    put_payload(&b, key, m, a);
     wp_sha256(b.p + CACHE_HEADER_BYTES, measure.len, sum);
     memcpy(b.p + CACHE_HEADER_BYTES - 32, sum, 32);
 
@@ -451,6 +518,7 @@ static void disk_store(wp_cache *c, const uint8_t key[32], const wp_artifact *a)
     else
         count(c, &c->st.disk_errors);
     free(b.p);
+    return ok ? total : 0;
 }
 
 static int mkdir_p(const char *dir) {
@@ -510,14 +578,17 @@ wp_cache *wp_cache_open(const char *dir, size_t mem_cap, wp_err *err) {
     wp_cache *c = calloc(1, sizeof *c);
     wp_kernel **buckets = calloc(CACHE_MIN_BUCKETS, sizeof *buckets);
     char *dir_copy = dir ? strdup(dir) : NULL;
-    if (!c || !buckets || (dir && !dir_copy) || pthread_mutex_init(&c->mu, NULL)) {
+    wp_disk *disk = dir ? wp_disk_open(dir) : NULL;
+    if (!c || !buckets || (dir && (!dir_copy || !disk)) || pthread_mutex_init(&c->mu, NULL)) {
         free(c);
         free(buckets);
         free(dir_copy);
+        wp_disk_close(disk);
         WP_FAIL(err, 500, "out_of_memory", "", "out of memory opening the cache");
         return NULL;
     }
     c->dir = dir_copy;
+    c->disk = disk;
     if (c->dir) sweep_stale_tmp(c);
     c->buckets = buckets;
     c->n_buckets = CACHE_MIN_BUCKETS;
@@ -541,20 +612,60 @@ void wp_cache_close(wp_cache *c) {
     pthread_mutex_unlock(&c->mu);
     free_chain(dead);
     pthread_mutex_destroy(&c->mu);
+    wp_disk_close(c->disk);
     free(c->buckets);
     free(c->dir);
     free(c);
 }
 
+/* The last use of key in memory, for the disk index's LRU order. Called with the disk lock held,
+ * which is taken before mu (cache_disk.h). */
+static double memory_last_used(void *ctx, const uint8_t key[32]) {
+    wp_cache *c = ctx;
+    pthread_mutex_lock(&c->mu);
+    wp_kernel *k = index_find(c, key);
+    double t = k && k->state == KERNEL_READY ? k->last_used : 0;
+    pthread_mutex_unlock(&c->mu);
+    return t;
+}
+
+void wp_cache_set_disk_max(wp_cache *c, uint64_t bytes) {
+    if (!c->disk) return;
+    wp_disk_set_cap(c->disk, bytes);
+    wp_disk_enforce(c->disk, memory_last_used, c);
+}
+
+bool wp_cache_contains(wp_cache *c, const uint8_t key[32]) {
+    pthread_mutex_lock(&c->mu);
+    bool in_memory = index_find(c, key) != NULL;
+    pthread_mutex_unlock(&c->mu);
+    if (in_memory || !c->dir) return in_memory;
+    char path[CACHE_PATH_MAX];
+    struct stat sb;
+    disk_path(c, key, path, sizeof path);
+    return stat(path, &sb) == 0;
+}
+
+/* A memory hit: most recently used, counted. Under mu. True when the caller should refresh the
+ * file's mtime (after unlocking), so other daemons see the use. */
+static bool note_memory_hit(wp_cache *c, wp_kernel *k) {
+    c->st.hits_memory++;
+    k->hits++;
+    k->last_used = wp_unix_now();
+    if (k->indexed) {
+        lru_unlink(c, k);
+        lru_push_front(c, k);
+    }
+    if (!c->disk || k->last_used - k->touched < WP_DISK_TOUCH_S) return false;
+    k->touched = k->last_used;
+    return true;
+}
+
 /* Waits for an entry someone else is building. Under mu; k holds our reference. */
-static wp_kernel *wait_for_build(wp_cache *c, wp_kernel *k, wp_err *err) {
+static wp_kernel *wait_for_build(wp_cache *c, wp_kernel *k, bool *touch, wp_err *err) {
     while (k->state == KERNEL_BUILDING) pthread_cond_wait(&k->changed, &c->mu);
     if (k->state == KERNEL_READY) {
-        c->st.hits_memory++;
-        if (k->indexed) { /* most recently used */
-            lru_unlink(c, k);
-            lru_push_front(c, k);
-        }
+        *touch = note_memory_hit(c, k);
         return k;
     }
     if (err) *err = k->build_err;
@@ -562,31 +673,95 @@ static wp_kernel *wait_for_build(wp_cache *c, wp_kernel *k, wp_err *err) {
 }
 
 wp_kernel *wp_cache_peek(wp_cache *c, const uint8_t key[32]) {
+    bool touch = false;
     pthread_mutex_lock(&c->mu);
     wp_kernel *k = index_find(c, key);
     if (k && k->state == KERNEL_READY) {
         k->refs++;
-        wait_for_build(c, k, NULL); /* ready: counts the hit and refreshes the LRU position */
+        touch = note_memory_hit(c, k);
     } else {
         k = NULL;
     }
     pthread_mutex_unlock(&c->mu);
+    if (touch) wp_disk_touch(c->disk, key);
     return k;
 }
 
-wp_kernel *wp_cache_get(wp_cache *c, const uint8_t key[32], wp_build_fn build, void *ctx, wp_source *src, wp_err *err) {
+/* We are the one builder for k: from the disk, or through build (then stored). 0 or -1 with *err. */
+static int build_entry(wp_cache *c, wp_kernel *k, wp_build_fn build, void *ctx, wp_source *from, wp_err *err) {
+    *from = WP_SRC_DISK;
+    if (c->dir && disk_load(c, k) == DISK_HIT) return 0;
+    *from = WP_SRC_COMPILE;
+    memset(&k->art, 0, sizeof k->art);
+    k->art.regs = k->art.spills = -1;
+    int rc = build(ctx, &k->art, err);
+    if (rc && err->status == 0) WP_FAIL(err, 500, "build_failed", "", "the build failed without saying why");
+    if (rc) {
+        wp_artifact_free(&k->art);
+        return -1;
+    }
+    if (c->dir) {
+        file_meta m = {k->created, k->key_text};
+        uint64_t bytes = disk_store(c, k->key, &m, &k->art);
+        if (bytes) {
+            wp_disk_stored(c->disk, k->key, bytes, k->key_text ? k->key_text : "", k->created);
+            wp_disk_enforce(c->disk, memory_last_used, c);
+        }
+    }
+    return 0;
+}
+
+/* Under mu: the build is over; publishes k or, failed, takes it out. Frees go onto *dead. */
+static void finish_build(wp_cache *c, wp_kernel *k, wp_source from, int rc, const wp_err *build_err, wp_kernel **dead) {
+    if (from == WP_SRC_DISK)
+        c->st.hits_disk++;
+    else
+        c->st.misses++;
+    if (rc == 0) {
+        if (from == WP_SRC_COMPILE) c->st.compiles++;
+        k->state = KERNEL_READY;
+        k->last_used = wp_unix_now();
+        k->bytes = wp_artifact_bytes(&k->art);
+        if (k->indexed) { /* a prune may have taken it out while it was being built */
+            c->st.bytes += k->bytes;
+            c->st.entries++;
+            lru_push_front(c, k);
+            evict_to_cap(c, dead);
+        }
+    } else {
+        c->st.compile_failures++;
+        k->build_err = *build_err;
+        k->state = KERNEL_FAILED;
+        if (k->indexed) index_remove(c, k); /* not cached: the next ask builds again */
+        k->refs--;                          /* ours */
+        if (k->refs == 0) {
+            k->hash_next = *dead;
+            *dead = k;
+        }
+    }
+    pthread_cond_broadcast(&k->changed);
+}
+
+wp_kernel *wp_cache_get_named(wp_cache *c, const uint8_t key[32], const char *key_text, wp_build_fn build, void *ctx,
+                              wp_source *src, wp_err *err) {
     pthread_mutex_lock(&c->mu);
     wp_kernel *k = index_find(c, key);
     if (k) {
+        bool touch = false;
         k->refs++;
-        wp_kernel *got = wait_for_build(c, k, err);
+        wp_kernel *got = wait_for_build(c, k, &touch, err);
         bool last = !got && --k->refs == 0;
         pthread_mutex_unlock(&c->mu);
         if (last) kernel_free(k);
+        if (touch) wp_disk_touch(c->disk, key);
         if (got && src) *src = WP_SRC_MEMORY;
         return got;
     }
     k = kernel_new(c, key);
+    if (k && key_text && !(k->key_text = strdup(key_text))) {
+        kernel_free(k);
+        k = NULL;
+    }
     if (!k) {
         pthread_mutex_unlock(&c->mu);
         WP_FAIL(err, 500, "out_of_memory", "", "out of memory in the cache");
@@ -597,48 +772,13 @@ wp_kernel *wp_cache_get(wp_cache *c, const uint8_t key[32], wp_build_fn build, v
     pthread_mutex_unlock(&c->mu);
 
     /* We are the one builder for this key; everyone else waits on k->changed. */
-    wp_source from = WP_SRC_DISK;
+    wp_source from;
     wp_err build_err = {0};
-    int rc = 0;
-    if (!c->dir || disk_load(c, key, &k->art) != DISK_HIT) {
-        from = WP_SRC_COMPILE;
-        memset(&k->art, 0, sizeof k->art);
-        k->art.regs = k->art.spills = -1;
-        rc = build(ctx, &k->art, &build_err);
-        if (rc && build_err.status == 0)
-            WP_FAIL(&build_err, 500, "build_failed", "", "the build failed without saying why");
-        if (rc)
-            wp_artifact_free(&k->art);
-        else if (c->dir)
-            disk_store(c, key, &k->art);
-    }
+    int rc = build_entry(c, k, build, ctx, &from, &build_err);
 
     wp_kernel *dead = NULL;
     pthread_mutex_lock(&c->mu);
-    if (from == WP_SRC_DISK)
-        c->st.hits_disk++;
-    else
-        c->st.misses++;
-    if (rc == 0) {
-        if (from == WP_SRC_COMPILE) c->st.compiles++;
-        k->state = KERNEL_READY;
-        k->bytes = wp_artifact_bytes(&k->art);
-        c->st.bytes += k->bytes;
-        c->st.entries++;
-        lru_push_front(c, k);
-        evict_to_cap(c, &dead);
-    } else {
-        c->st.compile_failures++;
-        k->build_err = build_err;
-        k->state = KERNEL_FAILED;
-        index_remove(c, k); /* not cached: the next ask builds again */
-        k->refs--;          /* ours */
-        if (k->refs == 0) {
-            k->hash_next = dead;
-            dead = k;
-        }
-    }
-    pthread_cond_broadcast(&k->changed);
+    finish_build(c, k, from, rc, &build_err, &dead);
     pthread_mutex_unlock(&c->mu);
     free_chain(dead);
     if (rc) {
@@ -647,6 +787,10 @@ wp_kernel *wp_cache_get(wp_cache *c, const uint8_t key[32], wp_build_fn build, v
     }
     if (src) *src = from;
     return k;
+}
+
+wp_kernel *wp_cache_get(wp_cache *c, const uint8_t key[32], wp_build_fn build, void *ctx, wp_source *src, wp_err *err) {
+    return wp_cache_get_named(c, key, NULL, build, ctx, src, err);
 }
 
 void wp_kernel_release(wp_cache *c, wp_kernel *k) {
@@ -690,10 +834,146 @@ int wp_kernel_function(wp_kernel *k, void *backend, wp_load_fn load, wp_unload_f
     return rc;
 }
 
+/* ---- listing, removal, pruning ---- */
+
+static int key_cmp(const void *a, const void *b) { return memcmp(a, b, 32); }
+static int recent_first(const void *a, const void *b) {
+    double x = ((const wp_cache_entry *)a)->last_used, y = ((const wp_cache_entry *)b)->last_used;
+    return x > y ? -1 : x < y;
+}
+
+/* The memory tier's ready entries, appended to v (room for all of them is made here). Under mu. */
+static int list_memory(wp_cache *c, wp_cache_entry **v, size_t *n) {
+    wp_cache_entry *grown = realloc(*v, (*n + c->st.entries + 1) * sizeof **v);
+    if (!grown) return -1;
+    *v = grown;
+    for (wp_kernel *k = c->lru_head; k; k = k->lru_next) {
+        wp_cache_entry *e = &(*v)[(*n)++];
+        memset(e, 0, sizeof *e);
+        memcpy(e->key, k->key, 32);
+        snprintf(e->key_text, sizeof e->key_text, "%s", k->key_text ? k->key_text : "");
+        e->memory_bytes = k->bytes;
+        e->created = k->created;
+        e->last_used = k->last_used;
+        e->hits = k->hits;
+        e->tiers = WP_TIER_MEMORY;
+    }
+    return 0;
+}
+
+/* Folds v[from..] (memory) into v[..from) (disk) where the keys match; both sorted by key. */
+static size_t merge_tiers(wp_cache_entry *v, size_t from, size_t n) {
+    size_t d = 0, out = from;
+    for (size_t m = from; m < n; m++) {
+        while (d < from && memcmp(v[d].key, v[m].key, 32) < 0) d++;
+        if (d < from && memcmp(v[d].key, v[m].key, 32) == 0) {
+            wp_cache_entry *e = &v[d];
+            e->tiers |= WP_TIER_MEMORY;
+            e->memory_bytes = v[m].memory_bytes;
+            e->hits += v[m].hits;
+            if (v[m].last_used > e->last_used) e->last_used = v[m].last_used;
+            if (!e->key_text[0]) memcpy(e->key_text, v[m].key_text, sizeof e->key_text);
+            if (e->created <= 0) e->created = v[m].created;
+        } else {
+            v[out++] = v[m];
+        }
+    }
+    return out;
+}
+
+int wp_cache_list(wp_cache *c, wp_cache_entry **out, size_t *n, wp_err *err) {
+    wp_cache_entry *v = NULL;
+    size_t nd = 0;
+    wp_disk_entry *disk = NULL;
+    if (c->disk && wp_disk_list(c->disk, &disk, &nd)) goto oom; /* before mu: the lock order */
+    v = malloc((nd + 1) * sizeof *v);
+    if (!v) goto oom;
+    for (size_t i = 0; i < nd; i++) {
+        wp_cache_entry *e = &v[i];
+        memset(e, 0, sizeof *e);
+        memcpy(e->key, disk[i].key, 32);
+        snprintf(e->key_text, sizeof e->key_text, "%s", disk[i].key_text);
+        e->disk_bytes = disk[i].bytes;
+        e->created = disk[i].created;
+        e->last_used = disk[i].last_used;
+        e->hits = disk[i].hits;
+        e->tiers = WP_TIER_DISK;
+    }
+    free(disk);
+    disk = NULL;
+    size_t total = nd;
+    pthread_mutex_lock(&c->mu);
+    int rc = list_memory(c, &v, &total);
+    pthread_mutex_unlock(&c->mu);
+    if (rc) goto oom;
+    qsort(v, nd, sizeof *v, key_cmp);
+    qsort(v + nd, total - nd, sizeof *v, key_cmp);
+    total = merge_tiers(v, nd, total);
+    qsort(v, total, sizeof *v, recent_first);
+    *out = v;
+    *n = total;
+    return 0;
+oom:
+    free(disk);
+    free(v);
+    return WP_FAIL(err, 500, "out_of_memory", "", "out of memory listing the cache");
+}
+
+/* Takes k out of the memory tier (its users keep it until they release it). Under mu. */
+static void drop_memory(wp_cache *c, wp_kernel *k, wp_kernel **dead) {
+    c->st.removed++;
+    if (index_remove(c, k)) {
+        k->hash_next = *dead;
+        *dead = k;
+    }
+}
+
+unsigned wp_cache_remove(wp_cache *c, const uint8_t key[32], unsigned tiers) {
+    unsigned removed = 0;
+    if ((tiers & WP_TIER_MEMORY)) {
+        wp_kernel *dead = NULL;
+        pthread_mutex_lock(&c->mu);
+        wp_kernel *k = index_find(c, key);
+        if (k && k->state == KERNEL_READY) { /* one being built is not cached yet */
+            drop_memory(c, k, &dead);
+            removed |= WP_TIER_MEMORY;
+        }
+        pthread_mutex_unlock(&c->mu);
+        free_chain(dead);
+    }
+    if ((tiers & WP_TIER_DISK) && c->disk && wp_disk_remove(c->disk, key)) removed |= WP_TIER_DISK;
+    return removed;
+}
+
+void wp_cache_prune(wp_cache *c, double older_than_s, unsigned tiers, wp_cache_pruned *out) {
+    memset(out, 0, sizeof *out);
+    double cutoff = older_than_s > 0 ? wp_unix_now() - older_than_s : HUGE_VAL;
+    if ((tiers & WP_TIER_DISK) && c->disk)
+        out->disk_entries = wp_disk_prune(c->disk, cutoff, memory_last_used, c, &out->disk_bytes);
+    if (!(tiers & WP_TIER_MEMORY)) return;
+    wp_kernel *dead = NULL;
+    pthread_mutex_lock(&c->mu);
+    for (wp_kernel *k = c->lru_tail, *prev; k && k->last_used < cutoff; k = prev) {
+        prev = k->lru_prev;
+        out->memory_entries++;
+        out->memory_bytes += k->bytes;
+        drop_memory(c, k, &dead);
+    }
+    pthread_mutex_unlock(&c->mu);
+    free_chain(dead);
+}
+
 void wp_cache_stats_get(wp_cache *c, wp_cache_stats *out) {
+    wp_disk_stats ds = {0};
+    if (c->disk) wp_disk_stats_get(c->disk, &ds); /* before mu: the lock order */
     pthread_mutex_lock(&c->mu);
     *out = c->st;
     pthread_mutex_unlock(&c->mu);
+    out->disk_entries = ds.entries;
+    out->disk_bytes = ds.bytes;
+    out->disk_cap_bytes = ds.cap;
+    out->disk_evictions = ds.evictions;
+    out->disk_removed = ds.removed;
 }
 
 const char *wp_cache_dir(const wp_cache *c) { return c->dir; }

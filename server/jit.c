@@ -460,3 +460,90 @@ int wp_jit_compile(wp_jit *j, const wp_spec *s, wp_artifact *out, char **log_out
     if (rc == 0) out->compile_ms = wp_ms_since(t0);
     return rc;
 }
+
+/* ---- many specs in one program ---- */
+
+uint64_t wp_jit_group_id(const wp_jit *j, const wp_spec *s) {
+    jit_inputs in;
+    if (jit_inputs_make(j, s, &in, NULL) || in.prelude[0]) return 0;
+    wp_sha256_ctx c;
+    wp_sha256_init(&c);
+    hash_str(&c, in.tmpl->file.name);
+    for (int i = 0; i < in.n_opts; i++) hash_str(&c, in.opts[i]);
+    uint8_t d[32];
+    wp_sha256_final(&c, d);
+    uint64_t id;
+    memcpy(&id, d, sizeof id);
+    return id ? id : 1;
+}
+
+/* Fills out from the compiled group program for the name expression of `in`. */
+static nvrtcResult group_artifact(nvrtcProgram prog, const jit_inputs *in, const uint8_t *cubin, size_t cubin_len,
+                                  const char *ptx, const char *log, wp_artifact *out) {
+    const char *lowered = NULL;
+    nvrtcResult r = nvrtcGetLoweredName(prog, in->name_expr, &lowered);
+    if (r != NVRTC_SUCCESS) return r;
+    char note[JIT_NAME_EXPR_MAX + 300];
+    snprintf(note, sizeof note, "// templates/%s, then:\n// instantiated as %s\n", in->tmpl->file.name, in->name_expr);
+    out->cubin = malloc(cubin_len);
+    out->cubin_len = cubin_len;
+    out->ptx = ptx ? strdup(ptx) : NULL;
+    out->log = strdup(log ? log : "");
+    out->lowered = strdup(lowered);
+    out->source = strdup(note);
+    if (!out->cubin || !out->log || !out->lowered || !out->source || (ptx && !out->ptx))
+        return NVRTC_ERROR_OUT_OF_MEMORY;
+    memcpy(out->cubin, cubin, cubin_len);
+    parse_ptxas_log(out->log, out->lowered, &out->regs, &out->spills);
+    return NVRTC_SUCCESS;
+}
+
+int wp_jit_compile_group(wp_jit *j, const wp_spec *const *specs, int n, wp_artifact *outs, wp_err *err) {
+    uint64_t t0 = wp_now_ns();
+    jit_inputs *in = calloc((size_t)n, sizeof *in);
+    if (!in) return WP_FAIL(err, 500, "out_of_memory", "", "out of memory compiling");
+    uint64_t group = n > 0 ? wp_jit_group_id(j, specs[0]) : 0;
+    int rc = group ? 0 : WP_FAIL(err, 500, "bad_group", "", "these specs cannot share a program");
+    for (int i = 0; rc == 0 && i < n; i++) {
+        memset(&outs[i], 0, sizeof outs[i]);
+        outs[i].regs = outs[i].spills = -1;
+        if (jit_inputs_make(j, specs[i], &in[i], err) || wp_jit_group_id(j, specs[i]) != group)
+            rc = WP_FAIL(err, 500, "bad_group", "", "these specs cannot share a program");
+    }
+    nvrtcProgram prog = NULL;
+    nvrtcResult r = rc ? NVRTC_ERROR_INVALID_INPUT
+                       : nvrtcCreateProgram(&prog, in[0].tmpl->file.text, in[0].tmpl->file.name, j->n_headers,
+                                            j->header_texts, j->header_names);
+    for (int i = 0; r == NVRTC_SUCCESS && i < n; i++) r = nvrtcAddNameExpression(prog, in[i].name_expr);
+    if (r == NVRTC_SUCCESS) r = nvrtcCompileProgram(prog, in[0].n_opts, in[0].opts);
+    char *log = prog ? program_log(prog) : NULL, *ptx = NULL;
+    uint8_t *cubin = NULL;
+    size_t cubin_len = 0, ptx_len = 0;
+    if (r == NVRTC_SUCCESS) r = nvrtcGetCUBINSize(prog, &cubin_len);
+    if (r == NVRTC_SUCCESS && (cubin_len == 0 || !(cubin = malloc(cubin_len)))) r = NVRTC_ERROR_OUT_OF_MEMORY;
+    if (r == NVRTC_SUCCESS) r = nvrtcGetCUBIN(prog, (char *)cubin);
+    if (r == NVRTC_SUCCESS && nvrtcGetPTXSize(prog, &ptx_len) == NVRTC_SUCCESS && ptx_len > 1 &&
+        (ptx = malloc(ptx_len)) && nvrtcGetPTX(prog, ptx) != NVRTC_SUCCESS) {
+        free(ptx);
+        ptx = NULL;
+    }
+    double ms = wp_ms_since(t0);
+    for (int i = 0; r == NVRTC_SUCCESS && i < n; i++) {
+        r = group_artifact(prog, &in[i], cubin, cubin_len, ptx, log, &outs[i]);
+        outs[i].compile_ms = ms;
+    }
+    if (r != NVRTC_SUCCESS) {
+        for (int i = 0; i < n; i++) wp_artifact_free(&outs[i]);
+        if (rc == 0) {
+            char excerpt[JIT_ERR_LOG_MAX];
+            log_excerpt(log, excerpt, sizeof excerpt);
+            rc = WP_FAIL(err, 500, "compile_failed", "", "a group of %d: %s: %s", n, nvrtcGetErrorString(r), excerpt);
+        }
+    }
+    if (prog) nvrtcDestroyProgram(&prog);
+    free(log);
+    free(ptx);
+    free(cubin);
+    free(in);
+    return rc;
+}

@@ -10,18 +10,24 @@ typedef struct {
     wp_jit *jit;
     const wp_spec *spec;
     wp_metrics *metrics;
+    wp_artifact *prebuilt; /* compiled already (a group, prewarm.c): taken instead of compiling */
 } build_ctx;
 
 static int build_with_nvrtc(void *ctx, wp_artifact *out, wp_err *err) {
     build_ctx *b = ctx;
+    if (b->prebuilt && b->prebuilt->cubin) {
+        *out = *b->prebuilt;
+        memset(b->prebuilt, 0, sizeof *b->prebuilt);
+        return 0;
+    }
     uint64_t t0 = wp_now_ns();
     int rc = wp_jit_compile(b->jit, b->spec, out, NULL, err);
     wp_metrics_observe_compile(b->metrics, (double)(wp_now_ns() - t0) / 1e9);
     return rc;
 }
 
-static int kernel_get(wp_app *app, const wp_spec *s, wp_backend *b, bool memory_only, wp_ready_kernel *out,
-                      wp_err *err) {
+static int kernel_get(wp_app *app, const wp_spec *s, wp_backend *b, bool memory_only, wp_artifact *prebuilt,
+                      wp_ready_kernel *out, wp_err *err) {
     memset(out, 0, sizeof *out);
     uint64_t t0 = wp_now_ns();
     uint8_t key[32];
@@ -29,13 +35,13 @@ static int kernel_get(wp_app *app, const wp_spec *s, wp_backend *b, bool memory_
     wp_hex(key, 32, out->hash);
     uint64_t t1 = wp_now_ns();
     out->key_us = (double)(t1 - t0) / 1e3;
-    build_ctx ctx = {app->jit, s, app->metrics};
+    build_ctx ctx = {app->jit, s, app->metrics, prebuilt};
     if (memory_only) {
         out->kernel = wp_cache_peek(app->cache, key);
         if (!out->kernel) return 1;
         out->source = WP_SRC_MEMORY;
     } else {
-        out->kernel = wp_cache_get(app->cache, key, build_with_nvrtc, &ctx, &out->source, err);
+        out->kernel = wp_cache_get_named(app->cache, key, out->key_text, build_with_nvrtc, &ctx, &out->source, err);
         if (!out->kernel) return -1;
     }
     uint64_t t2 = wp_now_ns();
@@ -51,11 +57,16 @@ static int kernel_get(wp_app *app, const wp_spec *s, wp_backend *b, bool memory_
 }
 
 int wp_app_kernel_get(wp_app *app, const wp_spec *s, wp_backend *b, wp_ready_kernel *out, wp_err *err) {
-    return kernel_get(app, s, b, false, out, err);
+    return kernel_get(app, s, b, false, NULL, out, err);
+}
+
+int wp_app_kernel_get_prebuilt(wp_app *app, const wp_spec *s, wp_artifact *prebuilt, wp_ready_kernel *out,
+                               wp_err *err) {
+    return kernel_get(app, s, NULL, false, prebuilt, out, err);
 }
 
 int wp_app_kernel_peek(wp_app *app, const wp_spec *s, wp_backend *b, wp_ready_kernel *out, wp_err *err) {
-    return kernel_get(app, s, b, true, out, err);
+    return kernel_get(app, s, b, true, NULL, out, err);
 }
 
 void wp_app_kernel_put(wp_app *app, wp_ready_kernel *rk) {

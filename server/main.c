@@ -15,6 +15,7 @@
 #include "listen.h"
 #include "log.h"
 #include "reqlog.h"
+#include "prewarm.h"
 
 #define DEFAULT_PORT 8080
 #define DEFAULT_CACHE_MB 256
@@ -32,6 +33,9 @@
 #define DEFAULT_CONN_MEMORY (256u << 10)   /* libmicrohttpd's per-connection memory (http.c says why) */
 /* largest generate.n on the CPU emulator: more is host memory and minutes of CPU */
 #define DEFAULT_EMU_MAX_ELEMENTS (1ull << 28)
+
+/* Cache control and prewarm (cache_disk.c, prewarm.c). */
+#define DEFAULT_CACHE_DISK_MAX (2ull << 30) /* bytes of the disk cache before LRU eviction */
 
 typedef struct {
     char host[128];
@@ -52,6 +56,11 @@ typedef struct {
     const char *unix_path, *tls_cert, *tls_key;
     unsigned socket_mode, max_connections, header_timeout_s, idle_timeout_s;
     const char *access_log;          /* NULL, "-" or a file */
+
+    /* cache control and prewarm */
+    unsigned long long cache_disk_max; /* disk cache cap in bytes, 0: none */
+    const char *prewarm;               /* --prewarm FILE */
+    bool exit_after_prewarm;           /* --exit */
 } options;
 
 static void usage(FILE *f) {
@@ -64,6 +73,8 @@ static void usage(FILE *f) {
             "  --cache-dir DIR      disk cache (default $XDG_CACHE_HOME/warpd or ~/.cache/warpd)\n"
             "  --no-disk-cache      keep compiled kernels in memory only\n"
             "  --cache-mem MB       memory cache cap (default %d MB)\n"
+            "  --cache-disk-max BYTES  disk cache cap (default 2G; suffixes K M G T, binary; 0: none): past it\n"
+            "                       the least recently used files are removed\n"
             "  --templates DIR      CUDA templates (default %s)\n"
             "  --web DIR            playground files served at / (default %s)\n"
             "  --threads N          HTTP threads (default %d)\n"
@@ -109,6 +120,10 @@ static void usage(FILE *f) {
             "                       or written to stdout\n"
             "  --log-level L        error | warn | info | debug: the daemon's messages on stderr (default info;\n"
             "                       debug also prints every request's log line)\n"
+            "  --prewarm FILE       compile the specs of FILE ({\"specs\":[...]}, as POST /v1/compile takes) at\n"
+            "                       start, in the background; GET /v1/ready answers 503 \"warming\" until done\n"
+            "  --exit               with --prewarm: compile in the foreground into the cache directory (on\n"
+            "                       --workers processes) and exit (0 when every spec compiled), without serving\n"
             "  --version, --help\n",
             DEFAULT_PORT, DEFAULT_CACHE_MB, WP_DEFAULT_TEMPLATES, WP_DEFAULT_WEB, DEFAULT_THREADS, DEFAULT_MAX_BODY,
             DEFAULT_CONN_MEMORY, DEFAULT_MAX_DEPTH, DEFAULT_MAX_QUEUE, DEFAULT_MAX_JOBS, DEFAULT_JOB_WORKERS,
@@ -125,6 +140,24 @@ static int parse_num(const char *flag, const char *v, long long lo, long long hi
         return -1;
     }
     *out = x;
+    return 0;
+}
+
+/* A byte count with an optional binary suffix: 512M, 2G, 1.5G, 4096. */
+static int parse_bytes(const char *flag, const char *v, unsigned long long *out) {
+    char *end = NULL;
+    errno = 0;
+    double x = v ? strtod(v, &end) : -1;
+    const char *units = "KMGT";
+    const char *u = end && *end ? strchr(units, *end) : NULL;
+    double mult = u ? (double)(1ull << (10 * (u - units + 1))) : 1;
+    const char *rest = u ? end + 1 : end;
+    if (rest && (!strcmp(rest, "iB") || !strcmp(rest, "B"))) rest += strlen(rest);
+    if (!v || errno || end == v || (rest && *rest) || x < 0 || x * mult > 1e18) {
+        fprintf(stderr, "warpd: %s needs a byte count like 4096, 512M or 2G\n", flag);
+        return -1;
+    }
+    *out = (unsigned long long)(x * mult);
     return 0;
 }
 
@@ -161,6 +194,10 @@ static int parse_args(int argc, char **argv, options *o) {
             exit(0);
         } else if (!strcmp(a, "--no-disk-cache"))
             o->no_disk = true;
+        else if (!strcmp(a, "--exit"))
+            o->exit_after_prewarm = true;
+        else if (FLAG("--prewarm"))
+            o->prewarm = v;
         else if (FLAG("--listen")) {
             if (parse_listen(v, o)) return -1;
         } else if (FLAG("--backend"))
@@ -230,6 +267,8 @@ static int parse_args(int argc, char **argv, options *o) {
                 return -1;
             }
             wp_log_set_level(level);
+        } else if (FLAG("--cache-disk-max")) {
+            if (parse_bytes(a, v, &o->cache_disk_max)) return -1;
         } else if (FLAG("--buffer-quota")) {
             if (parse_num(a, v, 0, 1LL << 50, &n)) return -1;
             o->buffer_quota = (unsigned long long)n;
@@ -272,6 +311,10 @@ static int parse_args(int argc, char **argv, options *o) {
     }
     if (o->backend && strcmp(o->backend, "auto") && strcmp(o->backend, "cuda") && strcmp(o->backend, "emu")) {
         fprintf(stderr, "warpd: --backend must be auto, cuda or emu\n");
+        return -1;
+    }
+    if (o->exit_after_prewarm && (!o->prewarm || o->no_disk)) {
+        fprintf(stderr, "warpd: --exit needs --prewarm FILE and a disk cache (it fills the cache directory)\n");
         return -1;
     }
     if (o->arch && (strncmp(o->arch, "sm_", 3) || strlen(o->arch) < 5 || strlen(o->arch) > 8 ||
@@ -326,7 +369,8 @@ int main(int argc, char **argv) {
                  .buffer_ttl_s = DEFAULT_BUFFER_TTL_S,
                  .max_elements = DEFAULT_MAX_ELEMENTS,
                  .emu_max_elements = DEFAULT_EMU_MAX_ELEMENTS,
-                 .batch_max = WP_BATCH_MAX_DEFAULT};
+                 .batch_max = WP_BATCH_MAX_DEFAULT,
+                 .cache_disk_max = DEFAULT_CACHE_DISK_MAX};
     static wp_access *access; /* static: still reachable (no leak report) when start-up fails below */
     o.access = access = wp_access_new();
     if (!o.access || parse_args(argc, argv, &o)) return 2;
@@ -411,6 +455,25 @@ int main(int argc, char **argv) {
         fprintf(stderr, "warpd: cannot open the cache at %s: %s\n", cache_dir, err.msg);
         return 1;
     }
+    wp_cache_set_disk_max(app.cache, o.cache_disk_max);
+
+    /* --prewarm FILE (prewarm.c): with --exit, fill the cache directory and leave; otherwise it runs
+     * in the background from just before the HTTP server starts. */
+    app.compile_threads = o.workers;
+    cJSON *prewarm_doc = o.prewarm ? wp_prewarm_load(o.prewarm, &err) : NULL;
+    if (o.prewarm && !prewarm_doc) {
+        fprintf(stderr, "warpd: --prewarm %s: %s (%s)\n", o.prewarm, err.msg, err.field);
+        return 2;
+    }
+    if (o.exit_after_prewarm) {
+        int rc = wp_prewarm_run_and_exit(&app, prewarm_doc, o.workers);
+        cJSON_Delete(prewarm_doc);
+        wp_cache_close(app.cache);
+        wp_jit_close(app.jit);
+        wp_backend_close(app.cuda);
+        wp_backend_close(app.emu);
+        return rc;
+    }
 
     static const wp_route routes[] = {
         {"GET", "/v1/health", wp_api_health, WP_ROUTE_INLINE, NULL},
@@ -427,6 +490,10 @@ int main(int argc, char **argv) {
         {"GET", "/v1/buffers", wp_api_buffers_list, WP_ROUTE_INLINE, NULL},
         {"GET", "/v1/buffers/", wp_api_buffer_get, WP_ROUTE_WORK | WP_ROUTE_PREFIX, NULL},
         {"DELETE", "/v1/buffers/", wp_api_buffer_delete, WP_ROUTE_WORK | WP_ROUTE_PREFIX, NULL},
+        {"GET", "/v1/cache", wp_api_cache_list, WP_ROUTE_WORK, NULL},
+        {"DELETE", "/v1/cache", wp_api_cache_prune, WP_ROUTE_WORK, NULL},
+        {"GET", "/v1/cache/", wp_api_cache_get, WP_ROUTE_WORK | WP_ROUTE_PREFIX, NULL},
+        {"DELETE", "/v1/cache/", wp_api_cache_delete, WP_ROUTE_WORK | WP_ROUTE_PREFIX, NULL},
         {"POST", "/v1/compile", wp_api_compile, WP_ROUTE_WORK, NULL},
         {"POST", "/v1/warp", wp_api_warp, WP_ROUTE_WORK | WP_ROUTE_TRY_INLINE, NULL},
         {"POST", "/v1/reduce", wp_api_reduce, WP_ROUTE_WORK | WP_ROUTE_TRY_INLINE, &wp_api_reduce_stream},
@@ -492,6 +559,10 @@ int main(int argc, char **argv) {
     hc.header_timeout_s = o.header_timeout_s;
     hc.idle_timeout_s = o.idle_timeout_s;
     hc.reqlog = reqlog;
+    if (prewarm_doc && !(app.prewarm = wp_prewarm_start(&app, prewarm_doc, o.workers, &err))) {
+        fprintf(stderr, "warpd: cannot start the prewarm: %s\n", err.msg);
+        return 1;
+    }
     app.http = wp_http_start(&hc, routes, &app, &err);
     if (tls_key) explicit_bzero(tls_key, strlen(tls_key)); /* http.c keeps its own copy */
     free(tls_key);
@@ -523,6 +594,7 @@ int main(int argc, char **argv) {
     wp_log(WP_LOG_INFO, "signal %d, stopping", sig);
     wp_http_stop(app.http);
     wp_access_free(access);             /* after HTTP: nothing checks requests any more */
+    wp_prewarm_stop(app.prewarm);       /* before the cache closes: it compiles into it */
     wp_jobs_close(app.jobs);            /* after HTTP: nothing submits any more */
     wp_buffers_close(app.buffers);      /* after jobs: nothing holds a buffer any more */
     wp_reduce_engine_close(app.reduce); /* its scratch lives on the backends */

@@ -52,8 +52,8 @@ if start_daemon; then
   fi
   # Phase 3: tiny limits (tests/api/limits/): a queue of 2 on one job worker (503 + Retry-After
   # when full, cancel), finished jobs forgotten after 1 s; a 1 MiB buffer quota and 100000 elements,
-  # which streamed raw bodies meet before they are read.
-  if start_daemon --max-jobs 2 --job-workers 1 --job-ttl 1 --buffer-quota 1048576 --max-elements 100000; then
+  # which streamed raw bodies meet before they are read; a 40 KiB disk cache (LRU eviction).
+  if start_daemon --max-jobs 2 --job-workers 1 --job-ttl 1 --buffer-quota 1048576 --max-elements 100000 --cache-disk-max 40K; then
     base="http://127.0.0.1:$port"
     "$BUILD/asan/tests/api/api_runner" "$base" tests/api/limits/*.json >"$tmp/r" 2>&1; cat "$tmp/r"; count "$tmp/r" limits
     stop_daemon

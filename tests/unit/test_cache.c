@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "server/cache.h"
@@ -628,6 +629,257 @@ static void test_stale_tmp(const char *root) {
     wp_cache_close(c);
 }
 
+/* ---- disk cap, listing, removal, pruning ---- */
+
+static wp_kernel *get_named(wp_cache *c, const char *name, fake_build *fb, wp_source *src) {
+    uint8_t key[32];
+    key_of(name, key);
+    wp_err err = {0};
+    char text[64];
+    snprintf(text, sizeof text, "text of %s", name);
+    return wp_cache_get_named(c, key, text, fake_build_fn, fb, src, &err);
+}
+
+static void put_named(wp_cache *c, const char *name, fake_build *fb) {
+    wp_source src;
+    wp_kernel_release(c, get_named(c, name, fb, &src));
+}
+
+static bool on_disk(const char *dir, const char *name) {
+    char path[600];
+    struct stat sb;
+    file_of(dir, name, path, sizeof path);
+    return stat(path, &sb) == 0;
+}
+
+/* Sets a file's last use (its mtime) to `ago` seconds before now. */
+static void age(const char *dir, const char *name, double ago) {
+    char path[600];
+    file_of(dir, name, path, sizeof path);
+    struct timespec now, t[2];
+    clock_gettime(CLOCK_REALTIME, &now);
+    t[0] = t[1] = (struct timespec){now.tv_sec - (time_t)ago, now.tv_nsec};
+    CHECK(utimensat(AT_FDCWD, path, t, 0) == 0);
+}
+
+static const wp_cache_entry *find_entry(const wp_cache_entry *v, size_t n, const char *name) {
+    uint8_t key[32];
+    key_of(name, key);
+    for (size_t i = 0; i < n; i++)
+        if (memcmp(v[i].key, key, 32) == 0) return &v[i];
+    return NULL;
+}
+
+static uint64_t file_bytes(const char *dir, const char *name) {
+    char path[600];
+    struct stat sb;
+    file_of(dir, name, path, sizeof path);
+    return stat(path, &sb) == 0 ? (uint64_t)sb.st_size : 0;
+}
+
+static void test_disk_cap(const char *root) {
+    T_CASE("disk cap evicts the least recently used file");
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/capped", root);
+    fake_build fb = {.cubin_len = 5000};
+    wp_cache *c = wp_cache_open(dir, 1 << 20, NULL);
+    put_named(c, "A", &fb);
+    uint64_t one = file_bytes(dir, "A");
+    CHECK(one > 5000);
+    wp_cache_set_disk_max(c, one * 7 / 2); /* room for three and a half */
+    put_named(c, "B", &fb);
+    put_named(c, "C", &fb);
+    put_named(c, "A", &fb); /* a memory hit: A is now more recent than B */
+    put_named(c, "D", &fb);
+    CHECK(on_disk(dir, "A") && !on_disk(dir, "B") && on_disk(dir, "C") && on_disk(dir, "D"));
+    wp_cache_stats st;
+    wp_cache_stats_get(c, &st);
+    CHECKF(st.disk_evictions == 1 && st.disk_entries == 3 && st.disk_bytes == 3 * one &&
+               st.disk_cap_bytes == one * 7 / 2,
+           "evictions %llu entries %llu", (unsigned long long)st.disk_evictions, (unsigned long long)st.disk_entries);
+    wp_source src;
+    wp_kernel *k = get_named(c, "B", &fb, &src);
+    CHECK(k && src == WP_SRC_MEMORY); /* evicted from the disk only: memory still serves it */
+    wp_kernel_release(c, k);
+    wp_cache_close(c);
+
+    T_CASE("the order survives a restart: last use is the file's mtime");
+    age(dir, "A", 300);
+    age(dir, "C", 200);
+    age(dir, "D", 100);
+    c = wp_cache_open(dir, 1 << 20, NULL);
+    wp_cache_set_disk_max(c, one * 7 / 2);
+    k = get_named(c, "A", &fb, &src); /* a disk hit makes A the most recent */
+    CHECK(k && src == WP_SRC_DISK);
+    wp_kernel_release(c, k);
+    put_named(c, "E", &fb);
+    CHECK(on_disk(dir, "A") && !on_disk(dir, "C") && on_disk(dir, "D") && on_disk(dir, "E"));
+
+    T_CASE("the total stays under the cap");
+    for (int i = 0; i < 12; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "many%d", i);
+        put_named(c, name, &fb);
+    }
+    wp_cache_stats_get(c, &st);
+    CHECK(st.disk_bytes <= one * 7 / 2 && st.disk_entries == 3 && count_files(dir, ".wpk") == 3);
+    CHECK(on_disk(dir, "many11") && !on_disk(dir, "A"));
+
+    T_CASE("a lower cap applies at once");
+    wp_cache_set_disk_max(c, one + one / 2);
+    CHECK(count_files(dir, ".wpk") == 1 && on_disk(dir, "many11"));
+    wp_cache_close(c);
+    rm_rf(dir);
+}
+
+typedef struct {
+    wp_cache *c;
+    fake_build *fb;
+    wp_kernel *got;
+} slow_get;
+
+static void *slow_get_run(void *arg) {
+    slow_get *sg = arg;
+    wp_source src;
+    sg->got = get_named(sg->c, "slow", sg->fb, &src);
+    return NULL;
+}
+
+static void test_list_remove(const char *root) {
+    T_CASE("list: both tiers, key text, hits");
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/listed", root);
+    fake_build fb = {.cubin_len = 300};
+    wp_cache *c = wp_cache_open(dir, 1 << 20, NULL);
+    put_named(c, "one", &fb);
+    put_named(c, "one", &fb);
+    put_named(c, "two", &fb);
+    wp_cache_close(c);
+    c = wp_cache_open(dir, 1 << 20, NULL);
+    put_named(c, "two", &fb); /* disk hit: both tiers now */
+    put_named(c, "two", &fb);
+    wp_source src;
+    uint8_t key[32];
+    key_of("three", key);
+    wp_err err = {0};
+    wp_kernel_release(c, wp_cache_get(c, key, fake_build_fn, &fb, &src, &err)); /* no key text */
+    wp_cache_entry *v = NULL;
+    size_t n = 0;
+    CHECK(wp_cache_list(c, &v, &n, &err) == 0 && n == 3);
+    const wp_cache_entry *one = find_entry(v, n, "one"), *two = find_entry(v, n, "two");
+    const wp_cache_entry *three = find_entry(v, n, "three");
+    CHECK(one && one->tiers == WP_TIER_DISK && strcmp(one->key_text, "text of one") == 0 && one->hits == 0 &&
+          one->disk_bytes == file_bytes(dir, "one") && one->memory_bytes == 0 && one->created > 0);
+    CHECK(two && two->tiers == WP_TIER_ALL && strcmp(two->key_text, "text of two") == 0 && two->hits == 2 &&
+          two->memory_bytes > 0 && two->disk_bytes > 0);
+    CHECK(three && three->tiers == WP_TIER_ALL && three->key_text[0] == 0);
+    CHECK(v[0].last_used >= v[1].last_used && v[1].last_used >= v[2].last_used); /* most recent first */
+    free(v);
+
+    T_CASE("remove: an entry in use stays alive for its user; the next get rebuilds");
+    wp_kernel *held = get_named(c, "two", &fb, &src);
+    key_of("two", key);
+    CHECK(wp_cache_remove(c, key, WP_TIER_ALL) == WP_TIER_ALL);
+    CHECK(!on_disk(dir, "two"));
+    CHECK(held && wp_kernel_artifact(held)->cubin_len == 300 && wp_kernel_artifact(held)->cubin[1] == 31);
+    int builds = atomic_load(&fb.builds);
+    wp_kernel *again = get_named(c, "two", &fb, &src);
+    CHECK(again && again != held && src == WP_SRC_COMPILE && atomic_load(&fb.builds) == builds + 1);
+    wp_kernel_release(c, held);
+    wp_kernel_release(c, again);
+    CHECK(wp_cache_remove(c, key, WP_TIER_ALL) == WP_TIER_ALL);
+    CHECK(wp_cache_remove(c, key, WP_TIER_ALL) == 0); /* gone */
+
+    T_CASE("remove one tier");
+    key_of("three", key);
+    CHECK(wp_cache_remove(c, key, WP_TIER_DISK) == WP_TIER_DISK);
+    wp_kernel *k = wp_cache_get(c, key, fake_build_fn, &fb, &src, &err);
+    CHECK(k && src == WP_SRC_MEMORY);
+    wp_kernel_release(c, k);
+    key_of("one", key);
+    CHECK(wp_cache_remove(c, key, WP_TIER_MEMORY) == 0 && on_disk(dir, "one"));
+
+    T_CASE("prune older_than: by last use, both tiers");
+    put_named(c, "old", &fb);
+    wp_cache_close(c);
+    c = wp_cache_open(dir, 1 << 20, NULL);
+    put_named(c, "fresh", &fb);
+    age(dir, "old", 1000);
+    age(dir, "one", 1000);
+    wp_cache_pruned pr;
+    wp_cache_prune(c, 500, WP_TIER_ALL, &pr);
+    CHECKF(pr.disk_entries == 2 && pr.memory_entries == 0 && !on_disk(dir, "old") && !on_disk(dir, "one"),
+           "disk %llu memory %llu", (unsigned long long)pr.disk_entries, (unsigned long long)pr.memory_entries);
+    CHECK(on_disk(dir, "fresh"));
+    wp_cache_prune(c, 0, WP_TIER_ALL, &pr); /* everything */
+    CHECKF(pr.disk_entries == 1 && pr.memory_entries == 1 && pr.memory_bytes > 0 && count_files(dir, ".wpk") == 0,
+           "disk %llu memory %llu", (unsigned long long)pr.disk_entries, (unsigned long long)pr.memory_entries);
+    CHECK(wp_cache_list(c, &v, &n, &err) == 0 && n == 0);
+    free(v);
+    wp_cache_stats st;
+    wp_cache_stats_get(c, &st);
+    CHECK(st.disk_entries == 0 && st.disk_bytes == 0 && st.entries == 0 && st.disk_removed == 3 && st.removed == 1);
+    k = get_named(c, "fresh", &fb, &src);
+    CHECK(k && src == WP_SRC_COMPILE);
+    wp_kernel_release(c, k);
+    wp_cache_close(c);
+
+    T_CASE("prune while a build runs: the build finishes and is cached");
+    c = wp_cache_open(dir, 1 << 20, NULL);
+    fake_build slow = {.cubin_len = 100, .sleep_ms = 200};
+    slow_get sg = {c, &slow, NULL};
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, slow_get_run, &sg) == 0);
+    while (atomic_load(&slow.builds) == 0) sleep_ms(1); /* the build has started */
+    wp_cache_prune(c, 0, WP_TIER_ALL, &pr);
+    CHECK(pr.memory_entries == 0 && pr.disk_entries == 1); /* "fresh" from before; not the one being built */
+    pthread_join(t, NULL);
+    CHECK(sg.got != NULL);
+    wp_kernel_release(c, sg.got);
+    k = get_named(c, "slow", &slow, &src);
+    CHECK(k && src == WP_SRC_MEMORY && atomic_load(&slow.builds) == 1 && on_disk(dir, "slow"));
+    wp_kernel_release(c, k);
+    wp_cache_close(c);
+    rm_rf(dir);
+}
+
+/* A file of format 1 (no created time, no key text), as warpd before format 2 wrote: still read. */
+static void test_format1(const char *root) {
+    T_CASE("format 1 files are read");
+    char dir[512], path[600];
+    snprintf(dir, sizeof dir, "%s/fmt1", root);
+    fake_build fb = {.cubin_len = 400, .seed = 3};
+    wp_cache *c = wp_cache_open(dir, 1 << 20, NULL);
+    put_named(c, "legacy", &fb);
+    wp_cache_close(c);
+    file_of(dir, "legacy", path, sizeof path);
+    size_t len = 0;
+    uint8_t *f = (uint8_t *)wp_read_file(path, &len);
+    CHECK(f && len > 48 + 32 + 8 + 8);
+    if (!f) return;
+    uint64_t text_len = 0;
+    memcpy(&text_len, f + 48 + 32 + 8, 8); /* little-endian host assumed by this test */
+    size_t cut = 8 + 8 + (size_t)text_len, n1 = len - cut;
+    uint8_t *g = malloc(n1);
+    memcpy(g, f, 48 + 32);
+    memcpy(g + 48 + 32, f + 48 + 32 + cut, len - 48 - 32 - cut);
+    g[4] = 1;
+    uint64_t payload = n1 - 48;
+    memcpy(g + 8, &payload, 8);
+    wp_sha256(g + 48, (size_t)payload, g + 16);
+    FILE *out = fopen(path, "wb");
+    fwrite(g, 1, n1, out);
+    fclose(out);
+    c = wp_cache_open(dir, 1 << 20, NULL);
+    wp_source src;
+    wp_kernel *k = get_named(c, "legacy", &fb, &src);
+    CHECK(k && src == WP_SRC_DISK && atomic_load(&fb.builds) == 1 && wp_kernel_artifact(k)->cubin_len == 400);
+    wp_kernel_release(c, k);
+    wp_cache_close(c);
+    free(f);
+    free(g);
+}
+
 int main(void) {
     char root[] = "/tmp/wp_test_cache_XXXXXX";
     if (!mkdtemp(root)) {
@@ -641,6 +893,9 @@ int main(void) {
     test_single_flight(root);
     test_function();
     test_stale_tmp(root);
+    test_disk_cap(root);
+    test_list_remove(root);
+    test_format1(root);
     rm_rf(root);
     return t_done("cache");
 }

@@ -475,6 +475,49 @@ static void test_overhead(wp_jit *jit) {
     rm_rf(root);
 }
 
+/* ---- many specs in one program (prewarm.c) ---- */
+
+static void test_group(wp_jit *jit) {
+    T_CASE("group: specs that share a template and options share a program");
+    const wp_family *shfl_xor = wp_family_find("shfl_xor"), *reduce = wp_family_find("device_reduce");
+    const wp_family *allreduce = wp_family_find("warp_allreduce");
+    wp_spec s[5];
+    CHECK(make_spec(shfl_xor, WP_I32, 32, 0xffffffffu, NULL, ARCH, &s[0]) == 0);
+    CHECK(make_spec(shfl_xor, WP_U32, 32, 0xffffffffu, NULL, ARCH, &s[1]) == 0);
+    CHECK(make_spec(shfl_xor, WP_F32, 8, 0xffffffffu, NULL, ARCH, &s[2]) == 0);
+    CHECK(make_spec(reduce, WP_I32, 32, 0xffffffffu, "sum", ARCH, &s[3]) == 0);
+    CHECK(make_spec(allreduce, WP_I32, 32, 0xffffffffu, "a+b*2", ARCH, &s[4]) == 0);
+    uint64_t g = wp_jit_group_id(jit, &s[0]);
+    CHECK(g != 0 && wp_jit_group_id(jit, &s[1]) == g && wp_jit_group_id(jit, &s[2]) == g);
+    CHECK(wp_jit_group_id(jit, &s[3]) != g && wp_jit_group_id(jit, &s[3]) != 0);
+    CHECK(wp_jit_group_id(jit, &s[4]) == 0); /* an expression brings a prelude: alone */
+
+    const wp_spec *three[3] = {&s[0], &s[1], &s[2]};
+    wp_artifact group[3], alone;
+    wp_err err = {0};
+    CHECKF(wp_jit_compile_group(jit, three, 3, group, &err) == 0, "%s", err.msg);
+    for (int i = 0; i < 3; i++) {
+        CHECKF(wp_jit_compile(jit, three[i], &alone, NULL, &err) == 0, "%s", err.msg);
+        CHECK(group[i].lowered && alone.lowered && strcmp(group[i].lowered, alone.lowered) == 0);
+        CHECKF(group[i].regs == alone.regs && group[i].spills == alone.spills, "regs %d/%d spills %d/%d", group[i].regs,
+               alone.regs, group[i].spills, alone.spills);
+        CHECK(group[i].cubin_len > alone.cubin_len); /* it holds all three kernels */
+        CHECK(group[i].source && alone.source && strcmp(group[i].source, alone.source) == 0);
+        CHECK(group[i].ptx && strstr(group[i].ptx, alone.lowered) != NULL && group[i].compile_ms > 0);
+        wp_artifact_free(&alone);
+    }
+    for (int i = 0; i < 3; i++) wp_artifact_free(&group[i]);
+
+    T_CASE("group: specs that cannot share a program are refused, nothing left allocated");
+    const wp_spec *mixed[2] = {&s[0], &s[3]};
+    wp_artifact two[2];
+    CHECK(wp_jit_compile_group(jit, mixed, 2, two, &err) == -1 && strcmp(err.code, "bad_group") == 0);
+    CHECK(two[0].cubin == NULL && two[1].cubin == NULL);
+    const wp_spec *expr[1] = {&s[4]};
+    CHECK(wp_jit_compile_group(jit, expr, 1, two, &err) == -1);
+    for (int i = 0; i < 5; i++) wp_spec_free(&s[i]);
+}
+
 int main(void) {
     snprintf(cuda_include, sizeof cuda_include, "%s/include", WP_DEFAULT_CUDA_HOME);
     wp_err err = {0};
@@ -497,6 +540,7 @@ int main(void) {
         rm_rf(root);
     }
     test_overhead(jit);
+    test_group(jit);
     test_all_families(jit, specs, n);
     for (int i = 0; i < n; i++) wp_spec_free(&specs[i]);
     wp_jit_close(jit);

@@ -1,0 +1,400 @@
+/* prewarm.c — many compiles at once: a batch of specs spread over threads (POST /v1/compile with
+ * "specs"), the background --prewarm run that GET /v1/ready reports on, and --prewarm --exit.
+ * Owns: wp_prewarm (its thread, its document, its progress). Each spec goes through
+ * wp_compile_spec (api_compile.c), so a batch answers exactly what one request per spec would. */
+#include "prewarm.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "app.h"
+
+static const char *const doc_fields[] = {"specs", "description", NULL};
+
+const cJSON *wp_prewarm_specs(const cJSON *doc, wp_err *err) {
+    if (!cJSON_IsObject(doc)) {
+        WP_FAIL(err, 400, "wrong_type", "", "the body must be an object {\"specs\":[...]}");
+        return NULL;
+    }
+    for (const cJSON *f = doc->child; f; f = f->next) {
+        bool known = false;
+        for (int i = 0; doc_fields[i]; i++) known |= f->string && !strcmp(f->string, doc_fields[i]);
+        if (!known) {
+            WP_FAIL(err, 400, "unknown_field", f->string ? f->string : "",
+                    "with \"specs\" the body takes only specs and description, not %.60s", f->string ? f->string : "");
+            return NULL;
+        }
+    }
+    const cJSON *specs = cJSON_GetObjectItemCaseSensitive(doc, "specs");
+    const cJSON *desc = cJSON_GetObjectItemCaseSensitive(doc, "description");
+    if (desc && !cJSON_IsString(desc)) {
+        WP_FAIL(err, 400, "wrong_type", "description", "description must be a string");
+        return NULL;
+    }
+    if (!cJSON_IsArray(specs)) {
+        WP_FAIL(err, 400, "wrong_type", "specs", "specs must be an array of compile requests");
+        return NULL;
+    }
+    if (cJSON_GetArraySize(specs) > WP_PREWARM_MAX_SPECS) {
+        WP_FAIL(err, 400, "too_many_specs", "specs", "specs has %d items; at most %d", cJSON_GetArraySize(specs),
+                WP_PREWARM_MAX_SPECS);
+        return NULL;
+    }
+    return specs;
+}
+
+/* ---- the batch ----
+ * Cold specs that can share an NVRTC program (same template and options: wp_jit_group_id) compile
+ * together in chunks, which parses the template and its headers once per chunk instead of once per
+ * spec (bench/RESULTS.md has the numbers). Chunks are sized so there are about three tasks per
+ * thread, at most BATCH_MAX_CHUNK specs each; data-parallel families (the heaviest kernels) are
+ * handed out first. Every spec then goes through wp_compile_spec with its prebuilt kernel, so the
+ * cache, the answer and the errors are what a request per spec would give. */
+
+#define BATCH_MAX_CHUNK 4 /* 8 parsed fewer times but doubled the disk, and was slower on 16 cores (RESULTS.md) */
+#define BATCH_TASKS_PER_THREAD 3
+
+typedef struct {
+    int first, n; /* a run of batch.order */
+} task;
+
+typedef struct {
+    bool parsed, cold, heavy;
+    uint64_t group; /* wp_jit_group_id; 0: compiles alone */
+    wp_spec spec;
+} planned;
+
+typedef struct {
+    wp_app *app;
+    const cJSON **items;
+    cJSON **results;
+    planned *plan;
+    int *order;
+    task *tasks;
+    int n, n_tasks;
+    bool print_errors; /* --exit's processes: print each error and keep no results */
+    wp_batch_progress *p;
+} batch;
+
+static cJSON *error_json(const wp_err *e, int index) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON *error = cJSON_AddObjectToObject(o, "error");
+    char field[96];
+    snprintf(field, sizeof field, "specs[%d]%s%s", index, e->field[0] ? "." : "", e->field);
+    cJSON_AddStringToObject(error, "code", e->code ? e->code : "internal");
+    cJSON_AddStringToObject(error, "message", e->msg);
+    cJSON_AddStringToObject(error, "field", field);
+    cJSON_AddNumberToObject(error, "status", e->status ? e->status : 500);
+    return o;
+}
+
+static void plan_one(batch *b, int i) {
+    planned *pl = &b->plan[i];
+    wp_err err = {0};
+    uint8_t key[32];
+    if (!cJSON_IsObject(b->items[i])) return;
+    pl->parsed = true; /* freed at the end, whether it parsed or not */
+    if (wp_spec_from_json(b->items[i], b->app->arch, &pl->spec, &err)) return;
+    if (!pl->spec.family->template_file || wp_jit_key(b->app->jit, &pl->spec, key, NULL, 0, &err)) return;
+    pl->cold = !wp_cache_contains(b->app->cache, key);
+    pl->heavy = (pl->spec.family->flags & WP_F_DATA) != 0;
+    pl->group = pl->cold ? wp_jit_group_id(b->app->jit, &pl->spec) : 0;
+}
+
+static int by_weight_then_group(const void *a, const void *b, void *plan) {
+    const planned *x = &((const planned *)plan)[*(const int *)a], *y = &((const planned *)plan)[*(const int *)b];
+    if (x->heavy != y->heavy) return x->heavy ? -1 : 1;
+    if (x->group != y->group) return x->group < y->group ? -1 : 1;
+    return *(const int *)a - *(const int *)b;
+}
+
+/* Orders the specs and cuts them into tasks. */
+static void plan_tasks(batch *b, int threads) {
+    int cold = 0;
+    for (int i = 0; i < b->n; i++) {
+        plan_one(b, i);
+        b->order[i] = i;
+        cold += b->plan[i].group != 0;
+    }
+    qsort_r(b->order, (size_t)b->n, sizeof *b->order, by_weight_then_group, b->plan);
+    int chunk = cold / (BATCH_TASKS_PER_THREAD * (threads > 0 ? threads : 1));
+    chunk = chunk < 1 ? 1 : chunk > BATCH_MAX_CHUNK ? BATCH_MAX_CHUNK : chunk;
+    for (int k = 0; k < b->n;) {
+        uint64_t g = b->plan[b->order[k]].group;
+        int len = 1;
+        while (g && len < chunk && k + len < b->n && b->plan[b->order[k + len]].group == g) len++;
+        b->tasks[b->n_tasks++] = (task){k, len};
+        k += len;
+    }
+}
+
+/* One spec: its answer or its error into results[i]. */
+static void run_spec(batch *b, int i, wp_artifact *prebuilt) {
+    wp_err err = {0};
+    cJSON *out = NULL;
+    if (atomic_load(&b->p->stop))
+        WP_FAIL(&err, 503, "stopped", "", "the batch was stopped before this spec");
+    else if (wp_compile_spec(b->app, b->items[i], prebuilt, &out, &err) == 0 && out) {
+        const cJSON *cache = cJSON_GetObjectItemCaseSensitive(out, "cache");
+        if (cJSON_IsString(cache) && !strcmp(cache->valuestring, "compile")) atomic_fetch_add(&b->p->compiled, 1);
+    }
+    if (!out) {
+        out = error_json(&err, i);
+        atomic_fetch_add(&b->p->failed, 1);
+        if (b->print_errors) fprintf(stderr, "warpd: prewarm spec %d: %s\n", i, err.msg);
+    }
+    if (b->print_errors)
+        cJSON_Delete(out);
+    else
+        b->results[i] = out;
+    atomic_fetch_add(&b->p->done, 1);
+}
+
+static void run_task(batch *b, const task *t) {
+    wp_artifact arts[BATCH_MAX_CHUNK] = {0};
+    const wp_spec *specs[BATCH_MAX_CHUNK];
+    for (int k = 0; k < t->n; k++) specs[k] = &b->plan[b->order[t->first + k]].spec;
+    wp_err err = {0};
+    if (t->n > 1 && !atomic_load(&b->p->stop) && wp_jit_compile_group(b->app->jit, specs, t->n, arts, &err))
+        memset(arts, 0, sizeof arts); /* each compiles alone below */
+    for (int k = 0; k < t->n; k++) {
+        run_spec(b, b->order[t->first + k], &arts[k]);
+        wp_artifact_free(&arts[k]); /* what the cache did not take (it had the kernel already) */
+    }
+}
+
+static void *batch_worker(void *arg) {
+    batch *b = arg;
+    for (int t; (t = atomic_fetch_add(&b->p->next_task, 1)) < b->n_tasks;) run_task(b, &b->tasks[t]);
+    return NULL;
+}
+
+static void run_threads(batch *b, int threads) {
+    if (threads > b->n_tasks) threads = b->n_tasks;
+    pthread_t *tid = threads > 1 ? calloc((size_t)threads, sizeof *tid) : NULL;
+    int started = 0;
+    while (tid && started < threads - 1 && pthread_create(&tid[started], NULL, batch_worker, b) == 0) started++;
+    batch_worker(b); /* this thread works too, so a batch finishes even when no thread starts */
+    for (int t = 0; t < started; t++) pthread_join(tid[t], NULL);
+    free(tid);
+}
+
+/* Plans the batch for `threads` workers; -1 when out of memory (batch_close it anyway). */
+static int batch_open(batch *b, wp_app *app, const cJSON *specs, int threads, wp_batch_progress *p) {
+    int n = cJSON_GetArraySize(specs);
+    size_t slots = (size_t)n + 1;
+    *b = (batch){.app = app, .n = n, .p = p};
+    b->items = calloc(slots, sizeof *b->items);
+    b->results = calloc(slots, sizeof *b->results);
+    b->plan = calloc(slots, sizeof *b->plan);
+    b->order = calloc(slots, sizeof *b->order);
+    b->tasks = calloc(slots, sizeof *b->tasks);
+    if (!b->items || !b->results || !b->plan || !b->order || !b->tasks) return -1;
+    int i = 0;
+    for (const cJSON *s = specs->child; s && i < n; s = s->next) b->items[i++] = s;
+    plan_tasks(b, threads);
+    return 0;
+}
+
+static void batch_close(batch *b) {
+    for (int i = 0; b->plan && i < b->n; i++)
+        if (b->plan[i].parsed) wp_spec_free(&b->plan[i].spec);
+    free(b->items);
+    free(b->results);
+    free(b->plan);
+    free(b->order);
+    free(b->tasks);
+}
+
+cJSON *wp_compile_batch(wp_app *app, const cJSON *specs, int threads, wp_batch_progress *p) {
+    batch b;
+    cJSON *arr = cJSON_CreateArray();
+    if (batch_open(&b, app, specs, threads, p) == 0 && arr) {
+        run_threads(&b, threads);
+        for (int i = 0; i < b.n; i++) cJSON_AddItemToArray(arr, b.results[i] ? b.results[i] : cJSON_CreateNull());
+    }
+    batch_close(&b);
+    return arr;
+}
+
+void wp_api_compile_many(wp_app *app, const cJSON *body, wp_resp *resp) {
+    wp_err err = {0};
+    const cJSON *specs = wp_prewarm_specs(body, &err);
+    if (!specs) {
+        wp_resp_error(resp, &err);
+        return;
+    }
+    wp_batch_progress p = {.total = cJSON_GetArraySize(specs)};
+    uint64_t t0 = wp_now_ns();
+    cJSON *results = wp_compile_batch(app, specs, app->compile_threads, &p);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "count", p.total);
+    cJSON_AddNumberToObject(o, "ok", p.total - atomic_load(&p.failed));
+    cJSON_AddNumberToObject(o, "failed", atomic_load(&p.failed));
+    cJSON_AddNumberToObject(o, "compiled", atomic_load(&p.compiled));
+    cJSON_AddNumberToObject(o, "elapsed_ms", wp_ms_since(t0));
+    cJSON_AddItemToObject(o, "results", results);
+    wp_resp_json(resp, 200, o);
+}
+
+/* ---- --prewarm FILE ---- */
+
+cJSON *wp_prewarm_load(const char *path, wp_err *err) {
+    size_t len = 0;
+    char *text = wp_read_file(path, &len);
+    if (!text) {
+        WP_FAIL(err, 400, "prewarm_file", "", "cannot read %.200s", path);
+        return NULL;
+    }
+    cJSON *doc = cJSON_ParseWithLength(text, len);
+    free(text);
+    if (!doc) {
+        WP_FAIL(err, 400, "bad_json", "", "%.200s is not valid JSON", path);
+        return NULL;
+    }
+    if (!wp_prewarm_specs(doc, err)) {
+        cJSON_Delete(doc);
+        return NULL;
+    }
+    return doc;
+}
+
+struct wp_prewarm {
+    wp_app *app;
+    cJSON *doc;
+    int threads;
+    wp_batch_progress p;
+    pthread_t thread;
+    atomic_bool running;
+    uint64_t started_ns;
+    _Atomic uint64_t finished_ns;
+};
+
+static void *prewarm_main(void *arg) {
+    wp_prewarm *w = arg;
+    cJSON *results = wp_compile_batch(w->app, cJSON_GetObjectItemCaseSensitive(w->doc, "specs"), w->threads, &w->p);
+    int i = 0;
+    for (const cJSON *r = results ? results->child : NULL; r; r = r->next, i++) {
+        const cJSON *e = cJSON_GetObjectItemCaseSensitive(r, "error");
+        const cJSON *msg = cJSON_GetObjectItemCaseSensitive(e, "message");
+        if (cJSON_IsString(msg) && !atomic_load(&w->p.stop))
+            fprintf(stderr, "warpd: prewarm spec %d: %s\n", i, msg->valuestring);
+    }
+    cJSON_Delete(results);
+    atomic_store(&w->finished_ns, wp_now_ns());
+    atomic_store(&w->running, false);
+    return NULL;
+}
+
+wp_prewarm *wp_prewarm_start(wp_app *app, cJSON *doc, int threads, wp_err *err) {
+    wp_prewarm *w = calloc(1, sizeof *w);
+    if (!w) {
+        cJSON_Delete(doc);
+        WP_FAIL(err, 500, "out_of_memory", "", "out of memory starting the prewarm");
+        return NULL;
+    }
+    *w = (wp_prewarm){.app = app, .doc = doc, .threads = threads, .started_ns = wp_now_ns()};
+    w->p.total = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "specs"));
+    atomic_store(&w->running, true);
+    if (pthread_create(&w->thread, NULL, prewarm_main, w)) {
+        cJSON_Delete(doc);
+        free(w);
+        WP_FAIL(err, 500, "thread", "", "cannot start the prewarm thread");
+        return NULL;
+    }
+    return w;
+}
+
+void wp_prewarm_progress(wp_prewarm *w, int *total, int *done, int *failed, bool *running, double *elapsed_s) {
+    *total = w->p.total;
+    *done = atomic_load(&w->p.done);
+    *failed = atomic_load(&w->p.failed);
+    *running = atomic_load(&w->running);
+    uint64_t end = *running ? wp_now_ns() : atomic_load(&w->finished_ns);
+    *elapsed_s = (double)(end - w->started_ns) / 1e9;
+}
+
+int wp_prewarm_ready_json(wp_prewarm *w, cJSON *ready) {
+    int total, done, failed;
+    bool running;
+    double elapsed;
+    wp_prewarm_progress(w, &total, &done, &failed, &running, &elapsed);
+    cJSON_ReplaceItemInObjectCaseSensitive(ready, "status", cJSON_CreateString(running ? "warming" : "ready"));
+    cJSON *p = cJSON_AddObjectToObject(ready, "prewarm");
+    cJSON_AddNumberToObject(p, "total", total);
+    cJSON_AddNumberToObject(p, "done", done);
+    cJSON_AddNumberToObject(p, "failed", failed);
+    cJSON_AddNumberToObject(p, "elapsed_s", elapsed);
+    return running ? 503 : 200;
+}
+
+void wp_prewarm_stop(wp_prewarm *w) {
+    if (!w) return;
+    atomic_store(&w->p.stop, true);
+    pthread_join(w->thread, NULL);
+    cJSON_Delete(w->doc);
+    free(w);
+}
+
+/* Runs the batch on `workers` processes: this one and workers-1 forked children, which take tasks
+ * from the same counter (p lives in shared memory), print their own errors and _exit (the CUDA
+ * driver's exit handlers belong to the parent). */
+static void run_processes(batch *b, int workers) {
+    pid_t *kids = workers > 1 ? calloc((size_t)workers, sizeof *kids) : NULL;
+    int n_kids = 0;
+    fflush(stdout);
+    fflush(stderr);
+    while (kids && n_kids < workers - 1 && n_kids < b->n_tasks - 1) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            batch_worker(b);
+            fflush(stderr);
+            _exit(0);
+        }
+        if (pid < 0) break; /* fewer processes: the rest is done here */
+        kids[n_kids++] = pid;
+    }
+    batch_worker(b);
+    for (int k = 0; k < n_kids; k++)
+        while (waitpid(kids[k], NULL, 0) < 0 && errno == EINTR) {
+        }
+    free(kids);
+}
+
+int wp_prewarm_run_and_exit(wp_app *app, cJSON *doc, int workers) {
+    wp_batch_progress *p =
+        mmap(NULL, sizeof *p, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0); /* seen by every process */
+    if (p == MAP_FAILED) {
+        fprintf(stderr, "warpd: prewarm: cannot map shared memory: %s\n", strerror(errno));
+        return 1;
+    }
+    memset(p, 0, sizeof *p);
+    const cJSON *specs = cJSON_GetObjectItemCaseSensitive(doc, "specs");
+    p->total = cJSON_GetArraySize(specs);
+    uint64_t t0 = wp_now_ns();
+    batch b;
+    int rc = batch_open(&b, app, specs, workers, p);
+    if (rc == 0) {
+        b.print_errors = true;
+        run_processes(&b, workers);
+    }
+    batch_close(&b);
+    double secs = (double)(wp_now_ns() - t0) / 1e9;
+    int failed = atomic_load(&p->failed), compiled = atomic_load(&p->compiled), done = atomic_load(&p->done);
+    if (rc || done != p->total) {
+        fprintf(stderr, "warpd: prewarm: only %d of %d specs were tried (out of memory, or a worker died)\n", done,
+                p->total);
+        failed += p->total - done;
+    }
+    printf("warpd: prewarm: %d specs, %d compiled, %d already cached, %d failed in %.2f s on %d processes\n", p->total,
+           compiled, done - atomic_load(&p->failed) - compiled, failed, secs, workers);
+    fflush(stdout);
+    munmap(p, sizeof *p);
+    return failed ? 1 : 0;
+}
