@@ -120,7 +120,7 @@ typedef struct {
     unsigned max_connections;  /* open connections (conn_guard.h); 0: from RLIMIT_NOFILE */
     unsigned header_timeout_s; /* seconds for a new connection's headers to be complete; 0: 10 */
     unsigned idle_timeout_s;   /* seconds a connection may stay silent (keep-alive, uploads); 0: 60 */
-    wp_reqlog *reqlog;  /* request ids, access log and request metrics; NULL: ids only (reqlog.h) */
+    wp_reqlog *reqlog;         /* request ids, access log and request metrics; NULL: ids only (reqlog.h) */
 } wp_http_config;
 
 wp_http *wp_http_start(const wp_http_config *cfg, const wp_route *routes, void *app, wp_err *err);

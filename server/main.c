@@ -14,8 +14,8 @@
 #include "app.h"
 #include "listen.h"
 #include "log.h"
-#include "reqlog.h"
 #include "prewarm.h"
+#include "reqlog.h"
 
 #define DEFAULT_PORT 8080
 #define DEFAULT_CACHE_MB 256
@@ -55,7 +55,7 @@ typedef struct {
     /* Transport: TLS, a Unix socket, connection limits (http.h). */
     const char *unix_path, *tls_cert, *tls_key;
     unsigned socket_mode, max_connections, header_timeout_s, idle_timeout_s;
-    const char *access_log;          /* NULL, "-" or a file */
+    const char *access_log; /* NULL, "-" or a file */
 
     /* cache control and prewarm */
     unsigned long long cache_disk_max; /* disk cache cap in bytes, 0: none */
