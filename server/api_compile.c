@@ -134,8 +134,8 @@ done:
 }
 
 /* The access log's kernel fields from a compile's answer (static strings only: the note outlives it). */
-static void note_compile(wp_resp *resp, const cJSON *out) {
-    const cJSON *fam = cJSON_GetObjectItemCaseSensitive(out, "family");
+static void note_compile(wp_resp *resp, const cJSON *body, const cJSON *out) {
+    const cJSON *fam = cJSON_GetObjectItemCaseSensitive(body, "family");
     const cJSON *src = cJSON_GetObjectItemCaseSensitive(out, "cache");
     const cJSON *hash = cJSON_GetObjectItemCaseSensitive(out, "hash");
     const wp_family *f = cJSON_IsString(fam) ? wp_family_find(fam->valuestring) : NULL;
@@ -153,7 +153,7 @@ void wp_api_compile(void *appv, const wp_req *req, wp_resp *resp) {
     if (body && cJSON_GetObjectItemCaseSensitive(body, "specs")) { /* {"specs":[...]}: prewarm.c */
         wp_api_compile_many(app, body, resp);
     } else if (body && wp_compile_spec(app, body, NULL, &out, &err) == 0) {
-        note_compile(resp, out);
+        note_compile(resp, body, out);
         wp_resp_json(resp, 200, out);
     } else {
         wp_resp_error(resp, &err);

@@ -371,7 +371,7 @@ static void log_traffic(sent *s) {
     /* a client that goes away in the middle of its body: logged, with no status (and the body bytes that
      * were read before it went: all 8, unless the daemon saw it go first) */
     hc_conn c;
-    static const char head[] = "POST /v1/reduce HTTP/1.1\r\nHost: x\r\nX-Request-Id: log-abort\r\n"
+    static const char head[] = "POST /v1/reduce HTTP/1.1\r\nHost: localhost\r\nX-Request-Id: log-abort\r\n"
                                "Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"type\":";
     if (hc_open(&c, host, port, 0) == 0) {
         CHECK(hc_write(&c, head, sizeof head - 1, false) == 0);

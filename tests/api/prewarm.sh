@@ -53,7 +53,7 @@ if warpd_start "$bin" "$tmp/d2" --backend emu; then
   base="http://127.0.0.1:$port"
   python3 -c 'import json,sys; [print(json.dumps(s)) for s in json.load(open(sys.argv[1]))["specs"]]' "$tmp/small.json" |
   while read -r spec; do
-    got=$(curl -s "$base/v1/compile" -d "$spec")
+    got=$(curl -s "$base/v1/compile" -H 'Content-Type: application/json' -d "$spec")
     if [[ "$got" == *'"cache":"disk"'* ]]; then echo pass; else echo "FAIL: $spec answered ${got:0:300}"; fi
   done >"$tmp/r"
   pass=$((pass + $(grep -c '^pass' "$tmp/r"))); fail=$((fail + $(grep -c '^FAIL' "$tmp/r"))); grep '^FAIL' "$tmp/r"
@@ -87,7 +87,7 @@ if warpd_start "$bin" "$tmp/d3" --backend emu --prewarm "$tmp/slow.json"; then
     sleep 0.1
   done
   check '[[ "$last" == *"\"status\":\"ready\""*"\"total\":8,\"done\":8,\"failed\":0"*" 200" ]]' "last /v1/ready: $last"
-  got=$(curl -s "$base/v1/compile" -d '{"family":"device_scan","type":"bf16","op":"max"}')
+  got=$(curl -s "$base/v1/compile" -H 'Content-Type: application/json' -d '{"family":"device_scan","type":"bf16","op":"max"}')
   check '[[ "$got" == *"\"cache\":\"memory\""* ]]' "a prewarmed kernel is in memory: ${got:0:200}"
   kill -TERM $pid; wait $pid; rc=$?; pid=
   check '[ $rc -eq 0 ] && sanitizer_clean "$tmp/d3/err"' "daemon exit $rc: $(cat "$tmp/d3/err")"
