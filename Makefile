@@ -82,6 +82,9 @@ $(BUILD)/bench/%: bench/%.cu $(BUILD)/bench/entry/reduce_entry.o $(BUILD)/libwar
 
 $(BUILD)/bench/bench_launch: NVCC_LDLIBS += -lcuda # calls the Driver API's launches directly
 
+# libFuzzer harnesses (rules in the fuzzing block below; listed here because test: names them)
+FUZZ_SRC  := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BIN  := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
 UNIT_BIN  := $(patsubst %.c,$(BUILD)/asan/%,$(UNIT_SRC))
 API_BIN   := $(patsubst %.c,$(BUILD)/asan/%,$(API_SRC))
 GPU_BIN   := $(patsubst %.c,$(BUILD)/%,$(GPU_SRC)) $(patsubst %.cu,$(BUILD)/%,$(GPU_CU))
@@ -156,8 +159,6 @@ check-format:
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 60
 FUZZ_SAN  := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
-FUZZ_SRC  := $(wildcard tests/fuzz/fuzz_*.c)
-FUZZ_BIN  := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
 FLIB_OBJ  := $(patsubst %.c,$(BUILD)/fuzz/%.o,$(LIB_SRC))
 $(BUILD)/fuzz/%.o: %.c
 	@mkdir -p $(dir $@)

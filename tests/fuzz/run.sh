@@ -18,6 +18,8 @@ names=("$@")
 if [ ${#names[@]} -eq 0 ]; then
   for b in "$BUILD"/fuzz/fuzz_*; do [ -x "$b" ] && [ -f "$b" ] && [[ "$b" != *.o && "$b" != *.d ]] && names+=("$(basename "$b")"); done
 fi
+# No harness built is a failure, not an empty pass (make test builds them: FUZZ_BIN).
+[ ${#names[@]} -gt 0 ] || { echo "!! no harness in $BUILD/fuzz (make test-fuzz builds them)"; fail=1; }
 for name in "${names[@]}"; do
   bin="$BUILD/fuzz/$name"; seeds="tests/fuzz/corpus/${name#fuzz_}"
   dict=; [ -f "tests/fuzz/${name#fuzz_}.dict" ] && dict="-dict=tests/fuzz/${name#fuzz_}.dict"
