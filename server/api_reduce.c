@@ -32,15 +32,16 @@ static const char *const scan_families[] = {"device_scan", "warp_scan", "block_s
 static const char *const body_fields[] = {"family",     "type",      "op",        "strategy", "block",  "width",
                                           "accumulate", "exclusive", "inclusive", "init",     "radius", "weights",
                                           "offsets",    "backend",   "data",      "data_b64", "buffer", "generate",
-                                          "check",      "output",    "compile",   "count",    NULL};
+                                          "check",      "output",    "compile",   "count",    "device", NULL};
 
 /* Query arguments of a raw body, and how each becomes JSON. */
 static const struct {
     const char *name;
     char kind; /* 's' string, 'n' number, 'b' bool, 'v' a value (number when it reads as one) */
-} query_fields[] = {{"family", 's'}, {"type", 's'},       {"op", 's'},        {"strategy", 's'},  {"block", 'n'},
-                    {"width", 'n'},  {"accumulate", 's'}, {"exclusive", 'b'}, {"inclusive", 'b'}, {"init", 'v'},
-                    {"radius", 'n'}, {"backend", 's'},    {"check", 'b'},     {"output", 's'},    {"compile", 'b'}};
+} query_fields[] = {{"family", 's'},    {"type", 's'},   {"op", 's'},         {"strategy", 's'},
+                    {"block", 'n'},     {"width", 'n'},  {"accumulate", 's'}, {"exclusive", 'b'},
+                    {"inclusive", 'b'}, {"init", 'v'},   {"radius", 'n'},     {"backend", 's'},
+                    {"check", 'b'},     {"output", 's'}, {"compile", 'b'},    {"device", 'n'}};
 
 typedef struct {
     data_form form;
@@ -633,6 +634,8 @@ static bool handle(wp_app *app, const wp_req *req, wp_resp *resp, bool scan, raw
     } else if (wp_app_backend(app, body, f, &be, &err)) {
         goto fail;
     }
+    if (req->sink && !in.held) be = ((raw_sink *)req->sink)->be;   /* placed when the streamed body began */
+    if (inline_run && !wp_app_may_run_inline(app, be)) goto defer; /* a GPU job: to a worker before any upload */
 
     bool check, compile;
     if (get_bool(body, "check", &check, &err) || get_bool(body, "compile", &compile, &err)) goto fail;
@@ -733,7 +736,7 @@ static bool handle(wp_app *app, const wp_req *req, wp_resp *resp, bool scan, raw
         goto fail;
     }
     if (array && out_form == FORM_BUFFER) {
-        if (!(out_buf = wp_buffers_create(app->buffers, be, spec.type, out_count, &err))) goto fail;
+        if (!(out_buf = wp_buffers_create_like(app->buffers, in.held, be, spec.type, out_count, &err))) goto fail;
         job.out = out_buf;
     }
 

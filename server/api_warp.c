@@ -328,8 +328,8 @@ static void add_spec_fields(cJSON *o, const wp_spec *s) {
     if (s->family->flags & WP_F_OP) cJSON_AddStringToObject(o, "op", s->op.text);
 }
 
-static const char *const warp_fields[] = {"family", "type",  "width",  "mask",    "op",
-                                          "args",   "input", "active", "backend", NULL};
+static const char *const warp_fields[] = {"family", "type",   "width",   "mask",   "op", "args",
+                                          "input",  "active", "backend", "device", NULL};
 
 /* Data-parallel families (reductions, scans, ...) are jobs over arrays, not 32-lane primitives. */
 static int refuse_data_family(const cJSON *body, wp_err *err) {

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# gpu_engine.sh — issue 9's numbers on the GPU machine, in one run: builds warpd and the GPU tests,
+# runs the engine's GPU tests (stream pool, recovery, buffers, streams), then wrk on loopback at
+# 1/16/64/256 connections against a cached 3-element POST /v1/reduce and a 32-lane POST /v1/warp, for
+#   new     — the defaults (4 streams per device; GPU jobs on workers, never on the HTTP thread)
+#   inline  — the defaults plus --inline-gpu (small cached GPU jobs on the HTTP thread, as before)
+#   today   — --streams-per-device 1 --inline-gpu (and --batch-max 1 where the build has batching):
+#             one job on the device at a time, as before issue 9
+# and prints one table: req/s, p50 and p99 latency, non-2xx answers.
+#
+# wrk comes from Debian: the GPU machine has no registry, so carry the packages in .debs/ (gpu_env.sh
+# unpacks every .deb there):  apt-get download wrk libluajit-5.1-2   (into .debs/)
+#   . bench/gpu_env.sh && bench/gpu_engine.sh      (BUILD=build; DURATION=5 seconds per cell;
+#                                                   SKIP_TESTS=1 for the table only)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+DURATION=${DURATION:-5}
+OUT=${OUT:-/tmp/warpd-gpu-out}; mkdir -p "$OUT"
+WRK=${WRK:-$(command -v wrk || echo /tmp/deps/usr/bin/wrk)}
+
+make -j16 "$BUILD/warpd" "$BUILD/tests/gpu/test_gpu_streams" "$BUILD/tests/gpu/test_gpu_recover" \
+  "$BUILD/tests/gpu/test_gpu_buffers" "$BUILD/tests/gpu/test_gpu_stream" >"$OUT/build.log" 2>&1 ||
+  { tail -30 "$OUT/build.log"; exit 1; }
+echo "commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')  $(date -u +%F)"
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -4
+
+if [ "${SKIP_TESTS:-0}" != 1 ]; then
+  for t in test_gpu_streams test_gpu_recover test_gpu_buffers test_gpu_stream; do
+    echo "== $t"; "$BUILD/tests/gpu/$t" 2>&1 | tail -6
+  done
+  # the API checks of devices and placement (tests/api/devices.sh runs them on emu) on the GPUs here
+  if make -j16 "$BUILD/asan/tests/api/api_devices" >>"$OUT/build.log" 2>&1; then
+    . tests/daemon.sh
+    dtmp=$(mktemp -d)
+    if warpd_start "$BUILD/warpd" "$dtmp" --no-disk-cache; then
+      echo "== api_devices (cuda)"; "$BUILD/asan/tests/api/api_devices" "http://127.0.0.1:$port" 2>&1 | tail -8
+      kill $pid; wait $pid 2>/dev/null
+    fi
+    rm -rf "$dtmp"; pid=
+  fi
+fi
+
+[ -x "$WRK" ] || { echo "no wrk ($WRK): apt-get download wrk libluajit-5.1-2 into .debs/"; exit 1; }
+tmp=$(mktemp -d); pid=
+trap '[ -n "$pid" ] && kill $pid 2>/dev/null; rm -rf "$tmp"' EXIT
+cat >"$tmp/reduce.lua" <<'EOF'
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.body = '{"type":"f32","op":"sum","data":[1,2,3]}'
+EOF
+cat >"$tmp/warp.lua" <<'EOF'
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.body = '{"family":"shfl_xor","type":"i32","width":32,"args":{"lane_mask":1},"input":{"iota":32}}'
+EOF
+
+start() { # flags...
+  local port=$((20000 + RANDOM % 20000))
+  "$BUILD/warpd" --listen 127.0.0.1:$port --no-disk-cache "$@" >"$tmp/log" 2>&1 &
+  pid=$!
+  base="http://127.0.0.1:$port"
+  for _ in $(seq 200); do curl -sf "$base/v1/ready" >/dev/null && break; sleep 0.05; done
+  curl -s -o /dev/null -d '{"type":"f32","op":"sum","data":[1,2,3]}' "$base/v1/reduce"  # compile: cached from here
+  curl -s -o /dev/null -d '{"family":"shfl_xor","type":"i32","width":32,"args":{"lane_mask":1},"input":{"iota":32}}' "$base/v1/warp"
+}
+stop() { kill $pid 2>/dev/null; wait $pid 2>/dev/null; pid=; }
+
+cell() { # engine endpoint conns
+  local threads=$(( $3 < 8 ? $3 : 8 ))
+  "$WRK" -t"$threads" -c"$3" -d"${DURATION}s" --latency -s "$tmp/$2.lua" "$base/v1/$2" >"$tmp/wrk" 2>&1
+  local rps p50 p99 bad
+  rps=$(awk '/^Requests\/sec/ {print $2}' "$tmp/wrk")
+  p50=$(awk '$1=="50%" {print $2}' "$tmp/wrk")
+  p99=$(awk '$1=="99%" {print $2}' "$tmp/wrk")
+  bad=$(awk '/Non-2xx/ {print $NF}' "$tmp/wrk")
+  printf "%-7s %-7s %5s %12s %10s %10s %8s\n" "$1" "$2" "$3" "${rps:-?}" "${p50:-?}" "${p99:-?}" "${bad:-0}"
+}
+
+batch_flag=()
+"$BUILD/warpd" --help | grep -q -- '--batch-max' && batch_flag=(--batch-max 1)
+printf "%-7s %-7s %5s %12s %10s %10s %8s\n" engine route conns "req/s" p50 p99 non2xx
+for engine in new inline today; do
+  case $engine in
+    new) start ;;
+    inline) start --inline-gpu ;;
+    today) start --streams-per-device 1 --inline-gpu "${batch_flag[@]}" ;;
+  esac
+  curl -s "$base/v1/info" | python3 -c 'import json,sys; d=json.load(sys.stdin); print("#", d["backend"], d["device"]["name"])' 2>/dev/null
+  for route in reduce warp; do
+    for c in 1 16 64 256; do cell $engine $route $c; done
+  done
+  stop
+done
