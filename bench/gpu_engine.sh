@@ -11,7 +11,8 @@
 # wrk comes from Debian: the GPU machine has no registry, so carry the packages in .debs/ (gpu_env.sh
 # unpacks every .deb there):  apt-get download wrk libluajit-5.1-2   (into .debs/)
 #   . bench/gpu_env.sh && bench/gpu_engine.sh      (BUILD=build; DURATION=5 seconds per cell;
-#                                                   SKIP_TESTS=1 for the table only)
+#                                                   SKIP_TESTS=1, SKIP_WRK=1, SHARD_BENCH=0 leave
+#                                                   parts out; SHARD_BYTES=1073741824)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -29,15 +30,9 @@ if [ "${SKIP_TESTS:-0}" != 1 ]; then
   for t in test_gpu_streams test_gpu_recover test_gpu_buffers test_gpu_stream; do
     echo "== $t"; "$BUILD/tests/gpu/$t" 2>&1 | tail -6
   done
-  # the API checks of devices and placement (tests/api/devices.sh runs them on emu) on the GPUs here
-  if make -j16 "$BUILD/asan/tests/api/api_devices" >>"$OUT/build.log" 2>&1; then
-    . tests/daemon.sh
-    dtmp=$(mktemp -d)
-    if warpd_start "$BUILD/warpd" "$dtmp" --no-disk-cache; then
-      echo "== api_devices (cuda)"; "$BUILD/asan/tests/api/api_devices" "http://127.0.0.1:$port" 2>&1 | tail -8
-      kill $pid; wait $pid 2>/dev/null
-    fi
-    rm -rf "$dtmp"; pid=
+  # devices, placement and sharding: tests/api/devices.sh's checks on the GPUs here
+  if make -j16 "$BUILD/asan/warpd" "$BUILD/asan/tests/api/api_devices" >>"$OUT/build.log" 2>&1; then
+    BUILD=$BUILD tests/api/devices.sh --cuda 2>&1 | grep -E "^--|passed|FAIL" | head -20
   fi
 fi
 
@@ -77,6 +72,7 @@ cell() { # engine endpoint conns
   printf "%-7s %-7s %5s %12s %10s %10s %8s\n" "$1" "$2" "$3" "${rps:-?}" "${p50:-?}" "${p99:-?}" "${bad:-0}"
 }
 
+if [ "${SKIP_WRK:-0}" != 1 ]; then
 batch_flag=()
 "$BUILD/warpd" --help | grep -q -- '--batch-max' && batch_flag=(--batch-max 1)
 printf "%-7s %-7s %5s %12s %10s %10s %8s\n" engine route conns "req/s" p50 p99 non2xx
@@ -92,3 +88,27 @@ for engine in new inline today; do
   done
   stop
 done
+fi
+
+# Sharded buffer against one device (issue 9's multi-GPU numbers; with one GPU both are that GPU):
+# 1 GiB of f32 uploaded raw into a buffer on device 0 and into one sharded over every device, then the
+# median device time of 10 reduces of each (timing.kernel_us: a sharded reduce's slowest part).
+SHARD_BYTES=${SHARD_BYTES:-$((1 << 30))}
+if [ "${SHARD_BENCH:-1}" = 1 ]; then
+  start --max-body $((1100 << 20))
+  head -c "$SHARD_BYTES" /dev/zero >"$tmp/big"
+  put() { curl -s -o "$tmp/put.json" -w '%{time_total}' -X PUT -T "$tmp/big" -H 'Content-Type: application/octet-stream' "$base/v1/buffers?type=f32&$1"; }
+  med() { # buffer id -> median kernel_us of 10 reduces
+    for _ in $(seq 10); do
+      curl -s -d "{\"buffer\":\"$1\",\"op\":\"sum\"}" "$base/v1/reduce" | python3 -c 'import json,sys; print(json.load(sys.stdin)["timing"]["kernel_us"])'
+    done | sort -g | sed -n 5p
+  }
+  for where in device=0 shard=all; do
+    t=$(put $where); id=$(python3 -c 'import json; print(json.load(open("'"$tmp/put.json"'"))["id"])')
+    parts=$(python3 -c 'import json; print(len(json.load(open("'"$tmp/put.json"'")).get("shards",[1])))')
+    us=$(med "$id")
+    printf "%-9s parts %d  upload %d MiB %.2f GB/s  reduce %.1f us = %.0f GB/s\n" "$where" "$parts" $((SHARD_BYTES >> 20)) \
+      "$(python3 -c "print($SHARD_BYTES/$t/1e9)")" "$us" "$(python3 -c "print($SHARD_BYTES/max($us,0.001)/1e3)")"
+  done
+  stop
+fi

@@ -4,6 +4,8 @@
 # from the start, as a GPU after a sticky error that cannot be cleared). Each runs api_devices
 # (placement, pinning, info/ready, a lost device) and the sharding cases where present. Prints one
 # closing line "devices: N passed, N failed".
+#   tests/api/devices.sh          (make test: emu)
+#   tests/api/devices.sh --cuda   (make test-gpu: the same checks against the GPUs here; SKIPPED without)
 set -u
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}
@@ -23,7 +25,7 @@ run_with() { # label, env assignment or "", daemon flags...
   local label=$1 envset=$2; shift 2
   echo "-- $label"
   if [ -n "$envset" ]; then export "${envset?}"; fi
-  warpd_start "$BUILD/asan/warpd" "$tmp" --backend emu --no-disk-cache "$@"; local started=$?
+  warpd_start "$BUILD/asan/warpd" "$tmp" --backend "$backend" --no-disk-cache "$@"; local started=$?
   if [ -n "$envset" ]; then unset "${envset%%=*}"; fi
   if [ $started -ne 0 ]; then echo "!! daemon did not start"; cat "$tmp/err"; fail=$((fail+1)); return; fi
   "$BUILD/asan/tests/api/api_devices" "http://127.0.0.1:$port" >"$tmp/r" 2>&1; cat "$tmp/r"; count "$tmp/r" "$label"
@@ -33,10 +35,20 @@ run_with() { # label, env assignment or "", daemon flags...
   else pass=$((pass+1)); fi
 }
 
-run_with "1 device" "" --emu-devices 1
-run_with "2 devices" "" --emu-devices 2
-run_with "3 devices" "" --emu-devices 3
-run_with "3 devices, device 1 lost" "WARPD_EMU_FAIL_DEVICE=1" --emu-devices 3
-run_with "1 device, lost" "WARPD_EMU_FAIL_DEVICE=0" --emu-devices 1
+if [ "${1:-}" = --cuda ]; then # make test-gpu: the same checks on every GPU there is
+  if ! { command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; }; then
+    echo "SKIPPED: no GPU"; echo "devices: 0 passed, 0 failed"; exit 0
+  fi
+  backend=cuda
+  run_with "cuda, every GPU" ""
+  run_with "cuda, one stream per device" "" --streams-per-device 1
+else
+  backend=emu
+  run_with "1 device" "" --emu-devices 1
+  run_with "2 devices" "" --emu-devices 2
+  run_with "3 devices" "" --emu-devices 3
+  run_with "3 devices, device 1 lost" "WARPD_EMU_FAIL_DEVICE=1" --emu-devices 3
+  run_with "1 device, lost" "WARPD_EMU_FAIL_DEVICE=0" --emu-devices 1
+fi
 echo "devices: $pass passed, $fail failed"
 [ $fail -eq 0 ]
