@@ -32,7 +32,7 @@ if [ "${SKIP_TESTS:-0}" != 1 ]; then
   done
   # devices, placement and sharding: tests/api/devices.sh's checks on the GPUs here
   if make -j16 "$BUILD/asan/warpd" "$BUILD/asan/tests/api/api_devices" >>"$OUT/build.log" 2>&1; then
-    BUILD=$BUILD tests/api/devices.sh --cuda 2>&1 | grep -E "^--|passed|FAIL" | head -20
+    BUILD=$BUILD tests/api/devices.sh --cuda 2>&1 | grep -E "^--|passed|FAIL|!!|warpd:|SKIPPED" | head -30
   fi
 fi
 

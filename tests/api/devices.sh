@@ -25,7 +25,7 @@ run_with() { # label, env assignment or "", daemon flags...
   local label=$1 envset=$2; shift 2
   echo "-- $label"
   if [ -n "$envset" ]; then export "${envset?}"; fi
-  warpd_start "$BUILD/asan/warpd" "$tmp" --backend "$backend" --no-disk-cache "$@"; local started=$?
+  warpd_start "$bin" "$tmp" --backend "$backend" --no-disk-cache "$@"; local started=$?
   if [ -n "$envset" ]; then unset "${envset%%=*}"; fi
   if [ $started -ne 0 ]; then echo "!! daemon did not start"; cat "$tmp/err"; fail=$((fail+1)); return; fi
   "$BUILD/asan/tests/api/api_devices" "http://127.0.0.1:$port" >"$tmp/r" 2>&1; cat "$tmp/r"; count "$tmp/r" "$label"
@@ -39,11 +39,11 @@ if [ "${1:-}" = --cuda ]; then # make test-gpu: the same checks on every GPU the
   if ! { command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; }; then
     echo "SKIPPED: no GPU"; echo "devices: 0 passed, 0 failed"; exit 0
   fi
-  backend=cuda
+  backend=cuda bin=$BUILD/warpd # plain: the driver and ASan's shadow memory do not mix
   run_with "cuda, every GPU" ""
   run_with "cuda, one stream per device" "" --streams-per-device 1
 else
-  backend=emu
+  backend=emu bin=$BUILD/asan/warpd
   run_with "1 device" "" --emu-devices 1
   run_with "2 devices" "" --emu-devices 2
   run_with "3 devices" "" --emu-devices 3
