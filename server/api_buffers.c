@@ -201,6 +201,24 @@ static wp_buf *create(wp_app *app, wp_backend *be, const shard_set *ss, wp_type 
                  : wp_buffers_create(app->buffers, be, t, count, err);
 }
 
+/* Where a JSON body's buffer goes: "backend", "device" (one device) or "shard" (split over several). */
+static int json_placement(wp_app *app, const cJSON *body, const cJSON *backend, bool generated, wp_backend **be,
+                          shard_set *ss, wp_err *err) {
+    if (backend && !cJSON_IsString(backend))
+        return WP_FAIL(err, 400, "wrong_type", "backend", "backend must be a string");
+    int pinned;
+    const cJSON *shard = cJSON_GetObjectItemCaseSensitive(body, "shard");
+    if (wp_placement_pin(body, &pinned, err) ||
+        pick_backend(app, backend ? backend->valuestring : NULL, pinned, be, err))
+        return -1;
+    if (shard && (pinned >= 0 || generated))
+        return WP_FAIL(err, 400, "bad_shard", "shard",
+                       generated ? "a generated buffer is not sharded" : "give shard or device, not both");
+    if (shard && (wp_placement_shards(app, shard, NULL, ss->dev, &ss->n, err) || !wp_placement_has(app, *be)))
+        return err->code ? -1 : WP_FAIL(err, 400, "bad_shard", "shard", "shard splits over this server's devices only");
+    return 0;
+}
+
 /* Creates, fills and commits a buffer from a JSON body. */
 static int put_json(wp_app *app, const wp_req *req, wp_buffer_info *info, wp_err *err) {
     cJSON *body = wp_app_parse_body(app, req, err);
@@ -223,25 +241,8 @@ static int put_json(wp_app *app, const wp_req *req, wp_buffer_info *info, wp_err
         goto out;
     }
     if (parse_type(type ? type->valuestring : NULL, &t, err)) goto out;
-    if (backend && !cJSON_IsString(backend)) {
-        WP_FAIL(err, 400, "wrong_type", "backend", "backend must be a string");
-        goto out;
-    }
-    int pinned;
     shard_set ss = {0};
-    const cJSON *shard = cJSON_GetObjectItemCaseSensitive(body, "shard");
-    if (wp_placement_pin(body, &pinned, err) ||
-        pick_backend(app, backend ? backend->valuestring : NULL, pinned, &be, err))
-        goto out;
-    if (shard && (pinned >= 0 || gen)) {
-        WP_FAIL(err, 400, "bad_shard", "shard",
-                gen ? "a generated buffer is not sharded" : "give shard or device, not both");
-        goto out;
-    }
-    if (shard && (wp_placement_shards(app, shard, NULL, ss.dev, &ss.n, err) || !wp_placement_has(app, be))) {
-        if (!err->code) WP_FAIL(err, 400, "bad_shard", "shard", "shard splits over this server's devices only");
-        goto out;
-    }
+    if (json_placement(app, body, backend, gen != NULL, &be, &ss, err)) goto out;
     if (ttl && !cJSON_IsNumber(ttl)) {
         WP_FAIL(err, 400, "wrong_type", "ttl", "ttl must be a number of seconds");
         goto out;
