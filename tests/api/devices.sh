@@ -25,6 +25,7 @@ run_with() { # label, env assignment or "", daemon flags...
   local label=$1 envset=$2; shift 2
   echo "-- $label"
   if [ -n "$envset" ]; then export "${envset?}"; fi
+  rm -f "$tmp/out" # else warpd_start may read the last daemon's port before the new one truncates it
   warpd_start "$bin" "$tmp" --backend "$backend" --no-disk-cache "$@"; local started=$?
   if [ -n "$envset" ]; then unset "${envset%%=*}"; fi
   if [ $started -ne 0 ]; then echo "!! daemon did not start"; cat "$tmp/err"; fail=$((fail+1)); return; fi
