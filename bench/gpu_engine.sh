@@ -6,7 +6,9 @@
 #   inline  — the defaults plus --inline-gpu (small cached GPU jobs on the HTTP thread, as before)
 #   today   — --streams-per-device 1 --inline-gpu (and --batch-max 1 where the build has batching):
 #             one job on the device at a time, as before issue 9
-# and prints one table: req/s, p50 and p99 latency, non-2xx answers.
+# and prints one table: req/s, p50 and p99 latency, non-2xx answers; then a 1 GiB buffer on device 0
+# against one sharded over every device (upload GB/s, reduce GB/s), and reduces of per-device buffers
+# spread over every device against all on device 0 (the multi-GPU numbers; on one GPU, the overhead).
 #
 # wrk comes from Debian: the GPU machine has no registry, so carry the packages in .debs/ (gpu_env.sh
 # unpacks every .deb there):  apt-get download wrk libluajit-5.1-2   (into .debs/)
@@ -109,6 +111,39 @@ if [ "${SHARD_BENCH:-1}" = 1 ]; then
     us=$(med "$id")
     printf "%-9s parts %d  upload %d MiB %.2f GB/s  reduce %.1f us = %.0f GB/s\n" "$where" "$parts" $((SHARD_BYTES >> 20)) \
       "$(python3 -c "print($SHARD_BYTES/$t/1e9)")" "$us" "$(python3 -c "print($SHARD_BYTES/max($us,0.001)/1e3)")"
+  done
+  stop
+fi
+
+# Concurrent reduces over per-device buffers (issue 9: >= 1.8x one GPU's aggregate GB/s on two GPUs):
+# one 2^24-element f32 buffer per device (generated there), wrk at 64 connections cycling over all of
+# them, against the same with every request on device 0's buffer. GB/s = req/s x buffer bytes.
+PER_DEVICE_N=${PER_DEVICE_N:-16777216}
+if [ "${SHARD_BENCH:-1}" = 1 ] && [ "${SKIP_WRK:-0}" != 1 ]; then
+  start
+  ndev=$(curl -s "$base/v1/info" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["devices"]))')
+  ids=()
+  for d in $(seq 0 $((ndev - 1))); do
+    ids+=("$(curl -s -X PUT "$base/v1/buffers" -d "{\"type\":\"f32\",\"device\":$d,\"generate\":{\"kind\":\"random\",\"n\":$PER_DEVICE_N}}" |
+      python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')")
+  done
+  for mode in one all; do
+    if [ $mode = one ]; then list="\"${ids[0]}\""; else list=$(printf '"%s",' "${ids[@]}"); list=${list%,}; fi
+    cat >"$tmp/per.lua" <<LUA
+local ids = {$list}
+local i = 0
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+request = function()
+  i = i + 1
+  return wrk.format(nil, nil, nil, '{"op":"sum","buffer":"' .. ids[(i % #ids) + 1] .. '"}')
+end
+LUA
+    "$WRK" -t8 -c64 -d"${DURATION}s" -s "$tmp/per.lua" "$base/v1/reduce" >"$tmp/wrk" 2>&1
+    rps=$(awk '/^Requests\/sec/ {print $2}' "$tmp/wrk")
+    bad=$(awk '/Non-2xx/ {print $NF}' "$tmp/wrk")
+    printf "per-device buffers, %-3s of %d device(s): %10s req/s  %8.1f GB/s  non2xx %s\n" $mode "$ndev" "${rps:-?}" \
+      "$(python3 -c "print(${rps:-0} * $PER_DEVICE_N * 4 / 1e9)")" "${bad:-0}"
   done
   stop
 fi
