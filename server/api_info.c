@@ -43,9 +43,11 @@ void wp_api_ready(void *appv, const wp_req *req, wp_resp *resp) {
     wp_app *app = appv;
     (void)req;
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "status", "ready");
+    bool ready = wp_placement_ready(app); /* while at least one device is usable */
+    cJSON_AddStringToObject(o, "status", ready ? "ready" : "unavailable");
     cJSON_AddStringToObject(o, "backend", wp_backend_name(app->preferred));
-    wp_resp_json(resp, 200, o);
+    if (!ready) snprintf(resp->retry_after, sizeof resp->retry_after, "%d", 60);
+    wp_resp_json(resp, ready ? 200 : 503, o);
 }
 
 static cJSON *device_json(wp_backend *b) {
@@ -74,6 +76,7 @@ void wp_api_info(void *appv, const wp_req *req, wp_resp *resp) {
     cJSON_AddStringToObject(o, "version", WP_VERSION);
     cJSON_AddStringToObject(o, "backend", wp_backend_name(app->preferred));
     cJSON_AddItemToObject(o, "device", device_json(app->preferred));
+    cJSON_AddItemToObject(o, "devices", wp_placement_json(app)); /* every device jobs run on (placement.h) */
     cJSON *bks = cJSON_AddArrayToObject(o, "backends");
     if (app->cuda) cJSON_AddItemToArray(bks, cJSON_CreateString("cuda"));
     cJSON_AddItemToArray(bks, cJSON_CreateString("emu"));
