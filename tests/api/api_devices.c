@@ -6,9 +6,11 @@
  * against cuda on the GPUs there are. Sharded buffers: split over every usable device (n below,
  * at and not divisible by the device count), reduce (integers exact, floats the same bits each run),
  * scans across the part boundaries (inclusive, exclusive from an init, into a sharded buffer), a raw
- * body striped to the devices, and bad shard lists.
+ * body striped to the devices, and bad shard lists; concurrent reduces over a sharded buffer never join
+ * a dynamic batch. A job over a buffer pinned to another device is 400 device_mismatch.
  * Usage: api_devices BASE_URL */
 #include <cjson/cJSON.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -325,6 +327,39 @@ static void check_split(const cJSON *info, int n, int parts) {
     CHECKF(at == n && hi - lo <= 1, "parts cover %g of %d, sizes %g..%g", at, n, lo, hi);
 }
 
+/* Concurrent small reduces over one sharded buffer: each is right and runs alone, never in a dynamic
+ * batch (a batch is one device's launch; a sharded job runs on every device of its shards), whatever
+ * the daemon's --batch-window-us (devices.sh runs one with a window, where these would meet). */
+typedef struct {
+    const char *body;
+    int status;
+    double value, batch;
+} shard_call;
+static void *shard_call_run(void *arg) {
+    shard_call *c = arg;
+    cJSON *o = req("POST", "/v1/reduce", c->body, &c->status);
+    c->value = num(o, "value");
+    c->batch = num(cJSON_GetObjectItemCaseSensitive(o, "batch"), "size");
+    cJSON_Delete(o);
+    return NULL;
+}
+static void concurrent_sharded(const char *body, double want) {
+    enum { CALLS = 8 };
+    shard_call calls[CALLS];
+    pthread_t th[CALLS];
+    bool started[CALLS];
+    for (int i = 0; i < CALLS; i++) {
+        calls[i] = (shard_call){.body = body};
+        started[i] = pthread_create(&th[i], NULL, shard_call_run, &calls[i]) == 0;
+        if (!started[i]) shard_call_run(&calls[i]);
+    }
+    for (int i = 0; i < CALLS; i++) {
+        if (started[i]) pthread_join(th[i], NULL);
+        CHECKF(calls[i].status == 200 && calls[i].value == want && calls[i].batch == 1,
+               "concurrent reduce %d: %d value %g batch %g", i, calls[i].status, calls[i].value, calls[i].batch);
+    }
+}
+
 static void test_sharded_one(int n) {
     char name[64], body[512], path[160];
     int st;
@@ -343,6 +378,7 @@ static void test_sharded_one(int n) {
     o = req("POST", "/v1/reduce", body, &st);
     CHECKF(st == 200 && num(o, "value") == (double)sum, "reduce: %d value %g want %lld", st, num(o, "value"), sum);
     cJSON_Delete(o);
+    concurrent_sharded(body, (double)sum);
     /* scans across the boundaries: inclusive, exclusive from an init, and into a sharded buffer */
     for (int k = 0; k < 2; k++) {
         snprintf(body, sizeof body, "{\"buffer\":\"%s\",\"op\":\"sum\"%s}", id,
