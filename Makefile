@@ -157,7 +157,6 @@ FUZZ_SECONDS ?= 60
 FUZZ_SAN  := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 FUZZ_SRC  := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN  := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
-test: $(FUZZ_BIN) # test's own line, above, is read while FUZZ_BIN is still empty
 FLIB_OBJ  := $(patsubst %.c,$(BUILD)/fuzz/%.o,$(LIB_SRC))
 $(BUILD)/fuzz/%.o: %.c
 	@mkdir -p $(dir $@)
