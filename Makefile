@@ -105,7 +105,7 @@ test-unit: $(UNIT_BIN)
 test-api: $(BUILD)/asan/warpd $(API_BIN)
 	@BUILD=$(BUILD) ./tests/run.sh api
 
-test-gpu: $(BUILD)/warpd $(GPU_BIN)
+test-gpu: $(BUILD)/warpd $(GPU_BIN) $(BUILD)/asan/warpd $(BUILD)/asan/tests/api/api_devices
 	@BUILD=$(BUILD) ./tests/run.sh gpu
 
 bench: $(BUILD)/warpd $(BENCH_BIN)

@@ -2,7 +2,8 @@
  * POST /v1/reduce and a 32-lane POST /v1/warp, keep-alive, from 1, 16, 64 and 256 connections (one
  * client thread each) for a fixed time; req/s, p50 and p99 latency and the mean batch size the
  * responses report. Each configuration is a fresh daemon (build/warpd, or $WARPD_BIN) started with
- * the flags of its row: `--batch-max 1` (no batching, today's engine), the default (window 0) and a
+ * the flags of its row: `--streams-per-device 1 --batch-max 1` (today's engine: one job on a device
+ * at a time, none batched), `--batch-max 1` (streams, no batching), the default (window 0) and a
  * 100 us window. Prints numbers, never pass/fail. BENCH_BATCH_SECONDS sets the time per point
  * (default 2). */
 #include <pthread.h>
@@ -151,13 +152,17 @@ int main(void) {
     static const char *reduce_body = "{\"type\":\"f32\",\"op\":\"sum\",\"data\":[1,2,3]}";
     static const char *warp_body =
         "{\"family\":\"shfl_xor\",\"type\":\"i32\",\"args\":{\"lane_mask\":1},\"input\":{\"iota\":32}}";
+    static char *today[] = {"--streams-per-device", "1", "--batch-max", "1", "--threads", "16", NULL};
     static char *no_batch[] = {"--batch-max", "1", "--threads", "16", NULL};
     static char *batch0[] = {"--threads", "16", NULL};
     static char *batch100[] = {"--batch-window-us", "100", "--threads", "16", NULL};
     static const struct {
         const char *label;
         char **flags;
-    } configs[] = {{"--batch-max 1", no_batch}, {"batching, window 0", batch0}, {"batching, window 100us", batch100}};
+    } configs[] = {{"today (1 stream, 1 job)", today},
+                   {"--batch-max 1", no_batch},
+                   {"batching, window 0", batch0},
+                   {"batching, window 100us", batch100}};
     static const int conns[] = {1, 16, 64, 256};
     signal(SIGPIPE, SIG_IGN);
     printf("| config                 | route  | conn |     req/s |  p50 us  |  p99 us  | batch  | errors |\n");

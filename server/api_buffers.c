@@ -3,7 +3,10 @@
  *   PUT    /v1/buffers      raw bytes (Content-Type: application/octet-stream, ?type=f32[&ttl=S][&backend=B]),
  *                           or JSON {"type":"f32", "data":[...] | "data_b64":"..." |
  *                                    "generate":{"kind":"iota"|"random"|"constant","n":N,"seed":S,"value":V},
- *                                    "ttl":S, "backend":"auto"|"cuda"|"emu"}
+ *                                    "ttl":S, "backend":"auto"|"cuda"|"emu", "device":N}
+ *                           (?device=N, "device":N: on that device; else the least-loaded one;
+ *                            ?shard=all|0,1, "shard":"all"|[0,1]: split into contiguous parts, one per
+ *                            device, a raw body striped to them as it arrives)
  *                           -> 201 {"id","type","count","bytes","backend","ttl","expires_in",...} + Location
  *   GET    /v1/buffers      every buffer, with bytes in use and the quota
  *   GET    /v1/buffers/{id} its info; the bytes with Accept: application/octet-stream (or ?data=raw);
@@ -70,19 +73,9 @@ static int b64_decode_to(stager *st, const char *s, size_t out_len, wp_err *err)
 
 /* ---------- parameters ---------- */
 
-static int pick_backend(wp_app *app, const char *want, wp_backend **out, wp_err *err) {
-    if (!want || !strcmp(want, "auto"))
-        *out = app->preferred;
-    else if (!strcmp(want, "emu"))
-        *out = app->emu;
-    else if (!strcmp(want, "cuda")) {
-        if (!app->cuda)
-            return WP_FAIL(err, 409, "backend_unavailable", "backend", "the cuda backend is not available: %s",
-                           app->cuda_reason);
-        *out = app->cuda;
-    } else
-        return WP_FAIL(err, 400, "bad_value", "backend", "backend must be \"auto\", \"cuda\" or \"emu\"");
-    return 0;
+/* The device a new buffer lives on: backend and "device" pin as for a job (placement.h). */
+static int pick_backend(wp_app *app, const char *want, int pinned, wp_backend **out, wp_err *err) {
+    return wp_app_pick(app, want, pinned, NULL, out, err);
 }
 
 static int parse_type(const char *name, wp_type *out, wp_err *err) {
@@ -194,7 +187,37 @@ static int fill_list(stager *st, wp_type t, const cJSON *data, wp_err *err) {
     return stage_flush(st, err);
 }
 
-static const char *const put_fields[] = {"type", "data", "data_b64", "generate", "ttl", "backend", NULL};
+static const char *const put_fields[] = {"type",    "data",   "data_b64", "generate", "ttl",
+                                         "backend", "device", "shard",    NULL};
+
+/* The devices a new buffer is split over ("shard"), or none. */
+typedef struct {
+    int n;
+    wp_backend *dev[WP_MAX_DEVICES];
+} shard_set;
+
+static wp_buf *create(wp_app *app, wp_backend *be, const shard_set *ss, wp_type t, uint64_t count, wp_err *err) {
+    return ss->n ? wp_buffers_create_sharded(app->buffers, ss->dev, ss->n, t, count, err)
+                 : wp_buffers_create(app->buffers, be, t, count, err);
+}
+
+/* Where a JSON body's buffer goes: "backend", "device" (one device) or "shard" (split over several). */
+static int json_placement(wp_app *app, const cJSON *body, const cJSON *backend, bool generated, wp_backend **be,
+                          shard_set *ss, wp_err *err) {
+    if (backend && !cJSON_IsString(backend))
+        return WP_FAIL(err, 400, "wrong_type", "backend", "backend must be a string");
+    int pinned;
+    const cJSON *shard = cJSON_GetObjectItemCaseSensitive(body, "shard");
+    if (wp_placement_pin(body, &pinned, err) ||
+        pick_backend(app, backend ? backend->valuestring : NULL, pinned, be, err))
+        return -1;
+    if (shard && (pinned >= 0 || generated))
+        return WP_FAIL(err, 400, "bad_shard", "shard",
+                       generated ? "a generated buffer is not sharded" : "give shard or device, not both");
+    if (shard && (wp_placement_shards(app, shard, NULL, ss->dev, &ss->n, err) || !wp_placement_has(app, *be)))
+        return err->code ? -1 : WP_FAIL(err, 400, "bad_shard", "shard", "shard splits over this server's devices only");
+    return 0;
+}
 
 /* Creates, fills and commits a buffer from a JSON body. */
 static int put_json(wp_app *app, const wp_req *req, wp_buffer_info *info, wp_err *err) {
@@ -218,11 +241,8 @@ static int put_json(wp_app *app, const wp_req *req, wp_buffer_info *info, wp_err
         goto out;
     }
     if (parse_type(type ? type->valuestring : NULL, &t, err)) goto out;
-    if (backend && !cJSON_IsString(backend)) {
-        WP_FAIL(err, 400, "wrong_type", "backend", "backend must be a string");
-        goto out;
-    }
-    if (pick_backend(app, backend ? backend->valuestring : NULL, &be, err)) goto out;
+    shard_set ss = {0};
+    if (json_placement(app, body, backend, gen != NULL, &be, &ss, err)) goto out;
     if (ttl && !cJSON_IsNumber(ttl)) {
         WP_FAIL(err, 400, "wrong_type", "ttl", "ttl must be a number of seconds");
         goto out;
@@ -254,7 +274,7 @@ static int put_json(wp_app *app, const wp_req *req, wp_buffer_info *info, wp_err
         if (parse_generate(gen, t, &g, err) || wp_app_emu_limit(app, be, g.n, "generate.n", err)) goto out;
         count = g.n;
     }
-    buf = wp_buffers_create(app->buffers, be, t, count, err);
+    buf = create(app, be, &ss, t, count, err);
     if (!buf) goto out;
     if (gen) {
         if (fill_generated(app, be, buf, t, &g, err)) goto out;
@@ -290,23 +310,31 @@ typedef struct {
     wp_buf_stream *up;
 } put_sink;
 
-static int raw_args(wp_app *app, const wp_req *req, uint64_t length, wp_type *t, wp_backend **be, double *ttl_s,
-                    wp_err *err) {
-    return parse_type(wp_req_query(req, "type"), t, err) || query_ttl(req, ttl_s, err) ||
-                   pick_backend(app, wp_req_query(req, "backend"), be, err) || length_multiple(length, *t, "body", err)
-               ? -1
-               : 0;
+static int raw_args(wp_app *app, const wp_req *req, uint64_t length, wp_type *t, wp_backend **be, shard_set *ss,
+                    double *ttl_s, wp_err *err) {
+    int pinned;
+    const char *shard = wp_req_query(req, "shard");
+    ss->n = 0;
+    if (parse_type(wp_req_query(req, "type"), t, err) || query_ttl(req, ttl_s, err) ||
+        wp_placement_pin_text(wp_req_query(req, "device"), &pinned, err) ||
+        pick_backend(app, wp_req_query(req, "backend"), pinned, be, err) || length_multiple(length, *t, "body", err))
+        return -1;
+    if (shard && pinned >= 0) return WP_FAIL(err, 400, "bad_shard", "shard", "give shard or device, not both");
+    if (shard && (wp_placement_shards(app, NULL, shard, ss->dev, &ss->n, err) || !wp_placement_has(app, *be)))
+        return err->code ? -1 : WP_FAIL(err, 400, "bad_shard", "shard", "shard splits over this server's devices only");
+    return 0;
 }
 
 static void *put_open(void *appv, const wp_req *req, uint64_t length, wp_resp *resp) {
     wp_app *app = appv;
     wp_err err = {0};
     double ttl_s;
+    shard_set ss;
     put_sink *ps = calloc(1, sizeof *ps);
     if (!ps)
         WP_FAIL(&err, 500, "no_memory", "", "out of memory");
-    else if (raw_args(app, req, length, &ps->type, &ps->be, &ttl_s, &err) == 0 &&
-             (ps->buf = wp_buffers_create(app->buffers, ps->be, ps->type, length / wp_type_size(ps->type), &err)) &&
+    else if (raw_args(app, req, length, &ps->type, &ps->be, &ss, &ttl_s, &err) == 0 &&
+             (ps->buf = create(app, ps->be, &ss, ps->type, length / wp_type_size(ps->type), &err)) &&
              (ps->up = wp_buf_stream_open(ps->buf, &err))) {
         ps->app = app;
         return ps;
@@ -336,17 +364,18 @@ static int put_raw(wp_app *app, const wp_req *req, wp_buffer_info *info, wp_err 
     wp_type t;
     wp_backend *be;
     double ttl_s;
-    if (raw_args(app, req, req->body_len, &t, &be, &ttl_s, err)) return -1;
+    shard_set ss;
+    if (raw_args(app, req, req->body_len, &t, &be, &ss, &ttl_s, err)) return -1;
     if (req->sink) {
         put_sink *ps = req->sink;
-        if (ps->type != t || ps->be != be)
+        if (ps->type != t) /* (its device was placed when the body began: ps->be stands) */
             return WP_FAIL(err, 500, "internal", "body", "the body was streamed into another buffer");
         if (wp_buf_stream_end(ps->up, err)) return -1;
         wp_buf *buf = ps->buf;
         ps->buf = NULL; /* committed, or freed by a failed commit */
         return wp_buffers_commit(app->buffers, buf, ttl_s, info, err);
     }
-    wp_buf *buf = wp_buffers_create(app->buffers, be, t, req->body_len / wp_type_size(t), err);
+    wp_buf *buf = create(app, be, &ss, t, req->body_len / wp_type_size(t), err);
     if (!buf) return -1;
     if (req->body_len && wp_buf_write(buf, 0, req->body, req->body_len, err)) {
         wp_buffers_abort(app->buffers, buf);
@@ -365,6 +394,17 @@ static cJSON *info_json(const wp_buffer_info *b) {
     cJSON_AddNumberToObject(o, "count", (double)b->count);
     cJSON_AddNumberToObject(o, "bytes", (double)b->bytes);
     cJSON_AddStringToObject(o, "backend", b->backend);
+    cJSON_AddNumberToObject(o, "device", b->device);
+    if (b->shards) {
+        cJSON *list = cJSON_AddArrayToObject(o, "shards");
+        for (int i = 0; i < b->shards; i++) {
+            cJSON *s = cJSON_CreateObject();
+            cJSON_AddNumberToObject(s, "device", b->shard[i].device);
+            cJSON_AddNumberToObject(s, "offset", (double)b->shard[i].offset);
+            cJSON_AddNumberToObject(s, "count", (double)b->shard[i].count);
+            cJSON_AddItemToArray(list, s);
+        }
+    }
     cJSON_AddNumberToObject(o, "ttl", b->ttl_s);
     cJSON_AddNumberToObject(o, "expires_in", round(b->expires_in_s * 1000.0) / 1000.0);
     cJSON_AddNumberToObject(o, "users", b->users);

@@ -44,10 +44,13 @@ void wp_api_ready(void *appv, const wp_req *req, wp_resp *resp) {
     wp_app *app = appv;
     (void)req;
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "status", "ready");
+    bool ready = wp_placement_ready(app); /* while at least one device is usable */
+    cJSON_AddStringToObject(o, "status", ready ? "ready" : "unavailable");
     cJSON_AddStringToObject(o, "backend", wp_backend_name(app->preferred));
-    /* --prewarm: not ready (503 "warming") until every spec has been tried (prewarm.h). */
-    int status = app->prewarm ? wp_prewarm_ready_json(app->prewarm, o) : 200;
+    /* 503 while no device is usable, or while --prewarm is still warming (503 "warming", prewarm.h). */
+    int status = ready ? 200 : 503;
+    if (ready && app->prewarm) status = wp_prewarm_ready_json(app->prewarm, o);
+    if (!ready) snprintf(resp->retry_after, sizeof resp->retry_after, "%d", 60);
     wp_resp_json(resp, status, o);
 }
 
@@ -77,6 +80,7 @@ void wp_api_info(void *appv, const wp_req *req, wp_resp *resp) {
     cJSON_AddStringToObject(o, "version", WP_VERSION);
     cJSON_AddStringToObject(o, "backend", wp_backend_name(app->preferred));
     cJSON_AddItemToObject(o, "device", device_json(app->preferred));
+    cJSON_AddItemToObject(o, "devices", wp_placement_json(app)); /* every device jobs run on (placement.h) */
     cJSON *bks = cJSON_AddArrayToObject(o, "backends");
     if (app->cuda) cJSON_AddItemToArray(bks, cJSON_CreateString("cuda"));
     cJSON_AddItemToArray(bks, cJSON_CreateString("emu"));

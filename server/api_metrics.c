@@ -5,20 +5,23 @@
 
 #include "app.h"
 
-/* Histograms, build info, the devices (today the one CUDA device, none on emu) and the process. */
+/* Histograms, build info, the devices (every GPU served, none on emu) and the process. */
 static void write_registry(wp_app *app, FILE *f) {
     wp_metrics_build b = {.version = WP_VERSION};
     int maj = 0, min = 0;
     wp_jit_version(app->jit, &maj, &min);
     snprintf(b.nvrtc, sizeof b.nvrtc, "%d.%d", maj, min);
-    wp_metrics_device dev[1];
+    wp_metrics_device dev[WP_MAX_DEVICES];
     int ndev = 0;
-    if (app->cuda) {
+    for (int i = 0; i < app->n_devices && ndev < WP_MAX_DEVICES; i++) {
+        wp_backend *be = app->devices[i];
+        if (!be || wp_backend_on_host(be)) continue; /* GPUs only: the emulator's "memory" is the host's */
         wp_device_info di;
-        wp_backend_info(app->cuda, &di);
-        snprintf(b.driver, sizeof b.driver, "%d.%d", di.driver_version / 1000, di.driver_version % 1000 / 10);
+        wp_backend_info(be, &di);
+        if (!ndev)
+            snprintf(b.driver, sizeof b.driver, "%d.%d", di.driver_version / 1000, di.driver_version % 1000 / 10);
         dev[ndev++] =
-            (wp_metrics_device){app->cuda_device, wp_backend_facts(app->cuda)->name, di.mem_total, di.mem_free};
+            (wp_metrics_device){wp_backend_ordinal(be), wp_backend_facts(be)->name, di.mem_total, di.mem_free};
     }
     wp_metrics_write(app->metrics, f, &b, dev, ndev);
 }

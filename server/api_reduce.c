@@ -32,15 +32,16 @@ static const char *const scan_families[] = {"device_scan", "warp_scan", "block_s
 static const char *const body_fields[] = {"family",     "type",      "op",        "strategy", "block",  "width",
                                           "accumulate", "exclusive", "inclusive", "init",     "radius", "weights",
                                           "offsets",    "backend",   "data",      "data_b64", "buffer", "generate",
-                                          "check",      "output",    "compile",   "count",    NULL};
+                                          "check",      "output",    "compile",   "count",    "device", NULL};
 
 /* Query arguments of a raw body, and how each becomes JSON. */
 static const struct {
     const char *name;
     char kind; /* 's' string, 'n' number, 'b' bool, 'v' a value (number when it reads as one) */
-} query_fields[] = {{"family", 's'}, {"type", 's'},       {"op", 's'},        {"strategy", 's'},  {"block", 'n'},
-                    {"width", 'n'},  {"accumulate", 's'}, {"exclusive", 'b'}, {"inclusive", 'b'}, {"init", 'v'},
-                    {"radius", 'n'}, {"backend", 's'},    {"check", 'b'},     {"output", 's'},    {"compile", 'b'}};
+} query_fields[] = {{"family", 's'},    {"type", 's'},   {"op", 's'},         {"strategy", 's'},
+                    {"block", 'n'},     {"width", 'n'},  {"accumulate", 's'}, {"exclusive", 'b'},
+                    {"inclusive", 'b'}, {"init", 'v'},   {"radius", 'n'},     {"backend", 's'},
+                    {"check", 'b'},     {"output", 's'}, {"compile", 'b'},    {"device", 'n'}};
 
 typedef struct {
     data_form form;
@@ -604,10 +605,13 @@ static int buffer_lookup(wp_app *app, reduce_req *q) {
     return 0;
 }
 
-/* The buffer form's input: the buffer's backend, and its first "count" elements (all by default).
+/* The buffer form's input: the buffer's backend (a "device" pin naming another device is 400
+ * device_mismatch, placement.h), and its first "count" elements (all by default).
  * Returns 1 (defer) for a large one on the HTTP thread. */
 static int input_buffer(wp_app *app, reduce_req *q) {
-    q->be = wp_buf_backend(q->in.held);
+    int pinned;
+    if (wp_placement_pin(q->body, &pinned, &q->err) || !(q->be = wp_placement_pick(app, q->in.held, pinned, &q->err)))
+        return -1;
     const cJSON *bw = cJSON_GetObjectItemCaseSensitive(q->body, "backend");
     if (bw &&
         (!cJSON_IsString(bw) || (strcmp(bw->valuestring, "auto") && strcmp(bw->valuestring, wp_backend_name(q->be)))))
@@ -654,6 +658,8 @@ static int parse_job(wp_app *app, reduce_req *q) {
     if (wp_spec_from_json(q->body, app->arch, &q->spec, &q->err)) return -1;
     int rc = q->in.held ? input_buffer(app, q) : wp_app_backend(app, q->body, q->f, &q->be, &q->err);
     if (rc) return rc;
+    if (q->req->sink && !q->in.held) q->be = ((raw_sink *)q->req->sink)->be; /* placed when the streamed body began */
+    if (q->inline_run && !wp_app_may_run_inline(app, q->be)) return 1; /* a GPU job: to a worker before any upload */
     wp_reduce_job *job = &q->job.job;
     bool compile;
     if (get_bool(q->body, "check", &q->check, &q->err) || get_bool(q->body, "compile", &compile, &q->err)) return -1;
@@ -716,7 +722,9 @@ static int plan_output(wp_app *app, reduce_req *q) {
                        "%llu results are too many for JSON (at most %u): ask for output b64, raw or buffer",
                        (unsigned long long)out_count, WP_REDUCE_JSON_MAX);
     if (q->array && q->out_form == FORM_BUFFER) {
-        if (!(q->out_buf = wp_buffers_create(app->buffers, q->be, q->spec.type, out_count, &q->err))) return -1;
+        /* like the input: a sharded input's result is sharded the same way (buffers.h) */
+        q->out_buf = wp_buffers_create_like(app->buffers, q->in.held, q->be, q->spec.type, out_count, &q->err);
+        if (!q->out_buf) return -1;
         q->job.job.out = q->out_buf;
     } else if (q->array && !(q->out_host = malloc(q->plan.out_bytes ? q->plan.out_bytes : 1))) {
         return WP_FAIL(&q->err, 500, "out_of_memory", "", "out of memory");

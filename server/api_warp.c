@@ -328,8 +328,8 @@ static void add_spec_fields(cJSON *o, const wp_spec *s) {
     if (s->family->flags & WP_F_OP) cJSON_AddStringToObject(o, "op", s->op.text);
 }
 
-static const char *const warp_fields[] = {"family", "type",  "width",  "mask",    "op",
-                                          "args",   "input", "active", "backend", NULL};
+static const char *const warp_fields[] = {"family", "type",   "width",   "mask",   "op", "args",
+                                          "input",  "active", "backend", "device", NULL};
 
 /* Data-parallel families (reductions, scans, ...) are jobs over arrays, not 32-lane primitives. */
 static int refuse_data_family(const cJSON *body, wp_err *err) {
@@ -373,7 +373,7 @@ void wp_api_warp(void *appv, const wp_req *req, wp_resp *resp) {
         goto fail;
     }
     wp_run_timing emu_t = {0}, dev_t = {0};
-    bool on_cuda = be != app->emu;
+    bool on_cuda = !wp_backend_on_host(be); /* emu devices (--emu-devices) are all the emulator */
     int batch_size = 1; /* the emulator's run says which lanes are defined; the backend's run is batched */
     if (on_cuda ? wp_backend_run_warp(app->emu, NULL, &spec, &w.job, &emu.r, &emu_t, &err)
                 : wp_batch_run_warp(app, be, NULL, &spec, &w.job, &emu.r, &emu_t, &batch_size, &err))

@@ -14,6 +14,7 @@
 #include "jit.h"
 #include "jobs.h"
 #include "metrics.h"
+#include "placement.h"
 #include "reduce.h"
 #include "spec.h"
 
@@ -51,6 +52,12 @@ typedef struct wp_app {
      * and how many threads a {"specs":[...]} batch compiles on. */
     struct wp_prewarm *prewarm;
     int compile_threads;
+    /* devices (issue 9): */
+    bool inline_gpu;                     /* --inline-gpu: small GPU jobs may run on the HTTP thread (measuring only) */
+    int streams_per_device;              /* --streams-per-device */
+    wp_backend *devices[WP_MAX_DEVICES]; /* what jobs run on (placement.h): the GPUs (devices[0] is cuda), */
+    int n_devices;                       /* or the emulator's --emu-devices (devices[0] is emu) */
+    atomic_uint placement_rr;            /* placement's round robin among equally loaded devices */
 } wp_app;
 
 /* A kernel ready to run: the cache entry (held), its function on the chosen backend, where it came
@@ -70,9 +77,15 @@ int wp_app_kernel_get(wp_app *app, const wp_spec *s, wp_backend *b, wp_ready_ker
 void wp_app_kernel_put(wp_app *app, wp_ready_kernel *rk);
 /* The same, from the memory cache only: returns 1 (nothing held) when the kernel is not there. */
 int wp_app_kernel_peek(wp_app *app, const wp_spec *s, wp_backend *b, wp_ready_kernel *out, wp_err *err);
+/* Whether a job on b may run on an HTTP thread (WP_ROUTE_TRY_INLINE): emu's may; a GPU's only with
+ * --inline-gpu, since the thread would wait for the device. wp_app_kernel_peek answers 1 otherwise. */
+bool wp_app_may_run_inline(const wp_app *app, const wp_backend *b);
 
-/* Picks the backend a request asked for ("auto", "cuda", "emu", or absent). */
+/* Picks the backend a request asked for ("backend": "auto", "cuda", "emu", or absent) and, among the
+ * devices, the one it pins ("device": N) or the least loaded (placement.h). */
 int wp_app_backend(wp_app *app, const cJSON *req, const wp_family *f, wp_backend **out, wp_err *err);
+/* The same from its parts: want NULL = "auto"; pinned -1 = none; f NULL = no family checks. */
+int wp_app_pick(wp_app *app, const char *want, int pinned, const wp_family *f, wp_backend **out, wp_err *err);
 
 /* 413 "too_many_elements" naming field and --emu-max-elements when be is the emulator and n is past
  * app->emu_max_elements (emu_limit.c). Any thread. */

@@ -11,6 +11,15 @@ void wp_backend_close(wp_backend *b) {
 const char *wp_backend_name(const wp_backend *b) { return b->ops->name; }
 void wp_backend_info(wp_backend *b, wp_device_info *out) { b->ops->info(b, out); }
 const wp_device_info *wp_backend_facts(const wp_backend *b) { return &b->facts; }
+bool wp_backend_on_host(const wp_backend *b) { return b->ops->host_buffers; }
+int wp_backend_streams(const wp_backend *b) {
+    int n = wp_backend_cuda_streams(b);
+    return n ? n : 1;
+}
+int wp_backend_ordinal(const wp_backend *b) { return b->ordinal; }
+void wp_backend_job_enter(wp_backend *b) { atomic_fetch_add(&b->running, 1); }
+void wp_backend_job_leave(wp_backend *b) { atomic_fetch_sub(&b->running, 1); }
+int wp_backend_running(const wp_backend *b) { return atomic_load(&((wp_backend *)b)->running); }
 bool wp_backend_usable(wp_backend *b, char *why, size_t n) {
     if (n) why[0] = 0;
     return !b->ops->usable || b->ops->usable(b, why, n);
@@ -25,7 +34,10 @@ void wp_backend_unload(void *b, void *fn) {
 }
 int wp_backend_run_warp(wp_backend *b, void *fn, const wp_spec *s, const wp_warp_job *job, wp_warp_result *res,
                         wp_run_timing *t, wp_err *err) {
-    return b->ops->run_warp(b, fn, s, job, res, t, err);
+    wp_backend_job_enter(b);
+    int rc = b->ops->run_warp(b, fn, s, job, res, t, err);
+    wp_backend_job_leave(b);
+    return rc;
 }
 
 /* ---- buffers and launches (buffer.h): ranges, empty buffers and context loss are checked here,
@@ -41,7 +53,7 @@ static int buf_check(const wp_buf *buf, size_t offset, size_t len, const char *w
     if (offset > buf->size || len > buf->size - offset)
         return WP_FAIL(err, 400, "out_of_range", "offset", "%s of %zu bytes at offset %zu is outside a buffer of %zu",
                        what, len, offset, buf->size);
-    if (buf->size && buf->generation != backend_generation(buf->backend))
+    if (!buf->n_shards && buf->size && buf->generation != backend_generation(buf->backend))
         return WP_FAIL(err, 410, "buffer_lost", "buffer", "the buffer was lost when the %s context was reset",
                        buf->backend->ops->name);
     return 0;
@@ -69,15 +81,45 @@ wp_buf *wp_buf_alloc(wp_backend *b, size_t bytes, wp_err *err) {
 
 void wp_buf_free(wp_buf *buf) {
     if (!buf) return;
+    if (buf->n_shards) {
+        for (int i = 0; i < buf->n_shards; i++) wp_buf_free(buf->shard[i]);
+        free(buf->shard);
+        free(buf->shard_offset);
+        free(buf);
+        return;
+    }
     /* A lost buffer's memory died with its context: nothing to give back. */
     if (buf->size && buf->generation == backend_generation(buf->backend))
         buf->backend->ops->buf_free(buf->backend, buf);
     free(buf);
 }
 
+/* The parts of a sharded buffer that [offset, offset+len) touches: each as (part, offset in it, offset
+ * in the range, length). */
+typedef int (*part_fn)(wp_buf *part, size_t at, size_t from, size_t len, void *ctx, wp_err *err);
+static int each_part(const wp_buf *g, size_t offset, size_t len, part_fn fn, void *ctx, wp_err *err) {
+    for (int i = 0; i < g->n_shards; i++) {
+        size_t lo = g->shard_offset[i], hi = lo + g->shard[i]->size;
+        size_t from = offset > lo ? offset : lo, to = offset + len < hi ? offset + len : hi;
+        if (from < to && fn(g->shard[i], from - lo, from - offset, to - from, ctx, err)) return -1;
+    }
+    return 0;
+}
+static int part_write(wp_buf *p, size_t at, size_t from, size_t len, void *ctx, wp_err *err) {
+    return wp_buf_write(p, at, (const uint8_t *)ctx + from, len, err);
+}
+static int part_read(wp_buf *p, size_t at, size_t from, size_t len, void *ctx, wp_err *err) {
+    return wp_buf_read(p, at, (uint8_t *)ctx + from, len, err);
+}
+static int part_memset(wp_buf *p, size_t at, size_t from, size_t len, void *ctx, wp_err *err) {
+    (void)from;
+    return wp_buf_memset(p, at, *(const int *)ctx, len, err);
+}
+
 int wp_buf_write(wp_buf *buf, size_t offset, const void *src, size_t len, wp_err *err) {
     if (buf_check(buf, offset, len, "write", err)) return -1;
     if (!len) return 0;
+    if (buf->n_shards) return each_part(buf, offset, len, part_write, (void *)(uintptr_t)src, err);
     if (!buf->backend->ops->buf_write) return WP_UNSUPPORTED(buf->backend, err, "buffer writes");
     return buf->backend->ops->buf_write(buf->backend, buf, offset, src, len, err);
 }
@@ -85,6 +127,7 @@ int wp_buf_write(wp_buf *buf, size_t offset, const void *src, size_t len, wp_err
 int wp_buf_read(const wp_buf *buf, size_t offset, void *dst, size_t len, wp_err *err) {
     if (buf_check(buf, offset, len, "read", err)) return -1;
     if (!len) return 0;
+    if (buf->n_shards) return each_part(buf, offset, len, part_read, dst, err);
     if (!buf->backend->ops->buf_read) return WP_UNSUPPORTED(buf->backend, err, "buffer reads");
     return buf->backend->ops->buf_read(buf->backend, buf, offset, dst, len, err);
 }
@@ -92,11 +135,14 @@ int wp_buf_read(const wp_buf *buf, size_t offset, void *dst, size_t len, wp_err 
 int wp_buf_memset(wp_buf *buf, size_t offset, int byte, size_t len, wp_err *err) {
     if (buf_check(buf, offset, len, "memset", err)) return -1;
     if (!len) return 0;
+    if (buf->n_shards) return each_part(buf, offset, len, part_memset, &byte, err);
     if (!buf->backend->ops->buf_memset) return WP_UNSUPPORTED(buf->backend, err, "buffer memset");
     return buf->backend->ops->buf_memset(buf->backend, buf, offset, byte, len, err);
 }
 
 int wp_buf_copy(wp_buf *dst, size_t dst_offset, const wp_buf *src, size_t src_offset, size_t len, wp_err *err) {
+    if (dst->n_shards || src->n_shards)
+        return WP_FAIL(err, 400, "sharded_buffer", "buffer", "a sharded buffer is copied part by part");
     if (dst->backend != src->backend)
         return WP_FAIL(err, 400, "bad_buffer", "buffer", "cannot copy between backends %s and %s",
                        src->backend->ops->name, dst->backend->ops->name);
@@ -106,6 +152,49 @@ int wp_buf_copy(wp_buf *dst, size_t dst_offset, const wp_buf *src, size_t src_of
         return WP_FAIL(err, 400, "out_of_range", "offset", "copy ranges overlap");
     if (!dst->backend->ops->buf_copy) return WP_UNSUPPORTED(dst->backend, err, "buffer copies");
     return dst->backend->ops->buf_copy(dst->backend, dst, dst_offset, src, src_offset, len, err);
+}
+
+wp_buf *wp_buf_alloc_sharded(wp_backend *const *devs, int n, size_t esize, uint64_t count, wp_err *err) {
+    if (n < 1 || n > WP_BUF_SHARDS_MAX || !esize) {
+        WP_FAIL(err, 400, "bad_shard", "shard", "a buffer is sharded over 1..%d devices", WP_BUF_SHARDS_MAX);
+        return NULL;
+    }
+    wp_buf *g = calloc(1, sizeof *g);
+    if (g) g->shard = calloc((size_t)n, sizeof *g->shard);
+    if (g) g->shard_offset = calloc((size_t)n, sizeof *g->shard_offset);
+    if (!g || !g->shard || !g->shard_offset) {
+        if (g) free(g->shard);
+        free(g);
+        WP_FAIL(err, 507, "out_of_memory", "", "no host memory for a sharded buffer");
+        return NULL;
+    }
+    g->backend = devs[0];
+    g->size = (size_t)count * esize;
+    g->n_shards = n;
+    uint64_t base = count / (uint64_t)n, rem = count % (uint64_t)n, at = 0;
+    for (int i = 0; i < n; i++) {
+        uint64_t c = base + ((uint64_t)i < rem);
+        g->shard_offset[i] = (size_t)(at * esize);
+        if (!(g->shard[i] = wp_buf_alloc(devs[i], (size_t)(c * esize), err))) {
+            wp_buf_free(g);
+            return NULL;
+        }
+        at += c;
+    }
+    return g;
+}
+
+wp_buf *wp_buf_alloc_like(const wp_buf *like, size_t esize, uint64_t count, wp_err *err) {
+    if (!like->n_shards) return wp_buf_alloc(like->backend, (size_t)(count * esize), err);
+    wp_backend *devs[WP_BUF_SHARDS_MAX];
+    for (int i = 0; i < like->n_shards; i++) devs[i] = like->shard[i]->backend;
+    return wp_buf_alloc_sharded(devs, like->n_shards, esize, count, err);
+}
+
+int wp_buf_shards(const wp_buf *buf) { return buf->n_shards; }
+wp_buf *wp_buf_shard(const wp_buf *buf, int i, size_t *offset) {
+    if (offset) *offset = buf->shard_offset[i];
+    return buf->shard[i];
 }
 
 size_t wp_buf_size(const wp_buf *buf) { return buf->size; }
@@ -122,6 +211,18 @@ int wp_backend_launch(wp_backend *b, void *const *fn, const wp_launch *launches,
     return b->ops->launch(b, fn, launches, n, kernel_us, err);
 }
 
+int wp_backend_launch_read(wp_backend *b, void *const *fn, const wp_launch *launches, int n, double *kernel_us,
+                           const wp_buf *buf, size_t offset, void *dst, size_t len, wp_err *err) {
+    if (buf->backend != b)
+        return WP_FAIL(err, 400, "backend_mismatch", "buffer", "the buffer lives on another backend or device");
+    if (buf_check(buf, offset, len, "read", err)) return -1;
+    if (n <= 0 || !len || !b->ops->launch_read)
+        return wp_backend_launch(b, fn, launches, n, kernel_us, err) || wp_buf_read(buf, offset, dst, len, err) ? -1
+                                                                                                                : 0;
+    if (kernel_us) *kernel_us = 0;
+    return b->ops->launch_read(b, fn, launches, n, kernel_us, buf, offset, dst, len, err);
+}
+
 /* ---- streams into a buffer (buffer.h) ---- */
 
 #define WP_STREAM_SLOTS 4               /* ring slots: one filling, the rest copying */
@@ -129,7 +230,7 @@ int wp_backend_launch(wp_backend *b, void *const *fn, const wp_launch *launches,
 #define WP_STREAM_RING_MIN (16u << 20)  /* smaller buffers are gathered and written at once */
 #define WP_STREAM_STAGE_MAX (16u << 20) /* host staging of the synchronous path, written when full */
 
-typedef enum { MODE_HOST, MODE_RING, MODE_STAGED } stream_mode;
+typedef enum { MODE_HOST, MODE_RING, MODE_STAGED, MODE_SHARDED } stream_mode;
 
 struct wp_buf_stream {
     wp_buf *buf;
@@ -144,6 +245,7 @@ struct wp_buf_stream {
     uint8_t *stage;
     size_t stage_cap;
     uint64_t wait_ns;
+    wp_buf_stream *part[WP_BUF_SHARDS_MAX]; /* MODE_SHARDED: a stream into each part, fed in order */
     bool ended;
     int rc; /* the first error (sticks), in err */
     wp_err err;
@@ -167,6 +269,15 @@ wp_buf_stream *wp_buf_stream_open(wp_buf *buf, wp_err *err) {
         return NULL;
     }
     s->buf = buf;
+    if (buf->n_shards) { /* striped: each part's bytes go to its device while the rest still arrive */
+        s->mode = MODE_SHARDED;
+        for (int i = 0; i < buf->n_shards; i++)
+            if (!(s->part[i] = wp_buf_stream_open(buf->shard[i], err))) {
+                wp_buf_stream_free(s);
+                return NULL;
+            }
+        return s;
+    }
     if (b->ops->host_buffers) {
         s->mode = MODE_HOST;
         return s;
@@ -231,6 +342,17 @@ int wp_buf_stream_write(wp_buf_stream *s, const void *src, size_t len, wp_err *e
         return stream_fail(s, err);
     }
     const uint8_t *p = src;
+    if (s->mode == MODE_SHARDED) {
+        for (int i = 0; i < s->buf->n_shards && len; i++) {
+            size_t hi = s->buf->shard_offset[i] + s->buf->shard[i]->size;
+            if (s->at >= hi) continue;
+            size_t k = hi - s->at < len ? hi - s->at : len;
+            if (wp_buf_stream_write(s->part[i], p, k, &s->err)) return stream_fail(s, err);
+            s->at += k, p += k, len -= k;
+        }
+        s->sent = s->at;
+        return 0;
+    }
     if (s->mode == MODE_HOST) {
         if (len) memcpy((uint8_t *)(uintptr_t)s->buf->addr + s->at, p, len);
         s->at += len;
@@ -253,6 +375,13 @@ int wp_buf_stream_write(wp_buf_stream *s, const void *src, size_t len, wp_err *e
 }
 
 int wp_buf_stream_end(wp_buf_stream *s, wp_err *err) {
+    if (!s->ended && !s->rc && s->mode == MODE_SHARDED) {
+        s->ended = true;
+        for (int i = 0; i < s->buf->n_shards && !s->rc; i++) {
+            if (wp_buf_stream_end(s->part[i], &s->err)) stream_fail(s, NULL);
+            s->wait_ns += (uint64_t)(wp_buf_stream_wait_us(s->part[i]) * 1e3);
+        }
+    }
     if (!s->ended && !s->rc) {
         s->ended = true;
         if (stream_flush(s) == 0)
@@ -264,6 +393,7 @@ int wp_buf_stream_end(wp_buf_stream *s, wp_err *err) {
 void wp_buf_stream_free(wp_buf_stream *s) {
     if (!s) return;
     if (s->ring) s->buf->backend->ops->upload_close(s->buf->backend, s->ring); /* waits for copies in flight */
+    for (int i = 0; i < WP_BUF_SHARDS_MAX; i++) wp_buf_stream_free(s->part[i]);
     free(s->stage);
     free(s);
 }
@@ -271,5 +401,8 @@ void wp_buf_stream_free(wp_buf_stream *s) {
 size_t wp_buf_stream_written(const wp_buf_stream *s) { return s->at; }
 double wp_buf_stream_wait_us(const wp_buf_stream *s) { return (double)s->wait_ns / 1e3; }
 const char *wp_buf_stream_mode(const wp_buf_stream *s) {
-    return s->mode == MODE_HOST ? "host" : s->mode == MODE_RING ? "ring" : "staged";
+    return s->mode == MODE_HOST      ? "host"
+           : s->mode == MODE_RING    ? "ring"
+           : s->mode == MODE_SHARDED ? "sharded"
+                                     : "staged";
 }

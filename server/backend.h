@@ -25,14 +25,31 @@ typedef struct {
 } wp_run_timing;
 
 /* CUDA: NULL with *err (and a reason in err->msg) when libcuda or a device is missing. */
-wp_backend *wp_backend_cuda_open(int device_ordinal, wp_err *err);
-wp_backend *wp_backend_emu_open(void);
+wp_backend *wp_backend_cuda_open(int device_ordinal, wp_err *err); /* with WP_CUDA_STREAMS_DEFAULT streams */
+/* The same with a pool of `streams` streams (1..64): that many jobs run on the device at once. */
+wp_backend *wp_backend_cuda_open_streams(int device_ordinal, int streams, wp_err *err);
+int wp_backend_cuda_streams(const wp_backend *b); /* the pool's size; 0 for another backend */
+int wp_backend_streams(const wp_backend *b);      /* jobs it runs at once: the pool's size; 1 on emu */
+int wp_backend_ordinal(const wp_backend *b);      /* its device number */
+/* Jobs running on b (placement's load): a job enters before its device work and leaves after. */
+void wp_backend_job_enter(wp_backend *b);
+void wp_backend_job_leave(wp_backend *b);
+int wp_backend_running(const wp_backend *b);
+wp_backend *wp_backend_emu_open(void); /* device 0 */
+/* The emulator presenting device `ordinal` (--emu-devices). Test hook, for CI only: when the
+ * environment has WARPD_EMU_FAIL_DEVICE=<ordinal>, that device is lost from the start (usable is
+ * false with a reason), as a GPU is after a sticky error the driver cannot clear. */
+wp_backend *wp_backend_emu_open_device(int ordinal);
+/* How many CUDA devices the driver sees; -1 with err when there is no driver. */
+int wp_backend_cuda_count(wp_err *err);
 void wp_backend_close(wp_backend *b);
 
 const char *wp_backend_name(const wp_backend *b);         /* "cuda" / "emu" */
 void wp_backend_info(wp_backend *b, wp_device_info *out); /* asks the driver for free memory */
 /* The facts that never change, without a driver call: for hot paths (a request's device name, sm). */
 const wp_device_info *wp_backend_facts(const wp_backend *b);
+/* True when the backend runs on the CPU (emu): its jobs never wait for a device. */
+bool wp_backend_on_host(const wp_backend *b);
 /* False once the backend can run nothing more (cuda after a sticky error); why says so. */
 bool wp_backend_usable(wp_backend *b, char *why, size_t n);
 

@@ -9,6 +9,13 @@
 
 static void emu_close(wp_backend *b) { free(b); }
 
+/* Test hook: lost only through WARPD_EMU_FAIL_DEVICE (read at open; see wp_backend_emu_open_device). */
+static bool emu_usable(wp_backend *b, char *why, size_t n) {
+    if (!b->lost[0]) return true;
+    if (n) snprintf(why, n, "%s", b->lost);
+    return false;
+}
+
 static void emu_info(wp_backend *b, wp_device_info *out) {
     (void)b;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN), pages = sysconf(_SC_PHYS_PAGES);
@@ -84,6 +91,7 @@ static const wp_backend_ops emu_ops = {
     .host_buffers = true,
     .close = emu_close,
     .info = emu_info,
+    .usable = emu_usable,
     .load = emu_load,
     .unload = emu_unload,
     .run_warp = emu_run_warp,
@@ -96,11 +104,19 @@ static const wp_backend_ops emu_ops = {
     /* no .launch: the emulator runs kernels/ references, not cubins */
 };
 
-wp_backend *wp_backend_emu_open(void) {
+wp_backend *wp_backend_emu_open(void) { return wp_backend_emu_open_device(0); }
+
+wp_backend *wp_backend_emu_open_device(int ordinal) {
     wp_backend *b = calloc(1, sizeof *b);
-    if (b) {
-        b->ops = &emu_ops;
-        emu_info(b, &b->facts);
-    }
+    if (!b) return NULL;
+    b->ops = &emu_ops;
+    b->ordinal = ordinal;
+    emu_info(b, &b->facts);
+    const char *fail = getenv("WARPD_EMU_FAIL_DEVICE"); /* test only: a device lost from the start */
+    char *end = NULL;
+    long which = fail && *fail ? strtol(fail, &end, 10) : -1;
+    if (end && !*end && which == ordinal)
+        snprintf(b->lost, sizeof b->lost, "emulated device %d was marked lost (WARPD_EMU_FAIL_DEVICE, a test hook)",
+                 ordinal);
     return b;
 }

@@ -2,6 +2,8 @@
 #ifndef WP_BACKEND_IMPL_H
 #define WP_BACKEND_IMPL_H
 
+#include <stdatomic.h>
+
 #include "backend.h"
 #include "buffer.h"
 
@@ -11,6 +13,11 @@ struct wp_buf {
     size_t size;
     uint64_t addr;       /* CUdeviceptr on cuda, host address on emu; 0 when size is 0 */
     unsigned generation; /* the backend's context generation at alloc */
+    /* A sharded buffer (buffer.h): no bytes of its own; n_shards contiguous parts, one per device,
+     * part i holding bytes [shard_offset[i], shard_offset[i] + shard[i]->size). backend: part 0's. */
+    int n_shards;
+    struct wp_buf **shard;
+    size_t *shard_offset;
 };
 
 typedef struct wp_backend_ops {
@@ -34,6 +41,10 @@ typedef struct wp_backend_ops {
     int (*buf_copy)(wp_backend *b, wp_buf *dst, size_t dst_offset, const wp_buf *src, size_t src_offset, size_t len,
                     wp_err *err);
     int (*launch)(wp_backend *b, void *const *fn, const wp_launch *launches, int n, double *kernel_us, wp_err *err);
+    /* Optional: launch, then read len bytes of buf at offset into dst, in one wait (NULL: the two
+     * calls). backend.c has checked the range. */
+    int (*launch_read)(wp_backend *b, void *const *fn, const wp_launch *launches, int n, double *kernel_us,
+                       const wp_buf *buf, size_t offset, void *dst, size_t len, wp_err *err);
     unsigned (*generation)(wp_backend *b);
     /* Optional, for wp_buf_stream (buffer.h): a ring of `slots` page-locked host areas of slot_bytes
      * each (their addresses into host[]), on a copy stream of its own. upload_send queues the copy of
@@ -50,6 +61,9 @@ typedef struct wp_backend_ops {
 struct wp_backend {
     const wp_backend_ops *ops;
     wp_device_info facts; /* what does not change (name, sm, SMs, total memory), set at open */
+    int ordinal;          /* the device's number (cuda: the driver's; emu: --emu-devices' index) */
+    atomic_int running;   /* jobs running on it now (wp_backend_job_enter/leave): placement's load */
+    char lost[160];       /* emu test hook (WARPD_EMU_FAIL_DEVICE): "" or why the device is lost */
 };
 
 #endif

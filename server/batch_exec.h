@@ -7,8 +7,15 @@
  * a batch of one runs the job's own path, unchanged.
  *
  * Threads: every call here may be made from any thread and blocks until the job has run (batch.h
- * says for how long at most). wp_batch_mem_* are called by the batch runs (leaders' threads).
- * Owns: wp_batch_mem (idle device memory of batched launches, per backend). */
+ * says for how long at most). A GPU job reaches them on a worker (HTTP threads defer it, unless
+ * --inline-gpu), so followers wait on workers; that cannot deadlock: each batch's leader is one of
+ * its own waiting callers, and a device's stream (cuda_op_begin) is taken only inside one backend
+ * call, never held while a job waits in a queue. Queues are per device (owner: the placed device's
+ * backend), so a batch runs on one device, with that device's kernel and memory (the caller places
+ * the job first; a sharded input never batches). wp_batch_mem_* are called by the batch runs
+ * (leaders' threads).
+ * Owns: wp_batch_mem (idle device memory of batched launches, per backend: with several devices,
+ * each device's buffers are its own). */
 #ifndef WP_BATCH_EXEC_H
 #define WP_BATCH_EXEC_H
 

@@ -281,7 +281,9 @@ static void reduce_batch(wp_batch_job *const *jobs, int n) {
     }
     if (got == 0 && cuda) {
         wp_err err = {0};
+        for (int i = 0; i < n; i++) wp_backend_job_enter(lead->be); /* the device's load, for placement */
         int rc = run_grid(items, n, &rk, &err);
+        for (int i = 0; i < n; i++) wp_backend_job_leave(lead->be);
         for (int i = 0; i < n; i++) {
             items[i]->rc = rc;
             if (rc) items[i]->err = err;
@@ -294,7 +296,8 @@ static void reduce_batch(wp_batch_job *const *jobs, int n) {
 }
 
 /* Whether the job may run in a batch: small, checked (what reduce.c would refuse runs alone, to be
- * refused there), with its input on the host or in a buffer of be, its results not in a buffer. */
+ * refused there), with its input on the host or in a buffer of be (not a sharded one: that runs on
+ * every device of its shards, reduce.c), its results not in a buffer. */
 static bool batchable(wp_app *app, wp_backend *be, const wp_batch_reduce *j) {
     const wp_reduce_job *job = &j->job;
     const wp_spec *s = job->spec;
@@ -303,7 +306,8 @@ static bool batchable(wp_app *app, wp_backend *be, const wp_batch_reduce *j) {
     if (!app->batcher || !app->batch_mem || wp_batcher_max(app->batcher) < 2) return false;
     if (!f || !(f->flags & WP_F_DATA) || !f->plan || (f->flags & WP_F_NO_INPUT)) return false;
     if (job->out || job->repeat > 1 || job->graph || job->n * esize > WP_BATCH_INPUT_MAX) return false;
-    if (!j->in_host && !(job->in && wp_buf_backend(job->in) == be && job->n <= wp_buf_size(job->in) / esize))
+    if (!j->in_host && !(job->in && !wp_buf_shards(job->in) && wp_buf_backend(job->in) == be &&
+                         job->n <= wp_buf_size(job->in) / esize))
         return false;
     if ((f->flags & WP_F_SEGMENTS) && !j->offsets_host) return false;
     if (s->data.strategy == WP_STRAT_REDUX && !is_emu(be) && wp_backend_facts(be)->sm < 80) return false;

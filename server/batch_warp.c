@@ -137,7 +137,9 @@ static void warp_batch(wp_batch_job *const *jobs, int n) {
         return;
     }
     wp_err err = {0};
+    for (int i = 0; i < n; i++) wp_backend_job_enter(items[0]->be); /* the device's load, for placement */
     int rc = run_grid(items, n, &err);
+    for (int i = 0; i < n; i++) wp_backend_job_leave(items[0]->be);
     for (int i = 0; i < n; i++) {
         items[i]->rc = rc;
         if (rc) items[i]->err = err;

@@ -56,6 +56,19 @@ double wp_buf_stream_wait_us(const wp_buf_stream *s);
 /* How it moves bytes: "host" (in place), "ring" (page-locked ring, asynchronous) or "staged". */
 const char *wp_buf_stream_mode(const wp_buf_stream *s);
 
+/* Sharded buffers (issue 9): `count` elements of esize bytes split into contiguous parts, one on each
+ * of devs[0..n) in order (the first count % n parts hold one more element; a part may be empty).
+ * Reads, writes, memsets and streams of the whole address range go to the parts they touch; copies
+ * and kernel launches take the parts (wp_buf_shard), never the whole: its wp_buf_addr is 0. */
+#define WP_BUF_SHARDS_MAX 16
+wp_buf *wp_buf_alloc_sharded(wp_backend *const *devs, int n, size_t esize, uint64_t count, wp_err *err);
+/* An empty or sharded buffer like `like` (same devices, and the same split when count and esize let
+ * it): count elements of esize. A plain `like` gives a plain buffer on its backend. */
+wp_buf *wp_buf_alloc_like(const wp_buf *like, size_t esize, uint64_t count, wp_err *err);
+int wp_buf_shards(const wp_buf *buf); /* parts; 0 for a plain buffer */
+/* Part i, and where its bytes start in the whole. */
+wp_buf *wp_buf_shard(const wp_buf *buf, int i, size_t *offset);
+
 size_t wp_buf_size(const wp_buf *buf);
 wp_backend *wp_buf_backend(const wp_buf *buf);
 /* What a kernel parameter holds for this buffer: the CUdeviceptr on cuda, the host address on emu. */
@@ -88,6 +101,11 @@ typedef struct {
  * answers 501 "unsupported_backend" (the emulator runs the C references in kernels/ instead). A
  * CUDA error fails with 500 "cuda_error" and the backend recovers as for wp_backend_run_warp. */
 int wp_backend_launch(wp_backend *b, void *const *fn, const wp_launch *launches, int n, double *kernel_us, wp_err *err);
+
+/* wp_backend_launch, then wp_buf_read(buf, offset, dst, len) after the last launch: on cuda both on
+ * one stream and waited for once (a job's result slot comes back without a second round trip). */
+int wp_backend_launch_read(wp_backend *b, void *const *fn, const wp_launch *launches, int n, double *kernel_us,
+                           const wp_buf *buf, size_t offset, void *dst, size_t len, wp_err *err);
 
 /* Generation of the backend's context (bumped by each reset on cuda; always 0 on emu). */
 unsigned wp_backend_generation(wp_backend *b);

@@ -129,6 +129,16 @@ static void fill_info(const entry *e, wp_buffer_info *out) {
     out->count = e->count;
     out->bytes = e->bytes;
     out->backend = wp_backend_name(wp_buf_backend(e->buf));
+    out->device = wp_backend_ordinal(wp_buf_backend(e->buf));
+    out->shards = wp_buf_shards(e->buf);
+    for (int i = 0; i < out->shards; i++) {
+        size_t off;
+        wp_buf *p = wp_buf_shard(e->buf, i, &off);
+        size_t esize = wp_type_size(e->type);
+        out->shard[i].device = wp_backend_ordinal(wp_buf_backend(p));
+        out->shard[i].offset = off / esize;
+        out->shard[i].count = wp_buf_size(p) / esize;
+    }
     out->ttl_s = e->ttl_s;
     out->expires_in_s = expires_in(e, wp_now_ns());
     out->created = e->created;
@@ -196,7 +206,28 @@ void wp_buffers_close(wp_buffers *bs) {
     free(bs);
 }
 
+static wp_buf *create(wp_buffers *bs, wp_backend *be, wp_backend *const *devs, int n, wp_type t, uint64_t count,
+                      wp_err *err);
+
 wp_buf *wp_buffers_create(wp_buffers *bs, wp_backend *be, wp_type t, uint64_t count, wp_err *err) {
+    return create(bs, be, NULL, 0, t, count, err);
+}
+
+wp_buf *wp_buffers_create_sharded(wp_buffers *bs, wp_backend *const *devs, int n, wp_type t, uint64_t count,
+                                  wp_err *err) {
+    return create(bs, devs[0], devs, n, t, count, err);
+}
+
+wp_buf *wp_buffers_create_like(wp_buffers *bs, const wp_buf *like, wp_backend *be, wp_type t, uint64_t count,
+                               wp_err *err) {
+    if (!like || !wp_buf_shards(like)) return create(bs, be, NULL, 0, t, count, err);
+    wp_backend *devs[WP_BUF_SHARDS_MAX];
+    for (int i = 0; i < wp_buf_shards(like); i++) devs[i] = wp_buf_backend(wp_buf_shard(like, i, NULL));
+    return create(bs, devs[0], devs, wp_buf_shards(like), t, count, err);
+}
+
+static wp_buf *create(wp_buffers *bs, wp_backend *be, wp_backend *const *devs, int n, wp_type t, uint64_t count,
+                      wp_err *err) {
     size_t size = wp_type_size(t);
     if (count > UINT64_MAX / size || count * size > SIZE_MAX || count * size > bs->cfg.quota) {
         pthread_mutex_lock(&bs->mu);
@@ -232,7 +263,7 @@ wp_buf *wp_buffers_create(wp_buffers *bs, wp_backend *be, wp_type t, uint64_t co
                 (unsigned long long)bytes, (unsigned long long)in_use, (unsigned long long)bs->cfg.quota);
         return NULL;
     }
-    e->buf = wp_buf_alloc(be, (size_t)bytes, err);
+    e->buf = n ? wp_buf_alloc_sharded(devs, n, size, count, err) : wp_buf_alloc(be, (size_t)bytes, err);
     pthread_mutex_lock(&bs->mu);
     if (!e->buf) {
         bs->bytes -= bytes;

@@ -30,6 +30,12 @@ typedef struct {
     wp_type type;
     uint64_t count, bytes;
     const char *backend; /* "cuda" / "emu" */
+    int device;          /* the device's ordinal (placement.h); a sharded buffer's first part's */
+    int shards;          /* 0, or the parts of a sharded buffer (buffer.h), each: */
+    struct {
+        int device;
+        uint64_t offset, count; /* elements */
+    } shard[WP_BUF_SHARDS_MAX];
     double ttl_s;        /* its TTL */
     double expires_in_s; /* time left before it is freed unless used */
     double created;      /* Unix time (s) */
@@ -43,6 +49,12 @@ void wp_buffers_close(wp_buffers *bs);
 /* Allocates count elements of t on backend be, charged to the quota: 507 "quota_exceeded" when the
  * quota cannot hold it, or the backend's 507 "out_of_memory". Invisible until committed. */
 wp_buf *wp_buffers_create(wp_buffers *bs, wp_backend *be, wp_type t, uint64_t count, wp_err *err);
+/* The same, split into contiguous parts on devs[0..n) (buffer.h: wp_buf_alloc_sharded). */
+wp_buf *wp_buffers_create_sharded(wp_buffers *bs, wp_backend *const *devs, int n, wp_type t, uint64_t count,
+                                  wp_err *err);
+/* On be, or split like `like` when it is sharded (a job's result over a sharded input). */
+wp_buf *wp_buffers_create_like(wp_buffers *bs, const wp_buf *like, wp_backend *be, wp_type t, uint64_t count,
+                               wp_err *err);
 /* Publishes a created buffer under a new id with the TTL (0: the default; 400 "bad_value" field
  * "ttl" beyond max_ttl_s). On failure the buffer is freed. */
 int wp_buffers_commit(wp_buffers *bs, wp_buf *buf, double ttl_s, wp_buffer_info *out, wp_err *err);

@@ -62,9 +62,11 @@ struct wp_kernel {
     bool indexed;     /* in the hash index (and, once ready, the LRU) */
     wp_kernel *hash_next, *lru_prev, *lru_next;
     pthread_cond_t changed;
-    fn_state fn_state;
-    void *fn, *backend;
-    wp_unload_fn unload;
+    struct { /* the loaded function on each backend (device) that ran it */
+        fn_state state;
+        void *fn, *backend;
+        wp_unload_fn unload;
+    } fns[WP_KERNEL_BACKENDS];
     wp_cache *cache;
     char *key_text;                     /* what the key was made from ("" when not given) */
     double created, last_used, touched; /* Unix seconds: made, last asked for, file mtime last set */
@@ -111,7 +113,8 @@ static wp_kernel *kernel_new(wp_cache *c, const uint8_t key[32]) {
 
 /* Last reference gone: runs outside the lock (unload may call into the driver). */
 static void kernel_free(wp_kernel *k) {
-    if (k->fn_state == FN_LOADED && k->unload) k->unload(k->backend, k->fn);
+    for (int i = 0; i < WP_KERNEL_BACKENDS; i++)
+        if (k->fns[i].state == FN_LOADED && k->fns[i].unload) k->fns[i].unload(k->fns[i].backend, k->fns[i].fn);
     wp_artifact_free(&k->art);
     pthread_cond_destroy(&k->changed);
     free(k->key_text);
@@ -803,17 +806,32 @@ void wp_kernel_release(wp_cache *c, wp_kernel *k) {
 
 const wp_artifact *wp_kernel_artifact(const wp_kernel *k) { return &k->art; }
 
+/* The slot of backend in k->fns, claiming a free one; -1 when all are taken by others. mu held. */
+static int fn_slot(wp_kernel *k, void *backend) {
+    int free_slot = -1;
+    for (int i = 0; i < WP_KERNEL_BACKENDS; i++) {
+        if (k->fns[i].backend == backend) return i;
+        if (!k->fns[i].backend && free_slot < 0) free_slot = i;
+    }
+    if (free_slot >= 0) k->fns[free_slot].backend = backend;
+    return free_slot;
+}
+
 int wp_kernel_function(wp_kernel *k, void *backend, wp_load_fn load, wp_unload_fn unload, void **fn, wp_err *err) {
     wp_cache *c = k->cache;
     pthread_mutex_lock(&c->mu);
-    while (k->fn_state == FN_LOADING) pthread_cond_wait(&k->changed, &c->mu);
-    if (k->fn_state == FN_LOADED) {
-        bool same = k->backend == backend;
-        if (same) *fn = k->fn;
+    int i = fn_slot(k, backend);
+    if (i < 0) {
         pthread_mutex_unlock(&c->mu);
-        return same ? 0 : WP_FAIL(err, 500, "backend_mismatch", "", "entry already loaded on another backend");
+        return WP_FAIL(err, 500, "internal", "", "a kernel is loaded on more than %d backends", WP_KERNEL_BACKENDS);
     }
-    k->fn_state = FN_LOADING;
+    while (k->fns[i].state == FN_LOADING) pthread_cond_wait(&k->changed, &c->mu);
+    if (k->fns[i].state == FN_LOADED) {
+        *fn = k->fns[i].fn;
+        pthread_mutex_unlock(&c->mu);
+        return 0;
+    }
+    k->fns[i].state = FN_LOADING;
     pthread_mutex_unlock(&c->mu);
 
     void *loaded = NULL;
@@ -821,13 +839,12 @@ int wp_kernel_function(wp_kernel *k, void *backend, wp_load_fn load, wp_unload_f
 
     pthread_mutex_lock(&c->mu);
     if (rc == 0) {
-        k->fn = loaded;
-        k->backend = backend;
-        k->unload = unload;
-        k->fn_state = FN_LOADED;
+        k->fns[i].fn = loaded;
+        k->fns[i].unload = unload;
+        k->fns[i].state = FN_LOADED;
         *fn = loaded;
     } else {
-        k->fn_state = FN_NONE; /* not sticky: a waiter (or the next caller) tries again */
+        k->fns[i].state = FN_NONE; /* not sticky: a waiter (or the next caller) tries again */
     }
     pthread_cond_broadcast(&k->changed);
     pthread_mutex_unlock(&c->mu);

@@ -37,8 +37,10 @@ void wp_kernel_release(wp_cache *c, wp_kernel *k);
 wp_kernel *wp_cache_peek(wp_cache *c, const uint8_t key[32]);
 const wp_artifact *wp_kernel_artifact(const wp_kernel *k);
 
-/* The backend's loaded function for this entry, loaded once (first caller loads, others wait).
- * unload is called when the entry is finally freed. */
+/* The backend's loaded function for this entry, loaded once per backend — each device has its own
+ * (first caller loads, others wait) — from the entry's one artifact. unload is called for each when
+ * the entry is finally freed. At most WP_KERNEL_BACKENDS backends per entry. */
+#define WP_KERNEL_BACKENDS 17 /* 16 devices and the emulator */
 typedef int (*wp_load_fn)(void *backend, const wp_artifact *a, void **fn, wp_err *err);
 typedef void (*wp_unload_fn)(void *backend, void *fn);
 int wp_kernel_function(wp_kernel *k, void *backend, wp_load_fn load, wp_unload_fn unload, void **fn, wp_err *err);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "app.h"
+#include "placement.h"
 #include "sha256.h"
 
 typedef struct {
@@ -66,44 +67,61 @@ int wp_app_kernel_get_prebuilt(wp_app *app, const wp_spec *s, wp_artifact *prebu
 }
 
 int wp_app_kernel_peek(wp_app *app, const wp_spec *s, wp_backend *b, wp_ready_kernel *out, wp_err *err) {
+    if (b && !wp_app_may_run_inline(app, b)) { /* on the HTTP thread: a GPU job goes to a worker */
+        memset(out, 0, sizeof *out);
+        return 1;
+    }
     return kernel_get(app, s, b, true, NULL, out, err);
 }
+
+bool wp_app_may_run_inline(const wp_app *app, const wp_backend *b) { return wp_backend_on_host(b) || app->inline_gpu; }
 
 void wp_app_kernel_put(wp_app *app, wp_ready_kernel *rk) {
     if (rk->kernel) wp_kernel_release(app->cache, rk->kernel);
     rk->kernel = NULL;
 }
 
-int wp_app_backend(wp_app *app, const cJSON *req, const wp_family *f, wp_backend **out, wp_err *err) {
-    const cJSON *b = cJSON_GetObjectItemCaseSensitive(req, "backend");
-    const char *want = "auto";
-    if (b) {
-        if (!cJSON_IsString(b)) return WP_FAIL(err, 400, "wrong_type", "backend", "backend must be a string");
-        want = b->valuestring;
+/* A device of the serving backend for a job: the pinned one or the least loaded (placement.h). Under
+ * "auto" with every GPU lost, the emulator (the daemon keeps serving). */
+static int pick_device(wp_app *app, const char *want, int pinned, wp_backend **out, wp_err *err) {
+    wp_err perr = {0};
+    *out = wp_placement_pick(app, NULL, pinned, &perr);
+    if (*out) return 0;
+    if (app->cuda && pinned < 0 && !strcmp(want, "auto")) { /* every GPU lost: auto serves on the emulator */
+        *out = app->emu;
+        return 0;
     }
-    wp_backend *pick;
-    if (!strcmp(want, "auto"))
-        pick = app->preferred;
-    else if (!strcmp(want, "emu"))
-        pick = app->emu;
-    else if (!strcmp(want, "cuda")) {
+    if (app->cuda && pinned < 0 && perr.code && !strcmp(perr.code, "no_device"))
+        return WP_FAIL(err, 503, "cuda_unavailable", "backend", "the CUDA device is lost until warpd restarts: %s",
+                       perr.msg);
+    *err = perr;
+    return -1;
+}
+
+int wp_app_pick(wp_app *app, const char *want, int pinned, const wp_family *f, wp_backend **out, wp_err *err) {
+    if (!want) want = "auto";
+    wp_backend *pick = NULL;
+    if (!strcmp(want, "auto")) {
+        if (pick_device(app, want, pinned, &pick, err)) return -1;
+    } else if (!strcmp(want, "emu")) {
+        if (app->cuda && pinned >= 0)
+            return WP_FAIL(err, 400, "bad_device", "device",
+                           "device pins one of this server's GPUs; backend emu is not one of them");
+        if (app->cuda)
+            pick = app->emu;
+        else if (pick_device(app, want, pinned, &pick, err))
+            return -1;
+    } else if (!strcmp(want, "cuda")) {
         if (!app->cuda)
             return WP_FAIL(err, 409, "backend_unavailable", "backend", "the cuda backend is not available: %s",
                            app->cuda_reason);
-        pick = app->cuda;
-    } else
+        if (pick_device(app, want, pinned, &pick, err)) return -1;
+    } else {
         return WP_FAIL(err, 400, "bad_value", "backend", "backend must be \"auto\", \"cuda\" or \"emu\"");
-    /* A family the GPU backend cannot run (emulator-only, or too new for the device) runs on emu under auto. */
-    char why[200];
-    if (pick == app->cuda && !wp_backend_usable(app->cuda, why, sizeof why)) {
-        /* The device was lost to a sticky error: auto keeps serving on the emulator. */
-        if (!strcmp(want, "cuda"))
-            return WP_FAIL(err, 503, "cuda_unavailable", "backend", "the CUDA device is lost until warpd restarts: %s",
-                           why);
-        pick = app->emu;
     }
-    if (pick == app->cuda) {
-        const wp_device_info di = *wp_backend_facts(app->cuda);
+    /* A family the GPU cannot run (emulator-only, or too new for the device) runs on emu under auto. */
+    if (f && !wp_backend_on_host(pick)) {
+        const wp_device_info di = *wp_backend_facts(pick);
         bool can = (f->backends & WP_BACKEND_CUDA) && di.sm >= f->min_sm;
         if (!can) {
             if (!strcmp(want, "cuda") && !(f->backends & WP_BACKEND_CUDA))
@@ -116,8 +134,16 @@ int wp_app_backend(wp_app *app, const cJSON *req, const wp_family *f, wp_backend
             pick = app->emu;
         }
     }
-    if (pick == app->emu && !(f->backends & WP_BACKEND_EMU))
+    if (f && wp_backend_on_host(pick) && !(f->backends & WP_BACKEND_EMU))
         return WP_FAIL(err, 409, "backend_unsupported", "backend", "family %s does not run on the emulator", f->name);
     *out = pick;
     return 0;
+}
+
+int wp_app_backend(wp_app *app, const cJSON *req, const wp_family *f, wp_backend **out, wp_err *err) {
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(req, "backend");
+    if (b && !cJSON_IsString(b)) return WP_FAIL(err, 400, "wrong_type", "backend", "backend must be a string");
+    int pinned;
+    if (wp_placement_pin(req, &pinned, err)) return -1;
+    return wp_app_pick(app, b ? b->valuestring : "auto", pinned, f, out, err);
 }

@@ -33,6 +33,7 @@
 #define DEFAULT_CONN_MEMORY (256u << 10)   /* libmicrohttpd's per-connection memory (http.c says why) */
 /* largest generate.n on the CPU emulator: more is host memory and minutes of CPU */
 #define DEFAULT_EMU_MAX_ELEMENTS (1ull << 28)
+#define DEFAULT_STREAMS 4 /* --streams-per-device */
 
 /* Cache control and prewarm (cache_disk.c, prewarm.c). */
 #define DEFAULT_CACHE_DISK_MAX (2ull << 30) /* bytes of the disk cache before LRU eviction */
@@ -61,6 +62,12 @@ typedef struct {
     unsigned long long cache_disk_max; /* disk cache cap in bytes, 0: none */
     const char *prewarm;               /* --prewarm FILE */
     bool exit_after_prewarm;           /* --exit */
+    /* devices (issue 9) */
+    int streams_per_device;
+    bool inline_gpu;
+    const char *devices; /* --devices: "all" or "0,2,..."; NULL: --device's, else all */
+    bool device_given;
+    int emu_devices;
 } options;
 
 static void usage(FILE *f) {
@@ -124,11 +131,20 @@ static void usage(FILE *f) {
             "                       start, in the background; GET /v1/ready answers 503 \"warming\" until done\n"
             "  --exit               with --prewarm: compile in the foreground into the cache directory (on\n"
             "                       --workers processes) and exit (0 when every spec compiled), without serving\n"
+            "  --streams-per-device N  CUDA streams per device, each with its own scratch and staging: that\n"
+            "                       many jobs run on a device at once (default %d; 1 = one job at a time)\n"
+            "  --inline-gpu         let small cached GPU jobs run on the HTTP thread (default: they go to a\n"
+            "                       worker, so HTTP threads never wait for a device; for measuring)\n"
+            "  --devices all|0,2,.. the GPUs to serve on, one context each (default all visible; --device N\n"
+            "                       alone means just N). Jobs go to the least-loaded one unless they pin\n"
+            "                       \"device\": N or run over a buffer (then where it lives)\n"
+            "  --emu-devices N      with --backend emu: the emulator presents N devices (default 1), so\n"
+            "                       placement is testable without GPUs\n"
             "  --version, --help\n",
             DEFAULT_PORT, DEFAULT_CACHE_MB, WP_DEFAULT_TEMPLATES, WP_DEFAULT_WEB, DEFAULT_THREADS, DEFAULT_MAX_BODY,
             DEFAULT_CONN_MEMORY, DEFAULT_MAX_DEPTH, DEFAULT_MAX_QUEUE, DEFAULT_MAX_JOBS, DEFAULT_JOB_WORKERS,
             DEFAULT_JOB_TTL_S, DEFAULT_BUFFER_TTL_S, MAX_BUFFER_TTL_S, DEFAULT_MAX_ELEMENTS, DEFAULT_EMU_MAX_ELEMENTS,
-            WP_BATCH_MAX_DEFAULT);
+            WP_BATCH_MAX_DEFAULT, DEFAULT_STREAMS);
 }
 
 static int parse_num(const char *flag, const char *v, long long lo, long long hi, long long *out) {
@@ -198,7 +214,17 @@ static int parse_args(int argc, char **argv, options *o) {
             o->exit_after_prewarm = true;
         else if (FLAG("--prewarm"))
             o->prewarm = v;
-        else if (FLAG("--listen")) {
+        else if (!strcmp(a, "--inline-gpu"))
+            o->inline_gpu = true;
+        else if (FLAG("--devices"))
+            o->devices = v;
+        else if (FLAG("--emu-devices")) {
+            if (parse_num(a, v, 1, WP_MAX_DEVICES, &n)) return -1;
+            o->emu_devices = (int)n;
+        } else if (FLAG("--streams-per-device")) {
+            if (parse_num(a, v, 1, 64, &n)) return -1;
+            o->streams_per_device = (int)n;
+        } else if (FLAG("--listen")) {
             if (parse_listen(v, o)) return -1;
         } else if (FLAG("--backend"))
             o->backend = v;
@@ -213,6 +239,7 @@ static int parse_args(int argc, char **argv, options *o) {
         else if (FLAG("--device")) {
             if (parse_num(a, v, 0, 64, &n)) return -1;
             o->device = (int)n;
+            o->device_given = true;
         } else if (FLAG("--cache-mem")) {
             if (parse_num(a, v, 1, 1 << 20, &n)) return -1;
             o->cache_mb = (size_t)n;
@@ -325,6 +352,50 @@ static int parse_args(int argc, char **argv, options *o) {
     return 0;
 }
 
+/* The GPUs of --devices (or --device, or all): one cuda backend each, in app->devices; app->cuda is
+ * the first. Returns 0 when at least one opened; else -1 with the reason in err. */
+static int open_gpus(const options *o, wp_app *app, wp_err *err) {
+    int want[WP_MAX_DEVICES], n = 0;
+    const char *list = o->devices ? o->devices : o->device_given ? NULL : "all";
+    if (!list) {
+        want[n++] = o->device;
+    } else if (!strcmp(list, "all")) {
+        int count = wp_backend_cuda_count(err);
+        if (count < 0) return -1;
+        for (int i = 0; i < count && n < WP_MAX_DEVICES; i++) want[n++] = i;
+        if (!n) return WP_FAIL(err, 503, "cuda_unavailable", "", "the driver sees no CUDA device");
+    } else {
+        for (const char *p = list; *p;) {
+            char *end = NULL;
+            long v = strtol(p, &end, 10);
+            if (end == p || v < 0 || v > 64 || n >= WP_MAX_DEVICES || (*end && *end != ','))
+                return WP_FAIL(err, 400, "bad_devices", "", "--devices needs all or a list like 0,2 (got %s)", list);
+            want[n++] = (int)v;
+            p = *end ? end + 1 : end;
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        wp_backend *b = wp_backend_cuda_open_streams(want[i], o->streams_per_device, err);
+        if (!b) {
+            for (int k = 0; k < app->n_devices; k++) wp_backend_close(app->devices[k]);
+            app->n_devices = 0;
+            return -1;
+        }
+        app->devices[app->n_devices++] = b;
+    }
+    app->cuda = app->devices[0];
+    return 0;
+}
+
+/* Without a GPU: the emulator as --emu-devices devices; device 0 is app->emu itself. */
+static void open_emu_devices(const options *o, wp_app *app) {
+    app->devices[app->n_devices++] = app->emu;
+    for (int i = 1; i < o->emu_devices; i++) {
+        wp_backend *b = wp_backend_emu_open_device(i);
+        if (b) app->devices[app->n_devices++] = b;
+    }
+}
+
 static void default_cache_dir(char *buf, size_t n) {
     const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
     if (xdg && *xdg)
@@ -370,7 +441,9 @@ int main(int argc, char **argv) {
                  .max_elements = DEFAULT_MAX_ELEMENTS,
                  .emu_max_elements = DEFAULT_EMU_MAX_ELEMENTS,
                  .batch_max = WP_BATCH_MAX_DEFAULT,
-                 .cache_disk_max = DEFAULT_CACHE_DISK_MAX};
+                 .cache_disk_max = DEFAULT_CACHE_DISK_MAX,
+                 .streams_per_device = DEFAULT_STREAMS,
+                 .emu_devices = 1};
     static wp_access *access; /* static: still reachable (no leak report) when start-up fails below */
     o.access = access = wp_access_new();
     if (!o.access || parse_args(argc, argv, &o)) return 2;
@@ -392,6 +465,8 @@ int main(int argc, char **argv) {
     app.max_depth = o.max_depth;
     app.max_elements = o.max_elements;
     app.emu_max_elements = o.emu_max_elements;
+    app.inline_gpu = o.inline_gpu;
+    app.streams_per_device = o.streams_per_device;
     wp_err err = {0};
 
     /* Signals are taken by sigwait below, in this thread only. */
@@ -414,8 +489,7 @@ int main(int argc, char **argv) {
 
     app.emu = wp_backend_emu_open();
     if (strcmp(o.backend, "emu")) {
-        app.cuda = wp_backend_cuda_open(o.device, &err);
-        if (!app.cuda) {
+        if (open_gpus(&o, &app, &err)) {
             snprintf(app.cuda_reason, sizeof app.cuda_reason, "%s", err.msg);
             if (!strcmp(o.backend, "cuda")) {
                 fprintf(stderr, "warpd: --backend cuda, but CUDA is not usable: %s\n", err.msg);
@@ -427,6 +501,7 @@ int main(int argc, char **argv) {
         snprintf(app.cuda_reason, sizeof app.cuda_reason, "disabled by --backend emu");
     }
     app.preferred = app.cuda ? app.cuda : app.emu;
+    if (!app.cuda) open_emu_devices(&o, &app);
     if (app.cuda) {
         wp_device_info di;
         wp_backend_info(app.cuda, &di);
@@ -470,7 +545,8 @@ int main(int argc, char **argv) {
         cJSON_Delete(prewarm_doc);
         wp_cache_close(app.cache);
         wp_jit_close(app.jit);
-        wp_backend_close(app.cuda);
+        for (int i = 0; i < app.n_devices; i++)
+            if (app.devices[i] != app.emu) wp_backend_close(app.devices[i]);
         wp_backend_close(app.emu);
         return rc;
     }
@@ -605,7 +681,8 @@ int main(int argc, char **argv) {
     wp_reqlog_close(reqlog); /* after HTTP and jobs: nothing logs or measures any more */
     wp_metrics_close(app.metrics);
     wp_jit_close(app.jit);
-    wp_backend_close(app.cuda);
+    for (int i = 0; i < app.n_devices; i++)
+        if (app.devices[i] != app.emu) wp_backend_close(app.devices[i]);
     wp_backend_close(app.emu);
     return 0;
 }

@@ -16,6 +16,7 @@
 
 #include "app.h"
 #include "sha256.h"
+#include "shard.h"
 
 #define WP_SCRATCH_HEAD 256
 #define WP_SCRATCH_RESULT 192 /* after the tickets: 1 + up to 32 counters (templates/reduce.cu) */
@@ -248,13 +249,16 @@ static int run_cuda(struct wp_app *app, wp_backend *b, const wp_spec *s, void *f
                             .params = &params[i],
                             .flags = (overlap ? WP_LAUNCH_OVERLAP : 0u) | (graph && i == 0 ? WP_LAUNCH_GRAPH : 0u)};
     }
-    if (rc == 0) rc = wp_backend_launch(b, fns, ls, repeat, &res->kernel_us, err);
+    /* one value: its slot comes back in the launch's own wait (one round trip, not two) */
+    if (rc == 0 && one_value)
+        rc = wp_backend_launch_read(b, fns, ls, repeat, &res->kernel_us, sc->buf, WP_SCRATCH_RESULT, result, 16, err);
+    else if (rc == 0)
+        rc = wp_backend_launch(b, fns, ls, repeat, &res->kernel_us, err);
     res->kernel_us /= repeat;
     free(ps);
     free(params);
     free(fns);
     free(ls);
-    if (rc == 0 && one_value) rc = wp_buf_read(sc->buf, WP_SCRATCH_RESULT, result, 16, err);
     if (rc == 0)
         scratch_put(app->reduce, sc);
     else
@@ -262,7 +266,26 @@ static int run_cuda(struct wp_app *app, wp_backend *b, const wp_spec *s, void *f
     return rc;
 }
 
+static int reduce_run(struct wp_app *app, wp_backend *b, const wp_reduce_job *job, wp_reduce_result *res, wp_err *err);
+
 int wp_reduce_run(struct wp_app *app, wp_backend *b, const wp_reduce_job *job, wp_reduce_result *res, wp_err *err) {
+    if (job->in && wp_buf_shards(job->in)) { /* every part on its own device (shard.c) */
+        memset(res, 0, sizeof *res);
+        res->index = -1;
+        return check_job(b, job, err) ? -1 : wp_shard_run(app, job, res, err);
+    }
+    if (job->out && wp_buf_shards(job->out)) {
+        memset(res, 0, sizeof *res);
+        return WP_FAIL(err, 400, "shard_unsupported", "output",
+                       "only a job over a sharded buffer writes a sharded one");
+    }
+    wp_backend_job_enter(b); /* the device's load, for placement */
+    int rc = reduce_run(app, b, job, res, err);
+    wp_backend_job_leave(b);
+    return rc;
+}
+
+static int reduce_run(struct wp_app *app, wp_backend *b, const wp_reduce_job *job, wp_reduce_result *res, wp_err *err) {
     memset(res, 0, sizeof *res);
     res->index = -1;
     if (check_job(b, job, err)) return -1;

@@ -56,6 +56,10 @@ if [ "$what" = gpu ] && [ -x tests/unit/ops_gpu_check.sh ]; then
     echo "== gpu/ops_gpu_check: SKIPPED (no GPU)"; total_skip=$((total_skip+1))
   fi
 fi
+if [ "$what" = gpu ] && [ -x tests/api/devices.sh ]; then
+  # Devices, placement and sharding (issue 9) against a daemon on the GPUs (SKIPPED without one).
+  run_prog gpu/devices tests/api/devices.sh --cuda
+fi
 if [ "$what" = gpu ]; then
   for t in "$BUILD"/tests/gpu/*; do [ -x "$t" ] && [ ! -d "$t" ] && [[ "$t" != *.o ]] && [[ "$t" != *.d ]] && run_prog "gpu/$(basename "$t")" "$t"; done
 fi

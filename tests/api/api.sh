@@ -60,7 +60,11 @@ if start_daemon; then
   else fail=$((fail+1)); fi
   # Phases 4 and 5: dynamic batching with a window, where concurrent jobs of one key share batches,
   # and with --batch-max 1, where none does (tests/api/api_batch.c; phase 1 ran it with the defaults).
-  for b in "window --batch-window-us 20000" "off --batch-max 1"; do
+  # Phase 6: today's engine (one stream per device, no batching). Phase 7: batching with a window on
+  # two emulated devices (queues per device) and two workers, where the jobs that defer (compile)
+  # wait as followers on the workers: every result still right, nothing stuck.
+  for b in "window --batch-window-us 20000" "off --batch-max 1" "off --streams-per-device 1 --batch-max 1" \
+           "any --emu-devices 2 --batch-window-us 20000 --workers 2"; do
     set -- $b; bmode=$1; shift
     if start_daemon "$@"; then
       base="http://127.0.0.1:$port"

@@ -31,6 +31,8 @@ static inline void fz_app_open(const wp_route *routes) {
     a->emu_max_elements = FZ_MAX_ELEMENTS;
     a->emu = wp_backend_emu_open();
     a->preferred = a->emu;
+    a->devices[0] = a->emu; /* placement's one device, as main.c's --emu-devices 1 */
+    a->n_devices = 1;
     snprintf(a->cuda_reason, sizeof a->cuda_reason, "fuzzing on the emulator");
     snprintf(a->arch, sizeof a->arch, "sm_90");
     snprintf(a->templates_dir, sizeof a->templates_dir, "%s", WP_DEFAULT_TEMPLATES);

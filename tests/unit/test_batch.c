@@ -2,12 +2,16 @@
  * runs form the next batch, all of them up to max (then the rest, in order); max 1 runs every job
  * alone; keys and owners never share a batch; every job runs exactly once and learns its batch size;
  * the counters add up. A batch's run blocks on a gate, so every queue is filled on purpose (the
- * test waits for the batcher's own count of waiting jobs), not by timing. */
+ * test waits for the batcher's own count of waiting jobs), not by timing. The batch memory pool
+ * (batch_mem.c) keeps each device's buffers apart: a batch on device 1 never gets device 0's. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <time.h>
 
+#include "backend.h"
 #include "batch.h"
+#include "batch_exec.h"
+#include "buffer.h"
 #include "t.h"
 
 #define JOBS_MAX 64
@@ -185,6 +189,27 @@ static void window_fills(void) {
     wp_batcher_close(bt);
 }
 
+/* Two emulated devices (--emu-devices 2): an idle buffer is reused on its own device only. */
+static void mem_per_device(void) {
+    wp_backend *d0 = wp_backend_emu_open(), *d1 = wp_backend_emu_open_device(1);
+    wp_batch_mem *m = wp_batch_mem_open();
+    wp_err err = {0};
+    CHECK(d0 && d1 && m);
+    if (!d0 || !d1 || !m) return;
+    wp_buf *a = wp_batch_mem_take(m, d0, 1000, &err);
+    CHECKF(a && wp_buf_backend(a) == d0, "device 0: %s", err.msg);
+    wp_batch_mem_put(m, a, true); /* idle on device 0 */
+    wp_buf *b = wp_batch_mem_take(m, d1, 1000, &err);
+    CHECKF(b && b != a && wp_buf_backend(b) == d1, "device 1 got device 0's buffer or none: %s", err.msg);
+    wp_buf *again = wp_batch_mem_take(m, d0, 1000, &err);
+    CHECK(again == a); /* device 0's idle buffer, reused there */
+    wp_batch_mem_put(m, b, true);
+    wp_batch_mem_put(m, again, true);
+    wp_batch_mem_close(m); /* frees both, each on its device */
+    wp_backend_close(d1);
+    wp_backend_close(d0);
+}
+
 int main(void) {
     T_CASE("all waiting jobs form the next batch");
     queued_behind(64, 10);
@@ -196,5 +221,7 @@ int main(void) {
     window_fills();
     T_CASE("max 1");
     max_one();
+    T_CASE("batch memory per device");
+    mem_per_device();
     return t_done("batch");
 }

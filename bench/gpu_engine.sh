@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# gpu_engine.sh — issue 9's numbers on the GPU machine, in one run: builds warpd and the GPU tests,
+# runs the engine's GPU tests (stream pool, recovery, buffers, streams), then wrk on loopback at
+# 1/16/64/256 connections against a cached 3-element POST /v1/reduce and a 32-lane POST /v1/warp, for
+#   new     — the defaults (4 streams per device; GPU jobs on workers, never on the HTTP thread)
+#   inline  — the defaults plus --inline-gpu (small cached GPU jobs on the HTTP thread, as before)
+#   today   — --streams-per-device 1 --inline-gpu (and --batch-max 1 where the build has batching):
+#             one job on the device at a time, as before issue 9
+# and prints one table: req/s, p50 and p99 latency, non-2xx answers; then a 1 GiB buffer on device 0
+# against one sharded over every device (upload GB/s, reduce GB/s), and reduces of per-device buffers
+# spread over every device against all on device 0 (the multi-GPU numbers; on one GPU, the overhead).
+#
+# wrk comes from Debian: the GPU machine has no registry, so carry the packages in .debs/ (gpu_env.sh
+# unpacks every .deb there):  apt-get download wrk libluajit-5.1-2   (into .debs/)
+#   . bench/gpu_env.sh && bench/gpu_engine.sh      (BUILD=build; DURATION=5 seconds per cell;
+#                                                   SKIP_TESTS=1, SKIP_WRK=1, SHARD_BENCH=0 leave
+#                                                   parts out; SHARD_BYTES=1073741824)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+DURATION=${DURATION:-5}
+OUT=${OUT:-/tmp/warpd-gpu-out}; mkdir -p "$OUT"
+WRK=${WRK:-$(command -v wrk || echo /tmp/deps/usr/bin/wrk)}
+
+make -j16 "$BUILD/warpd" "$BUILD/tests/gpu/test_gpu_streams" "$BUILD/tests/gpu/test_gpu_recover" \
+  "$BUILD/tests/gpu/test_gpu_buffers" "$BUILD/tests/gpu/test_gpu_stream" >"$OUT/build.log" 2>&1 ||
+  { tail -30 "$OUT/build.log"; exit 1; }
+echo "commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')  $(date -u +%F)"
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -4
+
+if [ "${SKIP_TESTS:-0}" != 1 ]; then
+  for t in test_gpu_streams test_gpu_recover test_gpu_buffers test_gpu_stream; do
+    echo "== $t"; "$BUILD/tests/gpu/$t" 2>&1 | tail -6
+  done
+  # devices, placement and sharding: tests/api/devices.sh's checks on the GPUs here
+  if make -j16 "$BUILD/asan/warpd" "$BUILD/asan/tests/api/api_devices" >>"$OUT/build.log" 2>&1; then
+    BUILD=$BUILD tests/api/devices.sh --cuda 2>&1 | grep -E "^--|passed|FAIL|!!|warpd:|SKIPPED" | head -30
+  fi
+fi
+
+[ -x "$WRK" ] || { echo "no wrk ($WRK): apt-get download wrk libluajit-5.1-2 into .debs/"; exit 1; }
+tmp=$(mktemp -d); pid=
+trap '[ -n "$pid" ] && kill $pid 2>/dev/null; rm -rf "$tmp"' EXIT
+cat >"$tmp/reduce.lua" <<'EOF'
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.body = '{"type":"f32","op":"sum","data":[1,2,3]}'
+EOF
+cat >"$tmp/warp.lua" <<'EOF'
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.body = '{"family":"shfl_xor","type":"i32","width":32,"args":{"lane_mask":1},"input":{"iota":32}}'
+EOF
+
+start() { # flags...
+  local port=$((20000 + RANDOM % 20000))
+  "$BUILD/warpd" --listen 127.0.0.1:$port --no-disk-cache "$@" >"$tmp/log" 2>&1 &
+  pid=$!
+  base="http://127.0.0.1:$port"
+  for _ in $(seq 200); do curl -sf "$base/v1/ready" >/dev/null && break; sleep 0.05; done
+  curl -s -o /dev/null -d '{"type":"f32","op":"sum","data":[1,2,3]}' "$base/v1/reduce"  # compile: cached from here
+  curl -s -o /dev/null -d '{"family":"shfl_xor","type":"i32","width":32,"args":{"lane_mask":1},"input":{"iota":32}}' "$base/v1/warp"
+}
+stop() { kill $pid 2>/dev/null; wait $pid 2>/dev/null; pid=; }
+
+cell() { # engine endpoint conns
+  local threads=$(( $3 < 8 ? $3 : 8 ))
+  "$WRK" -t"$threads" -c"$3" -d"${DURATION}s" --latency -s "$tmp/$2.lua" "$base/v1/$2" >"$tmp/wrk" 2>&1
+  local rps p50 p99 bad
+  rps=$(awk '/^Requests\/sec/ {print $2}' "$tmp/wrk")
+  p50=$(awk '$1=="50%" {print $2}' "$tmp/wrk")
+  p99=$(awk '$1=="99%" {print $2}' "$tmp/wrk")
+  bad=$(awk '/Non-2xx/ {print $NF}' "$tmp/wrk")
+  printf "%-7s %-7s %5s %12s %10s %10s %8s\n" "$1" "$2" "$3" "${rps:-?}" "${p50:-?}" "${p99:-?}" "${bad:-0}"
+}
+
+if [ "${SKIP_WRK:-0}" != 1 ]; then
+batch_flag=()
+"$BUILD/warpd" --help | grep -q -- '--batch-max' && batch_flag=(--batch-max 1)
+printf "%-7s %-7s %5s %12s %10s %10s %8s\n" engine route conns "req/s" p50 p99 non2xx
+for engine in new inline today; do
+  case $engine in
+    new) start ;;
+    inline) start --inline-gpu ;;
+    today) start --streams-per-device 1 --inline-gpu "${batch_flag[@]}" ;;
+  esac
+  curl -s "$base/v1/info" | python3 -c 'import json,sys; d=json.load(sys.stdin); print("#", d["backend"], d["device"]["name"])' 2>/dev/null
+  for route in reduce warp; do
+    for c in 1 16 64 256; do cell $engine $route $c; done
+  done
+  stop
+done
+fi
+
+# Sharded buffer against one device (issue 9's multi-GPU numbers; with one GPU both are that GPU):
+# 1 GiB of f32 uploaded raw into a buffer on device 0 and into one sharded over every device, then the
+# median device time of 10 reduces of each (timing.kernel_us: a sharded reduce's slowest part).
+SHARD_BYTES=${SHARD_BYTES:-$((1 << 30))}
+if [ "${SHARD_BENCH:-1}" = 1 ]; then
+  start --max-body $((1100 << 20))
+  head -c "$SHARD_BYTES" /dev/zero >"$tmp/big"
+  put() { curl -s -o "$tmp/put.json" -w '%{time_total}' -X PUT -T "$tmp/big" -H 'Content-Type: application/octet-stream' "$base/v1/buffers?type=f32&$1"; }
+  med() { # buffer id -> median kernel_us of 10 reduces
+    for _ in $(seq 10); do
+      curl -s -d "{\"buffer\":\"$1\",\"op\":\"sum\"}" "$base/v1/reduce" | python3 -c 'import json,sys; print(json.load(sys.stdin)["timing"]["kernel_us"])'
+    done | sort -g | sed -n 5p
+  }
+  for where in device=0 shard=all; do
+    t=$(put $where); id=$(python3 -c 'import json; print(json.load(open("'"$tmp/put.json"'"))["id"])')
+    parts=$(python3 -c 'import json; print(len(json.load(open("'"$tmp/put.json"'")).get("shards",[1])))')
+    us=$(med "$id")
+    printf "%-9s parts %d  upload %d MiB %.2f GB/s  reduce %.1f us = %.0f GB/s\n" "$where" "$parts" $((SHARD_BYTES >> 20)) \
+      "$(python3 -c "print($SHARD_BYTES/$t/1e9)")" "$us" "$(python3 -c "print($SHARD_BYTES/max($us,0.001)/1e3)")"
+  done
+  stop
+fi
+
+# Concurrent reduces over per-device buffers (issue 9: >= 1.8x one GPU's aggregate GB/s on two GPUs):
+# one 2^24-element f32 buffer per device (generated there), wrk at 64 connections cycling over all of
+# them, against the same with every request on device 0's buffer. GB/s = req/s x buffer bytes.
+PER_DEVICE_N=${PER_DEVICE_N:-16777216}
+if [ "${SHARD_BENCH:-1}" = 1 ] && [ "${SKIP_WRK:-0}" != 1 ]; then
+  start
+  ndev=$(curl -s "$base/v1/info" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["devices"]))')
+  ids=()
+  for d in $(seq 0 $((ndev - 1))); do
+    ids+=("$(curl -s -X PUT "$base/v1/buffers" -d "{\"type\":\"f32\",\"device\":$d,\"generate\":{\"kind\":\"random\",\"n\":$PER_DEVICE_N}}" |
+      python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')")
+  done
+  for mode in one all; do
+    if [ $mode = one ]; then list="\"${ids[0]}\""; else list=$(printf '"%s",' "${ids[@]}"); list=${list%,}; fi
+    cat >"$tmp/per.lua" <<LUA
+local ids = {$list}
+local i = 0
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+request = function()
+  i = i + 1
+  return wrk.format(nil, nil, nil, '{"op":"sum","buffer":"' .. ids[(i % #ids) + 1] .. '"}')
+end
+LUA
+    "$WRK" -t8 -c64 -d"${DURATION}s" -s "$tmp/per.lua" "$base/v1/reduce" >"$tmp/wrk" 2>&1
+    rps=$(awk '/^Requests\/sec/ {print $2}' "$tmp/wrk")
+    bad=$(awk '/Non-2xx/ {print $NF}' "$tmp/wrk")
+    printf "per-device buffers, %-3s of %d device(s): %10s req/s  %8.1f GB/s  non2xx %s\n" $mode "$ndev" "${rps:-?}" \
+      "$(python3 -c "print(${rps:-0} * $PER_DEVICE_N * 4 / 1e9)")" "${bad:-0}"
+  done
+  stop
+fi

@@ -1,0 +1,110 @@
+/* cuda_impl.h — the cuda backend's parts as its own files see them (backend_cuda.c: the ops table;
+ * cuda_device.c: context, gate, recovery; cuda_streams.c: the stream pool). Nothing else includes it.
+ *
+ * Concurrency model. A device is one context and a pool of lanes; a lane is a stream with its own
+ * events, device scratch and page-locked staging. An operation (a copy, a warp run, a launch) enters
+ * the device's gate and takes a free lane under a short mutex, then queues its work on the lane's
+ * stream and waits for it by an event with NO lock held, then gives the lane back. Many operations
+ * run at once, one per lane. The gate only keeps operations out while a context reset runs: a reset
+ * (after a sticky error) waits until no operation is inside, replaces the context, and bumps the
+ * generation; lanes notice the new generation and remake their stream and events lazily. */
+#ifndef WP_CUDA_IMPL_H
+#define WP_CUDA_IMPL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "backend_impl.h"
+#include "cuda_driver.h"
+
+#define WP_CUDA_STREAMS_DEFAULT 4
+#define WP_CUDA_STREAMS_MAX 64
+#define WP_UPLOAD_SLOTS_MAX 8
+#define WP_MEMPOOL_CLASSES 13 /* small-buffer classes: 256 B << 0..12 (up to 1 MiB) */
+
+/* One stream of the pool, with what a job on it needs. Held by one operation at a time. */
+typedef struct cuda_lane {
+    struct cuda_lane *next; /* the free list */
+    int index;
+    unsigned generation; /* context its objects live in; 0: none made yet */
+    CUstream stream;
+    CUevent ev_upload, ev_start, ev_stop, ev_download; /* timing of a warp run; ev_stop ends every op */
+    CUdeviceptr scratch;                               /* a warp run's device image */
+    size_t scratch_cap;
+    unsigned char *host; /* page-locked staging (cuMemHostAlloc), host image of the scratch or a copy */
+    size_t host_cap;
+} cuda_lane;
+
+/* An upload ring (wp_buf_stream): page-locked slots, a copy stream, an event per slot. */
+typedef struct cuda_ring {
+    struct cuda_ring *next; /* the idle list */
+    unsigned generation;    /* the context it lives in: dead after a reset */
+    CUstream stream;
+    CUevent done[WP_UPLOAD_SLOTS_MAX];
+    void *host[WP_UPLOAD_SLOTS_MAX];
+    int slots;
+    size_t slot_bytes;
+} cuda_ring;
+
+typedef struct cuda_backend {
+    wp_backend base;
+    void *lib;
+    wp_cu cu;
+    CUdevice dev;
+    int ordinal;
+    /* mu guards everything below it up to `info`; cv wakes the gate's waiters and a reset, lane_cv
+     * one thread waiting for a lane each time one is given back. */
+    pthread_mutex_t mu;
+    pthread_cond_t cv, lane_cv;
+    CUcontext ctx; /* the retained primary context (or, after a reset, our own); NULL once lost */
+    bool ctx_own;  /* ctx came from cuCtxCreate: destroy it rather than release the primary */
+    char lost_reason[200];
+    unsigned generation; /* bumped by every context reset */
+    int inflight;        /* operations inside the gate */
+    bool resetting;      /* a reset waits for inflight to reach 0; no one enters meanwhile */
+    int waiters;         /* threads waiting on cv */
+    int lane_waiters;    /* threads waiting on lane_cv */
+    cuda_lane *lanes;    /* n_lanes of them */
+    cuda_lane *free_lanes;
+    int n_lanes;
+    cuda_ring *idle_rings;
+    int n_idle_rings;
+    struct {
+        CUdeviceptr *ptr;
+        unsigned *gen;
+        int n;
+    } pool[WP_MEMPOOL_CLASSES]; /* freed small buffers kept for the next alloc (cuMemFree waits) */
+    pthread_mutex_t load_mu;    /* a function's lazy reload after a reset */
+    wp_device_info info;        /* mem_free updated by info under mu */
+} cuda_backend;
+
+/* An operation in progress: inside the gate, with a lane when it asked for one. */
+typedef struct {
+    cuda_backend *b;
+    cuda_lane *lane;
+    unsigned gen; /* the generation it entered in */
+} cuda_op;
+
+/* cuda_device.c */
+int cuda_device_start(cuda_backend *b, int ordinal, wp_err *err); /* context and facts */
+void cuda_device_stop(cuda_backend *b);                           /* everything, for close */
+/* Enters the gate (waiting while a reset runs): 503 "cuda_unavailable" once the device is lost.
+ * With want_lane, also takes a free lane (waiting for one) with its stream ready in this context.
+ * The context is made current on the calling thread. */
+int cuda_op_begin(cuda_backend *b, bool want_lane, cuda_op *op, wp_err *err);
+void cuda_op_end(cuda_op *op);
+/* Call r failed: fills err (500 "cuda_error"), ends the op, and when the error is sticky (or the
+ * context no longer synchronizes) resets the context (once, whichever op saw it first). Returns -1. */
+int cuda_op_fail(cuda_op *op, wp_err *err, const char *call, CUresult r);
+
+/* cuda_streams.c */
+int cuda_lanes_make(cuda_backend *b, int n, wp_err *err); /* the pool, empty of driver objects */
+void cuda_lanes_free(cuda_backend *b);                    /* at close: objects of the live context */
+void cuda_lane_forget(cuda_lane *l);                      /* after a reset: its objects died with the old context */
+CUresult cuda_lane_ready(cuda_backend *b, cuda_lane *l, unsigned gen, const char **call);
+/* Grows the lane's device scratch and page-locked staging to at least need bytes (0: leave). */
+CUresult cuda_lane_reserve(cuda_backend *b, cuda_lane *l, size_t scratch, size_t host, const char **call);
+/* Records ev_stop on the lane's stream and waits for it: the op's queued work is done. */
+CUresult cuda_lane_wait(cuda_backend *b, cuda_lane *l, const char **call);
+
+#endif

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Devices without GPUs (issue 9): the sanitized daemon with --backend emu --emu-devices 1, 2 and 3, and
+# with one device marked lost by the emulator's test hook (WARPD_EMU_FAIL_DEVICE=N: device N is lost
+# from the start, as a GPU after a sticky error that cannot be cleared). Each runs api_devices
+# (placement, pinning, info/ready, a lost device) and the sharding cases where present. Prints one
+# closing line "devices: N passed, N failed".
+#   tests/api/devices.sh          (make test: emu)
+#   tests/api/devices.sh --cuda   (make test-gpu: the same checks against the GPUs here; SKIPPED without)
+set -u
+cd "$(dirname "$0")/../.."
+BUILD=${BUILD:-build}
+tmp=$(mktemp -d)
+pid=
+trap '[ -n "$pid" ] && kill -9 $pid 2>/dev/null; rm -rf "$tmp"' EXIT
+pass=0; fail=0
+count() { # reads "N passed, N failed" from $1
+  local line; line=$(grep -E '[0-9]+ passed, [0-9]+ failed' "$1" | tail -n 1)
+  if [ -z "$line" ]; then fail=$((fail+1)); echo "!! no result line from $2"; return; fi
+  pass=$((pass + $(sed -E 's/.* ([0-9]+) passed.*/\1/' <<<"$line")))
+  fail=$((fail + $(sed -E 's/.* ([0-9]+) failed.*/\1/' <<<"$line")))
+}
+. tests/daemon.sh
+
+run_with() { # label, env assignment or "", daemon flags...
+  local label=$1 envset=$2; shift 2
+  echo "-- $label"
+  if [ -n "$envset" ]; then export "${envset?}"; fi
+  rm -f "$tmp/out" # else warpd_start may read the last daemon's port before the new one truncates it
+  warpd_start "$bin" "$tmp" --backend "$backend" --no-disk-cache "$@"; local started=$?
+  if [ -n "$envset" ]; then unset "${envset%%=*}"; fi
+  if [ $started -ne 0 ]; then echo "!! daemon did not start"; cat "$tmp/err"; fail=$((fail+1)); return; fi
+  "$BUILD/asan/tests/api/api_devices" "http://127.0.0.1:$port" >"$tmp/r" 2>&1; cat "$tmp/r"; count "$tmp/r" "$label"
+  kill -TERM $pid; local rc=0; wait $pid || rc=$?; pid=
+  if [ $rc -ne 0 ] || grep -qE 'AddressSanitizer|LeakSanitizer|runtime error:' "$tmp/err"; then
+    echo "!! daemon exited $rc or reported a sanitizer error:"; cat "$tmp/err"; fail=$((fail+1))
+  else pass=$((pass+1)); fi
+}
+
+if [ "${1:-}" = --cuda ]; then # make test-gpu: the same checks on every GPU there is
+  if ! { command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; }; then
+    echo "SKIPPED: no GPU"; echo "devices: 0 passed, 0 failed"; exit 0
+  fi
+  backend=cuda bin=$BUILD/warpd # plain: the driver and ASan's shadow memory do not mix
+  run_with "cuda, every GPU" ""
+  run_with "cuda, today's engine (one stream per device, no batching)" "" --streams-per-device 1 --batch-max 1
+  run_with "cuda, batching with a window" "" --batch-window-us 2000
+else
+  backend=emu bin=$BUILD/asan/warpd
+  run_with "1 device" "" --emu-devices 1
+  run_with "2 devices" "" --emu-devices 2
+  run_with "3 devices" "" --emu-devices 3
+  run_with "2 devices, batching with a window" "" --emu-devices 2 --batch-window-us 2000
+  run_with "2 devices, today's engine (one stream, no batching)" "" --emu-devices 2 --streams-per-device 1 --batch-max 1
+  run_with "3 devices, device 1 lost" "WARPD_EMU_FAIL_DEVICE=1" --emu-devices 3
+  run_with "1 device, lost" "WARPD_EMU_FAIL_DEVICE=0" --emu-devices 1
+fi
+echo "devices: $pass passed, $fail failed"
+[ $fail -eq 0 ]
