@@ -2,7 +2,9 @@
 # gpu_engine.sh — issue 9's numbers on the GPU machine, in one run: builds warpd and the GPU tests,
 # runs the engine's GPU tests (stream pool, recovery, buffers, streams), then wrk on loopback at
 # 1/16/64/256 connections against a cached 3-element POST /v1/reduce and a 32-lane POST /v1/warp, for
-#   new     — the defaults (4 streams per device; GPU jobs on workers, never on the HTTP thread)
+#   new     — the defaults (4 streams per device; GPU jobs on workers, never on the HTTP thread;
+#             dynamic batching of what is already waiting)
+#   win100  — the defaults plus --batch-window-us 100 (a batch waits up to 100 us to gather more)
 #   inline  — the defaults plus --inline-gpu (small cached GPU jobs on the HTTP thread, as before)
 #   today   — --streams-per-device 1 --inline-gpu (and --batch-max 1 where the build has batching):
 #             one job on the device at a time, as before issue 9
@@ -58,8 +60,8 @@ start() { # flags...
   pid=$!
   base="http://127.0.0.1:$port"
   for _ in $(seq 200); do curl -sf "$base/v1/ready" >/dev/null && break; sleep 0.05; done
-  curl -s -o /dev/null -d '{"type":"f32","op":"sum","data":[1,2,3]}' "$base/v1/reduce"  # compile: cached from here
-  curl -s -o /dev/null -d '{"family":"shfl_xor","type":"i32","width":32,"args":{"lane_mask":1},"input":{"iota":32}}' "$base/v1/warp"
+  curl -s -o /dev/null -H 'Content-Type: application/json' -d '{"type":"f32","op":"sum","data":[1,2,3]}' "$base/v1/reduce"  # compile: cached from here
+  curl -s -o /dev/null -H 'Content-Type: application/json' -d '{"family":"shfl_xor","type":"i32","width":32,"args":{"lane_mask":1},"input":{"iota":32}}' "$base/v1/warp"
 }
 stop() { kill $pid 2>/dev/null; wait $pid 2>/dev/null; pid=; }
 
@@ -78,9 +80,10 @@ if [ "${SKIP_WRK:-0}" != 1 ]; then
 batch_flag=()
 "$BUILD/warpd" --help | grep -q -- '--batch-max' && batch_flag=(--batch-max 1)
 printf "%-7s %-7s %5s %12s %10s %10s %8s\n" engine route conns "req/s" p50 p99 non2xx
-for engine in new inline today; do
+for engine in new win100 inline today; do
   case $engine in
     new) start ;;
+    win100) start --batch-window-us 100 ;;
     inline) start --inline-gpu ;;
     today) start --streams-per-device 1 --inline-gpu "${batch_flag[@]}" ;;
   esac
@@ -102,7 +105,7 @@ if [ "${SHARD_BENCH:-1}" = 1 ]; then
   put() { curl -s -o "$tmp/put.json" -w '%{time_total}' -X PUT -T "$tmp/big" -H 'Content-Type: application/octet-stream' "$base/v1/buffers?type=f32&$1"; }
   med() { # buffer id -> median kernel_us of 10 reduces
     for _ in $(seq 10); do
-      curl -s -d "{\"buffer\":\"$1\",\"op\":\"sum\"}" "$base/v1/reduce" | python3 -c 'import json,sys; print(json.load(sys.stdin)["timing"]["kernel_us"])'
+      curl -s -H 'Content-Type: application/json' -d "{\"buffer\":\"$1\",\"op\":\"sum\"}" "$base/v1/reduce" | python3 -c 'import json,sys; print(json.load(sys.stdin)["timing"]["kernel_us"])'
     done | sort -g | sed -n 5p
   }
   for where in device=0 shard=all; do
@@ -124,7 +127,7 @@ if [ "${SHARD_BENCH:-1}" = 1 ] && [ "${SKIP_WRK:-0}" != 1 ]; then
   ndev=$(curl -s "$base/v1/info" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["devices"]))')
   ids=()
   for d in $(seq 0 $((ndev - 1))); do
-    ids+=("$(curl -s -X PUT "$base/v1/buffers" -d "{\"type\":\"f32\",\"device\":$d,\"generate\":{\"kind\":\"random\",\"n\":$PER_DEVICE_N}}" |
+    ids+=("$(curl -s -X PUT "$base/v1/buffers" -H 'Content-Type: application/json' -d "{\"type\":\"f32\",\"device\":$d,\"generate\":{\"kind\":\"random\",\"n\":$PER_DEVICE_N}}" |
       python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')")
   done
   for mode in one all; do
