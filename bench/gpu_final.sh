@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# gpu_final.sh — the lead's check of a whole tree on the GPU machine, in two device calls that each fit
+# the device's 10 minutes:  . bench/gpu_env.sh && bench/gpu_final.sh test|perf
+#   test: builds, then every GPU test program one after another (longest first), each with its time and
+#         closing line; stops starting new ones past LIMIT seconds (default 540) and says which it left.
+#   perf: bench/gpu_engine.sh (wrk table new/win100/inline/today, sharded and per-device buffers),
+#         bench_reduce (device_reduce/scan against CUB), and the cold prewarm of prewarm/default.json.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+what=${1:-test}
+BUILD=${BUILD:-build}
+OUT=${OUT:-/tmp/warpd-gpu-out}; mkdir -p "$OUT"
+LIMIT=${LIMIT:-540}
+t0=$(date +%s)
+echo "commit ${WARPD_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo '?')}  $(date -u +%FT%TZ)"
+if [ "$what" = test ]; then
+  bins=(); for f in tests/gpu/*.c tests/gpu/*.cu; do b=${f##*/}; bins+=("$BUILD/tests/gpu/${b%.*}"); done
+  make -j16 "$BUILD/warpd" "$BUILD/asan/warpd" "$BUILD/asan/tests/api/api_devices" "${bins[@]}" >"$OUT/build.log" 2>&1 ||
+    { tail -30 "$OUT/build.log"; exit 1; }
+  echo "built in $(( $(date +%s) - t0 )) s"
+  progs=(test_gpu_reduce test_gpu_warp test_gpu_batch test_gpu_streams test_gpu_recover test_gpu_buffers test_gpu_stream)
+  for p in "$BUILD"/tests/gpu/*; do
+    b=$(basename "$p"); [ -x "$p" ] && [ -f "$p" ] && [[ $b != *.o && $b != *.d ]] || continue
+    [[ " ${progs[*]} " == *" $b "* ]] || progs+=("$b")
+  done
+  left=()
+  run_one() { # name command...
+    local name=$1; shift
+    if [ $(( $(date +%s) - t0 )) -gt "$LIMIT" ]; then left+=("$name"); return; fi
+    local s=$(date +%s)
+    "$@" >"$OUT/$name.log" 2>&1; local rc=$?
+    printf '%-22s rc=%d %4d s  %s\n' "$name" $rc $(( $(date +%s) - s )) \
+      "$(grep -E '[0-9]+ passed, [0-9]+ failed' "$OUT/$name.log" | tail -n 1)"
+    grep -E 'FAIL|mismatch|SKIPPED' "$OUT/$name.log" | head -5
+  }
+  for p in "${progs[@]}"; do run_one "$p" "$BUILD/tests/gpu/$p"; done
+  run_one devices_cuda env BUILD="$BUILD" tests/api/devices.sh --cuda
+  run_one ops_gpu_check tests/unit/ops_gpu_check.sh
+  [ ${#left[@]} -gt 0 ] && echo "NOT RUN (time): ${left[*]}"
+else
+  DURATION=${DURATION:-4} SKIP_TESTS=1 bench/gpu_engine.sh 2>&1 | tee "$OUT/engine.log" | grep -v '^make'
+  make -j16 "$BUILD/bench/bench_reduce" >>"$OUT/build.log" 2>&1 && timeout 150 "$BUILD/bench/bench_reduce" 2>&1 | tee "$OUT/bench_reduce.log" | tail -25
+  if [ -x bench/prewarm.sh ]; then timeout 90 bench/prewarm.sh 2>&1 | tail -8; fi
+fi
+echo "total $(( $(date +%s) - t0 )) s"
