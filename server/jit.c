@@ -262,7 +262,7 @@ const char *wp_jit_options_text(const wp_jit *j) { return j->options_text; }
 
 typedef struct {
     const jit_template *tmpl;
-    char key_text[256];
+    char key_text[640]; /* as wp_ready_kernel's: an operator expression re-printed may take 2 x 256 */
     char name_expr[JIT_NAME_EXPR_MAX];
     char prelude[JIT_PRELUDE_MAX];
     char arch_opt[32];
