@@ -26,6 +26,9 @@ typedef struct {
 
 /* CUDA: NULL with *err (and a reason in err->msg) when libcuda or a device is missing. */
 wp_backend *wp_backend_cuda_open(int device_ordinal, wp_err *err);
+/* The compute capability of a device (e.g. 90) with no context, stream or memory: for callers that
+ * only compile for it (--prewarm --exit). 0, or -1 with err (503 cuda_unavailable) as _open. */
+int wp_backend_cuda_sm(int device_ordinal, int *sm, wp_err *err);
 wp_backend *wp_backend_emu_open(void);
 void wp_backend_close(wp_backend *b);
 

@@ -997,6 +997,46 @@ fail:
                    cu_error_text(b, r, text, sizeof text));
 }
 
+/* cuInit and the device's attributes only: no context, which is most of cuda_start's time. */
+static int cuda_query_sm(cuda_backend *b, int ordinal, int *sm, wp_err *err) {
+    char text[160];
+    int count = 0, major = 0, minor = 0;
+    const char *call = "cuInit";
+    CUresult r = b->cu.init(0);
+    if (r == CUDA_SUCCESS) {
+        call = "cuDeviceGetCount";
+        r = b->cu.device_get_count(&count);
+    }
+    if (r == CUDA_SUCCESS && (ordinal < 0 || ordinal >= count))
+        return WP_FAIL(err, 503, "cuda_unavailable", "", "no CUDA device %d: the driver sees %d device(s)", ordinal,
+                       count);
+    if (r == CUDA_SUCCESS) {
+        call = "cuDeviceGet";
+        r = b->cu.device_get(&b->dev, ordinal);
+    }
+    if (r == CUDA_SUCCESS) {
+        call = "cuDeviceGetAttribute";
+        r = b->cu.device_get_attribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, b->dev);
+    }
+    if (r == CUDA_SUCCESS) r = b->cu.device_get_attribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, b->dev);
+    if (r != CUDA_SUCCESS)
+        return OPEN_FAIL(err, "device %d: %s failed: %s", ordinal, call, cu_error_text(b, r, text, sizeof text));
+    *sm = major * 10 + minor;
+    return 0;
+}
+
+int wp_backend_cuda_sm(int device_ordinal, int *sm, wp_err *err) {
+    cuda_backend *b = calloc(1, sizeof *b);
+    if (!b || pthread_mutex_init(&b->lock, NULL) != 0) {
+        free(b);
+        return WP_FAIL(err, 500, "out_of_memory", "", "out of memory opening the cuda backend");
+    }
+    b->base.ops = &cuda_ops;
+    int rc = cuda_resolve(b, err) ? -1 : cuda_query_sm(b, device_ordinal, sm, err);
+    cuda_close(&b->base);
+    return rc;
+}
+
 wp_backend *wp_backend_cuda_open(int device_ordinal, wp_err *err) {
     cuda_backend *b = calloc(1, sizeof *b);
     if (!b) {

@@ -413,7 +413,20 @@ int main(int argc, char **argv) {
         find_share("web", WP_DEFAULT_WEB, app.web_dir, sizeof app.web_dir);
 
     app.emu = wp_backend_emu_open();
-    if (strcmp(o.backend, "emu")) {
+    if (o.exit_after_prewarm) {
+        /* --prewarm --exit only compiles: the target arch is --arch, else the device's, asked
+         * without creating a context (most of CUDA's start-up). */
+        int sm = 0;
+        if (o.arch)
+            snprintf(app.arch, sizeof app.arch, "%s", o.arch);
+        else if (strcmp(o.backend, "emu") && wp_backend_cuda_sm(o.device, &sm, &err) == 0)
+            snprintf(app.arch, sizeof app.arch, "sm_%d", sm);
+        else if (!strcmp(o.backend, "cuda")) {
+            fprintf(stderr, "warpd: --backend cuda, but CUDA is not usable: %s\n", err.msg);
+            return 1;
+        } else
+            snprintf(app.arch, sizeof app.arch, "sm_90");
+    } else if (strcmp(o.backend, "emu")) {
         app.cuda = wp_backend_cuda_open(o.device, &err);
         if (!app.cuda) {
             snprintf(app.cuda_reason, sizeof app.cuda_reason, "%s", err.msg);
@@ -427,7 +440,9 @@ int main(int argc, char **argv) {
         snprintf(app.cuda_reason, sizeof app.cuda_reason, "disabled by --backend emu");
     }
     app.preferred = app.cuda ? app.cuda : app.emu;
-    if (app.cuda) {
+    if (o.exit_after_prewarm) {
+        /* app.arch is set above */
+    } else if (app.cuda) {
         wp_device_info di;
         wp_backend_info(app.cuda, &di);
         snprintf(app.arch, sizeof app.arch, "sm_%d", di.sm);
