@@ -79,7 +79,6 @@ struct wp_cache {
     wp_kernel *lru_head, *lru_tail; /* ready entries, most recent first */
     wp_cache_stats st;
     wp_disk *disk; /* the files' index and cap (cache_disk.c); NULL when memory only */
-    bool no_fsync; /* wp_cache_set_sync_each(false): wp_cache_sync syncs them all */
 };
 
 const char *wp_source_name(wp_source s) {
@@ -509,12 +508,12 @@ static uint64_t disk_store(wp_cache *c, const uint8_t key[32], const file_meta *
     int fd = ok ? open_tmp(path, tmp, sizeof tmp) : -1;
     ok = fd >= 0 && write_all(fd, b.p, total);
     if (fd >= 0) {
-        ok = ok && (c->no_fsync || fsync(fd) == 0);
+        ok = ok && fsync(fd) == 0;
         ok = (close(fd) == 0) && ok;
         ok = ok && rename(tmp, path) == 0;
         if (!ok) unlink(tmp);
     }
-    if (ok && !c->no_fsync)
+    if (ok)
         fsync_dir(sub); /* the rename itself survives a crash */
     else
         count(c, &c->st.disk_errors);
@@ -634,19 +633,6 @@ void wp_cache_set_disk_max(wp_cache *c, uint64_t bytes) {
     if (!c->disk) return;
     wp_disk_set_cap(c->disk, bytes);
     wp_disk_enforce(c->disk, memory_last_used, c);
-}
-
-void wp_cache_set_sync_each(wp_cache *c, bool each_file) { c->no_fsync = !each_file; }
-
-int wp_cache_sync(wp_cache *c) {
-    if (!c->dir) return 0;
-    int fd = open(c->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    int rc = syncfs(fd);
-    int e = errno;
-    close(fd);
-    errno = e;
-    return rc;
 }
 
 bool wp_cache_contains(wp_cache *c, const uint8_t key[32]) {

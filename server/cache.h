@@ -64,12 +64,6 @@ const char *wp_cache_dir(const wp_cache *c); /* NULL when memory only */
  * files are removed (cache_disk.h says how last use is shared between daemons on one directory).
  * Applied at once. No effect on a memory-only cache. */
 void wp_cache_set_disk_max(wp_cache *c, uint64_t bytes);
-/* Batch writing (prewarm --exit): with each_file false, new files are renamed into place without
- * fsync (a crash can leave a torn file, which reads as corrupt: removed and rebuilt), and
- * wp_cache_sync makes everything written so far durable at once (syncfs of the directory's file
- * system); 0, or -1 with errno. Set before other threads use the cache. Default: each file fsync'd. */
-void wp_cache_set_sync_each(wp_cache *c, bool each_file);
-int wp_cache_sync(wp_cache *c);
 /* Whether key is in memory (ready or being built) or has a file on disk: a get would not compile. */
 bool wp_cache_contains(wp_cache *c, const uint8_t key[32]);
 

@@ -374,6 +374,7 @@ int main(int argc, char **argv) {
     static wp_access *access; /* static: still reachable (no leak report) when start-up fails below */
     o.access = access = wp_access_new();
     if (!o.access || parse_args(argc, argv, &o)) return 2;
+    if (o.exit_after_prewarm) wp_prewarm_exec_tuned(argv); /* prewarm.c: returns when it does not exec */
     wp_err access_err = {0};
     wp_access_set_listen(o.access, o.host);
     if (o.unix_path) wp_access_set_unix(o.access, true); /* file permissions are the access control */

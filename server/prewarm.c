@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "app.h"
+#include "log.h"
 
 static const char *const doc_fields[] = {"specs", "description", NULL};
 
@@ -143,19 +144,17 @@ static void plan_tasks(batch *b) {
         b->order[i] = i;
     }
     qsort_r(b->order, (size_t)b->n, sizeof *b->order, by_group, b->plan);
-    int cap = getenv("XPW_CAP") ? atoi(getenv("XPW_CAP")) : BATCH_TASK_CAP_MS; /* EXPERIMENT */
-    int maxc = getenv("XPW_MAXC") ? atoi(getenv("XPW_MAXC")) : BATCH_MAX_CHUNK;
     for (int k = 0; k < b->n;) {
         const planned *first = &b->plan[b->order[k]];
         int len = 1, cost = first->program_ms + first->cost_ms;
-        while (first->group && len < maxc && k + len < b->n &&
+        while (first->group && len < BATCH_MAX_CHUNK && k + len < b->n &&
                b->plan[b->order[k + len]].group == first->group &&
-               cost + b->plan[b->order[k + len]].cost_ms <= cap)
+               cost + b->plan[b->order[k + len]].cost_ms <= BATCH_TASK_CAP_MS)
             cost += b->plan[b->order[k + len++]].cost_ms;
         b->tasks[b->n_tasks++] = (task){k, len, cost};
         k += len;
     }
-    if (!getenv("XPW_NOSORT")) qsort(b->tasks, (size_t)b->n_tasks, sizeof *b->tasks, by_cost);
+    qsort(b->tasks, (size_t)b->n_tasks, sizeof *b->tasks, by_cost);
 }
 
 /* One spec: its answer or its error into results[i]. */
@@ -181,9 +180,9 @@ static void run_spec(batch *b, int i, wp_artifact *prebuilt) {
 }
 
 static void run_task(batch *b, const task *t) {
-    uint64_t xt0 = wp_now_ns(); /* EXPERIMENT */
-    wp_artifact arts[16] = {0};
-    const wp_spec *specs[16];
+    uint64_t t0 = wp_now_ns();
+    wp_artifact arts[BATCH_MAX_CHUNK] = {0};
+    const wp_spec *specs[BATCH_MAX_CHUNK];
     for (int k = 0; k < t->n; k++) specs[k] = &b->plan[b->order[t->first + k]].spec;
     wp_err err = {0};
     if (t->n > 1 && !atomic_load(&b->p->stop) && wp_jit_compile_group(b->app->jit, specs, t->n, arts, &err))
@@ -192,10 +191,8 @@ static void run_task(batch *b, const task *t) {
         run_spec(b, b->order[t->first + k], &arts[k]);
         wp_artifact_free(&arts[k]); /* what the cache did not take (it had the kernel already) */
     }
-    if (getenv("XPW_TRACE"))
-        fprintf(stderr, "XPW task pid=%d first=%d n=%d est=%d start=%.3f ms=%.1f %s\n", (int)getpid(), t->first, t->n,
-                t->cost_ms, (double)xt0 / 1e9, (double)(wp_now_ns() - xt0) / 1e6,
-                b->plan[b->order[t->first]].spec.family ? b->plan[b->order[t->first]].spec.family->name : "?");
+    wp_log(WP_LOG_DEBUG, "prewarm: %d %s spec(s) (estimated %d ms) took %.0f ms in process %d", t->n,
+           specs[0]->family ? specs[0]->family->name : "?", t->cost_ms, wp_ms_since(t0), (int)getpid());
 }
 
 static void *batch_worker(void *arg) {
@@ -371,6 +368,10 @@ void wp_prewarm_stop(wp_prewarm *w) {
     free(w);
 }
 
+/* NVRTC's heap (LLVM's many small allocations) in transparent huge pages: glibc's malloc asks for
+ * them (madvise) with this tunable, read only when a program starts. bench/RESULTS.md has the gain. */
+#define PREWARM_TUNABLES "glibc.malloc.hugetlb=1"
+
 /* Runs the batch on `workers` processes: this one and workers-1 forked children, which take tasks
  * from the same counter (p lives in shared memory), print their own errors and _exit (the CUDA
  * driver's exit handlers belong to the parent). */
@@ -396,6 +397,13 @@ static void run_processes(batch *b, int workers) {
     free(kids);
 }
 
+void wp_prewarm_exec_tuned(char **argv) {
+    if (getenv("GLIBC_TUNABLES")) return; /* set already: by us before this exec, or by the user */
+    if (setenv("GLIBC_TUNABLES", PREWARM_TUNABLES, 1)) return;
+    execv("/proc/self/exe", argv);
+    unsetenv("GLIBC_TUNABLES"); /* no exec: carry on as we are */
+}
+
 int wp_prewarm_run_and_exit(wp_app *app, cJSON *doc, int workers) {
     wp_batch_progress *p =
         mmap(NULL, sizeof *p, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0); /* seen by every process */
@@ -411,12 +419,7 @@ int wp_prewarm_run_and_exit(wp_app *app, cJSON *doc, int workers) {
     int rc = batch_open(&b, app, specs, p);
     if (rc == 0) {
         b.print_errors = true;
-        wp_cache_set_sync_each(app->cache, getenv("XPW_FSYNC") != NULL); /* EXPERIMENT knob */
         run_processes(&b, workers);
-        if (wp_cache_sync(app->cache)) {
-            fprintf(stderr, "warpd: prewarm: cannot sync the cache directory: %s\n", strerror(errno));
-            rc = -1;
-        }
     }
     batch_close(&b);
     double secs = (double)(wp_now_ns() - t0) / 1e9;
