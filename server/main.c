@@ -70,6 +70,7 @@ static void usage(FILE *f) {
             "  --backend B          auto | cuda | emu (default auto: cuda when a GPU is usable)\n"
             "  --device N           CUDA device ordinal (default 0)\n"
             "  --arch sm_XY         target when there is no GPU (default sm_90; with a GPU, the device's)\n"
+            "                       (--prewarm --exit: the target whenever it is given)\n"
             "  --cache-dir DIR      disk cache (default $XDG_CACHE_HOME/warpd or ~/.cache/warpd)\n"
             "  --no-disk-cache      keep compiled kernels in memory only\n"
             "  --cache-mem MB       memory cache cap (default %d MB)\n"
@@ -124,6 +125,7 @@ static void usage(FILE *f) {
             "                       start, in the background; GET /v1/ready answers 503 \"warming\" until done\n"
             "  --exit               with --prewarm: compile in the foreground into the cache directory (on\n"
             "                       --workers processes) and exit (0 when every spec compiled), without serving\n"
+            "                       or a CUDA context (the target: --arch, else the device's)\n"
             "  --version, --help\n",
             DEFAULT_PORT, DEFAULT_CACHE_MB, WP_DEFAULT_TEMPLATES, WP_DEFAULT_WEB, DEFAULT_THREADS, DEFAULT_MAX_BODY,
             DEFAULT_CONN_MEMORY, DEFAULT_MAX_DEPTH, DEFAULT_MAX_QUEUE, DEFAULT_MAX_JOBS, DEFAULT_JOB_WORKERS,
