@@ -42,6 +42,9 @@ wp_backend *wp_backend_emu_open(void); /* device 0 */
 wp_backend *wp_backend_emu_open_device(int ordinal);
 /* How many CUDA devices the driver sees; -1 with err when there is no driver. */
 int wp_backend_cuda_count(wp_err *err);
+/* The compute capability of a device (e.g. 90) with no context, stream or memory: for callers that
+ * only compile for it (--prewarm --exit). 0, or -1 with err (503 cuda_unavailable) as _open. */
+int wp_backend_cuda_sm(int device_ordinal, int *sm, wp_err *err);
 void wp_backend_close(wp_backend *b);
 
 const char *wp_backend_name(const wp_backend *b);         /* "cuda" / "emu" */

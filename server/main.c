@@ -77,6 +77,7 @@ static void usage(FILE *f) {
             "  --backend B          auto | cuda | emu (default auto: cuda when a GPU is usable)\n"
             "  --device N           CUDA device ordinal (default 0)\n"
             "  --arch sm_XY         target when there is no GPU (default sm_90; with a GPU, the device's)\n"
+            "                       (--prewarm --exit: the target whenever it is given)\n"
             "  --cache-dir DIR      disk cache (default $XDG_CACHE_HOME/warpd or ~/.cache/warpd)\n"
             "  --no-disk-cache      keep compiled kernels in memory only\n"
             "  --cache-mem MB       memory cache cap (default %d MB)\n"
@@ -131,6 +132,7 @@ static void usage(FILE *f) {
             "                       start, in the background; GET /v1/ready answers 503 \"warming\" until done\n"
             "  --exit               with --prewarm: compile in the foreground into the cache directory (on\n"
             "                       --workers processes) and exit (0 when every spec compiled), without serving\n"
+            "                       or a CUDA context (the target: --arch, else the device's)\n"
             "  --streams-per-device N  CUDA streams per device, each with its own scratch and staging: that\n"
             "                       many jobs run on a device at once (default %d; 1 = one job at a time)\n"
             "  --inline-gpu         let small cached GPU jobs run on the HTTP thread (default: they go to a\n"
@@ -447,6 +449,7 @@ int main(int argc, char **argv) {
     static wp_access *access; /* static: still reachable (no leak report) when start-up fails below */
     o.access = access = wp_access_new();
     if (!o.access || parse_args(argc, argv, &o)) return 2;
+    if (o.exit_after_prewarm) wp_prewarm_exec_tuned(argv); /* prewarm.c: returns when it does not exec */
     wp_err access_err = {0};
     wp_access_set_listen(o.access, o.host);
     if (o.unix_path) wp_access_set_unix(o.access, true); /* file permissions are the access control */
@@ -488,7 +491,20 @@ int main(int argc, char **argv) {
         find_share("web", WP_DEFAULT_WEB, app.web_dir, sizeof app.web_dir);
 
     app.emu = wp_backend_emu_open();
-    if (strcmp(o.backend, "emu")) {
+    if (o.exit_after_prewarm) {
+        /* --prewarm --exit only compiles: the target arch is --arch, else the device's, asked
+         * without creating a context (most of CUDA's start-up). */
+        int sm = 0;
+        if (o.arch)
+            snprintf(app.arch, sizeof app.arch, "%s", o.arch);
+        else if (strcmp(o.backend, "emu") && wp_backend_cuda_sm(o.device, &sm, &err) == 0)
+            snprintf(app.arch, sizeof app.arch, "sm_%d", sm);
+        else if (!strcmp(o.backend, "cuda")) {
+            fprintf(stderr, "warpd: --backend cuda, but CUDA is not usable: %s\n", err.msg);
+            return 1;
+        } else
+            snprintf(app.arch, sizeof app.arch, "sm_90");
+    } else if (strcmp(o.backend, "emu")) {
         if (open_gpus(&o, &app, &err)) {
             snprintf(app.cuda_reason, sizeof app.cuda_reason, "%s", err.msg);
             if (!strcmp(o.backend, "cuda")) {
@@ -501,8 +517,10 @@ int main(int argc, char **argv) {
         snprintf(app.cuda_reason, sizeof app.cuda_reason, "disabled by --backend emu");
     }
     app.preferred = app.cuda ? app.cuda : app.emu;
-    if (!app.cuda) open_emu_devices(&o, &app);
-    if (app.cuda) {
+    if (!app.cuda && !o.exit_after_prewarm) open_emu_devices(&o, &app);
+    if (o.exit_after_prewarm) {
+        /* app.arch is set above */
+    } else if (app.cuda) {
         wp_device_info di;
         wp_backend_info(app.cuda, &di);
         snprintf(app.arch, sizeof app.arch, "sm_%d", di.sm);

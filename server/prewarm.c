@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "app.h"
+#include "log.h"
 
 static const char *const doc_fields[] = {"specs", "description", NULL};
 
@@ -51,21 +52,34 @@ const cJSON *wp_prewarm_specs(const cJSON *doc, wp_err *err) {
 
 /* ---- the batch ----
  * Cold specs that can share an NVRTC program (same template and options: wp_jit_group_id) compile
- * together in chunks, which parses the template and its headers once per chunk instead of once per
- * spec (bench/RESULTS.md has the numbers). Chunks are sized so there are about three tasks per
- * thread, at most BATCH_MAX_CHUNK specs each; data-parallel families (the heaviest kernels) are
- * handed out first. Every spec then goes through wp_compile_spec with its prebuilt kernel, so the
- * cache, the answer and the errors are what a request per spec would give. */
+ * together, which parses the template and its headers once per program instead of once per spec.
+ * That saves the front end (≈45 ms a program, more with the fp16 headers), which is most of a warp
+ * primitive's cost but little of a data-parallel kernel's, whose optimizer and ptxas time grows with
+ * the program (a program of 3 device_scan kernels took as long as the 3 alone). So each spec has an
+ * estimated cost, a program takes specs of its group while their cost stays under BATCH_TASK_CAP_MS
+ * (at most BATCH_MAX_CHUNK): device_scan compiles alone, device_reduce in pairs, warp primitives by
+ * eight. The tasks are handed out longest first (LPT), from one counter that every worker (thread
+ * or --exit process) takes from, so the last tasks are short ones. bench/RESULTS.md has the numbers.
+ * Every spec then goes through wp_compile_spec with its prebuilt kernel, so the cache, the answer
+ * and the errors are what a request per spec would give. */
 
-#define BATCH_MAX_CHUNK 4 /* 8 parsed fewer times but doubled the disk, and was slower on 16 cores (RESULTS.md) */
-#define BATCH_TASKS_PER_THREAD 3
+#define BATCH_MAX_CHUNK 8 /* a grouped entry keeps its program's whole cubin: this caps the disk it takes */
+#define BATCH_TASK_CAP_MS 400
+#define COST_PROGRAM_MS 45 /* front end of a template and its headers */
+#define COST_FP16_MS 25    /* cuda_fp16.h and cuda_bf16.h on top */
+#define COST_SCAN_MS 330   /* a device_scan kernel, beyond the front end */
+#define COST_DATA_MS 130   /* another data-parallel kernel (device_reduce) */
+#define COST_WARP_MS 15    /* a warp primitive */
 
 typedef struct {
     int first, n; /* a run of batch.order */
+    int cost_ms;  /* estimated */
 } task;
 
 typedef struct {
-    bool parsed, cold, heavy;
+    bool parsed, cold;
+    int cost_ms;    /* estimated NVRTC time beyond the program's front end */
+    int program_ms; /* estimated front end */
     uint64_t group; /* wp_jit_group_id; 0: compiles alone */
     wp_spec spec;
 } planned;
@@ -103,35 +117,44 @@ static void plan_one(batch *b, int i) {
     if (wp_spec_from_json(b->items[i], b->app->arch, &pl->spec, &err)) return;
     if (!pl->spec.family->template_file || wp_jit_key(b->app->jit, &pl->spec, key, NULL, 0, &err)) return;
     pl->cold = !wp_cache_contains(b->app->cache, key);
-    pl->heavy = (pl->spec.family->flags & WP_F_DATA) != 0;
-    pl->group = pl->cold ? wp_jit_group_id(b->app->jit, &pl->spec) : 0;
+    if (!pl->cold) return; /* a cache read: costs next to nothing */
+    uint32_t flags = pl->spec.family->flags;
+    bool fp16 = pl->spec.type == WP_F16 || pl->spec.type == WP_BF16;
+    pl->cost_ms = (flags & WP_F_SCAN) ? COST_SCAN_MS : (flags & WP_F_DATA) ? COST_DATA_MS : COST_WARP_MS;
+    pl->program_ms = COST_PROGRAM_MS + (fp16 ? COST_FP16_MS : 0);
+    pl->group = wp_jit_group_id(b->app->jit, &pl->spec);
 }
 
-static int by_weight_then_group(const void *a, const void *b, void *plan) {
+static int by_group(const void *a, const void *b, void *plan) {
     const planned *x = &((const planned *)plan)[*(const int *)a], *y = &((const planned *)plan)[*(const int *)b];
-    if (x->heavy != y->heavy) return x->heavy ? -1 : 1;
     if (x->group != y->group) return x->group < y->group ? -1 : 1;
     return *(const int *)a - *(const int *)b;
 }
 
-/* Orders the specs and cuts them into tasks. */
-static void plan_tasks(batch *b, int threads) {
-    int cold = 0;
+static int by_cost(const void *a, const void *b) {
+    const task *x = a, *y = b;
+    if (x->cost_ms != y->cost_ms) return x->cost_ms > y->cost_ms ? -1 : 1;
+    return x->first - y->first;
+}
+
+/* Orders the specs by group, cuts them into tasks, longest first. */
+static void plan_tasks(batch *b) {
     for (int i = 0; i < b->n; i++) {
         plan_one(b, i);
         b->order[i] = i;
-        cold += b->plan[i].group != 0;
     }
-    qsort_r(b->order, (size_t)b->n, sizeof *b->order, by_weight_then_group, b->plan);
-    int chunk = cold / (BATCH_TASKS_PER_THREAD * (threads > 0 ? threads : 1));
-    chunk = chunk < 1 ? 1 : chunk > BATCH_MAX_CHUNK ? BATCH_MAX_CHUNK : chunk;
+    qsort_r(b->order, (size_t)b->n, sizeof *b->order, by_group, b->plan);
     for (int k = 0; k < b->n;) {
-        uint64_t g = b->plan[b->order[k]].group;
-        int len = 1;
-        while (g && len < chunk && k + len < b->n && b->plan[b->order[k + len]].group == g) len++;
-        b->tasks[b->n_tasks++] = (task){k, len};
+        const planned *first = &b->plan[b->order[k]];
+        int len = 1, cost = first->program_ms + first->cost_ms;
+        while (first->group && len < BATCH_MAX_CHUNK && k + len < b->n &&
+               b->plan[b->order[k + len]].group == first->group &&
+               cost + b->plan[b->order[k + len]].cost_ms <= BATCH_TASK_CAP_MS)
+            cost += b->plan[b->order[k + len++]].cost_ms;
+        b->tasks[b->n_tasks++] = (task){k, len, cost};
         k += len;
     }
+    qsort(b->tasks, (size_t)b->n_tasks, sizeof *b->tasks, by_cost);
 }
 
 /* One spec: its answer or its error into results[i]. */
@@ -157,6 +180,7 @@ static void run_spec(batch *b, int i, wp_artifact *prebuilt) {
 }
 
 static void run_task(batch *b, const task *t) {
+    uint64_t t0 = wp_now_ns();
     wp_artifact arts[BATCH_MAX_CHUNK] = {0};
     const wp_spec *specs[BATCH_MAX_CHUNK];
     for (int k = 0; k < t->n; k++) specs[k] = &b->plan[b->order[t->first + k]].spec;
@@ -167,6 +191,8 @@ static void run_task(batch *b, const task *t) {
         run_spec(b, b->order[t->first + k], &arts[k]);
         wp_artifact_free(&arts[k]); /* what the cache did not take (it had the kernel already) */
     }
+    wp_log(WP_LOG_DEBUG, "prewarm: %d %s spec(s) (estimated %d ms) took %.0f ms in process %d", t->n,
+           specs[0]->family ? specs[0]->family->name : "?", t->cost_ms, wp_ms_since(t0), (int)getpid());
 }
 
 static void *batch_worker(void *arg) {
@@ -185,8 +211,8 @@ static void run_threads(batch *b, int threads) {
     free(tid);
 }
 
-/* Plans the batch for `threads` workers; -1 when out of memory (batch_close it anyway). */
-static int batch_open(batch *b, wp_app *app, const cJSON *specs, int threads, wp_batch_progress *p) {
+/* Plans the batch; -1 when out of memory (batch_close it anyway). */
+static int batch_open(batch *b, wp_app *app, const cJSON *specs, wp_batch_progress *p) {
     int n = cJSON_GetArraySize(specs);
     size_t slots = (size_t)n + 1;
     *b = (batch){.app = app, .n = n, .p = p};
@@ -198,7 +224,7 @@ static int batch_open(batch *b, wp_app *app, const cJSON *specs, int threads, wp
     if (!b->items || !b->results || !b->plan || !b->order || !b->tasks) return -1;
     int i = 0;
     for (const cJSON *s = specs->child; s && i < n; s = s->next) b->items[i++] = s;
-    plan_tasks(b, threads);
+    plan_tasks(b);
     return 0;
 }
 
@@ -215,7 +241,7 @@ static void batch_close(batch *b) {
 cJSON *wp_compile_batch(wp_app *app, const cJSON *specs, int threads, wp_batch_progress *p) {
     batch b;
     cJSON *arr = cJSON_CreateArray();
-    if (batch_open(&b, app, specs, threads, p) == 0 && arr) {
+    if (batch_open(&b, app, specs, p) == 0 && arr) {
         run_threads(&b, threads);
         for (int i = 0; i < b.n; i++) cJSON_AddItemToArray(arr, b.results[i] ? b.results[i] : cJSON_CreateNull());
     }
@@ -342,6 +368,10 @@ void wp_prewarm_stop(wp_prewarm *w) {
     free(w);
 }
 
+/* NVRTC's heap (LLVM's many small allocations) in transparent huge pages: glibc's malloc asks for
+ * them (madvise) with this tunable, read only when a program starts. bench/RESULTS.md has the gain. */
+#define PREWARM_TUNABLES "glibc.malloc.hugetlb=1"
+
 /* Runs the batch on `workers` processes: this one and workers-1 forked children, which take tasks
  * from the same counter (p lives in shared memory), print their own errors and _exit (the CUDA
  * driver's exit handlers belong to the parent). */
@@ -367,6 +397,13 @@ static void run_processes(batch *b, int workers) {
     free(kids);
 }
 
+void wp_prewarm_exec_tuned(char **argv) {
+    if (getenv("GLIBC_TUNABLES")) return; /* set already: by us before this exec, or by the user */
+    if (setenv("GLIBC_TUNABLES", PREWARM_TUNABLES, 1)) return;
+    execv("/proc/self/exe", argv);
+    unsetenv("GLIBC_TUNABLES"); /* no exec: carry on as we are */
+}
+
 int wp_prewarm_run_and_exit(wp_app *app, cJSON *doc, int workers) {
     wp_batch_progress *p =
         mmap(NULL, sizeof *p, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0); /* seen by every process */
@@ -379,7 +416,7 @@ int wp_prewarm_run_and_exit(wp_app *app, cJSON *doc, int workers) {
     p->total = cJSON_GetArraySize(specs);
     uint64_t t0 = wp_now_ns();
     batch b;
-    int rc = batch_open(&b, app, specs, workers, p);
+    int rc = batch_open(&b, app, specs, p);
     if (rc == 0) {
         b.print_errors = true;
         run_processes(&b, workers);

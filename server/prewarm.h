@@ -55,5 +55,8 @@ void wp_prewarm_stop(wp_prewarm *p);
  * bench/RESULTS.md), prints a summary (and each failure) to stdout/stderr, returns the process exit
  * status: 0 when every spec compiled, 1 otherwise. Call it before any other thread of warpd starts. */
 int wp_prewarm_run_and_exit(struct wp_app *app, cJSON *doc, int workers);
+/* For --prewarm --exit, first thing in main: execs warpd again (same argv) with the malloc tunables
+ * that speed NVRTC up, unless GLIBC_TUNABLES is set already (then, or when the exec fails, returns). */
+void wp_prewarm_exec_tuned(char **argv);
 
 #endif

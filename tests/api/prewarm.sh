@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Prewarm tests against the sanitized daemon (prewarm.c):
 #  1. warpd --prewarm FILE --exit fills an empty cache directory (one file per spec) and exits 0; a
-#     set with a bad spec exits 1 (the good ones still compiled); an unreadable file exits 2.
+#     set with a bad spec exits 1 (the good ones still compiled); an unreadable file exits 2. Its
+#     tasks (--log-level debug) cover every spec once, a device_scan alone, warp primitives of one
+#     template together; --arch picks the target; the user's GLIBC_TUNABLES stand.
 #  2. a daemon started on that directory finds every spec on disk ("cache":"disk").
 #  3. --prewarm in the background: GET /v1/ready answers 503 "warming" with its progress, then 200.
 #  4. prewarm/default.json is what prewarm/make_default.py makes from GET /v1/families.
@@ -46,6 +48,25 @@ echo '{"specs": {"family": "shfl"}}' >"$tmp/notarray.json"
 check '[ $rc -eq 2 ] && grep -q "specs must be an array" "$tmp/err"' "specs not an array exited $rc"
 "$bin" --backend emu --exit >"$tmp/out" 2>"$tmp/err"; rc=$?
 check '[ $rc -eq 2 ]' "--exit without --prewarm exited $rc"
+python3 - "$tmp/mix.json" <<'PY'
+import json, sys
+specs = [{"family": f, "type": t, "width": 32} for f in ["shfl", "shfl_up"] for t in ["i32", "u32", "f32", "f64", "i64"]]
+specs += [{"family": "device_scan", "type": t, "op": "sum"} for t in ["i32", "f32"]]
+specs += [{"family": "device_reduce", "type": t, "op": "max"} for t in ["i32", "u32"]]
+json.dump({"specs": specs}, open(sys.argv[1], "w"))
+PY
+"$bin" --backend emu --arch sm_80 --log-level debug --cache-dir "$tmp/c3" --prewarm "$tmp/mix.json" --exit \
+  --workers 2 >"$tmp/out" 2>"$tmp/err"; rc=$?
+check '[ $rc -eq 0 ] && grep -q "14 specs, 14 compiled" "$tmp/out"' "mixed set exited $rc: $(cat "$tmp/out" "$tmp/err")"
+sed -n 's/.*prewarm: \([0-9]*\) \([a-z_]*\) spec(s) (estimated \([0-9]*\) ms).*/\1 \2 \3/p' "$tmp/err" >"$tmp/tasks"
+check '[ "$(awk "{n += \$1} END {print n}" "$tmp/tasks")" -eq 14 ]' "tasks cover every spec once: $(cat "$tmp/tasks")"
+check '! grep -q "^[2-9] device_scan" "$tmp/tasks"' "a device_scan compiles alone: $(cat "$tmp/tasks")"
+check '[ "$(grep -c " shfl" "$tmp/tasks")" -lt 5 ]' "warp primitives of one template share programs: $(cat "$tmp/tasks")"
+check 'grep -q "sm_80" "$tmp/c3"/*/*.wpk' "--arch sm_80 is the target of --exit"
+check 'sanitizer_clean "$tmp/err"' "sanitizer: $(cat "$tmp/err")"
+GLIBC_TUNABLES=glibc.malloc.hugetlb=0 "$bin" --backend emu --cache-dir "$tmp/c4" --prewarm "$tmp/small.json" --exit \
+  >"$tmp/out" 2>"$tmp/err"; rc=$?
+check '[ $rc -eq 0 ] && grep -q "4 specs, 4 compiled" "$tmp/out"' "with the user's GLIBC_TUNABLES: exit $rc: $(cat "$tmp/out" "$tmp/err")"
 
 # 2. a later daemon finds the prewarmed kernels on disk
 mkdir -p "$tmp/d2"; cp -r "$tmp/c1" "$tmp/d2/cache"
