@@ -20,6 +20,8 @@
 #define JIT_PRELUDE_MAX 4096  /* an expression functor */
 #define JIT_ERR_LOG_MAX 160   /* how much of the NVRTC log goes into wp_err.msg */
 #define JIT_MAX_OPTIONS 8
+_Static_assert(JIT_NAME_EXPR_MAX >= WP_SPEC_NAME_MAX && JIT_PRELUDE_MAX >= WP_SPEC_PRELUDE_MAX,
+               "what wp_spec_validate lets through must fit (spec.h)");
 
 typedef struct {
     char *name; /* as #included / as the family row names it */
@@ -262,7 +264,7 @@ const char *wp_jit_options_text(const wp_jit *j) { return j->options_text; }
 
 typedef struct {
     const jit_template *tmpl;
-    char key_text[640]; /* as wp_ready_kernel's: an operator expression re-printed may take 2 x 256 */
+    char key_text[WP_SPEC_KEY_MAX];
     char name_expr[JIT_NAME_EXPR_MAX];
     char prelude[JIT_PRELUDE_MAX];
     char arch_opt[32];

@@ -45,6 +45,22 @@ static int first_type(uint32_t types) {
 
 static int validate_data(wp_spec *s, wp_err *err);
 
+/* The key, name expression and prelude fit jit.c's buffers: only a long operator can make them not fit
+ * (its canonical text and C++ may be longer than what the client wrote). */
+static int fits_compiler(const wp_spec *s, wp_err *err) {
+    char key[WP_SPEC_KEY_MAX];
+    bool fits = wp_spec_key_text(s, key, sizeof key) >= 0;
+    if (fits && (s->family->flags & WP_F_OP) && s->op.kind == WP_OP_EXPR && s->family->template_file) {
+        char name[WP_SPEC_NAME_MAX], *prelude = malloc(WP_SPEC_PRELUDE_MAX);
+        if (!prelude) return WP_FAIL(err, 500, "no_memory", "op", "out of memory");
+        fits = wp_spec_name_expr(s, name, sizeof name, prelude, WP_SPEC_PRELUDE_MAX) == 0;
+        free(prelude);
+    }
+    if (fits) return 0;
+    return WP_FAIL(err, 400, "bad_op", "op", "operator too long once written out (%zu characters canonical: %.40s...)",
+                   strlen(s->op.text), s->op.text);
+}
+
 int wp_spec_validate(wp_spec *s, wp_err *err) {
     const wp_family *f = s->family;
     if (!(f->types & WP_TBIT(s->type))) {
@@ -68,7 +84,8 @@ int wp_spec_validate(wp_spec *s, wp_err *err) {
         if (!(f->ops & WP_OPBIT(s->op.kind)))
             return WP_FAIL(err, 400, "op_not_allowed", "op", "op %s is not allowed for family %s", s->op.text, f->name);
     }
-    return (f->flags & WP_F_DATA) ? validate_data(s, err) : 0;
+    if ((f->flags & WP_F_DATA) && validate_data(s, err)) return -1;
+    return fits_compiler(s, err);
 }
 
 static bool redux_op(wp_op_kind k) { return k != WP_OP_PROD && k != WP_OP_EXPR; }

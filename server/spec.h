@@ -45,6 +45,12 @@ int wp_spec_data_from_json(const cJSON *obj, wp_spec *out, wp_err *err);
 void wp_spec_free(wp_spec *s);
 int wp_spec_copy(wp_spec *dst, const wp_spec *src);
 
+/* What the compiler is given of a spec fits these (jit.c's buffers); wp_spec_validate refuses a spec
+ * whose operator makes either longer (400 bad_op), so a valid spec never fails there. */
+#define WP_SPEC_KEY_MAX 640      /* wp_spec_key_text, with its NUL */
+#define WP_SPEC_NAME_MAX 512     /* wp_spec_name_expr's name expression */
+#define WP_SPEC_PRELUDE_MAX 4096 /* ... and its prelude (an expression functor) */
+
 /* Canonical key text; returns length or -1. */
 int wp_spec_key_text(const wp_spec *s, char *buf, size_t n);
 /* The name expression to instantiate, e.g. "wp_shfl_xor<int, 16, 0xffffffffu>" or

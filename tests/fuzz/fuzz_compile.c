@@ -7,7 +7,7 @@
 #include "jsonval.h"
 
 static void check_spec(const wp_spec *s) {
-    char key[640], key2[640], name[512], prelude[16384];
+    char key[WP_SPEC_KEY_MAX], key2[WP_SPEC_KEY_MAX], name[WP_SPEC_NAME_MAX], prelude[WP_SPEC_PRELUDE_MAX];
     uint8_t hash[32];
     wp_err err = {0};
     if (wp_spec_key_text(s, key, sizeof key) < 0 || !memchr(key, 0, sizeof key)) abort();

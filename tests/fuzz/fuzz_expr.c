@@ -1,10 +1,7 @@
 /* fuzz_expr.c — libFuzzer harness for server/expr.c: any bytes, parsed for every type; what parses
  * is re-parsed from its canonical text (when that fits the input limit), emitted as C++, copied and evaluated on a few
  * values.
- *   clang -std=c11 -g -O1 -D_GNU_SOURCE -ffp-contract=off -I. -Iserver -Ikernels \
- *     -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
- *     tests/fuzz/fuzz_expr.c server/expr.c kernels/types.c server/common.c -lm -o /tmp/fuzz_expr
- *   /tmp/fuzz_expr -max_total_time=30 -max_len=300 */
+ * Built and run by make fuzz / make test (tests/fuzz/run.sh, with tests/fuzz/expr.dict). */
 #include <stdlib.h>
 #include <string.h>
 

@@ -28,8 +28,9 @@ for name in "${names[@]}"; do
     -artifact_prefix="$BUILD/fuzz/artifacts/$name-" $dict ${FUZZ_ARGS:-} "$tmp/$name" "$seeds" >"$tmp/log" 2>&1
   rc=$?
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$tmp/log" | tail -n 1)
+  took=$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$tmp/log" | tail -n 1)
   if [ $rc -eq 0 ]; then
-    pass=$((pass+1)); echo "ok   $name: ${execs:-?} executions in ${secs} s"
+    pass=$((pass+1)); echo "ok   $name: ${execs:-?} executions in ${took:-$secs} s"
   else
     fail=$((fail+1)); echo "FAIL $name (exit $rc, ${execs:-?} executions):"; grep -v '^#\|^INFO\|^stat::' "$tmp/log" | tail -n 40
   fi
