@@ -22,8 +22,9 @@
  * nothing from another origin. */
 #define CSP "default-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 #define CORS_METHODS "GET, HEAD, POST, PUT, DELETE"
-#define CORS_HEADERS "Authorization, Content-Type, Accept"
-#define CORS_EXPOSE "Location, Retry-After, WWW-Authenticate"
+/* reqlog.h reads the last two */
+#define CORS_HEADERS "Authorization, Content-Type, Accept, X-Request-Id, traceparent"
+#define CORS_EXPOSE "Location, Retry-After, WWW-Authenticate, X-Request-Id"
 #define CORS_MAX_AGE "600" /* seconds a browser may keep a preflight's answer */
 #define CHALLENGE "Bearer realm=\"warpd\""
 

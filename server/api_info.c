@@ -50,7 +50,10 @@ void wp_api_ready(void *appv, const wp_req *req, wp_resp *resp) {
     /* 503 while no device is usable, or while --prewarm is still warming (503 "warming", prewarm.h). */
     int status = ready ? 200 : 503;
     if (ready && app->prewarm) status = wp_prewarm_ready_json(app->prewarm, o);
-    if (!ready) snprintf(resp->retry_after, sizeof resp->retry_after, "%d", 60);
+    if (!ready)
+        snprintf(resp->retry_after, sizeof resp->retry_after, "%d", 60);
+    else if (status == 503)
+        snprintf(resp->retry_after, sizeof resp->retry_after, "%d", 1); /* warming */
     wp_resp_json(resp, status, o);
 }
 

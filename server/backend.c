@@ -17,6 +17,8 @@ int wp_backend_streams(const wp_backend *b) {
     return n ? n : 1;
 }
 int wp_backend_ordinal(const wp_backend *b) { return b->ordinal; }
+int wp_backend_index(const wp_backend *b) { return b->index >= 0 ? b->index : b->ordinal; }
+void wp_backend_set_index(wp_backend *b, int index) { b->index = index; }
 void wp_backend_job_enter(wp_backend *b) { atomic_fetch_add(&b->running, 1); }
 void wp_backend_job_leave(wp_backend *b) { atomic_fetch_sub(&b->running, 1); }
 int wp_backend_running(const wp_backend *b) { return atomic_load(&((wp_backend *)b)->running); }

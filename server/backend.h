@@ -30,7 +30,11 @@ wp_backend *wp_backend_cuda_open(int device_ordinal, wp_err *err); /* with WP_CU
 wp_backend *wp_backend_cuda_open_streams(int device_ordinal, int streams, wp_err *err);
 int wp_backend_cuda_streams(const wp_backend *b); /* the pool's size; 0 for another backend */
 int wp_backend_streams(const wp_backend *b);      /* jobs it runs at once: the pool's size; 1 on emu */
-int wp_backend_ordinal(const wp_backend *b);      /* its device number */
+int wp_backend_ordinal(const wp_backend *b);      /* its device number (cuda: the driver's) */
+/* Its place among the devices served (--devices 2,3: 0 and 1): the "device" number requests, buffers,
+ * /v1/info and /metrics use. Set once by main.c before serving; the ordinal until then. */
+int wp_backend_index(const wp_backend *b);
+void wp_backend_set_index(wp_backend *b, int index);
 /* Jobs running on b (placement's load): a job enters before its device work and leaves after. */
 void wp_backend_job_enter(wp_backend *b);
 void wp_backend_job_leave(wp_backend *b);

@@ -755,6 +755,7 @@ wp_backend *wp_backend_cuda_open_streams(int device_ordinal, int streams, wp_err
     }
     b->base.facts = b->info;
     b->base.ordinal = device_ordinal;
+    b->base.index = -1; /* main.c places it */
     return &b->base;
 }
 

@@ -111,6 +111,7 @@ wp_backend *wp_backend_emu_open_device(int ordinal) {
     if (!b) return NULL;
     b->ops = &emu_ops;
     b->ordinal = ordinal;
+    b->index = -1; /* main.c places it */
     emu_info(b, &b->facts);
     const char *fail = getenv("WARPD_EMU_FAIL_DEVICE"); /* test only: a device lost from the start */
     char *end = NULL;

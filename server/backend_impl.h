@@ -62,6 +62,7 @@ struct wp_backend {
     const wp_backend_ops *ops;
     wp_device_info facts; /* what does not change (name, sm, SMs, total memory), set at open */
     int ordinal;          /* the device's number (cuda: the driver's; emu: --emu-devices' index) */
+    int index;            /* its place in the served list: the "device" number of the API (placement.h) */
     atomic_int running;   /* jobs running on it now (wp_backend_job_enter/leave): placement's load */
     char lost[160];       /* emu test hook (WARPD_EMU_FAIL_DEVICE): "" or why the device is lost */
 };

@@ -287,6 +287,9 @@ static void reduce_batch(wp_batch_job *const *jobs, int n) {
         for (int i = 0; i < n; i++) {
             items[i]->rc = rc;
             if (rc) items[i]->err = err;
+            if (rc == 0) /* /metrics: each job of the launch, as reduce.c counts one run alone */
+                wp_metrics_observe_kernel(items[i]->app->metrics, items[i]->j->job.spec->family->name,
+                                          wp_backend_name(lead->be), items[i]->j->res.kernel_us / 1e6);
         }
     } else {
         if (tried) fprintf(stderr, "warpd: no batched kernel (%s): %d jobs run alone\n", kerr.msg, n);
@@ -326,7 +329,7 @@ int wp_batch_run_reduce(wp_app *app, wp_backend *be, wp_batch_reduce *j, wp_err 
     const wp_family *f = it.sized.family;
     if (it.sized.data.block_auto && f->block_for) it.sized.data.block = f->block_for(&it.sized, j->job.n);
     f->plan(&it.sized, j->job.n, j->job.groups, &it.plan);
-    char spec_key[640];
+    char spec_key[WP_SPEC_KEY_MAX];
     int rc;
     if (wp_spec_key_text(&it.sized, spec_key, sizeof spec_key) < 0) {
         rc = run_alone(app, be, j, err);

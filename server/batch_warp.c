@@ -156,7 +156,7 @@ int wp_batch_run_warp(wp_app *app, wp_backend *be, void *fn, const wp_spec *s, c
     if (alone) return wp_backend_run_warp(be, fn, s, job, res, t, err);
     warp_item it = {.be = be, .fn = fn, .spec = s, .job = job, .res = res, .t = t, .mem = app->batch_mem};
     wp_batch_job bj = {.owner = be, .run = warp_batch, .payload = &it};
-    char spec_key[640];
+    char spec_key[WP_SPEC_KEY_MAX];
     if (wp_spec_key_text(s, spec_key, sizeof spec_key) < 0) return wp_backend_run_warp(be, fn, s, job, res, t, err);
     snprintf(bj.key, sizeof bj.key, "warp|%s|e%d|p%d:%llx:%llx|s%d:%d", spec_key, job->elems, job->pred_kind,
              (unsigned long long)job->pred_a, (unsigned long long)job->pred_b, job->first, job->second);

@@ -129,13 +129,13 @@ static void fill_info(const entry *e, wp_buffer_info *out) {
     out->count = e->count;
     out->bytes = e->bytes;
     out->backend = wp_backend_name(wp_buf_backend(e->buf));
-    out->device = wp_backend_ordinal(wp_buf_backend(e->buf));
+    out->device = wp_backend_index(wp_buf_backend(e->buf));
     out->shards = wp_buf_shards(e->buf);
     for (int i = 0; i < out->shards; i++) {
         size_t off;
         wp_buf *p = wp_buf_shard(e->buf, i, &off);
         size_t esize = wp_type_size(e->type);
-        out->shard[i].device = wp_backend_ordinal(wp_buf_backend(p));
+        out->shard[i].device = wp_backend_index(wp_buf_backend(p));
         out->shard[i].offset = off / esize;
         out->shard[i].count = wp_buf_size(p) / esize;
     }

@@ -70,7 +70,7 @@ void wp_cache_set_disk_max(wp_cache *c, uint64_t bytes);
 bool wp_cache_contains(wp_cache *c, const uint8_t key[32]);
 
 enum { WP_TIER_MEMORY = 1, WP_TIER_DISK = 2, WP_TIER_ALL = 3 };
-#define WP_CACHE_KEY_TEXT_MAX 256
+#define WP_CACHE_KEY_TEXT_MAX 640 /* WP_SPEC_KEY_MAX (spec.h): a long operator's key whole */
 typedef struct {
     uint8_t key[32];
     char key_text[WP_CACHE_KEY_TEXT_MAX]; /* "" when unknown (a file written by warpd before 0.2) */

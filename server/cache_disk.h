@@ -20,9 +20,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define WP_DISK_RESCAN_S 300.0 /* a store rescans the directory when the last scan is older */
-#define WP_DISK_TOUCH_S 60.0   /* memory hits refresh a file's mtime at most this often */
-#define WP_DISK_KEY_TEXT_MAX 256
+#define WP_DISK_RESCAN_S 300.0   /* a store rescans the directory when the last scan is older */
+#define WP_DISK_TOUCH_S 60.0     /* memory hits refresh a file's mtime at most this often */
+#define WP_DISK_KEY_TEXT_MAX 640 /* as WP_CACHE_KEY_TEXT_MAX */
 
 typedef struct wp_disk wp_disk;
 

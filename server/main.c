@@ -342,6 +342,21 @@ static int parse_args(int argc, char **argv, options *o) {
         fprintf(stderr, "warpd: --backend must be auto, cuda or emu\n");
         return -1;
     }
+    if (o->devices && strcmp(o->devices, "all")) { /* a list of distinct GPU numbers: 0,2,... */
+        bool seen[65] = {false};
+        const char *p = o->devices;
+        do {
+            char *end = NULL;
+            long v = strtol(p, &end, 10);
+            if (end == p || v < 0 || v > 64 || seen[v] || (*end && *end != ',')) {
+                fprintf(stderr, "warpd: --devices needs all or a list of distinct GPU numbers like 0,2 (got %s)\n",
+                        o->devices);
+                return -1;
+            }
+            seen[v] = true;
+            p = *end ? end + 1 : end;
+        } while (*p);
+    }
     if (o->exit_after_prewarm && (!o->prewarm || o->no_disk)) {
         fprintf(stderr, "warpd: --exit needs --prewarm FILE and a disk cache (it fills the cache directory)\n");
         return -1;
@@ -376,15 +391,33 @@ static int open_gpus(const options *o, wp_app *app, wp_err *err) {
             p = *end ? end + 1 : end;
         }
     }
+    bool all = list && !strcmp(list, "all");
     for (int i = 0; i < n; i++) {
         wp_backend *b = wp_backend_cuda_open_streams(want[i], o->streams_per_device, err);
-        if (!b) {
+        if (!b && all) { /* every visible GPU: one that will not open (busy, exclusive) is left out */
+            wp_log(WP_LOG_WARN, "GPU %d left out: %s", want[i], err->msg);
+            continue;
+        }
+        if (!b) { /* a GPU named on the command line must open */
             for (int k = 0; k < app->n_devices; k++) wp_backend_close(app->devices[k]);
             app->n_devices = 0;
             return -1;
         }
+        int sm = wp_backend_facts(b)->sm, sm0 = app->n_devices ? wp_backend_facts(app->devices[0])->sm : sm;
+        if (sm != sm0) { /* one arch for all: the cache compiles each kernel once, for device 0's */
+            wp_backend_close(b);
+            if (all) {
+                wp_log(WP_LOG_WARN, "GPU %d left out: sm_%d, where the first GPU served is sm_%d", want[i], sm, sm0);
+                continue;
+            }
+            for (int k = 0; k < app->n_devices; k++) wp_backend_close(app->devices[k]);
+            app->n_devices = 0;
+            return WP_FAIL(err, 503, "cuda_unavailable", "", "--devices: GPU %d is sm_%d, GPU %d sm_%d: serve one arch",
+                           want[i], sm, want[0], sm0);
+        }
         app->devices[app->n_devices++] = b;
     }
+    if (!app->n_devices) return -1; /* err: the last GPU's reason */
     app->cuda = app->devices[0];
     return 0;
 }
@@ -497,7 +530,8 @@ int main(int argc, char **argv) {
         int sm = 0;
         if (o.arch)
             snprintf(app.arch, sizeof app.arch, "%s", o.arch);
-        else if (strcmp(o.backend, "emu") && wp_backend_cuda_sm(o.device, &sm, &err) == 0)
+        else if (strcmp(o.backend, "emu") &&
+                 wp_backend_cuda_sm(o.devices && strcmp(o.devices, "all") ? atoi(o.devices) : o.device, &sm, &err) == 0)
             snprintf(app.arch, sizeof app.arch, "sm_%d", sm);
         else if (!strcmp(o.backend, "cuda")) {
             fprintf(stderr, "warpd: --backend cuda, but CUDA is not usable: %s\n", err.msg);
@@ -518,6 +552,7 @@ int main(int argc, char **argv) {
     }
     app.preferred = app.cuda ? app.cuda : app.emu;
     if (!app.cuda && !o.exit_after_prewarm) open_emu_devices(&o, &app);
+    for (int i = 0; i < app.n_devices; i++) wp_backend_set_index(app.devices[i], i); /* the API's numbers */
     if (o.exit_after_prewarm) {
         /* app.arch is set above */
     } else if (app.cuda) {

@@ -53,6 +53,13 @@ else
   run_with "2 devices, today's engine (one stream, no batching)" "" --emu-devices 2 --streams-per-device 1 --batch-max 1
   run_with "3 devices, device 1 lost" "WARPD_EMU_FAIL_DEVICE=1" --emu-devices 3
   run_with "1 device, lost" "WARPD_EMU_FAIL_DEVICE=0" --emu-devices 1
+  # --devices is checked with the other flags: a bad list exits 2 at once (it used to fall back to the
+  # emulator with a warning under --backend auto)
+  for bad in "0,x" "0,0" "" "-1" "1,,2"; do
+    "$bin" --listen 127.0.0.1:0 --no-disk-cache --devices "$bad" >"$tmp/bad.out" 2>&1; rc=$?
+    if [ $rc -eq 2 ] && grep -q -- "--devices needs all or a list" "$tmp/bad.out"; then pass=$((pass+1)); echo "ok   --devices '$bad' refused"
+    else fail=$((fail+1)); echo "FAIL --devices '$bad': exit $rc: $(head -c 300 "$tmp/bad.out")"; fi
+  done
 fi
 echo "devices: $pass passed, $fail failed"
 [ $fail -eq 0 ]

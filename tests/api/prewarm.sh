@@ -101,6 +101,8 @@ if warpd_start "$bin" "$tmp/d3" --backend emu --prewarm "$tmp/slow.json"; then
   first=$(curl -s -w ' %{http_code}' "$base/v1/ready")
   check '[[ "$first" == *"\"status\":\"warming\""*"\"total\":8"*" 503" ]]' "first /v1/ready: $first"
   check '[ "$(curl -s -o /dev/null -w "%{http_code}" "$base/v1/health")" = 200 ]' "/v1/health is 200 while warming"
+  hdrs=$(curl -s -D - -o /dev/null "$base/v1/ready")
+  check '[[ "$hdrs" != *" 503"* || "$hdrs" == *"Retry-After: 1"* ]]' "a warming 503 says Retry-After: $hdrs"
   last=
   for _ in $(seq 1200); do
     last=$(curl -s -w ' %{http_code}' "$base/v1/ready")
