@@ -93,12 +93,13 @@ BENCH_BIN := $(patsubst %.c,$(BUILD)/%,$(BENCH_SRC)) $(patsubst %.cu,$(BUILD)/%,
 run: deps $(BUILD)/warpd
 	$(BUILD)/warpd --listen $(HOST):$(PORT)
 
-# The whole CI suite: unit (ASan+UBSan), API against a sanitized daemon on loopback, web, clients,
-# then the GPU programs, which say SKIPPED without a GPU (and run for real with one: see test-gpu).
+# The whole CI suite: the GPU programs first (their tally is not the last line), then unit (ASan+UBSan),
+# API against a sanitized daemon on loopback, web, clients, package, scale, fuzz. The GPU programs say
+# SKIPPED without a GPU (and run for real with one: see test-gpu).
 # The .cu ones only where nvcc is.
 GPU_TEST_BIN := $(patsubst %.c,$(BUILD)/%,$(GPU_SRC)) $(if $(wildcard $(NVCC)),$(patsubst %.cu,$(BUILD)/%,$(GPU_CU)))
 test: deps check-format $(BUILD)/warpd $(BUILD)/asan/warpd $(UNIT_BIN) $(API_BIN) $(GPU_TEST_BIN) $(FUZZ_BIN)
-	@BUILD=$(BUILD) ./tests/run.sh all && BUILD=$(BUILD) ./tests/run.sh gpu
+	@BUILD=$(BUILD) ./tests/run.sh gpu; gpu_rc=$$?; BUILD=$(BUILD) ./tests/run.sh all && exit $$gpu_rc
 
 test-unit: $(UNIT_BIN)
 	@BUILD=$(BUILD) ./tests/run.sh unit
