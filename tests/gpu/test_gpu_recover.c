@@ -10,32 +10,9 @@
 
 #include "../unit/t.h"
 #include "backend.h"
+#include "fault_kernel.h"
 #include "jit.h"
 #include "spec.h"
-
-/* Takes the same parameter block, writes through a null pointer. */
-static const char faulting_source[] = "struct params { unsigned long long w[7]; int i[6]; };\n"
-                                      "extern \"C\" __global__ void wp_fault(params p) {\n"
-                                      "    *(volatile int *)(p.w[0] * 0 + 16) = 1;\n"
-                                      "}\n";
-
-static int compile_faulting(const char *arch, wp_artifact *a) {
-    memset(a, 0, sizeof *a);
-    nvrtcProgram prog;
-    char opt[32];
-    snprintf(opt, sizeof opt, "-arch=%s", arch);
-    const char *opts[] = {opt};
-    if (nvrtcCreateProgram(&prog, faulting_source, "fault.cu", 0, NULL, NULL) != NVRTC_SUCCESS) return -1;
-    int rc = -1;
-    if (nvrtcCompileProgram(prog, 1, opts) == NVRTC_SUCCESS &&
-        nvrtcGetCUBINSize(prog, &a->cubin_len) == NVRTC_SUCCESS && (a->cubin = malloc(a->cubin_len)) &&
-        nvrtcGetCUBIN(prog, (char *)a->cubin) == NVRTC_SUCCESS) {
-        a->lowered = strdup("wp_fault");
-        rc = 0;
-    }
-    nvrtcDestroyProgram(&prog);
-    return rc;
-}
 
 /* Runs shfl_xor(lane_mask 1) over 32 lanes of i32 and checks every lane got its partner's value. */
 static int run_xor(wp_backend *b, void *fn, const wp_spec *s, wp_err *err) {

@@ -13,6 +13,7 @@
 
 #include "../unit/t.h"
 #include "app.h"
+#include "fault_kernel.h"
 
 #define THREADS 16
 #define WARP_ITERS 200
@@ -122,30 +123,6 @@ static void run_threads(ctx_t *c) {
     for (int i = 0; i < THREADS; i++)
         if (pthread_create(&t[n], NULL, worker, c) == 0) n++;
     for (int i = 0; i < n; i++) pthread_join(t[i], NULL);
-}
-
-/* Writes through a null pointer: a sticky error. */
-static const char faulting_source[] = "struct params { unsigned long long w[7]; int i[6]; };\n"
-                                      "extern \"C\" __global__ void wp_fault(params p) {\n"
-                                      "    *(volatile int *)(p.w[0] * 0 + 16) = 1;\n"
-                                      "}\n";
-
-static int compile_faulting(const char *arch, wp_artifact *a) {
-    memset(a, 0, sizeof *a);
-    nvrtcProgram prog;
-    char opt[32];
-    snprintf(opt, sizeof opt, "-arch=%s", arch);
-    const char *opts[] = {opt};
-    if (nvrtcCreateProgram(&prog, faulting_source, "fault.cu", 0, NULL, NULL) != NVRTC_SUCCESS) return -1;
-    int rc = -1;
-    if (nvrtcCompileProgram(prog, 1, opts) == NVRTC_SUCCESS &&
-        nvrtcGetCUBINSize(prog, &a->cubin_len) == NVRTC_SUCCESS && (a->cubin = malloc(a->cubin_len)) &&
-        nvrtcGetCUBIN(prog, (char *)a->cubin) == NVRTC_SUCCESS) {
-        a->lowered = strdup("wp_fault");
-        rc = 0;
-    }
-    nvrtcDestroyProgram(&prog);
-    return rc;
 }
 
 /* The pool on backend b: warp and reduce jobs from THREADS threads. */
