@@ -1,6 +1,7 @@
 # daemon.sh — sourced by the test scripts: starts a warpd on a free loopback port and learns where it
 # listens from the line it prints ("listening on http://127.0.0.1:PORT", "https://127.0.0.1:PORT" with
 # --tls-cert, or "unix:PATH" when the flags end with --listen unix:PATH).
+#   count FILE NAME                 (below) tallies a test program's "N passed, N failed" line
 #   warpd_start BIN DIR [flags...]  runs BIN --listen 127.0.0.1:0 --cache-dir DIR/cache flags..., stdout
 #                                   in DIR/out, stderr in DIR/err; sets $pid, $port (TCP), $url
 #                                   (http[s]://HOST:PORT as printed, or unix:PATH); 1 if it did not start.
@@ -22,4 +23,13 @@ warpd_start() {
     sleep 0.05
   done
   return 1
+}
+
+# count FILE NAME: adds the last "N passed, N failed" line of FILE (a test program's output) to the
+# caller's $pass and $fail; a missing line is one failure, named after NAME.
+count() {
+  local line; line=$(grep -E '[0-9]+ passed, [0-9]+ failed' "$1" | tail -n 1)
+  if [ -z "$line" ]; then fail=$((fail+1)); echo "!! no result line from $2"; return; fi
+  pass=$((pass + $(sed -E 's/.* ([0-9]+) passed.*/\1/' <<<"$line")))
+  fail=$((fail + $(sed -E 's/.* ([0-9]+) failed.*/\1/' <<<"$line")))
 }

@@ -19,12 +19,6 @@ trap '[ -n "$pid" ] && kill -9 $pid 2>/dev/null; rm -rf "$tmp"' EXIT
 pass=0; fail=0
 ok() { pass=$((pass+1)); }
 bad() { echo "FAIL access: $*"; fail=$((fail+1)); }
-count() { # reads "N passed, N failed" from $1
-  local line; line=$(grep -E '[0-9]+ passed, [0-9]+ failed' "$1" | tail -n 1)
-  if [ -z "$line" ]; then bad "no result line from $2"; return; fi
-  pass=$((pass + $(sed -E 's/.* ([0-9]+) passed.*/\1/' <<<"$line")))
-  fail=$((fail + $(sed -E 's/.* ([0-9]+) failed.*/\1/' <<<"$line")))
-}
 . tests/daemon.sh
 stop_daemon() {
   kill -TERM $pid; local rc=0; wait $pid || rc=$?; pid=

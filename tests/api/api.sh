@@ -8,12 +8,6 @@ BUILD=${BUILD:-build}
 tmp=$(mktemp -d)
 trap 'kill -9 $pid 2>/dev/null; rm -rf "$tmp"' EXIT
 pass=0; fail=0
-count() { # reads "N passed, N failed" from $1
-  local line; line=$(grep -E '[0-9]+ passed, [0-9]+ failed' "$1" | tail -n 1)
-  if [ -z "$line" ]; then fail=$((fail+1)); echo "!! no result line from $2"; return; fi
-  pass=$((pass + $(sed -E 's/.* ([0-9]+) passed.*/\1/' <<<"$line")))
-  fail=$((fail + $(sed -E 's/.* ([0-9]+) failed.*/\1/' <<<"$line")))
-}
 . tests/daemon.sh
 start_daemon() {
   warpd_start "$BUILD/asan/warpd" "$tmp" --backend emu "$@" && return 0

@@ -13,12 +13,6 @@ tmp=$(mktemp -d)
 pid=
 trap '[ -n "$pid" ] && kill -9 $pid 2>/dev/null; rm -rf "$tmp"' EXIT
 pass=0; fail=0
-count() { # reads "N passed, N failed" from $1
-  local line; line=$(grep -E '[0-9]+ passed, [0-9]+ failed' "$1" | tail -n 1)
-  if [ -z "$line" ]; then fail=$((fail+1)); echo "!! no result line from $2"; return; fi
-  pass=$((pass + $(sed -E 's/.* ([0-9]+) passed.*/\1/' <<<"$line")))
-  fail=$((fail + $(sed -E 's/.* ([0-9]+) failed.*/\1/' <<<"$line")))
-}
 . tests/daemon.sh
 
 run_with() { # label, env assignment or "", daemon flags...

@@ -13,12 +13,6 @@ pid=
 trap '[ -n "$pid" ] && kill -9 $pid 2>/dev/null; rm -rf "$tmp"' EXIT
 pass=0; fail=0
 . tests/daemon.sh
-count() { # "N passed, N failed" of the last run
-  local line; line=$(grep -E '[0-9]+ passed, [0-9]+ failed' "$tmp/r" | tail -n 1)
-  if [ -z "$line" ]; then fail=$((fail+1)); echo "!! no result line from slow_conns.py"; return; fi
-  pass=$((pass + $(sed -E 's/.* ([0-9]+) passed.*/\1/' <<<"$line")))
-  fail=$((fail + $(sed -E 's/.* ([0-9]+) failed.*/\1/' <<<"$line")))
-}
 url_of() { sed -E 's#//0\.0\.0\.0:#//127.0.0.1:#' <<<"$1"; } # a wildcard listener, reached on loopback
 phase() { # what, daemon flags..., --, slow_conns.py arguments after the URL
   local what=$1; shift
@@ -28,7 +22,7 @@ phase() { # what, daemon flags..., --, slow_conns.py arguments after the URL
     echo "!! daemon did not start"; cat "$tmp/err"; fail=$((fail+1)); pid=; return
   fi
   timeout 300 python3 tests/api/slow_conns.py "$1" "$(url_of "$url")" "${@:2}" --pid "$pid" >"$tmp/r" 2>&1
-  cat "$tmp/r"; count
+  cat "$tmp/r"; count "$tmp/r" slow_conns.py
   kill -TERM "$pid"; local rc=0; wait "$pid" || rc=$?; pid=
   if [ $rc -ne 0 ] || grep -qE 'AddressSanitizer|LeakSanitizer|runtime error:' "$tmp/err"; then
     echo "!! daemon exited $rc or reported a sanitizer error:"; cat "$tmp/err"; fail=$((fail+1))

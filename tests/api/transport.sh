@@ -15,12 +15,6 @@ pass=0; fail=0
 ok() { echo "ok   $1"; pass=$((pass+1)); }
 bad() { echo "FAIL $1"; fail=$((fail+1)); }
 check() { if eval "$2"; then ok "$1"; else bad "$1"; fi; } # what, shell condition
-count() { # "N passed, N failed" of the runner's output in $tmp/r
-  local line; line=$(grep -E '[0-9]+ passed, [0-9]+ failed' "$tmp/r" | tail -n 1)
-  if [ -z "$line" ]; then bad "no result line from the runner"; return; fi
-  pass=$((pass + $(sed -E 's/.* ([0-9]+) passed.*/\1/' <<<"$line")))
-  fail=$((fail + $(sed -E 's/.* ([0-9]+) failed.*/\1/' <<<"$line")))
-}
 start() { # daemon flags...
   warpd_start "$BUILD/asan/warpd" "$tmp" --backend emu "$@" && return 0
   bad "the daemon did not start with $*"; cat "$tmp/err"; pid=; return 1
@@ -50,7 +44,7 @@ refused "a certificate given as --tls-key" "--tls-key $tmp/cert.pem: not a PEM p
 if start --cache-dir "$tmp/cache" --tls-cert "$tmp/cert.pem" --tls-key "$tmp/key.pem"; then
   check "the start-up line says https ($url)" '[[ "$url" == https://127.0.0.1:* ]]'
   "$BUILD/asan/tests/api/api_runner" --cacert "$tmp/cert.pem" "$url" tests/api/cases/*.json >"$tmp/r" 2>&1
-  grep -E '^FAIL|passed' "$tmp/r"; count
+  grep -E '^FAIL|passed' "$tmp/r"; count "$tmp/r" "the runner"
   rc=0; curl -s -o /dev/null "$url/v1/health" || rc=$?
   check "curl without --cacert refuses the self-signed certificate (exit $rc)" '[ $rc -eq 60 ]'
   code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 "http://127.0.0.1:$port/v1/health")
@@ -64,7 +58,7 @@ if start --cache-dir "$tmp/cache" --listen "unix:$sock"; then
   check "the start-up line says unix:$sock ($url)" '[ "$url" = "unix:$sock" ]'
   check "the socket file's mode is 600 ($(stat -c %a "$sock"))" '[ "$(stat -c %a "$sock")" = 600 ]'
   "$BUILD/asan/tests/api/api_runner" --unix-socket "$sock" http://localhost tests/api/cases/*.json >"$tmp/r" 2>&1
-  grep -E '^FAIL|passed' "$tmp/r"; count
+  grep -E '^FAIL|passed' "$tmp/r"; count "$tmp/r" "the runner"
   refused "a second daemon on a live socket" "another process is listening on $sock" --listen "unix:$sock"
   check "... leaves the first one serving" '[ "$(curl -s --unix-socket "$sock" http://localhost/v1/health)" = "{\"status\":\"ok\"}" ]'
   stop
