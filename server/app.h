@@ -46,7 +46,6 @@ typedef struct wp_app {
     wp_batcher *batcher;
     wp_batch_mem *batch_mem; /* device memory of batched launches */
     wp_metrics *metrics;     /* latency histograms, process and build metrics (metrics.c): /metrics */
-    int cuda_device;         /* the CUDA device ordinal (--device), for /metrics */
 
     /* Prewarm (prewarm.c): the background --prewarm run (NULL when none) that GET /v1/ready reports,
      * and how many threads a {"specs":[...]} batch compiles on. */

@@ -653,7 +653,6 @@ int main(int argc, char **argv) {
     }
 
     /* Request ids, the access log and the latency histograms (reqlog.c, metrics.c). */
-    app.cuda_device = o.device;
     app.metrics = wp_metrics_open(routes);
     static wp_reqlog *reqlog; /* static: still reachable (no leak report) when start-up fails below */
     reqlog = app.metrics ? wp_reqlog_open(o.access_log, app.metrics, &err) : NULL;
