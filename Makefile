@@ -156,7 +156,8 @@ check-format:
 
 # ---- fuzzing (issue 10): libFuzzer harnesses tests/fuzz/fuzz_*.c, clang with ASan + UBSan, over the
 # library built again with coverage. make fuzz: each for FUZZ_SECONDS (60) from its seed corpus
-# tests/fuzz/corpus/<name>/; make test runs each for 20 s (tests/run.sh fuzz).
+# tests/fuzz/corpus/<name>/; make test runs each a fixed number of inputs from a fixed seed (tests/run.sh
+# fuzz, FUZZ_FIXED: the same inputs every run).
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 60
 FUZZ_SAN  := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
