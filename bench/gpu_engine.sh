@@ -2,11 +2,12 @@
 # gpu_engine.sh — issue 9's numbers on the GPU machine, in one run: builds warpd and the GPU tests,
 # runs the engine's GPU tests (stream pool, recovery, buffers, streams), then wrk on loopback at
 # 1/16/64/256 connections against a cached 3-element POST /v1/reduce and a 32-lane POST /v1/warp, for
-#   new     — the defaults (4 streams per device; GPU jobs on workers, never on the HTTP thread;
-#             dynamic batching of what is already waiting)
+#   new     — the defaults (4 streams per device; a small cached GPU job on the HTTP thread while its
+#             device is idle, else on a worker: --inline-gpu idle; dynamic batching of what waits)
+#   never   — the defaults plus --inline-gpu never (every GPU job on a worker)
 #   win100  — the defaults plus --batch-window-us 100 (a batch waits up to 100 us to gather more)
-#   inline  — the defaults plus --inline-gpu (small cached GPU jobs on the HTTP thread, as before)
-#   today   — --streams-per-device 1 --inline-gpu (and --batch-max 1 where the build has batching):
+#   inline  — the defaults plus --inline-gpu always (small cached GPU jobs on the HTTP thread, as before)
+#   today   — --streams-per-device 1 --inline-gpu always (and --batch-max 1 where the build has batching):
 #             one job on the device at a time, as before issue 9
 # and prints one table: req/s, p50 and p99 latency, non-2xx answers; then a 1 GiB buffer on device 0
 # against one sharded over every device (upload GB/s, reduce GB/s), and reduces of per-device buffers
@@ -80,12 +81,14 @@ if [ "${SKIP_WRK:-0}" != 1 ]; then
 batch_flag=()
 "$BUILD/warpd" --help | grep -q -- '--batch-max' && batch_flag=(--batch-max 1)
 printf "%-7s %-7s %5s %12s %10s %10s %8s\n" engine route conns "req/s" p50 p99 non2xx
-for engine in new win100 inline today; do
+inline_always=(--inline-gpu); "$BUILD/warpd" --help | grep -q -- '--inline-gpu MODE' && inline_always=(--inline-gpu always)
+for engine in ${ENGINES:-new never win100 inline today}; do
   case $engine in
     new) start ;;
+    never) start --inline-gpu never ;;
     win100) start --batch-window-us 100 ;;
-    inline) start --inline-gpu ;;
-    today) start --streams-per-device 1 --inline-gpu "${batch_flag[@]}" ;;
+    inline) start "${inline_always[@]}" ;;
+    today) start --streams-per-device 1 "${inline_always[@]}" "${batch_flag[@]}" ;;
   esac
   curl -s "$base/v1/info" | python3 -c 'import json,sys; d=json.load(sys.stdin); print("#", d["backend"], d["device"]["name"])' 2>/dev/null
   for route in reduce warp; do

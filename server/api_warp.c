@@ -358,7 +358,7 @@ void wp_api_warp(void *appv, const wp_req *req, wp_resp *resp) {
     double parse_us = wp_us_since(req->t_start_ns);
     if (spec.family->backends & WP_BACKEND_CUDA) {
         if (req->may_defer) { /* on the HTTP thread: only with a kernel already in memory */
-            int rc = wp_app_kernel_peek(app, &spec, be, &rk, &err);
+            int rc = wp_app_may_run_inline(app, be) ? wp_app_kernel_peek(app, &spec, be, &rk, &err) : 1;
             if (rc < 0) goto fail;
             if (rc > 0) {
                 resp->defer = true;
@@ -376,9 +376,10 @@ void wp_api_warp(void *appv, const wp_req *req, wp_resp *resp) {
     bool on_cuda = !wp_backend_on_host(be); /* emu devices (--emu-devices) are all the emulator */
     int batch_size = 1; /* the emulator's run says which lanes are defined; the backend's run is batched */
     if (on_cuda ? wp_backend_run_warp(app->emu, NULL, &spec, &w.job, &emu.r, &emu_t, &err)
-                : wp_batch_run_warp(app, be, NULL, &spec, &w.job, &emu.r, &emu_t, &batch_size, &err))
+                : wp_batch_run_warp(app, be, NULL, &spec, &w.job, &emu.r, &emu_t, req->may_defer, &batch_size, &err))
         goto fail;
-    if (on_cuda && wp_batch_run_warp(app, be, rk.fn, &spec, &w.job, &dev.r, &dev_t, &batch_size, &err)) goto fail;
+    if (on_cuda && wp_batch_run_warp(app, be, rk.fn, &spec, &w.job, &dev.r, &dev_t, req->may_defer, &batch_size, &err))
+        goto fail;
     atomic_fetch_add(&app->warp_runs, 1);
     wp_metrics_observe_kernel(app->metrics, spec.family->name, wp_backend_name(be),
                               (on_cuda ? dev_t.kernel_us : emu_t.kernel_us) / 1e6);

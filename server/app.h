@@ -20,6 +20,10 @@
 
 #define WP_VERSION "0.1.0"
 
+/* --inline-gpu: where a small GPU job with its kernel in memory runs (wp_app_may_run_inline). */
+typedef enum { WP_INLINE_IDLE = 0, WP_INLINE_NEVER, WP_INLINE_ALWAYS } wp_inline_mode;
+int wp_inline_mode_parse(const char *text, wp_inline_mode *out); /* 0, or -1 when not never|idle|always */
+
 typedef struct wp_app {
     wp_jit *jit;
     wp_cache *cache;
@@ -44,15 +48,16 @@ typedef struct wp_app {
     uint64_t emu_max_elements;
     /* dynamic batching (batch.h, batch_exec.h): --batch-window-us, --batch-max; NULL: every job alone */
     wp_batcher *batcher;
-    wp_batch_mem *batch_mem; /* device memory of batched launches */
-    wp_metrics *metrics;     /* latency histograms, process and build metrics (metrics.c): /metrics */
+    wp_batch_mem *batch_mem;    /* device memory of batched launches */
+    struct wp_bgbuild *bgbuild; /* kernels built off the request path (bgbuild.h): a batch's _batch entry */
+    wp_metrics *metrics;        /* latency histograms, process and build metrics (metrics.c): /metrics */
 
     /* Prewarm (prewarm.c): the background --prewarm run (NULL when none) that GET /v1/ready reports,
      * and how many threads a {"specs":[...]} batch compiles on. */
     struct wp_prewarm *prewarm;
     int compile_threads;
     /* devices (issue 9): */
-    bool inline_gpu;                     /* --inline-gpu: small GPU jobs may run on the HTTP thread (measuring only) */
+    wp_inline_mode inline_gpu;           /* --inline-gpu: when small GPU jobs may run on the HTTP thread */
     int streams_per_device;              /* --streams-per-device */
     wp_backend *devices[WP_MAX_DEVICES]; /* what jobs run on (placement.h): the GPUs (devices[0] is cuda), */
     int n_devices;                       /* or the emulator's --emu-devices (devices[0] is emu) */
@@ -74,10 +79,15 @@ typedef struct {
  * wp_app_kernel_put. */
 int wp_app_kernel_get(wp_app *app, const wp_spec *s, wp_backend *b, wp_ready_kernel *out, wp_err *err);
 void wp_app_kernel_put(wp_app *app, wp_ready_kernel *rk);
+/* From the memory cache only, loaded on b whatever thread asks: returns 1 (nothing held) when the
+ * kernel is not in memory. */
+int wp_app_kernel_memory(wp_app *app, const wp_spec *s, wp_backend *b, wp_ready_kernel *out, wp_err *err);
 /* The same, from the memory cache only: returns 1 (nothing held) when the kernel is not there. */
 int wp_app_kernel_peek(wp_app *app, const wp_spec *s, wp_backend *b, wp_ready_kernel *out, wp_err *err);
-/* Whether a job on b may run on an HTTP thread (WP_ROUTE_TRY_INLINE): emu's may; a GPU's only with
- * --inline-gpu, since the thread would wait for the device. wp_app_kernel_peek answers 1 otherwise. */
+/* Whether a job on b may run on an HTTP thread (WP_ROUTE_TRY_INLINE): emu's may; a GPU's as
+ * --inline-gpu says: idle (the default) while b has no job running, so the thread waits for one small
+ * job at most and only when nothing else is on the device (under load every GPU job goes to a worker);
+ * always; never. wp_app_kernel_peek answers 1 when it may not. Any thread. */
 bool wp_app_may_run_inline(const wp_app *app, const wp_backend *b);
 
 /* Picks the backend a request asked for ("backend": "auto", "cuda", "emu", or absent) and, among the

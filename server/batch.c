@@ -102,8 +102,8 @@ static void count(wp_batcher *bt, int n) {
 }
 
 /* Lock held, job leads q: waits out the window (or until max jobs wait), then takes the batch. */
-static int gather(wp_batcher *bt, batch_queue *q, wp_batch_job **jobs) {
-    if (bt->cfg.window_us > 0 && q->waiting < bt->cfg.max) {
+static int gather(wp_batcher *bt, batch_queue *q, const wp_batch_job *leader, wp_batch_job **jobs) {
+    if (bt->cfg.window_us > 0 && !leader->no_wait && q->waiting < bt->cfg.max) {
         struct timespec until;
         clock_gettime(CLOCK_MONOTONIC, &until);
         long long ns = until.tv_nsec + (long long)bt->cfg.window_us * 1000;
@@ -159,7 +159,7 @@ int wp_batcher_submit(wp_batcher *bt, wp_batch_job *job) {
     }
 
     wp_batch_job *jobs[WP_BATCH_MAX_LIMIT];
-    int n = gather(bt, q, jobs); /* the leader is the oldest waiting job: jobs[0] */
+    int n = gather(bt, q, job, jobs); /* the leader is the oldest waiting job: jobs[0] */
     pthread_mutex_unlock(&bt->lock);
 
     job->run(jobs, n);

@@ -5,11 +5,10 @@
  * A job enters the queue of its (owner, key) — owner is the backend it runs on, key the kernel key
  * plus everything a batched launch needs to be equal (batch_warp.c, batch_reduce.c build it). The
  * first job to find the queue without a leader becomes the leader: it waits up to the window (0: not
- * at all) for more jobs, takes up to `max` waiting jobs (itself first) and runs them through `run`,
- * outside every lock. While a batch runs, jobs that arrive wait in the queue; when it is done the
- * leader hands each job its result (they wake) and makes the oldest waiting job the next leader. So
- * with a window of 0 a batch is what was already waiting: under load, everything that arrived while
- * the previous batch ran.
+ * at all; nor when the leader is on an HTTP thread, no_wait) for more jobs, takes up to `max` waiting jobs (itself
+ * first) and runs them through `run`, outside every lock. While a batch runs, jobs that arrive wait in the queue; when
+ * it is done the leader hands each job its result (they wake) and makes the oldest waiting job the next leader. So with
+ * a window of 0 a batch is what was already waiting: under load, everything that arrived while the previous batch ran.
  *
  * Threads: wp_batcher_submit may be called from any thread (HTTP threads answering small jobs inline,
  * workers, async jobs) and blocks the caller until its job has run, at most the window plus the runs
@@ -47,6 +46,7 @@ struct wp_batch_job {
     char key[WP_BATCH_KEY_MAX];
     wp_batch_run_fn run; /* the same for every job of one key */
     void *payload;       /* the caller's job and result */
+    bool no_wait;        /* the caller is an HTTP thread: leading, it takes what waits now, never the window */
     int size;            /* out: the size of the batch it ran in */
     /* the batcher's */
     struct wp_batch_job *next;

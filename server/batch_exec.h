@@ -29,9 +29,10 @@ struct wp_app;
 
 /* ---- /v1/warp (batch_warp.c) ----
  * Runs job on be (fn: the loaded kernel on cuda, NULL on emu) as wp_backend_run_warp does, batched
- * with concurrent jobs of the same kernel and run-time scalars. *size gets the batch's size. */
+ * with concurrent jobs of the same kernel and run-time scalars. *size gets the batch's size. no_wait:
+ * the caller is an HTTP thread (it never waits out --batch-window-us, wp_batch_job.no_wait). */
 int wp_batch_run_warp(struct wp_app *app, wp_backend *be, void *fn, const wp_spec *s, const wp_warp_job *job,
-                      wp_warp_result *res, wp_run_timing *t, int *size, wp_err *err);
+                      wp_warp_result *res, wp_run_timing *t, bool no_wait, int *size, wp_err *err);
 
 /* ---- /v1/reduce, /v1/scan (batch_reduce.c) ----
  * A job with its input on the host (in_host: n packed elements) or in job.in (a buffer on be), and,

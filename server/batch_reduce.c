@@ -21,6 +21,8 @@
 #include "app.h"
 #include "batch.h"
 #include "batch_exec.h"
+#include "bgbuild.h"
+#include "log.h"
 
 #define HEAD_BYTES 256  /* reduce.c's WP_SCRATCH_HEAD: counters, then the result slot */
 #define HEAD_RESULT 192 /* reduce.c's WP_SCRATCH_RESULT */
@@ -211,13 +213,22 @@ static void item_results(reduce_item *it, const unsigned char *h, const wp_ready
     }
 }
 
-/* The batched kernel: from the memory cache only when the leader may not wait for a compile. */
-static int batch_kernel(reduce_item *lead, wp_ready_kernel *rk, wp_err *err) {
+/* The batched kernel. On cuda from memory only, wherever the leader runs: when it is not there yet
+ * the background builder is asked for it (bgbuild.h) and this batch runs its jobs alone, so a compile
+ * never holds up a batch (and every request queued behind it). On emu, with "compile", it is built
+ * here (CI compiles the templates), from memory only when the leader may not wait for a compile. */
+static int batch_kernel(reduce_item *lead, bool cuda, wp_ready_kernel *rk, wp_err *err) {
     wp_spec bs;
     if (wp_spec_copy(&bs, &lead->sized)) return WP_FAIL(err, 500, "out_of_memory", "", "out of memory");
     bs.data.batched = true;
-    int rc = lead->j->job.memory_only ? wp_app_kernel_peek(lead->app, &bs, lead->be, rk, err)
+    int rc;
+    if (cuda) {
+        rc = wp_app_kernel_memory(lead->app, &bs, lead->be, rk, err);
+        if (rc > 0) wp_bgbuild_want(lead->app->bgbuild, &bs, lead->be);
+    } else {
+        rc = lead->j->job.memory_only ? wp_app_kernel_peek(lead->app, &bs, lead->be, rk, err)
                                       : wp_app_kernel_get(lead->app, &bs, lead->be, rk, err);
+    }
     wp_spec_free(&bs);
     return rc;
 }
@@ -271,8 +282,8 @@ static void reduce_batch(wp_batch_job *const *jobs, int n) {
     wp_err kerr = {0};
     /* On emu, with "compile", the batched kernel is built too, as cuda would: CI compiles the templates. */
     const bool tried = n > 1 && (cuda || lead->j->job.compile_on_emu);
-    const int got = tried ? batch_kernel(lead, &rk, &kerr) : -1;
-    if (got > 0 || (tried && got < 0 && !cuda)) { /* not in memory: to a worker, which may compile; emu: failed */
+    const int got = tried ? batch_kernel(lead, cuda, &rk, &kerr) : -1;
+    if (!cuda && tried && got != 0) { /* emu: not in memory (to a worker, which may compile), or failed */
         for (int i = 0; i < n; i++) {
             items[i]->rc = got > 0 ? 1 : -1;
             items[i]->err = kerr;
@@ -292,7 +303,7 @@ static void reduce_batch(wp_batch_job *const *jobs, int n) {
                                           wp_backend_name(lead->be), items[i]->j->res.kernel_us / 1e6);
         }
     } else {
-        if (tried) fprintf(stderr, "warpd: no batched kernel (%s): %d jobs run alone\n", kerr.msg, n);
+        if (tried && got < 0) wp_log(WP_LOG_WARN, "no batched kernel (%s): %d jobs run alone", kerr.msg, n);
         for (int i = 0; i < n; i++) items[i]->rc = run_alone(items[i]->app, items[i]->be, items[i]->j, &items[i]->err);
     }
     wp_app_kernel_put(lead->app, &rk);
@@ -334,7 +345,7 @@ int wp_batch_run_reduce(wp_app *app, wp_backend *be, wp_batch_reduce *j, wp_err 
     if (wp_spec_key_text(&it.sized, spec_key, sizeof spec_key) < 0) {
         rc = run_alone(app, be, j, err);
     } else {
-        wp_batch_job bj = {.owner = be, .run = reduce_batch, .payload = &it};
+        wp_batch_job bj = {.owner = be, .run = reduce_batch, .payload = &it, .no_wait = j->job.memory_only};
         snprintf(bj.key, sizeof bj.key, "data|%s|smem%u|m%d|c%d", spec_key, it.plan.smem, j->job.memory_only,
                  j->job.compile_on_emu);
         j->size = wp_batcher_submit(app->batcher, &bj);

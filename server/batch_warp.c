@@ -147,7 +147,7 @@ static void warp_batch(wp_batch_job *const *jobs, int n) {
 }
 
 int wp_batch_run_warp(wp_app *app, wp_backend *be, void *fn, const wp_spec *s, const wp_warp_job *job,
-                      wp_warp_result *res, wp_run_timing *t, int *size, wp_err *err) {
+                      wp_warp_result *res, wp_run_timing *t, bool no_wait, int *size, wp_err *err) {
     *size = 1;
     const bool cuda = !is_emu(be);
     /* Alone: no batcher; a job the backend refuses (it says why); a family the device cannot run. */
@@ -155,7 +155,7 @@ int wp_batch_run_warp(wp_app *app, wp_backend *be, void *fn, const wp_spec *s, c
                  job->elems > WP_MAX_ELEMS || (cuda && (!fn || s->family->min_sm > wp_backend_facts(be)->sm));
     if (alone) return wp_backend_run_warp(be, fn, s, job, res, t, err);
     warp_item it = {.be = be, .fn = fn, .spec = s, .job = job, .res = res, .t = t, .mem = app->batch_mem};
-    wp_batch_job bj = {.owner = be, .run = warp_batch, .payload = &it};
+    wp_batch_job bj = {.owner = be, .run = warp_batch, .payload = &it, .no_wait = no_wait};
     char spec_key[WP_SPEC_KEY_MAX];
     if (wp_spec_key_text(s, spec_key, sizeof spec_key) < 0) return wp_backend_run_warp(be, fn, s, job, res, t, err);
     snprintf(bj.key, sizeof bj.key, "warp|%s|e%d|p%d:%llx:%llx|s%d:%d", spec_key, job->elems, job->pred_kind,

@@ -66,15 +66,36 @@ int wp_app_kernel_get_prebuilt(wp_app *app, const wp_spec *s, wp_artifact *prebu
     return kernel_get(app, s, NULL, false, prebuilt, out, err);
 }
 
+int wp_app_kernel_memory(wp_app *app, const wp_spec *s, wp_backend *b, wp_ready_kernel *out, wp_err *err) {
+    return kernel_get(app, s, b, true, NULL, out, err);
+}
+
 int wp_app_kernel_peek(wp_app *app, const wp_spec *s, wp_backend *b, wp_ready_kernel *out, wp_err *err) {
-    if (b && !wp_app_may_run_inline(app, b)) { /* on the HTTP thread: a GPU job goes to a worker */
+    /* On the HTTP thread a GPU job goes to a worker unless --inline-gpu lets it stay. Whether the device is
+     * idle (WP_INLINE_IDLE) the handler asked once, at its start (wp_app_may_run_inline): asked again
+     * here it could change its mind after the job's upload. */
+    if (b && !wp_backend_on_host(b) && app->inline_gpu == WP_INLINE_NEVER) {
         memset(out, 0, sizeof *out);
         return 1;
     }
     return kernel_get(app, s, b, true, NULL, out, err);
 }
 
-bool wp_app_may_run_inline(const wp_app *app, const wp_backend *b) { return wp_backend_on_host(b) || app->inline_gpu; }
+bool wp_app_may_run_inline(const wp_app *app, const wp_backend *b) {
+    if (wp_backend_on_host(b) || app->inline_gpu == WP_INLINE_ALWAYS) return true;
+    return app->inline_gpu == WP_INLINE_IDLE && wp_backend_running(b) == 0;
+}
+
+int wp_inline_mode_parse(const char *text, wp_inline_mode *out) {
+    static const char *const names[] = {
+        [WP_INLINE_IDLE] = "idle", [WP_INLINE_NEVER] = "never", [WP_INLINE_ALWAYS] = "always"};
+    for (int i = 0; text && i < (int)WP_ARRAY_LEN(names); i++)
+        if (!strcmp(text, names[i])) {
+            *out = (wp_inline_mode)i;
+            return 0;
+        }
+    return -1;
+}
 
 void wp_app_kernel_put(wp_app *app, wp_ready_kernel *rk) {
     if (rk->kernel) wp_kernel_release(app->cache, rk->kernel);

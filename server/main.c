@@ -12,6 +12,7 @@
 
 #include "access.h"
 #include "app.h"
+#include "bgbuild.h"
 #include "listen.h"
 #include "log.h"
 #include "prewarm.h"
@@ -64,7 +65,7 @@ typedef struct {
     bool exit_after_prewarm;           /* --exit */
     /* devices (issue 9) */
     int streams_per_device;
-    bool inline_gpu;
+    wp_inline_mode inline_gpu;
     const char *devices; /* --devices: "all" or "0,2,..."; NULL: --device's, else all */
     bool device_given;
     int emu_devices;
@@ -135,8 +136,11 @@ static void usage(FILE *f) {
             "                       or a CUDA context (the target: --arch, else the device's)\n"
             "  --streams-per-device N  CUDA streams per device, each with its own scratch and staging: that\n"
             "                       many jobs run on a device at once (default %d; 1 = one job at a time)\n"
-            "  --inline-gpu         let small cached GPU jobs run on the HTTP thread (default: they go to a\n"
-            "                       worker, so HTTP threads never wait for a device; for measuring)\n"
+            "  --inline-gpu MODE    where a small GPU job whose kernel is in memory runs: idle (default) on\n"
+            "                       the HTTP thread while its device has no job running (at low load the\n"
+            "                       worker hand-off is most of a request's time), else on a worker; never:\n"
+            "                       always on a worker (an HTTP thread never waits for a device); always:\n"
+            "                       on the HTTP thread (the engine before issue 9, for measuring)\n"
             "  --devices all|0,2,.. the GPUs to serve on, one context each (default all visible; --device N\n"
             "                       alone means just N). Jobs go to the least-loaded one unless they pin\n"
             "                       \"device\": N or run over a buffer (then where it lives)\n"
@@ -216,9 +220,12 @@ static int parse_args(int argc, char **argv, options *o) {
             o->exit_after_prewarm = true;
         else if (FLAG("--prewarm"))
             o->prewarm = v;
-        else if (!strcmp(a, "--inline-gpu"))
-            o->inline_gpu = true;
-        else if (FLAG("--devices"))
+        else if (FLAG("--inline-gpu")) {
+            if (wp_inline_mode_parse(v, &o->inline_gpu)) {
+                fprintf(stderr, "warpd: --inline-gpu must be never, idle or always\n");
+                return -1;
+            }
+        } else if (FLAG("--devices"))
             o->devices = v;
         else if (FLAG("--emu-devices")) {
             if (parse_num(a, v, 1, WP_MAX_DEVICES, &n)) return -1;
@@ -645,9 +652,10 @@ int main(int argc, char **argv) {
     wp_batch_config bcfg = {.window_us = o.batch_window_us, .max = o.batch_max};
     app.batcher = wp_batcher_open(&bcfg);
     app.batch_mem = wp_batch_mem_open();
+    app.bgbuild = wp_bgbuild_open(&app);
     wp_jobs_config jc = {.max_jobs = o.max_jobs, .workers = o.job_workers, .ttl_s = o.job_ttl_s};
     if (app.buffers) app.jobs = wp_jobs_open(&jc, routes, &app, &err);
-    if (!app.buffers || !app.jobs || !app.reduce || !app.batcher || !app.batch_mem) {
+    if (!app.buffers || !app.jobs || !app.reduce || !app.batcher || !app.batch_mem || !app.bgbuild) {
         fprintf(stderr, "warpd: cannot start jobs and buffers: %s\n", err.msg);
         return 1;
     }
@@ -724,6 +732,7 @@ int main(int argc, char **argv) {
     wp_http_stop(app.http);
     wp_access_free(access);             /* after HTTP: nothing checks requests any more */
     wp_prewarm_stop(app.prewarm);       /* before the cache closes: it compiles into it */
+    wp_bgbuild_close(app.bgbuild);      /* after HTTP and jobs (nothing asks), before the cache and backends */
     wp_jobs_close(app.jobs);            /* after HTTP: nothing submits any more */
     wp_buffers_close(app.buffers);      /* after jobs: nothing holds a buffer any more */
     wp_reduce_engine_close(app.reduce); /* its scratch lives on the backends */

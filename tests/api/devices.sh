@@ -54,6 +54,17 @@ else
     if [ $rc -eq 2 ] && grep -q -- "--devices needs all or a list" "$tmp/bad.out"; then pass=$((pass+1)); echo "ok   --devices '$bad' refused"
     else fail=$((fail+1)); echo "FAIL --devices '$bad': exit $rc: $(head -c 300 "$tmp/bad.out")"; fi
   done
+  # --inline-gpu takes never, idle or always (it was a bare flag before; a bare one at the end is
+  # refused too, not read as the next flag)
+  for bad in "sometimes" "" "IDLE"; do
+    "$bin" --listen 127.0.0.1:0 --no-disk-cache --inline-gpu "$bad" >"$tmp/bad.out" 2>&1; rc=$?
+    if [ $rc -eq 2 ] && grep -q -- "--inline-gpu must be never, idle or always" "$tmp/bad.out"; then pass=$((pass+1)); echo "ok   --inline-gpu '$bad' refused"
+    else fail=$((fail+1)); echo "FAIL --inline-gpu '$bad': exit $rc: $(head -c 300 "$tmp/bad.out")"; fi
+  done
+  "$bin" --listen 127.0.0.1:0 --no-disk-cache --inline-gpu >"$tmp/bad.out" 2>&1; rc=$?
+  if [ $rc -eq 2 ]; then pass=$((pass+1)); echo "ok   a bare --inline-gpu refused"
+  else fail=$((fail+1)); echo "FAIL a bare --inline-gpu: exit $rc: $(head -c 300 "$tmp/bad.out")"; fi
+  for mode in never always; do run_with "2 devices, --inline-gpu $mode" "" --emu-devices 2 --inline-gpu "$mode"; done
 fi
 echo "devices: $pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -60,11 +60,15 @@ static void *submit(void *arg) {
     return NULL;
 }
 
-static void start(submitter *s, pthread_t *th, wp_batcher *bt, const void *owner, const char *key, int id, bool gated) {
+static void start_as(submitter *s, pthread_t *th, wp_batcher *bt, const void *owner, const char *key, int id,
+                     bool gated, bool no_wait) {
     *s = (submitter){.bt = bt, .p = {.id = id, .gated = gated}};
-    s->job = (wp_batch_job){.owner = owner, .run = run, .payload = &s->p};
+    s->job = (wp_batch_job){.owner = owner, .run = run, .payload = &s->p, .no_wait = no_wait};
     snprintf(s->job.key, sizeof s->job.key, "%s", key);
     pthread_create(th, NULL, submit, s);
+}
+static void start(submitter *s, pthread_t *th, wp_batcher *bt, const void *owner, const char *key, int id, bool gated) {
+    start_as(s, th, bt, owner, key, id, gated, false);
 }
 
 static void wait_waiting(wp_batcher *bt, int n) { /* until n jobs wait in queues (or 10 s) */
@@ -189,6 +193,33 @@ static void window_fills(void) {
     wp_batcher_close(bt);
 }
 
+/* A leader on an HTTP thread (no_wait) never waits out the window: with a 5 s window and max 2, A
+ * (no_wait, gated) runs alone at once, and B, arriving after, is a batch of its own. A leader that
+ * waited would take B into its batch (max 2 waiting ends the window): A's size would be 2. */
+static void no_wait_leader(void) {
+    wp_batch_config cfg = {.window_us = 5000000, .max = 2};
+    wp_batcher *bt = wp_batcher_open(&cfg);
+    static submitter s[2];
+    static pthread_t th[2];
+    int owner;
+    reset();
+    start_as(&s[0], &th[0], bt, &owner, "k", 0, true, true);
+    for (int i = 0; i < 3000; i++) { /* until A runs (at the gate), or 3 s: then B goes anyway */
+        pthread_mutex_lock(&mu);
+        int n = at_gate;
+        pthread_mutex_unlock(&mu);
+        if (n) break;
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    }
+    start_as(&s[1], &th[1], bt, &owner, "k", 1, false, true);
+    wait_waiting(bt, 1); /* B queued behind A's running batch */
+    open_gate();
+    for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+    CHECKF(s[0].size == 1 && s[1].size == 1 && batches_seen == 2, "A in a batch of %d, B of %d, %d batches", s[0].size,
+           s[1].size, batches_seen);
+    wp_batcher_close(bt);
+}
+
 /* Two emulated devices (--emu-devices 2): an idle buffer is reused on its own device only. */
 static void mem_per_device(void) {
     wp_backend *d0 = wp_backend_emu_open(), *d1 = wp_backend_emu_open_device(1);
@@ -219,6 +250,8 @@ int main(void) {
     keys_apart();
     T_CASE("a window gathers up to max");
     window_fills();
+    T_CASE("a leader on an HTTP thread takes no window");
+    no_wait_leader();
     T_CASE("max 1");
     max_one();
     T_CASE("batch memory per device");
