@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "app.h"
+#include "bgbuild.h"
 
 /* Histograms, build info, the devices (every GPU served, none on emu) and the process. */
 static void write_registry(wp_app *app, FILE *f) {
@@ -135,6 +136,18 @@ void wp_api_metrics(void *appv, const wp_req *req, wp_resp *resp) {
         G("warpd_batch_waiting", "Jobs queued for a batch now.", bst.waiting);
         G("warpd_batch_window_us", "--batch-window-us.", bst.window_us);
         G("warpd_batch_max", "--batch-max.", bst.max);
+    }
+    /* kernels built in the background for batches (bgbuild.h) */
+    if (app->bgbuild) {
+        wp_bgbuild_stats bg;
+        wp_bgbuild_stats_get(app->bgbuild, &bg);
+        fprintf(f,
+                "# HELP warpd_background_builds_total Kernels a batch asked to be built off the request path, "
+                "by outcome.\n# TYPE warpd_background_builds_total counter\n");
+        fprintf(f, "warpd_background_builds_total{outcome=\"built\"} %llu\n", (unsigned long long)bg.built);
+        fprintf(f, "warpd_background_builds_total{outcome=\"failed\"} %llu\n", (unsigned long long)bg.failed);
+        fprintf(f, "warpd_background_builds_total{outcome=\"dropped\"} %llu\n", (unsigned long long)bg.dropped);
+        G("warpd_background_builds_queued", "Background builds waiting or running now.", bg.queued);
     }
 #undef C
 #undef G
