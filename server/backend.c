@@ -213,16 +213,34 @@ int wp_backend_launch(wp_backend *b, void *const *fn, const wp_launch *launches,
     return b->ops->launch(b, fn, launches, n, kernel_us, err);
 }
 
+int wp_backend_launch_io(wp_backend *b, void *const *fn, const wp_launch *launches, int n, const wp_launch_io *io,
+                         wp_run_timing *t, wp_err *err) {
+    if (t) *t = (wp_run_timing){0};
+    const wp_buf *buf = io->buf;
+    if (buf->backend != b || buf->n_shards)
+        return WP_FAIL(err, 400, "backend_mismatch", "buffer", "the buffer lives on another backend or device");
+    if ((io->write_len && buf_check(buf, io->write_offset, io->write_len, "write", err)) ||
+        (io->read_len && buf_check(buf, io->read_offset, io->read_len, "read", err)))
+        return -1;
+    const bool fused = n > 0 && b->ops->launch_io && !(io->write_len && (launches[0].flags & WP_LAUNCH_GRAPH));
+    if (fused) return b->ops->launch_io(b, fn, launches, n, io, t, err);
+    uint64_t t0 = wp_now_ns();
+    if (io->write_len && wp_buf_write(io->buf, io->write_offset, io->src, io->write_len, err)) return -1;
+    if (t) t->upload_us = wp_us_since(t0);
+    if (n > 0 && wp_backend_launch(b, fn, launches, n, t ? &t->kernel_us : NULL, err)) return -1;
+    t0 = wp_now_ns();
+    if (io->read_len && wp_buf_read(buf, io->read_offset, io->dst, io->read_len, err)) return -1;
+    if (t) t->download_us = wp_us_since(t0);
+    return 0;
+}
+
 int wp_backend_launch_read(wp_backend *b, void *const *fn, const wp_launch *launches, int n, double *kernel_us,
                            const wp_buf *buf, size_t offset, void *dst, size_t len, wp_err *err) {
-    if (buf->backend != b)
-        return WP_FAIL(err, 400, "backend_mismatch", "buffer", "the buffer lives on another backend or device");
-    if (buf_check(buf, offset, len, "read", err)) return -1;
-    if (n <= 0 || !len || !b->ops->launch_read)
-        return wp_backend_launch(b, fn, launches, n, kernel_us, err) || wp_buf_read(buf, offset, dst, len, err) ? -1
-                                                                                                                : 0;
-    if (kernel_us) *kernel_us = 0;
-    return b->ops->launch_read(b, fn, launches, n, kernel_us, buf, offset, dst, len, err);
+    wp_launch_io io = {.buf = (wp_buf *)buf, .read_offset = offset, .read_len = len, .dst = dst};
+    wp_run_timing t;
+    int rc = wp_backend_launch_io(b, fn, launches, n, &io, kernel_us ? &t : NULL, err);
+    if (rc == 0 && kernel_us) *kernel_us = t.kernel_us;
+    return rc;
 }
 
 /* ---- streams into a buffer (buffer.h) ---- */

@@ -490,18 +490,34 @@ static int cuda_capture(cuda_op *op, const CUfunction *fs, const wp_launch *ls, 
     return 0;
 }
 
-/* A read queued after the launches, in the same wait (wp_backend_launch_read). */
-typedef struct {
-    const wp_buf *buf;
-    size_t offset, len;
-    void *dst;
-} launch_read;
+/* Queues io's write on the lane (before the launches): through the lane's page-locked staging when it
+ * fits (reserved for the read too, so the read after the launches never reallocates it under the
+ * write), else straight from the caller's memory (a pageable copy: done when the call returns). */
+static int cuda_queue_write(cuda_op *op, const wp_launch_io *io, wp_err *err) {
+    cuda_backend *b = op->b;
+    cuda_lane *ln = op->lane;
+    const char *call = "";
+    CUresult r;
+    const bool staged = io->write_len <= WP_STAGE_MAX;
+    size_t stage = staged ? io->write_len : 0;
+    if (io->read_len <= WP_STAGE_MAX && io->read_len > stage) stage = io->read_len;
+    if ((r = b->cu.event_record(ln->ev_upload, ln->stream)) != CUDA_SUCCESS)
+        return cuda_op_fail(op, err, "cuEventRecord", r);
+    if (stage && (r = cuda_lane_reserve(b, ln, 0, stage, &call)) != CUDA_SUCCESS) return cuda_op_fail(op, err, call, r);
+    if (staged) memcpy(ln->host, io->src, io->write_len);
+    r = b->cu.memcpy_htod_async(io->buf->addr + io->write_offset, staged ? ln->host : io->src, io->write_len,
+                                ln->stream);
+    return r == CUDA_SUCCESS ? 0 : cuda_op_fail(op, err, "cuMemcpyHtoDAsync", r);
+}
 
-static int cuda_launch_on(cuda_op *op, const CUfunction *fs, const wp_launch *ls, int n, double *kernel_us,
-                          const launch_read *rd, wp_err *err) {
+/* io (may be NULL): a write queued before the launches and a read after them, in the same wait. */
+static int cuda_launch_on(cuda_op *op, const CUfunction *fs, const wp_launch *ls, int n, const wp_launch_io *io,
+                          wp_run_timing *t, wp_err *err) {
     cuda_backend *b = op->b;
     cuda_lane *ln = op->lane;
     CUgraphExec exec = NULL;
+    const bool write = io && io->write_len, read = io && io->read_len;
+    if (write && cuda_queue_write(op, io, err)) return -1; /* never with a graph (backend.c) */
     if ((ls[0].flags & WP_LAUNCH_GRAPH) && cuda_capture(op, fs, ls, n, &exec, err)) return -1;
     CUresult r;
     if ((r = b->cu.event_record(ln->ev_start, ln->stream)) != CUDA_SUCCESS) {
@@ -519,35 +535,42 @@ static int cuda_launch_on(cuda_op *op, const CUfunction *fs, const wp_launch *ls
     const char *call = "";
     if ((r = b->cu.event_record(ln->ev_stop, ln->stream)) != CUDA_SUCCESS)
         return cuda_op_fail(op, err, "cuEventRecord", r);
-    if (rd) {
-        if ((r = cuda_lane_reserve(b, ln, 0, rd->len, &call)) != CUDA_SUCCESS) return cuda_op_fail(op, err, call, r);
-        r = b->cu.memcpy_dtoh_async(ln->host, rd->buf->addr + rd->offset, rd->len, ln->stream);
+    const bool staged = read && io->read_len <= WP_STAGE_MAX; /* else straight into dst (pageable: waits) */
+    if (staged && (r = cuda_lane_reserve(b, ln, 0, io->read_len, &call)) != CUDA_SUCCESS)
+        return cuda_op_fail(op, err, call, r);
+    if (read) {
+        r = b->cu.memcpy_dtoh_async(staged ? ln->host : io->dst, io->buf->addr + io->read_offset, io->read_len,
+                                    ln->stream);
         if (r != CUDA_SUCCESS) return cuda_op_fail(op, err, "cuMemcpyDtoHAsync", r);
     }
     if ((r = b->cu.event_record(ln->ev_download, ln->stream)) != CUDA_SUCCESS)
         return cuda_op_fail(op, err, "cuEventRecord", r);
     if ((r = b->cu.event_synchronize(ln->ev_download)) != CUDA_SUCCESS)
         return cuda_op_fail(op, err, "the kernel (cuEventSynchronize)", r);
-    if (rd) memcpy(rd->dst, ln->host, rd->len);
-    float ms = 0;
-    if (kernel_us && (r = b->cu.event_elapsed_time(&ms, ln->ev_start, ln->ev_stop)) != CUDA_SUCCESS)
-        return cuda_op_fail(op, err, "cuEventElapsedTime", r);
-    if (kernel_us) *kernel_us = (double)ms * 1000.0;
+    if (staged) memcpy(io->dst, ln->host, io->read_len);
+    if (t) {
+        float up = 0, kern = 0, down = 0;
+        if ((write && (r = b->cu.event_elapsed_time(&up, ln->ev_upload, ln->ev_start)) != CUDA_SUCCESS) ||
+            (r = b->cu.event_elapsed_time(&kern, ln->ev_start, ln->ev_stop)) != CUDA_SUCCESS ||
+            (read && (r = b->cu.event_elapsed_time(&down, ln->ev_stop, ln->ev_download)) != CUDA_SUCCESS))
+            return cuda_op_fail(op, err, "cuEventElapsedTime", r);
+        *t = (wp_run_timing){.upload_us = up * 1000.0, .kernel_us = kern * 1000.0, .download_us = down * 1000.0};
+    }
     cuda_op_end(op);
     return 0;
 }
 
 #define WP_LAUNCH_FNS_LOCAL 16
 
-static int launch_with(cuda_backend *b, void *const *fns, const wp_launch *ls, int n, double *kernel_us,
-                       const launch_read *rd, wp_err *err) {
+static int launch_with(cuda_backend *b, void *const *fns, const wp_launch *ls, int n, const wp_launch_io *io,
+                       wp_run_timing *t, wp_err *err) {
     for (int i = 0; i < n; i++)
         if (!fns[i]) return WP_FAIL(err, 500, "cuda_error", "", "no loaded kernel for launch %d", i);
     CUfunction local[WP_LAUNCH_FNS_LOCAL], *fs = n <= WP_LAUNCH_FNS_LOCAL ? local : malloc((size_t)n * sizeof *fs);
     if (!fs) return WP_FAIL(err, 500, "out_of_memory", "", "out of memory");
     cuda_op op;
     int rc = cuda_op_begin(b, true, &op, err);
-    if (rc == 0 && rd && rd->buf->generation != op.gen) {
+    if (rc == 0 && io && io->buf->generation != op.gen) {
         cuda_op_end(&op);
         rc = WP_FAIL(err, 410, "buffer_lost", "buffer", "the buffer was lost when the CUDA context was reset");
     }
@@ -557,19 +580,21 @@ static int launch_with(cuda_backend *b, void *const *fns, const wp_launch *ls, i
         if (i > 0 && fns[i] == fns[i - 1]) fs[i] = fs[i - 1];
         if (r != CUDA_SUCCESS) rc = cuda_op_fail(&op, err, call, r);
     }
-    if (rc == 0) rc = cuda_launch_on(&op, fs, ls, n, kernel_us, rd, err); /* ends op */
+    if (rc == 0) rc = cuda_launch_on(&op, fs, ls, n, io, t, err); /* ends op */
     if (fs != local) free(fs);
     return rc;
 }
 
 static int cuda_launch(wp_backend *base, void *const *fns, const wp_launch *ls, int n, double *kernel_us, wp_err *err) {
-    return launch_with((cuda_backend *)base, fns, ls, n, kernel_us, NULL, err);
+    wp_run_timing t;
+    int rc = launch_with((cuda_backend *)base, fns, ls, n, NULL, kernel_us ? &t : NULL, err);
+    if (rc == 0 && kernel_us) *kernel_us = t.kernel_us;
+    return rc;
 }
 
-static int cuda_launch_read(wp_backend *base, void *const *fns, const wp_launch *ls, int n, double *kernel_us,
-                            const wp_buf *buf, size_t offset, void *dst, size_t len, wp_err *err) {
-    launch_read rd = {.buf = buf, .offset = offset, .len = len, .dst = dst};
-    return launch_with((cuda_backend *)base, fns, ls, n, kernel_us, &rd, err);
+static int cuda_launch_io(wp_backend *base, void *const *fns, const wp_launch *ls, int n, const wp_launch_io *io,
+                          wp_run_timing *t, wp_err *err) {
+    return launch_with((cuda_backend *)base, fns, ls, n, io, t, err);
 }
 
 /* ---- upload rings (wp_buf_stream): host -> device copies from page-locked slots on a stream of
@@ -727,7 +752,7 @@ static const wp_backend_ops cuda_ops = {
     .buf_memset = cuda_buf_memset,
     .buf_copy = cuda_buf_copy,
     .launch = cuda_launch,
-    .launch_read = cuda_launch_read,
+    .launch_io = cuda_launch_io,
     .generation = cuda_generation,
     .upload_open = cuda_upload_open,
     .upload_send = cuda_upload_send,

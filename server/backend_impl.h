@@ -41,10 +41,11 @@ typedef struct wp_backend_ops {
     int (*buf_copy)(wp_backend *b, wp_buf *dst, size_t dst_offset, const wp_buf *src, size_t src_offset, size_t len,
                     wp_err *err);
     int (*launch)(wp_backend *b, void *const *fn, const wp_launch *launches, int n, double *kernel_us, wp_err *err);
-    /* Optional: launch, then read len bytes of buf at offset into dst, in one wait (NULL: the two
-     * calls). backend.c has checked the range. */
-    int (*launch_read)(wp_backend *b, void *const *fn, const wp_launch *launches, int n, double *kernel_us,
-                       const wp_buf *buf, size_t offset, void *dst, size_t len, wp_err *err);
+    /* Optional: io's write, the launches, then io's read, in one wait (NULL: the separate calls).
+     * backend.c has checked the ranges and the buffer's backend; never a WP_LAUNCH_GRAPH launch with a
+     * write. t: each step's device time (kernel_us alone when only that is wanted). */
+    int (*launch_io)(wp_backend *b, void *const *fn, const wp_launch *launches, int n, const wp_launch_io *io,
+                     wp_run_timing *t, wp_err *err);
     unsigned (*generation)(wp_backend *b);
     /* Optional, for wp_buf_stream (buffer.h): a ring of `slots` page-locked host areas of slot_bytes
      * each (their addresses into host[]), on a copy stream of its own. upload_send queues the copy of

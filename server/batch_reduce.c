@@ -1,15 +1,16 @@
 /* batch_reduce.c — batched /v1/reduce and /v1/scan jobs (batch_exec.h). Small jobs (input at most
  * WP_BATCH_INPUT_MAX bytes) are queued by their kernel key (the spec with the block the family picks
- * for n). A batch of one, every job on emu, and every job that cannot batch run alone: input
- * uploaded, wp_reduce_run, results downloaded — today's path. On cuda a batch of several runs the
- * kernel's _batch entry (templates: wp_batch_job) over one device buffer laid out as
+ * for n). Every job on emu, and every job that cannot batch run alone: input uploaded,
+ * wp_reduce_run, results downloaded — today's path. On cuda a batch (of one too) runs the kernel's
+ * _batch entry (templates: wp_batch_job) over one device buffer laid out as
  *
  *   table (a wp_data_params per job) | block starts | tile status (zeros) | inputs | offsets | heads
  *   | outputs | scratch
  *
  * uploaded up to the heads (a head is a job's 256 bytes of counters, left at zero by the kernels, and
  * its one-value result slot, as reduce.c's scratch head), downloaded from the heads to the end of the
- * outputs: one upload, one launch, one download. Job j owns blocks first[j] .. first[j+1] - 1 and each
+ * outputs: one upload, one launch, one download, waited for once (wp_backend_launch_io). Until the
+ * _batch entry is in memory (built in the background, bgbuild.h) the jobs run alone. Job j owns blocks first[j] .. first[j+1] - 1 and each
  * runs the block of its job's own plan, with the job's parameters, through the code the job runs alone
  * (device_scan's tiles start at epoch 1 over zeroed status, which the kernel reads as no status): the
  * bits are the job's alone.
@@ -241,13 +242,10 @@ static int run_grid(reduce_item *const *items, int n, const wp_ready_kernel *rk,
     if (!h) return WP_FAIL(err, 500, "out_of_memory", "", "out of memory for a batch of %d jobs", n);
     wp_buf *buf = wp_batch_mem_take(lead->app->batch_mem, lead->be, l.total, err);
     int rc = buf ? 0 : -1;
-    double upload_us = 0, kernel_us = 0, download_us = 0;
-    uint64_t t0 = wp_now_ns();
+    wp_run_timing t = {0};
     if (rc == 0) {
         const uint64_t base = wp_buf_addr(buf);
         image_fill(items, n, &l, base, h);
-        rc = wp_buf_write(buf, 0, h, l.upload_end, err);
-        upload_us = wp_us_since(t0);
         wp_data_params p = {.in = base + l.table, .aux = base + l.first, .n = (unsigned long long)n};
         void *params[] = {&p};
         wp_launch launch = {.grid = {l.blocks, 1, 1},
@@ -255,24 +253,29 @@ static int run_grid(reduce_item *const *items, int n, const wp_ready_kernel *rk,
                             .smem_bytes = lead->plan.smem,
                             .params = params};
         void *fns[] = {rk->fn};
-        if (rc == 0 && l.blocks) rc = wp_backend_launch(lead->be, fns, &launch, 1, &kernel_us, err);
-        t0 = wp_now_ns();
-        if (rc == 0 && l.download_end > l.heads)
-            rc = wp_buf_read(buf, l.heads, h + l.heads, l.download_end - l.heads, err);
-        download_us = wp_us_since(t0);
+        /* the upload, the launch (none when every job is empty) and the download: one wait */
+        wp_launch_io io = {.buf = buf,
+                           .write_len = l.upload_end,
+                           .src = h,
+                           .read_offset = l.heads,
+                           .read_len = l.download_end > l.heads ? l.download_end - l.heads : 0,
+                           .dst = h + l.heads};
+        rc = wp_backend_launch_io(lead->be, fns, &launch, l.blocks ? 1 : 0, &io, &t, err);
         wp_batch_mem_put(lead->app->batch_mem, buf, rc == 0);
     }
     for (int i = 0; rc == 0 && i < n; i++) {
-        item_results(items[i], h, rk, kernel_us);
-        items[i]->j->upload_us = upload_us;
-        items[i]->j->download_us = download_us;
+        item_results(items[i], h, rk, t.kernel_us);
+        items[i]->j->upload_us = t.upload_us;
+        items[i]->j->download_us = t.download_us;
     }
     free(h);
     return rc;
 }
 
-/* The batcher's run: on cuda a batch of several is one launch of the batched kernel; a batch of one,
- * emu, or no batched kernel to be had: the jobs alone, one after the other. */
+/* The batcher's run: on cuda a batch — of one too — is one launch of the batched kernel: one upload,
+ * one launch, one download, waited for once, where a job alone waits for each of its copies and its
+ * launch. On emu, or with no batched kernel in memory yet (it is being built, bgbuild.h): the jobs
+ * alone, one after the other. */
 static void reduce_batch(wp_batch_job *const *jobs, int n) {
     reduce_item *items[WP_BATCH_MAX_LIMIT] = {0};
     for (int i = 0; i < n; i++) items[i] = jobs[i]->payload;
@@ -281,7 +284,7 @@ static void reduce_batch(wp_batch_job *const *jobs, int n) {
     wp_ready_kernel rk = {0};
     wp_err kerr = {0};
     /* On emu, with "compile", the batched kernel is built too, as cuda would: CI compiles the templates. */
-    const bool tried = n > 1 && (cuda || lead->j->job.compile_on_emu);
+    const bool tried = cuda || (n > 1 && lead->j->job.compile_on_emu);
     const int got = tried ? batch_kernel(lead, cuda, &rk, &kerr) : -1;
     if (!cuda && tried && got != 0) { /* emu: not in memory (to a worker, which may compile), or failed */
         for (int i = 0; i < n; i++) {

@@ -84,9 +84,7 @@ static int run_grid(warp_item *const *items, int n, wp_err *err) {
     image_fill(h, &l, items, n, elems);
     wp_buf *buf = wp_batch_mem_take(lead->mem, lead->be, l.total, err);
     int rc = buf ? 0 : -1;
-    uint64_t t0 = wp_now_ns();
-    if (rc == 0) rc = wp_buf_write(buf, 0, h, l.total, err);
-    double upload_us = wp_us_since(t0), kernel_us = 0, download_us = 0;
+    wp_run_timing t = {0};
     if (rc == 0) {
         const uint64_t base = wp_buf_addr(buf);
         wp_warp_params p = {.in = base + l.in,
@@ -107,17 +105,16 @@ static int run_grid(warp_item *const *items, int n, wp_err *err) {
                             .block = {block, 1, 1},
                             .params = params};
         void *fns[] = {lead->fn};
-        rc = wp_backend_launch(lead->be, fns, &launch, 1, &kernel_us, err);
+        /* the upload of every input, the launch and the download of out | src: one wait */
+        wp_launch_io io = {.buf = buf, .write_len = l.total, .src = h, .read_len = l.download, .dst = h};
+        rc = wp_backend_launch_io(lead->be, fns, &launch, 1, &io, &t, err);
     }
-    t0 = wp_now_ns();
-    if (rc == 0) rc = wp_buf_read(buf, 0, h, l.download, err);
-    download_us = wp_us_since(t0);
     if (buf) wp_batch_mem_put(lead->mem, buf, rc == 0);
     for (int i = 0, lane = 0; rc == 0 && i < n; lane += whole_warps(items[i]->job->n), i++) {
         const warp_item *it = items[i];
         memcpy(it->res->out, h + l.out + (size_t)lane * elems * 8, (size_t)it->job->n * elems * 8);
         memcpy(it->res->src, h + l.src + (size_t)lane * 4, (size_t)it->job->n * 4);
-        if (it->t) *it->t = (wp_run_timing){.upload_us = upload_us, .kernel_us = kernel_us, .download_us = download_us};
+        if (it->t) *it->t = t;
     }
     free(h);
     return rc;

@@ -107,6 +107,23 @@ int wp_backend_launch(wp_backend *b, void *const *fn, const wp_launch *launches,
 int wp_backend_launch_read(wp_backend *b, void *const *fn, const wp_launch *launches, int n, double *kernel_us,
                            const wp_buf *buf, size_t offset, void *dst, size_t len, wp_err *err);
 
+/* Copies around launches, in one wait (wp_backend_launch_io): a write into buf before the first launch
+ * and a read of buf after the last; either may be absent (its len 0). */
+typedef struct {
+    wp_buf *buf;
+    size_t write_offset, write_len;
+    const void *src; /* read when the call is made: the caller may reuse it once the call returns */
+    size_t read_offset, read_len;
+    void *dst;
+} wp_launch_io;
+
+/* wp_buf_write of io's write, wp_backend_launch, then wp_buf_read of io's read: on cuda all three
+ * queued on one stream and waited for once (a small batch: one round trip, not three). t (may be
+ * NULL) gets the device time of each step from events (upload_us 0 without a write, download_us 0
+ * without a read); on a backend without the fused call, the steps are the three calls. */
+int wp_backend_launch_io(wp_backend *b, void *const *fn, const wp_launch *launches, int n, const wp_launch_io *io,
+                         wp_run_timing *t, wp_err *err);
+
 /* Generation of the backend's context (bumped by each reset on cuda; always 0 on emu). */
 unsigned wp_backend_generation(wp_backend *b);
 
