@@ -141,9 +141,8 @@ void wp_api_metrics(void *appv, const wp_req *req, wp_resp *resp) {
     if (app->bgbuild) {
         wp_bgbuild_stats bg;
         wp_bgbuild_stats_get(app->bgbuild, &bg);
-        fprintf(f,
-                "# HELP warpd_background_builds_total Kernels a batch asked to be built off the request path, "
-                "by outcome.\n# TYPE warpd_background_builds_total counter\n");
+        fprintf(f, "# HELP warpd_background_builds_total Kernels a batch asked to be built off the request path, "
+                   "by outcome.\n# TYPE warpd_background_builds_total counter\n");
         fprintf(f, "warpd_background_builds_total{outcome=\"built\"} %llu\n", (unsigned long long)bg.built);
         fprintf(f, "warpd_background_builds_total{outcome=\"failed\"} %llu\n", (unsigned long long)bg.failed);
         fprintf(f, "warpd_background_builds_total{outcome=\"dropped\"} %llu\n", (unsigned long long)bg.dropped);

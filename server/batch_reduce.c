@@ -10,11 +10,10 @@
  * uploaded up to the heads (a head is a job's 256 bytes of counters, left at zero by the kernels, and
  * its one-value result slot, as reduce.c's scratch head), downloaded from the heads to the end of the
  * outputs: one upload, one launch, one download, waited for once (wp_backend_launch_io). Until the
- * _batch entry is in memory (built in the background, bgbuild.h) the jobs run alone. Job j owns blocks first[j] .. first[j+1] - 1 and each
- * runs the block of its job's own plan, with the job's parameters, through the code the job runs alone
- * (device_scan's tiles start at epoch 1 over zeroed status, which the kernel reads as no status): the
- * bits are the job's alone.
- * Owns: reduce_item (a queued job) and the batch layout (per batch). */
+ * _batch entry is in memory (built in the background, bgbuild.h) the jobs run alone. Job j owns blocks first[j] ..
+ * first[j+1] - 1 and each runs the block of its job's own plan, with the job's parameters, through the code the job
+ * runs alone (device_scan's tiles start at epoch 1 over zeroed status, which the kernel reads as no status): the bits
+ * are the job's alone. Owns: reduce_item (a queued job) and the batch layout (per batch). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

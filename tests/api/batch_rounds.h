@@ -34,6 +34,10 @@ static batch_mode mode = MODE_ANY;
 static int rounds_batched;       /* rounds in which some response had a batch of more than one */
 static bool expect_batch_kernel; /* cuda: a data job batched with others ran the _batch kernel */
 static int batch_kernel_runs;    /* responses that say so (their key ends in /batch) */
+/* Where the alone answers come from: 0, the daemon under test; else a daemon on this port started with
+ * --batch-max 1, whose jobs all take their own path (on cuda a small job alone on a batching daemon
+ * runs the _batch kernel as a batch of one, so the reference must come from elsewhere). */
+static int ref_port;
 
 static void *run_client(void *arg) {
     client *c = arg;
@@ -65,7 +69,7 @@ static void round_of(const char *host, int port, const char *path, char bodies[]
         return;
     }
     for (int i = 0; i < n; i++) { /* one at a time: each is a batch of its own */
-        alone[i] = (client){.host = host, .port = port, .path = path};
+        alone[i] = (client){.host = host, .port = ref_port ? ref_port : port, .path = path};
         snprintf(alone[i].body, sizeof alone[i].body, "%s", bodies[i]);
         run_client(&alone[i]);
         int want = bad && bad[i] ? 400 : 200;
@@ -78,6 +82,7 @@ static void round_of(const char *host, int port, const char *path, char bodies[]
     pthread_t th[MAX_CLIENTS];
     for (int i = 0; i < n; i++) {
         together[i] = alone[i];
+        together[i].port = port;
         together[i].start = &start;
         memset(&together[i].resp, 0, sizeof together[i].resp);
         pthread_create(&th[i], NULL, run_client, &together[i]);

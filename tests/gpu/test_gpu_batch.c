@@ -16,19 +16,51 @@
 /* Starts the daemon through tests/daemon.sh; its port and pid. */
 static char daemon_dir[512];
 
-static int start_daemon(const char *build, int *port, int *pid) {
+static int start_daemon(const char *build, const char *flags, int *port, int *pid) {
     char cmd[1024];
-    snprintf(
-        cmd, sizeof cmd,
-        "d=$(mktemp -d) && . tests/daemon.sh && warpd_start %s/warpd \"$d\" --backend cuda --batch-window-us 20000 "
-        "--threads 16 && echo \"$port $pid $d\"",
-        build);
+    snprintf(cmd, sizeof cmd,
+             "d=$(mktemp -d) && . tests/daemon.sh && warpd_start %s/warpd \"$d\" --backend cuda %s && echo \"$port "
+             "$pid $d\"",
+             build, flags);
     FILE *p = popen(cmd, "r");
     if (!p) return -1;
     int got = fscanf(p, "%d %d %511s", port, pid, daemon_dir);
     pclose(p);
     if (got == 3) printf("daemon on port %d (pid %d, files in %s)\n", *port, *pid, daemon_dir);
     return got == 3 ? 0 : -1;
+}
+
+/* A small scan no round used (its own key): the first answer alone comes from its own path and asks for
+ * the _batch kernel in the background; within a few seconds the same request alone comes back from
+ * the _batch kernel (key ending in /batch, a batch of 1), with the reference daemon's result. */
+static void lone_job(const char *host, int port) {
+    const char *body = "{\"family\":\"device_scan\",\"type\":\"i64\",\"op\":\"xor\",\"exclusive\":true,"
+                       "\"data\":[5,7,11,13,17,19,23,29,31,37]}";
+    client ref = {.host = host, .port = ref_port, .path = "/v1/scan"};
+    snprintf(ref.body, sizeof ref.body, "%s", body);
+    run_client(&ref);
+    CHECKF(ref.rc == 0 && ref.resp.status == 200, "reference: %d", ref.resp.status);
+    bool batched = false;
+    for (int i = 0; i < 100 && !batched && ref.rc == 0; i++) {
+        client c = {.host = host, .port = port, .path = "/v1/scan"};
+        snprintf(c.body, sizeof c.body, "%s", body);
+        run_client(&c);
+        CHECKF(c.rc == 0 && c.resp.status == 200 && batch_size(c.resp.body) == 1, "alone %d: %d %s", i, c.resp.status,
+               c.resp.body ? c.resp.body : "");
+        if (c.rc == 0 && c.resp.body && ref.resp.body) {
+            size_t na = result_prefix(ref.resp.body), nc = result_prefix(c.resp.body);
+            CHECKF(na == nc && !memcmp(ref.resp.body, c.resp.body, na),
+                   "alone %d differs from the reference:\n  %.*s\n  %.*s", i, (int)na, ref.resp.body, (int)nc,
+                   c.resp.body);
+            batched = strstr(c.resp.body, "/batch\",") != NULL;
+        }
+        hc_resp_free(&c.resp);
+        if (!batched) usleep(100 * 1000);
+    }
+    CHECKF(batched, "a lone small scan never ran the _batch kernel");
+    long long built = metric(host, port, "warpd_background_builds_total{outcome=\"built\"}");
+    CHECKF(built >= 1, "warpd_background_builds_total{outcome=\"built\"} is %lld", built);
+    hc_resp_free(&ref.resp);
 }
 
 int main(void) {
@@ -41,10 +73,11 @@ int main(void) {
     }
     wp_backend_close(probe);
     const char *build = getenv("BUILD") ? getenv("BUILD") : "build";
-    int port = 0, pid = 0;
+    int port = 0, pid = 0, rpid = 0;
     T_CASE("daemon");
-    CHECK(start_daemon(build, &port, &pid) == 0);
-    if (!pid) return t_done("gpu_batch");
+    CHECK(start_daemon(build, "--batch-max 1 --threads 16", &ref_port, &rpid) == 0); /* the reference: all alone */
+    CHECK(start_daemon(build, "--batch-window-us 20000 --threads 16", &port, &pid) == 0);
+    if (!pid || !rpid) return t_done("gpu_batch");
     mode = MODE_WINDOW;
     expect_batch_kernel = true;
     const char *host = "127.0.0.1";
@@ -66,6 +99,9 @@ int main(void) {
     CHECKF(batch_kernel_runs > 0, "no data job ran a _batch kernel");
     printf("batches: %lld jobs in %lld batches, %d rounds batched, %d data jobs ran a _batch kernel\n", jobs, batches,
            rounds_batched, batch_kernel_runs);
+    T_CASE("a small job alone runs as a batch of one once its _batch kernel is built");
+    lone_job(host, port);
+    kill((pid_t)rpid, SIGTERM);
     kill((pid_t)pid, SIGTERM);
     sleep(1);
     char cmd[600]; /* what the daemon said: a batched kernel it could not get would be named here */
