@@ -3,7 +3,7 @@
 # the device's 10 minutes:  . bench/gpu_env.sh && bench/gpu_final.sh test|perf
 #   test: builds, then every GPU test program one after another (longest first), each with its time and
 #         closing line; stops starting new ones past LIMIT seconds (default 540) and says which it left.
-#   perf: bench/gpu_engine.sh (wrk table new/win100/inline/today, sharded and per-device buffers),
+#   perf: bench/gpu_engine.sh (wrk table new/never/win100/inline/today, sharded and per-device buffers),
 #         bench_reduce (device_reduce/scan against CUB), and the cold prewarm of prewarm/default.json.
 set -uo pipefail
 cd "$(dirname "$0")/.."

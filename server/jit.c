@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <nvrtc.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,7 +48,33 @@ struct wp_jit {
     const char *fixed_opts[JIT_MAX_OPTIONS]; /* after -arch, before -DWP_NEED_FP16 */
     int n_fixed;
     char options_text[4400];
+    /* at most `parallel` NVRTC programs compile at once (wp_jit_set_parallel; 0: no limit) */
+    pthread_mutex_t slots_lock;
+    pthread_cond_t slot_free;
+    int parallel, compiling;
 };
+
+/* A compile slot: waits while `parallel` programs compile (NVRTC is CPU- and memory-heavy: more at
+ * once than cores only makes each slower, and many workers may ask at once). */
+static void slot_take(wp_jit *j) {
+    pthread_mutex_lock(&j->slots_lock);
+    while (j->parallel > 0 && j->compiling >= j->parallel) pthread_cond_wait(&j->slot_free, &j->slots_lock);
+    j->compiling++;
+    pthread_mutex_unlock(&j->slots_lock);
+}
+static void slot_give(wp_jit *j) {
+    pthread_mutex_lock(&j->slots_lock);
+    j->compiling--;
+    pthread_cond_signal(&j->slot_free);
+    pthread_mutex_unlock(&j->slots_lock);
+}
+
+void wp_jit_set_parallel(wp_jit *j, int n) {
+    pthread_mutex_lock(&j->slots_lock);
+    j->parallel = n > 0 ? n : 0;
+    pthread_cond_broadcast(&j->slot_free);
+    pthread_mutex_unlock(&j->slots_lock);
+}
 
 /* ---- artifact ---- */
 
@@ -209,6 +236,8 @@ wp_jit *wp_jit_open(const char *templates_dir, const char *cuda_include, wp_err 
         WP_FAIL(err, 500, "out_of_memory", "", "out of memory opening the compiler");
         return NULL;
     }
+    pthread_mutex_init(&j->slots_lock, NULL);
+    pthread_cond_init(&j->slot_free, NULL);
     nvrtcResult r = nvrtcVersion(&j->major, &j->minor);
     if (r != NVRTC_SUCCESS) {
         WP_FAIL(err, 500, "nvrtc_unavailable", "", "nvrtcVersion: %s", nvrtcGetErrorString(r));
@@ -250,6 +279,8 @@ void wp_jit_close(wp_jit *j) {
         free(j->templates[t].file.text);
     }
     free(j->templates_dir);
+    pthread_cond_destroy(&j->slot_free);
+    pthread_mutex_destroy(&j->slots_lock);
     free(j);
 }
 
@@ -414,7 +445,9 @@ int wp_jit_compile(wp_jit *j, const wp_spec *s, wp_artifact *out, char **log_out
     }
     if (r == NVRTC_SUCCESS) {
         step = "nvrtcCompileProgram";
+        slot_take(j);
         r = nvrtcCompileProgram(prog, in->n_opts, in->opts);
+        slot_give(j);
         out->log = program_log(prog);
     }
     const char *lowered = NULL;
@@ -517,7 +550,11 @@ int wp_jit_compile_group(wp_jit *j, const wp_spec *const *specs, int n, wp_artif
                        : nvrtcCreateProgram(&prog, in[0].tmpl->file.text, in[0].tmpl->file.name, j->n_headers,
                                             j->header_texts, j->header_names);
     for (int i = 0; r == NVRTC_SUCCESS && i < n; i++) r = nvrtcAddNameExpression(prog, in[i].name_expr);
-    if (r == NVRTC_SUCCESS) r = nvrtcCompileProgram(prog, in[0].n_opts, in[0].opts);
+    if (r == NVRTC_SUCCESS) {
+        slot_take(j);
+        r = nvrtcCompileProgram(prog, in[0].n_opts, in[0].opts);
+        slot_give(j);
+    }
     char *log = prog ? program_log(prog) : NULL, *ptx = NULL;
     uint8_t *cubin = NULL;
     size_t cubin_len = 0, ptx_len = 0;

@@ -38,6 +38,9 @@ size_t wp_artifact_bytes(const wp_artifact *a); /* for the memory cap */
 wp_jit *wp_jit_open(const char *templates_dir, const char *cuda_include, wp_err *err);
 void wp_jit_close(wp_jit *j);
 void wp_jit_version(const wp_jit *j, int *major, int *minor);
+/* At most n NVRTC programs (wp_jit_compile, wp_jit_compile_group) compile at once in this process;
+ * further compiles wait for a slot. 0 (the default): no limit. Any thread. */
+void wp_jit_set_parallel(wp_jit *j, int n);
 const char *wp_jit_options_text(const wp_jit *j); /* the fixed options, space separated */
 
 /* key = sha256("warpd-jit-1", the family's template and every header it includes (transitively),

@@ -45,7 +45,7 @@ typedef struct {
     const char *backend, *arch, *cache_dir, *templates, *web;
     bool no_disk;
     size_t cache_mb, max_body, conn_memory;
-    int max_depth, threads, workers, max_queue, device;
+    int max_depth, threads, workers, compile_threads, max_queue, device;
     int max_jobs, job_workers;
     double job_ttl_s, buffer_ttl_s;
     unsigned long long buffer_quota; /* 0: half the device's memory */
@@ -87,7 +87,10 @@ static void usage(FILE *f) {
             "  --templates DIR      CUDA templates (default %s)\n"
             "  --web DIR            playground files served at / (default %s)\n"
             "  --threads N          HTTP threads (default %d)\n"
-            "  --workers N          compile/run workers (default: number of CPUs, at least 2)\n"
+            "  --workers N          threads that run requests off the HTTP threads: compiles, GPU jobs, large\n"
+            "                       ones (default 4 per CPU, 16..256: a job waiting in a batch holds one)\n"
+            "  --compile-threads N  NVRTC compiles at once, and the threads (--exit: processes) of a prewarm\n"
+            "                       (default: number of CPUs, at least 2)\n"
             "  --max-body BYTES     request body limit (default %u = 64 MiB; larger gets 413)\n"
             "  --conn-memory BYTES  per-connection HTTP memory: headers and the read buffer bodies arrive\n"
             "                       through (default %u = 256 KiB; larger reads large uploads in fewer,\n"
@@ -258,6 +261,9 @@ static int parse_args(int argc, char **argv, options *o) {
         } else if (FLAG("--workers")) {
             if (parse_num(a, v, 1, 256, &n)) return -1;
             o->workers = (int)n;
+        } else if (FLAG("--compile-threads")) {
+            if (parse_num(a, v, 1, 256, &n)) return -1;
+            o->compile_threads = (int)n;
         } else if (FLAG("--max-body")) {
             if (parse_num(a, v, 1024, 1LL << 40, &n)) return -1;
             o->max_body = (size_t)n;
@@ -498,10 +504,10 @@ int main(int argc, char **argv) {
         return 2;
     }
     if (*wp_access_warning(o.access)) fprintf(stderr, "warpd: warning: %s\n", wp_access_warning(o.access));
-    if (!o.workers) {
-        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-        o.workers = cpus < 2 ? 2 : (int)cpus;
-    }
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cpus < 2) cpus = 2;
+    if (!o.workers) o.workers = cpus * 4 < 16 ? 16 : cpus * 4 > 256 ? 256 : (int)cpus * 4;
+    if (!o.compile_threads) o.compile_threads = cpus > 256 ? 256 : (int)cpus;
     static wp_app app; /* the one app; handlers get a pointer */
     app.start_ns = wp_now_ns();
     app.max_body = o.max_body;
@@ -580,6 +586,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "warpd: cannot start the compiler: %s\n", err.msg);
         return 1;
     }
+    wp_jit_set_parallel(app.jit, o.compile_threads);
     char cache_dir[PATH_MAX];
     if (o.cache_dir)
         snprintf(cache_dir, sizeof cache_dir, "%s", o.cache_dir);
@@ -594,14 +601,14 @@ int main(int argc, char **argv) {
 
     /* --prewarm FILE (prewarm.c): with --exit, fill the cache directory and leave; otherwise it runs
      * in the background from just before the HTTP server starts. */
-    app.compile_threads = o.workers;
+    app.compile_threads = o.compile_threads;
     cJSON *prewarm_doc = o.prewarm ? wp_prewarm_load(o.prewarm, &err) : NULL;
     if (o.prewarm && !prewarm_doc) {
         fprintf(stderr, "warpd: --prewarm %s: %s (%s)\n", o.prewarm, err.msg, err.field);
         return 2;
     }
     if (o.exit_after_prewarm) {
-        int rc = wp_prewarm_run_and_exit(&app, prewarm_doc, o.workers);
+        int rc = wp_prewarm_run_and_exit(&app, prewarm_doc, o.compile_threads);
         cJSON_Delete(prewarm_doc);
         wp_cache_close(app.cache);
         wp_jit_close(app.jit);
@@ -696,7 +703,7 @@ int main(int argc, char **argv) {
     hc.header_timeout_s = o.header_timeout_s;
     hc.idle_timeout_s = o.idle_timeout_s;
     hc.reqlog = reqlog;
-    if (prewarm_doc && !(app.prewarm = wp_prewarm_start(&app, prewarm_doc, o.workers, &err))) {
+    if (prewarm_doc && !(app.prewarm = wp_prewarm_start(&app, prewarm_doc, o.compile_threads, &err))) {
         fprintf(stderr, "warpd: cannot start the prewarm: %s\n", err.msg);
         return 1;
     }

@@ -56,7 +56,7 @@ specs += [{"family": "device_reduce", "type": t, "op": "max"} for t in ["i32", "
 json.dump({"specs": specs}, open(sys.argv[1], "w"))
 PY
 "$bin" --backend emu --arch sm_80 --log-level debug --cache-dir "$tmp/c3" --prewarm "$tmp/mix.json" --exit \
-  --workers 2 >"$tmp/out" 2>"$tmp/err"; rc=$?
+  --compile-threads 2 >"$tmp/out" 2>"$tmp/err"; rc=$?
 check '[ $rc -eq 0 ] && grep -q "14 specs, 14 compiled" "$tmp/out"' "mixed set exited $rc: $(cat "$tmp/out" "$tmp/err")"
 sed -n 's/.*prewarm: \([0-9]*\) \([a-z_]*\) spec(s) (estimated \([0-9]*\) ms).*/\1 \2 \3/p' "$tmp/err" >"$tmp/tasks"
 check '[ "$(awk "{n += \$1} END {print n}" "$tmp/tasks")" -eq 14 ]' "tasks cover every spec once: $(cat "$tmp/tasks")"
