@@ -137,6 +137,11 @@ void wp_api_metrics(void *appv, const wp_req *req, wp_resp *resp) {
         G("warpd_batch_window_us", "--batch-window-us.", bst.window_us);
         G("warpd_batch_max", "--batch-max.", bst.max);
     }
+    if (app->jit) {
+        int now, most;
+        wp_jit_compiling(app->jit, &now, &most);
+        G("warpd_compiles_running", "NVRTC programs compiling now (at most --compile-threads).", now);
+    }
     /* kernels built in the background for batches (bgbuild.h) */
     if (app->bgbuild) {
         wp_bgbuild_stats bg;

@@ -51,7 +51,7 @@ struct wp_jit {
     /* at most `parallel` NVRTC programs compile at once (wp_jit_set_parallel; 0: no limit) */
     pthread_mutex_t slots_lock;
     pthread_cond_t slot_free;
-    int parallel, compiling;
+    int parallel, compiling, compiling_max; /* compiling_max: the most at once so far */
 };
 
 /* A compile slot: waits while `parallel` programs compile (NVRTC is CPU- and memory-heavy: more at
@@ -59,13 +59,20 @@ struct wp_jit {
 static void slot_take(wp_jit *j) {
     pthread_mutex_lock(&j->slots_lock);
     while (j->parallel > 0 && j->compiling >= j->parallel) pthread_cond_wait(&j->slot_free, &j->slots_lock);
-    j->compiling++;
+    if (++j->compiling > j->compiling_max) j->compiling_max = j->compiling;
     pthread_mutex_unlock(&j->slots_lock);
 }
 static void slot_give(wp_jit *j) {
     pthread_mutex_lock(&j->slots_lock);
     j->compiling--;
     pthread_cond_signal(&j->slot_free);
+    pthread_mutex_unlock(&j->slots_lock);
+}
+
+void wp_jit_compiling(wp_jit *j, int *now, int *most) {
+    pthread_mutex_lock(&j->slots_lock);
+    *now = j->compiling;
+    *most = j->compiling_max;
     pthread_mutex_unlock(&j->slots_lock);
 }
 

@@ -41,6 +41,8 @@ void wp_jit_version(const wp_jit *j, int *major, int *minor);
 /* At most n NVRTC programs (wp_jit_compile, wp_jit_compile_group) compile at once in this process;
  * further compiles wait for a slot. 0 (the default): no limit. Any thread. */
 void wp_jit_set_parallel(wp_jit *j, int n);
+/* NVRTC programs compiling now, and the most that ever compiled at once. Any thread. */
+void wp_jit_compiling(wp_jit *j, int *now, int *most);
 const char *wp_jit_options_text(const wp_jit *j); /* the fixed options, space separated */
 
 /* key = sha256("warpd-jit-1", the family's template and every header it includes (transitively),

@@ -477,6 +477,44 @@ static void test_overhead(wp_jit *jit) {
 
 /* ---- many specs in one program (prewarm.c) ---- */
 
+/* wp_jit_set_parallel(1): four threads compiling at once take turns (never two programs at once);
+ * wp_jit_compiling counts them. */
+typedef struct {
+    wp_jit *jit;
+    wp_spec spec;
+    int rc;
+} slot_job;
+static void *slot_compile(void *arg) {
+    slot_job *sj = arg;
+    wp_artifact a;
+    wp_err err = {0};
+    sj->rc = wp_jit_compile(sj->jit, &sj->spec, &a, NULL, &err);
+    if (sj->rc == 0) wp_artifact_free(&a);
+    return NULL;
+}
+static void test_slots(wp_jit *jit) {
+    T_CASE("compile slots: at most --compile-threads programs at once");
+    const wp_family *shfl = wp_family_find("shfl_xor");
+    static const wp_type types[4] = {WP_I32, WP_U32, WP_F32, WP_U64};
+    slot_job jobs[4];
+    pthread_t th[4];
+    int now = -1, most = -1;
+    wp_jit_compiling(jit, &now, &most);
+    CHECK(now == 0);
+    wp_jit_set_parallel(jit, 1);
+    for (int i = 0; i < 4; i++) {
+        jobs[i] = (slot_job){.jit = jit};
+        CHECK(make_spec(shfl, types[i], 16, 0xffffffffu, NULL, ARCH, &jobs[i].spec) == 0);
+    }
+    for (int i = 0; i < 4; i++) pthread_create(&th[i], NULL, slot_compile, &jobs[i]);
+    for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < 4; i++) CHECK(jobs[i].rc == 0);
+    wp_jit_compiling(jit, &now, &most);
+    CHECKF(now == 0 && most == 1, "now %d, most at once %d", now, most);
+    wp_jit_set_parallel(jit, 0);
+    for (int i = 0; i < 4; i++) wp_spec_free(&jobs[i].spec);
+}
+
 static void test_group(wp_jit *jit) {
     T_CASE("group: specs that share a template and options share a program");
     const wp_family *shfl_xor = wp_family_find("shfl_xor"), *reduce = wp_family_find("device_reduce");
@@ -541,6 +579,7 @@ int main(void) {
     }
     test_overhead(jit);
     test_group(jit);
+    test_slots(jit);
     test_all_families(jit, specs, n);
     for (int i = 0; i < n; i++) wp_spec_free(&specs[i]);
     wp_jit_close(jit);
