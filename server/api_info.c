@@ -30,6 +30,14 @@ cJSON *wp_app_parse_body(wp_app *app, const wp_req *req, wp_err *err) {
         WP_FAIL(err, 400, "bad_json", "body", "the body must be a JSON object");
         return NULL;
     }
+    /* one JSON text (RFC 8259): after the object only whitespace ({"a":1}xyz was taken as {"a":1}) */
+    size_t at = end ? (size_t)(end - req->body) : req->body_len;
+    while (at < req->body_len && strchr(" \t\r\n", req->body[at]) && req->body[at]) at++;
+    if (at < req->body_len) {
+        cJSON_Delete(j);
+        WP_FAIL(err, 400, "bad_json", "body", "unexpected bytes after the JSON object, at byte %zu", at);
+        return NULL;
+    }
     return j;
 }
 

@@ -278,8 +278,15 @@ cJSON *wp_prewarm_load(const char *path, wp_err *err) {
         WP_FAIL(err, 400, "prewarm_file", "", "cannot read %.200s", path);
         return NULL;
     }
-    cJSON *doc = cJSON_ParseWithLength(text, len);
+    const char *end = NULL;
+    cJSON *doc = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+    size_t at = doc && end ? (size_t)(end - text) : len;
+    while (at < len && text[at] && strchr(" \t\r\n", text[at])) at++;
     free(text);
+    if (doc && at < len) { /* one JSON text: nothing after it but whitespace */
+        cJSON_Delete(doc);
+        doc = NULL;
+    }
     if (!doc) {
         WP_FAIL(err, 400, "bad_json", "", "%.200s is not valid JSON", path);
         return NULL;

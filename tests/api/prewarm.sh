@@ -46,6 +46,9 @@ check '[ $rc -eq 2 ] && grep -q "cannot read" "$tmp/err"' "missing file exited $
 echo '{"specs": {"family": "shfl"}}' >"$tmp/notarray.json"
 "$bin" --backend emu --cache-dir "$tmp/c2" --prewarm "$tmp/notarray.json" --exit >"$tmp/out" 2>"$tmp/err"; rc=$?
 check '[ $rc -eq 2 ] && grep -q "specs must be an array" "$tmp/err"' "specs not an array exited $rc"
+printf '{"specs": []} {"specs": []}' >"$tmp/two.json" # two JSON texts: the second was ignored
+"$bin" --backend emu --cache-dir "$tmp/c2" --prewarm "$tmp/two.json" --exit >"$tmp/out" 2>"$tmp/err"; rc=$?
+check '[ $rc -eq 2 ] && grep -q "is not valid JSON" "$tmp/err"' "bytes after the document exited $rc"
 "$bin" --backend emu --exit >"$tmp/out" 2>"$tmp/err"; rc=$?
 check '[ $rc -eq 2 ]' "--exit without --prewarm exited $rc"
 python3 - "$tmp/mix.json" <<'PY'

@@ -13,6 +13,7 @@
 
 #include "app.h"
 #include "fuzz.h"
+#include "jsonval.h"
 
 #define FZ_MAX_ELEMENTS 4096 /* --emu-max-elements and --max-elements of the fuzzed app */
 #define FZ_MAX_DEPTH 64
@@ -122,6 +123,36 @@ static inline void fz_try_inline(const char *what, wp_handler fn, const char *pa
     if (r.defer) fz_fail(what, &r, "deferred on a worker");
     cJSON_Delete(fz_check_resp(what, &r));
     free(r.body);
+}
+
+/* The body as the daemon reads it (wp_app_parse_body): one JSON text, nothing but whitespace after
+ * it; NULL otherwise. */
+static inline cJSON *fz_parse_strict(const uint8_t *data, size_t n) {
+    const char *end = NULL;
+    cJSON *o = n ? cJSON_ParseWithLengthOpts((const char *)data, n, &end, 0) : NULL;
+    for (size_t at = o && end ? (size_t)(end - (const char *)data) : 0; o && at < n; at++)
+        if (!data[at] || !strchr(" \t\r\n", data[at])) {
+            cJSON_Delete(o);
+            return NULL;
+        }
+    return o;
+}
+
+/* Whether POST /v1/compile with this body would run NVRTC (seconds: not per input): a valid spec of a
+ * family with a template, alone or among "specs". */
+static inline bool fz_would_compile(const uint8_t *data, size_t n) {
+    cJSON *body = n && wp_json_depth((const char *)data, n) <= FZ_MAX_DEPTH ? fz_parse_strict(data, n) : NULL;
+    bool yes = false;
+    const cJSON *specs = cJSON_GetObjectItemCaseSensitive(body, "specs");
+    const cJSON *one = cJSON_IsArray(specs) ? specs->child : body;
+    for (; one && !yes; one = cJSON_IsArray(specs) ? one->next : NULL) {
+        wp_spec spec = {0};
+        wp_err err = {0};
+        yes = cJSON_IsObject(one) && !wp_spec_from_json(one, fz_app.arch, &spec, &err) && spec.family->template_file;
+        wp_spec_free(&spec);
+    }
+    cJSON_Delete(body);
+    return yes;
 }
 
 /* The body's "compile" member is true (a /v1/reduce or /v1/scan that compiles on emu when deferred). */

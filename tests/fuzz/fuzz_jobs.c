@@ -41,16 +41,7 @@ static void job_scan(void *app, const wp_req *req, wp_resp *resp) {
 }
 
 static void job_compile(void *app, const wp_req *req, wp_resp *resp) {
-    cJSON *body = req->body_len && wp_json_depth(req->body, req->body_len) <= FZ_MAX_DEPTH
-                      ? cJSON_ParseWithLength(req->body, req->body_len)
-                      : NULL;
-    wp_spec spec = {0};
-    wp_err err = {0};
-    bool would_compile =
-        cJSON_IsObject(body) && !wp_spec_from_json(body, fz_app.arch, &spec, &err) && spec.family->template_file;
-    wp_spec_free(&spec);
-    cJSON_Delete(body);
-    if (would_compile)
+    if (fz_would_compile((const uint8_t *)req->body, req->body_len))
         not_compiled(resp);
     else
         wp_api_compile(app, req, resp);
