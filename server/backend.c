@@ -22,6 +22,7 @@ void wp_backend_set_index(wp_backend *b, int index) { b->index = index; }
 void wp_backend_job_enter(wp_backend *b) { atomic_fetch_add(&b->running, 1); }
 void wp_backend_job_leave(wp_backend *b) { atomic_fetch_sub(&b->running, 1); }
 int wp_backend_running(const wp_backend *b) { return atomic_load(&((wp_backend *)b)->running); }
+bool wp_backend_lane_free(wp_backend *b) { return !b->ops->lane_free || b->ops->lane_free(b); }
 bool wp_backend_usable(wp_backend *b, char *why, size_t n) {
     if (n) why[0] = 0;
     return !b->ops->usable || b->ops->usable(b, why, n);

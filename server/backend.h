@@ -39,6 +39,10 @@ void wp_backend_set_index(wp_backend *b, int index);
 void wp_backend_job_enter(wp_backend *b);
 void wp_backend_job_leave(wp_backend *b);
 int wp_backend_running(const wp_backend *b);
+/* Whether an op could take a stream of b now without waiting (always on emu): nothing, a buffer copy
+ * included, holds every one of them, and nobody waits for one. A hint: the answer may be stale at once.
+ * Any thread. */
+bool wp_backend_lane_free(wp_backend *b);
 wp_backend *wp_backend_emu_open(void); /* device 0 */
 /* The emulator presenting device `ordinal` (--emu-devices). Test hook, for CI only: when the
  * environment has WARPD_EMU_FAIL_DEVICE=<ordinal>, that device is lost from the start (usable is

@@ -68,6 +68,14 @@ static bool cuda_usable(wp_backend *base, char *why, size_t n) {
     return ok;
 }
 
+static bool cuda_lane_free(wp_backend *base) {
+    cuda_backend *b = (cuda_backend *)base;
+    pthread_mutex_lock(&b->mu);
+    bool free_now = b->ctx && b->free_lanes && !b->lane_waiters && !b->resetting;
+    pthread_mutex_unlock(&b->mu);
+    return free_now;
+}
+
 static unsigned cuda_generation(wp_backend *base) {
     cuda_backend *b = (cuda_backend *)base;
     pthread_mutex_lock(&b->mu);
@@ -501,10 +509,11 @@ static int cuda_queue_write(cuda_op *op, const wp_launch_io *io, wp_err *err) {
     const bool staged = io->write_len <= WP_STAGE_MAX;
     size_t stage = staged ? io->write_len : 0;
     if (io->read_len <= WP_STAGE_MAX && io->read_len > stage) stage = io->read_len;
-    if ((r = b->cu.event_record(ln->ev_upload, ln->stream)) != CUDA_SUCCESS)
-        return cuda_op_fail(op, err, "cuEventRecord", r);
     if (stage && (r = cuda_lane_reserve(b, ln, 0, stage, &call)) != CUDA_SUCCESS) return cuda_op_fail(op, err, call, r);
     if (staged) memcpy(ln->host, io->src, io->write_len);
+    /* recorded here, after the host copy into staging: upload_us is the device's copy alone */
+    if ((r = b->cu.event_record(ln->ev_upload, ln->stream)) != CUDA_SUCCESS)
+        return cuda_op_fail(op, err, "cuEventRecord", r);
     r = b->cu.memcpy_htod_async(io->buf->addr + io->write_offset, staged ? ln->host : io->src, io->write_len,
                                 ln->stream);
     return r == CUDA_SUCCESS ? 0 : cuda_op_fail(op, err, "cuMemcpyHtoDAsync", r);
@@ -517,9 +526,15 @@ static int cuda_launch_on(cuda_op *op, const CUfunction *fs, const wp_launch *ls
     cuda_lane *ln = op->lane;
     CUgraphExec exec = NULL;
     const bool write = io && io->write_len, read = io && io->read_len;
-    if (write && cuda_queue_write(op, io, err)) return -1; /* never with a graph (backend.c) */
-    if ((ls[0].flags & WP_LAUNCH_GRAPH) && cuda_capture(op, fs, ls, n, &exec, err)) return -1;
+    const bool staged = read && io->read_len <= WP_STAGE_MAX; /* else straight into dst (pageable: waits) */
+    const char *call = "";
     CUresult r;
+    if (write && cuda_queue_write(op, io, err)) return -1; /* never with a graph (backend.c) */
+    /* the read's staging before the first launch (a no-op after a write, which reserved for both): a
+     * growth never lands between the events that time the kernel and the download */
+    if (!write && staged && (r = cuda_lane_reserve(b, ln, 0, io->read_len, &call)) != CUDA_SUCCESS)
+        return cuda_op_fail(op, err, call, r);
+    if ((ls[0].flags & WP_LAUNCH_GRAPH) && cuda_capture(op, fs, ls, n, &exec, err)) return -1;
     if ((r = b->cu.event_record(ln->ev_start, ln->stream)) != CUDA_SUCCESS) {
         if (exec) b->cu.graph_exec_destroy(exec);
         return cuda_op_fail(op, err, "cuEventRecord", r);
@@ -532,12 +547,8 @@ static int cuda_launch_on(cuda_op *op, const CUfunction *fs, const wp_launch *ls
     for (int i = 0; !exec && i < n; i++)
         if ((r = cuda_launch_one(b, ln->stream, fs[i], &ls[i])) != CUDA_SUCCESS)
             return cuda_op_fail(op, err, cuda_overlaps(b, &ls[i]) ? "cuLaunchKernelEx" : "cuLaunchKernel", r);
-    const char *call = "";
     if ((r = b->cu.event_record(ln->ev_stop, ln->stream)) != CUDA_SUCCESS)
         return cuda_op_fail(op, err, "cuEventRecord", r);
-    const bool staged = read && io->read_len <= WP_STAGE_MAX; /* else straight into dst (pageable: waits) */
-    if (staged && (r = cuda_lane_reserve(b, ln, 0, io->read_len, &call)) != CUDA_SUCCESS)
-        return cuda_op_fail(op, err, call, r);
     if (read) {
         r = b->cu.memcpy_dtoh_async(staged ? ln->host : io->dst, io->buf->addr + io->read_offset, io->read_len,
                                     ln->stream);
@@ -754,6 +765,7 @@ static const wp_backend_ops cuda_ops = {
     .launch = cuda_launch,
     .launch_io = cuda_launch_io,
     .generation = cuda_generation,
+    .lane_free = cuda_lane_free,
     .upload_open = cuda_upload_open,
     .upload_send = cuda_upload_send,
     .upload_wait = cuda_upload_wait,

@@ -47,6 +47,7 @@ typedef struct wp_backend_ops {
     int (*launch_io)(wp_backend *b, void *const *fn, const wp_launch *launches, int n, const wp_launch_io *io,
                      wp_run_timing *t, wp_err *err);
     unsigned (*generation)(wp_backend *b);
+    bool (*lane_free)(wp_backend *b); /* optional: NULL answers true */
     /* Optional, for wp_buf_stream (buffer.h): a ring of `slots` page-locked host areas of slot_bytes
      * each (their addresses into host[]), on a copy stream of its own. upload_send queues the copy of
      * len bytes from slot `slot` to buf+offset and returns; upload_wait waits for that slot's last

@@ -214,17 +214,18 @@ static void item_results(reduce_item *it, const unsigned char *h, const wp_ready
 }
 
 /* The batched kernel. On cuda from memory only, wherever the leader runs: when it is not there yet
- * the background builder is asked for it (bgbuild.h) and this batch runs its jobs alone, so a compile
- * never holds up a batch (and every request queued behind it). On emu, with "compile", it is built
+ * the background builder is asked for it (bgbuild.h), with the batch's size as the ask's weight (a
+ * key seen alone once or twice is not worth a second compile), and this batch runs its jobs alone, so
+ * a compile never holds up a batch (and every request queued behind it). On emu, with "compile", it is built
  * here (CI compiles the templates), from memory only when the leader may not wait for a compile. */
-static int batch_kernel(reduce_item *lead, bool cuda, wp_ready_kernel *rk, wp_err *err) {
+static int batch_kernel(reduce_item *lead, bool cuda, int n, wp_ready_kernel *rk, wp_err *err) {
     wp_spec bs;
     if (wp_spec_copy(&bs, &lead->sized)) return WP_FAIL(err, 500, "out_of_memory", "", "out of memory");
     bs.data.batched = true;
     int rc;
     if (cuda) {
         rc = wp_app_kernel_memory(lead->app, &bs, lead->be, rk, err);
-        if (rc > 0) wp_bgbuild_want(lead->app->bgbuild, &bs, lead->be);
+        if (rc > 0) wp_bgbuild_want(lead->app->bgbuild, &bs, lead->be, n > 1 ? WP_BGBUILD_THRESHOLD : 1);
     } else {
         rc = lead->j->job.memory_only ? wp_app_kernel_peek(lead->app, &bs, lead->be, rk, err)
                                       : wp_app_kernel_get(lead->app, &bs, lead->be, rk, err);
@@ -284,8 +285,19 @@ static void reduce_batch(wp_batch_job *const *jobs, int n) {
     wp_err kerr = {0};
     /* On emu, with "compile", the batched kernel is built too, as cuda would: CI compiles the templates. */
     const bool tried = cuda || (n > 1 && lead->j->job.compile_on_emu);
-    const int got = tried ? batch_kernel(lead, cuda, &rk, &kerr) : -1;
-    if (!cuda && tried && got != 0) { /* emu: not in memory (to a worker, which may compile), or failed */
+    const int got = tried ? batch_kernel(lead, cuda, n, &rk, &kerr) : -1;
+    bool defer = !cuda && tried && got != 0; /* emu: not in memory (to a worker, which may compile), or failed */
+    if (cuda && got > 0 && lead->j->job.memory_only) {
+        /* on an HTTP thread, alone: only if the plain kernel is in memory, asked before any upload (else
+         * every job would upload its input, then defer) */
+        wp_ready_kernel plain;
+        wp_err perr = {0};
+        int have = wp_app_kernel_memory(lead->app, &lead->sized, lead->be, &plain, &perr);
+        if (have == 0) wp_app_kernel_put(lead->app, &plain);
+        defer = have != 0;
+        kerr = (wp_err){0};
+    }
+    if (defer) {
         for (int i = 0; i < n; i++) {
             items[i]->rc = got > 0 ? 1 : -1;
             items[i]->err = kerr;
@@ -305,7 +317,8 @@ static void reduce_batch(wp_batch_job *const *jobs, int n) {
                                           wp_backend_name(lead->be), items[i]->j->res.kernel_us / 1e6);
         }
     } else {
-        if (tried && got < 0) wp_log(WP_LOG_WARN, "no batched kernel (%s): %d jobs run alone", kerr.msg, n);
+        if (tried && got < 0)
+            wp_log(n > 1 ? WP_LOG_WARN : WP_LOG_DEBUG, "no batched kernel (%s): %d jobs run alone", kerr.msg, n);
         for (int i = 0; i < n; i++) items[i]->rc = run_alone(items[i]->app, items[i]->be, items[i]->j, &items[i]->err);
     }
     wp_app_kernel_put(lead->app, &rk);

@@ -155,8 +155,9 @@ int wp_batch_run_warp(wp_app *app, wp_backend *be, void *fn, const wp_spec *s, c
     wp_batch_job bj = {.owner = be, .run = warp_batch, .payload = &it, .no_wait = no_wait};
     char spec_key[WP_SPEC_KEY_MAX];
     if (wp_spec_key_text(s, spec_key, sizeof spec_key) < 0) return wp_backend_run_warp(be, fn, s, job, res, t, err);
-    snprintf(bj.key, sizeof bj.key, "warp|%s|e%d|p%d:%llx:%llx|s%d:%d", spec_key, job->elems, job->pred_kind,
-             (unsigned long long)job->pred_a, (unsigned long long)job->pred_b, job->first, job->second);
+    /* HTTP-thread jobs (no_wait) queue apart from workers': one never waits out a worker leader's window */
+    snprintf(bj.key, sizeof bj.key, "warp|%s|e%d|p%d:%llx:%llx|s%d:%d|h%d", spec_key, job->elems, job->pred_kind,
+             (unsigned long long)job->pred_a, (unsigned long long)job->pred_b, job->first, job->second, no_wait);
     *size = wp_batcher_submit(app->batcher, &bj);
     if (it.rc) *err = it.err;
     return it.rc;

@@ -5,6 +5,7 @@
 #include "bgbuild.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +20,14 @@ typedef struct bg_ask {
     bool building;
 } bg_ask;
 
+/* A key asked for lately: the weight of its asks so far, or when it may be tried again after failing. */
+typedef struct {
+    wp_backend *backend; /* NULL key[0]: a free slot */
+    char key[WP_SPEC_KEY_MAX];
+    int weight;
+    uint64_t retry_ns; /* nonzero: its build failed; refused until then */
+} bg_recent;
+
 struct wp_bgbuild {
     wp_app *app;
     pthread_mutex_t lock;
@@ -28,11 +37,40 @@ struct wp_bgbuild {
     int queued;
     bool stopping;
     wp_bgbuild_stats stats;
+    bg_recent recent[WP_BGBUILD_RECENT];
 };
 
 static void ask_free(bg_ask *a) {
     wp_spec_free(&a->spec);
     free(a);
+}
+
+/* Lock held: the slot of (b, key), or NULL. */
+static bg_recent *recent_find(wp_bgbuild *bg, const wp_backend *b, const char *key) {
+    for (int i = 0; i < WP_BGBUILD_RECENT; i++)
+        if (bg->recent[i].key[0] && bg->recent[i].backend == b && !strcmp(bg->recent[i].key, key))
+            return &bg->recent[i];
+    return NULL;
+}
+
+/* Lock held: a slot for (b, key): a free one, else the lightest that has not failed lately. */
+static bg_recent *recent_take(wp_bgbuild *bg, wp_backend *b, const char *key, uint64_t now) {
+    bg_recent *pick = NULL;
+    for (int i = 0; i < WP_BGBUILD_RECENT; i++) {
+        bg_recent *r = &bg->recent[i];
+        if (!r->key[0]) {
+            pick = r;
+            break;
+        }
+        if (r->retry_ns > now) continue;
+        if (!pick || r->weight < pick->weight) pick = r;
+    }
+    if (!pick) pick = &bg->recent[0]; /* every slot failed lately: forget one */
+    pick->backend = b;
+    snprintf(pick->key, sizeof pick->key, "%s", key);
+    pick->weight = 0;
+    pick->retry_ns = 0;
+    return pick;
 }
 
 static void build(wp_bgbuild *bg, bg_ask *a) {
@@ -46,13 +84,20 @@ static void build(wp_bgbuild *bg, bg_ask *a) {
                                            : "in memory");
         wp_app_kernel_put(bg->app, &rk);
     } else {
-        wp_log(WP_LOG_WARN, "background build of %s failed: %s", a->key, err.msg);
+        wp_log(WP_LOG_WARN, "background build of %s failed (not tried again for %d s): %s", a->key, WP_BGBUILD_RETRY_S,
+               err.msg);
     }
     pthread_mutex_lock(&bg->lock);
-    if (rc == 0)
+    bg_recent *r = recent_find(bg, a->backend, a->key);
+    if (rc == 0) {
         bg->stats.built++;
-    else
+        if (r) memset(r, 0, sizeof *r); /* in memory now; if it leaves the cache, asks weigh up again */
+    } else {
         bg->stats.failed++;
+        if (!r) r = recent_take(bg, a->backend, a->key, wp_now_ns());
+        r->weight = 0;
+        r->retry_ns = wp_now_ns() + (uint64_t)WP_BGBUILD_RETRY_S * 1000000000ull;
+    }
     pthread_mutex_unlock(&bg->lock);
 }
 
@@ -135,14 +180,29 @@ static bool enqueue(wp_bgbuild *bg, bg_ask *a) {
     return true;
 }
 
-bool wp_bgbuild_want(wp_bgbuild *bg, const wp_spec *s, wp_backend *b) {
+bool wp_bgbuild_want(wp_bgbuild *bg, const wp_spec *s, wp_backend *b, int weight) {
     if (!bg) return false;
     char key[WP_SPEC_KEY_MAX];
     if (wp_spec_key_text(s, key, sizeof key) < 0) return false;
-    pthread_mutex_lock(&bg->lock); /* a repeat (every batch until the build is done) copies nothing */
-    bool known = asked(bg, b, key);
+    if (weight < 1) weight = 1;
+    /* a repeat (every batch until the build is done) copies nothing; a key under its weight neither */
+    pthread_mutex_lock(&bg->lock);
+    bool known = asked(bg, b, key), ready = false;
+    if (!known) {
+        const uint64_t now = wp_now_ns();
+        bg_recent *r = recent_find(bg, b, key);
+        if (r && r->retry_ns > now) {
+            pthread_mutex_unlock(&bg->lock);
+            return false; /* failed lately */
+        }
+        if (!r) r = recent_take(bg, b, key, now);
+        r->retry_ns = 0;
+        r->weight += weight;
+        ready = r->weight >= WP_BGBUILD_THRESHOLD;
+    }
     pthread_mutex_unlock(&bg->lock);
     if (known) return true;
+    if (!ready) return false;
     bg_ask *a = calloc(1, sizeof *a);
     if (!a || wp_spec_copy(&a->spec, s)) {
         free(a);

@@ -83,7 +83,7 @@ int wp_app_kernel_peek(wp_app *app, const wp_spec *s, wp_backend *b, wp_ready_ke
 
 bool wp_app_may_run_inline(const wp_app *app, const wp_backend *b) {
     if (wp_backend_on_host(b) || app->inline_gpu == WP_INLINE_ALWAYS) return true;
-    return app->inline_gpu == WP_INLINE_IDLE && wp_backend_running(b) == 0;
+    return app->inline_gpu == WP_INLINE_IDLE && wp_backend_running(b) == 0 && wp_backend_lane_free((wp_backend *)b);
 }
 
 int wp_inline_mode_parse(const char *text, wp_inline_mode *out) {

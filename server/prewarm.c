@@ -332,6 +332,9 @@ wp_prewarm *wp_prewarm_start(wp_app *app, cJSON *doc, int threads, wp_err *err) 
         WP_FAIL(err, 500, "out_of_memory", "", "out of memory starting the prewarm");
         return NULL;
     }
+    /* one compile slot (jit.c) stays for requests: a serving daemon's first callers do not wait behind
+     * the whole set */
+    if (threads > 1) threads--;
     *w = (wp_prewarm){.app = app, .doc = doc, .threads = threads, .started_ns = wp_now_ns()};
     w->p.total = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "specs"));
     atomic_store(&w->running, true);

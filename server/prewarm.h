@@ -40,7 +40,8 @@ void wp_api_compile_many(struct wp_app *app, const cJSON *body, wp_resp *resp);
 /* Reads and checks a prewarm file: the parsed document (delete it), or NULL with err. */
 cJSON *wp_prewarm_load(const char *path, wp_err *err);
 
-/* Starts compiling doc's specs on a background thread (which takes doc). NULL on failure. */
+/* Starts compiling doc's specs in the background (a thread, which takes doc), on threads - 1 threads
+ * (at least 1): one compile slot stays free for requests. NULL on failure. */
 wp_prewarm *wp_prewarm_start(struct wp_app *app, cJSON *doc, int threads, wp_err *err);
 /* Progress: *running is false once every spec has been tried. elapsed_s: since start, or its run. */
 void wp_prewarm_progress(wp_prewarm *p, int *total, int *done, int *failed, bool *running, double *elapsed_s);

@@ -1,8 +1,9 @@
 /* test_bgbuild.c — server/bgbuild.c over the real compiler and a memory cache, on the emulator: an
  * asked kernel ends up in the memory cache (wp_app_kernel_memory finds it), once however often it
- * is asked; a repeat while it is queued or building is not a second build; a spec that fails to build
- * is counted as failed and the builder goes on; asks past WP_BGBUILD_QUEUE_MAX are dropped, not
- * queued; closing with asks queued frees them (ASan) and never waits for more than the one building. */
+ * is asked; a repeat while it is queued or building is not a second build; asks of weight 1 (a job
+ * alone) queue it only once they weigh WP_BGBUILD_THRESHOLD; a spec that fails to build is counted
+ * as failed and asks for it are refused for WP_BGBUILD_RETRY_S (no second build); asks past WP_BGBUILD_QUEUE_MAX are
+ * dropped, not queued; closing with asks queued frees them (ASan) and never waits for more than the one building. */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <time.h>
@@ -47,7 +48,8 @@ static void test_build_once(void) {
     CHECK(!in_memory(&s));
     wp_bgbuild *bg = wp_bgbuild_open(&app);
     CHECK(bg != NULL);
-    for (int i = 0; i < 20; i++) CHECK(wp_bgbuild_want(bg, &s, app.emu)); /* repeats while queued or building */
+    for (int i = 0; i < 20; i++)
+        CHECK(wp_bgbuild_want(bg, &s, app.emu, WP_BGBUILD_THRESHOLD)); /* repeats while queued or building */
     wp_bgbuild_stats st;
     drain(bg, &st);
     CHECKF(st.queued == 0 && st.built == 1 && st.failed == 0 && st.dropped == 0,
@@ -56,9 +58,26 @@ static void test_build_once(void) {
     CHECKF(st.asked >= 1 && st.asked <= 20, "asked %llu", (unsigned long long)st.asked);
     CHECK(in_memory(&s));
     uint64_t hits_before = st.built;
-    CHECK(wp_bgbuild_want(bg, &s, app.emu)); /* built already: asked again, a memory hit, no compile */
+    CHECK(wp_bgbuild_want(bg, &s, app.emu,
+                          WP_BGBUILD_THRESHOLD)); /* built already: asked again, a memory hit, no compile */
     drain(bg, &st);
     CHECK(st.built == hits_before + 1 && st.failed == 0);
+    wp_bgbuild_close(bg);
+    wp_spec_free(&s);
+}
+
+static void test_weight(void) {
+    T_CASE("asks of weight 1 queue a build once they weigh the threshold");
+    wp_spec s;
+    spec_of("{\"family\":\"vote_any\",\"type\":\"i32\",\"width\":8}", &s);
+    wp_bgbuild *bg = wp_bgbuild_open(&app);
+    wp_bgbuild_stats st;
+    for (int i = 1; i < WP_BGBUILD_THRESHOLD; i++) CHECK(!wp_bgbuild_want(bg, &s, app.emu, 1));
+    wp_bgbuild_stats_get(bg, &st);
+    CHECK(st.asked == 0 && st.queued == 0 && !in_memory(&s));
+    CHECK(wp_bgbuild_want(bg, &s, app.emu, 1)); /* the threshold-th */
+    drain(bg, &st);
+    CHECK(st.asked == 1 && st.built == 1 && in_memory(&s));
     wp_bgbuild_close(bg);
     wp_spec_free(&s);
 }
@@ -82,12 +101,15 @@ static void test_failure_and_drop(void) {
         wp_bgbuild *bg = wp_bgbuild_open(&app);
         wp_spec s;
         spec_of("{\"family\":\"ballot\",\"type\":\"i32\",\"width\":16}", &s);
-        CHECK(wp_bgbuild_want(bg, &s, app.emu));
+        CHECK(wp_bgbuild_want(bg, &s, app.emu, WP_BGBUILD_THRESHOLD));
         wp_bgbuild_stats st;
         drain(bg, &st);
         CHECKF(st.failed == 1 && st.built == 0, "failed %llu built %llu", (unsigned long long)st.failed,
                (unsigned long long)st.built);
         CHECK(!in_memory(&s));
+        for (int i = 0; i < 3; i++) CHECK(!wp_bgbuild_want(bg, &s, app.emu, WP_BGBUILD_THRESHOLD)); /* failed lately */
+        wp_bgbuild_stats_get(bg, &st);
+        CHECK(st.failed == 1 && st.queued == 0 && st.asked == 1);
         wp_bgbuild_close(bg);
         wp_spec_free(&s);
         wp_jit_close(empty);
@@ -110,7 +132,7 @@ static void test_failure_and_drop(void) {
             wp_spec_free(&s);
             spec_of(json, &s);
         }
-        if (wp_bgbuild_want(bg, &s, app.emu))
+        if (wp_bgbuild_want(bg, &s, app.emu, WP_BGBUILD_THRESHOLD))
             taken++;
         else
             refused++;
@@ -125,7 +147,7 @@ static void test_failure_and_drop(void) {
     CHECK(st.dropped == (uint64_t)refused);
     wp_bgbuild_close(bg); /* with asks still queued: freed, not built */
     wp_bgbuild_close(NULL);
-    CHECK(!wp_bgbuild_want(NULL, NULL, NULL));
+    CHECK(!wp_bgbuild_want(NULL, NULL, NULL, 1));
 }
 
 int main(void) {
@@ -141,6 +163,7 @@ int main(void) {
     CHECKF(app.jit && app.cache, "%s", err.msg);
     if (!app.jit || !app.cache) return t_done("bgbuild");
     test_build_once();
+    test_weight();
     test_failure_and_drop();
     wp_cache_close(app.cache);
     wp_jit_close(app.jit);
