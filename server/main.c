@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -186,7 +187,8 @@ static int parse_bytes(const char *flag, const char *v, unsigned long long *out)
     return 0;
 }
 
-static int parse_listen(const char *v, options *o) {
+static int parse_listen(const char *flag, const char *v, options *o) {
+    (void)flag;
     if (v && !strncmp(v, "unix:", 5)) return o->unix_path = v + 5, 0; /* checked when it is bound */
     o->unix_path = NULL;
     const char *colon = v ? strrchr(v, ':') : NULL;
@@ -205,171 +207,216 @@ static int parse_listen(const char *v, options *o) {
     return 0;
 }
 
-static int parse_args(int argc, char **argv, options *o) {
+static int parse_device(const char *flag, const char *v, options *o) {
     long long n;
-    wp_err access_err;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-#define FLAG(name) (!strcmp(a, name) && (i++, 1))
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            exit(0);
-        } else if (!strcmp(a, "--version")) {
-            printf("warpd %s\n", WP_VERSION);
-            exit(0);
-        } else if (!strcmp(a, "--no-disk-cache"))
-            o->no_disk = true;
-        else if (!strcmp(a, "--exit"))
-            o->exit_after_prewarm = true;
-        else if (FLAG("--prewarm"))
-            o->prewarm = v;
-        else if (FLAG("--inline-gpu")) {
-            if (wp_inline_mode_parse(v, &o->inline_gpu)) {
-                fprintf(stderr, "warpd: --inline-gpu must be never, idle or always\n");
-                return -1;
-            }
-        } else if (FLAG("--devices"))
-            o->devices = v;
-        else if (FLAG("--emu-devices")) {
-            if (parse_num(a, v, 1, WP_MAX_DEVICES, &n)) return -1;
-            o->emu_devices = (int)n;
-        } else if (FLAG("--streams-per-device")) {
-            if (parse_num(a, v, 1, 64, &n)) return -1;
-            o->streams_per_device = (int)n;
-        } else if (FLAG("--listen")) {
-            if (parse_listen(v, o)) return -1;
-        } else if (FLAG("--backend"))
-            o->backend = v;
-        else if (FLAG("--arch"))
-            o->arch = v;
-        else if (FLAG("--cache-dir"))
-            o->cache_dir = v;
-        else if (FLAG("--templates"))
-            o->templates = v;
-        else if (FLAG("--web"))
-            o->web = v;
-        else if (FLAG("--device")) {
-            if (parse_num(a, v, 0, 64, &n)) return -1;
-            o->device = (int)n;
-            o->device_given = true;
-        } else if (FLAG("--cache-mem")) {
-            if (parse_num(a, v, 1, 1 << 20, &n)) return -1;
-            o->cache_mb = (size_t)n;
-        } else if (FLAG("--threads")) {
-            if (parse_num(a, v, 1, 256, &n)) return -1;
-            o->threads = (int)n;
-        } else if (FLAG("--workers")) {
-            if (parse_num(a, v, 1, 256, &n)) return -1;
-            o->workers = (int)n;
-        } else if (FLAG("--compile-threads")) {
-            if (parse_num(a, v, 1, 256, &n)) return -1;
-            o->compile_threads = (int)n;
-        } else if (FLAG("--max-body")) {
-            if (parse_num(a, v, 1024, 1LL << 40, &n)) return -1;
-            o->max_body = (size_t)n;
-        } else if (FLAG("--conn-memory")) {
-            if (parse_num(a, v, 16 << 10, 1LL << 30, &n)) return -1;
-            o->conn_memory = (size_t)n;
-        } else if (FLAG("--max-depth")) {
-            if (parse_num(a, v, 4, 1000, &n)) return -1;
-            o->max_depth = (int)n;
-        } else if (FLAG("--max-queue")) {
-            if (parse_num(a, v, 1, 1 << 20, &n)) return -1;
-            o->max_queue = (int)n;
-        } else if (FLAG("--max-jobs")) {
-            if (parse_num(a, v, 1, 1 << 20, &n)) return -1;
-            o->max_jobs = (int)n;
-        } else if (FLAG("--job-workers")) {
-            if (parse_num(a, v, 1, 256, &n)) return -1;
-            o->job_workers = (int)n;
-        } else if (FLAG("--job-ttl")) {
-            if (parse_num(a, v, 0, 365LL * 24 * 3600, &n)) return -1;
-            o->job_ttl_s = (double)n;
-        } else if (FLAG("--buffer-ttl")) {
-            if (parse_num(a, v, 1, MAX_BUFFER_TTL_S, &n)) return -1;
-            o->buffer_ttl_s = (double)n;
-        } else if (FLAG("--max-elements")) {
-            if (parse_num(a, v, 1, 1LL << 40, &n)) return -1;
-            o->max_elements = (unsigned long long)n;
-        } else if (FLAG("--emu-max-elements")) {
-            if (parse_num(a, v, 1, 1LL << 40, &n)) return -1;
-            o->emu_max_elements = (unsigned long long)n;
-        } else if (FLAG("--batch-window-us")) {
-            if (parse_num(a, v, 0, WP_BATCH_WINDOW_MAX_US, &n)) return -1;
-            o->batch_window_us = (int)n;
-        } else if (FLAG("--batch-max")) {
-            if (parse_num(a, v, 1, WP_BATCH_MAX_LIMIT, &n)) return -1;
-            o->batch_max = (int)n;
-        } else if (FLAG("--access-log")) {
-            o->access_log = v;
-        } else if (FLAG("--log-level")) {
-            wp_log_level level;
-            if (wp_log_level_parse(v, &level)) {
-                fprintf(stderr, "warpd: --log-level must be error, warn, info or debug\n");
-                return -1;
-            }
-            wp_log_set_level(level);
-        } else if (FLAG("--cache-disk-max")) {
-            if (parse_bytes(a, v, &o->cache_disk_max)) return -1;
-        } else if (FLAG("--buffer-quota")) {
-            if (parse_num(a, v, 0, 1LL << 50, &n)) return -1;
-            o->buffer_quota = (unsigned long long)n;
-        } else if ((n = wp_access_parse_flag(o->access, a, v, &access_err)) != 0) {
-            if (n < 0) {
-                fprintf(stderr, "warpd: %s\n", access_err.msg);
-                return -1;
-            }
-            i += (int)n - 1;
-        } else if (FLAG("--tls-cert")) { /* transport */
-            o->tls_cert = v;
-        } else if (FLAG("--tls-key")) {
-            o->tls_key = v;
-        } else if (FLAG("--socket-mode")) {
-            char *end = NULL;
-            long mode = v ? strtol(v, &end, 8) : -1;
-            if (!v || !*v || *end || mode < 0 || mode > 0777) {
-                fprintf(stderr, "warpd: --socket-mode needs an octal mode such as 600 or 660\n");
-                return -1;
-            }
-            o->socket_mode = (unsigned)mode;
-        } else if (FLAG("--max-connections")) {
-            if (parse_num(a, v, 1, 1 << 20, &n)) return -1;
-            o->max_connections = (unsigned)n;
-        } else if (FLAG("--header-timeout")) {
-            if (parse_num(a, v, 1, 3600, &n)) return -1;
-            o->header_timeout_s = (unsigned)n;
-        } else if (FLAG("--idle-timeout")) {
-            if (parse_num(a, v, 1, 24 * 3600, &n)) return -1;
-            o->idle_timeout_s = (unsigned)n;
-        } else {
-            fprintf(stderr, "warpd: unknown option %s (see --help)\n", a);
-            return -1;
-        }
-        if (i >= argc) {
-            fprintf(stderr, "warpd: %s needs a value\n", a);
-            return -1;
-        }
-#undef FLAG
+    if (parse_num(flag, v, 0, 64, &n)) return -1;
+    o->device = (int)n;
+    o->device_given = true;
+    return 0;
+}
+
+static int parse_inline_gpu(const char *flag, const char *v, options *o) {
+    (void)flag;
+    if (wp_inline_mode_parse(v, &o->inline_gpu)) {
+        fprintf(stderr, "warpd: --inline-gpu must be never, idle or always\n");
+        return -1;
     }
+    return 0;
+}
+
+/* --log-level takes effect at once (log.c), so later start-up messages follow it. */
+static int parse_log_level(const char *flag, const char *v, options *o) {
+    (void)flag, (void)o;
+    wp_log_level level;
+    if (wp_log_level_parse(v, &level)) {
+        fprintf(stderr, "warpd: --log-level must be error, warn, info or debug\n");
+        return -1;
+    }
+    wp_log_set_level(level);
+    return 0;
+}
+
+static int parse_socket_mode(const char *flag, const char *v, options *o) {
+    (void)flag;
+    char *end = NULL;
+    long mode = v ? strtol(v, &end, 8) : -1;
+    if (!v || !*v || *end || mode < 0 || mode > 0777) {
+        fprintf(stderr, "warpd: --socket-mode needs an octal mode such as 600 or 660\n");
+        return -1;
+    }
+    o->socket_mode = (unsigned)mode;
+    return 0;
+}
+
+static int print_help(const char *flag, const char *v, options *o) {
+    (void)flag, (void)v, (void)o;
+    usage(stdout);
+    exit(0);
+}
+
+static int print_version(const char *flag, const char *v, options *o) {
+    (void)flag, (void)v, (void)o;
+    printf("warpd %s\n", WP_VERSION);
+    exit(0);
+}
+
+/* How a flag's value is read and where it goes. */
+typedef enum {
+    OPT_SWITCH,   /* no value: sets a bool */
+    OPT_ACTION,   /* no value: calls handle (--help, --version) */
+    OPT_STRING,   /* the value as given, a const char * */
+    OPT_INT,      /* a number in min..max (parse_num), stored as int */
+    OPT_UNSIGNED, /* ... as unsigned */
+    OPT_SIZE,     /* ... as size_t */
+    OPT_ULL,      /* ... as unsigned long long */
+    OPT_SECONDS,  /* ... as double */
+    OPT_BYTES,    /* a byte count with an optional suffix (parse_bytes), as unsigned long long */
+    OPT_CUSTOM,   /* handle reads the value */
+} opt_kind;
+
+typedef struct {
+    const char *name;
+    opt_kind kind;
+    size_t offset; /* of the field in options */
+    long long min, max;
+    int (*handle)(const char *flag, const char *value, options *o); /* OPT_ACTION, OPT_CUSTOM */
+} opt_spec;
+
+/* The field's offset, checked at compile time to be a T (pointers to distinct types do not compare). */
+/* One row per kind. OPT_AT is the field's offset, checked at compile time to be a T (pointers to
+ * distinct types do not compare, and -Werror makes that an error). */
+#define OPT_AT(T, field) (offsetof(options, field) + 0 * sizeof(&((options *)0)->field == (T *)0))
+/* clang-format off */
+#define F_SWITCH(name, field)           {name, OPT_SWITCH, OPT_AT(bool, field), 0, 0, NULL}
+#define F_ACTION(name, fn)              {name, OPT_ACTION, 0, 0, 0, fn}
+#define F_STRING(name, field)           {name, OPT_STRING, OPT_AT(const char *, field), 0, 0, NULL}
+#define F_INT(name, field, lo, hi)      {name, OPT_INT, OPT_AT(int, field), lo, hi, NULL}
+#define F_UNSIGNED(name, field, lo, hi) {name, OPT_UNSIGNED, OPT_AT(unsigned, field), lo, hi, NULL}
+#define F_SIZE(name, field, lo, hi)     {name, OPT_SIZE, OPT_AT(size_t, field), lo, hi, NULL}
+#define F_ULL(name, field, lo, hi)      {name, OPT_ULL, OPT_AT(unsigned long long, field), lo, hi, NULL}
+#define F_SECONDS(name, field, lo, hi)  {name, OPT_SECONDS, OPT_AT(double, field), lo, hi, NULL}
+#define F_BYTES(name, field)            {name, OPT_BYTES, OPT_AT(unsigned long long, field), 0, 0, NULL}
+#define F_CUSTOM(name, fn)              {name, OPT_CUSTOM, 0, 0, 0, fn}
+/* clang-format on */
+
+/* Every flag but the access ones (--allow-host, --token-file, ...: wp_access_parse_flag in access.c).
+ * Limits here are the ones --help and the error messages state. */
+static const opt_spec flag_table[] = {
+    F_ACTION("--help", print_help),
+    F_ACTION("-h", print_help),
+    F_ACTION("--version", print_version),
+    F_SWITCH("--no-disk-cache", no_disk),
+    F_SWITCH("--exit", exit_after_prewarm),
+    F_STRING("--prewarm", prewarm),
+    F_CUSTOM("--inline-gpu", parse_inline_gpu),
+    F_STRING("--devices", devices),
+    F_INT("--emu-devices", emu_devices, 1, WP_MAX_DEVICES),
+    F_INT("--streams-per-device", streams_per_device, 1, 64),
+    F_CUSTOM("--listen", parse_listen),
+    F_STRING("--backend", backend),
+    F_STRING("--arch", arch),
+    F_STRING("--cache-dir", cache_dir),
+    F_STRING("--templates", templates),
+    F_STRING("--web", web),
+    F_CUSTOM("--device", parse_device),
+    F_SIZE("--cache-mem", cache_mb, 1, 1 << 20),
+    F_INT("--threads", threads, 1, 256),
+    F_INT("--workers", workers, 1, 256),
+    F_INT("--compile-threads", compile_threads, 1, 256),
+    F_SIZE("--max-body", max_body, 1024, 1LL << 40),
+    F_SIZE("--conn-memory", conn_memory, 16 << 10, 1LL << 30),
+    F_INT("--max-depth", max_depth, 4, 1000),
+    F_INT("--max-queue", max_queue, 1, 1 << 20),
+    F_INT("--max-jobs", max_jobs, 1, 1 << 20),
+    F_INT("--job-workers", job_workers, 1, 256),
+    F_SECONDS("--job-ttl", job_ttl_s, 0, 365LL * 24 * 3600),
+    F_SECONDS("--buffer-ttl", buffer_ttl_s, 1, MAX_BUFFER_TTL_S),
+    F_ULL("--max-elements", max_elements, 1, 1LL << 40),
+    F_ULL("--emu-max-elements", emu_max_elements, 1, 1LL << 40),
+    F_INT("--batch-window-us", batch_window_us, 0, WP_BATCH_WINDOW_MAX_US),
+    F_INT("--batch-max", batch_max, 1, WP_BATCH_MAX_LIMIT),
+    F_STRING("--access-log", access_log),
+    F_CUSTOM("--log-level", parse_log_level),
+    F_BYTES("--cache-disk-max", cache_disk_max),
+    F_ULL("--buffer-quota", buffer_quota, 0, 1LL << 50),
+    /* transport */
+    F_STRING("--tls-cert", tls_cert),
+    F_STRING("--tls-key", tls_key),
+    F_CUSTOM("--socket-mode", parse_socket_mode),
+    F_UNSIGNED("--max-connections", max_connections, 1, 1 << 20),
+    F_UNSIGNED("--header-timeout", header_timeout_s, 1, 3600),
+    F_UNSIGNED("--idle-timeout", idle_timeout_s, 1, 24 * 3600),
+};
+
+/* Reads v (NULL when the flag is last) into the option s names. Returns 0, else -1 after saying why. */
+static int set_option(const opt_spec *s, const char *v, options *o) {
+    char *field = (char *)o + s->offset;
+    long long n;
+    switch (s->kind) {
+    case OPT_SWITCH:
+        *(bool *)field = true;
+        return 0;
+    case OPT_STRING:
+        *(const char **)field = v;
+        return 0;
+    case OPT_BYTES:
+        return parse_bytes(s->name, v, (unsigned long long *)field);
+    case OPT_ACTION:
+    case OPT_CUSTOM:
+        return s->handle(s->name, v, o);
+    default:
+        break;
+    }
+    if (parse_num(s->name, v, s->min, s->max, &n)) return -1;
+    if (s->kind == OPT_INT) *(int *)field = (int)n;
+    if (s->kind == OPT_UNSIGNED) *(unsigned *)field = (unsigned)n;
+    if (s->kind == OPT_SIZE) *(size_t *)field = (size_t)n;
+    if (s->kind == OPT_ULL) *(unsigned long long *)field = (unsigned long long)n;
+    if (s->kind == OPT_SECONDS) *(double *)field = (double)n;
+    return 0;
+}
+
+/* One flag a with the argument after it, v (NULL when a is last). Returns how many arguments it took,
+ * 1 or 2, else -1 after saying why. */
+static int parse_flag(const char *a, const char *v, options *o) {
+    for (const opt_spec *s = flag_table; s < flag_table + WP_ARRAY_LEN(flag_table); s++) {
+        if (strcmp(a, s->name)) continue;
+        if (set_option(s, v, o)) return -1;
+        return s->kind == OPT_SWITCH || s->kind == OPT_ACTION ? 1 : 2;
+    }
+    wp_err access_err;
+    int n = wp_access_parse_flag(o->access, a, v, &access_err);
+    if (n < 0) fprintf(stderr, "warpd: %s\n", access_err.msg);
+    if (n == 0) fprintf(stderr, "warpd: unknown option %s (see --help)\n", a);
+    return n > 0 ? n : -1;
+}
+
+/* --devices: all, or a list of distinct GPU numbers like 0,2. */
+static int check_devices(const char *devices) {
+    if (!strcmp(devices, "all")) return 0;
+    bool seen[65] = {false};
+    const char *p = devices;
+    do {
+        char *end = NULL;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 0 || v > 64 || seen[v] || (*end && *end != ',')) {
+            fprintf(stderr, "warpd: --devices needs all or a list of distinct GPU numbers like 0,2 (got %s)\n",
+                    devices);
+            return -1;
+        }
+        seen[v] = true;
+        p = *end ? end + 1 : end;
+    } while (*p);
+    return 0;
+}
+
+/* What one flag alone cannot check: the backend's name, --devices, --exit's needs, --arch's form. */
+static int check_options(const options *o) {
     if (o->backend && strcmp(o->backend, "auto") && strcmp(o->backend, "cuda") && strcmp(o->backend, "emu")) {
         fprintf(stderr, "warpd: --backend must be auto, cuda or emu\n");
         return -1;
     }
-    if (o->devices && strcmp(o->devices, "all")) { /* a list of distinct GPU numbers: 0,2,... */
-        bool seen[65] = {false};
-        const char *p = o->devices;
-        do {
-            char *end = NULL;
-            long v = strtol(p, &end, 10);
-            if (end == p || v < 0 || v > 64 || seen[v] || (*end && *end != ',')) {
-                fprintf(stderr, "warpd: --devices needs all or a list of distinct GPU numbers like 0,2 (got %s)\n",
-                        o->devices);
-                return -1;
-            }
-            seen[v] = true;
-            p = *end ? end + 1 : end;
-        } while (*p);
-    }
+    if (o->devices && check_devices(o->devices)) return -1;
     if (o->exit_after_prewarm && (!o->prewarm || o->no_disk)) {
         fprintf(stderr, "warpd: --exit needs --prewarm FILE and a disk cache (it fills the cache directory)\n");
         return -1;
@@ -380,6 +427,21 @@ static int parse_args(int argc, char **argv, options *o) {
         return -1;
     }
     return 0;
+}
+
+/* Returns 0, else -1 after saying why (main exits 2). --help and --version exit here. */
+static int parse_args(int argc, char **argv, options *o) {
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int used = parse_flag(a, i + 1 < argc ? argv[i + 1] : NULL, o);
+        if (used < 0) return -1;
+        i += used - 1;
+        if (i >= argc) {
+            fprintf(stderr, "warpd: %s needs a value\n", a);
+            return -1;
+        }
+    }
+    return check_options(o);
 }
 
 /* The GPUs of --devices (or --device, or all): one cuda backend each, in app->devices; app->cuda is
@@ -472,132 +534,346 @@ static void find_share(const char *sub, const char *fallback, char *buf, size_t 
     if (is_dir(cand) && strlen(cand) < n) memcpy(buf, cand, strlen(cand) + 1);
 }
 
-int main(int argc, char **argv) {
-    options o = {.host = "127.0.0.1",
-                 .port = DEFAULT_PORT,
-                 .backend = "auto",
-                 .cache_mb = DEFAULT_CACHE_MB,
-                 .max_body = DEFAULT_MAX_BODY,
-                 .conn_memory = DEFAULT_CONN_MEMORY,
-                 .max_depth = DEFAULT_MAX_DEPTH,
-                 .threads = DEFAULT_THREADS,
-                 .max_queue = DEFAULT_MAX_QUEUE,
-                 .max_jobs = DEFAULT_MAX_JOBS,
-                 .job_workers = DEFAULT_JOB_WORKERS,
-                 .job_ttl_s = DEFAULT_JOB_TTL_S,
-                 .buffer_ttl_s = DEFAULT_BUFFER_TTL_S,
-                 .max_elements = DEFAULT_MAX_ELEMENTS,
-                 .emu_max_elements = DEFAULT_EMU_MAX_ELEMENTS,
-                 .batch_max = WP_BATCH_MAX_DEFAULT,
-                 .cache_disk_max = DEFAULT_CACHE_DISK_MAX,
-                 .streams_per_device = DEFAULT_STREAMS,
-                 .emu_devices = 1};
-    static wp_access *access; /* static: still reachable (no leak report) when start-up fails below */
-    o.access = access = wp_access_new();
-    if (!o.access || parse_args(argc, argv, &o)) return 2;
-    if (o.exit_after_prewarm) wp_prewarm_exec_tuned(argv); /* prewarm.c: returns when it does not exec */
+static const wp_route routes[] = {
+    {"GET", "/v1/health", wp_api_health, WP_ROUTE_INLINE, NULL},
+    {"GET", "/v1/ready", wp_api_ready, WP_ROUTE_INLINE, NULL},
+    {"GET", "/v1/info", wp_api_info, WP_ROUTE_INLINE, NULL},
+    {"GET", "/v1/families", wp_api_families, WP_ROUTE_INLINE, NULL},
+    {"GET", "/v1/openapi.json", wp_api_openapi, WP_ROUTE_INLINE, NULL},
+    {"GET", "/metrics", wp_api_metrics, WP_ROUTE_INLINE, NULL},
+    {"POST", "/v1/jobs", wp_api_jobs_submit, WP_ROUTE_INLINE, NULL},
+    {"GET", "/v1/jobs", wp_api_jobs_list, WP_ROUTE_INLINE, NULL},
+    {"GET", "/v1/jobs/", wp_api_job_get, WP_ROUTE_INLINE | WP_ROUTE_PREFIX, NULL},
+    {"DELETE", "/v1/jobs/", wp_api_job_delete, WP_ROUTE_INLINE | WP_ROUTE_PREFIX, NULL},
+    {"PUT", "/v1/buffers", wp_api_buffers_put, WP_ROUTE_WORK, &wp_api_buffers_stream},
+    {"GET", "/v1/buffers", wp_api_buffers_list, WP_ROUTE_INLINE, NULL},
+    {"GET", "/v1/buffers/", wp_api_buffer_get, WP_ROUTE_WORK | WP_ROUTE_PREFIX, NULL},
+    {"DELETE", "/v1/buffers/", wp_api_buffer_delete, WP_ROUTE_WORK | WP_ROUTE_PREFIX, NULL},
+    {"GET", "/v1/cache", wp_api_cache_list, WP_ROUTE_WORK, NULL},
+    {"DELETE", "/v1/cache", wp_api_cache_prune, WP_ROUTE_WORK, NULL},
+    {"GET", "/v1/cache/", wp_api_cache_get, WP_ROUTE_WORK | WP_ROUTE_PREFIX, NULL},
+    {"DELETE", "/v1/cache/", wp_api_cache_delete, WP_ROUTE_WORK | WP_ROUTE_PREFIX, NULL},
+    {"POST", "/v1/compile", wp_api_compile, WP_ROUTE_WORK, NULL},
+    {"POST", "/v1/warp", wp_api_warp, WP_ROUTE_WORK | WP_ROUTE_TRY_INLINE, NULL},
+    {"POST", "/v1/reduce", wp_api_reduce, WP_ROUTE_WORK | WP_ROUTE_TRY_INLINE, &wp_api_reduce_stream},
+    {"POST", "/v1/scan", wp_api_scan, WP_ROUTE_WORK | WP_ROUTE_TRY_INLINE, &wp_api_scan_stream},
+    {"GET", "/", wp_api_static, WP_ROUTE_INLINE | WP_ROUTE_PREFIX, NULL},
+    {NULL, NULL, NULL, 0, NULL},
+};
+
+static void set_default_options(options *o) {
+    *o = (options){.host = "127.0.0.1",
+                   .port = DEFAULT_PORT,
+                   .backend = "auto",
+                   .cache_mb = DEFAULT_CACHE_MB,
+                   .max_body = DEFAULT_MAX_BODY,
+                   .conn_memory = DEFAULT_CONN_MEMORY,
+                   .max_depth = DEFAULT_MAX_DEPTH,
+                   .threads = DEFAULT_THREADS,
+                   .max_queue = DEFAULT_MAX_QUEUE,
+                   .max_jobs = DEFAULT_MAX_JOBS,
+                   .job_workers = DEFAULT_JOB_WORKERS,
+                   .job_ttl_s = DEFAULT_JOB_TTL_S,
+                   .buffer_ttl_s = DEFAULT_BUFFER_TTL_S,
+                   .max_elements = DEFAULT_MAX_ELEMENTS,
+                   .emu_max_elements = DEFAULT_EMU_MAX_ELEMENTS,
+                   .batch_max = WP_BATCH_MAX_DEFAULT,
+                   .cache_disk_max = DEFAULT_CACHE_DISK_MAX,
+                   .streams_per_device = DEFAULT_STREAMS,
+                   .emu_devices = 1};
+}
+
+/* After the flags: the access rules made whole (a token, or loopback only), and the defaults that
+ * depend on the CPUs. Returns 0, else the exit status. */
+static int finish_options(options *o) {
     wp_err access_err = {0};
-    wp_access_set_listen(o.access, o.host);
-    if (o.unix_path) wp_access_set_unix(o.access, true); /* file permissions are the access control */
-    if (wp_access_finish(o.access, getenv("WARPD_TOKEN"), &access_err)) {
+    wp_access_set_listen(o->access, o->host);
+    if (o->unix_path) wp_access_set_unix(o->access, true); /* file permissions are the access control */
+    if (wp_access_finish(o->access, getenv("WARPD_TOKEN"), &access_err)) {
         fprintf(stderr, "warpd: %s\n", access_err.msg);
         return 2;
     }
-    if (*wp_access_warning(o.access)) fprintf(stderr, "warpd: warning: %s\n", wp_access_warning(o.access));
+    if (*wp_access_warning(o->access)) fprintf(stderr, "warpd: warning: %s\n", wp_access_warning(o->access));
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     if (cpus < 2) cpus = 2;
-    if (!o.workers) o.workers = cpus * 4 < 16 ? 16 : cpus * 4 > 256 ? 256 : (int)cpus * 4;
-    if (!o.compile_threads) o.compile_threads = cpus > 256 ? 256 : (int)cpus;
-    static wp_app app; /* the one app; handlers get a pointer */
-    app.start_ns = wp_now_ns();
-    app.max_body = o.max_body;
-    app.max_depth = o.max_depth;
-    app.max_elements = o.max_elements;
-    app.emu_max_elements = o.emu_max_elements;
-    app.inline_gpu = o.inline_gpu;
-    app.streams_per_device = o.streams_per_device;
-    wp_err err = {0};
+    if (!o->workers) o->workers = cpus * 4 < 16 ? 16 : cpus * 4 > 256 ? 256 : (int)cpus * 4;
+    if (!o->compile_threads) o->compile_threads = cpus > 256 ? 256 : (int)cpus;
+    return 0;
+}
 
-    /* Signals are taken by sigwait below, in this thread only. */
-    sigset_t sigs;
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGINT);
-    sigaddset(&sigs, SIGTERM);
-    sigaddset(&sigs, SIGHUP); /* reopens the access log (log rotation) */
-    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+static void set_app_limits(wp_app *app, const options *o) {
+    app->start_ns = wp_now_ns();
+    app->max_body = o->max_body;
+    app->max_depth = o->max_depth;
+    app->max_elements = o->max_elements;
+    app->emu_max_elements = o->emu_max_elements;
+    app->inline_gpu = o->inline_gpu;
+    app->streams_per_device = o->streams_per_device;
+}
+
+/* Signals are taken by sigwait in serve_until_signal, in the main thread only: blocked here, before
+ * any other thread starts (threads inherit the mask). */
+static void block_signals(sigset_t *sigs) {
+    sigemptyset(sigs);
+    sigaddset(sigs, SIGINT);
+    sigaddset(sigs, SIGTERM);
+    sigaddset(sigs, SIGHUP); /* reopens the access log (log rotation) */
+    pthread_sigmask(SIG_BLOCK, sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
+}
 
-    if (o.templates)
-        snprintf(app.templates_dir, sizeof app.templates_dir, "%s", o.templates);
+static void find_app_dirs(wp_app *app, const options *o) {
+    if (o->templates)
+        snprintf(app->templates_dir, sizeof app->templates_dir, "%s", o->templates);
     else
-        find_share("templates", WP_DEFAULT_TEMPLATES, app.templates_dir, sizeof app.templates_dir);
-    if (o.web)
-        snprintf(app.web_dir, sizeof app.web_dir, "%s", o.web);
+        find_share("templates", WP_DEFAULT_TEMPLATES, app->templates_dir, sizeof app->templates_dir);
+    if (o->web)
+        snprintf(app->web_dir, sizeof app->web_dir, "%s", o->web);
     else
-        find_share("web", WP_DEFAULT_WEB, app.web_dir, sizeof app.web_dir);
+        find_share("web", WP_DEFAULT_WEB, app->web_dir, sizeof app->web_dir);
+}
 
-    app.emu = wp_backend_emu_open();
-    if (o.exit_after_prewarm) {
-        /* --prewarm --exit only compiles: the target arch is --arch, else the device's, asked
-         * without creating a context (most of CUDA's start-up). */
-        int sm = 0;
-        if (o.arch)
-            snprintf(app.arch, sizeof app.arch, "%s", o.arch);
-        else if (strcmp(o.backend, "emu") &&
-                 wp_backend_cuda_sm(o.devices && strcmp(o.devices, "all") ? atoi(o.devices) : o.device, &sm, &err) == 0)
-            snprintf(app.arch, sizeof app.arch, "sm_%d", sm);
-        else if (!strcmp(o.backend, "cuda")) {
-            fprintf(stderr, "warpd: --backend cuda, but CUDA is not usable: %s\n", err.msg);
-            return 1;
-        } else
-            snprintf(app.arch, sizeof app.arch, "sm_90");
-    } else if (strcmp(o.backend, "emu")) {
-        if (open_gpus(&o, &app, &err)) {
-            snprintf(app.cuda_reason, sizeof app.cuda_reason, "%s", err.msg);
-            if (!strcmp(o.backend, "cuda")) {
-                fprintf(stderr, "warpd: --backend cuda, but CUDA is not usable: %s\n", err.msg);
+/* --prewarm --exit only compiles: the target arch is --arch, else the device's, asked without
+ * creating a context (most of CUDA's start-up). Returns 0, else the exit status. */
+static int choose_prewarm_arch(const options *o, wp_app *app, wp_err *err) {
+    int sm = 0;
+    if (o->arch)
+        snprintf(app->arch, sizeof app->arch, "%s", o->arch);
+    else if (strcmp(o->backend, "emu") &&
+             wp_backend_cuda_sm(o->devices && strcmp(o->devices, "all") ? atoi(o->devices) : o->device, &sm, err) == 0)
+        snprintf(app->arch, sizeof app->arch, "sm_%d", sm);
+    else if (!strcmp(o->backend, "cuda")) {
+        fprintf(stderr, "warpd: --backend cuda, but CUDA is not usable: %s\n", err->msg);
+        return 1;
+    } else
+        snprintf(app->arch, sizeof app->arch, "sm_90");
+    return 0;
+}
+
+/* Serving: the GPUs' arch; without one, --arch (default sm_90). */
+static void choose_arch(const options *o, wp_app *app) {
+    if (app->cuda) {
+        wp_device_info di;
+        wp_backend_info(app->cuda, &di);
+        snprintf(app->arch, sizeof app->arch, "sm_%d", di.sm);
+        if (o->arch && strcmp(o->arch, app->arch))
+            wp_log(WP_LOG_WARN, "--arch %s ignored: the device is %s", o->arch, app->arch);
+    } else {
+        snprintf(app->arch, sizeof app->arch, "%s", o->arch ? o->arch : "sm_90");
+    }
+}
+
+/* The emulator always; the GPUs unless --backend emu or --prewarm --exit; the emulator's devices when
+ * no GPU opened; then the target arch. Returns 0, else the exit status. */
+static int open_backends(const options *o, wp_app *app, wp_err *err) {
+    app->emu = wp_backend_emu_open();
+    if (o->exit_after_prewarm) {
+        if (choose_prewarm_arch(o, app, err)) return 1;
+    } else if (strcmp(o->backend, "emu")) {
+        if (open_gpus(o, app, err)) {
+            snprintf(app->cuda_reason, sizeof app->cuda_reason, "%s", err->msg);
+            if (!strcmp(o->backend, "cuda")) {
+                fprintf(stderr, "warpd: --backend cuda, but CUDA is not usable: %s\n", err->msg);
                 return 1;
             }
-            wp_log(WP_LOG_WARN, "no usable GPU (%s); serving on the emulator", err.msg);
+            wp_log(WP_LOG_WARN, "no usable GPU (%s); serving on the emulator", err->msg);
         }
     } else {
-        snprintf(app.cuda_reason, sizeof app.cuda_reason, "disabled by --backend emu");
+        snprintf(app->cuda_reason, sizeof app->cuda_reason, "disabled by --backend emu");
     }
-    app.preferred = app.cuda ? app.cuda : app.emu;
-    if (!app.cuda && !o.exit_after_prewarm) open_emu_devices(&o, &app);
-    for (int i = 0; i < app.n_devices; i++) wp_backend_set_index(app.devices[i], i); /* the API's numbers */
-    if (o.exit_after_prewarm) {
-        /* app.arch is set above */
-    } else if (app.cuda) {
-        wp_device_info di;
-        wp_backend_info(app.cuda, &di);
-        snprintf(app.arch, sizeof app.arch, "sm_%d", di.sm);
-        if (o.arch && strcmp(o.arch, app.arch))
-            wp_log(WP_LOG_WARN, "--arch %s ignored: the device is %s", o.arch, app.arch);
-    } else {
-        snprintf(app.arch, sizeof app.arch, "%s", o.arch ? o.arch : "sm_90");
-    }
+    app->preferred = app->cuda ? app->cuda : app->emu;
+    if (!app->cuda && !o->exit_after_prewarm) open_emu_devices(o, app);
+    for (int i = 0; i < app->n_devices; i++) wp_backend_set_index(app->devices[i], i); /* the API's numbers */
+    if (!o->exit_after_prewarm) choose_arch(o, app); /* --prewarm --exit: chosen above */
+    return 0;
+}
 
+/* NVRTC (jit.c) and the kernel cache; cache_dir gets the directory's path. Returns 0, else the exit
+ * status. */
+static int open_compiler_and_cache(const options *o, wp_app *app, char *cache_dir, size_t cache_dir_size, wp_err *err) {
     char cuda_inc[600];
     const char *cuda_home = getenv("CUDA_HOME");
     snprintf(cuda_inc, sizeof cuda_inc, "%s/include", cuda_home && *cuda_home ? cuda_home : WP_DEFAULT_CUDA_HOME);
-    app.jit = wp_jit_open(app.templates_dir, cuda_inc, &err);
-    if (!app.jit) {
-        fprintf(stderr, "warpd: cannot start the compiler: %s\n", err.msg);
+    app->jit = wp_jit_open(app->templates_dir, cuda_inc, err);
+    if (!app->jit) {
+        fprintf(stderr, "warpd: cannot start the compiler: %s\n", err->msg);
         return 1;
     }
-    wp_jit_set_parallel(app.jit, o.compile_threads);
-    char cache_dir[PATH_MAX];
-    if (o.cache_dir)
-        snprintf(cache_dir, sizeof cache_dir, "%s", o.cache_dir);
+    wp_jit_set_parallel(app->jit, o->compile_threads);
+    if (o->cache_dir)
+        snprintf(cache_dir, cache_dir_size, "%s", o->cache_dir);
     else
-        default_cache_dir(cache_dir, sizeof cache_dir);
-    app.cache = wp_cache_open(o.no_disk ? NULL : cache_dir, o.cache_mb << 20, &err);
-    if (!app.cache) {
-        fprintf(stderr, "warpd: cannot open the cache at %s: %s\n", cache_dir, err.msg);
+        default_cache_dir(cache_dir, cache_dir_size);
+    app->cache = wp_cache_open(o->no_disk ? NULL : cache_dir, o->cache_mb << 20, err);
+    if (!app->cache) {
+        fprintf(stderr, "warpd: cannot open the cache at %s: %s\n", cache_dir, err->msg);
         return 1;
     }
-    wp_cache_set_disk_max(app.cache, o.cache_disk_max);
+    wp_cache_set_disk_max(app->cache, o->cache_disk_max);
+    return 0;
+}
+
+static void close_backends(wp_app *app) {
+    for (int i = 0; i < app->n_devices; i++)
+        if (app->devices[i] != app->emu) wp_backend_close(app->devices[i]);
+    wp_backend_close(app->emu);
+}
+
+/* --prewarm FILE --exit: compile every spec into the cache directory, close, and give the exit status. */
+static int prewarm_and_exit(wp_app *app, cJSON *prewarm_doc, int compile_threads) {
+    int rc = wp_prewarm_run_and_exit(app, prewarm_doc, compile_threads);
+    cJSON_Delete(prewarm_doc);
+    wp_cache_close(app->cache);
+    wp_jit_close(app->jit);
+    close_backends(app);
+    return rc;
+}
+
+/* The engine behind the routes: buffers, the reduce engine, the batcher and its memory, the background
+ * builder, async jobs. Returns 0, else the exit status. */
+static int start_engine(const options *o, wp_app *app, wp_err *err) {
+    /* Buffers live on the preferred backend's memory; jobs run any POST work route. */
+    uint64_t quota = o->buffer_quota;
+    if (!quota) {
+        wp_device_info di;
+        wp_backend_info(app->preferred, &di);
+        quota = di.mem_total ? di.mem_total / 2 : FALLBACK_BUFFER_QUOTA;
+        uint64_t avail = wp_mem_available(); /* emu: buffers are host memory; leave the host 3/4 of what is free */
+        if (app->preferred == app->emu && avail && avail / 4 < quota) quota = avail / 4;
+    }
+    wp_buffers_config bc = {.quota = quota, .ttl_s = o->buffer_ttl_s, .max_ttl_s = MAX_BUFFER_TTL_S};
+    app->buffers = wp_buffers_open(&bc, err);
+    app->reduce = wp_reduce_engine_open();
+    wp_batch_config bcfg = {.window_us = o->batch_window_us, .max = o->batch_max};
+    app->batcher = wp_batcher_open(&bcfg);
+    app->batch_mem = wp_batch_mem_open();
+    app->bgbuild = wp_bgbuild_open(app);
+    wp_jobs_config jc = {.max_jobs = o->max_jobs, .workers = o->job_workers, .ttl_s = o->job_ttl_s};
+    if (app->buffers) app->jobs = wp_jobs_open(&jc, routes, app, err);
+    if (!app->buffers || !app->jobs || !app->reduce || !app->batcher || !app->batch_mem || !app->bgbuild) {
+        fprintf(stderr, "warpd: cannot start jobs and buffers: %s\n", err->msg);
+        return 1;
+    }
+    return 0;
+}
+
+/* Request ids, the access log and the latency histograms (reqlog.c, metrics.c). NULL after saying why. */
+static wp_reqlog *open_request_log(const options *o, wp_app *app, wp_err *err) {
+    app->metrics = wp_metrics_open(routes);
+    wp_reqlog *reqlog = app->metrics ? wp_reqlog_open(o->access_log, app->metrics, err) : NULL;
+    if (!reqlog) fprintf(stderr, "warpd: %s\n", app->metrics ? err->msg : "out of memory for the metrics");
+    return reqlog;
+}
+
+/* --tls-cert and --tls-key, both or neither: their PEM text, for the caller to free. Returns 0, else the
+ * exit status. */
+static int read_tls_files(const options *o, char **tls_cert, char **tls_key, wp_err *err) {
+    if (!o->tls_cert != !o->tls_key) {
+        fprintf(stderr, "warpd: --tls-cert and --tls-key go together (got only %s)\n",
+                o->tls_cert ? "--tls-cert" : "--tls-key");
+        return 2;
+    }
+    *tls_cert = o->tls_cert ? wp_listen_read_pem("--tls-cert", o->tls_cert, "CERTIFICATE", err) : NULL;
+    *tls_key = *tls_cert ? wp_listen_read_pem("--tls-key", o->tls_key, "PRIVATE KEY", err) : NULL;
+    if (o->tls_cert && !*tls_key) {
+        fprintf(stderr, "warpd: %s\n", err->msg);
+        return 2;
+    }
+    return 0;
+}
+
+/* The HTTP server on --listen (TCP, TLS or a Unix socket). Returns 0, else the exit status. */
+static int start_http(const options *o, wp_app *app, wp_reqlog *reqlog, const char *tls_cert, const char *tls_key,
+                      wp_err *err) {
+    wp_http_config hc = {.host = o->host,
+                         .port = o->port,
+                         .threads = o->threads,
+                         .workers = o->workers,
+                         .max_body = o->max_body,
+                         .max_queue = o->max_queue,
+                         .conn_memory = o->conn_memory,
+                         .access = o->access,
+                         .tls_cert_pem = tls_cert,
+                         .tls_key_pem = tls_key,
+                         .unix_path = o->unix_path,
+                         .socket_mode = o->socket_mode,
+                         .max_connections = o->max_connections,
+                         .header_timeout_s = o->header_timeout_s,
+                         .idle_timeout_s = o->idle_timeout_s,
+                         .reqlog = reqlog};
+    app->http = wp_http_start(&hc, routes, app, err);
+    if (!app->http && o->unix_path) {
+        fprintf(stderr, "warpd: cannot listen on unix:%s: %s\n", o->unix_path, err->msg);
+        return 1;
+    }
+    if (!app->http) {
+        fprintf(stderr, "warpd: cannot listen on %s:%d: %s\n", o->host, o->port, err->msg);
+        return 1;
+    }
+    return 0;
+}
+
+static void print_banner(const options *o, const wp_app *app, const char *cache_dir) {
+    int maj, min;
+    wp_jit_version(app->jit, &maj, &min);
+    char where[PATH_MAX + 160];
+    if (o->unix_path)
+        snprintf(where, sizeof where, "unix:%s", o->unix_path);
+    else
+        snprintf(where, sizeof where, "%s://%s%s%s:%d", o->tls_cert ? "https" : "http", strchr(o->host, ':') ? "[" : "",
+                 o->host, strchr(o->host, ':') ? "]" : "", wp_http_port(app->http));
+    printf("warpd %s listening on %s%s  backend=%s arch=%s nvrtc=%d.%d cache=%s\n", WP_VERSION, where,
+           o->unix_path && o->tls_cert ? " (https)" : "", wp_backend_name(app->preferred), app->arch, maj, min,
+           o->no_disk ? "(memory only)" : cache_dir);
+    fflush(stdout);
+}
+
+/* Until SIGINT or SIGTERM; SIGHUP reopens the access log (log rotation). */
+static void serve_until_signal(const sigset_t *sigs, wp_reqlog *reqlog, wp_err *err) {
+    int sig = 0;
+    while (sigwait(sigs, &sig) == 0 && sig == SIGHUP)
+        if (wp_reqlog_reopen(reqlog, err)) wp_log(WP_LOG_ERROR, "%s", err->msg);
+    wp_log(WP_LOG_INFO, "signal %d, stopping", sig);
+}
+
+/* Each part closes after what still uses it. */
+static void teardown(wp_app *app, wp_access *access, wp_reqlog *reqlog) {
+    wp_http_stop(app->http);
+    wp_access_free(access);              /* after HTTP: nothing checks requests any more */
+    wp_prewarm_stop(app->prewarm);       /* before the cache closes: it compiles into it */
+    wp_bgbuild_close(app->bgbuild);      /* after HTTP and jobs (nothing asks), before the cache and backends */
+    wp_jobs_close(app->jobs);            /* after HTTP: nothing submits any more */
+    wp_buffers_close(app->buffers);      /* after jobs: nothing holds a buffer any more */
+    wp_reduce_engine_close(app->reduce); /* its scratch lives on the backends */
+    wp_batcher_close(app->batcher);      /* after HTTP and jobs: no job is in a batch */
+    wp_batch_mem_close(app->batch_mem);  /* its buffers live on the backends */
+    wp_cache_close(app->cache);
+    wp_reqlog_close(reqlog); /* after HTTP and jobs: nothing logs or measures any more */
+    wp_metrics_close(app->metrics);
+    wp_jit_close(app->jit);
+    close_backends(app);
+}
+
+int main(int argc, char **argv) {
+    static wp_access *access; /* static: still reachable (no leak report) when start-up fails below */
+    static wp_reqlog *reqlog; /* the same */
+    static wp_app app;        /* the one app; handlers get a pointer */
+    options o;
+    set_default_options(&o);
+    o.access = access = wp_access_new();
+    if (!o.access || parse_args(argc, argv, &o)) return 2;
+    if (o.exit_after_prewarm) wp_prewarm_exec_tuned(argv); /* prewarm.c: returns when it does not exec */
+    int rc = finish_options(&o);
+    if (rc) return rc;
+    set_app_limits(&app, &o);
+    wp_err err = {0};
+    sigset_t sigs;
+    block_signals(&sigs);
+    find_app_dirs(&app, &o);
+    char cache_dir[PATH_MAX];
+    if ((rc = open_backends(&o, &app, &err)) ||
+        (rc = open_compiler_and_cache(&o, &app, cache_dir, sizeof cache_dir, &err)))
+        return rc;
 
     /* --prewarm FILE (prewarm.c): with --exit, fill the cache directory and leave; otherwise it runs
      * in the background from just before the HTTP server starts. */
@@ -607,150 +883,24 @@ int main(int argc, char **argv) {
         fprintf(stderr, "warpd: --prewarm %s: %s (%s)\n", o.prewarm, err.msg, err.field);
         return 2;
     }
-    if (o.exit_after_prewarm) {
-        int rc = wp_prewarm_run_and_exit(&app, prewarm_doc, o.compile_threads);
-        cJSON_Delete(prewarm_doc);
-        wp_cache_close(app.cache);
-        wp_jit_close(app.jit);
-        for (int i = 0; i < app.n_devices; i++)
-            if (app.devices[i] != app.emu) wp_backend_close(app.devices[i]);
-        wp_backend_close(app.emu);
-        return rc;
-    }
+    if (o.exit_after_prewarm) return prewarm_and_exit(&app, prewarm_doc, o.compile_threads);
 
-    static const wp_route routes[] = {
-        {"GET", "/v1/health", wp_api_health, WP_ROUTE_INLINE, NULL},
-        {"GET", "/v1/ready", wp_api_ready, WP_ROUTE_INLINE, NULL},
-        {"GET", "/v1/info", wp_api_info, WP_ROUTE_INLINE, NULL},
-        {"GET", "/v1/families", wp_api_families, WP_ROUTE_INLINE, NULL},
-        {"GET", "/v1/openapi.json", wp_api_openapi, WP_ROUTE_INLINE, NULL},
-        {"GET", "/metrics", wp_api_metrics, WP_ROUTE_INLINE, NULL},
-        {"POST", "/v1/jobs", wp_api_jobs_submit, WP_ROUTE_INLINE, NULL},
-        {"GET", "/v1/jobs", wp_api_jobs_list, WP_ROUTE_INLINE, NULL},
-        {"GET", "/v1/jobs/", wp_api_job_get, WP_ROUTE_INLINE | WP_ROUTE_PREFIX, NULL},
-        {"DELETE", "/v1/jobs/", wp_api_job_delete, WP_ROUTE_INLINE | WP_ROUTE_PREFIX, NULL},
-        {"PUT", "/v1/buffers", wp_api_buffers_put, WP_ROUTE_WORK, &wp_api_buffers_stream},
-        {"GET", "/v1/buffers", wp_api_buffers_list, WP_ROUTE_INLINE, NULL},
-        {"GET", "/v1/buffers/", wp_api_buffer_get, WP_ROUTE_WORK | WP_ROUTE_PREFIX, NULL},
-        {"DELETE", "/v1/buffers/", wp_api_buffer_delete, WP_ROUTE_WORK | WP_ROUTE_PREFIX, NULL},
-        {"GET", "/v1/cache", wp_api_cache_list, WP_ROUTE_WORK, NULL},
-        {"DELETE", "/v1/cache", wp_api_cache_prune, WP_ROUTE_WORK, NULL},
-        {"GET", "/v1/cache/", wp_api_cache_get, WP_ROUTE_WORK | WP_ROUTE_PREFIX, NULL},
-        {"DELETE", "/v1/cache/", wp_api_cache_delete, WP_ROUTE_WORK | WP_ROUTE_PREFIX, NULL},
-        {"POST", "/v1/compile", wp_api_compile, WP_ROUTE_WORK, NULL},
-        {"POST", "/v1/warp", wp_api_warp, WP_ROUTE_WORK | WP_ROUTE_TRY_INLINE, NULL},
-        {"POST", "/v1/reduce", wp_api_reduce, WP_ROUTE_WORK | WP_ROUTE_TRY_INLINE, &wp_api_reduce_stream},
-        {"POST", "/v1/scan", wp_api_scan, WP_ROUTE_WORK | WP_ROUTE_TRY_INLINE, &wp_api_scan_stream},
-        {"GET", "/", wp_api_static, WP_ROUTE_INLINE | WP_ROUTE_PREFIX, NULL},
-        {NULL, NULL, NULL, 0, NULL},
-    };
-    /* Buffers live on the preferred backend's memory; jobs run any POST work route above. */
-    uint64_t quota = o.buffer_quota;
-    if (!quota) {
-        wp_device_info di;
-        wp_backend_info(app.preferred, &di);
-        quota = di.mem_total ? di.mem_total / 2 : FALLBACK_BUFFER_QUOTA;
-        uint64_t avail = wp_mem_available(); /* emu: buffers are host memory; leave the host 3/4 of what is free */
-        if (app.preferred == app.emu && avail && avail / 4 < quota) quota = avail / 4;
-    }
-    wp_buffers_config bc = {.quota = quota, .ttl_s = o.buffer_ttl_s, .max_ttl_s = MAX_BUFFER_TTL_S};
-    app.buffers = wp_buffers_open(&bc, &err);
-    app.reduce = wp_reduce_engine_open();
-    wp_batch_config bcfg = {.window_us = o.batch_window_us, .max = o.batch_max};
-    app.batcher = wp_batcher_open(&bcfg);
-    app.batch_mem = wp_batch_mem_open();
-    app.bgbuild = wp_bgbuild_open(&app);
-    wp_jobs_config jc = {.max_jobs = o.max_jobs, .workers = o.job_workers, .ttl_s = o.job_ttl_s};
-    if (app.buffers) app.jobs = wp_jobs_open(&jc, routes, &app, &err);
-    if (!app.buffers || !app.jobs || !app.reduce || !app.batcher || !app.batch_mem || !app.bgbuild) {
-        fprintf(stderr, "warpd: cannot start jobs and buffers: %s\n", err.msg);
-        return 1;
-    }
-
-    /* Request ids, the access log and the latency histograms (reqlog.c, metrics.c). */
-    app.metrics = wp_metrics_open(routes);
-    static wp_reqlog *reqlog; /* static: still reachable (no leak report) when start-up fails below */
-    reqlog = app.metrics ? wp_reqlog_open(o.access_log, app.metrics, &err) : NULL;
-    if (!reqlog) {
-        fprintf(stderr, "warpd: %s\n", app.metrics ? err.msg : "out of memory for the metrics");
-        return 1;
-    }
-    wp_http_config hc = {.host = o.host,
-                         .port = o.port,
-                         .threads = o.threads,
-                         .workers = o.workers,
-                         .max_body = o.max_body,
-                         .max_queue = o.max_queue,
-                         .conn_memory = o.conn_memory,
-                         .access = o.access};
-    /* Transport: TLS files, the Unix socket, connection limits. */
-    if (!o.tls_cert != !o.tls_key) {
-        fprintf(stderr, "warpd: --tls-cert and --tls-key go together (got only %s)\n",
-                o.tls_cert ? "--tls-cert" : "--tls-key");
-        return 2;
-    }
-    char *tls_cert = o.tls_cert ? wp_listen_read_pem("--tls-cert", o.tls_cert, "CERTIFICATE", &err) : NULL;
-    char *tls_key = tls_cert ? wp_listen_read_pem("--tls-key", o.tls_key, "PRIVATE KEY", &err) : NULL;
-    if (o.tls_cert && !tls_key) {
-        fprintf(stderr, "warpd: %s\n", err.msg);
-        return 2;
-    }
-    hc.tls_cert_pem = tls_cert;
-    hc.tls_key_pem = tls_key;
-    hc.unix_path = o.unix_path;
-    hc.socket_mode = o.socket_mode;
-    hc.max_connections = o.max_connections;
-    hc.header_timeout_s = o.header_timeout_s;
-    hc.idle_timeout_s = o.idle_timeout_s;
-    hc.reqlog = reqlog;
+    if ((rc = start_engine(&o, &app, &err))) return rc;
+    if (!(reqlog = open_request_log(&o, &app, &err))) return 1;
+    char *tls_cert = NULL, *tls_key = NULL;
+    if ((rc = read_tls_files(&o, &tls_cert, &tls_key, &err))) return rc;
     if (prewarm_doc && !(app.prewarm = wp_prewarm_start(&app, prewarm_doc, o.compile_threads, &err))) {
         fprintf(stderr, "warpd: cannot start the prewarm: %s\n", err.msg);
         return 1;
     }
-    app.http = wp_http_start(&hc, routes, &app, &err);
+    rc = start_http(&o, &app, reqlog, tls_cert, tls_key, &err);
     if (tls_key) explicit_bzero(tls_key, strlen(tls_key)); /* http.c keeps its own copy */
     free(tls_key);
     free(tls_cert);
-    if (!app.http && o.unix_path) {
-        fprintf(stderr, "warpd: cannot listen on unix:%s: %s\n", o.unix_path, err.msg);
-        return 1;
-    }
-    if (!app.http) {
-        fprintf(stderr, "warpd: cannot listen on %s:%d: %s\n", o.host, o.port, err.msg);
-        return 1;
-    }
-    int maj, min;
-    wp_jit_version(app.jit, &maj, &min);
-    char where[PATH_MAX + 160];
-    if (o.unix_path)
-        snprintf(where, sizeof where, "unix:%s", o.unix_path);
-    else
-        snprintf(where, sizeof where, "%s://%s%s%s:%d", o.tls_cert ? "https" : "http", strchr(o.host, ':') ? "[" : "",
-                 o.host, strchr(o.host, ':') ? "]" : "", wp_http_port(app.http));
-    printf("warpd %s listening on %s%s  backend=%s arch=%s nvrtc=%d.%d cache=%s\n", WP_VERSION, where,
-           o.unix_path && o.tls_cert ? " (https)" : "", wp_backend_name(app.preferred), app.arch, maj, min,
-           o.no_disk ? "(memory only)" : cache_dir);
-    fflush(stdout);
+    if (rc) return rc;
+    print_banner(&o, &app, cache_dir);
 
-    int sig = 0;
-    while (sigwait(&sigs, &sig) == 0 && sig == SIGHUP)
-        if (wp_reqlog_reopen(reqlog, &err)) wp_log(WP_LOG_ERROR, "%s", err.msg);
-    wp_log(WP_LOG_INFO, "signal %d, stopping", sig);
-    wp_http_stop(app.http);
-    wp_access_free(access);             /* after HTTP: nothing checks requests any more */
-    wp_prewarm_stop(app.prewarm);       /* before the cache closes: it compiles into it */
-    wp_bgbuild_close(app.bgbuild);      /* after HTTP and jobs (nothing asks), before the cache and backends */
-    wp_jobs_close(app.jobs);            /* after HTTP: nothing submits any more */
-    wp_buffers_close(app.buffers);      /* after jobs: nothing holds a buffer any more */
-    wp_reduce_engine_close(app.reduce); /* its scratch lives on the backends */
-    wp_batcher_close(app.batcher);      /* after HTTP and jobs: no job is in a batch */
-    wp_batch_mem_close(app.batch_mem);  /* its buffers live on the backends */
-    wp_cache_close(app.cache);
-    wp_reqlog_close(reqlog); /* after HTTP and jobs: nothing logs or measures any more */
-    wp_metrics_close(app.metrics);
-    wp_jit_close(app.jit);
-    for (int i = 0; i < app.n_devices; i++)
-        if (app.devices[i] != app.emu) wp_backend_close(app.devices[i]);
-    wp_backend_close(app.emu);
+    serve_until_signal(&sigs, reqlog, &err);
+    teardown(&app, access, reqlog);
     return 0;
 }
