@@ -747,7 +747,8 @@ static int start_engine(const options *o, wp_app *app, wp_err *err) {
     wp_batch_config bcfg = {.window_us = o->batch_window_us, .max = o->batch_max};
     app->batcher = wp_batcher_open(&bcfg);
     app->batch_mem = wp_batch_mem_open();
-    app->bgbuild = wp_bgbuild_open(app);
+    if (!(app->bgbuild = wp_bgbuild_open(app)))
+        WP_FAIL(err, 500, "internal", "", "cannot start the background builder");
     wp_jobs_config jc = {.max_jobs = o->max_jobs, .workers = o->job_workers, .ttl_s = o->job_ttl_s};
     if (app->buffers) app->jobs = wp_jobs_open(&jc, routes, app, err);
     if (!app->buffers || !app->jobs || !app->reduce || !app->batcher || !app->batch_mem || !app->bgbuild) {
@@ -839,10 +840,11 @@ static void serve_until_signal(const sigset_t *sigs, wp_reqlog *reqlog, wp_err *
 /* Each part closes after what still uses it. */
 static void teardown(wp_app *app, wp_access *access, wp_reqlog *reqlog) {
     wp_http_stop(app->http);
-    wp_access_free(access);              /* after HTTP: nothing checks requests any more */
-    wp_prewarm_stop(app->prewarm);       /* before the cache closes: it compiles into it */
-    wp_bgbuild_close(app->bgbuild);      /* after HTTP and jobs (nothing asks), before the cache and backends */
-    wp_jobs_close(app->jobs);            /* after HTTP: nothing submits any more */
+    wp_access_free(access);         /* after HTTP: nothing checks requests any more */
+    wp_prewarm_stop(app->prewarm);  /* before the cache closes: it compiles into it */
+    wp_jobs_close(app->jobs);       /* after HTTP: nothing submits any more */
+    wp_bgbuild_close(app->bgbuild); /* after HTTP and jobs (nothing asks), before the cache and backends */
+    app->bgbuild = NULL;
     wp_buffers_close(app->buffers);      /* after jobs: nothing holds a buffer any more */
     wp_reduce_engine_close(app->reduce); /* its scratch lives on the backends */
     wp_batcher_close(app->batcher);      /* after HTTP and jobs: no job is in a batch */
