@@ -102,6 +102,10 @@ int wp_placement_shards(wp_app *app, const cJSON *v, const char *t, wp_backend *
         for (const cJSON *x = v->child; x; x = x->next) {
             if (!cJSON_IsNumber(x) || x->valuedouble != floor(x->valuedouble))
                 return WP_FAIL(err, 400, "bad_shard", "shard", "shard lists device ordinals, e.g. [0, 1]");
+            /* checked before the cast: a double past long's range (1e95) made the cast undefined */
+            if (x->valuedouble < 0 || x->valuedouble >= (double)app->n_devices)
+                return WP_FAIL(err, 400, "bad_shard", "shard", "no device %.0f: this server has %d", x->valuedouble,
+                               app->n_devices);
             if (add_shard(app, (long)x->valuedouble, devs, n, err)) return -1;
         }
         return 0;
