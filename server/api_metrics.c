@@ -26,6 +26,13 @@ static void write_registry(wp_app *app, FILE *f) {
     wp_metrics_write(app->metrics, f, &b, dev, ndev);
 }
 
+/* One counter with a label: HELP, TYPE, then a sample per value (n of them). */
+static void labeled_counter(FILE *f, const char *name, const char *help, const char *label,
+                            const char *const *values, const unsigned long long *counts, int n) {
+    fprintf(f, "# HELP %s %s\n# TYPE %s counter\n", name, help, name);
+    for (int i = 0; i < n; i++) fprintf(f, "%s{%s=\"%s\"} %llu\n", name, label, values[i], counts[i]);
+}
+
 void wp_api_metrics(void *appv, const wp_req *req, wp_resp *resp) {
     wp_app *app = appv;
     (void)req;
@@ -47,11 +54,9 @@ void wp_api_metrics(void *appv, const wp_req *req, wp_resp *resp) {
 #define G(name, help, v)                                                                                               \
     fprintf(f, "# HELP " name " " help "\n# TYPE " name " gauge\n" name " %llu\n", (unsigned long long)(v))
     C("warpd_http_requests_total", "HTTP requests received.", hs.requests);
-    fprintf(f, "# HELP warpd_http_responses_total HTTP responses by status class.\n# TYPE warpd_http_responses_total "
-               "counter\n");
-    fprintf(f, "warpd_http_responses_total{class=\"2xx\"} %llu\n", (unsigned long long)hs.responses_2xx);
-    fprintf(f, "warpd_http_responses_total{class=\"4xx\"} %llu\n", (unsigned long long)hs.responses_4xx);
-    fprintf(f, "warpd_http_responses_total{class=\"5xx\"} %llu\n", (unsigned long long)hs.responses_5xx);
+    static const char *const classes[] = {"2xx", "4xx", "5xx"};
+    const unsigned long long by_class[] = {hs.responses_2xx, hs.responses_4xx, hs.responses_5xx};
+    labeled_counter(f, "warpd_http_responses_total", "HTTP responses by status class.", "class", classes, by_class, 3);
     C("warpd_http_rejected_busy_total", "Requests refused with 503 because the work queue was full.", hs.rejected_busy);
     C("warpd_http_answered_inline_total", "Requests that could defer to a worker but were answered on the HTTP thread.",
       hs.answered_inline);
@@ -146,11 +151,11 @@ void wp_api_metrics(void *appv, const wp_req *req, wp_resp *resp) {
     if (app->bgbuild) {
         wp_bgbuild_stats bg;
         wp_bgbuild_stats_get(app->bgbuild, &bg);
-        fprintf(f, "# HELP warpd_background_builds_total Kernels a batch asked to be built off the request path, "
-                   "by outcome.\n# TYPE warpd_background_builds_total counter\n");
-        fprintf(f, "warpd_background_builds_total{outcome=\"built\"} %llu\n", (unsigned long long)bg.built);
-        fprintf(f, "warpd_background_builds_total{outcome=\"failed\"} %llu\n", (unsigned long long)bg.failed);
-        fprintf(f, "warpd_background_builds_total{outcome=\"dropped\"} %llu\n", (unsigned long long)bg.dropped);
+        static const char *const outcomes[] = {"built", "failed", "dropped"};
+        const unsigned long long by_outcome[] = {bg.built, bg.failed, bg.dropped};
+        labeled_counter(f, "warpd_background_builds_total",
+                        "Kernels a batch asked to be built off the request path, by outcome.", "outcome", outcomes,
+                        by_outcome, 3);
         G("warpd_background_builds_queued", "Background builds waiting or running now.", bg.queued);
     }
 #undef C
