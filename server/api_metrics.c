@@ -27,8 +27,8 @@ static void write_registry(wp_app *app, FILE *f) {
 }
 
 /* One counter with a label: HELP, TYPE, then a sample per value (n of them). */
-static void labeled_counter(FILE *f, const char *name, const char *help, const char *label,
-                            const char *const *values, const unsigned long long *counts, int n) {
+static void labeled_counter(FILE *f, const char *name, const char *help, const char *label, const char *const *values,
+                            const unsigned long long *counts, int n) {
     fprintf(f, "# HELP %s %s\n# TYPE %s counter\n", name, help, name);
     for (int i = 0; i < n; i++) fprintf(f, "%s{%s=\"%s\"} %llu\n", name, label, values[i], counts[i]);
 }

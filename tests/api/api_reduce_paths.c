@@ -157,7 +157,8 @@ static char *canonical(const char *text, size_t n, int shift) {
         char msg[64];
         snprintf(msg, sizeof msg, "invalid JSON near byte %lu", at - (unsigned long)shift);
         cJSON_SetValuestring(m, msg);
-    } else if (cJSON_IsString(m) && sscanf(m->valuestring, "unexpected bytes after the JSON object, at byte %lu", &at) == 1) {
+    } else if (cJSON_IsString(m) &&
+               sscanf(m->valuestring, "unexpected bytes after the JSON object, at byte %lu", &at) == 1) {
         char msg[80];
         snprintf(msg, sizeof msg, "unexpected bytes after the JSON object, at byte %lu", at - (unsigned long)shift);
         cJSON_SetValuestring(m, msg);
