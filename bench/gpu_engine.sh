@@ -101,6 +101,13 @@ for engine in ${ENGINES:-new never win100 inline today}; do
   for route in reduce warp; do
     for c in 1 16 64 256; do cell $engine $route $c; done
   done
+  # how the engine ran them: jobs per batch, answered on the HTTP thread vs handed to a worker
+  curl -s "$base/metrics" | awk '
+    /^warpd_batches_total / {b=$2} /^warpd_batched_jobs_total / {j=$2}
+    /^warpd_http_answered_inline_total / {i=$2} /^warpd_http_deferred_total / {d=$2}
+    /^warpd_background_builds_total\{outcome="built"\}/ {g=$2}
+    END {printf "#   %s jobs in %s batches (%.2f a batch), %s answered inline, %s deferred, %s background builds\n",
+         j, b, (b > 0 ? j / b : 0), i, d, g}'
   stop
 done
 fi
