@@ -82,6 +82,12 @@ $(BUILD)/bench/%: bench/%.cu $(BUILD)/bench/entry/reduce_entry.o $(BUILD)/libwar
 
 $(BUILD)/bench/bench_launch: NVCC_LDLIBS += -lcuda # calls the Driver API's launches directly
 
+# A stand-in CUDA driver (tests/mockcuda): the cuda backend's host paths without a GPU (tests/api/mockcuda.sh).
+MOCKCUDA  := $(BUILD)/mockcuda/libcuda.so.1
+$(MOCKCUDA): tests/mockcuda/mockcuda.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 $(WARN) -O2 -g -fPIC -shared -fvisibility=hidden -I$(CUDA_HOME)/include -o $@ $<
+
 # libFuzzer harnesses (rules in the fuzzing block below; listed here because test: names them)
 FUZZ_SRC  := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN  := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
@@ -98,12 +104,12 @@ run: deps $(BUILD)/warpd
 # SKIPPED without a GPU (and run for real with one: see test-gpu).
 # The .cu ones only where nvcc is.
 GPU_TEST_BIN := $(patsubst %.c,$(BUILD)/%,$(GPU_SRC)) $(if $(wildcard $(NVCC)),$(patsubst %.cu,$(BUILD)/%,$(GPU_CU)))
-test: deps check-format $(BUILD)/warpd $(BUILD)/asan/warpd $(UNIT_BIN) $(API_BIN) $(GPU_TEST_BIN) $(FUZZ_BIN)
+test: deps check-format $(BUILD)/warpd $(BUILD)/asan/warpd $(UNIT_BIN) $(API_BIN) $(MOCKCUDA) $(GPU_TEST_BIN) $(FUZZ_BIN)
 	@BUILD=$(BUILD) ./tests/run.sh gpu; gpu_rc=$$?; BUILD=$(BUILD) ./tests/run.sh all && exit $$gpu_rc
 
 test-unit: $(UNIT_BIN)
 	@BUILD=$(BUILD) ./tests/run.sh unit
-test-api: $(BUILD)/asan/warpd $(API_BIN)
+test-api: $(BUILD)/asan/warpd $(API_BIN) $(MOCKCUDA)
 	@BUILD=$(BUILD) ./tests/run.sh api
 
 test-gpu: $(BUILD)/warpd $(GPU_BIN) $(BUILD)/asan/warpd $(BUILD)/asan/tests/api/api_devices
@@ -152,7 +158,7 @@ format:
 	clang-format -i server/*.[ch] kernels/*.[ch] tests/*/*.[ch] bench/*.c
 check-format:
 	clang-format --dry-run --Werror server/*.[ch] kernels/*.[ch] tests/unit/*.[ch] tests/api/*.[ch] tests/gpu/*.c bench/*.c
-	clang-format --dry-run --Werror tests/fuzz/*.[ch]
+	clang-format --dry-run --Werror tests/fuzz/*.[ch] tests/mockcuda/*.c
 
 # ---- fuzzing (issue 10): libFuzzer harnesses tests/fuzz/fuzz_*.c, clang with ASan + UBSan, over the
 # library built again with coverage. make fuzz: each for FUZZ_SECONDS (60) from its seed corpus

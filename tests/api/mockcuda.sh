@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# The cuda backend's host paths without a GPU: the sanitized daemon with --backend cuda against the
+# stand-in driver tests/mockcuda (LD_LIBRARY_PATH=$BUILD/mockcuda: its libcuda.so.1 runs no kernel,
+# copies for real). Checks plumbing only, never a computed value: info names the mock device, warp and
+# reduce answer on cuda, concurrent bursts batch, lone requests get the _batch kernel built in the
+# background, --inline-gpu never/always answer, a buffer round-trips byte for byte, SIGTERM exits
+# cleanly with no sanitizer report. Prints one closing line "mockcuda: N passed, N failed".
+set -u
+cd "$(dirname "$0")/../.."
+BUILD=${BUILD:-build}
+bin=$BUILD/asan/warpd
+tmp=$(mktemp -d)
+pid=
+trap '[ -n "$pid" ] && kill -9 $pid 2>/dev/null; rm -rf "$tmp"' EXIT
+pass=0; fail=0
+. tests/daemon.sh
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+
+if [ ! -f "$BUILD/mockcuda/libcuda.so.1" ]; then
+  echo "!! $BUILD/mockcuda/libcuda.so.1 not built (make $BUILD/mockcuda/libcuda.so.1)"
+  echo "mockcuda: 0 passed, 1 failed"; exit 1
+fi
+
+ok() { pass=$((pass+1)); echo "ok   $1"; }
+no() { fail=$((fail+1)); echo "FAIL $1"; }
+check() { if eval "$2"; then ok "$1"; else no "$1"; fi; } # name, shell condition
+
+post() { # path, JSON body -> "$tmp/body", prints the status
+  curl -s -o "$tmp/body" -w '%{http_code}' -H 'Content-Type: application/json' --data-binary "$2" "$url$1"
+}
+metric() { # the value of an exposition line that starts with $1 (0 when absent)
+  curl -s "$url/metrics" | awk -v m="$1" 'index($0, m) == 1 { v = $NF } END { print (v == "" ? 0 : v) + 0 }'
+}
+
+start() { # label, daemon flags...
+  echo "-- $1"; shift
+  rm -f "$tmp/out"
+  LD_LIBRARY_PATH="$BUILD/mockcuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+    warpd_start "$bin" "$tmp" --backend cuda --no-disk-cache "$@" && return 0
+  no "daemon did not start"; cat "$tmp/err"; pid=; return 1
+}
+stop() { # SIGTERM: a clean exit, nothing from the sanitizers
+  kill -TERM "$pid"; local rc=0; wait "$pid" || rc=$?; pid=
+  if [ $rc -ne 0 ] || grep -qE 'AddressSanitizer|LeakSanitizer|runtime error:|ERROR: |^mockcuda: ' "$tmp/err"; then
+    no "$1: SIGTERM exit $rc, or a sanitizer or mock report:"; cat "$tmp/err"
+  else ok "$1: SIGTERM exits 0, no sanitizer or mock report"; fi
+}
+
+REDUCE='{"type":"i32","op":"sum","data":[1,2,3,4]}'
+WARP='{"family":"shfl_xor","type":"i32","width":32,"mask":"0xffffffff","args":{"lane_mask":1},"input":{"iota":32}}'
+
+# ---- the default engine (--inline-gpu idle) ----
+if start "cuda on the mock, --batch-window-us 20000" --batch-window-us 20000; then
+  curl -s "$url/v1/info" >"$tmp/info"
+  check "info: backend cuda" 'grep -q "\"backend\":\"cuda\"" "$tmp/info"'
+  check "info: the mock device (Mock GPU, sm_90, 132 SMs, 8 GiB)" \
+    'grep -q "\"name\":\"Mock GPU\",\"sm\":\"sm_90\",\"sms\":132,\"memory_total\":8589934592" "$tmp/info"'
+  check "info: driver version 13000" 'grep -q "\"driver_version\":13000" "$tmp/info"'
+
+  code=$(post /v1/warp "$WARP")
+  check "warp: 200 on cuda" '[ "$code" = 200 ] && grep -q "\"backend\":\"cuda\"" "$tmp/body"'
+  [ "$code" = 200 ] || head -c 400 "$tmp/body"
+  code=$(post /v1/reduce "$REDUCE")
+  check "reduce: 200 on cuda" '[ "$code" = 200 ] && grep -q "\"backend\":\"cuda\"" "$tmp/body"'
+  [ "$code" = 200 ] || head -c 400 "$tmp/body"
+
+  # Lone requests of one key ask for its _batch kernel; the background build makes and loads it.
+  key=
+  for _ in $(seq 100); do
+    post /v1/reduce "$REDUCE" >/dev/null
+    key=$(grep -oE '"key":"[^"]*"' "$tmp/body" | head -n 1)
+    case "$key" in *'/batch"') break ;; esac
+    sleep 0.2
+  done
+  check "lone requests: a later answer's key ends in /batch ($key)" 'case "$key" in *"/batch\"") true ;; *) false ;; esac'
+  built=$(metric 'warpd_background_builds_total{outcome="built"}')
+  check "metrics: warpd_background_builds_total{outcome=\"built\"} >= 1 ($built)" '[ "$built" -ge 1 ]'
+
+  # A buffer round-trips byte for byte (the mock's copies are real).
+  head -c 4096 /dev/urandom >"$tmp/bytes"
+  code=$(curl -s -o "$tmp/put" -w '%{http_code}' -X PUT -H 'Content-Type: application/octet-stream' \
+    --data-binary @"$tmp/bytes" "$url/v1/buffers?type=f32")
+  id=$(grep -oE '"id":"[^"]*"' "$tmp/put" | head -n 1 | sed 's/"id":"//; s/"$//')
+  check "buffer: raw PUT 201 on cuda" '[ "$code" = 201 ] && [ -n "$id" ] && grep -q "\"backend\":\"cuda\"" "$tmp/put"'
+  curl -s -o "$tmp/got" -H 'Accept: application/octet-stream' "$url/v1/buffers/$id"
+  check "buffer: GET returns the bytes exactly" 'cmp -s "$tmp/bytes" "$tmp/got"'
+  stop "idle daemon"
+fi
+
+# ---- --inline-gpu never (and batching) and always ----
+for mode in never always; do
+  if start "cuda on the mock, --inline-gpu $mode, --batch-window-us 20000" --inline-gpu "$mode" --batch-window-us 20000; then
+    code=$(post /v1/reduce "$REDUCE")
+    check "inline-gpu $mode: reduce 200 on cuda" '[ "$code" = 200 ] && grep -q "\"backend\":\"cuda\"" "$tmp/body"'
+    code=$(post /v1/reduce "$REDUCE")
+    check "inline-gpu $mode: again (kernel in memory) 200" '[ "$code" = 200 ]'
+    code=$(post /v1/warp "$WARP")
+    check "inline-gpu $mode: warp 200 on cuda" '[ "$code" = 200 ] && grep -q "\"backend\":\"cuda\"" "$tmp/body"'
+    if [ $mode = never ]; then
+      # Concurrent bursts of one reduce key (jobs queued, never run on the HTTP thread, which the idle
+      # default does here: the mock's device is always idle): all 200, and some batch holds more than one.
+      batched=0 burst_ok=1
+      for try in 1 2 3 4 5; do
+        b0=$(metric 'warpd_batches_total '); j0=$(metric 'warpd_batched_jobs_total ')
+        cpids=()
+        for i in $(seq 16); do
+          curl -s -o /dev/null -w '%{http_code}\n' -H 'Content-Type: application/json' \
+            --data-binary "$REDUCE" "$url/v1/reduce" >"$tmp/burst.$i" &
+          cpids+=($!)
+        done
+        wait "${cpids[@]}" # not a bare wait: the daemon is a child too
+        for i in $(seq 16); do [ "$(cat "$tmp/burst.$i")" = 200 ] || burst_ok=0; done
+        b1=$(metric 'warpd_batches_total '); j1=$(metric 'warpd_batched_jobs_total ')
+        echo "     burst $try: batches $b0 -> $b1, jobs $j0 -> $j1"
+        if [ $((j1 - j0)) -gt $((b1 - b0)) ] && [ $((b1 - b0)) -gt 0 ]; then batched=1; break; fi
+      done
+      check "bursts: every request 200" '[ $burst_ok = 1 ]'
+      check "bursts: warpd_batches_total and warpd_batched_jobs_total grow, some batch > 1" '[ $batched = 1 ]'
+    fi
+    stop "inline-gpu $mode daemon"
+  fi
+done
+
+# ---- device loss: the mock's 3rd launch fails with a sticky CUDA_ERROR_ILLEGAL_ADDRESS ----
+export MOCKCUDA_FAIL_AFTER=3
+if start "cuda on the mock, MOCKCUDA_FAIL_AFTER=3 (a sticky error, then a context reset)"; then
+  unset MOCKCUDA_FAIL_AFTER
+  lost=0 codes=
+  for _ in $(seq 8); do
+    code=$(post /v1/reduce "$REDUCE"); codes="$codes $code"
+    if [ "$code" = 500 ] && grep -q '"code":"cuda_error"' "$tmp/body" && grep -q 'ILLEGAL_ADDRESS' "$tmp/body"; then lost=1; fi
+  done
+  echo "     statuses:$codes"
+  check "device loss: one request answers 500 cuda_error (CUDA_ERROR_ILLEGAL_ADDRESS)" '[ $lost = 1 ]'
+  check "device loss: the device recovers (the last request 200)" '[ "$code" = 200 ]'
+  curl -s "$url/v1/info" >"$tmp/info"
+  check "device loss: info says the device is usable again" 'grep -q "\"usable\":true" "$tmp/info"'
+  stop "device-loss daemon"
+fi
+unset MOCKCUDA_FAIL_AFTER
+
+echo "mockcuda: $pass passed, $fail failed"
+[ $fail -eq 0 ]
