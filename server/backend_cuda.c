@@ -14,11 +14,10 @@
 #include <string.h>
 
 #include "cuda_impl.h"
+#include "warp_grid.h"
 
-#define WP_SCRATCH_ALIGN 256
-#define WP_POISON 0xbadc0ffee0ddf00dull /* out[] pre-fill: a slot the kernel never wrote keeps it */
-#define WP_STAGE_MAX (4u << 20)         /* copies up to this size go through the lane's page-locked staging */
-#define WP_UPLOAD_IDLE_MAX 2            /* upload rings kept for the next upload (page-locking is slow) */
+#define WP_STAGE_MAX (4u << 20) /* copies up to this size go through the lane's page-locked staging */
+#define WP_UPLOAD_IDLE_MAX 2    /* upload rings kept for the next upload (page-locking is slow) */
 #define WP_MEMPOOL_MIN 256
 #define WP_MEMPOOL_KEEP 64               /* freed buffers kept per size class */
 #define WP_MEMPOOL_BYTES_MAX (64u << 20) /* and at most this much memory in all classes */
@@ -171,55 +170,14 @@ static void cuda_unload(wp_backend *base, void *p) {
     fn_free(fn);
 }
 
-/* ---- warp runs ---- */
-
-static size_t align_up(size_t x) { return (x + WP_SCRATCH_ALIGN - 1) & ~(size_t)(WP_SCRATCH_ALIGN - 1); }
-
-/* Device (and staging) layout: out | src | in | arg | active. One upload of everything (out and src
- * pre-filled), one download of out | src. */
-typedef struct {
-    size_t out, src, in, arg, active, download, total;
-} warp_layout;
-
-static warp_layout warp_layout_for(int n, int elems) {
-    warp_layout l;
-    size_t values = (size_t)n * (size_t)elems * sizeof(uint64_t);
-    l.out = 0;
-    l.src = align_up(l.out + values);
-    l.download = l.src + (size_t)n * sizeof(int32_t);
-    l.in = align_up(l.download);
-    l.arg = align_up(l.in + values);
-    l.active = align_up(l.arg + (size_t)n * sizeof(int32_t));
-    l.total = align_up(l.active + (size_t)n);
-    return l;
-}
-
-/* Host image: poisoned out, src -1, then inputs (absent arrays read as zeros / all active). */
-static void warp_image(unsigned char *h, const warp_layout *l, const wp_warp_job *job) {
-    const int n = job->n;
-    const size_t values = (size_t)n * (size_t)job->elems;
-    for (size_t i = 0; i < values; i++) ((uint64_t *)(h + l->out))[i] = WP_POISON;
-    memset(h + l->src, 0xff, (size_t)n * sizeof(int32_t));
-    if (job->in)
-        memcpy(h + l->in, job->in, values * sizeof(uint64_t));
-    else
-        memset(h + l->in, 0, values * sizeof(uint64_t));
-    if (job->arg)
-        memcpy(h + l->arg, job->arg, (size_t)n * sizeof(int32_t));
-    else
-        memset(h + l->arg, 0, (size_t)n * sizeof(int32_t));
-    if (job->active)
-        memcpy(h + l->active, job->active, (size_t)n);
-    else
-        memset(h + l->active, 1, (size_t)n);
-}
+/* ---- warp runs (the layout and parameters: warp_grid.h) ---- */
 
 static int cuda_run_warp_on(cuda_op *op, cuda_fn *fn, const wp_warp_job *job, wp_warp_result *res, wp_run_timing *t,
                             wp_err *err) {
     cuda_backend *b = op->b;
     cuda_lane *ln = op->lane;
     const int n = job->n, elems = job->elems;
-    warp_layout l = warp_layout_for(n, elems);
+    wp_warp_layout l = wp_warp_layout_for(n, elems);
     const char *call = "";
     CUfunction function;
     CUresult r = cuda_lane_reserve(b, ln, l.total, l.total, &call);
@@ -227,21 +185,8 @@ static int cuda_run_warp_on(cuda_op *op, cuda_fn *fn, const wp_warp_job *job, wp
     if (r != CUDA_SUCCESS) return cuda_op_fail(op, err, call, r);
 
     unsigned char *h = ln->host;
-    warp_image(h, &l, job);
-    wp_warp_params p = {
-        .in = ln->scratch + l.in,
-        .out = ln->scratch + l.out,
-        .src = ln->scratch + l.src,
-        .arg = ln->scratch + l.arg,
-        .active = ln->scratch + l.active,
-        .pred_a = job->pred_a,
-        .pred_b = job->pred_b,
-        .n = n,
-        .elems = elems,
-        .pred_kind = job->pred_kind,
-        .first = job->first,
-        .second = job->second,
-    };
+    wp_warp_image_put(h, &l, job, 0, n);
+    wp_warp_params p = wp_warp_params_at(ln->scratch, &l, job, n);
     void *params[] = {&p};
     const unsigned threads = (unsigned)((n + 31) / 32 * 32);
 #define CU_TRY(x, name)                                                                                                \
@@ -612,19 +557,6 @@ static int cuda_launch_io(wp_backend *base, void *const *fns, const wp_launch *l
  * their own, so a request body's next chunks are received while the last ones cross the bus. Each
  * call passes the gate; the waits hold no lock. ---- */
 
-/* Frees a ring's driver objects when they live in the op's context (else they died with theirs). */
-static void ring_destroy(cuda_backend *b, cuda_ring *r, unsigned live_gen) {
-    if (r->generation == live_gen) {
-        if (r->stream) b->cu.stream_synchronize(r->stream);
-        for (int i = 0; i < r->slots; i++) {
-            if (r->done[i]) b->cu.event_destroy(r->done[i]);
-            if (r->host[i]) b->cu.mem_free_host(r->host[i]);
-        }
-        if (r->stream) b->cu.stream_destroy(r->stream);
-    }
-    free(r);
-}
-
 /* An idle ring of this shape, or NULL. mu held. */
 static cuda_ring *ring_take_idle(cuda_backend *b, int slots, size_t slot_bytes) {
     for (cuda_ring **pp = &b->idle_rings; *pp; pp = &(*pp)->next) {
@@ -659,7 +591,7 @@ static cuda_ring *ring_make(cuda_op *op, size_t slot_bytes, int slots, wp_err *e
     }
     if (cr != CUDA_SUCCESS) {
         wp_cu_fail(&b->cu, err, call, cr); /* not sticky: no page-locked memory, say; the caller stages instead */
-        ring_destroy(b, r, op->gen);
+        cuda_ring_destroy(b, r, op->gen);
         return NULL;
     }
     return r;
@@ -744,7 +676,7 @@ static void cuda_upload_close(wp_backend *base, void *ringp) {
         }
         pthread_mutex_unlock(&b->mu);
     }
-    if (!keep) ring_destroy(b, r, op.gen);
+    if (!keep) cuda_ring_destroy(b, r, op.gen);
     cuda_op_end(&op);
 }
 

@@ -13,9 +13,7 @@
 #include "app.h"
 #include "batch.h"
 #include "batch_exec.h"
-
-#define WP_POISON 0xbadc0ffee0ddf00dull /* out[] pre-fill, as backend_cuda.c: a slot never written keeps it */
-#define WARP_ALIGN 256
+#include "warp_grid.h"
 
 typedef struct {
     wp_backend *be;
@@ -29,47 +27,12 @@ typedef struct {
     wp_err err;
 } warp_item;
 
-static size_t align_up(size_t x) { return (x + WARP_ALIGN - 1) & ~(size_t)(WARP_ALIGN - 1); }
 static int whole_warps(int n) { return (n + 31) / 32 * 32; }
 
-/* Device layout, as backend_cuda.c's for one job: out | src (downloaded) | in | arg | active. */
-typedef struct {
-    size_t out, src, in, arg, active, download, total;
-} grid_layout;
-
-static grid_layout layout_for(int lanes, int elems) {
-    grid_layout l;
-    size_t values = (size_t)lanes * (size_t)elems * sizeof(uint64_t);
-    l.out = 0;
-    l.src = align_up(values);
-    l.download = l.src + (size_t)lanes * sizeof(int32_t);
-    l.in = align_up(l.download);
-    l.arg = align_up(l.in + values);
-    l.active = align_up(l.arg + (size_t)lanes * sizeof(int32_t));
-    l.total = align_up(l.active + (size_t)lanes);
-    return l;
-}
-
-/* The host image of a batch: poisoned out, src -1, then each job's inputs at its first lane. */
-static void image_fill(unsigned char *h, const grid_layout *l, warp_item *const *items, int n, int elems) {
-    int lane = 0;
-    for (int i = 0; i < n; i++) {
-        const wp_warp_job *j = items[i]->job;
-        const int pad = whole_warps(j->n);
-        const size_t v0 = (size_t)lane * elems, values = (size_t)j->n * elems, padded = (size_t)pad * elems;
-        for (size_t k = 0; k < padded; k++) ((uint64_t *)(h + l->out))[v0 + k] = WP_POISON;
-        memset(h + l->src + (size_t)lane * 4, 0xff, (size_t)pad * 4);
-        memset(h + l->in + v0 * 8, 0, padded * 8);
-        if (j->in) memcpy(h + l->in + v0 * 8, j->in, values * 8);
-        memset(h + l->arg + (size_t)lane * 4, 0, (size_t)pad * 4);
-        if (j->arg) memcpy(h + l->arg + (size_t)lane * 4, j->arg, (size_t)j->n * 4);
-        memset(h + l->active + lane, 0, (size_t)pad); /* spare lanes of the last warp: inactive */
-        if (j->active)
-            memcpy(h + l->active + lane, j->active, (size_t)j->n);
-        else
-            memset(h + l->active + lane, 1, (size_t)j->n);
-        lane += pad;
-    }
+/* The host image of a batch: each job on whole warps of its own, from its first lane (warp_grid.h). */
+static void image_fill(unsigned char *h, const wp_warp_layout *l, warp_item *const *items, int n) {
+    for (int i = 0, lane = 0; i < n; lane += whole_warps(items[i]->job->n), i++)
+        wp_warp_image_put(h, l, items[i]->job, lane, whole_warps(items[i]->job->n));
 }
 
 /* One upload, one launch, one download for every job; their results copied out of the image. */
@@ -78,27 +41,16 @@ static int run_grid(warp_item *const *items, int n, wp_err *err) {
     const int elems = lead->job->elems;
     int lanes = 0;
     for (int i = 0; i < n; i++) lanes += whole_warps(items[i]->job->n);
-    grid_layout l = layout_for(lanes, elems);
+    wp_warp_layout l = wp_warp_layout_for(lanes, elems);
     unsigned char *h = malloc(l.total);
     if (!h) return WP_FAIL(err, 500, "out_of_memory", "", "out of memory for a batch of %d warp jobs", n);
-    image_fill(h, &l, items, n, elems);
+    image_fill(h, &l, items, n);
     wp_buf *buf = wp_batch_mem_take(lead->mem, lead->be, l.total, err);
     int rc = buf ? 0 : -1;
     wp_run_timing t = {0};
     if (rc == 0) {
         const uint64_t base = wp_buf_addr(buf);
-        wp_warp_params p = {.in = base + l.in,
-                            .out = base + l.out,
-                            .src = base + l.src,
-                            .arg = base + l.arg,
-                            .active = base + l.active,
-                            .pred_a = lead->job->pred_a,
-                            .pred_b = lead->job->pred_b,
-                            .n = lanes,
-                            .elems = elems,
-                            .pred_kind = lead->job->pred_kind,
-                            .first = lead->job->first,
-                            .second = lead->job->second};
+        wp_warp_params p = wp_warp_params_at(base, &l, lead->job, lanes);
         void *params[] = {&p};
         const unsigned block = lanes < WP_MAX_LANES ? (unsigned)lanes : WP_MAX_LANES;
         wp_launch launch = {.grid = {(unsigned)((lanes + WP_MAX_LANES - 1) / WP_MAX_LANES), 1, 1},

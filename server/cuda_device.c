@@ -241,13 +241,15 @@ fail:
                    wp_cu_error_text(&b->cu, r, text, sizeof text));
 }
 
-static void ring_destroy_live(cuda_backend *b, cuda_ring *r) {
-    if (r->stream) b->cu.stream_synchronize(r->stream);
-    for (int i = 0; i < r->slots; i++) {
-        if (r->done[i]) b->cu.event_destroy(r->done[i]);
-        if (r->host[i]) b->cu.mem_free_host(r->host[i]);
+void cuda_ring_destroy(cuda_backend *b, cuda_ring *r, unsigned live_gen) {
+    if (r->generation == live_gen) {
+        if (r->stream) b->cu.stream_synchronize(r->stream);
+        for (int i = 0; i < r->slots; i++) {
+            if (r->done[i]) b->cu.event_destroy(r->done[i]);
+            if (r->host[i]) b->cu.mem_free_host(r->host[i]);
+        }
+        if (r->stream) b->cu.stream_destroy(r->stream);
     }
-    if (r->stream) b->cu.stream_destroy(r->stream);
     free(r);
 }
 
@@ -257,8 +259,8 @@ void cuda_device_stop(cuda_backend *b) {
     while (b->idle_rings) {
         cuda_ring *r = b->idle_rings;
         b->idle_rings = r->next;
-        if (live && r->generation == b->generation)
-            ring_destroy_live(b, r);
+        if (live)
+            cuda_ring_destroy(b, r, b->generation);
         else
             free(r);
     }

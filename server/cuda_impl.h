@@ -96,6 +96,9 @@ void cuda_op_end(cuda_op *op);
 /* Call r failed: fills err (500 "cuda_error"), ends the op, and when the error is sticky (or the
  * context no longer synchronizes) resets the context (once, whichever op saw it first). Returns -1. */
 int cuda_op_fail(cuda_op *op, wp_err *err, const char *call, CUresult r);
+/* Frees an upload ring: its driver objects too when they live in context generation live_gen (else
+ * they died with theirs). With the context current. */
+void cuda_ring_destroy(cuda_backend *b, cuda_ring *r, unsigned live_gen);
 
 /* cuda_streams.c */
 int cuda_lanes_make(cuda_backend *b, int n, wp_err *err); /* the pool, empty of driver objects */
