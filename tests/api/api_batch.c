@@ -37,14 +37,7 @@ int main(int argc, char **argv) {
               jobs0 = metric(host, port, "warpd_batched_jobs_total");
     T_CASE("metrics before");
     CHECK(batches0 >= 0 && jobs0 >= batches0);
-    T_CASE("warp families");
-    warp_rounds(host, port);
-    T_CASE("reduce and scan families");
-    data_rounds(host, port);
-    T_CASE("up to 64 KiB: several blocks a job");
-    big_rounds(host, port);
-    T_CASE("one key, two keys, bad requests, base64");
-    mixed_rounds(host, port);
+    all_rounds(host, port);
     T_CASE("compile: the batched kernels build");
     compile_rounds(host, port);
     T_CASE("metrics after");

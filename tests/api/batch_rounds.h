@@ -323,4 +323,16 @@ static void big_rounds(const char *host, int port) {
     }
 }
 
+/* Every round both programs run: warp families, reduce and scan families, inputs up to 64 KiB, mixed keys. */
+static void all_rounds(const char *host, int port) {
+    T_CASE("warp families");
+    warp_rounds(host, port);
+    T_CASE("reduce and scan families");
+    data_rounds(host, port);
+    T_CASE("up to 64 KiB: several blocks a job");
+    big_rounds(host, port);
+    T_CASE("one key, two keys, bad requests, base64");
+    mixed_rounds(host, port);
+}
+
 #endif

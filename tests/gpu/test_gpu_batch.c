@@ -83,14 +83,7 @@ int main(void) {
     const char *host = "127.0.0.1";
     long long batches0 = metric(host, port, "warpd_batches_total"),
               jobs0 = metric(host, port, "warpd_batched_jobs_total");
-    T_CASE("warp families");
-    warp_rounds(host, port);
-    T_CASE("reduce and scan families");
-    data_rounds(host, port);
-    T_CASE("up to 64 KiB: several blocks a job");
-    big_rounds(host, port);
-    T_CASE("one key, two keys, bad requests, base64");
-    mixed_rounds(host, port);
+    all_rounds(host, port);
     T_CASE("batches happened");
     long long batches = metric(host, port, "warpd_batches_total") - batches0;
     long long jobs = metric(host, port, "warpd_batched_jobs_total") - jobs0;
