@@ -16,52 +16,20 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/bench_daemon.h"
 #include "tests/http_client.h"
 
 #define MAX_CONN 256
 #define LAT_MAX 200000 /* latencies kept per thread */
 
-static double now_us(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static pid_t daemon_start(const char *bin, char *const *flags, int *port) {
-    int fds[2];
-    if (pipe(fds)) return -1;
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(fds[1], 1);
-        close(fds[0]);
-        char *argv[24] = {(char *)bin, "--listen", "127.0.0.1:0", "--no-disk-cache"};
-        int k = 4;
-        for (int i = 0; flags[i] && k < 23; i++) argv[k++] = flags[i];
-        argv[k] = NULL;
-        execv(bin, argv);
-        _exit(127);
-    }
-    close(fds[1]);
-    char line[1024];
-    size_t n = 0;
-    while (n < sizeof line - 1) {
-        ssize_t got = read(fds[0], line + n, 1);
-        if (got <= 0) break;
-        if (line[n++] == '\n') break;
-    }
-    line[n] = 0;
-    close(fds[0]);
-    const char *p = strstr(line, "http://127.0.0.1:");
-    if (!p) {
-        fprintf(stderr, "daemon did not start: %s\n", line);
-        return -1;
-    }
-    *port = atoi(p + strlen("http://127.0.0.1:"));
+/* Starts bin with the row's flags on a free loopback port; its pid, and the port in *port. */
+static pid_t daemon_start(const char *bin, const char *const *flags, int *port) {
+    const char *args[24] = {"--listen", "127.0.0.1:0", "--no-disk-cache"};
+    int k = 3;
+    for (int i = 0; flags[i] && k < 23; i++) args[k++] = flags[i];
+    char banner[1024];
+    pid_t pid = bench_daemon_start(bin, args, false, banner, sizeof banner);
+    if (pid > 0) *port = bench_daemon_port(banner);
     return pid;
 }
 
@@ -85,13 +53,13 @@ static void *run(void *arg) {
         w->errors++;
         return NULL;
     }
-    while (now_us() < w->until) {
+    while (bench_now_us() < w->until) {
         hc_resp r;
         memset(&r, 0, sizeof r);
-        double t0 = now_us();
+        double t0 = bench_now_us();
         int rc = hc_send(&c, "POST", w->path, hdr, w->body, strlen(w->body), 0);
         if (rc == 0) rc = hc_recv(&c, "POST", &r);
-        double dt = now_us() - t0;
+        double dt = bench_now_us() - t0;
         if (rc || r.status != 200) {
             w->errors++;
             hc_resp_free(&r);
@@ -119,7 +87,7 @@ static void point(int port, const char *label, const char *path, const char *bod
         ws[i].lat = malloc(sizeof(double) * LAT_MAX);
         pthread_create(&th[i], NULL, run, &ws[i]);
     }
-    double t0 = now_us();
+    double t0 = bench_now_us();
     for (int i = 0; i < conns; i++) ws[i].until = t0 + seconds * 1e6; /* read after the barrier */
     pthread_barrier_wait(&start);
     long total = 0, errors = 0, batch_sum = 0, kept = 0;
@@ -128,7 +96,7 @@ static void point(int port, const char *label, const char *path, const char *bod
         total += ws[i].n, errors += ws[i].errors, batch_sum += ws[i].batch_sum;
         kept += ws[i].n < LAT_MAX ? ws[i].n : LAT_MAX;
     }
-    double wall = (now_us() - t0) / 1e6;
+    double wall = (bench_now_us() - t0) / 1e6;
     double *all = malloc(sizeof(double) * (size_t)(kept ? kept : 1));
     long k = 0;
     for (int i = 0; i < conns; i++) {
@@ -137,7 +105,7 @@ static void point(int port, const char *label, const char *path, const char *bod
         k += m;
         free(ws[i].lat);
     }
-    qsort(all, (size_t)k, sizeof *all, cmp_double);
+    qsort(all, (size_t)k, sizeof *all, bench_cmp_double);
     double p50 = k ? all[(long)(0.5 * (k - 1))] : 0, p99 = k ? all[(long)(0.99 * (k - 1))] : 0;
     printf("| %-22s | %-6s | %4d | %9.0f | %8.1f | %8.1f | %6.2f | %ld |\n", label, path + 4, conns, total / wall, p50,
            p99, total ? (double)batch_sum / total : 0, errors);
@@ -152,13 +120,13 @@ int main(void) {
     static const char *reduce_body = "{\"type\":\"f32\",\"op\":\"sum\",\"data\":[1,2,3]}";
     static const char *warp_body =
         "{\"family\":\"shfl_xor\",\"type\":\"i32\",\"args\":{\"lane_mask\":1},\"input\":{\"iota\":32}}";
-    static char *today[] = {"--streams-per-device", "1", "--batch-max", "1", "--threads", "16", NULL};
-    static char *no_batch[] = {"--batch-max", "1", "--threads", "16", NULL};
-    static char *batch0[] = {"--threads", "16", NULL};
-    static char *batch100[] = {"--batch-window-us", "100", "--threads", "16", NULL};
+    static const char *today[] = {"--streams-per-device", "1", "--batch-max", "1", "--threads", "16", NULL};
+    static const char *no_batch[] = {"--batch-max", "1", "--threads", "16", NULL};
+    static const char *batch0[] = {"--threads", "16", NULL};
+    static const char *batch100[] = {"--batch-window-us", "100", "--threads", "16", NULL};
     static const struct {
         const char *label;
-        char **flags;
+        const char *const *flags;
     } configs[] = {{"today (1 stream, 1 job)", today},
                    {"--batch-max 1", no_batch},
                    {"batching, window 0", batch0},
@@ -180,8 +148,7 @@ int main(void) {
             point(port, configs[c].label, "/v1/reduce", reduce_body, conns[k], seconds);
             point(port, configs[c].label, "/v1/warp", warp_body, conns[k], seconds);
         }
-        kill(pid, SIGTERM);
-        waitpid(pid, NULL, 0);
+        bench_daemon_stop(pid);
     }
     return 0;
 }

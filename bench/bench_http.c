@@ -15,20 +15,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/bench_daemon.h"
 #include "tests/http_client.h"
 
-static double now_us(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 static double pct(double *v, int n, double p) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
     int i = (int)(p * (n - 1) + 0.5);
     return v[i];
 }
@@ -42,40 +33,16 @@ typedef struct {
 #define BENCH_MAX_BODY "1200000000"
 
 static int daemon_start(daemon_t *d, const char *bin, const char *cache_dir) {
-    int fds[2];
-    if (pipe(fds)) return -1;
-    d->pid = fork();
-    if (d->pid == 0) {
-        dup2(fds[1], 1);
-        close(fds[0]);
-        execl(bin, bin, "--listen", "127.0.0.1:0", "--cache-dir", cache_dir, "--max-body", BENCH_MAX_BODY,
-              (char *)NULL);
-        _exit(127);
-    }
-    close(fds[1]);
-    char line[1024];
-    size_t n = 0;
-    while (n < sizeof line - 1) {
-        ssize_t got = read(fds[0], line + n, 1);
-        if (got <= 0) break;
-        if (line[n++] == '\n') break;
-    }
-    line[n] = 0;
-    close(fds[0]);
-    const char *p = strstr(line, "http://127.0.0.1:");
-    if (!p) {
-        fprintf(stderr, "daemon did not start: %s\n", line);
-        return -1;
-    }
-    d->port = atoi(p + strlen("http://127.0.0.1:"));
-    printf("daemon: %s", line);
+    const char *args[] = {"--listen", "127.0.0.1:0", "--cache-dir", cache_dir, "--max-body", BENCH_MAX_BODY, NULL};
+    char banner[1024];
+    d->pid = bench_daemon_start(bin, args, false, banner, sizeof banner);
+    if (d->pid <= 0) return -1;
+    d->port = bench_daemon_port(banner);
+    printf("daemon: %s", banner);
     return 0;
 }
 
-static void daemon_stop(daemon_t *d) {
-    kill(d->pid, SIGTERM);
-    waitpid(d->pid, NULL, 0);
-}
+static void daemon_stop(daemon_t *d) { bench_daemon_stop(d->pid); }
 
 static const char *warp_body =
     "{\"family\":\"shfl_xor\",\"type\":\"i32\",\"width\":16,\"mask\":\"0xffffffff\",\"args\":{\"lane_mask\":1},"
@@ -104,13 +71,13 @@ static void bench_warp_roundtrip(int port) {
         hc_resp_free(&r);
     }
     for (int i = 0; i < N; i++) {
-        double t0 = now_us();
+        double t0 = bench_now_us();
         if (post(&c, "/v1/warp", warp_body, &r) || r.status != 200) {
             printf("warp request failed\n");
             hc_resp_free(&r);
             break;
         }
-        t[i] = now_us() - t0;
+        t[i] = bench_now_us() - t0;
         const char *tu = strstr(r.body, "\"total_us\":");
         server[i] = tu ? atof(tu + 11) : 0;
         hc_resp_free(&r);
@@ -121,9 +88,9 @@ static void bench_warp_roundtrip(int port) {
     printf("POST /v1/warp cached, keep-alive (backend %s): p50 %.1f us  p99 %.1f us  (n=%d)\n", backend, pct(t, N, 0.5),
            pct(t, N, 0.99), N);
     for (int i = 0; i < 1000; i++) {
-        double t0 = now_us();
+        double t0 = bench_now_us();
         hc_request("127.0.0.1", port, "POST", "/v1/warp", NULL, warp_body, strlen(warp_body), 0, &r, NULL, 0);
-        t[i] = now_us() - t0;
+        t[i] = bench_now_us() - t0;
         hc_resp_free(&r);
     }
     printf("POST /v1/warp cached, new connection each:  p50 %.1f us  p99 %.1f us  (n=1000)\n", pct(t, 1000, 0.5),
@@ -169,13 +136,13 @@ static void bench_reduce_roundtrip(int port) {
     }
     int n = 0;
     for (; n < N; n++) {
-        double t0 = now_us();
+        double t0 = bench_now_us();
         if (post(&c, "/v1/reduce", reduce_body, &r) || r.status != 200) {
             printf("reduce request failed (%d): %s\n", r.status, r.body ? r.body : c.err);
             hc_resp_free(&r);
             break;
         }
-        t[n] = now_us() - t0;
+        t[n] = bench_now_us() - t0;
         server[n] = json_num(r.body, "total_us");
         json_str(r.body, "cache", cache, sizeof cache);
         hc_resp_free(&r);
@@ -216,7 +183,7 @@ static void bench_reduce_json(int port) {
     int n = 0;
     if (hc_open(&c, "127.0.0.1", port, 0) == 0) {
         for (int i = -1; i < RUNS; i++) { /* one warm-up */
-            double t0 = now_us();
+            double t0 = bench_now_us();
             memset(&r, 0, sizeof r);
             if (hc_send(&c, "POST", "/v1/reduce", hdr, body, len, 0) || hc_recv(&c, "POST", &r) || r.status != 200) {
                 printf("JSON reduce failed (%d): %.200s\n", r.status, r.body ? r.body : c.err);
@@ -224,7 +191,7 @@ static void bench_reduce_json(int port) {
                 break;
             }
             if (i >= 0) {
-                rt[n] = now_us() - t0;
+                rt[n] = bench_now_us() - t0;
                 parse[n] = json_num(r.body, "parse_us");
                 recv_us[n] = json_num(r.body, "receive_us");
                 total[n] = json_num(r.body, "total_us");
@@ -265,7 +232,7 @@ static void bench_reduce_raw(int port, size_t mib) {
         if (hc_send(&c, "POST", "/v1/reduce?type=f32&op=sum", hdr, data, 4096, 0) == 0 && hc_recv(&c, "POST", &r) == 0)
             hc_resp_free(&r);
         for (int i = 0; i < RUNS; i++) {
-            double t0 = now_us();
+            double t0 = bench_now_us();
             memset(&r, 0, sizeof r);
             if (hc_send(&c, "POST", "/v1/reduce?type=f32&op=sum", hdr, data, bytes, 0) || hc_recv(&c, "POST", &r) ||
                 r.status != 200) {
@@ -273,7 +240,7 @@ static void bench_reduce_raw(int port, size_t mib) {
                 hc_resp_free(&r);
                 break;
             }
-            double t = now_us() - t0;
+            double t = bench_now_us() - t0;
             sum += t;
             n++;
             if (t < best) {
@@ -309,7 +276,7 @@ static void bench_put_raw(int port, size_t mib) {
     int n = 0;
     if (hc_open(&c, "127.0.0.1", port, 600000) == 0) {
         for (int i = 0; i < RUNS; i++) {
-            double t0 = now_us();
+            double t0 = bench_now_us();
             memset(&r, 0, sizeof r);
             if (hc_send(&c, "PUT", "/v1/buffers?type=f32", hdr, data, bytes, 0) || hc_recv(&c, "PUT", &r) ||
                 r.status != 201) {
@@ -317,7 +284,7 @@ static void bench_put_raw(int port, size_t mib) {
                 hc_resp_free(&r);
                 break;
             }
-            double t = now_us() - t0;
+            double t = bench_now_us() - t0;
             sum += t, n++;
             if (t < best) best = t;
             char id[64], path[96];
@@ -360,9 +327,9 @@ static void *compile_one(void *arg) {
     char body[256];
     snprintf(body, sizeof body, "{\"family\":\"warp_allreduce\",\"type\":\"i32\",\"op\":\"a + b + %d\"}", a->k + 1000);
     hc_resp r;
-    double t0 = now_us();
+    double t0 = bench_now_us();
     hc_request("127.0.0.1", a->port, "POST", "/v1/compile", NULL, body, strlen(body), 0, &r, NULL, 0);
-    a->ms = (now_us() - t0) / 1e3;
+    a->ms = (bench_now_us() - t0) / 1e3;
     a->status = r.status;
     hc_resp_free(&r);
     return NULL;
@@ -373,7 +340,7 @@ static void bench_health_under_compiles(int port) {
     static double h[MAXH];
     pthread_t th[COMPILES];
     compile_arg args[COMPILES];
-    double t_start = now_us();
+    double t_start = bench_now_us();
     for (int i = 0; i < COMPILES; i++) {
         args[i] = (compile_arg){port, i, 0, 0};
         pthread_create(&th[i], NULL, compile_one, &args[i]);
@@ -387,10 +354,10 @@ static void bench_health_under_compiles(int port) {
         bool done = true;
         for (int i = 0; i < COMPILES; i++) done &= args[i].status != 0;
         if (done || nh >= MAXH) break;
-        double t0 = now_us();
+        double t0 = bench_now_us();
         memset(&r, 0, sizeof r);
         if (hc_send(&c, "GET", "/v1/health", NULL, NULL, 0, 0) || hc_recv(&c, "GET", &r)) break;
-        h[nh++] = now_us() - t0;
+        h[nh++] = bench_now_us() - t0;
         hc_resp_free(&r);
         usleep(1000);
     }
@@ -402,7 +369,7 @@ static void bench_health_under_compiles(int port) {
         ok += args[i].status == 200;
         if (args[i].ms > worst) worst = args[i].ms;
     }
-    double total = (now_us() - t_start) / 1e3;
+    double total = (bench_now_us() - t_start) / 1e3;
     if (!nh) return;
     double p50 = pct(h, nh, 0.5), p99 = pct(h, nh, 0.99), mx = h[nh - 1];
     printf("GET /v1/health during %d cold compiles (%d ok, all done in %.0f ms, slowest %.0f ms): "

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/bench_daemon.h"
 #include "tests/http_client.h"
 
 #define MAX_BODY "1200000000"
@@ -33,39 +34,16 @@ typedef struct {
 } endpoint;
 
 static int daemon_start(endpoint *e, const char *bin, const char *backend) {
-    int fds[2];
-    if (pipe(fds)) return -1;
-    e->pid = fork();
-    if (e->pid == 0) {
-        dup2(fds[1], 1);
-        close(fds[0]);
-        if (!freopen("/dev/null", "w", stderr)) _exit(127); /* "no usable GPU" and the like */
-        execl(bin, bin, "--listen", e->listen, "--no-disk-cache", "--backend", backend, "--max-body", MAX_BODY,
-              (char *)NULL);
-        _exit(127);
-    }
-    close(fds[1]);
-    char line[1024];
-    size_t n = 0;
-    while (n < sizeof line - 1 && read(fds[0], line + n, 1) == 1 && line[n++] != '\n') {
-    }
-    line[n] = 0;
-    close(fds[0]);
-    const char *p = strstr(line, "listening on ");
-    if (!p) {
-        fprintf(stderr, "daemon did not start: %s\n", line);
-        return -1;
-    }
-    const char *colon = e->sock[0] ? NULL : strstr(p, "127.0.0.1:");
-    if (colon) e->port = atoi(colon + 10);
-    printf("daemon: %s", line);
+    const char *args[] = {"--listen", e->listen, "--no-disk-cache", "--backend", backend, "--max-body", MAX_BODY, NULL};
+    char banner[1024];
+    e->pid = bench_daemon_start(bin, args, true, banner, sizeof banner); /* quiet: "no usable GPU" and the like */
+    if (e->pid <= 0) return -1;
+    if (!e->sock[0]) e->port = bench_daemon_port(banner);
+    printf("daemon: %s", banner);
     return 0;
 }
 
-static void daemon_stop(endpoint *e) {
-    kill(e->pid, SIGTERM);
-    waitpid(e->pid, NULL, 0);
-}
+static void daemon_stop(endpoint *e) { bench_daemon_stop(e->pid); }
 
 /* A keep-alive connection to the endpoint: TCP through hc_open, a Unix socket by hand. */
 static int conn_open(const endpoint *e, hc_conn *c) {
