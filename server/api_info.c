@@ -31,8 +31,7 @@ cJSON *wp_app_parse_body(wp_app *app, const wp_req *req, wp_err *err) {
         return NULL;
     }
     /* one JSON text (RFC 8259): after the object only whitespace ({"a":1}xyz was taken as {"a":1}) */
-    size_t at = end ? (size_t)(end - req->body) : req->body_len;
-    while (at < req->body_len && strchr(" \t\r\n", req->body[at]) && req->body[at]) at++;
+    size_t at = wp_json_trailing(req->body, req->body_len, end);
     if (at < req->body_len) {
         cJSON_Delete(j);
         WP_FAIL(err, 400, "bad_json", "body", "unexpected bytes after the JSON object, at byte %zu", at);

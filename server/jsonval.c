@@ -391,3 +391,9 @@ bool wp_json_scan_array(const char *text, size_t n, wp_type t, void *out, uint64
     *used = (size_t)(p + 1 - text);
     return true;
 }
+
+size_t wp_json_trailing(const char *text, size_t n, const char *end) {
+    size_t at = end ? (size_t)(end - text) : n;
+    while (at < n && text[at] && strchr(" \t\r\n", text[at])) at++;
+    return at;
+}

@@ -44,6 +44,10 @@ cJSON *wp_json_int_raw(long long v); /* an integer as a raw item */
 int wp_json_int(const cJSON *v, const char *field, long long lo, long long hi, long long *out, wp_err *err);
 /* Fails with 400 "unknown_field" naming the first key of obj that is not in `allowed` (NULL-ended). */
 int wp_json_only(const cJSON *obj, const char *prefix, const char *const *allowed, wp_err *err);
+/* After a JSON value that cJSON_ParseWithLengthOpts ended at `end` (NULL: at text + n), where the
+ * first byte that is not whitespace (RFC 8259: space, tab, CR, LF) lies, or n when there is none: a
+ * JSON text is one value, so a body or file with such a byte is refused. */
+size_t wp_json_trailing(const char *text, size_t n, const char *end);
 /* Body nesting depth (arrays/objects) without parsing; used to refuse deep JSON before cJSON. */
 int wp_json_depth(const char *text, size_t n);
 

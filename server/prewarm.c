@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "app.h"
+#include "jsonval.h"
 #include "log.h"
 
 static const char *const doc_fields[] = {"specs", "description", NULL};
@@ -280,10 +281,9 @@ cJSON *wp_prewarm_load(const char *path, wp_err *err) {
     }
     const char *end = NULL;
     cJSON *doc = cJSON_ParseWithLengthOpts(text, len, &end, 0);
-    size_t at = doc && end ? (size_t)(end - text) : len;
-    while (at < len && text[at] && strchr(" \t\r\n", text[at])) at++;
+    const bool trailing = doc && wp_json_trailing(text, len, end) < len; /* one JSON text: nothing after it */
     free(text);
-    if (doc && at < len) { /* one JSON text: nothing after it but whitespace */
+    if (trailing) {
         cJSON_Delete(doc);
         doc = NULL;
     }

@@ -130,11 +130,10 @@ static inline void fz_try_inline(const char *what, wp_handler fn, const char *pa
 static inline cJSON *fz_parse_strict(const uint8_t *data, size_t n) {
     const char *end = NULL;
     cJSON *o = n ? cJSON_ParseWithLengthOpts((const char *)data, n, &end, 0) : NULL;
-    for (size_t at = o && end ? (size_t)(end - (const char *)data) : 0; o && at < n; at++)
-        if (!data[at] || !strchr(" \t\r\n", data[at])) {
-            cJSON_Delete(o);
-            return NULL;
-        }
+    if (o && wp_json_trailing((const char *)data, n, end) < n) {
+        cJSON_Delete(o);
+        return NULL;
+    }
     return o;
 }
 
