@@ -66,7 +66,8 @@ typedef struct {
     bool dry_run, quick, count_only;
     kcase *cases;
     int n_cases;
-    atomic_int next, details;
+    atomic_int next, done, details;
+    uint64_t t0; /* when the workers started (progress lines) */
 } run_ctx;
 
 static uint64_t rng_next(uint64_t *s) {
@@ -351,7 +352,14 @@ static void run_case(run_ctx *ctx, kcase *k) {
 
 static void *worker(void *arg) {
     run_ctx *ctx = arg;
-    for (int i; (i = atomic_fetch_add(&ctx->next, 1)) < ctx->n_cases;) run_case(ctx, &ctx->cases[i]);
+    const int step = ctx->n_cases >= 10 ? ctx->n_cases / 10 : 1;
+    for (int i; (i = atomic_fetch_add(&ctx->next, 1)) < ctx->n_cases;) {
+        run_case(ctx, &ctx->cases[i]);
+        /* a progress line each tenth, so a slow or stuck run shows how far it got */
+        int done = atomic_fetch_add(&ctx->done, 1) + 1;
+        if (done % step == 0)
+            printf("  progress %d/%d kernels, %.1f s\n", done, ctx->n_cases, wp_ms_since(ctx->t0) / 1000);
+    }
     return NULL;
 }
 
@@ -419,7 +427,7 @@ int main(int argc, char **argv) {
         rc = 0;
         goto out;
     }
-    uint64_t t0 = wp_now_ns();
+    uint64_t t0 = ctx.t0 = wp_now_ns();
     pthread_t tids[MAX_THREADS];
     int started = 0;
     for (int i = 0; i < threads; i++)

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# gpu_check.sh — one device call that fits the device's 10 minutes when time is short: builds, runs
+# the quick GPU tests each under a time cap (a program past its cap gets its threads' backtraces from
+# cuda-gdb into $OUT/NAME.bt, then is killed), then the engine's wrk table (new / never / today),
+# bench_reduce against CUB and the cold prewarm. Every step prints one line; logs go to $OUT.
+#   . bench/gpu_env.sh && bench/gpu_check.sh        (STEPS="tests wrk reduce prewarm" picks parts)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+OUT=${OUT:-/tmp/warpd-gpu-out}; mkdir -p "$OUT"
+STEPS=${STEPS:-tests wrk reduce prewarm}
+t0=$(date +%s)
+echo "commit ${WARPD_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo '?')}  $(date -u +%FT%TZ)"
+bins=(); for f in tests/gpu/*.c tests/gpu/*.cu; do b=${f##*/}; bins+=("$BUILD/tests/gpu/${b%.*}"); done
+make -j16 "$BUILD/warpd" "$BUILD/asan/warpd" "$BUILD/asan/tests/api/api_devices" "$BUILD/bench/bench_reduce" \
+  "${bins[@]}" >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+echo "built in $(( $(date +%s) - t0 )) s"
+
+capped() { # name cap_seconds command... : runs it, backtraces and kills it past the cap
+  local name=$1 cap=$2; shift 2
+  local s=$(date +%s)
+  "$@" >"$OUT/$name.log" 2>&1 &
+  local pid=$! waited=0
+  while kill -0 $pid 2>/dev/null && [ $waited -lt "$cap" ]; do sleep 1; waited=$((waited + 1)); done
+  if kill -0 $pid 2>/dev/null; then
+    for p in $pid $(pgrep -P $pid); do
+      timeout 60 cuda-gdb -batch -p "$p" -ex 'thread apply all bt' >>"$OUT/$name.bt" 2>&1
+    done
+    pkill -P $pid; kill -9 $pid 2>/dev/null
+    echo "$name: STUCK or slow past ${cap} s ($(grep -c '^Thread' "$OUT/$name.bt") threads in $name.bt); last: $(grep -a progress "$OUT/$name.log" | tail -n 1)"
+  fi
+  wait $pid 2>/dev/null; local rc=$?
+  printf '%-22s rc=%-3d %4d s  %s\n' "$name" $rc $(( $(date +%s) - s )) \
+    "$(grep -aE '[0-9]+ passed, [0-9]+ failed' "$OUT/$name.log" | tail -n 1)"
+  grep -aE 'FAIL|mismatch|SKIPPED|error:' "$OUT/$name.log" | head -4
+}
+
+if [[ " $STEPS " == *" tests "* ]]; then
+  capped test_gpu_batch 100 "$BUILD/tests/gpu/test_gpu_batch"
+  for p in test_gpu_streams test_gpu_recover test_gpu_buffers test_gpu_stream templates_direct; do
+    capped $p 40 "$BUILD/tests/gpu/$p"
+  done
+  capped devices_cuda 60 env BUILD="$BUILD" tests/api/devices.sh --cuda
+  capped test_gpu_reduce_quick 150 "$BUILD/tests/gpu/test_gpu_reduce" --quick
+fi
+if [[ " $STEPS " == *" wrk "* ]]; then
+  ENGINES=${ENGINES:-new never today} DURATION=${DURATION:-3} SKIP_TESTS=1 SHARD_BENCH=${SHARD_BENCH:-0} \
+    timeout 200 bench/gpu_engine.sh 2>&1 | tee "$OUT/engine.log" | grep -v '^make'
+fi
+if [[ " $STEPS " == *" reduce "* ]]; then
+  timeout 150 "$BUILD/bench/bench_reduce" --no-sweep 2>&1 | tee "$OUT/bench_reduce.log" | tail -22
+fi
+if [[ " $STEPS " == *" prewarm "* ]]; then timeout 60 bench/prewarm.sh 2>&1 | head -9; fi
+echo "total $(( $(date +%s) - t0 )) s"
