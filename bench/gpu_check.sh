@@ -3,7 +3,8 @@
 # the quick GPU tests each under a time cap (a program past its cap gets its threads' backtraces from
 # cuda-gdb into $OUT/NAME.bt, then is killed), then the engine's wrk table (new / never / today),
 # bench_reduce against CUB and the cold prewarm. Every step prints one line; logs go to $OUT.
-#   . bench/gpu_env.sh && bench/gpu_check.sh        (STEPS="tests wrk reduce prewarm" picks parts)
+#   . bench/gpu_env.sh && bench/gpu_check.sh        (STEPS="tests wrk reduce prewarm" picks parts;
+#                                                   "full": test_gpu_warp and test_gpu_reduce whole)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -42,6 +43,11 @@ if [[ " $STEPS " == *" tests "* ]]; then
   done
   capped devices_cuda 60 env BUILD="$BUILD" tests/api/devices.sh --cuda
   capped test_gpu_reduce_quick 150 "$BUILD/tests/gpu/test_gpu_reduce" --quick
+fi
+if [[ " $STEPS " == *" full "* ]]; then # the full reduce/scan and warp programs (test-gpu's longest)
+  capped test_gpu_warp ${WARP_CAP:-150} "$BUILD/tests/gpu/test_gpu_warp"
+  capped test_gpu_reduce ${REDUCE_CAP:-400} "$BUILD/tests/gpu/test_gpu_reduce"
+  grep -a progress "$OUT/test_gpu_reduce.log" | tail -n 3
 fi
 if [[ " $STEPS " == *" wrk "* ]]; then
   ENGINES=${ENGINES:-new never today} DURATION=${DURATION:-3} SKIP_TESTS=1 SHARD_BENCH=${SHARD_BENCH:-0} \

@@ -13,14 +13,15 @@
 #include "backend.h"
 #include "tests/api/batch_rounds.h"
 
-/* Starts the daemon through tests/daemon.sh; its port and pid. */
+/* Starts the daemon through tests/daemon.sh (in bash); its port and pid. */
 static char daemon_dir[512];
 
 static int start_daemon(const char *build, const char *flags, int *port, int *pid) {
     char cmd[1024];
     snprintf(cmd, sizeof cmd,
-             "d=$(mktemp -d) && . tests/daemon.sh && warpd_start %s/warpd \"$d\" --backend cuda %s && echo \"$port "
-             "$pid $d\"",
+             /* bash reads the script (tests/daemon.sh is bash; popen's sh may be dash) */
+             "exec bash <<'EOS'\nd=$(mktemp -d) && . tests/daemon.sh && warpd_start %s/warpd \"$d\" --backend cuda %s "
+             "&& echo \"$port $pid $d\"\nEOS\n",
              build, flags);
     FILE *p = popen(cmd, "r");
     if (!p) return -1;
