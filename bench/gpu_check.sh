@@ -36,8 +36,8 @@ capped() { # name cap_seconds command... : runs it, backtraces and kills it past
   grep -aE 'FAIL|mismatch|SKIPPED|error:' "$OUT/$name.log" | head -4
 }
 
+[[ " $STEPS " == *" tests "* || " $STEPS " == *" batch "* ]] && capped test_gpu_batch 100 "$BUILD/tests/gpu/test_gpu_batch"
 if [[ " $STEPS " == *" tests "* ]]; then
-  capped test_gpu_batch 100 "$BUILD/tests/gpu/test_gpu_batch"
   for p in test_gpu_streams test_gpu_recover test_gpu_buffers test_gpu_stream templates_direct; do
     capped $p 40 "$BUILD/tests/gpu/$p"
   done
