@@ -89,6 +89,7 @@ struct wp_http {
 
     atomic_uint_least64_t requests, responses_2xx, responses_4xx, responses_5xx, rejected_busy;
     atomic_uint_least64_t answered_inline, deferred, streamed, streamed_bytes;
+    atomic_int active; /* requests begun and not yet completed (wp_http_active) */
     atomic_bool starting;
     char start_log[160]; /* last libmicrohttpd message while starting, for the error */
 
@@ -371,6 +372,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
         c->req.t_start_ns = wp_now_ns();
         wp_reqlog_begin(h->cfg.reqlog, &c->rec, method, url, header_of, mc, peer_of(mc));
         atomic_fetch_add(&h->requests, 1);
+        atomic_fetch_add(&h->active, 1); /* until on_completed */
         if (access_refused(h, c, mc, method, url)) return send_resp(h, c, NULL);
         bool path_known;
         c->route = route_find(h->routes, method, url, &path_known);
@@ -498,6 +500,7 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls, e
     wp_call *c = *con_cls;
     if (!c) return;
     *con_cls = NULL;
+    atomic_fetch_sub(&h->active, 1);
     wp_reqlog_end(h->cfg.reqlog, &c->rec, c->route, c->body_len + c->discarded,
                   why == MHD_REQUEST_TERMINATED_COMPLETED_OK);
     if (c->suspended) {
@@ -810,6 +813,8 @@ void wp_http_stop(wp_http *h) {
     transport_release(h, unix_back);
     http_free(h);
 }
+
+int wp_http_active(const wp_http *h) { return h ? atomic_load(&((wp_http *)h)->active) : 0; }
 
 void wp_http_stats_get(wp_http *h, wp_http_stats *out) {
     memset(out, 0, sizeof *out);

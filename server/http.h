@@ -126,6 +126,9 @@ typedef struct {
 wp_http *wp_http_start(const wp_http_config *cfg, const wp_route *routes, void *app, wp_err *err);
 int wp_http_port(const wp_http *h);
 void wp_http_stop(wp_http *h);
+/* Requests begun (headers in) and not yet completed, the caller's own included: how busy the server is
+ * now (an atomic read; any thread). 0 for NULL. */
+int wp_http_active(const wp_http *h);
 
 /* Counters for /metrics. */
 typedef struct {

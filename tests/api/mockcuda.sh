@@ -77,6 +77,25 @@ if start "cuda on the mock, --batch-window-us 20000" --batch-window-us 20000; th
   built=$(metric 'warpd_background_builds_total{outcome="built"}')
   check "metrics: warpd_background_builds_total{outcome=\"built\"} >= 1 ($built)" '[ "$built" -ge 1 ]'
 
+  # idle: a small cached job alone is answered on the HTTP thread; with another request in flight (a
+  # body still arriving, slowly) it goes to a worker, where the batcher could pack it with others.
+  i0=$(metric warpd_http_answered_inline_total); d0=$(metric warpd_http_deferred_total)
+  post /v1/reduce "$REDUCE" >/dev/null
+  i1=$(metric warpd_http_answered_inline_total); d1=$(metric warpd_http_deferred_total)
+  check "idle: a lone cached reduce is answered inline (inline $i0 -> $i1, deferred $d0 -> $d1)" \
+    '[ "$i1" -gt "$i0" ] && [ "$d1" = "$d0" ]'
+  printf '{"type":"i32","op":"sum","data":[%s1]}' "$(printf '1,%.0s' $(seq 3000))" >"$tmp/slow"
+  curl -s -o /dev/null --limit-rate 1500 -H 'Content-Type: application/json' --data-binary @"$tmp/slow" \
+    "$url/v1/reduce" &
+  slow=$!
+  sleep 1 # its headers are in; its body takes about 4 s more
+  i0=$(metric warpd_http_answered_inline_total); d0=$(metric warpd_http_deferred_total)
+  code=$(post /v1/reduce "$REDUCE")
+  i1=$(metric warpd_http_answered_inline_total); d1=$(metric warpd_http_deferred_total)
+  check "idle: with another request in flight the reduce goes to a worker (inline $i0 -> $i1, deferred $d0 -> $d1)" \
+    '[ "$code" = 200 ] && [ "$d1" -gt "$d0" ] && [ "$i1" = "$i0" ]'
+  wait $slow
+
   # A buffer round-trips byte for byte (the mock's copies are real).
   head -c 4096 /dev/urandom >"$tmp/bytes"
   code=$(curl -s -o "$tmp/put" -w '%{http_code}' -X PUT -H 'Content-Type: application/octet-stream' \
