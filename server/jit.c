@@ -267,8 +267,8 @@ wp_jit *wp_jit_open(const char *templates_dir, const char *cuda_include, wp_err 
      * (NVRTC 12.4+) leaves out the runtime API's types, textures and device launches, which no template
      * uses: the same cubins, 2-4 % less compile time for the prewarm set (bench/RESULTS.md). */
     const bool minimal = j->major > 12 || (j->major == 12 && j->minor >= 4);
-    const char *fixed[] = {"-std=c++17", "--fmad=false", "-default-device", j->include_opt, "-Xptxas=-v",
-                           minimal ? "-minimal" : NULL};
+    const char *fixed[] = {"-std=c++17",   "--fmad=false", "-default-device",
+                           j->include_opt, "-Xptxas=-v",   minimal ? "-minimal" : NULL};
     j->n_fixed = minimal ? (int)WP_ARRAY_LEN(fixed) : (int)WP_ARRAY_LEN(fixed) - 1;
     _Static_assert(WP_ARRAY_LEN(fixed) <= JIT_MAX_OPTIONS, "fixed_opts holds them");
     size_t off = 0;
