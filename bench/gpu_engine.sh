@@ -9,6 +9,7 @@
 #   inline  — the defaults plus --inline-gpu always (small cached GPU jobs on the HTTP thread, as before)
 #   today   — --streams-per-device 1 --inline-gpu always (and --batch-max 1 where the build has batching):
 #             one job on the device at a time, as before issue 9
+#   yield   — the defaults plus --gpu-wait yield (jobs poll their event and yield the CPU)
 #   emu     — --backend emu (ENGINES="... emu"): the same requests with no device, the HTTP side's ceiling
 # and prints one table: req/s, p50 and p99 latency, non-2xx answers; then a 1 GiB buffer on device 0
 # against one sharded over every device (upload GB/s, reduce GB/s), and reduces of per-device buffers
@@ -97,6 +98,7 @@ for engine in ${ENGINES:-new never win100 inline today}; do
     win100) start --batch-window-us 100 ;;
     inline) start "${inline_always[@]}" ;;
     today) start --streams-per-device 1 "${inline_always[@]}" "${batch_flag[@]}" ;;
+    yield) start --gpu-wait yield ;;
     emu) start --backend emu ;; # the HTTP side's ceiling on this machine: no device at all
   esac
   curl -s "$base/v1/info" | python3 -c 'import json,sys; d=json.load(sys.stdin); print("#", d["backend"], d["device"]["name"])' 2>/dev/null

@@ -29,8 +29,11 @@ wp_backend *wp_backend_cuda_open(int device_ordinal, wp_err *err); /* with WP_CU
 /* The same with a pool of `streams` streams (1..64): that many jobs run on the device at once. */
 wp_backend *wp_backend_cuda_open_streams(int device_ordinal, int streams, wp_err *err);
 int wp_backend_cuda_streams(const wp_backend *b); /* the pool's size; 0 for another backend */
-int wp_backend_streams(const wp_backend *b);      /* jobs it runs at once: the pool's size; 1 on emu */
-int wp_backend_ordinal(const wp_backend *b);      /* its device number (cuda: the driver's) */
+/* --gpu-wait: how a job waits for the device, spin (the driver's wait: lowest latency) or yield (poll,
+ * giving the CPU to other threads between polls). Before the first job; other backends ignore it. */
+void wp_backend_cuda_set_wait(wp_backend *b, bool yield);
+int wp_backend_streams(const wp_backend *b); /* jobs it runs at once: the pool's size; 1 on emu */
+int wp_backend_ordinal(const wp_backend *b); /* its device number (cuda: the driver's) */
 /* Its place among the devices served (--devices 2,3: 0 and 1): the "device" number requests, buffers,
  * /v1/info and /metrics use. Set once by main.c before serving; the ordinal until then. */
 int wp_backend_index(const wp_backend *b);

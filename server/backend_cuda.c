@@ -67,6 +67,10 @@ static bool cuda_usable(wp_backend *base, char *why, size_t n) {
     return ok;
 }
 
+void wp_backend_cuda_set_wait(wp_backend *base, bool yield) {
+    if (base && !strcmp(base->ops->name, "cuda")) ((cuda_backend *)base)->wait_yield = yield;
+}
+
 static bool cuda_lane_free(wp_backend *base) {
     cuda_backend *b = (cuda_backend *)base;
     pthread_mutex_lock(&b->mu);
@@ -203,7 +207,7 @@ static int cuda_run_warp_on(cuda_op *op, cuda_fn *fn, const wp_warp_job *job, wp
     CU_TRY(b->cu.event_record(ln->ev_stop, ln->stream), "cuEventRecord");
     CU_TRY(b->cu.memcpy_dtoh_async(h, ln->scratch, l.download, ln->stream), "cuMemcpyDtoHAsync");
     CU_TRY(b->cu.event_record(ln->ev_download, ln->stream), "cuEventRecord");
-    CU_TRY(b->cu.event_synchronize(ln->ev_download), "the warp run (cuEventSynchronize)");
+    CU_TRY(cuda_event_wait(b, ln->ev_download), "the warp run (cuEventSynchronize)");
     float upload_ms = 0, kernel_ms = 0, download_ms = 0;
     if (t) {
         CU_TRY(b->cu.event_elapsed_time(&upload_ms, ln->ev_upload, ln->ev_start), "cuEventElapsedTime");
@@ -501,7 +505,7 @@ static int cuda_launch_on(cuda_op *op, const CUfunction *fs, const wp_launch *ls
     }
     if ((r = b->cu.event_record(ln->ev_download, ln->stream)) != CUDA_SUCCESS)
         return cuda_op_fail(op, err, "cuEventRecord", r);
-    if ((r = b->cu.event_synchronize(ln->ev_download)) != CUDA_SUCCESS)
+    if ((r = cuda_event_wait(b, ln->ev_download)) != CUDA_SUCCESS)
         return cuda_op_fail(op, err, "the kernel (cuEventSynchronize)", r);
     if (staged) memcpy(io->dst, ln->host, io->read_len);
     if (t) {

@@ -42,6 +42,7 @@ static const struct {
     {"cuEventDestroy", offsetof(wp_cu, event_destroy)},
     {"cuEventRecord", offsetof(wp_cu, event_record)},
     {"cuEventSynchronize", offsetof(wp_cu, event_synchronize)},
+    {"cuEventQuery", offsetof(wp_cu, event_query)},
     {"cuEventElapsedTime", offsetof(wp_cu, event_elapsed_time)},
     {"cuModuleLoadData", offsetof(wp_cu, module_load_data)},
     {"cuModuleUnload", offsetof(wp_cu, module_unload)},

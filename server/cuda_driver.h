@@ -50,6 +50,7 @@ typedef struct wp_cu {
     PFN_cuEventDestroy_v4000 event_destroy;
     PFN_cuEventRecord_v2000 event_record;
     PFN_cuEventSynchronize_v2000 event_synchronize;
+    PFN_cuEventQuery_v2000 event_query;
     PFN_cuEventElapsedTime_v12080 event_elapsed_time;
     PFN_cuModuleLoadData_v2000 module_load_data;
     PFN_cuModuleUnload_v2000 module_unload;

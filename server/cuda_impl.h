@@ -67,6 +67,7 @@ typedef struct cuda_backend {
     cuda_lane *lanes;    /* n_lanes of them */
     cuda_lane *free_lanes;
     int n_lanes;
+    bool wait_yield; /* --gpu-wait yield (cuda_event_wait); set before the first job, read without mu */
     cuda_ring *idle_rings;
     int n_idle_rings;
     struct {
@@ -109,5 +110,9 @@ CUresult cuda_lane_ready(cuda_backend *b, cuda_lane *l, unsigned gen, const char
 CUresult cuda_lane_reserve(cuda_backend *b, cuda_lane *l, size_t scratch, size_t host, const char **call);
 /* Records ev_stop on the lane's stream and waits for it: the op's queued work is done. */
 CUresult cuda_lane_wait(cuda_backend *b, cuda_lane *l, const char **call);
+/* A job's wait for an event on its lane: the driver's own wait (it spins, on a context made with the
+ * default flags), or under --gpu-wait yield a poll that gives the CPU to any runnable thread between
+ * polls, so the streams' waiting threads leave the cores to the HTTP side when it needs them. */
+CUresult cuda_event_wait(cuda_backend *b, CUevent ev);
 
 #endif

@@ -5,6 +5,7 @@
  * context and remade lazily after a reset. Waiting is by an event recorded on the lane's stream:
  * no lock is held while the device works.
  * Owns: the lanes' driver objects (streams, events, scratch, staging). */
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -103,10 +104,17 @@ CUresult cuda_lane_reserve(cuda_backend *b, cuda_lane *l, size_t scratch, size_t
     return CUDA_SUCCESS;
 }
 
+CUresult cuda_event_wait(cuda_backend *b, CUevent ev) {
+    if (!b->wait_yield) return b->cu.event_synchronize(ev);
+    CUresult r;
+    while ((r = b->cu.event_query(ev)) == CUDA_ERROR_NOT_READY) sched_yield();
+    return r;
+}
+
 CUresult cuda_lane_wait(cuda_backend *b, cuda_lane *l, const char **call) {
     CUresult r;
     *call = "cuEventRecord";
     if ((r = b->cu.event_record(l->ev_stop, l->stream)) != CUDA_SUCCESS) return r;
     *call = "cuEventSynchronize";
-    return b->cu.event_synchronize(l->ev_stop);
+    return cuda_event_wait(b, l->ev_stop);
 }

@@ -67,6 +67,7 @@ typedef struct {
     /* devices (issue 9) */
     int streams_per_device;
     wp_inline_mode inline_gpu;
+    bool gpu_wait_yield; /* --gpu-wait yield */
     const char *devices; /* --devices: "all" or "0,2,..."; NULL: --device's, else all */
     bool device_given;
     int emu_devices;
@@ -146,6 +147,9 @@ static void usage(FILE *f) {
             "                       request's time), else on a worker, batched with others; never:\n"
             "                       always on a worker (an HTTP thread never waits for a device); always:\n"
             "                       on the HTTP thread (the engine before issue 9, for measuring)\n"
+            "  --gpu-wait spin|yield  how a job waits for its device: spin (default: the driver's wait,\n"
+            "                       lowest latency) or yield (poll and give the CPU to other threads\n"
+            "                       between polls: for machines whose cores the HTTP side needs)\n"
             "  --devices all|0,2,.. the GPUs to serve on, one context each (default all visible; --device N\n"
             "                       alone means just N). Jobs go to the least-loaded one unless they pin\n"
             "                       \"device\": N or run over a buffer (then where it lives)\n"
@@ -222,6 +226,16 @@ static int parse_inline_gpu(const char *flag, const char *v, options *o) {
         fprintf(stderr, "warpd: --inline-gpu must be never, idle or always\n");
         return -1;
     }
+    return 0;
+}
+
+static int parse_gpu_wait(const char *flag, const char *v, options *o) {
+    (void)flag;
+    if (strcmp(v, "spin") && strcmp(v, "yield")) {
+        fprintf(stderr, "warpd: --gpu-wait must be spin or yield\n");
+        return -1;
+    }
+    o->gpu_wait_yield = !strcmp(v, "yield");
     return 0;
 }
 
@@ -310,6 +324,7 @@ static const opt_spec flag_table[] = {
     F_SWITCH("--exit", exit_after_prewarm),
     F_STRING("--prewarm", prewarm),
     F_CUSTOM("--inline-gpu", parse_inline_gpu),
+    F_CUSTOM("--gpu-wait", parse_gpu_wait),
     F_STRING("--devices", devices),
     F_INT("--emu-devices", emu_devices, 1, WP_MAX_DEVICES),
     F_INT("--streams-per-device", streams_per_device, 1, 64),
@@ -470,6 +485,7 @@ static int open_gpus(const options *o, wp_app *app, wp_err *err) {
     bool all = list && !strcmp(list, "all");
     for (int i = 0; i < n; i++) {
         wp_backend *b = wp_backend_cuda_open_streams(want[i], o->streams_per_device, err);
+        wp_backend_cuda_set_wait(b, o->gpu_wait_yield);
         if (!b && all) { /* every visible GPU: one that will not open (busy, exclusive) is left out */
             wp_log(WP_LOG_WARN, "GPU %d left out: %s", want[i], err->msg);
             continue;

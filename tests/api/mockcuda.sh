@@ -107,6 +107,15 @@ if start "cuda on the mock, --batch-window-us 20000" --batch-window-us 20000; th
   stop "idle daemon"
 fi
 
+# ---- --gpu-wait yield: jobs wait by polling their event ----
+if start "cuda on the mock, --gpu-wait yield" --gpu-wait yield; then
+  code=$(post /v1/reduce "$REDUCE")
+  check "gpu-wait yield: reduce 200 on cuda" '[ "$code" = 200 ] && grep -q "\"backend\":\"cuda\"" "$tmp/body"'
+  code=$(post /v1/warp "$WARP")
+  check "gpu-wait yield: warp 200 on cuda" '[ "$code" = 200 ]'
+  stop "gpu-wait yield daemon"
+fi
+
 # ---- --inline-gpu never (and batching) and always ----
 for mode in never always; do
   if start "cuda on the mock, --inline-gpu $mode, --batch-window-us 20000" --inline-gpu "$mode" --batch-window-us 20000; then
