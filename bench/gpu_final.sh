@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # gpu_final.sh — the lead's check of a whole tree on the GPU machine, in two device calls that each fit
-# the device's 10 minutes:  . bench/gpu_env.sh && bench/gpu_final.sh test|perf
-#   test: builds, then every GPU test program one after another (longest first), each with its time and
-#         closing line; stops starting new ones past LIMIT seconds (default 540) and says which it left.
+# the device's 10 minutes:  . bench/gpu_env.sh && bench/gpu_final.sh test|reduce|perf
+#   test: builds, then every GPU test program but test_gpu_reduce one after another (longest first), each
+#         with its time and closing line; stops starting new ones past LIMIT seconds (default 540) and
+#         says which it left.
+#   reduce: test_gpu_reduce alone (every reduction/scan kernel, about 6 minutes on the H100 machine).
 #   perf: bench/gpu_engine.sh (wrk table new/never/win100/inline/today, sharded and per-device buffers),
 #         bench_reduce (device_reduce/scan against CUB), and the cold prewarm of prewarm/default.json.
 set -uo pipefail
@@ -13,15 +15,18 @@ OUT=${OUT:-/tmp/warpd-gpu-out}; mkdir -p "$OUT"
 LIMIT=${LIMIT:-540}
 t0=$(date +%s)
 echo "commit ${WARPD_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo '?')}  $(date -u +%FT%TZ)"
-if [ "$what" = test ]; then
+if [ "$what" = reduce ]; then
+  make -j16 "$BUILD/tests/gpu/test_gpu_reduce" >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+  "$BUILD/tests/gpu/test_gpu_reduce" 2>&1 | tee "$OUT/test_gpu_reduce.log" | grep -v mismatch | tail -20
+elif [ "$what" = test ]; then
   bins=(); for f in tests/gpu/*.c tests/gpu/*.cu; do b=${f##*/}; bins+=("$BUILD/tests/gpu/${b%.*}"); done
   make -j16 "$BUILD/warpd" "$BUILD/asan/warpd" "$BUILD/asan/tests/api/api_devices" "${bins[@]}" >"$OUT/build.log" 2>&1 ||
     { tail -30 "$OUT/build.log"; exit 1; }
   echo "built in $(( $(date +%s) - t0 )) s"
-  progs=(test_gpu_reduce test_gpu_warp test_gpu_batch test_gpu_streams test_gpu_recover test_gpu_buffers test_gpu_stream)
+  progs=(test_gpu_warp test_gpu_batch test_gpu_streams test_gpu_recover test_gpu_buffers test_gpu_stream)
   for p in "$BUILD"/tests/gpu/*; do
     b=$(basename "$p"); [ -x "$p" ] && [ -f "$p" ] && [[ $b != *.o && $b != *.d ]] || continue
-    [[ " ${progs[*]} " == *" $b "* ]] || progs+=("$b")
+    [[ " ${progs[*]} " == *" $b "* || $b == test_gpu_reduce ]] || progs+=("$b")
   done
   left=()
   run_one() { # name command...
