@@ -87,9 +87,9 @@ int wp_app_kernel_peek(wp_app *app, const wp_spec *s, wp_backend *b, wp_ready_ke
 /* Whether a job on b may run on an HTTP thread (WP_ROUTE_TRY_INLINE): emu's may; a GPU's as
  * --inline-gpu says: idle (the default) while the request asking is the only one in flight
  * (wp_http_active) and b has no job running and a stream free (no buffer copy holds them all), so the
- * thread waits for one small job at most and only when nothing else is on the
- * device (under load every GPU job goes to a worker); always; never. Asked once per request, by the
- * handler, before any upload; wp_app_kernel_peek itself refuses a GPU job only under never. Any thread. */
+ * thread waits for one small job at most and only when nothing else is on the device (under load every
+ * GPU job goes to a worker); always; never. Asked once per request, by the handler, before any upload;
+ * wp_app_kernel_peek itself refuses a GPU job only under never. Any thread. */
 bool wp_app_may_run_inline(const wp_app *app, const wp_backend *b);
 
 /* Picks the backend a request asked for ("backend": "auto", "cuda", "emu", or absent) and, among the

@@ -17,7 +17,6 @@ typedef struct bg_ask {
     wp_spec spec;
     wp_backend *backend;
     char key[WP_SPEC_KEY_MAX];
-    bool building;
 } bg_ask;
 
 /* A key asked for lately: the weight of its asks so far, or when it may be tried again after failing. */
@@ -107,8 +106,7 @@ static void *bg_main(void *arg) {
     for (;;) {
         while (!bg->head && !bg->stopping) pthread_cond_wait(&bg->wake, &bg->lock);
         if (bg->stopping) break;
-        bg_ask *a = bg->head;
-        a->building = true;
+        bg_ask *a = bg->head; /* stays head (asked() sees it) until built */
         pthread_mutex_unlock(&bg->lock);
         build(bg, a);
         pthread_mutex_lock(&bg->lock);

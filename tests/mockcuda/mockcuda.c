@@ -337,13 +337,10 @@ static CUresult mock_event_record(CUevent e, CUstream s) {
     STICKY_CHECK();
     return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
-static CUresult mock_event_synchronize(CUevent e) {
+/* cuEventSynchronize and cuEventQuery: launches finish at once here, so every event is done */
+static CUresult mock_event_done(CUevent e) {
     STICKY_CHECK();
     return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
-}
-static CUresult mock_event_query(CUevent e) {
-    STICKY_CHECK();
-    return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE; /* launches finish at once here */
 }
 static CUresult mock_event_elapsed_time(float *ms, CUevent a, CUevent b) {
     STICKY_CHECK();
@@ -461,8 +458,8 @@ MOCK_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **out, int ver
     SYM("cuEventCreate", PFN_cuEventCreate_v2000, mock_event_create);
     SYM("cuEventDestroy", PFN_cuEventDestroy_v4000, mock_event_destroy);
     SYM("cuEventRecord", PFN_cuEventRecord_v2000, mock_event_record);
-    SYM("cuEventSynchronize", PFN_cuEventSynchronize_v2000, mock_event_synchronize);
-    SYM("cuEventQuery", PFN_cuEventQuery_v2000, mock_event_query);
+    SYM("cuEventSynchronize", PFN_cuEventSynchronize_v2000, mock_event_done);
+    SYM("cuEventQuery", PFN_cuEventQuery_v2000, mock_event_done);
     SYM("cuEventElapsedTime", PFN_cuEventElapsedTime_v12080, mock_event_elapsed_time);
     SYM("cuModuleLoadData", PFN_cuModuleLoadData_v2000, mock_module_load_data);
     SYM("cuModuleUnload", PFN_cuModuleUnload_v2000, mock_module_unload);
