@@ -11,30 +11,9 @@ BUILD=${BUILD:-build}
 OUT=${OUT:-/tmp/warpd-gpu-out}; mkdir -p "$OUT"
 STEPS=${STEPS:-tests wrk reduce prewarm}
 t0=$(date +%s)
-echo "commit ${WARPD_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo '?')}  $(date -u +%FT%TZ)"
-bins=(); for f in tests/gpu/*.c tests/gpu/*.cu; do b=${f##*/}; bins+=("$BUILD/tests/gpu/${b%.*}"); done
-make -j16 "$BUILD/warpd" "$BUILD/asan/warpd" "$BUILD/asan/tests/api/api_devices" "$BUILD/bench/bench_reduce" \
-  "${bins[@]}" >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
-echo "built in $(( $(date +%s) - t0 )) s"
-
-capped() { # name cap_seconds command... : runs it, backtraces and kills it past the cap
-  local name=$1 cap=$2; shift 2
-  local s=$(date +%s)
-  "$@" >"$OUT/$name.log" 2>&1 &
-  local pid=$! waited=0
-  while kill -0 $pid 2>/dev/null && [ $waited -lt "$cap" ]; do sleep 1; waited=$((waited + 1)); done
-  if kill -0 $pid 2>/dev/null; then
-    for p in $pid $(pgrep -P $pid); do
-      timeout 60 cuda-gdb -batch -p "$p" -ex 'thread apply all bt' >>"$OUT/$name.bt" 2>&1
-    done
-    pkill -P $pid; kill -9 $pid 2>/dev/null
-    echo "$name: STUCK or slow past ${cap} s ($(grep -c '^Thread' "$OUT/$name.bt") threads in $name.bt); last: $(grep -a progress "$OUT/$name.log" | tail -n 1)"
-  fi
-  wait $pid 2>/dev/null; local rc=$?
-  printf '%-22s rc=%-3d %4d s  %s\n' "$name" $rc $(( $(date +%s) - s )) \
-    "$(grep -aE '[0-9]+ passed, [0-9]+ failed' "$OUT/$name.log" | tail -n 1)"
-  grep -aE 'FAIL|mismatch|SKIPPED|error:' "$OUT/$name.log" | head -4
-}
+. bench/gpu_lib.sh
+gpu_commit_line
+gpu_build "$BUILD/bench/bench_reduce" || exit 1
 
 [[ " $STEPS " == *" tests "* || " $STEPS " == *" batch "* ]] && capped test_gpu_batch 100 "$BUILD/tests/gpu/test_gpu_batch"
 if [[ " $STEPS " == *" tests "* ]]; then

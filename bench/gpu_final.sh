@@ -3,7 +3,8 @@
 # the device's 10 minutes:  . bench/gpu_env.sh && bench/gpu_final.sh test|reduce|perf
 #   test: builds, then every GPU test program but test_gpu_reduce one after another (longest first), each
 #         with its time and closing line; stops starting new ones past LIMIT seconds (default 540) and
-#         says which it left.
+#         says which it left; one still running at CAP seconds (default 590, inside the device's 600)
+#         has its backtraces taken and is killed (bench/gpu_lib.sh's capped).
 #   reduce: test_gpu_reduce alone (every reduction/scan kernel, about 6 minutes on the H100 machine).
 #   perf: bench/gpu_engine.sh (wrk table new/never/win100/inline/today, sharded and per-device buffers),
 #         bench_reduce (device_reduce/scan against CUB), and the cold prewarm of prewarm/default.json.
@@ -13,16 +14,15 @@ what=${1:-test}
 BUILD=${BUILD:-build}
 OUT=${OUT:-/tmp/warpd-gpu-out}; mkdir -p "$OUT"
 LIMIT=${LIMIT:-540}
+CAP=${CAP:-590}
 t0=$(date +%s)
-echo "commit ${WARPD_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo '?')}  $(date -u +%FT%TZ)"
+. bench/gpu_lib.sh
+gpu_commit_line
 if [ "$what" = reduce ]; then
   make -j16 "$BUILD/tests/gpu/test_gpu_reduce" >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
   "$BUILD/tests/gpu/test_gpu_reduce" 2>&1 | tee "$OUT/test_gpu_reduce.log" | grep -v mismatch | tail -20
 elif [ "$what" = test ]; then
-  bins=(); for f in tests/gpu/*.c tests/gpu/*.cu; do b=${f##*/}; bins+=("$BUILD/tests/gpu/${b%.*}"); done
-  make -j16 "$BUILD/warpd" "$BUILD/asan/warpd" "$BUILD/asan/tests/api/api_devices" "${bins[@]}" >"$OUT/build.log" 2>&1 ||
-    { tail -30 "$OUT/build.log"; exit 1; }
-  echo "built in $(( $(date +%s) - t0 )) s"
+  gpu_build || exit 1
   progs=(test_gpu_warp test_gpu_batch test_gpu_streams test_gpu_recover test_gpu_buffers test_gpu_stream)
   for p in "$BUILD"/tests/gpu/*; do
     b=$(basename "$p"); [ -x "$p" ] && [ -f "$p" ] && [[ $b != *.o && $b != *.d ]] || continue
@@ -31,12 +31,9 @@ elif [ "$what" = test ]; then
   left=()
   run_one() { # name command...
     local name=$1; shift
-    if [ $(( $(date +%s) - t0 )) -gt "$LIMIT" ]; then left+=("$name"); return; fi
-    local s=$(date +%s)
-    "$@" >"$OUT/$name.log" 2>&1; local rc=$?
-    printf '%-22s rc=%d %4d s  %s\n' "$name" $rc $(( $(date +%s) - s )) \
-      "$(grep -E '[0-9]+ passed, [0-9]+ failed' "$OUT/$name.log" | tail -n 1)"
-    grep -E 'FAIL|mismatch|SKIPPED' "$OUT/$name.log" | head -5
+    local spent=$(( $(date +%s) - t0 ))
+    if [ $spent -gt "$LIMIT" ]; then left+=("$name"); return; fi
+    capped "$name" $(( CAP - spent )) "$@"
   }
   for p in "${progs[@]}"; do run_one "$p" "$BUILD/tests/gpu/$p"; done
   run_one devices_cuda env BUILD="$BUILD" tests/api/devices.sh --cuda
