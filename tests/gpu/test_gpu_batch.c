@@ -11,24 +11,20 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "bench/bench_daemon.h"
 #include "tests/api/batch_rounds.h"
 
-/* Starts the daemon through tests/daemon.sh (in bash); its port and pid. */
-static char daemon_dir[512];
-
-static int start_daemon(const char *build, const char *flags, int *port, int *pid) {
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd,
-             /* bash reads the script (tests/daemon.sh is bash; popen's sh may be dash) */
-             "exec bash <<'EOS'\nd=$(mktemp -d) && . tests/daemon.sh && warpd_start %s/warpd \"$d\" --backend cuda %s "
-             "&& echo \"$port $pid $d\"\nEOS\n",
-             build, flags);
-    FILE *p = popen(cmd, "r");
-    if (!p) return -1;
-    int got = fscanf(p, "%d %d %511s", port, pid, daemon_dir);
-    pclose(p);
-    if (got == 3) printf("daemon on port %d (pid %d, files in %s)\n", *port, *pid, daemon_dir);
-    return got == 3 ? 0 : -1;
+/* Starts build/warpd on cuda with the extra flags (bench/bench_daemon.h: fork, exec, the banner gives
+ * the port); its stderr stays this program's. 0, or -1 when it did not start. */
+static int start_daemon(const char *build, const char *const *flags, int *port, pid_t *pid) {
+    char bin[512], banner[256];
+    snprintf(bin, sizeof bin, "%s/warpd", build);
+    const char *args[16] = {"--listen", "127.0.0.1:0", "--no-disk-cache", "--backend", "cuda", "--threads", "16"};
+    for (int i = 0, k = 7; flags[i] && k < 15; i++) args[k++] = flags[i];
+    *pid = bench_daemon_start(bin, args, false, banner, sizeof banner);
+    *port = *pid > 0 ? bench_daemon_port(banner) : 0;
+    if (*port) printf("daemon on port %d (pid %d)\n", *port, (int)*pid);
+    return *port ? 0 : -1;
 }
 
 /* A small scan no round used (its own key): the first answer alone comes from its own path and asks for
@@ -74,11 +70,18 @@ int main(void) {
     }
     wp_backend_close(probe);
     const char *build = getenv("BUILD") ? getenv("BUILD") : "build";
-    int port = 0, pid = 0, rpid = 0;
+    int port = 0;
+    pid_t pid = 0, rpid = 0;
     T_CASE("daemon");
-    CHECK(start_daemon(build, "--batch-max 1 --threads 16", &ref_port, &rpid) == 0); /* the reference: all alone */
-    CHECK(start_daemon(build, "--batch-window-us 20000 --threads 16", &port, &pid) == 0);
-    if (!pid || !rpid) return t_done("gpu_batch");
+    static const char *const alone[] = {"--batch-max", "1", NULL}, *const window[] = {"--batch-window-us", "20000",
+                                                                                      NULL};
+    CHECK(start_daemon(build, alone, &ref_port, &rpid) == 0); /* the reference: all alone */
+    CHECK(start_daemon(build, window, &port, &pid) == 0);
+    if (pid <= 0 || rpid <= 0) {
+        if (pid > 0) bench_daemon_stop(pid);
+        if (rpid > 0) bench_daemon_stop(rpid);
+        return t_done("gpu_batch");
+    }
     mode = MODE_WINDOW;
     expect_batch_kernel = true;
     const char *host = "127.0.0.1";
@@ -95,11 +98,8 @@ int main(void) {
            rounds_batched, batch_kernel_runs);
     T_CASE("a small job alone runs as a batch of one once its _batch kernel is built");
     lone_job(host, port);
-    kill((pid_t)rpid, SIGTERM);
-    kill((pid_t)pid, SIGTERM);
-    sleep(1);
-    char cmd[600]; /* what the daemon said: a batched kernel it could not get would be named here */
-    snprintf(cmd, sizeof cmd, "tail -n 5 %s/err", daemon_dir);
-    if (system(cmd) != 0) printf("(no daemon log)\n");
+    /* what the daemons said (a batched kernel one could not get, say) is in this program's output */
+    bench_daemon_stop(rpid);
+    bench_daemon_stop(pid);
     return t_done("gpu_batch");
 }
