@@ -771,28 +771,8 @@ int wp_backend_cuda_sm(int device_ordinal, int *sm, wp_err *err) {
         wp_cu_close(lib);
         return -1;
     }
-    char text[160];
-    int count = 0, major = 0, minor = 0;
     CUdevice dev = 0;
-    const char *call = "cuInit";
-    CUresult r = cu.init(0);
-    if (r == CUDA_SUCCESS) r = (call = "cuDeviceGetCount", cu.device_get_count(&count));
-    if (r == CUDA_SUCCESS && (device_ordinal < 0 || device_ordinal >= count)) {
-        wp_cu_close(lib);
-        return WP_FAIL(err, 503, "cuda_unavailable", "", "no CUDA device %d: the driver sees %d device(s)",
-                       device_ordinal, count);
-    }
-    if (r == CUDA_SUCCESS) r = (call = "cuDeviceGet", cu.device_get(&dev, device_ordinal));
-    if (r == CUDA_SUCCESS)
-        r = (call = "cuDeviceGetAttribute",
-             cu.device_get_attribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev));
-    if (r == CUDA_SUCCESS) r = cu.device_get_attribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
-    int rc = 0;
-    if (r != CUDA_SUCCESS)
-        rc = WP_FAIL(err, 503, "cuda_unavailable", "", "device %d: %s failed: %s", device_ordinal, call,
-                     wp_cu_error_text(&cu, r, text, sizeof text));
-    else
-        *sm = major * 10 + minor;
+    int rc = cuda_device_find(&cu, device_ordinal, &dev, sm, err);
     wp_cu_close(lib);
     return rc;
 }

@@ -191,33 +191,47 @@ int cuda_op_fail(cuda_op *op, wp_err *err, const char *call, CUresult r) {
     return -1;
 }
 
-int cuda_device_start(cuda_backend *b, int ordinal, wp_err *err) {
+int cuda_device_find(const wp_cu *cu, int ordinal, CUdevice *dev, int *sm, wp_err *err) {
     char text[160];
-    b->ordinal = ordinal;
-    CUresult r = b->cu.init(0);
+    CUresult r = cu->init(0);
     if (r != CUDA_SUCCESS)
         return WP_FAIL(err, 503, "cuda_unavailable", "", "cuInit failed: %s%s",
-                       wp_cu_error_text(&b->cu, r, text, sizeof text),
+                       wp_cu_error_text(cu, r, text, sizeof text),
                        r == CUDA_ERROR_NO_DEVICE ? "" : " (driver loaded, but no usable GPU)");
     int count = 0;
-    r = b->cu.device_get_count(&count);
+    r = cu->device_get_count(&count);
     if (r != CUDA_SUCCESS)
         return WP_FAIL(err, 503, "cuda_unavailable", "", "cuDeviceGetCount failed: %s",
-                       wp_cu_error_text(&b->cu, r, text, sizeof text));
+                       wp_cu_error_text(cu, r, text, sizeof text));
     if (ordinal < 0 || ordinal >= count)
         return WP_FAIL(err, 503, "cuda_unavailable", "", "no CUDA device %d: the driver sees %d device(s)", ordinal,
                        count);
+    int major = 0, minor = 0;
     const char *call = "cuDeviceGet";
-    if ((r = b->cu.device_get(&b->dev, ordinal)) != CUDA_SUCCESS) goto fail;
-    int major = 0, minor = 0, sms = 0;
+    if ((r = cu->device_get(dev, ordinal)) == CUDA_SUCCESS) {
+        call = "cuDeviceGetAttribute";
+        if ((r = cu->device_get_attribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, *dev)) == CUDA_SUCCESS)
+            r = cu->device_get_attribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, *dev);
+    }
+    if (r != CUDA_SUCCESS)
+        return WP_FAIL(err, 503, "cuda_unavailable", "", "device %d: %s failed: %s", ordinal, call,
+                       wp_cu_error_text(cu, r, text, sizeof text));
+    *sm = major * 10 + minor;
+    return 0;
+}
+
+int cuda_device_start(cuda_backend *b, int ordinal, wp_err *err) {
+    char text[160];
+    b->ordinal = ordinal;
+    int sm = 0;
+    if (cuda_device_find(&b->cu, ordinal, &b->dev, &sm, err)) return -1;
+    CUresult r;
+    int sms = 0;
     size_t total = 0, free_bytes = 0;
-    call = "cuDeviceGetName";
+    const char *call = "cuDeviceGetName";
     if ((r = b->cu.device_get_name(b->info.name, (int)sizeof b->info.name, b->dev)) != CUDA_SUCCESS) goto fail;
     call = "cuDeviceGetAttribute";
-    if ((r = b->cu.device_get_attribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, b->dev)) ||
-        (r = b->cu.device_get_attribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, b->dev)) ||
-        (r = b->cu.device_get_attribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, b->dev)))
-        goto fail;
+    if ((r = b->cu.device_get_attribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, b->dev))) goto fail;
     call = "cuDeviceTotalMem";
     if ((r = b->cu.device_total_mem(&total, b->dev)) != CUDA_SUCCESS) goto fail;
     call = "cuDevicePrimaryCtxRetain";
@@ -230,7 +244,7 @@ int cuda_device_start(cuda_backend *b, int ordinal, wp_err *err) {
     call = "cuMemGetInfo";
     if ((r = b->cu.mem_get_info(&free_bytes, &total)) != CUDA_SUCCESS) goto fail;
     b->info.backend = "cuda";
-    b->info.sm = major * 10 + minor;
+    b->info.sm = sm;
     b->info.sms = sms;
     b->info.mem_total = total;
     b->info.mem_free = free_bytes;

@@ -88,7 +88,10 @@ typedef struct {
 
 /* cuda_device.c */
 int cuda_device_start(cuda_backend *b, int ordinal, wp_err *err); /* context and facts */
-void cuda_device_stop(cuda_backend *b);                           /* everything, for close */
+/* cuInit, the ordinal checked against the driver's count, the device and its sm (major * 10 + minor):
+ * how opening a device and wp_backend_cuda_sm both begin. 0, or -1 with err (503 cuda_unavailable). */
+int cuda_device_find(const wp_cu *cu, int ordinal, CUdevice *dev, int *sm, wp_err *err);
+void cuda_device_stop(cuda_backend *b); /* everything, for close */
 /* Enters the gate (waiting while a reset runs): 503 "cuda_unavailable" once the device is lost.
  * With want_lane, also takes a free lane (waiting for one) with its stream ready in this context.
  * The context is made current on the calling thread. */

@@ -297,7 +297,6 @@ typedef struct {
     int (*handle)(const char *flag, const char *value, options *o); /* OPT_ACTION, OPT_CUSTOM */
 } opt_spec;
 
-/* The field's offset, checked at compile time to be a T (pointers to distinct types do not compare). */
 /* One row per kind. OPT_AT is the field's offset, checked at compile time to be a T (pointers to
  * distinct types do not compare, and -Werror makes that an error). */
 #define OPT_AT(T, field) (offsetof(options, field) + 0 * sizeof(&((options *)0)->field == (T *)0))
