@@ -11,13 +11,14 @@
 #             one job on the device at a time, as before issue 9
 #   yield   — the defaults plus --gpu-wait yield (jobs poll their event and yield the CPU)
 #   emu     — --backend emu (ENGINES="... emu"): the same requests with no device, the HTTP side's ceiling
+#   L=F,V,… — a sweep: the defaults plus the flags F V … (commas for spaces), labelled L
 # and prints one table: req/s, p50 and p99 latency, non-2xx answers; then a 1 GiB buffer on device 0
 # against one sharded over every device (upload GB/s, reduce GB/s), and reduces of per-device buffers
 # spread over every device against all on device 0 (the multi-GPU numbers; on one GPU, the overhead).
 #
 # wrk comes from Debian: the GPU machine has no registry, so carry the packages in .debs/ (gpu_env.sh
 # unpacks every .deb there):  apt-get download wrk libluajit-5.1-2   (into .debs/)
-#   . bench/gpu_env.sh && bench/gpu_engine.sh      (BUILD=build; DURATION=5 seconds per cell;
+#   . bench/gpu_env.sh && bench/gpu_engine.sh      (BUILD=build; DURATION=5 seconds per cell; CONNS="1 16 64 256";
 #                                                   SKIP_TESTS=1, SKIP_WRK=1, SHARD_BENCH=0 leave
 #                                                   parts out; SHARD_BYTES=1073741824)
 set -uo pipefail
@@ -100,10 +101,13 @@ for engine in ${ENGINES:-new never win100 inline today}; do
     today) start --streams-per-device 1 "${inline_always[@]}" "${batch_flag[@]}" ;;
     yield) start --gpu-wait yield ;;
     emu) start --backend emu ;; # the HTTP side's ceiling on this machine: no device at all
+    *=*) # LABEL=FLAG,VALUE,...: a sweep, e.g. t8=--threads,8 or emu8=--backend,emu,--threads,8
+      IFS=, read -r -a extra <<<"${engine#*=}"; engine=${engine%%=*}; start "${extra[@]}" ;;
+    *) echo "unknown engine $engine"; continue ;;
   esac
   curl -s "$base/v1/info" | python3 -c 'import json,sys; d=json.load(sys.stdin); print("#", d["backend"], d["device"]["name"])' 2>/dev/null
   for route in reduce warp; do
-    for c in 1 16 64 256; do cell $engine $route $c; done
+    for c in ${CONNS:-1 16 64 256}; do cell $engine $route $c; done
   done
   # how the engine ran them: jobs per batch, answered on the HTTP thread vs handed to a worker
   curl -s "$base/metrics" | awk '

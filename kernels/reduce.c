@@ -123,9 +123,9 @@ static void *fold_blocks_thread(void *arg) {
 /* Every block's partial, on as many threads as the machine has (up to WP_EMU_THREADS_MAX); a range
  * whose thread could not start or allocate is folded here afterwards. False when out of memory. */
 static bool fold_all_blocks(const block_range *all) {
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    unsigned k =
-        all->n < WP_EMU_PAR_MIN || cpus < 2 ? 1 : (unsigned)(cpus < WP_EMU_THREADS_MAX ? cpus : WP_EMU_THREADS_MAX);
+    /* sysconf reads /sys on every call (a fifth of a small request's CPU): asked only when it matters */
+    long cpus = all->n < WP_EMU_PAR_MIN ? 1 : sysconf(_SC_NPROCESSORS_ONLN);
+    unsigned k = cpus < 2 ? 1 : (unsigned)(cpus < WP_EMU_THREADS_MAX ? cpus : WP_EMU_THREADS_MAX);
     if (k > all->grid) k = all->grid;
     block_range r[WP_EMU_THREADS_MAX];
     pthread_t tid[WP_EMU_THREADS_MAX];
