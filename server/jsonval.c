@@ -1,9 +1,11 @@
 /* jsonval.c — typed values to and from JSON (see jsonval.h for the rules). */
 #include "jsonval.h"
+#include "jsonout.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,23 +132,35 @@ static void float_text(wp_type t, uint64_t bits, char *buf, size_t n) {
 }
 
 void wp_json_bits_text(wp_type t, uint64_t bits, char *buf, size_t n) {
+    char d[24]; /* integers without printf: a /v1/warp answer has a few hundred of them */
+    int len;
+    bool quote = t == WP_I64 || t == WP_U64; /* 64-bit integers are strings (DESIGN.md §4) */
     switch (t) {
     case WP_I32:
-        snprintf(buf, n, "%" PRId32, (int32_t)(uint32_t)bits);
+        len = wp_json_fmt_i64(d, (int32_t)(uint32_t)bits);
         break;
     case WP_U32:
-        snprintf(buf, n, "%" PRIu32, (uint32_t)bits);
+        len = wp_json_fmt_u64(d, (uint32_t)bits);
         break;
     case WP_I64:
-        snprintf(buf, n, "\"%" PRId64 "\"", (int64_t)bits);
+        len = wp_json_fmt_i64(d, (int64_t)bits);
         break;
     case WP_U64:
-        snprintf(buf, n, "\"%" PRIu64 "\"", bits);
+        len = wp_json_fmt_u64(d, bits);
         break;
     default:
         float_text(t, bits, buf, n);
-        break;
+        return;
     }
+    if ((size_t)len + 2 * quote >= n) { /* never with the callers' 48 bytes */
+        if (n) buf[0] = 0;
+        return;
+    }
+    if (quote) *buf++ = '"';
+    memcpy(buf, d, (size_t)len);
+    buf += len;
+    if (quote) *buf++ = '"';
+    *buf = 0;
 }
 
 /* As raw JSON text: cJSON prints a raw item by copying it, where a number item costs a printf, a
@@ -159,7 +173,7 @@ cJSON *wp_json_from_bits(wp_type t, uint64_t bits) {
 
 cJSON *wp_json_int_raw(long long v) {
     char buf[24];
-    snprintf(buf, sizeof buf, "%lld", v);
+    wp_json_fmt_i64(buf, (int64_t)v);
     return cJSON_CreateRaw(buf);
 }
 

@@ -32,7 +32,7 @@
 #define MAX_BUFFER_TTL_S (7 * 24 * 3600)
 #define FALLBACK_BUFFER_QUOTA (1ull << 30) /* when the device reports no memory size */
 #define DEFAULT_MAX_ELEMENTS (1ull << 30)  /* largest n of /v1/reduce and /v1/scan */
-#define DEFAULT_CONN_MEMORY (256u << 10)   /* libmicrohttpd's per-connection memory (http.c says why) */
+#define DEFAULT_CONN_MEMORY (64u << 10)    /* libmicrohttpd's per-connection memory (http.c says why) */
 /* largest generate.n on the CPU emulator: more is host memory and minutes of CPU */
 #define DEFAULT_EMU_MAX_ELEMENTS (1ull << 28)
 #define DEFAULT_STREAMS 4 /* --streams-per-device */
@@ -95,7 +95,7 @@ static void usage(FILE *f) {
             "                       (default: number of CPUs, at least 2)\n"
             "  --max-body BYTES     request body limit (default %u = 64 MiB; larger gets 413)\n"
             "  --conn-memory BYTES  per-connection HTTP memory: headers and the read buffer bodies arrive\n"
-            "                       through (default %u = 256 KiB; larger reads large uploads in fewer,\n"
+            "                       through (default %u = 64 KiB; larger reads large uploads in fewer,\n"
             "                       larger pieces, but is cleared between the requests of a connection)\n"
             "  --max-depth N        JSON nesting limit (default %d)\n"
             "  --max-queue N        requests waiting for a worker before 503 (default %d)\n"

@@ -1,0 +1,201 @@
+/* jsonout.c — owns printing JSON text: a cJSON tree to cJSON_PrintUnformatted's exact bytes, faster
+ * (see jsonout.h), and integers to decimal text. cJSON spends a printf, a sscanf and a locale look-up
+ * on every non-integral number (a response's timing object has eleven); here a number that is a whole
+ * count of thousandths (every timing value) is written digit by digit, and the rest take cJSON's own
+ * two printf steps with strtod for the read-back. */
+#include "jsonout.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    char *p;
+    size_t n, cap;
+    bool failed;
+} out_buf;
+
+static bool reserve(out_buf *b, size_t more) {
+    if (b->failed) return false;
+    if (b->n + more + 1 <= b->cap) return true;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->n + more + 1) cap *= 2;
+    char *p = realloc(b->p, cap);
+    if (!p) return !(b->failed = true);
+    b->p = p, b->cap = cap;
+    return true;
+}
+static void put(out_buf *b, const char *s, size_t n) {
+    if (!reserve(b, n)) return;
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+}
+static void putc_(out_buf *b, char c) {
+    if (reserve(b, 1)) b->p[b->n++] = c;
+}
+
+int wp_json_fmt_u64(char *buf, uint64_t v) {
+    char tmp[21];
+    int n = 0;
+    do tmp[n++] = (char)('0' + v % 10), v /= 10;
+    while (v);
+    for (int i = 0; i < n; i++) buf[i] = tmp[n - 1 - i];
+    buf[n] = 0;
+    return n;
+}
+
+int wp_json_fmt_i64(char *buf, int64_t v) {
+    if (v >= 0) return wp_json_fmt_u64(buf, (uint64_t)v);
+    buf[0] = '-';
+    return 1 + wp_json_fmt_u64(buf + 1, 0 - (uint64_t)v);
+}
+
+/* d as %1.15g would print it, when d is the double nearest k/1000 for an integer |k| < 10^15: such a
+ * decimal has at most 15 significant digits, so %1.15g gives it back exactly (DBL_DIG), in fixed
+ * notation (its exponent lies in -3..11), trailing zeros dropped; and it reads back to d. */
+static int milli_text(double d, char *buf) {
+    if (!(fabs(d) < 1e12)) return -1;
+    long long k = llround(d * 1000.0);
+    if ((double)k / 1000.0 != d) return -1;
+    int n = 0;
+    if (k < 0) buf[n++] = '-';
+    unsigned long long a = k < 0 ? 0ull - (unsigned long long)k : (unsigned long long)k;
+    n += wp_json_fmt_u64(buf + n, a / 1000);
+    unsigned frac = (unsigned)(a % 1000);
+    if (frac) {
+        buf[n++] = '.';
+        buf[n++] = (char)('0' + frac / 100);
+        if (frac % 100) buf[n++] = (char)('0' + frac / 10 % 10);
+        if (frac % 10) buf[n++] = (char)('0' + frac % 10);
+        buf[n] = 0;
+    }
+    return n;
+}
+
+/* cJSON's compare_double */
+static bool near_equal(double a, double b) {
+    double m = fabs(a) > fabs(b) ? fabs(a) : fabs(b);
+    return fabs(a - b) <= m * DBL_EPSILON;
+}
+
+/* cJSON 1.7.15 (Debian 12's): NaN and infinities as null; else %1.15g unless that reads back to
+ * another double, then %1.17g. */
+static bool put_number(out_buf *b, const cJSON *it) {
+    double d = it->valuedouble;
+    char t[32];
+    int n;
+    if (isnan(d) || isinf(d)) {
+        put(b, "null", 4);
+        return true;
+    }
+    if (d == 0)
+        n = signbit(d) ? (memcpy(t, "-0", 3), 2) : (memcpy(t, "0", 2), 1); /* %1.15g keeps the sign */
+    else if (fabs(d) < 1e15 && d == floor(d))
+        n = wp_json_fmt_i64(t, (int64_t)d); /* at most 15 digits: %1.15g prints them all */
+    else if ((n = milli_text(d, t)) < 0) {
+        n = snprintf(t, 26, "%1.15g", d);
+        char *end;
+        double back = strtod(t, &end);
+        if (end == t || !near_equal(back, d)) n = snprintf(t, 26, "%1.17g", d);
+    }
+    if (n < 0 || n > 25) return false; /* as cJSON: it prints into 26 bytes */
+    put(b, t, (size_t)n);
+    return true;
+}
+
+static void put_string(out_buf *b, const char *s) {
+    static const char hex[] = "0123456789abcdef";
+    putc_(b, '"');
+    const unsigned char *u = (const unsigned char *)(s ? s : "");
+    for (;;) {
+        const unsigned char *run = u;
+        while (*u > 31 && *u != '"' && *u != '\\') u++;
+        put(b, (const char *)run, (size_t)(u - run));
+        if (!*u) break;
+        char e[6] = {'\\', 0};
+        size_t en = 2;
+        switch (*u) {
+        case '"':
+            e[1] = '"';
+            break;
+        case '\\':
+            e[1] = '\\';
+            break;
+        case '\b':
+            e[1] = 'b';
+            break;
+        case '\f':
+            e[1] = 'f';
+            break;
+        case '\n':
+            e[1] = 'n';
+            break;
+        case '\r':
+            e[1] = 'r';
+            break;
+        case '\t':
+            e[1] = 't';
+            break;
+        default:
+            e[1] = 'u', e[2] = '0', e[3] = '0', e[4] = hex[*u >> 4], e[5] = hex[*u & 15];
+            en = 6;
+        }
+        put(b, e, en);
+        u++;
+    }
+    putc_(b, '"');
+}
+
+static bool put_value(out_buf *b, const cJSON *it) {
+    switch (it->type & 0xFF) {
+    case cJSON_NULL:
+        put(b, "null", 4);
+        return true;
+    case cJSON_False:
+        put(b, "false", 5);
+        return true;
+    case cJSON_True:
+        put(b, "true", 4);
+        return true;
+    case cJSON_Number:
+        return put_number(b, it);
+    case cJSON_Raw:
+        if (!it->valuestring) return false;
+        put(b, it->valuestring, strlen(it->valuestring));
+        return true;
+    case cJSON_String:
+        put_string(b, it->valuestring);
+        return true;
+    case cJSON_Array:
+    case cJSON_Object: {
+        bool obj = (it->type & 0xFF) == cJSON_Object;
+        putc_(b, obj ? '{' : '[');
+        for (const cJSON *c = it->child; c; c = c->next) {
+            if (obj) {
+                put_string(b, c->string);
+                putc_(b, ':');
+            }
+            if (!put_value(b, c)) return false;
+            if (c->next) putc_(b, ',');
+        }
+        putc_(b, obj ? '}' : ']');
+        return true;
+    }
+    default:
+        return false;
+    }
+}
+
+char *wp_json_print(const cJSON *item, size_t *len) {
+    out_buf b = {0};
+    if (!item || !reserve(&b, 4095) || !put_value(&b, item) || b.failed) {
+        free(b.p);
+        return NULL;
+    }
+    b.p[b.n] = 0;
+    if (len) *len = b.n;
+    return b.p;
+}

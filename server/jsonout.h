@@ -1,0 +1,24 @@
+/* jsonout.h — JSON text out, fast: a cJSON tree printed to exactly the bytes cJSON_PrintUnformatted
+ * gives (cJSON 1.7.15's rules: numbers as %1.15g unless that does not read back, then %1.17g; NaN
+ * and infinities as null; strings escaped as cJSON escapes them;
+ * raw items copied), without cJSON's printf + sscanf + locale look-up per number; and integers to
+ * decimal text without printf. Every response body goes through here (http.c's wp_resp_json).
+ *
+ * Threads: every function is reentrant; a tree must not change while it is printed. */
+#ifndef WP_JSONOUT_H
+#define WP_JSONOUT_H
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The tree as a NUL-terminated malloc'd string (*len, when given, its length); NULL when out of
+ * memory or the tree holds what cJSON would refuse to print (an invalid item, a raw item without
+ * text) — as cJSON_PrintUnformatted returns NULL then. */
+char *wp_json_print(const cJSON *item, size_t *len);
+
+/* Decimal text of v into buf (room for 21 bytes), NUL-terminated; returns its length. */
+int wp_json_fmt_i64(char *buf, int64_t v);
+int wp_json_fmt_u64(char *buf, uint64_t v);
+
+#endif
