@@ -218,9 +218,9 @@ static int cuda_run_warp_on(cuda_op *op, cuda_fn *fn, const wp_warp_job *job, wp
     memcpy(res->out, h + l.out, (size_t)n * (size_t)elems * sizeof(uint64_t));
     memcpy(res->src, h + l.src, (size_t)n * sizeof(int32_t));
     if (t) {
-        t->upload_us = (double)upload_ms * 1000.0;
-        t->kernel_us = (double)kernel_ms * 1000.0;
-        t->download_us = (double)download_ms * 1000.0;
+        t->upload_us = cuda_ms_to_us(upload_ms);
+        t->kernel_us = cuda_ms_to_us(kernel_ms);
+        t->download_us = cuda_ms_to_us(download_ms);
     }
     cuda_op_end(op);
     return 0;
@@ -514,7 +514,8 @@ static int cuda_launch_on(cuda_op *op, const CUfunction *fs, const wp_launch *ls
             (r = b->cu.event_elapsed_time(&kern, ln->ev_start, ln->ev_stop)) != CUDA_SUCCESS ||
             (read && (r = b->cu.event_elapsed_time(&down, ln->ev_stop, ln->ev_download)) != CUDA_SUCCESS))
             return cuda_op_fail(op, err, "cuEventElapsedTime", r);
-        *t = (wp_run_timing){.upload_us = up * 1000.0, .kernel_us = kern * 1000.0, .download_us = down * 1000.0};
+        *t = (wp_run_timing){
+            .upload_us = cuda_ms_to_us(up), .kernel_us = cuda_ms_to_us(kern), .download_us = cuda_ms_to_us(down)};
     }
     cuda_op_end(op);
     return 0;

@@ -1,6 +1,7 @@
-/* batch.c — the dynamic batcher (batch.h): per-(owner, key) queues, a leader per queue that gathers
- * and runs a batch, followers that wait for their results. One mutex guards every queue; each queue
- * has a condition variable its jobs wait on.
+/* batch.c — the dynamic batcher (batch.h): per-(owner, key) queues, leaders that gather and run
+ * batches (up to cfg.concurrency of one queue at once), followers that wait for their results. One
+ * mutex guards every queue; each job waits on its own condition variable, so a batch's end wakes its
+ * own jobs and the next leader, never the whole queue.
  * Owns: wp_batcher, batch_queue. */
 #include "batch.h"
 
@@ -17,11 +18,11 @@ typedef struct batch_queue {
     struct batch_queue *next;
     const void *owner;
     char key[WP_BATCH_KEY_MAX];
-    pthread_cond_t cond;        /* jobs of this queue wait here: for their result, or to lead */
-    wp_batch_job *head, **tail; /* waiting, oldest first */
+    wp_batch_job *head, **tail; /* waiting, oldest first (a chosen leader stays at the head until it gathers) */
     int waiting;
-    int users; /* jobs inside wp_batcher_submit with this queue: the last one out frees an idle queue */
-    bool led;  /* a leader is gathering or running a batch */
+    int users;              /* jobs inside wp_batcher_submit with this queue: the last one out frees an idle queue */
+    int leaders;            /* batches gathering or running: at most cfg.concurrency */
+    wp_batch_job *gatherer; /* the leader chosen and not yet done gathering (at most one) */
 } batch_queue;
 
 struct wp_batcher {
@@ -38,6 +39,7 @@ wp_batcher *wp_batcher_open(const wp_batch_config *cfg) {
     if (bt->cfg.max < 1) bt->cfg.max = 1;
     if (bt->cfg.max > WP_BATCH_MAX_LIMIT) bt->cfg.max = WP_BATCH_MAX_LIMIT;
     if (bt->cfg.window_us < 0) bt->cfg.window_us = 0;
+    if (bt->cfg.concurrency < 1) bt->cfg.concurrency = 1;
     if (pthread_mutex_init(&bt->lock, NULL) != 0) {
         free(bt);
         return NULL;
@@ -49,7 +51,6 @@ void wp_batcher_close(wp_batcher *bt) {
     if (!bt) return;
     for (batch_queue *q = bt->queues, *next; q; q = next) {
         next = q->next;
-        pthread_cond_destroy(&q->cond);
         free(q);
     }
     pthread_mutex_destroy(&bt->lock);
@@ -64,16 +65,6 @@ static batch_queue *queue_get(wp_batcher *bt, const void *owner, const char *key
         if (q->owner == owner && !strcmp(q->key, key)) return q;
     batch_queue *q = calloc(1, sizeof *q);
     if (!q) return NULL;
-    pthread_condattr_t attr; /* the window is timed on the monotonic clock: a clock step does not stretch it */
-    bool made = pthread_condattr_init(&attr) == 0;
-    if (made) {
-        made = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) == 0 && pthread_cond_init(&q->cond, &attr) == 0;
-        pthread_condattr_destroy(&attr);
-    }
-    if (!made) {
-        free(q);
-        return NULL;
-    }
     q->owner = owner;
     snprintf(q->key, sizeof q->key, "%s", key);
     q->tail = &q->head;
@@ -87,7 +78,6 @@ static void queue_drop(wp_batcher *bt, batch_queue *q) {
     for (batch_queue **pp = &bt->queues; *pp; pp = &(*pp)->next)
         if (*pp == q) {
             *pp = q->next;
-            pthread_cond_destroy(&q->cond);
             free(q);
             return;
         }
@@ -101,8 +91,20 @@ static void count(wp_batcher *bt, int n) {
     bt->le[WP_BATCH_BUCKETS]++;
 }
 
-/* Lock held, job leads q: waits out the window (or until max jobs wait), then takes the batch. */
-static int gather(wp_batcher *bt, batch_queue *q, const wp_batch_job *leader, wp_batch_job **jobs) {
+/* Lock held. When a batch may start (a free slot, nobody gathering) and a job waits, the oldest waiting
+ * job becomes its leader, and only it is woken. */
+static void promote(wp_batcher *bt, batch_queue *q) {
+    if (q->head && !q->gatherer && q->leaders < bt->cfg.concurrency) {
+        q->leaders++;
+        q->gatherer = q->head;
+        q->head->leader = true;
+        pthread_cond_signal(&q->head->cond);
+    }
+}
+
+/* Lock held, job leads q (it is the head): waits out the window (or until max jobs wait), then takes
+ * the batch, itself first. */
+static int gather(wp_batcher *bt, batch_queue *q, wp_batch_job *leader, wp_batch_job **jobs) {
     if (bt->cfg.window_us > 0 && !leader->no_wait && q->waiting < bt->cfg.max) {
         struct timespec until;
         clock_gettime(CLOCK_MONOTONIC, &until);
@@ -110,7 +112,7 @@ static int gather(wp_batcher *bt, batch_queue *q, const wp_batch_job *leader, wp
         until.tv_sec += (time_t)(ns / 1000000000);
         until.tv_nsec = (long)(ns % 1000000000);
         while (q->waiting < bt->cfg.max)
-            if (pthread_cond_timedwait(&q->cond, &bt->lock, &until) == ETIMEDOUT) break;
+            if (pthread_cond_timedwait(&leader->cond, &bt->lock, &until) == ETIMEDOUT) break;
     }
     int n = 0;
     while (q->head && n < bt->cfg.max) {
@@ -120,12 +122,13 @@ static int gather(wp_batcher *bt, batch_queue *q, const wp_batch_job *leader, wp
         q->waiting--;
     }
     if (!q->head) q->tail = &q->head;
+    q->gatherer = NULL;
     return n;
 }
 
 /* Lock held: the job leaves q; the last one out frees it when idle. */
 static void queue_leave(wp_batcher *bt, batch_queue *q) {
-    if (--q->users == 0 && !q->led && !q->head) queue_drop(bt, q);
+    if (--q->users == 0 && !q->leaders && !q->head) queue_drop(bt, q);
 }
 
 int wp_batcher_submit(wp_batcher *bt, wp_batch_job *job) {
@@ -141,43 +144,48 @@ int wp_batcher_submit(wp_batcher *bt, wp_batch_job *job) {
         job->run(one, 1);
         return 1;
     }
+    pthread_condattr_t attr; /* a window is timed on the monotonic clock: a clock step does not stretch it */
+    if (pthread_condattr_init(&attr) == 0) {
+        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+        pthread_cond_init(&job->cond, &attr);
+        pthread_condattr_destroy(&attr);
+    } else
+        pthread_cond_init(&job->cond, NULL);
     q->users++;
     *q->tail = job;
     q->tail = &job->next;
     q->waiting++;
-    if (!q->led) {
-        q->led = true;
-        job->leader = true;
-    } else if (q->waiting >= bt->cfg.max) {
-        pthread_cond_broadcast(&q->cond); /* a leader in its window has a full batch */
-    }
-    while (!job->leader && !job->done) pthread_cond_wait(&q->cond, &bt->lock);
+    promote(bt, q); /* with a free slot and nobody gathering, the queue was empty: this job leads */
+    if (q->gatherer && q->gatherer != job && q->waiting >= bt->cfg.max)
+        pthread_cond_signal(&q->gatherer->cond); /* a leader in its window has a full batch */
+    while (!job->leader && !job->done) pthread_cond_wait(&job->cond, &bt->lock);
     if (job->done) {
         queue_leave(bt, q);
         pthread_mutex_unlock(&bt->lock);
+        pthread_cond_destroy(&job->cond);
         return job->size;
     }
 
     wp_batch_job *jobs[WP_BATCH_MAX_LIMIT];
-    int n = gather(bt, q, job, jobs); /* the leader is the oldest waiting job: jobs[0] */
+    int n = gather(bt, q, job, jobs);
+    promote(bt, q); /* more than max waited: another batch may start beside this one */
     pthread_mutex_unlock(&bt->lock);
 
     job->run(jobs, n);
 
     pthread_mutex_lock(&bt->lock);
     count(bt, n);
+    q->leaders--;
     for (int i = 0; i < n; i++) {
         jobs[i]->size = n;
         jobs[i]->done = true;
+        if (jobs[i] != job) pthread_cond_signal(&jobs[i]->cond);
     }
-    if (q->head)
-        q->head->leader = true; /* the oldest waiting job gathers the next batch */
-    else
-        q->led = false;
-    pthread_cond_broadcast(&q->cond);
+    promote(bt, q); /* what arrived while every slot ran: the next batch */
     int size = job->size;
     queue_leave(bt, q);
     pthread_mutex_unlock(&bt->lock);
+    pthread_cond_destroy(&job->cond);
     return size;
 }
 

@@ -4,11 +4,14 @@
  *
  * A job enters the queue of its (owner, key) — owner is the backend it runs on, key the kernel key
  * plus everything a batched launch needs to be equal (batch_warp.c, batch_reduce.c build it). The
- * first job to find the queue without a leader becomes the leader: it waits up to the window (0: not
- * at all; nor when the leader is on an HTTP thread, no_wait) for more jobs, takes up to `max` waiting jobs (itself
- * first) and runs them through `run`, outside every lock. While a batch runs, jobs that arrive wait in the queue; when
- * it is done the leader hands each job its result (they wake) and makes the oldest waiting job the next leader. So with
- * a window of 0 a batch is what was already waiting: under load, everything that arrived while the previous batch ran.
+ * first job to find the queue with a free slot (fewer than `concurrency` batches running) and nobody
+ * gathering becomes a leader: it waits up to the window (0: not at all; nor when the leader is on an
+ * HTTP thread, no_wait) for more jobs, takes up to `max` waiting jobs (itself first) and runs them
+ * through `run`, outside every lock. While every slot runs, jobs that arrive wait in the queue; when a
+ * batch is done its leader hands each of its jobs its result (only they wake) and makes the oldest
+ * waiting job the next leader. So with a window of 0 a batch is what was already waiting: under load,
+ * everything that arrived while the slots were busy; with several slots, batches of one key overlap
+ * on the device's streams.
  *
  * Threads: wp_batcher_submit may be called from any thread (HTTP threads answering small jobs inline,
  * workers, async jobs) and blocks the caller until its job has run, at most the window plus the runs
@@ -19,6 +22,7 @@
 #ifndef WP_BATCH_H
 #define WP_BATCH_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -30,8 +34,9 @@ typedef struct wp_batcher wp_batcher;
 #define WP_BATCH_WINDOW_MAX_US 1000000 /* --batch-window-us at most one second */
 
 typedef struct {
-    int window_us; /* 0: batch only what is already waiting */
-    int max;       /* jobs in one batch; 1: no batching (every job runs alone, at once) */
+    int window_us;   /* 0: batch only what is already waiting */
+    int max;         /* jobs in one batch; 1: no batching (every job runs alone, at once) */
+    int concurrency; /* batches of one queue that may run at once (the device's streams); 0 or 1: one */
 } wp_batch_config;
 
 typedef struct wp_batch_job wp_batch_job;
@@ -51,6 +56,7 @@ struct wp_batch_job {
     /* the batcher's */
     struct wp_batch_job *next;
     bool done, leader;
+    pthread_cond_t cond; /* it waits here: for its result, or to lead */
 };
 
 wp_batcher *wp_batcher_open(const wp_batch_config *cfg);

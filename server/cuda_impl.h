@@ -11,6 +11,7 @@
 #ifndef WP_CUDA_IMPL_H
 #define WP_CUDA_IMPL_H
 
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 
@@ -117,5 +118,10 @@ CUresult cuda_lane_wait(cuda_backend *b, cuda_lane *l, const char **call);
  * default flags), or under --gpu-wait yield a poll that gives the CPU to any runnable thread between
  * polls, so the streams' waiting threads leave the cores to the HTTP side when it needs them. */
 CUresult cuda_event_wait(cuda_backend *b, CUevent ev);
+
+/* An event interval (cuEventElapsedTime's float milliseconds) in microseconds, to the nanosecond like
+ * every other timing in a response: the float's last bits are noise, and a whole count of
+ * thousandths prints without printf (jsonout.c). */
+static inline double cuda_ms_to_us(float ms) { return nearbyint((double)ms * 1e6) / 1e3; }
 
 #endif

@@ -23,7 +23,8 @@
 #define DEFAULT_CACHE_MB 256
 #define DEFAULT_MAX_BODY (64u << 20)
 #define DEFAULT_MAX_DEPTH 64
-#define DEFAULT_THREADS 4
+#define MIN_DEFAULT_THREADS 4 /* --threads by default: half the CPUs, within these */
+#define MAX_DEFAULT_THREADS 16
 #define DEFAULT_MAX_QUEUE 1024
 #define DEFAULT_MAX_JOBS 256
 #define DEFAULT_JOB_WORKERS 2
@@ -88,7 +89,7 @@ static void usage(FILE *f) {
             "                       the least recently used files are removed\n"
             "  --templates DIR      CUDA templates (default %s)\n"
             "  --web DIR            playground files served at / (default %s)\n"
-            "  --threads N          HTTP threads (default %d)\n"
+            "  --threads N          HTTP threads (default half the CPUs, %d..%d)\n"
             "  --workers N          threads that run requests off the HTTP threads: compiles, GPU jobs, large\n"
             "                       ones (default 4 per CPU, 16..256: a job waiting in a batch holds one)\n"
             "  --compile-threads N  NVRTC compiles at once, and the threads (--exit: processes) of a prewarm\n"
@@ -156,10 +157,10 @@ static void usage(FILE *f) {
             "  --emu-devices N      with --backend emu: the emulator presents N devices (default 1), so\n"
             "                       placement is testable without GPUs\n"
             "  --version, --help\n",
-            DEFAULT_PORT, DEFAULT_CACHE_MB, WP_DEFAULT_TEMPLATES, WP_DEFAULT_WEB, DEFAULT_THREADS, DEFAULT_MAX_BODY,
-            DEFAULT_CONN_MEMORY, DEFAULT_MAX_DEPTH, DEFAULT_MAX_QUEUE, DEFAULT_MAX_JOBS, DEFAULT_JOB_WORKERS,
-            DEFAULT_JOB_TTL_S, DEFAULT_BUFFER_TTL_S, MAX_BUFFER_TTL_S, DEFAULT_MAX_ELEMENTS, DEFAULT_EMU_MAX_ELEMENTS,
-            WP_BATCH_MAX_DEFAULT, DEFAULT_STREAMS);
+            DEFAULT_PORT, DEFAULT_CACHE_MB, WP_DEFAULT_TEMPLATES, WP_DEFAULT_WEB, MIN_DEFAULT_THREADS,
+            MAX_DEFAULT_THREADS, DEFAULT_MAX_BODY, DEFAULT_CONN_MEMORY, DEFAULT_MAX_DEPTH, DEFAULT_MAX_QUEUE,
+            DEFAULT_MAX_JOBS, DEFAULT_JOB_WORKERS, DEFAULT_JOB_TTL_S, DEFAULT_BUFFER_TTL_S, MAX_BUFFER_TTL_S,
+            DEFAULT_MAX_ELEMENTS, DEFAULT_EMU_MAX_ELEMENTS, WP_BATCH_MAX_DEFAULT, DEFAULT_STREAMS);
 }
 
 static int parse_num(const char *flag, const char *v, long long lo, long long hi, long long *out) {
@@ -585,7 +586,6 @@ static void set_default_options(options *o) {
                    .max_body = DEFAULT_MAX_BODY,
                    .conn_memory = DEFAULT_CONN_MEMORY,
                    .max_depth = DEFAULT_MAX_DEPTH,
-                   .threads = DEFAULT_THREADS,
                    .max_queue = DEFAULT_MAX_QUEUE,
                    .max_jobs = DEFAULT_MAX_JOBS,
                    .job_workers = DEFAULT_JOB_WORKERS,
@@ -613,6 +613,11 @@ static int finish_options(options *o) {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     if (cpus < 2) cpus = 2;
     if (!o->workers) o->workers = cpus * 4 < 16 ? 16 : cpus * 4 > 256 ? 256 : (int)cpus * 4;
+    /* H100 machine, 16 CPUs: 8 HTTP threads served 60k small reduces a second against 4's 54k */
+    if (!o->threads)
+        o->threads = cpus / 2 < MIN_DEFAULT_THREADS   ? MIN_DEFAULT_THREADS
+                     : cpus / 2 > MAX_DEFAULT_THREADS ? MAX_DEFAULT_THREADS
+                                                      : (int)cpus / 2;
     if (!o->compile_threads) o->compile_threads = cpus > 256 ? 256 : (int)cpus;
     return 0;
 }
@@ -760,7 +765,7 @@ static int start_engine(const options *o, wp_app *app, wp_err *err) {
     wp_buffers_config bc = {.quota = quota, .ttl_s = o->buffer_ttl_s, .max_ttl_s = MAX_BUFFER_TTL_S};
     app->buffers = wp_buffers_open(&bc, err);
     app->reduce = wp_reduce_engine_open();
-    wp_batch_config bcfg = {.window_us = o->batch_window_us, .max = o->batch_max};
+    wp_batch_config bcfg = {.window_us = o->batch_window_us, .max = o->batch_max, .concurrency = o->streams_per_device};
     app->batcher = wp_batcher_open(&bcfg);
     app->batch_mem = wp_batch_mem_open();
     if (!(app->bgbuild = wp_bgbuild_open(app)))

@@ -28,14 +28,17 @@ typedef struct {
 } payload;
 
 static int batches_seen, batch_sizes[JOBS_MAX * 2];
+static int running, max_running; /* batches inside run() now, and the most at once */
 
 static void run(wp_batch_job *const *jobs, int n) {
     bool gated = false;
     for (int i = 0; i < n; i++) gated |= ((payload *)jobs[i]->payload)->gated;
     pthread_mutex_lock(&mu);
+    if (++running > max_running) max_running = running;
     at_gate += gated;
     pthread_cond_broadcast(&cv);
     while (gated && !gate_open) pthread_cond_wait(&cv, &mu);
+    running--;
     int b = batches_seen++;
     batch_sizes[b] = n;
     for (int i = 0; i < n; i++) {
@@ -93,6 +96,7 @@ static void reset(void) {
     gate_open = false;
     at_gate = 0;
     batches_seen = 0;
+    max_running = 0;
     pthread_mutex_unlock(&mu);
 }
 static void open_gate(void) {
@@ -220,6 +224,41 @@ static void no_wait_leader(void) {
     wp_batcher_close(bt);
 }
 
+/* concurrency 2: two gated batches of one key run at once (one slot each), the third job waits for a
+ * slot; when one batch ends, every job that waited forms the next batch in the freed slot, and no
+ * more than two ever run together. With 40 more jobs and the gate open, each job runs once. */
+static void two_slots(void) {
+    wp_batch_config cfg = {.window_us = 0, .max = 64, .concurrency = 2};
+    wp_batcher *bt = wp_batcher_open(&cfg);
+    static submitter s[44];
+    static pthread_t th[44];
+    int owner;
+    reset();
+    start(&s[0], &th[0], bt, &owner, "k", 0, true);
+    wait_at_gate(1);
+    start(&s[1], &th[1], bt, &owner, "k", 1, true);
+    wait_at_gate(2); /* the second slot: a batch of its own beside the first */
+    for (int i = 2; i < 4; i++) {
+        start(&s[i], &th[i], bt, &owner, "k", i, false);
+        wait_waiting(bt, i - 1);
+    }
+    open_gate();
+    for (int i = 4; i < 44; i++) start(&s[i], &th[i], bt, &owner, "k", i, false);
+    for (int i = 0; i < 44; i++) pthread_join(th[i], NULL);
+    CHECKF(s[0].size == 1 && s[1].size == 1 && s[0].p.ran_in != s[1].p.ran_in, "slots: sizes %d %d", s[0].size,
+           s[1].size);
+    CHECKF(s[2].size == 2 && s[3].size == 2 && s[2].p.ran_in == s[3].p.ran_in, "the waiting pair: sizes %d %d",
+           s[2].size, s[3].size);
+    int runs = 0;
+    for (int i = 0; i < 44; i++) runs += s[i].p.runs == 1;
+    CHECKF(runs == 44, "%d of 44 jobs ran exactly once", runs);
+    CHECKF(max_running <= 2, "%d batches of one key ran at once, concurrency 2", max_running);
+    wp_batch_stats st;
+    wp_batcher_stats(bt, &st);
+    CHECK(st.jobs == 44 && st.waiting == 0);
+    wp_batcher_close(bt);
+}
+
 /* Two emulated devices (--emu-devices 2): an idle buffer is reused on its own device only. */
 static void mem_per_device(void) {
     wp_backend *d0 = wp_backend_emu_open(), *d1 = wp_backend_emu_open_device(1);
@@ -254,6 +293,8 @@ int main(void) {
     no_wait_leader();
     T_CASE("max 1");
     max_one();
+    T_CASE("two slots: batches of one key side by side, never more");
+    two_slots();
     T_CASE("batch memory per device");
     mem_per_device();
     return t_done("batch");
