@@ -7,6 +7,7 @@
 
 #include "../kernels/lanes.h"
 #include "app.h"
+#include "jsonout.h"
 #include "jsonval.h"
 
 typedef struct {
@@ -247,73 +248,120 @@ static void output_free(warp_output *o) {
 
 static bool is_shuffle(const wp_family *f) { return f->arg != NULL; }
 
-static cJSON *lane_value(const wp_spec *s, uint64_t bits) {
-    char buf[16];
-    switch (s->family->out) {
+/* One array of a warp answer, as text (jsonout.h): a 32-lane answer is ~200 values, which as cJSON
+ * nodes cost most of the request's CPU. The bytes are what cJSON printed for the same nodes. */
+typedef struct {
+    wp_jtext t;
+    int n;
+} lane_list;
+
+static void list_next(lane_list *l) { wp_jtext_put(&l->t, l->n++ ? "," : "[", 1); }
+static void list_lit(lane_list *l, const char *lit) {
+    list_next(l);
+    wp_jtext_put(&l->t, lit, strlen(lit));
+}
+/* Closes the list into root[name]; false when out of memory. */
+static bool list_add(cJSON *root, const char *name, lane_list *l) {
+    if (!l->n) wp_jtext_put(&l->t, "[", 1);
+    wp_jtext_put(&l->t, "]", 1);
+    cJSON *raw = wp_jtext_raw(&l->t);
+    return raw && cJSON_AddItemToObject(root, name, raw);
+}
+
+/* A value as the family gives it (as_input: as the type's value, whatever the family's output is). */
+static void lane_value(lane_list *l, const wp_spec *s, uint64_t bits, bool as_input) {
+    char buf[48];
+    switch (as_input ? WP_OUT_VALUE : s->family->out) {
     case WP_OUT_BOOL:
-        return cJSON_CreateBool(bits != 0);
+        list_lit(l, bits ? "true" : "false");
+        return;
     case WP_OUT_MASK:
     case WP_OUT_MASK_PRED:
-        snprintf(buf, sizeof buf, "0x%08x", (uint32_t)bits);
-        return cJSON_CreateString(buf);
+        snprintf(buf, sizeof buf, "\"0x%08x\"", (uint32_t)bits);
+        break;
     default:
-        return wp_json_from_bits(s->type, bits);
+        wp_json_bits_text(s->type, bits, buf, sizeof buf);
+        break;
     }
+    list_lit(l, buf);
+}
+
+/* A lane's values: one value, or a list of them when the family gives several per lane. */
+static void lane_values(lane_list *l, int elems, const uint64_t *bits, const uint8_t *why, const wp_spec *s,
+                        bool as_input) {
+    if (elems > 1) {
+        list_next(l);
+        lane_list inner = {.t = l->t};
+        for (int e = 0; e < elems; e++)
+            if (!why || why[e] == WP_WHY_DEFINED)
+                lane_value(&inner, s, bits[e], as_input);
+            else
+                list_lit(&inner, "null");
+        wp_jtext_put(&inner.t, "]", 1);
+        l->t = inner.t;
+    } else if (!why || why[0] == WP_WHY_DEFINED)
+        lane_value(l, s, bits[0], as_input);
+    else
+        list_lit(l, "null");
 }
 
 static cJSON *build_lanes(const wp_spec *s, const warp_input *w, const warp_output *val, const warp_output *emu) {
-    cJSON *root = cJSON_CreateObject();
-    cJSON *out = cJSON_AddArrayToObject(root, "output");
-    cJSON *def = cJSON_AddArrayToObject(root, "defined");
-    cJSON *why = cJSON_AddArrayToObject(root, "undefined_reason");
-    cJSON *src = is_shuffle(s->family) ? cJSON_AddArrayToObject(root, "source_lane") : NULL;
-    cJSON *pred = s->family->out == WP_OUT_MASK_PRED ? cJSON_AddArrayToObject(root, "pred") : NULL;
-    cJSON *lane_pred = (s->family->flags & WP_F_PRED) ? cJSON_AddArrayToObject(root, "lane_pred") : NULL;
-    /* The input as the kernel saw it (after generation and rounding to the type), for diagrams. */
-    cJSON *input = (s->family->flags & WP_F_NO_INPUT) ? NULL : cJSON_AddArrayToObject(root, "input");
+    enum { OUT, DEF, WHY, SRC, PRED, LANE_PRED, INPUT, N_LISTS };
+    static const char *const names[N_LISTS] = {"output",    "defined", "undefined_reason", "source_lane", "pred",
+                                               "lane_pred", "input"};
+    bool want[N_LISTS] = {true, true, true, is_shuffle(s->family), s->family->out == WP_OUT_MASK_PRED,
+                          (s->family->flags & WP_F_PRED) != 0,
+                          /* the input as the kernel saw it (after generation and rounding to the type), for diagrams */
+                          !(s->family->flags & WP_F_NO_INPUT)};
+    lane_list l[N_LISTS] = {0};
     int elems = s->family->out == WP_OUT_VALUE ? w->elems : 1;
     for (int i = 0; i < w->n; i++) {
-        bool all = true;
+        const size_t k0 = (size_t)i * w->elems;
+        bool all = true, any_def = false;
         wp_why first_why = WP_WHY_DEFINED;
-        cJSON *lane = elems > 1 ? cJSON_CreateArray() : NULL;
         for (int e = 0; e < elems; e++) {
-            size_t k = (size_t)i * w->elems + e;
-            bool ok = emu->why[k] == WP_WHY_DEFINED;
-            cJSON *v = ok ? lane_value(s, val->out[k]) : cJSON_CreateNull();
-            if (!ok && all) first_why = (wp_why)emu->why[k], all = false;
-            if (lane)
-                cJSON_AddItemToArray(lane, v);
-            else
-                lane = v;
+            bool ok = emu->why[k0 + e] == WP_WHY_DEFINED;
+            any_def |= ok;
+            if (!ok && all) first_why = (wp_why)emu->why[k0 + e], all = false;
         }
-        cJSON_AddItemToArray(out, lane);
-        cJSON_AddItemToArray(def, cJSON_CreateBool(all));
-        cJSON_AddItemToArray(why, all ? cJSON_CreateNull() : cJSON_CreateString(wp_why_name(first_why)));
-        if (src) { /* src[] counts lanes within the warp (within the wave for WP_F_WAVE families) */
+        uint8_t why[WP_MAX_ELEMS];
+        for (int e = 0; e < elems; e++) why[e] = emu->why[k0 + e];
+        lane_values(&l[OUT], elems, &val->out[k0], why, s, false);
+        list_lit(&l[DEF], all ? "true" : "false");
+        if (all)
+            list_lit(&l[WHY], "null");
+        else {
+            list_next(&l[WHY]);
+            wp_jtext_str(&l[WHY].t, wp_why_name(first_why));
+        }
+        if (want[SRC]) { /* src[] counts lanes within the warp (within the wave for WP_F_WAVE families) */
             int group = (s->family->flags & WP_F_WAVE) ? s->width : WP_WARP_SIZE;
             int base = i & ~(group - 1), j = val->src[i];
-            bool any_def = false;
-            for (int e = 0; e < elems; e++) any_def |= emu->why[(size_t)i * w->elems + e] == WP_WHY_DEFINED;
-            cJSON_AddItemToArray(src, any_def && j != WP_SRC_NONE ? wp_json_int_raw(j < 0 ? i : base + j)
-                                                                  : cJSON_CreateNull());
+            if (any_def && j != WP_SRC_NONE) {
+                char t[24];
+                wp_json_fmt_i64(t, j < 0 ? i : base + j);
+                list_lit(&l[SRC], t);
+            } else
+                list_lit(&l[SRC], "null");
         }
-        if (pred) cJSON_AddItemToArray(pred, all ? cJSON_CreateBool(val->src[i] != 0) : cJSON_CreateNull());
-        if (lane_pred) /* each lane's own predicate, as the vote saw it (inactive lanes: null) */
-            cJSON_AddItemToArray(lane_pred, w->active[i] ? cJSON_CreateBool(wp_lanes_pred(s->type, w->job.pred_kind,
-                                                                                          w->in[(size_t)i * w->elems],
-                                                                                          w->job.pred_a, w->job.pred_b))
-                                                         : cJSON_CreateNull());
-        if (input) {
-            cJSON *lane_in = w->elems > 1 ? cJSON_CreateArray() : NULL;
-            for (int e = 0; e < w->elems; e++) {
-                cJSON *v = wp_json_from_bits(s->type, w->in[(size_t)i * w->elems + e]);
-                if (lane_in)
-                    cJSON_AddItemToArray(lane_in, v);
-                else
-                    lane_in = v;
-            }
-            cJSON_AddItemToArray(input, lane_in);
-        }
+        if (want[PRED]) list_lit(&l[PRED], !all ? "null" : val->src[i] != 0 ? "true" : "false");
+        if (want[LANE_PRED]) /* each lane's own predicate, as the vote saw it (inactive lanes: null) */
+            list_lit(&l[LANE_PRED], !w->active[i] ? "null"
+                                    : wp_lanes_pred(s->type, w->job.pred_kind, w->in[k0], w->job.pred_a, w->job.pred_b)
+                                        ? "true"
+                                        : "false");
+        if (want[INPUT]) lane_values(&l[INPUT], w->elems, &w->in[k0], NULL, s, true);
+    }
+    cJSON *root = cJSON_CreateObject();
+    bool ok = root != NULL;
+    for (int k = 0; k < N_LISTS; k++)
+        if (want[k] && ok)
+            ok = list_add(root, names[k], &l[k]);
+        else
+            free(l[k].t.p);
+    if (!ok) {
+        cJSON_Delete(root);
+        return NULL;
     }
     return root;
 }

@@ -12,11 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct {
-    char *p;
-    size_t n, cap;
-    bool failed;
-} out_buf;
+typedef wp_jtext out_buf;
 
 static bool reserve(out_buf *b, size_t more) {
     if (b->failed) return false;
@@ -24,7 +20,7 @@ static bool reserve(out_buf *b, size_t more) {
     size_t cap = b->cap ? b->cap : 256;
     while (cap < b->n + more + 1) cap *= 2;
     char *p = realloc(b->p, cap);
-    if (!p) return !(b->failed = true);
+    if (!p) return !(b->failed = 1);
     b->p = p, b->cap = cap;
     return true;
 }
@@ -187,6 +183,20 @@ static bool put_value(out_buf *b, const cJSON *it) {
     default:
         return false;
     }
+}
+
+void wp_jtext_put(wp_jtext *t, const char *s, size_t n) { put(t, s, n); }
+void wp_jtext_str(wp_jtext *t, const char *s) { put_string(t, s); }
+
+cJSON *wp_jtext_raw(wp_jtext *t) {
+    cJSON *raw = NULL;
+    if (reserve(t, 0)) {
+        t->p[t->n] = 0;
+        raw = cJSON_CreateRaw(t->p);
+    }
+    free(t->p);
+    *t = (wp_jtext){0};
+    return raw;
 }
 
 char *wp_json_print(const cJSON *item, size_t *len) {

@@ -17,6 +17,18 @@
  * text) — as cJSON_PrintUnformatted returns NULL then. */
 char *wp_json_print(const cJSON *item, size_t *len);
 
+/* JSON text built piece by piece (a value type: zero it to start, on the stack), for responses whose
+ * hundreds of small values would each cost a cJSON node: wp_jtext_raw hands the text over as one
+ * raw item. A failed allocation is remembered and makes wp_jtext_raw return NULL. */
+typedef struct {
+    char *p;
+    size_t n, cap;
+    int failed;
+} wp_jtext;
+void wp_jtext_put(wp_jtext *t, const char *s, size_t n); /* text as it is */
+void wp_jtext_str(wp_jtext *t, const char *s);           /* a JSON string, escaped as cJSON escapes */
+cJSON *wp_jtext_raw(wp_jtext *t);                        /* a raw item of the text; frees the builder */
+
 /* Decimal text of v into buf (room for 21 bytes), NUL-terminated; returns its length. */
 int wp_json_fmt_i64(char *buf, int64_t v);
 int wp_json_fmt_u64(char *buf, uint64_t v);
