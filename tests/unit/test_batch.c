@@ -85,10 +85,16 @@ static void wait_waiting(wp_batcher *bt, int n) { /* until n jobs wait in queues
     CHECKF(0, "never saw %d jobs waiting", n);
 }
 
-static void wait_at_gate(int n) { /* until n gated batches are running */
+static void wait_at_gate(int n) { /* until n gated batches are running (or 10 s: then it fails, not hangs) */
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 10;
     pthread_mutex_lock(&mu);
-    while (at_gate < n) pthread_cond_wait(&cv, &mu);
+    int rc = 0;
+    while (at_gate < n && rc == 0) rc = pthread_cond_timedwait(&cv, &mu, &until);
+    int seen = at_gate;
     pthread_mutex_unlock(&mu);
+    CHECKF(seen >= n, "%d batches at the gate after 10 s, want %d", seen, n);
 }
 
 static void reset(void) {
