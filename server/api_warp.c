@@ -265,7 +265,11 @@ static bool list_add(cJSON *root, const char *name, lane_list *l) {
     if (!l->n) wp_jtext_put(&l->t, "[", 1);
     wp_jtext_put(&l->t, "]", 1);
     cJSON *raw = wp_jtext_raw(&l->t);
-    return raw && cJSON_AddItemToObject(root, name, raw);
+    if (raw && !cJSON_AddItemToObject(root, name, raw)) {
+        cJSON_Delete(raw);
+        return false;
+    }
+    return raw != NULL;
 }
 
 /* A value as the family gives it (as_input: as the type's value, whatever the family's output is). */

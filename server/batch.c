@@ -135,22 +135,22 @@ int wp_batcher_submit(wp_batcher *bt, wp_batch_job *job) {
     job->next = NULL;
     job->done = job->leader = false;
     job->size = 1;
+    bool can_wait = false;   /* its condition variable is made (glibc never fails to) */
+    pthread_condattr_t attr; /* a window is timed on the monotonic clock: a clock step does not stretch it */
+    if (bt->cfg.max > 1 && pthread_condattr_init(&attr) == 0) {
+        can_wait = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) == 0 && pthread_cond_init(&job->cond, &attr) == 0;
+        pthread_condattr_destroy(&attr);
+    }
     pthread_mutex_lock(&bt->lock);
-    batch_queue *q = bt->cfg.max > 1 ? queue_get(bt, job->owner, job->key) : NULL;
+    batch_queue *q = can_wait ? queue_get(bt, job->owner, job->key) : NULL;
     if (!q) { /* no batching (or no memory for a queue): the job runs alone, now */
         count(bt, 1);
         pthread_mutex_unlock(&bt->lock);
+        if (can_wait) pthread_cond_destroy(&job->cond);
         wp_batch_job *one[1] = {job};
         job->run(one, 1);
         return 1;
     }
-    pthread_condattr_t attr; /* a window is timed on the monotonic clock: a clock step does not stretch it */
-    if (pthread_condattr_init(&attr) == 0) {
-        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-        pthread_cond_init(&job->cond, &attr);
-        pthread_condattr_destroy(&attr);
-    } else
-        pthread_cond_init(&job->cond, NULL);
     q->users++;
     *q->tail = job;
     q->tail = &job->next;

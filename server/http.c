@@ -73,8 +73,9 @@ typedef struct wp_call {
 } wp_call;
 
 struct wp_http {
-    struct MHD_Daemon *daemon;
-    MHD_socket quiesced_fd; /* the listen socket after MHD_quiesce_daemon; closed after MHD stops */
+    struct MHD_Daemon **daemons; /* one (libmicrohttpd's pool), or one per thread on SO_REUSEPORT sockets */
+    MHD_socket *quiesced_fd;     /* each one's listen socket after MHD_quiesce_daemon; closed after it stops */
+    int n_daemons;
     const wp_route *routes;
     void *app;
     wp_http_config cfg;
@@ -594,6 +595,8 @@ static void http_free(wp_http *h) {
     pthread_cond_destroy(&h->work_cv);
     pthread_cond_destroy(&h->idle_cv);
     free(h->workers);
+    free(h->daemons);
+    free(h->quiesced_fd);
     free(h);
 }
 
@@ -655,8 +658,8 @@ static int transport_prepare(wp_http *h, wp_err *err) {
 }
 
 /* MHD options of the transport; returns how many were written (opts has room for 12). */
-static int transport_options(wp_http *h, const struct sockaddr_storage *addr, struct MHD_OptionItem *opts,
-                             unsigned *flags) {
+static int transport_options(wp_http *h, const struct sockaddr_storage *addr, int listeners,
+                             struct MHD_OptionItem *opts, unsigned *flags) {
     int n = 0;
 #define OPT(o, v, p) (opts[n++] = (struct MHD_OptionItem){(o), (intptr_t)(v), (p)})
     if (h->unix_fd >= 0) {
@@ -667,7 +670,11 @@ static int transport_options(wp_http *h, const struct sockaddr_storage *addr, st
         if (addr->ss_family == AF_INET6) *flags |= MHD_USE_IPv6;
         if (!is_loopback(addr)) { /* every peer of a loopback listener is this machine */
             unsigned per_ip = h->cfg.max_connections / 8;
-            OPT(MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip > WP_HTTP_PER_IP_MIN ? per_ip : WP_HTTP_PER_IP_MIN, NULL);
+            if (per_ip < WP_HTTP_PER_IP_MIN) per_ip = WP_HTTP_PER_IP_MIN;
+            /* each listener counts its own: a peer's connections spread over them by hash, so each
+             * allows twice its even share (the peer's total stays within 2x the limit) */
+            unsigned share = listeners > 1 ? (per_ip + (unsigned)listeners - 1) / (unsigned)listeners * 2 : per_ip;
+            OPT(MHD_OPTION_PER_IP_CONNECTION_LIMIT, share < per_ip ? share : per_ip, NULL);
         }
     }
     if (h->tls_cert) {
@@ -681,6 +688,80 @@ static int transport_options(wp_http *h, const struct sockaddr_storage *addr, st
     OPT(MHD_OPTION_END, 0, NULL);
 #undef OPT
     return n;
+}
+
+static int daemon_port(struct MHD_Daemon *d, int fallback) {
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+    return info ? info->port : fallback;
+}
+
+/* One libmicrohttpd daemon on addr: `pool` threads sharing its listening socket (0: one thread), or
+ * with reuse, a single-thread one on its own SO_REUSEPORT socket. NULL with err set on failure. */
+static struct MHD_Daemon *start_daemon(wp_http *h, const struct sockaddr_storage *addr, int listeners, unsigned pool,
+                                       bool reuse, wp_err *err) {
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+#ifdef __linux__
+    flags |= MHD_USE_EPOLL;
+#else
+    flags |= MHD_USE_AUTO;
+#endif
+    struct MHD_OptionItem transport[12];
+    transport_options(h, addr, listeners, transport, &flags);
+    atomic_store(&h->starting, true);
+    h->start_log[0] = 0;
+    errno = 0;
+    /* The logger comes first so that it also hears about the options after it. */
+    struct MHD_Daemon *d =
+        MHD_start_daemon(flags, (uint16_t)h->cfg.port, NULL, NULL, on_request_guarded, h, MHD_OPTION_EXTERNAL_LOGGER,
+                         on_log, h, MHD_OPTION_ARRAY, transport, MHD_OPTION_CONNECTION_MEMORY_LIMIT, h->cfg.conn_memory,
+                         MHD_OPTION_NOTIFY_COMPLETED, on_completed_guarded, h, MHD_OPTION_THREAD_POOL_SIZE, pool,
+                         MHD_OPTION_LISTENING_ADDRESS_REUSE, reuse ? 1u : 0u, MHD_OPTION_END);
+    int start_errno = errno;
+    atomic_store(&h->starting, false);
+    if (!d) {
+        size_t n = strlen(h->start_log);
+        while (n && (h->start_log[n - 1] == '\n' || h->start_log[n - 1] == '.')) h->start_log[--n] = 0;
+        WP_FAIL(err, 500, "listen_failed", "", "cannot listen on %s:%d: %s", h->cfg.host ? h->cfg.host : "",
+                h->cfg.port,
+                h->start_log[0] ? h->start_log
+                : start_errno   ? strerror(start_errno)
+                                : "unknown error");
+    }
+    return d;
+}
+
+/* The daemons of the transport: one per thread on SO_REUSEPORT sockets (host:port, threads > 1, not
+ * cfg.pool), else one with libmicrohttpd's pool. Port 0: the first one's port for the rest. Sets
+ * n_daemons (0 when none started: every one started is stopped again). */
+static void start_daemons(wp_http *h, const struct sockaddr_storage *addr0, wp_err *err) {
+    const bool reuse = h->unix_fd < 0 && h->cfg.threads > 1 && !h->cfg.pool;
+    const int n = reuse ? h->cfg.threads : 1;
+    h->daemons = calloc((size_t)n, sizeof *h->daemons);
+    h->quiesced_fd = calloc((size_t)n, sizeof *h->quiesced_fd);
+    if (!h->daemons || !h->quiesced_fd) {
+        WP_FAIL(err, 500, "internal", "", "out of memory");
+        return;
+    }
+    struct sockaddr_storage addr = *addr0;
+    if (reuse && h->cfg.port &&
+        wp_listen_probe(&addr, addr.ss_family, h->cfg.port, h->cfg.host ? h->cfg.host : "", err))
+        return;
+    for (int i = 0; i < n; i++) {
+        h->quiesced_fd[i] = MHD_INVALID_SOCKET;
+        unsigned pool = reuse || h->cfg.threads <= 1 ? 0u : (unsigned)h->cfg.threads; /* a pool of one is none */
+        if (!(h->daemons[i] = start_daemon(h, &addr, n, pool, reuse, err))) {
+            while (i > 0) MHD_stop_daemon(h->daemons[--i]);
+            return;
+        }
+        if (i == 0 && reuse) { /* the others bind the port the first one got */
+            uint16_t port = htons((uint16_t)daemon_port(h->daemons[0], h->cfg.port));
+            if (addr.ss_family == AF_INET6)
+                ((struct sockaddr_in6 *)&addr)->sin6_port = port;
+            else
+                ((struct sockaddr_in *)&addr)->sin_port = port;
+        }
+        h->n_daemons = i + 1;
+    }
 }
 
 wp_http *wp_http_start(const wp_http_config *cfg, const wp_route *routes, void *app, wp_err *err) {
@@ -710,7 +791,6 @@ wp_http *wp_http_start(const wp_http_config *cfg, const wp_route *routes, void *
     if (h->cfg.conn_memory < WP_HTTP_MIN_CONN_MEMORY) h->cfg.conn_memory = WP_HTTP_MIN_CONN_MEMORY;
     h->routes = routes;
     h->app = app;
-    h->quiesced_fd = MHD_INVALID_SOCKET;
     h->unix_fd = -1;
     pthread_mutex_init(&h->mu, NULL);
     pthread_cond_init(&h->work_cv, NULL);
@@ -730,35 +810,10 @@ wp_http *wp_http_start(const wp_http_config *cfg, const wp_route *routes, void *
     }
     bool tried = false;
     if (h->workers_started == h->cfg.workers && transport_prepare(h, err) == 0) {
-        unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
-#ifdef __linux__
-        flags |= MHD_USE_EPOLL;
-#else
-        flags |= MHD_USE_AUTO;
-#endif
-        struct MHD_OptionItem transport[12];
-        transport_options(h, &addr, transport, &flags);
-        atomic_store(&h->starting, true);
-        errno = 0;
         tried = true;
-        /* The logger comes first so that it also hears about the options after it. A pool of one is no pool. */
-        h->daemon = MHD_start_daemon(flags, (uint16_t)cfg->port, NULL, NULL, on_request_guarded, h,
-                                     MHD_OPTION_EXTERNAL_LOGGER, on_log, h, MHD_OPTION_ARRAY, transport,
-                                     MHD_OPTION_CONNECTION_MEMORY_LIMIT, h->cfg.conn_memory,
-                                     MHD_OPTION_NOTIFY_COMPLETED, on_completed_guarded, h, MHD_OPTION_THREAD_POOL_SIZE,
-                                     h->cfg.threads > 1 ? (unsigned)h->cfg.threads : 0u, MHD_OPTION_END);
-        int start_errno = errno;
-        atomic_store(&h->starting, false);
-        if (!h->daemon) {
-            size_t n = strlen(h->start_log);
-            while (n && (h->start_log[n - 1] == '\n' || h->start_log[n - 1] == '.')) h->start_log[--n] = 0;
-            WP_FAIL(err, 500, "listen_failed", "", "cannot listen on %s:%d: %s", cfg->host ? cfg->host : "", cfg->port,
-                    h->start_log[0] ? h->start_log
-                    : start_errno   ? strerror(start_errno)
-                                    : "unknown error");
-        }
+        start_daemons(h, &addr, err);
     }
-    if (!h->daemon) {
+    if (!h->n_daemons) {
         pthread_mutex_lock(&h->mu);
         h->stopping = true;
         pthread_cond_broadcast(&h->work_cv);
@@ -768,8 +823,7 @@ wp_http *wp_http_start(const wp_http_config *cfg, const wp_route *routes, void *
         http_free(h);
         return NULL;
     }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
-    h->port = info ? info->port : cfg->port;
+    h->port = daemon_port(h->daemons[0], cfg->port);
     return h;
 }
 
@@ -778,7 +832,7 @@ int wp_http_port(const wp_http *h) { return h ? h->port : 0; }
 void wp_http_stop(wp_http *h) {
     if (!h) return;
     /* 1. No new connections. Keep-alive ones may still ask: work_submit answers them 503 from now on. */
-    h->quiesced_fd = MHD_quiesce_daemon(h->daemon);
+    for (int i = 0; i < h->n_daemons; i++) h->quiesced_fd[i] = MHD_quiesce_daemon(h->daemons[i]);
     pthread_mutex_lock(&h->mu);
     h->stopping = true;
     wp_call *waiting = h->queue_head;
@@ -811,9 +865,14 @@ void wp_http_stop(wp_http *h) {
     pthread_mutex_unlock(&h->mu);
 
     /* 4. Close everything; MHD reports each open request to on_completed, which frees it. */
-    MHD_stop_daemon(h->daemon);
-    bool unix_back = h->unix_fd >= 0 && h->quiesced_fd == h->unix_fd; /* else MHD closed it */
-    if (h->quiesced_fd != MHD_INVALID_SOCKET && !unix_back) close(h->quiesced_fd);
+    bool unix_back = false;
+    for (int i = 0; i < h->n_daemons; i++) {
+        MHD_stop_daemon(h->daemons[i]);
+        if (h->unix_fd >= 0 && h->quiesced_fd[i] == h->unix_fd)
+            unix_back = true; /* else MHD closed it */
+        else if (h->quiesced_fd[i] != MHD_INVALID_SOCKET)
+            close(h->quiesced_fd[i]);
+    }
     transport_release(h, unix_back);
     http_free(h);
 }

@@ -103,11 +103,16 @@ typedef struct {
 typedef struct {
     const char *host;   /* "127.0.0.1" */
     int port;           /* 0 picks a free port (see wp_http_port) */
-    int threads;        /* libmicrohttpd internal thread pool size */
+    int threads;        /* HTTP threads: on host:port one listener each (see pool), else libmicrohttpd's pool */
+    bool pool;          /* true: one listening socket for libmicrohttpd's thread pool, whose threads take
+                           connections unevenly (a burst of 256 left 3 of 8 idle); false: with threads > 1
+                           on host:port, one single-thread libmicrohttpd daemon per thread on its own
+                           SO_REUSEPORT socket of the same address, the kernel spreading connections
+                           evenly over them. A Unix socket always uses the pool. */
     int workers;        /* worker pool for WP_ROUTE_WORK handlers */
     size_t max_body;    /* bytes; larger bodies get 413 "body_too_large" */
     int max_queue;      /* suspended requests waiting for a worker; beyond: 503 + Retry-After */
-    size_t conn_memory; /* libmicrohttpd's per-connection memory (headers + read buffer); 0: 256 KiB */
+    size_t conn_memory; /* libmicrohttpd's per-connection memory (headers + read buffer); 0: 64 KiB */
     /* who may talk to it (access.h); NULL: the defaults (loopback hosts, no other origin, no token) */
     const struct wp_access *access;
     /* Transport (listen.c, conn_guard.c). */

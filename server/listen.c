@@ -5,6 +5,7 @@
 #include "listen.h"
 
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,4 +93,19 @@ char *wp_listen_read_pem(const char *flag, const char *path, const char *expect,
         return NULL;
     }
     return text;
+}
+
+int wp_listen_probe(const void *addr, int family, int port, const char *host, wp_err *err) {
+    socklen_t len = family == AF_INET6 ? (socklen_t)sizeof(struct sockaddr_in6) : (socklen_t)sizeof(struct sockaddr_in);
+    int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return 0; /* cannot tell: the listeners' own binds decide */
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one); /* as libmicrohttpd binds: TIME_WAIT is no owner */
+    if (family == AF_INET6) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+    int rc = bind(fd, (const struct sockaddr *)addr, len);
+    int e = errno;
+    close(fd);
+    if (rc == 0) return 0;
+    return WP_FAIL(err, 500, "listen_failed", "", "cannot listen on %s:%d: Failed to bind to port %d: %s", host, port,
+                   port, strerror(e)); /* libmicrohttpd's words when it binds */
 }

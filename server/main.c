@@ -45,7 +45,7 @@ typedef struct {
     char host[128];
     int port;
     const char *backend, *arch, *cache_dir, *templates, *web;
-    bool no_disk;
+    bool no_disk, listen_pool;
     size_t cache_mb, max_body, conn_memory;
     int max_depth, threads, workers, compile_threads, max_queue, device;
     int max_jobs, job_workers;
@@ -89,7 +89,9 @@ static void usage(FILE *f) {
             "                       the least recently used files are removed\n"
             "  --templates DIR      CUDA templates (default %s)\n"
             "  --web DIR            playground files served at / (default %s)\n"
-            "  --threads N          HTTP threads (default half the CPUs, %d..%d)\n"
+            "  --threads N          HTTP threads (default half the CPUs, %d..%d); on host:port each has its own\n"
+            "                       listening socket (SO_REUSEPORT), so the kernel spreads connections evenly\n"
+            "  --listen-pool        one listening socket for all HTTP threads instead (libmicrohttpd's pool)\n"
             "  --workers N          threads that run requests off the HTTP threads: compiles, GPU jobs, large\n"
             "                       ones (default 4 per CPU, 16..256: a job waiting in a batch holds one)\n"
             "  --compile-threads N  NVRTC compiles at once, and the threads (--exit: processes) of a prewarm\n"
@@ -321,6 +323,7 @@ static const opt_spec flag_table[] = {
     F_ACTION("-h", print_help),
     F_ACTION("--version", print_version),
     F_SWITCH("--no-disk-cache", no_disk),
+    F_SWITCH("--listen-pool", listen_pool),
     F_SWITCH("--exit", exit_after_prewarm),
     F_STRING("--prewarm", prewarm),
     F_CUSTOM("--inline-gpu", parse_inline_gpu),
@@ -810,6 +813,7 @@ static int start_http(const options *o, wp_app *app, wp_reqlog *reqlog, const ch
     wp_http_config hc = {.host = o->host,
                          .port = o->port,
                          .threads = o->threads,
+                         .pool = o->listen_pool,
                          .workers = o->workers,
                          .max_body = o->max_body,
                          .max_queue = o->max_queue,
@@ -824,6 +828,10 @@ static int start_http(const options *o, wp_app *app, wp_reqlog *reqlog, const ch
                          .idle_timeout_s = o->idle_timeout_s,
                          .reqlog = reqlog};
     app->http = wp_http_start(&hc, routes, app, err);
+    if (!app->http && !strncmp(err->msg, "cannot listen on ", 17)) { /* it names the address already */
+        fprintf(stderr, "warpd: %s\n", err->msg);
+        return 1;
+    }
     if (!app->http && o->unix_path) {
         fprintf(stderr, "warpd: cannot listen on unix:%s: %s\n", o->unix_path, err->msg);
         return 1;

@@ -619,7 +619,30 @@ static void test_bad_start(void) {
     wp_err_clear(&err);
     CHECK(wp_http_start(&cfg, routes, NULL, &err) == NULL && !strcmp(err.code, "listen_failed"));
     printf("port in use: %s\n", err.msg);
+    /* h's 4 threads listen on SO_REUSEPORT sockets: a second server of 4 (which would set it too) and
+     * one on libmicrohttpd's pool are refused all the same */
+    cfg.threads = 4;
+    wp_err_clear(&err);
+    CHECKF(wp_http_start(&cfg, routes, NULL, &err) == NULL && !strcmp(err.code, "listen_failed"),
+           "a second server of 4 threads on a taken port: %s", err.msg);
+    cfg.pool = true;
+    wp_err_clear(&err);
+    CHECK(wp_http_start(&cfg, routes, NULL, &err) == NULL && !strcmp(err.code, "listen_failed"));
+    cfg.threads = 1, cfg.pool = false;
     wp_http_stop(h);
+    /* once it is gone, the port is free again, and a pool of 4 serves on it */
+    cfg.threads = 4, cfg.pool = true;
+    wp_err_clear(&err);
+    h = wp_http_start(&cfg, routes, NULL, &err);
+    CHECKF(h != NULL, "a pool of 4 on the freed port: %s", err.msg);
+    if (h) {
+        hc_resp r;
+        char e[160];
+        CHECK(hc_request(HOST, cfg.port, "GET", "/ping", NULL, NULL, 0, 0, &r, e, sizeof e) == 0 && r.status == 200);
+        hc_resp_free(&r);
+        wp_http_stop(h);
+    }
+    cfg.threads = 1, cfg.pool = false;
     cfg.host = "::1";
     cfg.port = 0;
     h = wp_http_start(&cfg, routes, NULL, &err);
