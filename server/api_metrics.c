@@ -69,12 +69,15 @@ void wp_api_metrics(void *appv, const wp_req *req, wp_resp *resp) {
     G("warpd_http_connections", "Open HTTP connections.", hs.connections); /* transport (conn_guard.h) */
     G("warpd_http_max_connections", "Open connections before the oldest idle ones are closed.", hs.max_connections);
     fprintf(f, "# HELP warpd_http_connections_closed_total Connections the server closed: headers not complete in "
-               "time, the peer gone, or idle and making room.\n# TYPE warpd_http_connections_closed_total counter\n");
+               "time, the peer gone, idle and making room, or past one peer's share.\n# TYPE "
+               "warpd_http_connections_closed_total counter\n");
     fprintf(f, "warpd_http_connections_closed_total{reason=\"header_timeout\"} %llu\n",
             (unsigned long long)hs.closed_header_timeout);
     fprintf(f, "warpd_http_connections_closed_total{reason=\"peer_gone\"} %llu\n",
             (unsigned long long)hs.closed_peer_gone);
     fprintf(f, "warpd_http_connections_closed_total{reason=\"evicted\"} %llu\n", (unsigned long long)hs.closed_evicted);
+    fprintf(f, "warpd_http_connections_closed_total{reason=\"peer_limit\"} %llu\n",
+            (unsigned long long)hs.closed_peer_limit);
     fprintf(f, "# HELP warpd_cache_hits_total Kernel cache hits by tier.\n# TYPE warpd_cache_hits_total counter\n");
     fprintf(f, "warpd_cache_hits_total{tier=\"memory\"} %llu\n", (unsigned long long)cs.hits_memory);
     fprintf(f, "warpd_cache_hits_total{tier=\"disk\"} %llu\n", (unsigned long long)cs.hits_disk);

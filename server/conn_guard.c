@@ -5,6 +5,7 @@
 #include "conn_guard.h"
 
 #include <errno.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -21,10 +22,11 @@ typedef enum { SLOT_FREE, SLOT_WAIT_HEADERS, SLOT_IN_REQUEST, SLOT_IDLE } slot_s
 typedef struct {
     int fd;
     slot_state state;
-    bool closing;   /* shut down by the guard; MHD has yet to close it */
-    bool rdhup;     /* the peer had hung up at the last tick */
-    uint64_t since; /* when the state began (ns) */
-    unsigned next;  /* free list */
+    bool closing;                     /* shut down by the guard; MHD has yet to close it */
+    bool rdhup;                       /* the peer had hung up at the last tick */
+    uint64_t since;                   /* when the state began (ns) */
+    unsigned next;                    /* free list */
+    unsigned char peer[16], peer_len; /* the peer's address (IPv4 as 4 bytes, mapped ones too); 0: unknown */
 } slot;
 
 struct wp_guard {
@@ -37,7 +39,7 @@ struct wp_guard {
     unsigned cap, free_head, open, closing;
     struct pollfd *pfd; /* the watch thread's scratch */
     unsigned *pidx;
-    uint64_t header_timeouts, peer_gone, evicted;
+    uint64_t header_timeouts, peer_gone, evicted, peer_refused;
 };
 
 #define NO_SLOT UINT32_MAX
@@ -157,7 +159,40 @@ void wp_guard_close(wp_guard *g) {
     free(g->slots), free(g->pfd), free(g->pidx), free(g);
 }
 
-void *wp_guard_conn_open(wp_guard *g, int fd) {
+/* The address bytes of a sockaddr_in / sockaddr_in6 (an IPv4-mapped IPv6 address as its IPv4 four). */
+static unsigned char peer_bytes(const void *peer, unsigned char out[16]) {
+    if (!peer) return 0;
+    const struct sockaddr *sa = peer;
+    if (sa->sa_family == AF_INET) {
+        memcpy(out, &((const struct sockaddr_in *)peer)->sin_addr, 4);
+        return 4;
+    }
+    if (sa->sa_family == AF_INET6) {
+        const struct in6_addr *a = &((const struct sockaddr_in6 *)peer)->sin6_addr;
+        if (IN6_IS_ADDR_V4MAPPED(a)) {
+            memcpy(out, a->s6_addr + 12, 4);
+            return 4;
+        }
+        memcpy(out, a->s6_addr, 16);
+        return 16;
+    }
+    return 0;
+}
+
+/* Lock held: open connections of s's peer, s excluded (a scan: only listeners beyond loopback count
+ * peers, and a new connection is rare next to its requests). */
+static unsigned peer_count_locked(const wp_guard *g, const slot *s) {
+    unsigned n = 0;
+    for (unsigned i = 0; i < g->cap; i++) {
+        const slot *o = &g->slots[i];
+        if (o != s && o->state != SLOT_FREE && !o->closing && o->peer_len == s->peer_len &&
+            !memcmp(o->peer, s->peer, s->peer_len))
+            n++;
+    }
+    return n;
+}
+
+void *wp_guard_conn_open(wp_guard *g, int fd, const void *peer) {
     if (!g) return NULL;
     pthread_mutex_lock(&g->mu);
     if (g->free_head == NO_SLOT) { /* MHD's own limit keeps this from happening */
@@ -169,6 +204,10 @@ void *wp_guard_conn_open(wp_guard *g, int fd) {
     g->free_head = s->next;
     *s = (slot){.fd = fd, .state = SLOT_WAIT_HEADERS, .since = wp_now_ns(), .next = NO_SLOT};
     g->open++;
+    if (g->cfg.per_peer && (s->peer_len = peer_bytes(peer, s->peer)) && peer_count_locked(g, s) >= g->cfg.per_peer) {
+        slot_shut(g, s);
+        g->peer_refused++;
+    }
     evict_locked(g);
     pthread_mutex_unlock(&g->mu);
     return s;
@@ -205,6 +244,7 @@ void wp_guard_stats_get(wp_guard *g, wp_guard_stats *out) {
     pthread_mutex_lock(&g->mu);
     out->open = g->open;
     out->header_timeouts = g->header_timeouts;
+    out->peer_refused = g->peer_refused;
     out->peer_gone = g->peer_gone;
     out->evicted = g->evicted;
     pthread_mutex_unlock(&g->mu);

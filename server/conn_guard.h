@@ -36,14 +36,17 @@ typedef struct {
     unsigned max_connections; /* open connections before the oldest idle ones are closed (> 0) */
     double header_timeout_s;  /* seconds from accept until the headers must be complete (> 0) */
     double idle_timeout_s;    /* MHD's idle timeout: seconds a keep-alive connection may wait (> 0) */
+    unsigned per_peer;        /* connections one peer address may hold (0: no limit); a newcomer past it
+                                 is closed at once. Counted here, over every listener of the server. */
 } wp_guard_config;
 
 wp_guard *wp_guard_open(const wp_guard_config *cfg, wp_err *err);
 void wp_guard_close(wp_guard *g); /* stops the thread; call after MHD has closed every connection */
 
-/* A connection was accepted (fd is MHD's). Returns the token for the other calls, NULL when the guard
- * cannot track it (out of slots: the connection is shut down at once). */
-void *wp_guard_conn_open(wp_guard *g, int fd);
+/* A connection was accepted (fd is MHD's; peer its address, a sockaddr_in or sockaddr_in6, or NULL).
+ * Returns the token for the other calls, NULL when the guard cannot track it (out of slots: the
+ * connection is shut down at once). Past cfg.per_peer for its address it is shut down too (tracked). */
+void *wp_guard_conn_open(wp_guard *g, int fd, const void *peer);
 void wp_guard_conn_close(wp_guard *g, void *token);    /* before MHD closes fd */
 void wp_guard_request_begin(wp_guard *g, void *token); /* headers complete */
 void wp_guard_request_end(wp_guard *g, void *token);   /* request over; connection may be kept alive */
@@ -52,6 +55,7 @@ typedef struct {
     unsigned open;                       /* connections tracked now */
     uint64_t header_timeouts, peer_gone; /* closed for slow headers, for a vanished peer */
     uint64_t evicted;                    /* closed to make room */
+    uint64_t peer_refused;               /* closed at once: their address held per_peer already */
 } wp_guard_stats;
 void wp_guard_stats_get(wp_guard *g, wp_guard_stats *out);
 

@@ -538,7 +538,8 @@ static void on_connection(void *cls, struct MHD_Connection *mc, void **socket_co
     wp_http *h = cls;
     if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
         const union MHD_ConnectionInfo *ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
-        *socket_context = ci ? wp_guard_conn_open(h->guard, ci->connect_fd) : NULL;
+        const union MHD_ConnectionInfo *peer = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        *socket_context = ci ? wp_guard_conn_open(h->guard, ci->connect_fd, peer ? peer->client_addr : NULL) : NULL;
     } else {
         wp_guard_conn_close(h->guard, *socket_context); /* MHD closes the descriptor after this returns */
         *socket_context = NULL;
@@ -625,7 +626,7 @@ static void transport_release(wp_http *h, bool close_fd) {
 }
 
 /* The connection limit and its guard, the Unix socket, the TLS copies. */
-static int transport_prepare(wp_http *h, wp_err *err) {
+static int transport_prepare(wp_http *h, const struct sockaddr_storage *addr, wp_err *err) {
     wp_http_config *c = &h->cfg;
     unsigned long nofile = 0;
     unsigned fit = wp_guard_connections_for_nofile(&nofile);
@@ -645,9 +646,13 @@ static int transport_prepare(wp_http *h, wp_err *err) {
         h->tls_key = strdup(c->tls_key_pem);
         if (!h->tls_cert || !h->tls_key) return WP_FAIL(err, 500, "internal", "", "out of memory");
     }
+    /* beyond loopback one peer may hold an eighth of the connections, at least WP_HTTP_PER_IP_MIN (every
+     * peer of a loopback listener or a Unix socket is this machine) */
+    unsigned per_peer = c->max_connections / 8 > WP_HTTP_PER_IP_MIN ? c->max_connections / 8 : WP_HTTP_PER_IP_MIN;
     wp_guard_config gc = {.max_connections = c->max_connections,
                           .header_timeout_s = c->header_timeout_s,
-                          .idle_timeout_s = c->idle_timeout_s};
+                          .idle_timeout_s = c->idle_timeout_s,
+                          .per_peer = c->unix_path || is_loopback(addr) ? 0 : per_peer};
     h->guard = wp_guard_open(&gc, err);
     if (!h->guard) return -1;
     if (c->unix_path) {
@@ -658,8 +663,8 @@ static int transport_prepare(wp_http *h, wp_err *err) {
 }
 
 /* MHD options of the transport; returns how many were written (opts has room for 12). */
-static int transport_options(wp_http *h, const struct sockaddr_storage *addr, int listeners,
-                             struct MHD_OptionItem *opts, unsigned *flags) {
+static int transport_options(wp_http *h, const struct sockaddr_storage *addr, struct MHD_OptionItem *opts,
+                             unsigned *flags) {
     int n = 0;
 #define OPT(o, v, p) (opts[n++] = (struct MHD_OptionItem){(o), (intptr_t)(v), (p)})
     if (h->unix_fd >= 0) {
@@ -668,14 +673,7 @@ static int transport_options(wp_http *h, const struct sockaddr_storage *addr, in
         OPT(MHD_OPTION_SOCK_ADDR, 0, (void *)addr);
         OPT(MHD_OPTION_LISTEN_BACKLOG_SIZE, WP_HTTP_LISTEN_BACKLOG, NULL);
         if (addr->ss_family == AF_INET6) *flags |= MHD_USE_IPv6;
-        if (!is_loopback(addr)) { /* every peer of a loopback listener is this machine */
-            unsigned per_ip = h->cfg.max_connections / 8;
-            if (per_ip < WP_HTTP_PER_IP_MIN) per_ip = WP_HTTP_PER_IP_MIN;
-            /* each listener counts its own: a peer's connections spread over them by hash, so each
-             * allows twice its even share (the peer's total stays within 2x the limit) */
-            unsigned share = listeners > 1 ? (per_ip + (unsigned)listeners - 1) / (unsigned)listeners * 2 : per_ip;
-            OPT(MHD_OPTION_PER_IP_CONNECTION_LIMIT, share < per_ip ? share : per_ip, NULL);
-        }
+        /* (beyond loopback, one peer's connections are limited by the guard, over every listener) */
     }
     if (h->tls_cert) {
         *flags |= MHD_USE_TLS;
@@ -697,8 +695,8 @@ static int daemon_port(struct MHD_Daemon *d, int fallback) {
 
 /* One libmicrohttpd daemon on addr: `pool` threads sharing its listening socket (0: one thread), or
  * with reuse, a single-thread one on its own SO_REUSEPORT socket. NULL with err set on failure. */
-static struct MHD_Daemon *start_daemon(wp_http *h, const struct sockaddr_storage *addr, int listeners, unsigned pool,
-                                       bool reuse, wp_err *err) {
+static struct MHD_Daemon *start_daemon(wp_http *h, const struct sockaddr_storage *addr, unsigned pool, bool reuse,
+                                       wp_err *err) {
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
 #ifdef __linux__
     flags |= MHD_USE_EPOLL;
@@ -706,7 +704,7 @@ static struct MHD_Daemon *start_daemon(wp_http *h, const struct sockaddr_storage
     flags |= MHD_USE_AUTO;
 #endif
     struct MHD_OptionItem transport[12];
-    transport_options(h, addr, listeners, transport, &flags);
+    transport_options(h, addr, transport, &flags);
     atomic_store(&h->starting, true);
     h->start_log[0] = 0;
     errno = 0;
@@ -749,7 +747,7 @@ static void start_daemons(wp_http *h, const struct sockaddr_storage *addr0, wp_e
     for (int i = 0; i < n; i++) {
         h->quiesced_fd[i] = MHD_INVALID_SOCKET;
         unsigned pool = reuse || h->cfg.threads <= 1 ? 0u : (unsigned)h->cfg.threads; /* a pool of one is none */
-        if (!(h->daemons[i] = start_daemon(h, &addr, n, pool, reuse, err))) {
+        if (!(h->daemons[i] = start_daemon(h, &addr, pool, reuse, err))) {
             while (i > 0) MHD_stop_daemon(h->daemons[--i]);
             return;
         }
@@ -809,7 +807,7 @@ wp_http *wp_http_start(const wp_http_config *cfg, const wp_route *routes, void *
         }
     }
     bool tried = false;
-    if (h->workers_started == h->cfg.workers && transport_prepare(h, err) == 0) {
+    if (h->workers_started == h->cfg.workers && transport_prepare(h, &addr, err) == 0) {
         tried = true;
         start_daemons(h, &addr, err);
     }
@@ -898,6 +896,7 @@ void wp_http_stats_get(wp_http *h, wp_http_stats *out) {
     out->closed_header_timeout = gs.header_timeouts;
     out->closed_peer_gone = gs.peer_gone;
     out->closed_evicted = gs.evicted;
+    out->closed_peer_limit = gs.peer_refused;
     pthread_mutex_lock(&h->mu);
     out->queue_depth = h->queue_depth;
     out->workers_busy = h->workers_busy;

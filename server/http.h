@@ -143,7 +143,7 @@ typedef struct {
     int queue_depth, workers_busy;
     /* Connections (conn_guard.h): open now, the limit, and those the guard closed, by why. */
     unsigned connections, max_connections;
-    uint64_t closed_header_timeout, closed_peer_gone, closed_evicted;
+    uint64_t closed_header_timeout, closed_peer_gone, closed_evicted, closed_peer_limit;
 } wp_http_stats;
 void wp_http_stats_get(wp_http *h, wp_http_stats *out);
 

@@ -2,8 +2,11 @@
  * descriptor; the other end shows whether the guard shut it down): the oldest connections outside a
  * request make room when too many are open, never one inside a request (the newcomer goes when nothing
  * else may); headers not complete in time; a peer that has gone; idle and in-request connections left
- * alone; RLIMIT_NOFILE raised. Waits are bounded generously and assert what happened, not when. */
+ * alone; RLIMIT_NOFILE raised; one peer address held to per_peer. Waits are bounded generously and assert what
+ * happened, not when. */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -20,13 +23,14 @@ typedef struct {
     void *token;
 } conn;
 
-static void conn_open(wp_guard *g, conn *c) {
+static void conn_open_from(wp_guard *g, conn *c, const void *addr) {
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv)) abort();
     c->ours = sv[0];
     c->peer = sv[1];
-    c->token = wp_guard_conn_open(g, c->ours);
+    c->token = wp_guard_conn_open(g, c->ours, addr);
 }
+static void conn_open(wp_guard *g, conn *c) { conn_open_from(g, c, NULL); }
 
 static void conn_close(wp_guard *g, conn *c) {
     wp_guard_conn_close(g, c->token);
@@ -160,10 +164,45 @@ static void test_nofile(void) {
     CHECKF(n > 0 && n <= WP_GUARD_MAX_CONNECTIONS && n < nofile, "%u connections for %lu fds", n, nofile);
 }
 
+/* per_peer 3: a fourth and fifth connection from one address are shut at once (an IPv4-mapped IPv6
+ * address is the same peer), another address is not; when one closes, the next gets in. */
+static void test_per_peer(void) {
+    T_CASE("per peer");
+    wp_guard_config cfg = {.max_connections = 64, .header_timeout_s = 60, .idle_timeout_s = 60, .per_peer = 3};
+    wp_guard *g = wp_guard_open(&cfg, &(wp_err){0});
+    CHECK(g != NULL);
+    if (!g) return;
+    struct sockaddr_in a = {.sin_family = AF_INET}, b = {.sin_family = AF_INET};
+    inet_pton(AF_INET, "10.0.0.1", &a.sin_addr);
+    inet_pton(AF_INET, "10.0.0.2", &b.sin_addr);
+    struct sockaddr_in6 a6 = {.sin6_family = AF_INET6};
+    inet_pton(AF_INET6, "::ffff:10.0.0.1", &a6.sin6_addr);
+    conn c[8];
+    for (int i = 0; i < 4; i++) conn_open_from(g, &c[i], &a);
+    conn_open_from(g, &c[4], &a6);
+    conn_open_from(g, &c[5], &b);
+    conn_open_from(g, &c[6], NULL); /* no address: never counted */
+    CHECK(!shut(&c[0]) && !shut(&c[1]) && !shut(&c[2]));
+    CHECK(shut(&c[3]) && shut(&c[4])); /* the fourth, and the mapped address as the fifth */
+    CHECK(!shut(&c[5]) && !shut(&c[6]));
+    wp_guard_stats st;
+    wp_guard_stats_get(g, &st);
+    CHECKF(st.peer_refused == 2, "%llu refused", (unsigned long long)st.peer_refused);
+    conn_close(g, &c[3]); /* refused ones closing change nothing */
+    conn_close(g, &c[4]);
+    conn_close(g, &c[0]);
+    conn_open_from(g, &c[7], &a);
+    CHECK(!shut(&c[7])); /* room again */
+    for (int i = 1; i < 8; i++)
+        if (i != 3 && i != 4) conn_close(g, &c[i]);
+    wp_guard_close(g);
+}
+
 int main(void) {
     test_eviction();
     test_header_timeout();
     test_peer_gone();
     test_nofile();
+    test_per_peer();
     return t_done("conn_guard");
 }
