@@ -132,6 +132,7 @@ wp_bgbuild *wp_bgbuild_open(wp_app *app) {
         free(bg);
         return NULL;
     }
+    pthread_setname_np(bg->thread, "wp-bgbuild"); /* top -H, perf and gdb show what each thread is */
     return bg;
 }
 

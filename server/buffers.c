@@ -185,6 +185,7 @@ wp_buffers *wp_buffers_open(const wp_buffers_config *cfg, wp_err *err) {
     pthread_cond_init(&bs->reap_cv, &ca);
     pthread_condattr_destroy(&ca);
     bs->reaper_started = pthread_create(&bs->reaper, NULL, reaper_main, bs) == 0;
+    if (bs->reaper_started) pthread_setname_np(bs->reaper, "wp-buf-reaper");
     if (!bs->reaper_started) {
         WP_FAIL(err, 500, "internal", "", "cannot start the buffer reaper");
         wp_buffers_close(bs);

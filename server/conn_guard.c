@@ -144,6 +144,7 @@ wp_guard *wp_guard_open(const wp_guard_config *cfg, wp_err *err) {
         free(g->slots), free(g->pfd), free(g->pidx), free(g);
         return NULL;
     }
+    pthread_setname_np(g->thread, "wp-conn-guard"); /* top -H, perf and gdb show what each thread is */
     return g;
 }
 

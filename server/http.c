@@ -805,6 +805,7 @@ wp_http *wp_http_start(const wp_http_config *cfg, const wp_route *routes, void *
             WP_FAIL(err, 500, "internal", "", "cannot start HTTP worker %d", h->workers_started);
             break;
         }
+        pthread_setname_np(h->workers[h->workers_started], "wp-worker"); /* libmicrohttpd's are MHD-* */
     }
     bool tried = false;
     if (h->workers_started == h->cfg.workers && transport_prepare(h, &addr, err) == 0) {

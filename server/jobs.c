@@ -316,9 +316,10 @@ wp_jobs *wp_jobs_open(const wp_jobs_config *cfg, const wp_route *routes, void *a
     bool ok = j->workers != NULL;
     while (ok && j->workers_started < cfg->workers) {
         ok = pthread_create(&j->workers[j->workers_started], NULL, worker_main, j) == 0;
-        if (ok) j->workers_started++;
+        if (ok) pthread_setname_np(j->workers[j->workers_started++], "wp-job");
     }
     if (ok) ok = j->reaper_started = pthread_create(&j->reaper, NULL, reaper_main, j) == 0;
+    if (ok) pthread_setname_np(j->reaper, "wp-job-reaper");
     if (!ok) {
         WP_FAIL(err, 500, "internal", "", "cannot start the job threads");
         wp_jobs_close(j);

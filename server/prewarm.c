@@ -206,7 +206,8 @@ static void run_threads(batch *b, int threads) {
     if (threads > b->n_tasks) threads = b->n_tasks;
     pthread_t *tid = threads > 1 ? calloc((size_t)threads, sizeof *tid) : NULL;
     int started = 0;
-    while (tid && started < threads - 1 && pthread_create(&tid[started], NULL, batch_worker, b) == 0) started++;
+    while (tid && started < threads - 1 && pthread_create(&tid[started], NULL, batch_worker, b) == 0)
+        pthread_setname_np(tid[started++], "wp-prewarm");
     batch_worker(b); /* this thread works too, so a batch finishes even when no thread starts */
     for (int t = 0; t < started; t++) pthread_join(tid[t], NULL);
     free(tid);
@@ -344,6 +345,7 @@ wp_prewarm *wp_prewarm_start(wp_app *app, cJSON *doc, int threads, wp_err *err) 
         WP_FAIL(err, 500, "thread", "", "cannot start the prewarm thread");
         return NULL;
     }
+    pthread_setname_np(w->thread, "wp-prewarm");
     return w;
 }
 

@@ -3,6 +3,7 @@
  * before the body, a failing sink, bodies that are not streamed, a client that goes away mid-body, the
  * handler inline or deferred), worker pool under load, 503 when the queue is full, and a clean stop
  * with requests in flight (ASan checks that nothing leaks). */
+#include <dirent.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -656,10 +657,29 @@ static void test_bad_start(void) {
     }
 }
 
+/* Threads of this process named `name` (/proc/self/task/N/comm). */
+static int threads_named(const char *name) {
+    DIR *d = opendir("/proc/self/task");
+    int n = 0;
+    for (struct dirent *e; d && (e = readdir(d));) {
+        char path[300], comm[32] = "";
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (f && fgets(comm, sizeof comm, f)) comm[strcspn(comm, "\n")] = 0;
+        if (f) fclose(f);
+        n += !strcmp(comm, name);
+    }
+    if (d) closedir(d);
+    return n;
+}
+
 int main(void) {
     wp_http *h = start(LOAD_SLOW, 2 * LOAD_SLOW);
     if (h) {
         port_of = wp_http_port(h);
+        T_CASE("thread names");
+        CHECKF(threads_named("wp-worker") == LOAD_SLOW, "%d threads named wp-worker, want %d",
+               threads_named("wp-worker"), LOAD_SLOW);
         test_routing();
         test_bodies();
         test_streams(h);
