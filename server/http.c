@@ -85,7 +85,8 @@ struct wp_http {
     pthread_cond_t work_cv; /* work queued or stopping */
     pthread_cond_t idle_cv; /* in_work dropped */
     wp_call *queue_head, *queue_tail;
-    int queue_depth, workers_busy, in_work;
+    int queue_depth, in_work;
+    atomic_int workers_busy; /* not under mu: a worker counts itself out without the queue's lock */
     bool stopping;
     pthread_t *workers;
     int workers_started;
@@ -302,14 +303,12 @@ static void *worker_main(void *arg) {
         h->queue_head = c->next;
         if (!h->queue_head) h->queue_tail = NULL;
         h->queue_depth--;
-        h->workers_busy++;
+        atomic_fetch_add(&h->workers_busy, 1);
         pthread_mutex_unlock(&h->mu);
         wp_reqlog_dequeued(h->cfg.reqlog, &c->rec);
 
         c->route->fn(h->app, &c->req, &c->resp);
-        pthread_mutex_lock(&h->mu);
-        h->workers_busy--; /* before the reply can reach the client, so stats never lag behind it */
-        pthread_mutex_unlock(&h->mu);
+        atomic_fetch_sub(&h->workers_busy, 1); /* before the reply can reach the client, so stats never lag it */
         struct MHD_Connection *mc = c->mc;
         c->state = CALL_DONE;
         MHD_resume_connection(mc); /* from here on c belongs to the MHD thread */
@@ -347,8 +346,8 @@ static bool work_submit(wp_http *h, wp_call *c) {
     h->queue_tail = c;
     h->queue_depth++;
     h->in_work++;
-    pthread_cond_signal(&h->work_cv);
     pthread_mutex_unlock(&h->mu);
+    pthread_cond_signal(&h->work_cv); /* after the unlock: the woken worker does not wait for our lock */
     return true;
 }
 
@@ -900,6 +899,6 @@ void wp_http_stats_get(wp_http *h, wp_http_stats *out) {
     out->closed_peer_limit = gs.peer_refused;
     pthread_mutex_lock(&h->mu);
     out->queue_depth = h->queue_depth;
-    out->workers_busy = h->workers_busy;
+    out->workers_busy = atomic_load(&h->workers_busy);
     pthread_mutex_unlock(&h->mu);
 }
