@@ -33,74 +33,65 @@ static void labeled_counter(FILE *f, const char *name, const char *help, const c
     for (int i = 0; i < n; i++) fprintf(f, "%s{%s=\"%s\"} %llu\n", name, label, values[i], counts[i]);
 }
 
-void wp_api_metrics(void *appv, const wp_req *req, wp_resp *resp) {
-    wp_app *app = appv;
-    (void)req;
-    wp_cache_stats cs;
-    wp_cache_stats_get(app->cache, &cs);
-    wp_http_stats hs = {0};
-    if (app->http) wp_http_stats_get(app->http, &hs);
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    if (!f) {
-        wp_err e;
-        WP_FAIL(&e, 500, "no_memory", "", "out of memory");
-        wp_resp_error(resp, &e);
-        return;
-    }
+/* One counter or gauge without labels; f is the section's output. */
 #define C(name, help, v)                                                                                               \
     fprintf(f, "# HELP " name " " help "\n# TYPE " name " counter\n" name " %llu\n", (unsigned long long)(v))
 #define G(name, help, v)                                                                                               \
     fprintf(f, "# HELP " name " " help "\n# TYPE " name " gauge\n" name " %llu\n", (unsigned long long)(v))
-    C("warpd_http_requests_total", "HTTP requests received.", hs.requests);
+
+/* Requests, responses, the work queue and the transport (http.c, conn_guard.h). */
+static void write_http(FILE *f, const wp_http_stats *hs) {
+    C("warpd_http_requests_total", "HTTP requests received.", hs->requests);
     static const char *const classes[] = {"2xx", "4xx", "5xx"};
-    const unsigned long long by_class[] = {hs.responses_2xx, hs.responses_4xx, hs.responses_5xx};
+    const unsigned long long by_class[] = {hs->responses_2xx, hs->responses_4xx, hs->responses_5xx};
     labeled_counter(f, "warpd_http_responses_total", "HTTP responses by status class.", "class", classes, by_class, 3);
-    C("warpd_http_rejected_busy_total", "Requests refused with 503 because the work queue was full.", hs.rejected_busy);
+    C("warpd_http_rejected_busy_total", "Requests refused with 503 because the work queue was full.",
+      hs->rejected_busy);
     C("warpd_http_answered_inline_total", "Requests that could defer to a worker but were answered on the HTTP thread.",
-      hs.answered_inline);
+      hs->answered_inline);
     C("warpd_http_deferred_total", "Requests that could be answered on the HTTP thread but went to a worker.",
-      hs.deferred);
-    C("warpd_http_streamed_bodies_total", "Raw bodies streamed to the device as they arrived.", hs.streamed);
-    C("warpd_http_streamed_bytes_total", "Bytes of raw bodies streamed to the device.", hs.streamed_bytes);
-    G("warpd_queue_depth", "Requests waiting for a worker.", hs.queue_depth);
-    G("warpd_workers_busy", "Workers running a request.", hs.workers_busy);
-    G("warpd_http_connections", "Open HTTP connections.", hs.connections); /* transport (conn_guard.h) */
-    G("warpd_http_max_connections", "Open connections before the oldest idle ones are closed.", hs.max_connections);
-    fprintf(f, "# HELP warpd_http_connections_closed_total Connections the server closed: headers not complete in "
-               "time, the peer gone, idle and making room, or past one peer's share.\n# TYPE "
-               "warpd_http_connections_closed_total counter\n");
-    fprintf(f, "warpd_http_connections_closed_total{reason=\"header_timeout\"} %llu\n",
-            (unsigned long long)hs.closed_header_timeout);
-    fprintf(f, "warpd_http_connections_closed_total{reason=\"peer_gone\"} %llu\n",
-            (unsigned long long)hs.closed_peer_gone);
-    fprintf(f, "warpd_http_connections_closed_total{reason=\"evicted\"} %llu\n", (unsigned long long)hs.closed_evicted);
-    fprintf(f, "warpd_http_connections_closed_total{reason=\"peer_limit\"} %llu\n",
-            (unsigned long long)hs.closed_peer_limit);
-    fprintf(f, "# HELP warpd_cache_hits_total Kernel cache hits by tier.\n# TYPE warpd_cache_hits_total counter\n");
-    fprintf(f, "warpd_cache_hits_total{tier=\"memory\"} %llu\n", (unsigned long long)cs.hits_memory);
-    fprintf(f, "warpd_cache_hits_total{tier=\"disk\"} %llu\n", (unsigned long long)cs.hits_disk);
-    C("warpd_cache_misses_total", "Kernel cache misses.", cs.misses);
-    C("warpd_compiles_total", "NVRTC compiles.", cs.compiles);
-    C("warpd_compile_failures_total", "NVRTC compiles that failed.", cs.compile_failures);
-    C("warpd_cache_evictions_total", "Entries evicted from the memory cache.", cs.evictions);
-    C("warpd_cache_corrupt_files_total", "Disk cache files found corrupt and removed.", cs.corrupt_files);
+      hs->deferred);
+    C("warpd_http_streamed_bodies_total", "Raw bodies streamed to the device as they arrived.", hs->streamed);
+    C("warpd_http_streamed_bytes_total", "Bytes of raw bodies streamed to the device.", hs->streamed_bytes);
+    G("warpd_queue_depth", "Requests waiting for a worker.", hs->queue_depth);
+    G("warpd_workers_busy", "Workers running a request.", hs->workers_busy);
+    G("warpd_http_connections", "Open HTTP connections.", hs->connections);
+    G("warpd_http_max_connections", "Open connections before the oldest idle ones are closed.", hs->max_connections);
+    static const char *const reasons[] = {"header_timeout", "peer_gone", "evicted", "peer_limit"};
+    const unsigned long long by_reason[] = {hs->closed_header_timeout, hs->closed_peer_gone, hs->closed_evicted,
+                                            hs->closed_peer_limit};
+    labeled_counter(f, "warpd_http_connections_closed_total",
+                    "Connections the server closed: headers not complete in time, the peer gone, idle and making "
+                    "room, or past one peer's share.",
+                    "reason", reasons, by_reason, 4);
+}
+
+/* The kernel cache, memory and disk (cache.c, cache_disk.c, api_cache.c). */
+static void write_cache(FILE *f, const wp_cache_stats *cs) {
+    static const char *const tiers[] = {"memory", "disk"};
+    const unsigned long long hits[] = {cs->hits_memory, cs->hits_disk};
+    labeled_counter(f, "warpd_cache_hits_total", "Kernel cache hits by tier.", "tier", tiers, hits, 2);
+    C("warpd_cache_misses_total", "Kernel cache misses.", cs->misses);
+    C("warpd_compiles_total", "NVRTC compiles.", cs->compiles);
+    C("warpd_compile_failures_total", "NVRTC compiles that failed.", cs->compile_failures);
+    C("warpd_cache_evictions_total", "Entries evicted from the memory cache.", cs->evictions);
+    C("warpd_cache_corrupt_files_total", "Disk cache files found corrupt and removed.", cs->corrupt_files);
     C("warpd_cache_stale_tmp_removed_total", "Temp files of crashed cache writers removed at start.",
-      cs.stale_tmp_removed);
-    G("warpd_cache_entries", "Entries in the memory cache.", cs.entries);
-    G("warpd_cache_bytes", "Bytes in the memory cache.", cs.bytes);
-    /* Disk cache and cache control (--cache-disk-max, /v1/cache): api_cache.c, cache_disk.c. */
-    G("warpd_cache_disk_entries", "Files in the disk cache, as this process last counted them.", cs.disk_entries);
-    G("warpd_cache_disk_bytes", "Bytes of the disk cache's files, as this process last counted them.", cs.disk_bytes);
-    G("warpd_cache_disk_max_bytes", "The disk cache cap (--cache-disk-max; 0: none).", cs.disk_cap_bytes);
+      cs->stale_tmp_removed);
+    G("warpd_cache_entries", "Entries in the memory cache.", cs->entries);
+    G("warpd_cache_bytes", "Bytes in the memory cache.", cs->bytes);
+    G("warpd_cache_disk_entries", "Files in the disk cache, as this process last counted them.", cs->disk_entries);
+    G("warpd_cache_disk_bytes", "Bytes of the disk cache's files, as this process last counted them.", cs->disk_bytes);
+    G("warpd_cache_disk_max_bytes", "The disk cache cap (--cache-disk-max; 0: none).", cs->disk_cap_bytes);
     C("warpd_cache_disk_evictions_total", "Disk cache files removed to stay under --cache-disk-max.",
-      cs.disk_evictions);
-    fprintf(f, "# HELP warpd_cache_removed_total Cache entries removed by DELETE /v1/cache, by tier.\n"
-               "# TYPE warpd_cache_removed_total counter\n");
-    fprintf(f, "warpd_cache_removed_total{tier=\"memory\"} %llu\n", (unsigned long long)cs.removed);
-    fprintf(f, "warpd_cache_removed_total{tier=\"disk\"} %llu\n", (unsigned long long)cs.disk_removed);
-    C("warpd_warp_runs_total", "Warp primitive runs.", atomic_load(&app->warp_runs));
+      cs->disk_evictions);
+    const unsigned long long removed[] = {cs->removed, cs->disk_removed};
+    labeled_counter(f, "warpd_cache_removed_total", "Cache entries removed by DELETE /v1/cache, by tier.", "tier",
+                    tiers, removed, 2);
+}
+
+/* Async jobs (jobs.c) and device-resident buffers (buffers.c). */
+static void write_jobs_buffers(FILE *f, wp_app *app) {
     wp_jobs_stats js;
     wp_jobs_stats_get(app->jobs, &js);
     G("warpd_jobs_queue_depth", "Async jobs waiting for a job worker.", js.queued);
@@ -127,7 +118,10 @@ void wp_api_metrics(void *appv, const wp_req *req, wp_resp *resp) {
     G("warpd_buffer_quota_bytes", "The buffer quota (--buffer-quota).", bs.quota);
     C("warpd_buffers_expired_total", "Buffers freed after their TTL.", bs.expired);
     C("warpd_buffers_rejected_quota_total", "Buffer uploads refused with 507 (quota).", bs.rejected_quota);
-    /* dynamic batching (batch.h) */
+}
+
+/* Dynamic batching (batch.h), compiles running, background builds (bgbuild.h). */
+static void write_engine(FILE *f, wp_app *app) {
     if (app->batcher) {
         wp_batch_stats bst;
         wp_batcher_stats(app->batcher, &bst);
@@ -150,7 +144,6 @@ void wp_api_metrics(void *appv, const wp_req *req, wp_resp *resp) {
         wp_jit_compiling(app->jit, &now, &most);
         G("warpd_compiles_running", "NVRTC programs compiling now (at most --compile-threads).", now);
     }
-    /* kernels built in the background for batches (bgbuild.h) */
     if (app->bgbuild) {
         wp_bgbuild_stats bg;
         wp_bgbuild_stats_get(app->bgbuild, &bg);
@@ -161,8 +154,34 @@ void wp_api_metrics(void *appv, const wp_req *req, wp_resp *resp) {
                         by_outcome, 3);
         G("warpd_background_builds_queued", "Background builds waiting or running now.", bg.queued);
     }
+}
 #undef C
 #undef G
+
+void wp_api_metrics(void *appv, const wp_req *req, wp_resp *resp) {
+    wp_app *app = appv;
+    (void)req;
+    wp_cache_stats cs;
+    wp_cache_stats_get(app->cache, &cs);
+    wp_http_stats hs = {0};
+    if (app->http) wp_http_stats_get(app->http, &hs);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) {
+        wp_err e;
+        WP_FAIL(&e, 500, "no_memory", "", "out of memory");
+        wp_resp_error(resp, &e);
+        return;
+    }
+    write_http(f, &hs);
+    write_cache(f, &cs);
+    fprintf(f,
+            "# HELP warpd_warp_runs_total Warp primitive runs.\n# TYPE warpd_warp_runs_total counter\n"
+            "warpd_warp_runs_total %llu\n",
+            (unsigned long long)atomic_load(&app->warp_runs));
+    write_jobs_buffers(f, app);
+    write_engine(f, app);
     write_registry(app, f);
     fclose(f);
     resp->status = 200;
