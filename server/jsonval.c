@@ -248,9 +248,12 @@ bool wp_json_find_top_key(const char *s, size_t n, const char *key, const char *
             continue;
         }
         size_t start = ++i;
-        bool escaped = false;
+        bool escaped = false; /* an escape, or a NUL byte (cJSON's name ends there): cJSON decides */
         while (i < n && s[i] != '"') {
-            if (s[i] == '\\') escaped = true, i++;
+            if (s[i] == '\\')
+                escaped = true, i++;
+            else if (!s[i])
+                escaped = true;
             i++;
         }
         if (i >= n) return false;

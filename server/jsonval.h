@@ -25,7 +25,8 @@ int wp_json_string_to_bits(const char *s, wp_type t, const char *field, uint64_t
 /* The value of the first key `key` of the top-level object, found without parsing: *value_at is the
  * offset of its first byte. When `hint` is given, the string value of the first key `hint` that comes
  * before `key` is copied to hint_value ("" when there is none, or it is not a short plain string).
- * false: no such key, or a key with an escape sequence before it (cJSON would decode that name). */
+ * false: no such key, or a key with an escape sequence or a NUL byte before it (cJSON would decode that
+ * name, or end it at the NUL). */
 bool wp_json_find_top_key(const char *text, size_t n, const char *key, const char *hint, size_t *value_at,
                           char *hint_value, size_t hint_cap);
 

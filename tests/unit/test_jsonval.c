@@ -434,6 +434,11 @@ static void test_find_top_key(void) {
     find("{\"data\"", false, "", "");
     find("{\"data\":", true, "", "");
     find("{\"a\":{}}, {\"data\":[1]}", false, "", "");
+    /* a NUL byte in a name: cJSON's name ends there ("data"), so this walk declines (found by fuzz_data) */
+    static const char nul_key[] = "{\"data\0\0\0\x80type\":\"u64\",\"op\":\"or\",\"data\":[]}";
+    size_t at = 0;
+    char hint[16];
+    CHECK(!wp_json_find_top_key(nul_key, sizeof nul_key - 1, "data", "type", &at, hint, sizeof hint));
 }
 
 static void test_halves(void) {
