@@ -155,8 +155,6 @@ static void write_engine(FILE *f, wp_app *app) {
         G("warpd_background_builds_queued", "Background builds waiting or running now.", bg.queued);
     }
 }
-#undef C
-#undef G
 
 void wp_api_metrics(void *appv, const wp_req *req, wp_resp *resp) {
     wp_app *app = appv;
@@ -176,10 +174,7 @@ void wp_api_metrics(void *appv, const wp_req *req, wp_resp *resp) {
     }
     write_http(f, &hs);
     write_cache(f, &cs);
-    fprintf(f,
-            "# HELP warpd_warp_runs_total Warp primitive runs.\n# TYPE warpd_warp_runs_total counter\n"
-            "warpd_warp_runs_total %llu\n",
-            (unsigned long long)atomic_load(&app->warp_runs));
+    C("warpd_warp_runs_total", "Warp primitive runs.", atomic_load(&app->warp_runs));
     write_jobs_buffers(f, app);
     write_engine(f, app);
     write_registry(app, f);
@@ -189,3 +184,5 @@ void wp_api_metrics(void *appv, const wp_req *req, wp_resp *resp) {
     resp->body_len = len;
     resp->content_type = WP_METRICS_CONTENT_TYPE;
 }
+#undef C
+#undef G

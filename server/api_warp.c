@@ -328,9 +328,7 @@ static cJSON *build_lanes(const wp_spec *s, const warp_input *w, const warp_outp
             any_def |= ok;
             if (!ok && all) first_why = (wp_why)emu->why[k0 + e], all = false;
         }
-        uint8_t why[WP_MAX_ELEMS];
-        for (int e = 0; e < elems; e++) why[e] = emu->why[k0 + e];
-        lane_values(&l[OUT], elems, &val->out[k0], why, s, false);
+        lane_values(&l[OUT], elems, &val->out[k0], &emu->why[k0], s, false);
         list_lit(&l[DEF], all ? "true" : "false");
         if (all)
             list_lit(&l[WHY], "null");

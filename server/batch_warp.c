@@ -31,8 +31,11 @@ static int whole_warps(int n) { return (n + 31) / 32 * 32; }
 
 /* The host image of a batch: each job on whole warps of its own, from its first lane (warp_grid.h). */
 static void image_fill(unsigned char *h, const wp_warp_layout *l, warp_item *const *items, int n) {
-    for (int i = 0, lane = 0; i < n; lane += whole_warps(items[i]->job->n), i++)
-        wp_warp_image_put(h, l, items[i]->job, lane, whole_warps(items[i]->job->n));
+    for (int i = 0, lane = 0; i < n; i++) {
+        const int lanes = whole_warps(items[i]->job->n);
+        wp_warp_image_put(h, l, items[i]->job, lane, lanes);
+        lane += lanes;
+    }
 }
 
 /* One upload, one launch, one download for every job; their results copied out of the image. */

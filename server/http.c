@@ -740,12 +740,10 @@ static void start_daemons(wp_http *h, const struct sockaddr_storage *addr0, wp_e
         return;
     }
     struct sockaddr_storage addr = *addr0;
-    if (reuse && h->cfg.port &&
-        wp_listen_probe(&addr, addr.ss_family, h->cfg.port, h->cfg.host ? h->cfg.host : "", err))
-        return;
+    if (reuse && h->cfg.port && wp_listen_probe(&addr, h->cfg.host ? h->cfg.host : "", err)) return;
+    const unsigned pool = reuse || h->cfg.threads <= 1 ? 0u : (unsigned)h->cfg.threads; /* a pool of one is none */
     for (int i = 0; i < n; i++) {
         h->quiesced_fd[i] = MHD_INVALID_SOCKET;
-        unsigned pool = reuse || h->cfg.threads <= 1 ? 0u : (unsigned)h->cfg.threads; /* a pool of one is none */
         if (!(h->daemons[i] = start_daemon(h, &addr, pool, reuse, err))) {
             while (i > 0) MHD_stop_daemon(h->daemons[--i]);
             return;
@@ -897,8 +895,8 @@ void wp_http_stats_get(wp_http *h, wp_http_stats *out) {
     out->closed_peer_gone = gs.peer_gone;
     out->closed_evicted = gs.evicted;
     out->closed_peer_limit = gs.peer_refused;
+    out->workers_busy = atomic_load(&h->workers_busy);
     pthread_mutex_lock(&h->mu);
     out->queue_depth = h->queue_depth;
-    out->workers_busy = atomic_load(&h->workers_busy);
     pthread_mutex_unlock(&h->mu);
 }

@@ -111,35 +111,10 @@ static void put_string(out_buf *b, const char *s) {
         while (*u > 31 && *u != '"' && *u != '\\') u++;
         put(b, (const char *)run, (size_t)(u - run));
         if (!*u) break;
-        char e[6] = {'\\', 0};
-        size_t en = 2;
-        switch (*u) {
-        case '"':
-            e[1] = '"';
-            break;
-        case '\\':
-            e[1] = '\\';
-            break;
-        case '\b':
-            e[1] = 'b';
-            break;
-        case '\f':
-            e[1] = 'f';
-            break;
-        case '\n':
-            e[1] = 'n';
-            break;
-        case '\r':
-            e[1] = 'r';
-            break;
-        case '\t':
-            e[1] = 't';
-            break;
-        default:
-            e[1] = 'u', e[2] = '0', e[3] = '0', e[4] = hex[*u >> 4], e[5] = hex[*u & 15];
-            en = 6;
-        }
-        put(b, e, en);
+        static const char shortened[] = "\"\\\b\f\n\r\t", as[] = "\"\\bfnrt"; /* cJSON's two-byte escapes */
+        const char *k = memchr(shortened, *u, sizeof shortened - 1);
+        char e[6] = {'\\', k ? as[k - shortened] : 'u', '0', '0', hex[*u >> 4], hex[*u & 15]};
+        put(b, e, k ? 2 : 6);
         u++;
     }
     putc_(b, '"');

@@ -95,13 +95,17 @@ char *wp_listen_read_pem(const char *flag, const char *path, const char *expect,
     return text;
 }
 
-int wp_listen_probe(const void *addr, int family, int port, const char *host, wp_err *err) {
-    socklen_t len = family == AF_INET6 ? (socklen_t)sizeof(struct sockaddr_in6) : (socklen_t)sizeof(struct sockaddr_in);
+int wp_listen_probe(const struct sockaddr_storage *addr, const char *host, wp_err *err) {
+    const int family = addr->ss_family;
+    const bool v6 = family == AF_INET6;
+    socklen_t len = v6 ? (socklen_t)sizeof(struct sockaddr_in6) : (socklen_t)sizeof(struct sockaddr_in);
+    int port =
+        ntohs(v6 ? ((const struct sockaddr_in6 *)addr)->sin6_port : ((const struct sockaddr_in *)addr)->sin_port);
     int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return 0; /* cannot tell: the listeners' own binds decide */
     int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one); /* as libmicrohttpd binds: TIME_WAIT is no owner */
-    if (family == AF_INET6) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+    if (v6) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
     int rc = bind(fd, (const struct sockaddr *)addr, len);
     int e = errno;
     close(fd);

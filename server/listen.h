@@ -4,6 +4,7 @@
 #ifndef WP_LISTEN_H
 #define WP_LISTEN_H
 
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include "common.h"
@@ -20,8 +21,8 @@ void wp_listen_unix_remove(const char *path, ino_t ino);
 /* Before host:port is shared by listeners on SO_REUSEPORT sockets (http.c): a plain bind of addr (a
  * sockaddr_in or sockaddr_in6 with a port other than 0), closed again, says whether the port is free —
  * a port held by another process (even one of this user with SO_REUSEPORT) must still fail to start.
- * 0 when free; else -1 with err (500 listen_failed, the system's reason). */
-int wp_listen_probe(const void *addr, int family, int port, const char *host, wp_err *err);
+ * 0 when free; else -1 with err (500 listen_failed naming host, the port and the system's reason). */
+int wp_listen_probe(const struct sockaddr_storage *addr, const char *host, wp_err *err);
 
 /* Reads a PEM file given with a flag ("--tls-cert"); errors name the flag and the file. malloc'd text. */
 char *wp_listen_read_pem(const char *flag, const char *path, const char *expect, wp_err *err);
