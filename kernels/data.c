@@ -31,6 +31,20 @@ wp_type wp_data_acc_type(const wp_spec *s) {
     return s->type;
 }
 
+wp_type wp_data_kernel_type(const wp_spec *s) {
+    if (!(s->family->flags & WP_F_OP)) return s->type;
+    switch (s->op.kind) {
+    case WP_OP_SUM:
+    case WP_OP_PROD:
+    case WP_OP_AND:
+    case WP_OP_OR:
+    case WP_OP_XOR:
+        return s->type == WP_I32 ? WP_U32 : s->type == WP_I64 ? WP_U64 : s->type;
+    default:
+        return s->type;
+    }
+}
+
 bool wp_data_deterministic(const wp_spec *s) {
     if (s->data.strategy != WP_STRAT_ATOMIC) return true;
     /* Integer builtins are associative and commutative bit for bit: any order gives the same. */

@@ -49,6 +49,11 @@ int wp_strategy_parse(const char *s);
 
 /* The accumulator type of a data spec: f16/bf16 accumulate in f32 unless native; others in themselves. */
 wp_type wp_data_acc_type(const struct wp_spec *s);
+/* The element type a data kernel is instantiated for. A signed integer spec whose builtin operator
+ * gives the same bits on the unsigned twin (sum, prod, and, or, xor: wp_ops.cuh computes them in the
+ * unsigned type, wrapping) runs the unsigned kernel, so i32 and u32 (i64 and u64) share one compile
+ * and one cache entry; min, max and expressions keep their own. */
+wp_type wp_data_kernel_type(const struct wp_spec *s);
 /* Whether the strategy's result depends on timing (atomic with a float or an expression). */
 bool wp_data_deterministic(const struct wp_spec *s);
 

@@ -82,6 +82,8 @@ typedef struct {
     int cost_ms;    /* estimated NVRTC time beyond the program's front end */
     int program_ms; /* estimated front end */
     uint64_t group; /* wp_jit_group_id; 0: compiles alone */
+    uint8_t key[32];
+    bool same_as_prev; /* in batch.order, the spec before it has its kernel (an i32 and a u32 sum) */
     wp_spec spec;
 } planned;
 
@@ -112,12 +114,11 @@ static cJSON *error_json(const wp_err *e, int index) {
 static void plan_one(batch *b, int i) {
     planned *pl = &b->plan[i];
     wp_err err = {0};
-    uint8_t key[32];
     if (!cJSON_IsObject(b->items[i])) return;
     pl->parsed = true; /* freed at the end, whether it parsed or not */
     if (wp_spec_from_json(b->items[i], b->app->arch, &pl->spec, &err)) return;
-    if (!pl->spec.family->template_file || wp_jit_key(b->app->jit, &pl->spec, key, NULL, 0, &err)) return;
-    pl->cold = !wp_cache_contains(b->app->cache, key);
+    if (!pl->spec.family->template_file || wp_jit_key(b->app->jit, &pl->spec, pl->key, NULL, 0, &err)) return;
+    pl->cold = !wp_cache_contains(b->app->cache, pl->key);
     if (!pl->cold) return; /* a cache read: costs next to nothing */
     uint32_t flags = pl->spec.family->flags;
     bool fp16 = pl->spec.type == WP_F16 || pl->spec.type == WP_BF16;
@@ -129,6 +130,10 @@ static void plan_one(batch *b, int i) {
 static int by_group(const void *a, const void *b, void *plan) {
     const planned *x = &((const planned *)plan)[*(const int *)a], *y = &((const planned *)plan)[*(const int *)b];
     if (x->group != y->group) return x->group < y->group ? -1 : 1;
+    if (x->group && x->cold && y->cold) { /* specs of one kernel side by side */
+        int c = memcmp(x->key, y->key, sizeof x->key);
+        if (c) return c;
+    }
     return *(const int *)a - *(const int *)b;
 }
 
@@ -145,13 +150,26 @@ static void plan_tasks(batch *b) {
         b->order[i] = i;
     }
     qsort_r(b->order, (size_t)b->n, sizeof *b->order, by_group, b->plan);
+    for (int k = 1; k < b->n; k++) {
+        const planned *x = &b->plan[b->order[k - 1]];
+        planned *y = &b->plan[b->order[k]];
+        y->same_as_prev =
+            x->group && x->cold && y->group == x->group && y->cold && !memcmp(x->key, y->key, sizeof x->key);
+    }
+    /* A spec whose kernel the one before it compiles costs nothing and stays in that task: it reads
+     * the kernel from the memory cache after it (tasks run whole in one worker). */
     for (int k = 0; k < b->n;) {
         const planned *first = &b->plan[b->order[k]];
         int len = 1, cost = first->program_ms + first->cost_ms;
-        while (first->group && len < BATCH_MAX_CHUNK && k + len < b->n &&
-               b->plan[b->order[k + len]].group == first->group &&
-               cost + b->plan[b->order[k + len]].cost_ms <= BATCH_TASK_CAP_MS)
-            cost += b->plan[b->order[k + len++]].cost_ms;
+        while (first->group && len < BATCH_MAX_CHUNK && k + len < b->n) {
+            const planned *next = &b->plan[b->order[k + len]];
+            if (next->group != first->group) break;
+            if (!next->same_as_prev) {
+                if (cost + next->cost_ms > BATCH_TASK_CAP_MS) break;
+                cost += next->cost_ms;
+            }
+            len++;
+        }
         b->tasks[b->n_tasks++] = (task){k, len, cost};
         k += len;
     }
@@ -159,14 +177,17 @@ static void plan_tasks(batch *b) {
 }
 
 /* One spec: its answer or its error into results[i]. */
-static void run_spec(batch *b, int i, wp_artifact *prebuilt) {
+static void run_spec(batch *b, int i, wp_artifact *prebuilt, bool again) {
     wp_err err = {0};
     cJSON *out = NULL;
     if (atomic_load(&b->p->stop))
         WP_FAIL(&err, 503, "stopped", "", "the batch was stopped before this spec");
     else if (wp_compile_spec(b->app, b->items[i], prebuilt, &out, &err) == 0 && out) {
         const cJSON *cache = cJSON_GetObjectItemCaseSensitive(out, "cache");
-        if (cJSON_IsString(cache) && !strcmp(cache->valuestring, "compile")) atomic_fetch_add(&b->p->compiled, 1);
+        if (cJSON_IsString(cache) && !strcmp(cache->valuestring, "compile"))
+            atomic_fetch_add(&b->p->compiled, 1);
+        else if (again)
+            atomic_fetch_add(&b->p->shared, 1);
     }
     if (!out) {
         out = error_json(&err, i);
@@ -182,15 +203,19 @@ static void run_spec(batch *b, int i, wp_artifact *prebuilt) {
 
 static void run_task(batch *b, const task *t) {
     uint64_t t0 = wp_now_ns();
-    wp_artifact arts[BATCH_MAX_CHUNK] = {0};
+    wp_artifact arts[BATCH_MAX_CHUNK] = {0}, none = {0};
     const wp_spec *specs[BATCH_MAX_CHUNK];
-    for (int k = 0; k < t->n; k++) specs[k] = &b->plan[b->order[t->first + k]].spec;
+    int n = 0; /* the distinct kernels, each once in the program */
+    for (int k = 0; k < t->n; k++)
+        if (k == 0 || !b->plan[b->order[t->first + k]].same_as_prev) specs[n++] = &b->plan[b->order[t->first + k]].spec;
     wp_err err = {0};
-    if (t->n > 1 && !atomic_load(&b->p->stop) && wp_jit_compile_group(b->app->jit, specs, t->n, arts, &err))
+    if (n > 1 && !atomic_load(&b->p->stop) && wp_jit_compile_group(b->app->jit, specs, n, arts, &err))
         memset(arts, 0, sizeof arts); /* each compiles alone below */
-    for (int k = 0; k < t->n; k++) {
-        run_spec(b, b->order[t->first + k], &arts[k]);
-        wp_artifact_free(&arts[k]); /* what the cache did not take (it had the kernel already) */
+    for (int k = 0, a = -1; k < t->n; k++) {
+        const bool again = k > 0 && b->plan[b->order[t->first + k]].same_as_prev;
+        if (!again) a++;
+        run_spec(b, b->order[t->first + k], again ? &none : &arts[a], again);
+        if (!again) wp_artifact_free(&arts[a]); /* what the cache did not take (it had the kernel already) */
     }
     wp_log(WP_LOG_DEBUG, "prewarm: %d %s spec(s) (estimated %d ms) took %.0f ms in process %d", t->n,
            specs[0]->family ? specs[0]->family->name : "?", t->cost_ms, wp_ms_since(t0), (int)getpid());
@@ -266,6 +291,7 @@ void wp_api_compile_many(wp_app *app, const cJSON *body, wp_resp *resp) {
     cJSON_AddNumberToObject(o, "ok", p.total - atomic_load(&p.failed));
     cJSON_AddNumberToObject(o, "failed", atomic_load(&p.failed));
     cJSON_AddNumberToObject(o, "compiled", atomic_load(&p.compiled));
+    cJSON_AddNumberToObject(o, "shared", atomic_load(&p.shared));
     cJSON_AddNumberToObject(o, "elapsed_ms", wp_ms_since(t0));
     cJSON_AddItemToObject(o, "results", results);
     wp_resp_json(resp, 200, o);
@@ -441,8 +467,10 @@ int wp_prewarm_run_and_exit(wp_app *app, cJSON *doc, int workers) {
                 p->total);
         failed += p->total - done;
     }
-    printf("warpd: prewarm: %d specs, %d compiled, %d already cached, %d failed in %.2f s on %d processes\n", p->total,
-           compiled, done - atomic_load(&p->failed) - compiled, failed, secs, workers);
+    const int shared = atomic_load(&p->shared);
+    printf("warpd: prewarm: %d specs, %d compiled, %d already cached, %d failed, %d sharing a kernel compiled here, in "
+           "%.2f s on %d processes\n",
+           p->total, compiled, done - atomic_load(&p->failed) - compiled - shared, failed, shared, secs, workers);
     fflush(stdout);
     munmap(p, sizeof *p);
     return failed ? 1 : 0;

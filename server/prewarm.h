@@ -24,6 +24,7 @@ const cJSON *wp_prewarm_specs(const cJSON *doc, wp_err *err);
 typedef struct {
     int total;
     atomic_int done, failed, compiled; /* done counts failed ones; compiled: built by NVRTC (not cached) */
+    atomic_int shared;                 /* served by a kernel another spec of the batch compiled (i32 and u32 sum) */
     atomic_bool stop;
     atomic_int next_task; /* internal: the next task to hand out (shared by the processes of --exit) */
 } wp_batch_progress;

@@ -253,7 +253,8 @@ int wp_spec_copy(wp_spec *dst, const wp_spec *src) {
     return 0;
 }
 
-/* device_reduce/f16/op=sum/shfl_down/b256/acc=native/sm_90: what a data kernel bakes in. */
+/* device_reduce/f16/op=sum/shfl_down/b256/acc=native/sm_90: what a data kernel bakes in (the kernel's
+ * type: an i32 sum names u32, wp_data_kernel_type). */
 static int data_key_text(const wp_spec *s, char *buf, size_t n) {
     const wp_family *f = s->family;
     char op[sizeof s->op.text + 8] = "", width[16] = "", variant[24] = "";
@@ -261,7 +262,7 @@ static int data_key_text(const wp_spec *s, char *buf, size_t n) {
     if (f->flags & WP_F_WIDTH_GROUP) snprintf(width, sizeof width, "/w%d", s->width);
     if (f->flags & WP_F_SCAN) snprintf(variant, sizeof variant, "/%s", s->data.exclusive ? "exclusive" : "inclusive");
     if (f->flags & WP_F_RADIUS) snprintf(variant, sizeof variant, "/r%d", s->data.radius);
-    int len = snprintf(buf, n, "%s/%s%s%s/%s/b%d%s%s/%s%s", f->name, wp_type_name(s->type), width, op,
+    int len = snprintf(buf, n, "%s/%s%s%s/%s/b%d%s%s/%s%s", f->name, wp_type_name(wp_data_kernel_type(s)), width, op,
                        wp_strategy_name(s->data.strategy), s->data.block, s->data.native ? "/acc=native" : "", variant,
                        s->arch, s->data.batched ? "/batch" : "");
     return (len < 0 || (size_t)len >= n) ? -1 : len;
@@ -270,7 +271,8 @@ static int data_key_text(const wp_spec *s, char *buf, size_t n) {
 /* kernel<T, A, WIDTH, BLOCK, STRAT, VARIANT, Op>: one shape for every data kernel. */
 static int data_name_expr(const wp_spec *s, char *buf, size_t n, char *prelude, size_t pn) {
     const wp_family *f = s->family;
-    wp_type acc = wp_data_acc_type(s);
+    const wp_type t = wp_data_kernel_type(s); /* i32 sum runs the u32 kernel: the same bits */
+    const wp_type acc = wp_data_acc_type(s) == s->type ? t : wp_data_acc_type(s);
     char op_type[128];
     if (f->flags & WP_F_OP) {
         if (wp_op_cxx(&s->op, acc, op_type, sizeof op_type, prelude, pn)) return -1;
@@ -278,9 +280,8 @@ static int data_name_expr(const wp_spec *s, char *buf, size_t n, char *prelude, 
         snprintf(op_type, sizeof op_type, "wp_op_sum<%s>", wp_type_cxx(acc));
     }
     int variant = (f->flags & WP_F_SCAN) ? s->data.exclusive : s->data.radius;
-    int len =
-        snprintf(buf, n, "%s%s<%s, %s, %d, %d, %d, %d, %s >", f->kernel, s->data.batched ? "_batch" : "",
-                 wp_type_cxx(s->type), wp_type_cxx(acc), s->width, s->data.block, s->data.strategy, variant, op_type);
+    int len = snprintf(buf, n, "%s%s<%s, %s, %d, %d, %d, %d, %s >", f->kernel, s->data.batched ? "_batch" : "",
+                       wp_type_cxx(t), wp_type_cxx(acc), s->width, s->data.block, s->data.strategy, variant, op_type);
     return (len < 0 || (size_t)len >= n) ? -1 : 0;
 }
 

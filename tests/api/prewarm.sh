@@ -3,7 +3,8 @@
 #  1. warpd --prewarm FILE --exit fills an empty cache directory (one file per spec) and exits 0; a
 #     set with a bad spec exits 1 (the good ones still compiled); an unreadable file exits 2. Its
 #     tasks (--log-level debug) cover every spec once, a device_scan alone, warp primitives of one
-#     template together; --arch picks the target; the user's GLIBC_TUNABLES stand.
+#     template together; an i64 and a u64 sum share one kernel (one compile, one file); --arch picks
+#     the target; the user's GLIBC_TUNABLES stand.
 #  2. a daemon started on that directory finds every spec on disk ("cache":"disk").
 #  3. --prewarm in the background: GET /v1/ready answers 503 "warming" with its progress, then 200.
 #  4. prewarm/default.json is what prewarm/make_default.py makes from GET /v1/families.
@@ -56,13 +57,16 @@ import json, sys
 specs = [{"family": f, "type": t, "width": 32} for f in ["shfl", "shfl_up"] for t in ["i32", "u32", "f32", "f64", "i64"]]
 specs += [{"family": "device_scan", "type": t, "op": "sum"} for t in ["i32", "f32"]]
 specs += [{"family": "device_reduce", "type": t, "op": "max"} for t in ["i32", "u32"]]
+specs += [{"family": "device_reduce", "type": t, "op": "sum"} for t in ["u64", "i64"]]  # one kernel: the same bits
 json.dump({"specs": specs}, open(sys.argv[1], "w"))
 PY
 "$bin" --backend emu --arch sm_80 --log-level debug --cache-dir "$tmp/c3" --prewarm "$tmp/mix.json" --exit \
   --compile-threads 2 >"$tmp/out" 2>"$tmp/err"; rc=$?
-check '[ $rc -eq 0 ] && grep -q "14 specs, 14 compiled" "$tmp/out"' "mixed set exited $rc: $(cat "$tmp/out" "$tmp/err")"
+check '[ $rc -eq 0 ] && grep -q "16 specs, 15 compiled, 0 already cached, 0 failed, 1 sharing a kernel" "$tmp/out"' \
+  "mixed set exited $rc: $(cat "$tmp/out" "$tmp/err")"
 sed -n 's/.*prewarm: \([0-9]*\) \([a-z_]*\) spec(s) (estimated \([0-9]*\) ms).*/\1 \2 \3/p' "$tmp/err" >"$tmp/tasks"
-check '[ "$(awk "{n += \$1} END {print n}" "$tmp/tasks")" -eq 14 ]' "tasks cover every spec once: $(cat "$tmp/tasks")"
+check '[ "$(awk "{n += \$1} END {print n}" "$tmp/tasks")" -eq 16 ]' "tasks cover every spec once: $(cat "$tmp/tasks")"
+check '[ "$(find "$tmp/c3" -name "*.wpk" | wc -l)" -eq 15 ]' "i64 and u64 sum share one cache file: $(find "$tmp/c3" -name '*.wpk' | wc -l) files"
 check '! grep -q "^[2-9] device_scan" "$tmp/tasks"' "a device_scan compiles alone: $(cat "$tmp/tasks")"
 check '[ "$(grep -c " shfl" "$tmp/tasks")" -lt 5 ]' "warp primitives of one template share programs: $(cat "$tmp/tasks")"
 check 'grep -q "sm_80" "$tmp/c3"/*/*.wpk' "--arch sm_80 is the target of --exit"

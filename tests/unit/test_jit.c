@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "kernels/data.h"
 #include "server/cache.h"
 #include "server/jit.h"
 #include "server/sha256.h"
@@ -131,18 +132,31 @@ static void test_all_families(wp_jit *jit, wp_spec *specs, int n) {
 /* ---- keys ---- */
 
 static void test_keys(wp_jit *jit, const wp_spec *specs, int n) {
-    T_CASE("keys: distinct specs, distinct keys");
+    T_CASE("keys: distinct kernels, distinct keys; an i32 and a u32 sum, one kernel");
     uint8_t(*keys)[32] = calloc((size_t)n, 32);
-    int dup = 0;
+    char(*texts)[256] = calloc((size_t)n, 256);
+    int clash = 0, shared = 0;
     for (int i = 0; i < n; i++) {
-        char text[256], want[256];
+        char want[256];
         wp_err err = {0};
-        CHECK(wp_jit_key(jit, &specs[i], keys[i], text, sizeof text, &err) == 0);
+        CHECK(wp_jit_key(jit, &specs[i], keys[i], texts[i], 256, &err) == 0);
         wp_spec_key_text(&specs[i], want, sizeof want);
-        CHECK(strcmp(text, want) == 0);
-        for (int j = 0; j < i; j++) dup += memcmp(keys[i], keys[j], 32) == 0;
+        CHECK(strcmp(texts[i], want) == 0);
+        for (int j = 0; j < i; j++) {
+            const bool same = memcmp(keys[i], keys[j], 32) == 0;
+            clash += same != (strcmp(texts[i], texts[j]) == 0); /* the key text names the kernel */
+            if (same && specs[i].type != specs[j].type) {
+                shared++;
+                CHECKF((specs[i].family->flags & WP_F_DATA) &&
+                           wp_data_kernel_type(&specs[i]) == wp_data_kernel_type(&specs[j]) &&
+                           specs[i].op.kind != WP_OP_MIN && specs[i].op.kind != WP_OP_MAX,
+                       "%s and a %s spec share a kernel", texts[i], wp_type_name(specs[j].type));
+            }
+        }
     }
-    CHECK(dup == 0);
+    CHECK(clash == 0);
+    CHECKF(shared > 0, "no i32/u32 pair shared a kernel among %d specs", n);
+    free(texts);
 
     T_CASE("keys: equal specs, equal keys");
     for (int i = 0; i < n; i++) {

@@ -190,7 +190,7 @@ cases.append(scan("exclusive max scan with init", {"type": "i32", "op": "max", "
     {"data": [4] + [max([4] + xs[:i + 1]) for i in range(len(xs) - 1)]}))
 cases.append(scan("inclusive scan with init", {"type": "i32", "op": "sum", "init": 100, "data": xs}, {"data": [100 + p for p in pre]}))
 cases.append(scan("scan smem strategy", {"type": "i32", "op": "sum", "strategy": "smem", "data": xs},
-    {"data": pre, "strategy": "smem", "key": "device_scan/i32/op=sum/smem/b256/inclusive/sm_90"}))
+    {"data": pre, "strategy": "smem", "key": "device_scan/u32/op=sum/smem/b256/inclusive/sm_90"}))
 cases.append(scan("scan base64 in, base64 out", {"type": "f32", "op": "sum", "data_b64": b64("f", [1, 2, 3])},
     {"data_b64": b64("f", [1, 3, 6]), "data": {"$absent": True}}))
 cases.append(scan("scan JSON in, base64 out on request", {"type": "i32", "op": "sum", "data": [1, 2], "output": "b64"},
