@@ -232,7 +232,8 @@ static void no_wait_leader(void) {
 
 /* concurrency 2: two gated batches of one key run at once (one slot each), the third job waits for a
  * slot; when one batch ends, every job that waited forms the next batch in the freed slot, and no
- * more than two ever run together. With 40 more jobs and the gate open, each job runs once. */
+ * more than two ever run together. Then 40 more jobs with the gate open (started once the first four
+ * are done, or one might join the waiting pair's batch): each job runs once. */
 static void two_slots(void) {
     wp_batch_config cfg = {.window_us = 0, .max = 64, .concurrency = 2};
     wp_batcher *bt = wp_batcher_open(&cfg);
@@ -249,8 +250,9 @@ static void two_slots(void) {
         wait_waiting(bt, i - 1);
     }
     open_gate();
+    for (int i = 0; i < 4; i++) pthread_join(th[i], NULL); /* before more jobs: they would join the pair */
     for (int i = 4; i < 44; i++) start(&s[i], &th[i], bt, &owner, "k", i, false);
-    for (int i = 0; i < 44; i++) pthread_join(th[i], NULL);
+    for (int i = 4; i < 44; i++) pthread_join(th[i], NULL);
     CHECKF(s[0].size == 1 && s[1].size == 1 && s[0].p.ran_in != s[1].p.ran_in, "slots: sizes %d %d", s[0].size,
            s[1].size);
     CHECKF(s[2].size == 2 && s[3].size == 2 && s[2].p.ran_in == s[3].p.ran_in, "the waiting pair: sizes %d %d",
