@@ -4,11 +4,18 @@
 # line per run and a table of the medians (each round starts at a different variant). The old tree is OLD (a copy of an earlier commit, built
 # here too); variants are "name|env|binary|args" lines in VARIANTS (default: below).
 #   OLD=old bench/gpu_prewarm_run.sh [SET.json] [ROUNDS]
+#   OLD_PATCH=old.patch bench/gpu_prewarm_run.sh   (OLD made here: this tree with the patch reversed,
+#                                                   e.g. git diff OLD_COMMIT HEAD -- server kernels)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 set_file=${1:-prewarm/default.json}; rounds=${2:-3}
 . bench/gpu_env.sh
 OLD=${OLD:-}
+if [ -n "${OLD_PATCH:-}" ]; then
+  OLD=/tmp/warpd-old; rm -rf "$OLD"; mkdir -p "$OLD"
+  tar --exclude=./build --exclude=./.debs -cf - . | (cd "$OLD" && tar xf -)
+  (cd "$OLD" && patch -s -R -p1 <"$OLDPWD/$OLD_PATCH") || { echo "cannot reverse $OLD_PATCH"; exit 1; }
+fi
 make -j16 build/warpd >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 if [ -n "$OLD" ]; then (cd "$OLD" && make -j16 build/warpd >"$OUT/build-old.log" 2>&1) || { tail -30 "$OUT/build-old.log"; exit 1; }; fi
 echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'); commit ${WARPD_COMMIT:-?}; THP $(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null); load $(cut -d' ' -f1-3 /proc/loadavg)"
