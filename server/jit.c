@@ -417,6 +417,66 @@ static char *concat3(const char *a, const char *b, const char *c, size_t c_len) 
     return s;
 }
 
+/* The program text (the template, then the prelude: an expression's functor, which can then use
+ * whatever the template includes; name expressions are resolved at the end of the translation unit,
+ * so the order is free otherwise) into *source, and what a user is shown of it into out->source. */
+static int jit_source(const jit_inputs *in, char **source, wp_artifact *out) {
+    char prelude_line[64] = "";
+    if (in->prelude[0]) snprintf(prelude_line, sizeof prelude_line, "\n#line 1 \"op_prelude\"\n");
+    *source = concat3(in->tmpl->file.text, prelude_line, in->prelude, strlen(in->prelude));
+    char note[JIT_NAME_EXPR_MAX + 300];
+    snprintf(note, sizeof note, "// templates/%s, then:\n", in->tmpl->file.name);
+    char tail[JIT_NAME_EXPR_MAX + 64];
+    snprintf(tail, sizeof tail, "%s// instantiated as %s\n", in->prelude[0] ? "\n" : "", in->name_expr);
+    out->source = concat3(note, in->prelude, tail, strlen(tail));
+    return *source && out->source ? 0 : -1;
+}
+
+/* NVRTC from the program text to out's log, cubin, PTX and lowered name. *prog is the caller's to
+ * destroy; *step names the call that failed. */
+static nvrtcResult jit_build(wp_jit *j, const jit_inputs *in, const char *source, nvrtcProgram *prog, wp_artifact *out,
+                             const char **step) {
+    *step = "nvrtcCreateProgram";
+    nvrtcResult r =
+        nvrtcCreateProgram(prog, source, in->tmpl->file.name, j->n_headers, j->header_texts, j->header_names);
+    if (r == NVRTC_SUCCESS) {
+        *step = "nvrtcAddNameExpression";
+        r = nvrtcAddNameExpression(*prog, in->name_expr);
+    }
+    if (r == NVRTC_SUCCESS) {
+        *step = "nvrtcCompileProgram";
+        slot_take(j);
+        r = nvrtcCompileProgram(*prog, in->n_opts, in->opts);
+        slot_give(j);
+        out->log = program_log(*prog);
+    }
+    const char *lowered = NULL;
+    if (r == NVRTC_SUCCESS) {
+        *step = "nvrtcGetLoweredName";
+        r = nvrtcGetLoweredName(*prog, in->name_expr, &lowered); /* owned by prog */
+    }
+    if (r == NVRTC_SUCCESS) {
+        *step = "nvrtcGetCUBIN";
+        r = nvrtcGetCUBINSize(*prog, &out->cubin_len);
+        if (r == NVRTC_SUCCESS && out->cubin_len == 0) r = NVRTC_ERROR_INVALID_PROGRAM; /* a virtual arch */
+        if (r == NVRTC_SUCCESS && !(out->cubin = malloc(out->cubin_len))) r = NVRTC_ERROR_OUT_OF_MEMORY;
+        if (r == NVRTC_SUCCESS) r = nvrtcGetCUBIN(*prog, (char *)out->cubin);
+    }
+    if (r == NVRTC_SUCCESS) {
+        /* NVRTC keeps the PTX of a real-arch compile too; it is small, so always keep it. */
+        size_t ptx_len = 0;
+        if (nvrtcGetPTXSize(*prog, &ptx_len) == NVRTC_SUCCESS && ptx_len > 1 && (out->ptx = malloc(ptx_len)) &&
+            nvrtcGetPTX(*prog, out->ptx) != NVRTC_SUCCESS) {
+            free(out->ptx);
+            out->ptx = NULL;
+        }
+        out->lowered = strdup(lowered);
+        if (!out->log) out->log = strdup("");
+        if (!out->lowered || !out->log) r = NVRTC_ERROR_OUT_OF_MEMORY;
+    }
+    return r;
+}
+
 int wp_jit_compile(wp_jit *j, const wp_spec *s, wp_artifact *out, char **log_out, wp_err *err) {
     uint64_t t0 = wp_now_ns();
     memset(out, 0, sizeof *out);
@@ -428,65 +488,16 @@ int wp_jit_compile(wp_jit *j, const wp_spec *s, wp_artifact *out, char **log_out
         free(in);
         return -1;
     }
-
-    /* The template comes first and the prelude (an expression's functor) after it, so the functor
-     * can use whatever the template includes (wp_ops.cuh helpers, __half); name expressions are
-     * resolved at the end of the translation unit, so the order is free otherwise. */
-    char prelude_line[64] = "";
-    if (in->prelude[0]) snprintf(prelude_line, sizeof prelude_line, "\n#line 1 \"op_prelude\"\n");
-    char *source = concat3(in->tmpl->file.text, prelude_line, in->prelude, strlen(in->prelude));
-    char note[JIT_NAME_EXPR_MAX + 300];
-    snprintf(note, sizeof note, "// templates/%s, then:\n", in->tmpl->file.name);
-    char tail[JIT_NAME_EXPR_MAX + 64];
-    snprintf(tail, sizeof tail, "%s// instantiated as %s\n", in->prelude[0] ? "\n" : "", in->name_expr);
-    out->source = concat3(note, in->prelude, tail, strlen(tail));
-    if (!source || !out->source) {
+    char *source = NULL;
+    if (jit_source(in, &source, out)) {
         free(source);
         free(in);
         wp_artifact_free(out);
         return WP_FAIL(err, 500, "out_of_memory", "", "out of memory compiling");
     }
-
     nvrtcProgram prog = NULL;
-    const char *step = "nvrtcCreateProgram";
-    nvrtcResult r =
-        nvrtcCreateProgram(&prog, source, in->tmpl->file.name, j->n_headers, j->header_texts, j->header_names);
-    if (r == NVRTC_SUCCESS) {
-        step = "nvrtcAddNameExpression";
-        r = nvrtcAddNameExpression(prog, in->name_expr);
-    }
-    if (r == NVRTC_SUCCESS) {
-        step = "nvrtcCompileProgram";
-        slot_take(j);
-        r = nvrtcCompileProgram(prog, in->n_opts, in->opts);
-        slot_give(j);
-        out->log = program_log(prog);
-    }
-    const char *lowered = NULL;
-    if (r == NVRTC_SUCCESS) {
-        step = "nvrtcGetLoweredName";
-        r = nvrtcGetLoweredName(prog, in->name_expr, &lowered); /* owned by prog */
-    }
-    if (r == NVRTC_SUCCESS) {
-        step = "nvrtcGetCUBIN";
-        r = nvrtcGetCUBINSize(prog, &out->cubin_len);
-        if (r == NVRTC_SUCCESS && out->cubin_len == 0) r = NVRTC_ERROR_INVALID_PROGRAM; /* a virtual arch */
-        if (r == NVRTC_SUCCESS && !(out->cubin = malloc(out->cubin_len))) r = NVRTC_ERROR_OUT_OF_MEMORY;
-        if (r == NVRTC_SUCCESS) r = nvrtcGetCUBIN(prog, (char *)out->cubin);
-    }
-    if (r == NVRTC_SUCCESS) {
-        /* NVRTC keeps the PTX of a real-arch compile too; it is small, so always keep it. */
-        size_t ptx_len = 0;
-        if (nvrtcGetPTXSize(prog, &ptx_len) == NVRTC_SUCCESS && ptx_len > 1 && (out->ptx = malloc(ptx_len)) &&
-            nvrtcGetPTX(prog, out->ptx) != NVRTC_SUCCESS) {
-            free(out->ptx);
-            out->ptx = NULL;
-        }
-        out->lowered = strdup(lowered);
-        if (!out->log) out->log = strdup("");
-        if (!out->lowered || !out->log) r = NVRTC_ERROR_OUT_OF_MEMORY;
-    }
-
+    const char *step = "";
+    nvrtcResult r = jit_build(j, in, source, &prog, out, &step);
     int rc = 0;
     if (r != NVRTC_SUCCESS) {
         char excerpt[JIT_ERR_LOG_MAX];

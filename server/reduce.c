@@ -285,6 +285,42 @@ int wp_reduce_run(struct wp_app *app, wp_backend *b, const wp_reduce_job *job, w
     return rc;
 }
 
+/* The kernel (its key and timings into res): from the cache or compiled, on cuda and on emu with
+ * compile_on_emu; else the key alone. 0, 1 when only memory may be asked and it is not there, -1. */
+static int reduce_kernel(struct wp_app *app, wp_backend *b, const wp_spec *s, const wp_reduce_job *job, bool emu,
+                         wp_reduce_result *res, wp_ready_kernel *rk, wp_err *err) {
+    if (emu && !job->compile_on_emu) {
+        wp_err key_err = {0};
+        fill_key(app, s, res, &key_err);
+        return 0;
+    }
+    int got = job->memory_only ? wp_app_kernel_peek(app, s, b, rk, err) : wp_app_kernel_get(app, s, b, rk, err);
+    if (got) return got < 0 ? -1 : 1;
+    memcpy(res->key_text, rk->key_text, sizeof res->key_text);
+    memcpy(res->hash, rk->hash, sizeof res->hash);
+    res->source = rk->source;
+    res->compiled = true;
+    res->key_us = rk->key_us, res->cache_us = rk->cache_us, res->compile_ms = rk->compile_ms,
+    res->load_us = rk->load_us;
+    return 0;
+}
+
+/* An array result's buffer: the job's (checked) or a new one the result owns. */
+static int reduce_output(wp_backend *b, const wp_reduce_job *job, const wp_data_plan *plan, wp_type t,
+                         wp_reduce_result *res, wp_err *err) {
+    res->out_count = plan->out_bytes / wp_type_size(t);
+    if (job->out) {
+        res->out = job->out;
+        if (wp_buf_size(job->out) < plan->out_bytes || wp_buf_backend(job->out) != b)
+            return WP_FAIL(err, 400, "bad_output", "output", "the output buffer needs %zu bytes on %s", plan->out_bytes,
+                           wp_backend_name(b));
+        return 0;
+    }
+    if (!(res->out = wp_buf_alloc(b, plan->out_bytes, err))) return -1;
+    res->out_owned = true;
+    return 0;
+}
+
 static int reduce_run(struct wp_app *app, wp_backend *b, const wp_reduce_job *job, wp_reduce_result *res, wp_err *err) {
     memset(res, 0, sizeof *res);
     res->index = -1;
@@ -320,35 +356,11 @@ static int reduce_run(struct wp_app *app, wp_backend *b, const wp_reduce_job *jo
     if (f->flags & WP_F_RADIUS) default_weights(job, acc, s->data.radius, p.weights);
 
     wp_ready_kernel rk = {0};
-    if (!emu || job->compile_on_emu) {
-        int got = job->memory_only ? wp_app_kernel_peek(app, s, b, &rk, err) : wp_app_kernel_get(app, s, b, &rk, err);
-        if (got) return got < 0 ? -1 : 1;
-        memcpy(res->key_text, rk.key_text, sizeof res->key_text);
-        memcpy(res->hash, rk.hash, sizeof res->hash);
-        res->source = rk.source;
-        res->compiled = true;
-        res->key_us = rk.key_us, res->cache_us = rk.cache_us, res->compile_ms = rk.compile_ms,
-        res->load_us = rk.load_us;
-    } else {
-        wp_err key_err = {0};
-        fill_key(app, s, res, &key_err);
-    }
+    int got = reduce_kernel(app, b, s, job, emu, res, &rk, err);
+    if (got) return got;
 
     bool one_value = f->data_out == WP_DATA_VALUE || f->data_out == WP_DATA_ARG;
-    int rc = 0;
-    if (!one_value) {
-        res->out_count = plan.out_bytes / wp_type_size(t);
-        if (job->out) {
-            if (wp_buf_size(job->out) < plan.out_bytes || wp_buf_backend(job->out) != b)
-                rc = WP_FAIL(err, 400, "bad_output", "output", "the output buffer needs %zu bytes on %s",
-                             plan.out_bytes, wp_backend_name(b));
-            res->out = job->out;
-        } else if ((res->out = wp_buf_alloc(b, plan.out_bytes, err)) != NULL) {
-            res->out_owned = true;
-        } else {
-            rc = -1;
-        }
-    }
+    int rc = one_value ? 0 : reduce_output(b, job, &plan, t, res, err);
     uint8_t result[16] = {0};
     if (rc == 0 && plan.grid > 0) {
         p.in = job->in ? wp_buf_addr(job->in) : 0;
