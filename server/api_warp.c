@@ -392,12 +392,73 @@ static int refuse_data_family(const cJSON *body, wp_err *err) {
     return 0;
 }
 
+/* A warp job's runs: on cuda the emulator's (which lanes are defined) and the device's (batched);
+ * elsewhere the emulator's alone, batched. */
+typedef struct {
+    warp_output emu, dev;
+    wp_run_timing emu_t, dev_t;
+    bool on_cuda; /* emu devices (--emu-devices) are all the emulator */
+    int batch_size;
+} warp_runs;
+
+static int warp_run(wp_app *app, wp_backend *be, const wp_spec *spec, const warp_input *w, const wp_ready_kernel *rk,
+                    bool may_defer, warp_runs *r, wp_err *err) {
+    if (output_alloc(&r->emu, w->n, w->elems) || output_alloc(&r->dev, w->n, w->elems))
+        return WP_FAIL(err, 500, "no_memory", "", "out of memory");
+    r->on_cuda = !wp_backend_on_host(be);
+    r->batch_size = 1;
+    if (r->on_cuda
+            ? wp_backend_run_warp(app->emu, NULL, spec, &w->job, &r->emu.r, &r->emu_t, err)
+            : wp_batch_run_warp(app, be, NULL, spec, &w->job, &r->emu.r, &r->emu_t, may_defer, &r->batch_size, err))
+        return -1;
+    if (r->on_cuda &&
+        wp_batch_run_warp(app, be, rk->fn, spec, &w->job, &r->dev.r, &r->dev_t, may_defer, &r->batch_size, err))
+        return -1;
+    atomic_fetch_add(&app->warp_runs, 1);
+    wp_metrics_observe_kernel(app->metrics, spec->family->name, wp_backend_name(be),
+                              (r->on_cuda ? r->dev_t.kernel_us : r->emu_t.kernel_us) / 1e6);
+    return 0;
+}
+
+/* The 200 answer: the lanes, the spec, where it ran, the kernel, the batch and the timings. */
+static cJSON *warp_answer(const wp_spec *spec, const warp_input *w, const warp_runs *r, wp_backend *be,
+                          const wp_ready_kernel *rk, double parse_us, uint64_t t_start_ns) {
+    cJSON *o = build_lanes(spec, w, r->on_cuda ? &r->dev : &r->emu, &r->emu);
+    add_spec_fields(o, spec);
+    cJSON_AddNumberToObject(o, "lanes", w->n);
+    if (w->elems > 1) cJSON_AddNumberToObject(o, "elems", w->elems);
+    cJSON_AddStringToObject(o, "backend", wp_backend_name(be));
+    const wp_device_info di = *wp_backend_facts(be);
+    cJSON_AddStringToObject(o, "device", di.name);
+    if (rk->kernel) {
+        cJSON_AddStringToObject(o, "key", rk->key_text);
+        cJSON_AddStringToObject(o, "hash", rk->hash);
+        cJSON_AddStringToObject(o, "cache", wp_source_name(rk->source));
+    } else {
+        cJSON_AddStringToObject(o, "cache", "none");
+    }
+    cJSON_AddNumberToObject(cJSON_AddObjectToObject(o, "batch"), "size", r->batch_size);
+    cJSON *t = cJSON_AddObjectToObject(o, "timing");
+    const wp_run_timing *rt = r->on_cuda ? &r->dev_t : &r->emu_t;
+    cJSON_AddNumberToObject(t, "parse_us", parse_us);
+    cJSON_AddNumberToObject(t, "key_us", rk->key_us);
+    cJSON_AddNumberToObject(t, "cache_us", rk->cache_us);
+    cJSON_AddNumberToObject(t, "compile_ms", rk->compile_ms);
+    cJSON_AddNumberToObject(t, "load_us", rk->load_us);
+    cJSON_AddNumberToObject(t, "upload_us", rt->upload_us);
+    cJSON_AddNumberToObject(t, "kernel_us", rt->kernel_us);
+    cJSON_AddNumberToObject(t, "download_us", rt->download_us);
+    cJSON_AddNumberToObject(t, "emulate_us", r->emu_t.kernel_us);
+    cJSON_AddNumberToObject(t, "total_us", wp_us_since(t_start_ns));
+    return o;
+}
+
 void wp_api_warp(void *appv, const wp_req *req, wp_resp *resp) {
     wp_app *app = appv;
     wp_err err = {0};
     wp_spec spec = {0};
     warp_input w = {0};
-    warp_output emu = {0}, dev = {0};
+    warp_runs runs = {0};
     wp_ready_kernel rk = {0};
     cJSON *body = wp_app_parse_body(app, req, &err);
     wp_backend *be = NULL;
@@ -418,50 +479,8 @@ void wp_api_warp(void *appv, const wp_req *req, wp_resp *resp) {
             goto fail;
         }
     }
-    if (output_alloc(&emu, w.n, w.elems) || output_alloc(&dev, w.n, w.elems)) {
-        WP_FAIL(&err, 500, "no_memory", "", "out of memory");
-        goto fail;
-    }
-    wp_run_timing emu_t = {0}, dev_t = {0};
-    bool on_cuda = !wp_backend_on_host(be); /* emu devices (--emu-devices) are all the emulator */
-    int batch_size = 1; /* the emulator's run says which lanes are defined; the backend's run is batched */
-    if (on_cuda ? wp_backend_run_warp(app->emu, NULL, &spec, &w.job, &emu.r, &emu_t, &err)
-                : wp_batch_run_warp(app, be, NULL, &spec, &w.job, &emu.r, &emu_t, req->may_defer, &batch_size, &err))
-        goto fail;
-    if (on_cuda && wp_batch_run_warp(app, be, rk.fn, &spec, &w.job, &dev.r, &dev_t, req->may_defer, &batch_size, &err))
-        goto fail;
-    atomic_fetch_add(&app->warp_runs, 1);
-    wp_metrics_observe_kernel(app->metrics, spec.family->name, wp_backend_name(be),
-                              (on_cuda ? dev_t.kernel_us : emu_t.kernel_us) / 1e6);
-
-    cJSON *o = build_lanes(&spec, &w, on_cuda ? &dev : &emu, &emu);
-    add_spec_fields(o, &spec);
-    cJSON_AddNumberToObject(o, "lanes", w.n);
-    if (w.elems > 1) cJSON_AddNumberToObject(o, "elems", w.elems);
-    cJSON_AddStringToObject(o, "backend", wp_backend_name(be));
-    const wp_device_info di = *wp_backend_facts(be);
-    cJSON_AddStringToObject(o, "device", di.name);
-    if (rk.kernel) {
-        cJSON_AddStringToObject(o, "key", rk.key_text);
-        cJSON_AddStringToObject(o, "hash", rk.hash);
-        cJSON_AddStringToObject(o, "cache", wp_source_name(rk.source));
-    } else {
-        cJSON_AddStringToObject(o, "cache", "none");
-    }
-    cJSON_AddNumberToObject(cJSON_AddObjectToObject(o, "batch"), "size", batch_size);
-    cJSON *t = cJSON_AddObjectToObject(o, "timing");
-    wp_run_timing *rt = on_cuda ? &dev_t : &emu_t;
-    cJSON_AddNumberToObject(t, "parse_us", parse_us);
-    cJSON_AddNumberToObject(t, "key_us", rk.key_us);
-    cJSON_AddNumberToObject(t, "cache_us", rk.cache_us);
-    cJSON_AddNumberToObject(t, "compile_ms", rk.compile_ms);
-    cJSON_AddNumberToObject(t, "load_us", rk.load_us);
-    cJSON_AddNumberToObject(t, "upload_us", rt->upload_us);
-    cJSON_AddNumberToObject(t, "kernel_us", rt->kernel_us);
-    cJSON_AddNumberToObject(t, "download_us", rt->download_us);
-    cJSON_AddNumberToObject(t, "emulate_us", emu_t.kernel_us);
-    cJSON_AddNumberToObject(t, "total_us", wp_us_since(req->t_start_ns));
-    wp_resp_json(resp, 200, o);
+    if (warp_run(app, be, &spec, &w, &rk, req->may_defer, &runs, &err)) goto fail;
+    wp_resp_json(resp, 200, warp_answer(&spec, &w, &runs, be, &rk, parse_us, req->t_start_ns));
     wp_resp_note_kernel(resp, wp_backend_name(be), rk.kernel ? wp_source_name(rk.source) : "none", spec.family->name,
                         rk.kernel ? rk.hash : NULL);
     goto done;
@@ -469,8 +488,8 @@ fail:
     wp_resp_error(resp, &err);
 done:
     wp_app_kernel_put(app, &rk);
-    output_free(&emu);
-    output_free(&dev);
+    output_free(&runs.emu);
+    output_free(&runs.dev);
     input_free(&w);
     wp_spec_free(&spec);
     cJSON_Delete(body);
