@@ -66,8 +66,10 @@ start() { # flags...
   for _ in $(seq 200); do curl -sf "$base/v1/ready" >/dev/null && break; sleep 0.05; done
   curl -s -o /dev/null -H 'Content-Type: application/json' -d '{"type":"f32","op":"sum","data":[1,2,3]}' "$base/v1/reduce"  # compile: cached from here
   curl -s -o /dev/null -H 'Content-Type: application/json' -d '{"family":"shfl_xor","type":"i32","width":32,"args":{"lane_mask":1},"input":{"iota":32}}' "$base/v1/warp"
-  # the reduce's _batch kernel is built in the background after its first request (bgbuild.c): wait
-  # for it, so a cell measures the cached engine (a build that never comes just times out here)
+  # the _batch kernels are built in the background once batches ask for them (bgbuild.c): a second
+  # of 16 connections on each route asks, then wait for the builds, so no cell measures a compile
+  # beside its requests (a build that never comes just times out here)
+  for r in reduce warp; do "$WRK" -t2 -c16 -d1s -s "$tmp/$r.lua" "$base/v1/$r" >/dev/null 2>&1; done
   for _ in $(seq 100); do
     curl -s "$base/metrics" >"$tmp/m"
     grep -q '^warpd_background_builds_queued [1-9]' "$tmp/m" || break # built, none asked (--batch-max 1), or an older build
