@@ -91,9 +91,10 @@ cell() { # engine endpoint conns
 
 if [ "${SKIP_WRK:-0}" != 1 ]; then
 batch_flag=()
-"$BUILD/warpd" --help | grep -q -- '--batch-max' && batch_flag=(--batch-max 1)
+help=$("$BUILD/warpd" --help 2>&1) # not `--help | grep -q`: under pipefail grep's early exit is warpd's SIGPIPE
+[[ $help == *--batch-max* ]] && batch_flag=(--batch-max 1)
 printf "%-7s %-7s %5s %12s %10s %10s %8s\n" engine route conns "req/s" p50 p99 non2xx
-inline_always=(--inline-gpu); "$BUILD/warpd" --help | grep -q -- '--inline-gpu MODE' && inline_always=(--inline-gpu always)
+inline_always=(--inline-gpu); [[ $help == *"--inline-gpu MODE"* ]] && inline_always=(--inline-gpu always)
 for engine in ${ENGINES:-new never win100 inline today}; do
   case $engine in
     new) start ;;
