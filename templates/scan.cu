@@ -110,11 +110,33 @@ template <typename A> struct wp_tile_status<A, false> {
     }
 };
 
+/* Builtin operators on integers are associative and commutative bit for bit (wrapping arithmetic,
+ * min/max, bitwise): for them a look-back combines the aggregates it holds as a warp tree, which gives
+ * the left fold's bits whatever the order. Floats and expressions keep the left fold. */
+template <typename A> struct wp_int_acc { static constexpr bool value = false; };
+template <> struct wp_int_acc<int> { static constexpr bool value = true; };
+template <> struct wp_int_acc<unsigned> { static constexpr bool value = true; };
+template <> struct wp_int_acc<long long> { static constexpr bool value = true; };
+template <> struct wp_int_acc<unsigned long long> { static constexpr bool value = true; };
+template <class Op> struct wp_tree_exact { static constexpr bool value = false; };
+#define WP_TREE_EXACT(NAME)                                                                                            \
+    template <typename A> struct wp_tree_exact<NAME<A>> { static constexpr bool value = wp_int_acc<A>::value; };
+WP_TREE_EXACT(wp_op_sum)
+WP_TREE_EXACT(wp_op_prod)
+WP_TREE_EXACT(wp_op_min)
+WP_TREE_EXACT(wp_op_max)
+WP_TREE_EXACT(wp_op_and)
+WP_TREE_EXACT(wp_op_or)
+WP_TREE_EXACT(wp_op_xor)
+#undef WP_TREE_EXACT
+
 /* Run by one whole warp for a tile > 0 that has published its aggregate; returns P_tile-1 in every
  * lane. A window is the W = 32 * K tiles below `top` (lane l, slot k: distance 32k + l). It waits
  * until the window holds a prefix with every tile nearer than it published, or every tile published
  * and no prefix: then it stashes the aggregates and moves one window back. Every lane folds the same
- * values in the same order (shared-memory broadcasts): P_j, then A_j+1 .. A_tile-1. */
+ * values in the same order (shared-memory broadcasts): P_j, then A_j+1 .. A_tile-1. With an exact
+ * operator (wp_tree_exact) the A's are combined as a warp tree instead: the same bits, and a quarter
+ * less NVRTC time for the kernel than the unrolled fold (bench/RESULTS.md). */
 template <typename A, class Op>
 WP_DEV A wp_scan_lookback(const wp_data_params &p, unsigned long long tile, Op op, A *stash) {
     typedef wp_tile_status<A> status;
@@ -168,6 +190,31 @@ WP_DEV A wp_scan_lookback(const wp_data_params &p, unsigned long long tile, Op o
         __syncwarp();
         if (dp >= 0) {
             A acc = s[dp];
+            if constexpr (wp_tree_exact<Op>::value) { /* this window's values nearer than dp, every stashed one */
+                A t = wp_zero<A>();
+                bool h = false;
+#pragma unroll
+                for (int k = 0; k < K; k++)
+                    if (32 * k + lane < dp) {
+                        t = h ? op(t, v[k]) : v[k];
+                        h = true;
+                    }
+                for (int w = win - 1; w >= 0; w--)
+#pragma unroll
+                    for (int k = 0; k < K; k++) {
+                        const A a = stash[w * W + 32 * k + lane];
+                        t = h ? op(t, a) : a;
+                        h = true;
+                    }
+#pragma unroll
+                for (int o = 16; o > 0; o >>= 1) {
+                    const A ot = wp_any_shfl_xor<32>(t, o);
+                    const bool oh = __shfl_xor_sync(WP_FULL_MASK, (int)h, o) != 0;
+                    if (oh) t = h ? op(t, ot) : ot;
+                    h = h || oh;
+                }
+                return h ? op(acc, t) : acc;
+            }
 #pragma unroll
             for (int k = K - 1; k >= 0; k--) {
                 if (32 * k < dp) {
