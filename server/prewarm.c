@@ -58,19 +58,20 @@ const cJSON *wp_prewarm_specs(const cJSON *doc, wp_err *err) {
  * primitive's cost but little of a data-parallel kernel's, whose optimizer and ptxas time grows with
  * the program (a program of 3 device_scan kernels took as long as the 3 alone). So each spec has an
  * estimated cost, a program takes specs of its group while their cost stays under BATCH_TASK_CAP_MS
- * (at most BATCH_MAX_CHUNK): device_scan compiles alone, device_reduce in pairs, warp primitives by
- * eight. The tasks are handed out longest first (LPT), from one counter that every worker (thread
- * or --exit process) takes from, so the last tasks are short ones. bench/RESULTS.md has the numbers.
- * Every spec then goes through wp_compile_spec with its prebuilt kernel, so the cache, the answer
- * and the errors are what a request per spec would give. */
+ * (at most BATCH_MAX_CHUNK): a float device_scan compiles alone, an integer one (its look-back a
+ * warp tree: cheaper) and device_reduce in pairs, warp primitives by eight. The tasks are handed out longest first
+ * (LPT), from one counter that every worker (thread or --exit process) takes from, so the last tasks are short ones.
+ * bench/RESULTS.md has the numbers. Every spec then goes through wp_compile_spec with its prebuilt kernel, so the
+ * cache, the answer and the errors are what a request per spec would give. */
 
 #define BATCH_MAX_CHUNK 8 /* a grouped entry keeps its program's whole cubin: this caps the disk it takes */
 #define BATCH_TASK_CAP_MS 400
-#define COST_PROGRAM_MS 45 /* front end of a template and its headers */
-#define COST_FP16_MS 25    /* cuda_fp16.h and cuda_bf16.h on top */
-#define COST_SCAN_MS 330   /* a device_scan kernel, beyond the front end */
-#define COST_DATA_MS 130   /* another data-parallel kernel (device_reduce) */
-#define COST_WARP_MS 15    /* a warp primitive */
+#define COST_PROGRAM_MS 45    /* front end of a template and its headers */
+#define COST_FP16_MS 25       /* cuda_fp16.h and cuda_bf16.h on top */
+#define COST_SCAN_MS 280      /* a device_scan kernel, beyond the front end */
+#define COST_SCAN_TREE_MS 150 /* one with a builtin integer operator (its look-back is a warp tree) */
+#define COST_DATA_MS 130      /* another data-parallel kernel (device_reduce) */
+#define COST_WARP_MS 15       /* a warp primitive */
 
 typedef struct {
     int first, n; /* a run of batch.order */
@@ -122,7 +123,10 @@ static void plan_one(batch *b, int i) {
     if (!pl->cold) return; /* a cache read: costs next to nothing */
     uint32_t flags = pl->spec.family->flags;
     bool fp16 = pl->spec.type == WP_F16 || pl->spec.type == WP_BF16;
-    pl->cost_ms = (flags & WP_F_SCAN) ? COST_SCAN_MS : (flags & WP_F_DATA) ? COST_DATA_MS : COST_WARP_MS;
+    const bool tree = wp_type_is_int(pl->spec.type) && pl->spec.op.kind != WP_OP_EXPR;
+    pl->cost_ms = (flags & WP_F_SCAN)   ? (tree ? COST_SCAN_TREE_MS : COST_SCAN_MS)
+                  : (flags & WP_F_DATA) ? COST_DATA_MS
+                                        : COST_WARP_MS;
     pl->program_ms = COST_PROGRAM_MS + (fp16 ? COST_FP16_MS : 0);
     pl->group = wp_jit_group_id(b->app->jit, &pl->spec);
 }

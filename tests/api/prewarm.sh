@@ -2,7 +2,7 @@
 # Prewarm tests against the sanitized daemon (prewarm.c):
 #  1. warpd --prewarm FILE --exit fills an empty cache directory (one file per spec) and exits 0; a
 #     set with a bad spec exits 1 (the good ones still compiled); an unreadable file exits 2. Its
-#     tasks (--log-level debug) cover every spec once, a device_scan alone, warp primitives of one
+#     tasks (--log-level debug) cover every spec once, a float device_scan alone, warp primitives of one
 #     template together; an i64 and a u64 sum share one kernel (one compile, one file); --arch picks
 #     the target; the user's GLIBC_TUNABLES stand.
 #  2. a daemon started on that directory finds every spec on disk ("cache":"disk").
@@ -67,7 +67,7 @@ check '[ $rc -eq 0 ] && grep -q "16 specs, 15 compiled, 0 already cached, 0 fail
 sed -n 's/.*prewarm: \([0-9]*\) \([a-z_]*\) spec(s) (estimated \([0-9]*\) ms).*/\1 \2 \3/p' "$tmp/err" >"$tmp/tasks"
 check '[ "$(awk "{n += \$1} END {print n}" "$tmp/tasks")" -eq 16 ]' "tasks cover every spec once: $(cat "$tmp/tasks")"
 check '[ "$(find "$tmp/c3" -name "*.wpk" | wc -l)" -eq 15 ]' "i64 and u64 sum share one cache file: $(find "$tmp/c3" -name '*.wpk' | wc -l) files"
-check '! grep -q "^[2-9] device_scan" "$tmp/tasks"' "a device_scan compiles alone: $(cat "$tmp/tasks")"
+check '! grep -q "^[2-9] device_scan" "$tmp/tasks"' "the float device_scan and the integer one compile apart: $(cat "$tmp/tasks")"
 check '[ "$(grep -c " shfl" "$tmp/tasks")" -lt 5 ]' "warp primitives of one template share programs: $(cat "$tmp/tasks")"
 check 'grep -q "sm_80" "$tmp/c3"/*/*.wpk' "--arch sm_80 is the target of --exit"
 check 'sanitizer_clean "$tmp/err"' "sanitizer: $(cat "$tmp/err")"
