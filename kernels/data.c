@@ -45,11 +45,9 @@ wp_type wp_data_kernel_type(const wp_spec *s) {
     }
 }
 
-bool wp_data_deterministic(const wp_spec *s) {
-    if (s->data.strategy != WP_STRAT_ATOMIC) return true;
-    /* Integer builtins are associative and commutative bit for bit: any order gives the same. */
-    return wp_type_is_int(s->type) && s->op.kind != WP_OP_EXPR;
-}
+bool wp_data_order_free(const wp_spec *s) { return wp_type_is_int(s->type) && s->op.kind != WP_OP_EXPR; }
+
+bool wp_data_deterministic(const wp_spec *s) { return s->data.strategy != WP_STRAT_ATOMIC || wp_data_order_free(s); }
 
 uint64_t wp_data_to_acc(wp_type t, wp_type acc, uint64_t bits) {
     if (t == acc) return bits;

@@ -54,7 +54,10 @@ wp_type wp_data_acc_type(const struct wp_spec *s);
  * unsigned type, wrapping) runs the unsigned kernel, so i32 and u32 (i64 and u64) share one compile
  * and one cache entry; min, max and expressions keep their own. */
 wp_type wp_data_kernel_type(const struct wp_spec *s);
-/* Whether the strategy's result depends on timing (atomic with a float or an expression). */
+/* Whether the operator gives the same bits in any order: integer builtins are associative and
+ * commutative bit for bit (wrapping arithmetic, min/max, bitwise); floats and expressions are not. */
+bool wp_data_order_free(const struct wp_spec *s);
+/* Whether the strategy's result is the same every run: not atomic, or an order-free operator. */
 bool wp_data_deterministic(const struct wp_spec *s);
 
 /* Host element <-> accumulator conversions (exact widening; rounding to nearest even back). */

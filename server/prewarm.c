@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../kernels/data.h"
 #include "app.h"
 #include "jsonval.h"
 #include "log.h"
@@ -59,10 +60,11 @@ const cJSON *wp_prewarm_specs(const cJSON *doc, wp_err *err) {
  * the program (a program of 3 device_scan kernels took as long as the 3 alone). So each spec has an
  * estimated cost, a program takes specs of its group while their cost stays under BATCH_TASK_CAP_MS
  * (at most BATCH_MAX_CHUNK): a float device_scan compiles alone, an integer one (its look-back a
- * warp tree: cheaper) and device_reduce in pairs, warp primitives by eight. The tasks are handed out longest first
- * (LPT), from one counter that every worker (thread or --exit process) takes from, so the last tasks are short ones.
- * bench/RESULTS.md has the numbers. Every spec then goes through wp_compile_spec with its prebuilt kernel, so the
- * cache, the answer and the errors are what a request per spec would give. */
+ * warp tree: cheaper) and device_reduce in pairs, warp primitives by eight. The tasks are handed
+ * out longest first (LPT), from one counter that every worker (thread or --exit process) takes
+ * from, so the last tasks are short ones. bench/RESULTS.md has the numbers. Every spec then goes
+ * through wp_compile_spec with its prebuilt kernel, so the cache, the answer and the errors are what
+ * a request per spec would give. */
 
 #define BATCH_MAX_CHUNK 8 /* a grouped entry keeps its program's whole cubin: this caps the disk it takes */
 #define BATCH_TASK_CAP_MS 400
@@ -82,7 +84,7 @@ typedef struct {
     bool parsed, cold;
     int cost_ms;    /* estimated NVRTC time beyond the program's front end */
     int program_ms; /* estimated front end */
-    uint64_t group; /* wp_jit_group_id; 0: compiles alone */
+    uint64_t group; /* wp_jit_group_id, for cold specs only; 0: compiles alone */
     uint8_t key[32];
     bool same_as_prev; /* in batch.order, the spec before it has its kernel (an i32 and a u32 sum) */
     wp_spec spec;
@@ -123,8 +125,7 @@ static void plan_one(batch *b, int i) {
     if (!pl->cold) return; /* a cache read: costs next to nothing */
     uint32_t flags = pl->spec.family->flags;
     bool fp16 = pl->spec.type == WP_F16 || pl->spec.type == WP_BF16;
-    const bool tree = wp_type_is_int(pl->spec.type) && pl->spec.op.kind != WP_OP_EXPR;
-    pl->cost_ms = (flags & WP_F_SCAN)   ? (tree ? COST_SCAN_TREE_MS : COST_SCAN_MS)
+    pl->cost_ms = (flags & WP_F_SCAN)   ? (wp_data_order_free(&pl->spec) ? COST_SCAN_TREE_MS : COST_SCAN_MS)
                   : (flags & WP_F_DATA) ? COST_DATA_MS
                                         : COST_WARP_MS;
     pl->program_ms = COST_PROGRAM_MS + (fp16 ? COST_FP16_MS : 0);
@@ -134,7 +135,7 @@ static void plan_one(batch *b, int i) {
 static int by_group(const void *a, const void *b, void *plan) {
     const planned *x = &((const planned *)plan)[*(const int *)a], *y = &((const planned *)plan)[*(const int *)b];
     if (x->group != y->group) return x->group < y->group ? -1 : 1;
-    if (x->group && x->cold && y->cold) { /* specs of one kernel side by side */
+    if (x->group) { /* specs of one kernel side by side */
         int c = memcmp(x->key, y->key, sizeof x->key);
         if (c) return c;
     }
@@ -157,8 +158,7 @@ static void plan_tasks(batch *b) {
     for (int k = 1; k < b->n; k++) {
         const planned *x = &b->plan[b->order[k - 1]];
         planned *y = &b->plan[b->order[k]];
-        y->same_as_prev =
-            x->group && x->cold && y->group == x->group && y->cold && !memcmp(x->key, y->key, sizeof x->key);
+        y->same_as_prev = x->group && y->group == x->group && !memcmp(x->key, y->key, sizeof x->key);
     }
     /* A spec whose kernel the one before it compiles costs nothing and stays in that task: it reads
      * the kernel from the memory cache after it (tasks run whole in one worker). */

@@ -271,8 +271,8 @@ static int data_key_text(const wp_spec *s, char *buf, size_t n) {
 /* kernel<T, A, WIDTH, BLOCK, STRAT, VARIANT, Op>: one shape for every data kernel. */
 static int data_name_expr(const wp_spec *s, char *buf, size_t n, char *prelude, size_t pn) {
     const wp_family *f = s->family;
-    const wp_type t = wp_data_kernel_type(s); /* i32 sum runs the u32 kernel: the same bits */
-    const wp_type acc = wp_data_acc_type(s) == s->type ? t : wp_data_acc_type(s);
+    const wp_type t = wp_data_kernel_type(s), acc_spec = wp_data_acc_type(s); /* i32 sum: the u32 kernel */
+    const wp_type acc = acc_spec == s->type ? t : acc_spec;
     char op_type[128];
     if (f->flags & WP_F_OP) {
         if (wp_op_cxx(&s->op, acc, op_type, sizeof op_type, prelude, pn)) return -1;
