@@ -81,6 +81,7 @@ $(BUILD)/bench/%: bench/%.cu $(BUILD)/bench/entry/reduce_entry.o $(BUILD)/libwar
 	$(NVCC) -std=c++17 -O2 -arch=sm_90 -Ibench -o $@ $< $(BUILD)/bench/entry/reduce_entry.o $(BUILD)/libwarpd.a $(NVCC_LDLIBS)
 
 $(BUILD)/bench/bench_launch: NVCC_LDLIBS += -lcuda # calls the Driver API's launches directly
+$(BUILD)/bench/bench_smalljob: NVCC_LDLIBS += -lcuda # submits through the Driver API, as warpd does
 
 # A stand-in CUDA driver (tests/mockcuda): the cuda backend's host paths without a GPU (tests/api/mockcuda.sh).
 MOCKCUDA  := $(BUILD)/mockcuda/libcuda.so.1

@@ -413,7 +413,7 @@ int main(int argc, char **argv) {
             double *kern = malloc((size_t)launches * sizeof *kern), *down = malloc((size_t)launches * sizeof *down);
             int failures = 0;
             for (int i = -100; i < launches; i++) { /* 100 warm-up launches */
-                wp_run_timing t;
+                wp_run_timing t = {0};              /* timed: the steps are what this measures */
                 uint64_t t0 = wp_now_ns();
                 if (wp_backend_run_warp(cuda, fn, &s, &job, &res, &t, &err)) failures++;
                 double us = wp_us_since(t0);

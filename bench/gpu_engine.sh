@@ -10,6 +10,7 @@
 #   today   — --streams-per-device 1 --inline-gpu always (and --batch-max 1 where the build has batching):
 #             one job on the device at a time, as before issue 9
 #   yield   — the defaults plus --gpu-wait yield (jobs poll their event and yield the CPU)
+#   prof    — the defaults, every request with "profile": true (timing events around each device step)
 #   emu     — --backend emu (ENGINES="... emu"): the same requests with no device, the HTTP side's ceiling
 #   L=F,V,… — a sweep: the defaults plus the flags F V … (commas for spaces), labelled L
 # and prints one table: req/s, p50 and p99 latency, non-2xx answers; then a 1 GiB buffer on device 0
@@ -57,6 +58,7 @@ wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
 wrk.body = '{"family":"shfl_xor","type":"i32","width":32,"args":{"lane_mask":1},"input":{"iota":32}}'
 EOF
+for r in reduce warp; do sed "s/}'\$/,\"profile\":true}'/" "$tmp/$r.lua" >"$tmp/${r}_prof.lua"; done
 
 start() { # flags...
   local port=$((20000 + RANDOM % 20000))
@@ -78,9 +80,9 @@ start() { # flags...
 }
 stop() { kill $pid 2>/dev/null; wait $pid 2>/dev/null; pid=; }
 
-cell() { # engine endpoint conns
+cell() { # engine endpoint conns [lua script name: default the endpoint's]
   local threads=$(( $3 < 8 ? $3 : 8 ))
-  "$WRK" -t"$threads" -c"$3" -d"${DURATION}s" --latency -s "$tmp/$2.lua" "$base/v1/$2" >"$tmp/wrk" 2>&1
+  "$WRK" -t"$threads" -c"$3" -d"${DURATION}s" --latency -s "$tmp/${4:-$2}.lua" "$base/v1/$2" >"$tmp/wrk" 2>&1
   local rps p50 p99 bad
   rps=$(awk '/^Requests\/sec/ {print $2}' "$tmp/wrk")
   p50=$(awk '$1=="50%" {print $2}' "$tmp/wrk")
@@ -103,6 +105,7 @@ for engine in ${ENGINES:-new never win100 inline today}; do
     inline) start "${inline_always[@]}" ;;
     today) start --streams-per-device 1 "${inline_always[@]}" "${batch_flag[@]}" ;;
     yield) start --gpu-wait yield ;;
+    prof) start ;; # the same daemon; its cells send the *_prof.lua bodies
     emu) start --backend emu ;; # the HTTP side's ceiling on this machine: no device at all
     *=*) # LABEL=FLAG,VALUE,...: a sweep, e.g. t8=--threads,8 or emu8=--backend,emu,--threads,8
       IFS=, read -r -a extra <<<"${engine#*=}"; engine=${engine%%=*}; start "${extra[@]}" ;;
@@ -110,7 +113,7 @@ for engine in ${ENGINES:-new never win100 inline today}; do
   esac
   curl -s "$base/v1/info" | python3 -c 'import json,sys; d=json.load(sys.stdin); print("#", d["backend"], d["device"]["name"])' 2>/dev/null
   for route in reduce warp; do
-    for c in ${CONNS:-1 16 64 256}; do cell $engine $route $c; done
+    for c in ${CONNS:-1 16 64 256}; do cell $engine $route $c "$([ $engine = prof ] && echo ${route}_prof)"; done
   done
   # how the engine ran them: jobs per batch, answered on the HTTP thread vs handed to a worker
   curl -s "$base/metrics" | awk '

@@ -29,19 +29,19 @@ static const char *const reduce_families[] = {"device_reduce",    "warp_reduce",
                                               "segmented_reduce", NULL};
 static const char *const scan_families[] = {"device_scan", "warp_scan", "block_scan", "stencil", NULL};
 
-static const char *const body_fields[] = {"family",     "type",      "op",        "strategy", "block",  "width",
-                                          "accumulate", "exclusive", "inclusive", "init",     "radius", "weights",
-                                          "offsets",    "backend",   "data",      "data_b64", "buffer", "generate",
-                                          "check",      "output",    "compile",   "count",    "device", NULL};
+static const char *const body_fields[] = {
+    "family", "type",   "op",      "strategy", "block",   "width",   "accumulate", "exclusive", "inclusive",
+    "init",   "radius", "weights", "offsets",  "backend", "data",    "data_b64",   "buffer",    "generate",
+    "check",  "output", "compile", "count",    "device",  "profile", NULL};
 
 /* Query arguments of a raw body, and how each becomes JSON. */
 static const struct {
     const char *name;
     char kind; /* 's' string, 'n' number, 'b' bool, 'v' a value (number when it reads as one) */
-} query_fields[] = {{"family", 's'},    {"type", 's'},   {"op", 's'},         {"strategy", 's'},
-                    {"block", 'n'},     {"width", 'n'},  {"accumulate", 's'}, {"exclusive", 'b'},
-                    {"inclusive", 'b'}, {"init", 'v'},   {"radius", 'n'},     {"backend", 's'},
-                    {"check", 'b'},     {"output", 's'}, {"compile", 'b'},    {"device", 'n'}};
+} query_fields[] = {{"family", 's'}, {"type", 's'},       {"op", 's'},        {"strategy", 's'},  {"block", 'n'},
+                    {"width", 'n'},  {"accumulate", 's'}, {"exclusive", 'b'}, {"inclusive", 'b'}, {"init", 'v'},
+                    {"radius", 'n'}, {"backend", 's'},    {"check", 'b'},     {"output", 's'},    {"compile", 'b'},
+                    {"device", 'n'}, {"profile", 'b'}};
 
 typedef struct {
     data_form form;
@@ -110,15 +110,6 @@ static cJSON *query_object(const wp_req *req, wp_err *err) {
     }
     if (!o) WP_FAIL(err, 500, "out_of_memory", "", "out of memory");
     return o;
-}
-
-static int get_bool(const cJSON *body, const char *name, bool *out, wp_err *err) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, name);
-    *out = false;
-    if (!v) return 0;
-    if (!cJSON_IsBool(v)) return WP_FAIL(err, 400, "wrong_type", name, "%s must be true or false", name);
-    *out = cJSON_IsTrue(v);
-    return 0;
 }
 
 static int check_count(wp_app *app, uint64_t n, const char *field, wp_err *err) {
@@ -549,14 +540,18 @@ static void add_timing(cJSON *o, const reduce_req *q) {
     uint64_t t_body = req->t_body_ns ? req->t_body_ns : req->t_start_ns;
     cJSON_AddNumberToObject(t, "receive_us", (double)(t_body - req->t_start_ns) / 1e3);
     cJSON_AddNumberToObject(t, "parse_us", q->parse_us);
-    cJSON_AddNumberToObject(t, "upload_us", q->in.upload_us + q->job.upload_us);
+    const bool untimed = q->job.untimed; /* the device's steps were not timed: null, and device_us */
+    cJSON_AddItemToObject(t, "upload_us",
+                          untimed && !q->in.upload_us ? cJSON_CreateNull()
+                                                      : cJSON_CreateNumber(q->in.upload_us + q->job.upload_us));
     if (q->in.form == FORM_GENERATE) cJSON_AddNumberToObject(t, "generate_us", q->in.generate_us);
     cJSON_AddNumberToObject(t, "key_us", r->key_us);
     cJSON_AddNumberToObject(t, "cache_us", r->cache_us);
     cJSON_AddNumberToObject(t, "compile_ms", r->compile_ms);
     cJSON_AddNumberToObject(t, "load_us", r->load_us);
-    cJSON_AddNumberToObject(t, "kernel_us", r->kernel_us);
-    cJSON_AddNumberToObject(t, "download_us", q->job.download_us);
+    cJSON_AddItemToObject(t, "kernel_us", untimed ? cJSON_CreateNull() : cJSON_CreateNumber(r->kernel_us));
+    cJSON_AddItemToObject(t, "download_us", untimed ? cJSON_CreateNull() : cJSON_CreateNumber(q->job.download_us));
+    if (q->job.device_us > 0) cJSON_AddNumberToObject(t, "device_us", q->job.device_us);
     cJSON_AddNumberToObject(t, "total_us", wp_us_since(req->t_start_ns));
 }
 
@@ -661,9 +656,12 @@ static int parse_job(wp_app *app, reduce_req *q) {
     if (q->req->sink && !q->in.held) q->be = ((raw_sink *)q->req->sink)->be; /* placed when the streamed body began */
     if (q->inline_run && !wp_app_may_run_inline(app, q->be)) return 1; /* a GPU job: to a worker before any upload */
     wp_reduce_job *job = &q->job.job;
-    bool compile;
-    if (get_bool(q->body, "check", &q->check, &q->err) || get_bool(q->body, "compile", &compile, &q->err)) return -1;
+    bool compile, profile;
+    if (wp_json_bool(q->body, "check", &q->check, &q->err) || wp_json_bool(q->body, "compile", &compile, &q->err) ||
+        wp_json_bool(q->body, "profile", &profile, &q->err))
+        return -1;
     *job = (wp_reduce_job){.spec = &q->spec, .compile_on_emu = compile, .memory_only = q->inline_run};
+    q->job.untimed = !profile; /* a batched job on cuda: no timing events unless profiled */
     const cJSON *iv = cJSON_GetObjectItemCaseSensitive(q->body, "init");
     if (iv && !(q->f->flags & WP_F_SCAN))
         return WP_FAIL(&q->err, 400, "unknown_field", "init", "family %s takes no init", q->f->name);

@@ -378,8 +378,8 @@ static void add_spec_fields(cJSON *o, const wp_spec *s) {
     if (s->family->flags & WP_F_OP) cJSON_AddStringToObject(o, "op", s->op.text);
 }
 
-static const char *const warp_fields[] = {"family", "type",   "width",   "mask",   "op", "args",
-                                          "input",  "active", "backend", "device", NULL};
+static const char *const warp_fields[] = {"family", "type",   "width",   "mask",   "op",      "args",
+                                          "input",  "active", "backend", "device", "profile", NULL};
 
 /* Data-parallel families (reductions, scans, ...) are jobs over arrays, not 32-lane primitives. */
 static int refuse_data_family(const cJSON *body, wp_err *err) {
@@ -402,10 +402,11 @@ typedef struct {
 } warp_runs;
 
 static int warp_run(wp_app *app, wp_backend *be, const wp_spec *spec, const warp_input *w, const wp_ready_kernel *rk,
-                    bool may_defer, warp_runs *r, wp_err *err) {
+                    bool may_defer, bool profile, warp_runs *r, wp_err *err) {
     if (output_alloc(&r->emu, w->n, w->elems) || output_alloc(&r->dev, w->n, w->elems))
         return WP_FAIL(err, 500, "no_memory", "", "out of memory");
     r->on_cuda = !wp_backend_on_host(be);
+    r->dev_t.untimed = !profile; /* cuda: no timing events unless profiled (wp_backend_run_warp) */
     r->batch_size = 1;
     if (r->on_cuda
             ? wp_backend_run_warp(app->emu, NULL, spec, &w->job, &r->emu.r, &r->emu_t, err)
@@ -415,8 +416,9 @@ static int warp_run(wp_app *app, wp_backend *be, const wp_spec *spec, const warp
         wp_batch_run_warp(app, be, rk->fn, spec, &w->job, &r->dev.r, &r->dev_t, may_defer, &r->batch_size, err))
         return -1;
     atomic_fetch_add(&app->warp_runs, 1);
+    const wp_run_timing *rt = r->on_cuda ? &r->dev_t : &r->emu_t; /* untimed: the round trip, an upper bound */
     wp_metrics_observe_kernel(app->metrics, spec->family->name, wp_backend_name(be),
-                              (r->on_cuda ? r->dev_t.kernel_us : r->emu_t.kernel_us) / 1e6);
+                              (rt->untimed ? rt->device_us : rt->kernel_us) / 1e6);
     return 0;
 }
 
@@ -445,9 +447,12 @@ static cJSON *warp_answer(const wp_spec *spec, const warp_input *w, const warp_r
     cJSON_AddNumberToObject(t, "cache_us", rk->cache_us);
     cJSON_AddNumberToObject(t, "compile_ms", rk->compile_ms);
     cJSON_AddNumberToObject(t, "load_us", rk->load_us);
-    cJSON_AddNumberToObject(t, "upload_us", rt->upload_us);
-    cJSON_AddNumberToObject(t, "kernel_us", rt->kernel_us);
-    cJSON_AddNumberToObject(t, "download_us", rt->download_us);
+    /* untimed (cuda without "profile"): the device's steps were not measured: null, and device_us */
+    const double steps[] = {rt->upload_us, rt->kernel_us, rt->download_us};
+    const char *const names[] = {"upload_us", "kernel_us", "download_us"};
+    for (int i = 0; i < 3; i++)
+        cJSON_AddItemToObject(t, names[i], rt->untimed ? cJSON_CreateNull() : cJSON_CreateNumber(steps[i]));
+    if (rt->device_us > 0) cJSON_AddNumberToObject(t, "device_us", rt->device_us);
     cJSON_AddNumberToObject(t, "emulate_us", r->emu_t.kernel_us);
     cJSON_AddNumberToObject(t, "total_us", wp_us_since(t_start_ns));
     return o;
@@ -460,11 +465,12 @@ void wp_api_warp(void *appv, const wp_req *req, wp_resp *resp) {
     warp_input w = {0};
     warp_runs runs = {0};
     wp_ready_kernel rk = {0};
+    bool profile = false;
     cJSON *body = wp_app_parse_body(app, req, &err);
     wp_backend *be = NULL;
     if (!body || wp_json_only(body, "", warp_fields, &err) || refuse_data_family(body, &err) ||
         wp_spec_from_json(body, app->arch, &spec, &err) || wp_app_backend(app, body, spec.family, &be, &err) ||
-        parse_warp_input(body, &spec, &w, &err))
+        parse_warp_input(body, &spec, &w, &err) || wp_json_bool(body, "profile", &profile, &err))
         goto fail;
     double parse_us = wp_us_since(req->t_start_ns);
     if (spec.family->backends & WP_BACKEND_CUDA) {
@@ -479,7 +485,7 @@ void wp_api_warp(void *appv, const wp_req *req, wp_resp *resp) {
             goto fail;
         }
     }
-    if (warp_run(app, be, &spec, &w, &rk, req->may_defer, &runs, &err)) goto fail;
+    if (warp_run(app, be, &spec, &w, &rk, req->may_defer, profile, &runs, &err)) goto fail;
     wp_resp_json(resp, 200, warp_answer(&spec, &w, &runs, be, &rk, parse_us, req->t_start_ns));
     wp_resp_note_kernel(resp, wp_backend_name(be), rk.kernel ? wp_source_name(rk.source) : "none", spec.family->name,
                         rk.kernel ? rk.hash : NULL);

@@ -22,6 +22,10 @@ typedef struct {
 
 typedef struct {
     double upload_us, kernel_us, download_us; /* kernel_us from events on cuda, wall on emu */
+    /* an untimed run (cuda; asked by wp_launch_io.untimed, or for a warp run by this flag set on the way
+     * in): the three above were not measured (0) */
+    bool untimed;
+    double device_us; /* cuda's launch_io: the host's clock from the first submission to the end of the wait */
 } wp_run_timing;
 
 /* CUDA: NULL with *err (and a reason in err->msg) when libcuda or a device is missing. */
@@ -72,7 +76,8 @@ int wp_backend_load(void *b, const wp_artifact *a, void **fn, wp_err *err);
 void wp_backend_unload(void *b, void *fn);
 
 /* Runs one warp primitive launch: emu calls spec->family->emulate; cuda launches fn with a
- * wp_warp_params block. res arrays are caller-allocated (n*elems / n). On cuda, res->why is not
+ * wp_warp_params block. t (may be NULL) gets the timing; on cuda, t->untimed set on the way in asks
+ * for no timing events (device_us only). res arrays are caller-allocated (n*elems / n). On cuda, res->why is not
  * written (definedness comes from the emulator). A CUDA error fails with 500 "cuda_error" and the
  * backend recovers (recreates its context) for the next job. */
 int wp_backend_run_warp(wp_backend *b, void *fn, const wp_spec *s, const wp_warp_job *job, wp_warp_result *res,

@@ -188,6 +188,7 @@ static int cuda_run_warp_on(cuda_op *op, cuda_fn *fn, const wp_warp_job *job, wp
     if (r == CUDA_SUCCESS) r = fn_function(op, fn, &function, &call);
     if (r != CUDA_SUCCESS) return cuda_op_fail(op, err, call, r);
 
+    const uint64_t t0 = wp_now_ns();
     unsigned char *h = ln->host;
     wp_warp_image_put(h, &l, job, 0, n);
     wp_warp_params p = wp_warp_params_at(ln->scratch, &l, job, n);
@@ -199,17 +200,19 @@ static int cuda_run_warp_on(cuda_op *op, cuda_fn *fn, const wp_warp_job *job, wp
     } while (0)
 
     /* Upload, kernel and download are queued back to back on the lane and waited for once; events
-     * between them time each step on the device. */
-    CU_TRY(b->cu.event_record(ln->ev_upload, ln->stream), "cuEventRecord");
+     * between them time each step on the device (unless untimed: one event without timing at the end). */
+    const bool timed = !(t && t->untimed);
+    if (timed) CU_TRY(b->cu.event_record(ln->ev_upload, ln->stream), "cuEventRecord");
     CU_TRY(b->cu.memcpy_htod_async(ln->scratch, h, l.total, ln->stream), "cuMemcpyHtoDAsync");
-    CU_TRY(b->cu.event_record(ln->ev_start, ln->stream), "cuEventRecord");
+    if (timed) CU_TRY(b->cu.event_record(ln->ev_start, ln->stream), "cuEventRecord");
     CU_TRY(b->cu.launch_kernel(function, 1, 1, 1, threads, 1, 1, 0, ln->stream, params, NULL), "cuLaunchKernel");
-    CU_TRY(b->cu.event_record(ln->ev_stop, ln->stream), "cuEventRecord");
+    if (timed) CU_TRY(b->cu.event_record(ln->ev_stop, ln->stream), "cuEventRecord");
     CU_TRY(b->cu.memcpy_dtoh_async(h, ln->scratch, l.download, ln->stream), "cuMemcpyDtoHAsync");
-    CU_TRY(b->cu.event_record(ln->ev_download, ln->stream), "cuEventRecord");
-    CU_TRY(cuda_event_wait(b, ln->ev_download), "the warp run (cuEventSynchronize)");
+    CUevent end = timed ? ln->ev_download : ln->ev_done;
+    CU_TRY(b->cu.event_record(end, ln->stream), "cuEventRecord");
+    CU_TRY(cuda_event_wait(b, end), "the warp run (cuEventSynchronize)");
     float upload_ms = 0, kernel_ms = 0, download_ms = 0;
-    if (t) {
+    if (t && timed) {
         CU_TRY(b->cu.event_elapsed_time(&upload_ms, ln->ev_upload, ln->ev_start), "cuEventElapsedTime");
         CU_TRY(b->cu.event_elapsed_time(&kernel_ms, ln->ev_start, ln->ev_stop), "cuEventElapsedTime");
         CU_TRY(b->cu.event_elapsed_time(&download_ms, ln->ev_stop, ln->ev_download), "cuEventElapsedTime");
@@ -217,11 +220,12 @@ static int cuda_run_warp_on(cuda_op *op, cuda_fn *fn, const wp_warp_job *job, wp
 #undef CU_TRY
     memcpy(res->out, h + l.out, (size_t)n * (size_t)elems * sizeof(uint64_t));
     memcpy(res->src, h + l.src, (size_t)n * sizeof(int32_t));
-    if (t) {
-        t->upload_us = cuda_ms_to_us(upload_ms);
-        t->kernel_us = cuda_ms_to_us(kernel_ms);
-        t->download_us = cuda_ms_to_us(download_ms);
-    }
+    if (t)
+        *t = (wp_run_timing){.upload_us = cuda_ms_to_us(upload_ms),
+                             .kernel_us = cuda_ms_to_us(kernel_ms),
+                             .download_us = cuda_ms_to_us(download_ms),
+                             .untimed = !timed,
+                             .device_us = wp_us_since(t0)};
     cuda_op_end(op);
     return 0;
 }
@@ -450,7 +454,7 @@ static int cuda_capture(cuda_op *op, const CUfunction *fs, const wp_launch *ls, 
 /* Queues io's write on the lane (before the launches): through the lane's page-locked staging when it
  * fits (reserved for the read too, so the read after the launches never reallocates it under the
  * write), else straight from the caller's memory (a pageable copy: done when the call returns). */
-static int cuda_queue_write(cuda_op *op, const wp_launch_io *io, wp_err *err) {
+static int cuda_queue_write(cuda_op *op, const wp_launch_io *io, bool timed, wp_err *err) {
     cuda_backend *b = op->b;
     cuda_lane *ln = op->lane;
     const char *call = "";
@@ -461,30 +465,34 @@ static int cuda_queue_write(cuda_op *op, const wp_launch_io *io, wp_err *err) {
     if (stage && (r = cuda_lane_reserve(b, ln, 0, stage, &call)) != CUDA_SUCCESS) return cuda_op_fail(op, err, call, r);
     if (staged) memcpy(ln->host, io->src, io->write_len);
     /* recorded here, after the host copy into staging: upload_us is the device's copy alone */
-    if ((r = b->cu.event_record(ln->ev_upload, ln->stream)) != CUDA_SUCCESS)
+    if (timed && (r = b->cu.event_record(ln->ev_upload, ln->stream)) != CUDA_SUCCESS)
         return cuda_op_fail(op, err, "cuEventRecord", r);
     r = b->cu.memcpy_htod_async(io->buf->addr + io->write_offset, staged ? ln->host : io->src, io->write_len,
                                 ln->stream);
     return r == CUDA_SUCCESS ? 0 : cuda_op_fail(op, err, "cuMemcpyHtoDAsync", r);
 }
 
-/* io (may be NULL): a write queued before the launches and a read after them, in the same wait. */
+/* io (may be NULL): a write queued before the launches and a read after them, in the same wait. Timed
+ * (the default): an event before each step and one after the last; io->untimed: one event without
+ * timing at the end. */
 static int cuda_launch_on(cuda_op *op, const CUfunction *fs, const wp_launch *ls, int n, const wp_launch_io *io,
                           wp_run_timing *t, wp_err *err) {
     cuda_backend *b = op->b;
     cuda_lane *ln = op->lane;
     CUgraphExec exec = NULL;
+    const uint64_t t0 = wp_now_ns();
     const bool write = io && io->write_len, read = io && io->read_len;
+    const bool timed = !(io && io->untimed) || (ls[0].flags & WP_LAUNCH_GRAPH);
     const bool staged = read && io->read_len <= WP_STAGE_MAX; /* else straight into dst (pageable: waits) */
     const char *call = "";
     CUresult r;
-    if (write && cuda_queue_write(op, io, err)) return -1; /* never with a graph (backend.c) */
+    if (write && cuda_queue_write(op, io, timed, err)) return -1; /* never with a graph (backend.c) */
     /* the read's staging before the first launch (a no-op after a write, which reserved for both): a
      * growth never lands between the events that time the kernel and the download */
     if (!write && staged && (r = cuda_lane_reserve(b, ln, 0, io->read_len, &call)) != CUDA_SUCCESS)
         return cuda_op_fail(op, err, call, r);
     if ((ls[0].flags & WP_LAUNCH_GRAPH) && cuda_capture(op, fs, ls, n, &exec, err)) return -1;
-    if ((r = b->cu.event_record(ln->ev_start, ln->stream)) != CUDA_SUCCESS) {
+    if (timed && (r = b->cu.event_record(ln->ev_start, ln->stream)) != CUDA_SUCCESS) {
         if (exec) b->cu.graph_exec_destroy(exec);
         return cuda_op_fail(op, err, "cuEventRecord", r);
     }
@@ -496,26 +504,29 @@ static int cuda_launch_on(cuda_op *op, const CUfunction *fs, const wp_launch *ls
     for (int i = 0; !exec && i < n; i++)
         if ((r = cuda_launch_one(b, ln->stream, fs[i], &ls[i])) != CUDA_SUCCESS)
             return cuda_op_fail(op, err, cuda_overlaps(b, &ls[i]) ? "cuLaunchKernelEx" : "cuLaunchKernel", r);
-    if ((r = b->cu.event_record(ln->ev_stop, ln->stream)) != CUDA_SUCCESS)
+    if (timed && (r = b->cu.event_record(ln->ev_stop, ln->stream)) != CUDA_SUCCESS)
         return cuda_op_fail(op, err, "cuEventRecord", r);
     if (read) {
         r = b->cu.memcpy_dtoh_async(staged ? ln->host : io->dst, io->buf->addr + io->read_offset, io->read_len,
                                     ln->stream);
         if (r != CUDA_SUCCESS) return cuda_op_fail(op, err, "cuMemcpyDtoHAsync", r);
     }
-    if ((r = b->cu.event_record(ln->ev_download, ln->stream)) != CUDA_SUCCESS)
-        return cuda_op_fail(op, err, "cuEventRecord", r);
-    if ((r = cuda_event_wait(b, ln->ev_download)) != CUDA_SUCCESS)
+    CUevent end = timed ? ln->ev_download : ln->ev_done;
+    if ((r = b->cu.event_record(end, ln->stream)) != CUDA_SUCCESS) return cuda_op_fail(op, err, "cuEventRecord", r);
+    if ((r = cuda_event_wait(b, end)) != CUDA_SUCCESS)
         return cuda_op_fail(op, err, "the kernel (cuEventSynchronize)", r);
     if (staged) memcpy(io->dst, ln->host, io->read_len);
-    if (t) {
+    if (t && !timed) *t = (wp_run_timing){.untimed = true, .device_us = wp_us_since(t0)};
+    if (t && timed) {
         float up = 0, kern = 0, down = 0;
         if ((write && (r = b->cu.event_elapsed_time(&up, ln->ev_upload, ln->ev_start)) != CUDA_SUCCESS) ||
             (r = b->cu.event_elapsed_time(&kern, ln->ev_start, ln->ev_stop)) != CUDA_SUCCESS ||
             (read && (r = b->cu.event_elapsed_time(&down, ln->ev_stop, ln->ev_download)) != CUDA_SUCCESS))
             return cuda_op_fail(op, err, "cuEventElapsedTime", r);
-        *t = (wp_run_timing){
-            .upload_us = cuda_ms_to_us(up), .kernel_us = cuda_ms_to_us(kern), .download_us = cuda_ms_to_us(down)};
+        *t = (wp_run_timing){.upload_us = cuda_ms_to_us(up),
+                             .kernel_us = cuda_ms_to_us(kern),
+                             .download_us = cuda_ms_to_us(down),
+                             .device_us = wp_us_since(t0)};
     }
     cuda_op_end(op);
     return 0;

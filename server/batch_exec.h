@@ -48,6 +48,10 @@ typedef struct {
     wp_reduce_result res;
     double upload_us, download_us;
     int size; /* the batch's size */
+    /* in: the job asks for no timing events (a request without "profile"); out: whether its run was
+     * untimed (cuda, batched: res.kernel_us and the two copies' times were not measured) */
+    bool untimed;
+    double device_us; /* cuda, batched: the batch's round trip on the host's clock (wp_run_timing) */
 } wp_batch_reduce;
 
 /* Runs the job, batched when it is small (at most WP_BATCH_INPUT_MAX bytes of input, no output buffer).

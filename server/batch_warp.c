@@ -61,7 +61,10 @@ static int run_grid(warp_item *const *items, int n, wp_err *err) {
                             .params = params};
         void *fns[] = {lead->fn};
         /* the upload of every input, the launch and the download of out | src: one wait */
-        wp_launch_io io = {.buf = buf, .write_len = l.total, .src = h, .read_len = l.download, .dst = h};
+        wp_launch_io io = {
+            .buf = buf, .write_len = l.total, .src = h, .read_len = l.download, .dst = h, .untimed = true};
+        for (int i = 0; i < n; i++) /* timed when any job wants it (wp_run_timing.untimed unset) */
+            if (items[i]->t && !items[i]->t->untimed) io.untimed = false;
         rc = wp_backend_launch_io(lead->be, fns, &launch, 1, &io, &t, err);
     }
     if (buf) wp_batch_mem_put(lead->mem, buf, rc == 0);

@@ -115,6 +115,9 @@ typedef struct {
     const void *src; /* read when the call is made: the caller may reuse it once the call returns */
     size_t read_offset, read_len;
     void *dst;
+    /* cuda: no timing events around the steps (on an H100 they add ~10 µs to a small job's round
+     * trip): the timing comes back untimed, with device_us (wp_run_timing) */
+    bool untimed;
 } wp_launch_io;
 
 /* wp_buf_write of io's write, wp_backend_launch, then wp_buf_read of io's read: on cuda all three

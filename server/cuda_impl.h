@@ -29,8 +29,9 @@ typedef struct cuda_lane {
     int index;
     unsigned generation; /* context its objects live in; 0: none made yet */
     CUstream stream;
-    CUevent ev_upload, ev_start, ev_stop, ev_download; /* timing of a warp run; ev_stop ends every op */
-    CUdeviceptr scratch;                               /* a warp run's device image */
+    CUevent ev_upload, ev_start, ev_stop, ev_download; /* timing: a run's upload, kernel and download */
+    CUevent ev_done;     /* no timing (cheaper to record and to wait for): the end of an untimed op */
+    CUdeviceptr scratch; /* a warp run's device image */
     size_t scratch_cap;
     unsigned char *host; /* page-locked staging (cuMemHostAlloc), host image of the scratch or a copy */
     size_t host_cap;
@@ -112,7 +113,7 @@ void cuda_lane_forget(cuda_lane *l);                      /* after a reset: its 
 CUresult cuda_lane_ready(cuda_backend *b, cuda_lane *l, unsigned gen, const char **call);
 /* Grows the lane's device scratch and page-locked staging to at least need bytes (0: leave). */
 CUresult cuda_lane_reserve(cuda_backend *b, cuda_lane *l, size_t scratch, size_t host, const char **call);
-/* Records ev_stop on the lane's stream and waits for it: the op's queued work is done. */
+/* Records ev_done on the lane's stream and waits for it: the op's queued work is done. */
 CUresult cuda_lane_wait(cuda_backend *b, cuda_lane *l, const char **call);
 /* A job's wait for an event on its lane: the driver's own wait (it spins, on a context made with the
  * default flags), or under --gpu-wait yield a poll that gives the CPU to any runnable thread between

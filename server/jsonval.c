@@ -414,3 +414,12 @@ size_t wp_json_trailing(const char *text, size_t n, const char *end) {
     while (at < n && text[at] && strchr(" \t\r\n", text[at])) at++;
     return at;
 }
+
+int wp_json_bool(const cJSON *obj, const char *name, bool *out, wp_err *err) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
+    *out = false;
+    if (!v) return 0;
+    if (!cJSON_IsBool(v)) return WP_FAIL(err, 400, "wrong_type", name, "%s must be true or false", name);
+    *out = cJSON_IsTrue(v);
+    return 0;
+}

@@ -11,6 +11,9 @@
 #include "common.h"
 
 int wp_json_to_bits(const cJSON *v, wp_type t, const char *field, uint64_t *out, wp_err *err);
+/* The optional boolean `name` of obj into *out (false when absent); anything but true/false is a 400
+ * "wrong_type" naming the field. */
+int wp_json_bool(const cJSON *obj, const char *name, bool *out, wp_err *err);
 /* Its two halves, for readers that have the number or the string without a cJSON node. */
 int wp_json_number_to_bits(double d, wp_type t, const char *field, uint64_t *out, wp_err *err);
 int wp_json_string_to_bits(const char *s, wp_type t, const char *field, uint64_t *out, wp_err *err);

@@ -182,7 +182,8 @@ static void write_histograms(wp_metrics *m, FILE *f) {
     wp_histo_write(m->compile, f, "warpd_compile_duration_seconds", "");
     static const char kern[] = "warpd_kernel_duration_seconds";
     head(f, kern, "histogram",
-         "Seconds of one kernel run by family and backend (cuda: device time; emu: the emulation's wall time).");
+         "Seconds of one kernel run by family and backend (cuda: device time, or an untimed job's round trip; emu: "
+         "the emulation's wall time).");
     for (int i = 0; i < m->nfamilies; i++)
         for (int b = 0; b < METRICS_BACKENDS; b++) {
             const wp_histo *h = m->kernels[i * METRICS_BACKENDS + b];

@@ -480,9 +480,10 @@ function renderCompare() {
 function renderSummary() {
   const { resp, ms } = lastRun;
   const t = resp.timing || {};
-  const fmt = (k, unit) => (t[k] !== undefined ? `${k.replace(/_(us|ms)$/, '')} ${Number(t[k]).toFixed(unit === 'ms' ? 2 : 1)} ${unit === 'ms' ? 'ms' : 'µs'}` : null);
+  // a step that was not timed (cuda without "profile") is null: left out, device_us stands for it
+  const fmt = (k, unit) => (t[k] != null ? `${k.replace(/_(us|ms)$/, '')} ${Number(t[k]).toFixed(unit === 'ms' ? 2 : 1)} ${unit === 'ms' ? 'ms' : 'µs'}` : null);
   const timings = [fmt('parse_us'), fmt('key_us'), fmt('cache_us'), fmt('compile_ms', 'ms'), fmt('load_us'), fmt('upload_us'),
-    fmt('kernel_us'), fmt('download_us'), fmt('emulate_us'), fmt('total_us')].filter(Boolean).join(' · ');
+    fmt('kernel_us'), fmt('download_us'), fmt('device_us'), fmt('emulate_us'), fmt('total_us')].filter(Boolean).join(' · ');
   const cache = resp.cache || 'none';
   const src = { memory: 'memory cache', disk: 'disk cache', compile: 'compiled now (NVRTC)', none: 'no kernel (emulator only)' }[cache] || cache;
   const box = $('summary');

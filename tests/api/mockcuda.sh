@@ -77,6 +77,22 @@ if start "cuda on the mock, --batch-window-us 20000" --batch-window-us 20000; th
   built=$(metric 'warpd_background_builds_total{outcome="built"}')
   check "metrics: warpd_background_builds_total{outcome=\"built\"} >= 1 ($built)" '[ "$built" -ge 1 ]'
 
+  # Device timing: a batched job is untimed unless it asks for "profile" (no timing events: its
+  # upload/kernel/download_us are null and device_us is the round trip; the mock fails any attempt to
+  # time an event made without timing); with "profile": true every step is a number.
+  timing() { python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["timing"]; print(" ".join("n" if t.get(k) is None else "v" for k in ("upload_us","kernel_us","download_us","device_us")))' "$tmp/body"; }
+  code=$(post /v1/reduce "$REDUCE"); got=$(timing)
+  check "timing: a batched reduce without profile: steps null, device_us a number ($got)" '[ "$code" = 200 ] && [ "$got" = "n n n v" ]'
+  code=$(post /v1/reduce "${REDUCE%\}},\"profile\":true}"); got=$(timing)
+  check "timing: with \"profile\": true every step is timed ($got)" '[ "$code" = 200 ] && [ "$got" = "v v v v" ]'
+  code=$(post /v1/warp "$WARP"); got=$(timing)
+  check "timing: a warp job without profile: steps null, device_us a number ($got)" '[ "$code" = 200 ] && [ "$got" = "n n n v" ]'
+  code=$(post /v1/warp "${WARP%\}},\"profile\":true}"); got=$(timing)
+  check "timing: a warp job with \"profile\": true is timed ($got)" '[ "$code" = 200 ] && [ "$got" = "v v v v" ]'
+  code=$(post /v1/warp "${WARP%\}},\"profile\":\"yes\"}")
+  check "timing: \"profile\": \"yes\" is a 400 wrong_type naming the field" \
+    '[ "$code" = 400 ] && grep -q "\"code\":\"wrong_type\"" "$tmp/body" && grep -q "\"field\":\"profile\"" "$tmp/body"'
+
   # idle: a small cached job alone is answered on the HTTP thread; with another request in flight (a
   # body still arriving, slowly) it goes to a worker, where the batcher could pack it with others.
   i0=$(metric warpd_http_answered_inline_total); d0=$(metric warpd_http_deferred_total)

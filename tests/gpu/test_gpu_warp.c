@@ -359,7 +359,7 @@ static void run_kernel(run_ctx *ctx, kernel_case *k) {
                 k->passed++;
                 continue;
             }
-            wp_run_timing timing;
+            wp_run_timing timing = {0}; /* timed (untimed unset) */
             if (wp_backend_run_warp(ctx->cuda, fn, &s, &job, &gpu, &timing, &err)) {
                 k->failed++;
                 add_detail(k, "%s: cuda failed: %s", label, err.msg);

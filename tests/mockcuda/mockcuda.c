@@ -325,10 +325,11 @@ static CUresult mock_stream_synchronize(CUstream s) {
     STICKY_CHECK();
     return CUDA_SUCCESS;
 }
+/* An event made with CU_EVENT_DISABLE_TIMING carries the low bit of its handle: timing it fails, as the
+ * driver's does (CUDA_ERROR_INVALID_HANDLE), so an untimed path that reads a time is caught here. */
 static CUresult mock_event_create(CUevent *e, unsigned int flags) {
-    (void)flags;
     STICKY_CHECK();
-    *e = (CUevent)new_handle();
+    *e = (CUevent)((uintptr_t)new_handle() | ((flags & CU_EVENT_DISABLE_TIMING) ? 1u : 0u));
     return CUDA_SUCCESS;
 }
 static CUresult mock_event_destroy(CUevent e) { return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE; }
@@ -344,7 +345,7 @@ static CUresult mock_event_done(CUevent e) {
 }
 static CUresult mock_event_elapsed_time(float *ms, CUevent a, CUevent b) {
     STICKY_CHECK();
-    if (!a || !b) return CUDA_ERROR_INVALID_HANDLE;
+    if (!a || !b || ((uintptr_t)a & 1u) || ((uintptr_t)b & 1u)) return CUDA_ERROR_INVALID_HANDLE;
     *ms = 0.001f;
     return CUDA_SUCCESS;
 }

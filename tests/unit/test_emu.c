@@ -41,7 +41,7 @@ static void reset_result(uint64_t *out, uint8_t *why, int32_t *src) {
 static int run_on_emu(wp_backend *emu, const wp_spec *s, const wp_warp_job *job, bench *b) {
     reset_result(b->out, b->why, b->src);
     wp_warp_result res = {b->out, b->src, b->why};
-    wp_run_timing timing;
+    wp_run_timing timing = {0};
     wp_err err = {0};
     int rc = wp_backend_run_warp(emu, NULL, s, job, &res, &timing, &err);
     CHECKF(rc == 0, "run_warp: %s", err.msg);

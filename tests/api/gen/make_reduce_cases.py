@@ -52,6 +52,13 @@ cases.append(red("expression operator", {"type": "i32", "op": "max(a, b) * 1", "
     {"op": "(max(a, b) * 1)", "value": 9}))
 cases.append(red("f64 sum with check", {"type": "f64", "op": "sum", "data": [0.1] * 10, "check": True},
     {"check": {"reference": NUM, "rel_error": {"$le": 1e-15}}}))
+# "profile" (device timing events on cuda): on emu every step is timed anyway; not a boolean is a 400
+cases.append(red("profile: true on emu times every step", {"type": "f32", "op": "sum", "data": [1, 2], "profile": True},
+    {"value": 3, "timing": TIMING}))
+cases.append(err("/v1/reduce", "profile: not a boolean", {"type": "f32", "op": "sum", "data": [1], "profile": 1},
+    "wrong_type", "profile"))
+cases.append(err("/v1/scan", "scan profile: not a boolean", {"type": "f32", "op": "sum", "data": [1], "profile": "yes"},
+    "wrong_type", "profile"))
 cases.append(red("i32 check is exact", {"type": "i32", "op": "prod", "data": [3, 5, 7], "check": True},
     {"value": 105, "check": {"reference": 105, "exact": True}}))
 # f16: 2048 + 1 + 1 is 2050 in f32 but stays 2048 when every sum rounds to f16

@@ -103,6 +103,7 @@ cases.append(case("NaN and infinities travel as strings", {"family": "shfl_xor",
 cases.append(case("f16 values", {"family": "shfl_down", "type": "f16", "args": {"delta": 16}, "input": [0.5 * i for i in range(32)]},
     {"output": [0.5 * (i + 16) if i < 16 else 0.5 * i for i in range(32)]}))
 cases.append(case("random input with a seed is repeatable", {"family": "shfl", "input": {"random": 32, "seed": 7}}, {"lanes": 32}))
+cases.append(case("profile: true is accepted (emu times every step)", {"family": "shfl", "profile": True}, {"lanes": 32}))
 cases.append(case("ask for the emulator explicitly", {"family": "shfl", "backend": "emu"}, {"backend": "emu"}))
 
 # Errors: each names the field.
@@ -111,6 +112,7 @@ cases += [
     err("missing family", {"type": "i32"}, "missing_field", "family"),
     err("unknown family", {"family": "shuffle"}, "unknown_family", "family"),
     err("width wrong type", {"family": "shfl", "width": "16"}, "wrong_type", "width"),
+    err("profile not a boolean", {"family": "shfl", "profile": "yes"}, "wrong_type", "profile"),
     err("width not a power of two", {"family": "shfl", "width": 12}, "bad_width", "width"),
     err("width 64", {"family": "shfl", "width": 64}, "bad_width", "width"),
     err("unknown type", {"family": "shfl", "type": "f128"}, "unknown_type", "type"),

@@ -1,0 +1,330 @@
+// bench_smalljob.cu — what one small cached job's GPU round trip costs the host, by how it is submitted:
+// the floor under /v1/reduce at one connection. A job is warpd's batched-reduce shape: a host image
+// (a parameter table, block starts, the 3-element input, a zeroed head: ~1 KiB) uploaded from
+// page-locked staging, one launch of a 256-thread block that reads the table and writes the result
+// into the head, the head (256 bytes) downloaded, one wait. Variants:
+//   events4   as warpd today: event, copy in, event, launch, event, copy out, event, wait, 3 elapsed reads
+//   events2   copy in, event, launch, event, copy out, event (no timing), wait, 1 elapsed read
+//   bare      copy in, launch, copy out, event (no timing), wait
+//   graph     the three as one graph (instantiated once), graph launch, event wait
+//   graph_ev  the graph with the four timing events as nodes, and the 3 elapsed reads
+//   graph_set / graph_set_ev  the same graphs built node by node, every node set again before each launch
+//   mapped_in the kernel reads the image from mapped page-locked memory: launch, copy out, wait
+//   mapped    the kernel reads the image and writes the result in mapped memory: launch, wait
+//   launch    the launch alone and a wait (device memory already in place): no version is cheaper
+// Each iteration changes the input and checks the result (a stale or missing result counts as bad).
+// ITER iterations per variant per round, ROUNDS rounds taking the variants in turn; per iteration
+// host-clock µs, median and p99 over all rounds.
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+struct Entry {
+    const float *in;
+    float *out;
+    unsigned n;
+};
+
+__global__ void job(const Entry *table) {
+    const Entry e = table[0];
+    float v = threadIdx.x < e.n ? e.in[threadIdx.x] : 0.0f;
+    for (int o = 16; o; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+    __shared__ float part[8];
+    if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = v;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        float s = 0;
+        for (int i = 0; i < 8; i++) s += part[i];
+        *e.out = s;
+    }
+}
+
+#define CK(x)                                                                                                  \
+    do {                                                                                                       \
+        CUresult r_ = (x);                                                                                     \
+        if (r_ != CUDA_SUCCESS) {                                                                              \
+            const char *s_ = "";                                                                               \
+            cuGetErrorString(r_, &s_);                                                                         \
+            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, s_);                                     \
+            exit(1);                                                                                           \
+        }                                                                                                      \
+    } while (0)
+
+enum { IMAGE = 1024, TABLE_AT = 0, IN_AT = 512, HEAD_AT = 768, HEAD = 256 };
+
+struct Variant {
+    std::string label;
+    std::function<float(float)> run; // one job whose input sums to x: returns the result it read back
+    std::vector<double> us;
+    int bad = 0;
+};
+
+int main(int argc, char **argv) {
+    const int ITER = argc > 1 ? atoi(argv[1]) : 5000, ROUNDS = argc > 2 ? atoi(argv[2]) : 5;
+    cudaSetDevice(0);
+    cudaFree(0);
+    CUfunction fn;
+    if (cudaGetFuncBySymbol((cudaFunction_t *)&fn, (const void *)job) != cudaSuccess) return 1;
+    CUstream st;
+    CK(cuStreamCreate(&st, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr dev;
+    CK(cuMemAlloc(&dev, IMAGE));
+    unsigned char *stage, *mapped;
+    CK(cuMemHostAlloc((void **)&stage, IMAGE, 0));
+    CK(cuMemHostAlloc((void **)&mapped, IMAGE, CU_MEMHOSTALLOC_DEVICEMAP));
+    CUdeviceptr mapped_dev;
+    CK(cuMemHostGetDevicePointer(&mapped_dev, mapped, 0));
+    CUevent ev[4], gev[4], done;
+    for (auto &e : ev) CK(cuEventCreate(&e, CU_EVENT_DEFAULT));
+    for (auto &e : gev) CK(cuEventCreate(&e, CU_EVENT_DEFAULT));
+    CK(cuEventCreate(&done, CU_EVENT_DISABLE_TIMING));
+
+    // the host image: table entry pointing into the image's own device (or mapped) copy
+    auto fill = [&](unsigned char *h, CUdeviceptr base, float x) {
+        memset(h, 0, HEAD_AT + HEAD);
+        Entry e = {(const float *)(base + IN_AT), (float *)(base + HEAD_AT), 3};
+        memcpy(h + TABLE_AT, &e, sizeof e);
+        float in[3] = {x, 1.0f, 2.0f};
+        memcpy(h + IN_AT, in, sizeof in);
+    };
+    auto launch = [&](CUdeviceptr table) {
+        void *params[] = {&table};
+        CK(cuLaunchKernel(fn, 1, 1, 1, 256, 1, 1, 0, st, params, NULL));
+    };
+    auto result = [&](const unsigned char *h) {
+        float r;
+        memcpy(&r, h + HEAD_AT, sizeof r);
+        return r;
+    };
+    float elapsed_sink = 0;
+
+    // graphs, captured once: copy in, launch, copy out (and the timing events)
+    auto capture = [&](bool events) {
+        CUgraph g;
+        CUgraphExec x;
+        CK(cuStreamBeginCapture(st, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+        if (events) CK(cuEventRecordWithFlags(gev[0], st, CU_EVENT_RECORD_EXTERNAL));
+        CK(cuMemcpyHtoDAsync(dev, stage, HEAD_AT + HEAD, st));
+        if (events) CK(cuEventRecordWithFlags(gev[1], st, CU_EVENT_RECORD_EXTERNAL));
+        launch(dev + TABLE_AT);
+        if (events) CK(cuEventRecordWithFlags(gev[2], st, CU_EVENT_RECORD_EXTERNAL));
+        CK(cuMemcpyDtoHAsync(stage + HEAD_AT, dev + HEAD_AT, HEAD, st));
+        if (events) CK(cuEventRecordWithFlags(gev[3], st, CU_EVENT_RECORD_EXTERNAL));
+        CK(cuStreamEndCapture(st, &g));
+        CK(cuGraphInstantiate(&x, g, 0));
+        return x;
+    };
+    fprintf(stderr, "set up\n");
+    CUgraphExec graph = capture(false), graph_ev = capture(true);
+    fprintf(stderr, "graphs made\n");
+
+    // explicit graphs whose nodes are set again before every launch (as a server would for a job whose
+    // buffer, sizes or kernel may differ from the last one's): copy in, launch, copy out, with or without
+    // the four timing events as event-record nodes
+    CUcontext ctx;
+    CK(cuCtxGetCurrent(&ctx));
+    struct Explicit {
+        CUgraphExec x;
+        CUgraphNode up, k, down;
+        CUDA_MEMCPY3D cup, cdown;
+        CUDA_KERNEL_NODE_PARAMS kp;
+    };
+    CUdeviceptr table_arg = dev + TABLE_AT;
+    void *kparams[] = {&table_arg};
+    auto explicit_graph = [&](bool events, CUevent *e) {
+        Explicit g{};
+        CUgraph gr;
+        CK(cuGraphCreate(&gr, 0));
+        CUgraphNode prev = nullptr, n;
+        auto chain = [&](CUgraphNode node) { prev = node; };
+        if (events) { CK(cuGraphAddEventRecordNode(&n, gr, nullptr, 0, e[0])); chain(n); }
+        g.cup.srcMemoryType = CU_MEMORYTYPE_HOST; g.cup.srcHost = stage;
+        g.cup.dstMemoryType = CU_MEMORYTYPE_DEVICE; g.cup.dstDevice = dev;
+        g.cup.WidthInBytes = HEAD_AT + HEAD; g.cup.Height = 1; g.cup.Depth = 1;
+        CK(cuGraphAddMemcpyNode(&g.up, gr, prev ? &prev : nullptr, prev ? 1 : 0, &g.cup, ctx)); chain(g.up);
+        if (events) { CK(cuGraphAddEventRecordNode(&n, gr, &prev, 1, e[1])); chain(n); }
+        g.kp.func = fn; g.kp.gridDimX = 1; g.kp.gridDimY = 1; g.kp.gridDimZ = 1;
+        g.kp.blockDimX = 256; g.kp.blockDimY = 1; g.kp.blockDimZ = 1; g.kp.kernelParams = kparams;
+        CK(cuGraphAddKernelNode(&g.k, gr, &prev, 1, &g.kp)); chain(g.k);
+        if (events) { CK(cuGraphAddEventRecordNode(&n, gr, &prev, 1, e[2])); chain(n); }
+        g.cdown.srcMemoryType = CU_MEMORYTYPE_DEVICE; g.cdown.srcDevice = dev + HEAD_AT;
+        g.cdown.dstMemoryType = CU_MEMORYTYPE_HOST; g.cdown.dstHost = stage + HEAD_AT;
+        g.cdown.WidthInBytes = HEAD; g.cdown.Height = 1; g.cdown.Depth = 1;
+        CK(cuGraphAddMemcpyNode(&g.down, gr, &prev, 1, &g.cdown, ctx)); chain(g.down);
+        if (events) { CK(cuGraphAddEventRecordNode(&n, gr, &prev, 1, e[3])); chain(n); }
+        CK(cuGraphInstantiate(&g.x, gr, 0)); // gr stays: its nodes name what is set again
+        return g;
+    };
+    CUevent sev[4];
+    for (auto &e : sev) CK(cuEventCreate(&e, CU_EVENT_DEFAULT));
+    Explicit gs = explicit_graph(false, nullptr), gse = explicit_graph(true, sev);
+    // a copy node may be set again only where the driver takes it: tried once here
+    bool copy_set = true;
+    {
+        CUresult r = cuGraphExecMemcpyNodeSetParams(gs.x, gs.up, &gs.cup, ctx);
+        if (r != CUDA_SUCCESS) {
+            CUDA_MEMCPY3D c = gs.cup; // as a pitched 1-D copy
+            c.srcPitch = c.dstPitch = c.WidthInBytes;
+            c.srcHeight = c.dstHeight = 1;
+            CUresult r2 = cuGraphExecMemcpyNodeSetParams(gs.x, gs.up, &c, ctx);
+            fprintf(stderr, "copy node set: %d, pitched: %d\n", (int)r, (int)r2);
+            copy_set = false;
+        }
+    }
+    auto set_nodes = [&](Explicit &g) {
+        if (copy_set) CK(cuGraphExecMemcpyNodeSetParams(g.x, g.up, &g.cup, ctx));
+        CK(cuGraphExecKernelNodeSetParams(g.x, g.k, &g.kp));
+        if (copy_set) CK(cuGraphExecMemcpyNodeSetParams(g.x, g.down, &g.cdown, ctx));
+    };
+
+    std::vector<Variant> vs;
+    vs.push_back({"events4", [&](float x) {
+                      fill(stage, dev, x);
+                      CK(cuEventRecord(ev[0], st));
+                      CK(cuMemcpyHtoDAsync(dev, stage, HEAD_AT + HEAD, st));
+                      CK(cuEventRecord(ev[1], st));
+                      launch(dev + TABLE_AT);
+                      CK(cuEventRecord(ev[2], st));
+                      CK(cuMemcpyDtoHAsync(stage + HEAD_AT, dev + HEAD_AT, HEAD, st));
+                      CK(cuEventRecord(ev[3], st));
+                      CK(cuEventSynchronize(ev[3]));
+                      float a, b, c;
+                      CK(cuEventElapsedTime(&a, ev[0], ev[1]));
+                      CK(cuEventElapsedTime(&b, ev[1], ev[2]));
+                      CK(cuEventElapsedTime(&c, ev[2], ev[3]));
+                      elapsed_sink += a + b + c;
+                      return result(stage);
+                  }});
+    vs.push_back({"events2", [&](float x) {
+                      fill(stage, dev, x);
+                      CK(cuMemcpyHtoDAsync(dev, stage, HEAD_AT + HEAD, st));
+                      CK(cuEventRecord(ev[1], st));
+                      launch(dev + TABLE_AT);
+                      CK(cuEventRecord(ev[2], st));
+                      CK(cuMemcpyDtoHAsync(stage + HEAD_AT, dev + HEAD_AT, HEAD, st));
+                      CK(cuEventRecord(done, st));
+                      CK(cuEventSynchronize(done));
+                      float b;
+                      CK(cuEventElapsedTime(&b, ev[1], ev[2]));
+                      elapsed_sink += b;
+                      return result(stage);
+                  }});
+    vs.push_back({"bare", [&](float x) {
+                      fill(stage, dev, x);
+                      CK(cuMemcpyHtoDAsync(dev, stage, HEAD_AT + HEAD, st));
+                      launch(dev + TABLE_AT);
+                      CK(cuMemcpyDtoHAsync(stage + HEAD_AT, dev + HEAD_AT, HEAD, st));
+                      CK(cuEventRecord(done, st));
+                      CK(cuEventSynchronize(done));
+                      return result(stage);
+                  }});
+    vs.push_back({"graph", [&](float x) {
+                      fill(stage, dev, x);
+                      CK(cuGraphLaunch(graph, st));
+                      CK(cuEventRecord(done, st));
+                      CK(cuEventSynchronize(done));
+                      return result(stage);
+                  }});
+    vs.push_back({"graph_ev", [&](float x) {
+                      fill(stage, dev, x);
+                      CK(cuGraphLaunch(graph_ev, st));
+                      CK(cuEventSynchronize(gev[3]));
+                      float a, b, c;
+                      CK(cuEventElapsedTime(&a, gev[0], gev[1]));
+                      CK(cuEventElapsedTime(&b, gev[1], gev[2]));
+                      CK(cuEventElapsedTime(&c, gev[2], gev[3]));
+                      elapsed_sink += a + b + c;
+                      return result(stage);
+                  }});
+    vs.push_back({"graph_set", [&](float x) {
+                      fill(stage, dev, x);
+                      set_nodes(gs);
+                      CK(cuGraphLaunch(gs.x, st));
+                      CK(cuEventRecord(done, st));
+                      CK(cuEventSynchronize(done));
+                      return result(stage);
+                  }});
+    vs.push_back({"graph_set_ev", [&](float x) {
+                      fill(stage, dev, x);
+                      set_nodes(gse);
+                      CK(cuGraphLaunch(gse.x, st));
+                      CK(cuEventSynchronize(sev[3]));
+                      float a, b, c;
+                      CK(cuEventElapsedTime(&a, sev[0], sev[1]));
+                      CK(cuEventElapsedTime(&b, sev[1], sev[2]));
+                      CK(cuEventElapsedTime(&c, sev[2], sev[3]));
+                      elapsed_sink += a + b + c;
+                      return result(stage);
+                  }});
+    vs.push_back({"mapped_in", [&](float x) {
+                      fill(mapped, mapped_dev, x);
+                      // the result still lands in device memory: the table's out points there
+                      Entry e = {(const float *)(mapped_dev + IN_AT), (float *)(dev + HEAD_AT), 3};
+                      memcpy(mapped + TABLE_AT, &e, sizeof e);
+                      launch(mapped_dev + TABLE_AT);
+                      CK(cuMemcpyDtoHAsync(stage + HEAD_AT, dev + HEAD_AT, HEAD, st));
+                      CK(cuEventRecord(done, st));
+                      CK(cuEventSynchronize(done));
+                      return result(stage);
+                  }});
+    vs.push_back({"mapped", [&](float x) {
+                      fill(mapped, mapped_dev, x);
+                      launch(mapped_dev + TABLE_AT);
+                      CK(cuEventRecord(done, st));
+                      CK(cuEventSynchronize(done));
+                      return result(mapped);
+                  }});
+    // "launch": run stays empty; the loop uploads the image untimed and times only the launch and wait
+    vs.push_back({"launch", nullptr});
+
+    if (argc > 3) { // only the variants named in argv[3] (a comma list)
+        std::string want = std::string(",") + argv[3] + ",";
+        std::vector<Variant> keep;
+        for (auto &v : vs)
+            if (want.find("," + v.label + ",") != std::string::npos) keep.push_back(v);
+        vs = keep;
+    }
+    for (int round = 0; round < ROUNDS; round++)
+        for (auto &v : vs) {
+            if (round == 0) fprintf(stderr, "%s\n", v.label.c_str());
+            for (int i = 0; i < ITER + (round == 0 ? 200 : 0); i++) {
+                const float x = (float)((i * 7 + round) % 1000);
+                double us;
+                float got;
+                if (!v.run) {
+                    fill(stage, dev, x);
+                    CK(cuMemcpyHtoD(dev, stage, HEAD_AT + HEAD));
+                    auto t0 = std::chrono::steady_clock::now();
+                    launch(dev + TABLE_AT);
+                    CK(cuEventRecord(done, st));
+                    CK(cuEventSynchronize(done));
+                    us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+                    CK(cuMemcpyDtoH(&got, dev + HEAD_AT, sizeof got));
+                } else {
+                    memset(stage + HEAD_AT, 0xff, HEAD); // a stale result reads as NaN
+                    memset(mapped + HEAD_AT, 0xff, HEAD);
+                    auto t0 = std::chrono::steady_clock::now();
+                    got = v.run(x);
+                    us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+                }
+                if (got != x + 3.0f) v.bad++;
+                if (round > 0 || i >= 200) v.us.push_back(us);
+            }
+        }
+    printf("%-10s %9s %9s %9s %6s   (host µs per job, %d rounds x %d)\n", "variant", "p50", "p90", "p99", "bad",
+           ROUNDS, ITER);
+    for (auto &v : vs) {
+        std::sort(v.us.begin(), v.us.end());
+        auto q = [&](double p) { return v.us[(size_t)(p * (v.us.size() - 1))]; };
+        printf("%-10s %9.2f %9.2f %9.2f %6d\n", v.label.c_str(), q(0.5), q(0.9), q(0.99), v.bad);
+    }
+    if (elapsed_sink < 0) printf("?\n");
+    return 0;
+}
