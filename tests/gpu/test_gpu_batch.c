@@ -60,6 +60,50 @@ static void lone_job(const char *host, int port) {
     hc_resp_free(&ref.resp);
 }
 
+/* Lone untimed jobs of one shape with fresh inputs, one after another (each uploads its own input into
+ * memory the one before used): each answer must be the reference daemon's for the same input sent
+ * with "profile": true (timed, its own way), and must say it was untimed. A warp shape, and a reduce
+ * shape until at least 10 of its answers came from the _batch kernel. */
+static void replays(const char *host, int port) {
+    for (int kind = 0; kind < 2; kind++) {
+        int from_batch = 0, asked = 0;
+        for (int i = 0; i < 200 && (kind ? from_batch < 10 : i < 16); i++, asked++) {
+            char vals[2048];
+            values(vals, sizeof vals, kind ? 40 : 32, kind == 1);
+            client c = {.host = host, .port = port, .path = kind ? "/v1/reduce" : "/v1/warp"};
+            if (kind)
+                snprintf(c.body, sizeof c.body, "{\"type\":\"f32\",\"op\":\"sum\",\"data\":%s", vals);
+            else
+                snprintf(c.body, sizeof c.body,
+                         "{\"family\":\"shfl_xor\",\"type\":\"i32\",\"width\":32,\"args\":{\"lane_mask\":3},"
+                         "\"input\":%s",
+                         vals);
+            client ref = c;
+            ref.port = ref_port;
+            strcat(c.body, "}");
+            strcat(ref.body, ",\"profile\":true}");
+            run_client(&c);
+            run_client(&ref);
+            CHECKF(c.rc == 0 && c.resp.status == 200 && ref.rc == 0 && ref.resp.status == 200, "%s %d: %d / %d", c.path,
+                   i, c.resp.status, ref.resp.status);
+            if (c.rc == 0 && ref.rc == 0 && c.resp.body && ref.resp.body) {
+                size_t na = result_prefix(ref.resp.body), nc = result_prefix(c.resp.body);
+                CHECKF(na == nc && !memcmp(ref.resp.body, c.resp.body, na),
+                       "%s %d differs from the reference:\n  %.*s\n  %.*s", c.path, i, (int)na, ref.resp.body, (int)nc,
+                       c.resp.body);
+                CHECKF(strstr(c.resp.body, "\"kernel_us\":null") != NULL, "%s %d: not untimed", c.path, i);
+                from_batch += strstr(c.resp.body, "/batch\",") != NULL;
+            }
+            hc_resp_free(&c.resp);
+            hc_resp_free(&ref.resp);
+            if (kind && !from_batch) usleep(50 * 1000); /* the _batch kernel builds in the background */
+        }
+        if (kind) CHECKF(from_batch >= 10, "reduce: %d of %d answers from the _batch kernel", from_batch, asked);
+        printf("replays: %s, %d lone jobs of one shape%s\n", kind ? "reduce" : "warp", asked,
+               kind ? " (10 from the _batch kernel)" : "");
+    }
+}
+
 int main(void) {
     wp_err err = {0};
     wp_backend *probe = wp_backend_cuda_open(0, &err);
@@ -98,6 +142,8 @@ int main(void) {
            rounds_batched, batch_kernel_runs);
     T_CASE("a small job alone runs as a batch of one once its _batch kernel is built");
     lone_job(host, port);
+    T_CASE("lone untimed jobs of one shape, fresh inputs: each answers as the profiled reference");
+    replays(host, port);
     /* what the daemons said (a batched kernel one could not get, say) is in this program's output */
     bench_daemon_stop(rpid);
     bench_daemon_stop(pid);

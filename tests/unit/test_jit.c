@@ -131,6 +131,25 @@ static void test_all_families(wp_jit *jit, wp_spec *specs, int n) {
 
 /* ---- keys ---- */
 
+/* Threads asking for every spec's key at once, three rounds each (the key memo's slots are read,
+ * replaced and collide under its lock): every key must be the one computed alone. */
+typedef struct {
+    wp_jit *jit;
+    const wp_spec *specs;
+    const uint8_t (*keys)[32];
+    int n, wrong;
+} key_worker_arg;
+static void *key_worker(void *p) {
+    key_worker_arg *a = p;
+    for (int round = 0; round < 3; round++)
+        for (int i = 0; i < a->n; i++) {
+            const int k = (i * 7 + round * 13) % a->n; /* each thread and round in its own order */
+            uint8_t key[32];
+            if (wp_jit_key(a->jit, &a->specs[k], key, NULL, 0, NULL) || memcmp(key, a->keys[k], 32)) a->wrong++;
+        }
+    return NULL;
+}
+
 static void test_keys(wp_jit *jit, const wp_spec *specs, int n) {
     T_CASE("keys: distinct kernels, distinct keys; an i32 and a u32 sum, one kernel");
     uint8_t(*keys)[32] = calloc((size_t)n, 32);
@@ -166,7 +185,40 @@ static void test_keys(wp_jit *jit, const wp_spec *specs, int n) {
         CHECK(wp_jit_key(jit, &copy, again, NULL, 0, NULL) == 0 && memcmp(again, keys[i], 32) == 0);
         wp_spec_free(&copy);
     }
+
+    T_CASE("keys: from 4 threads at once, each the key computed alone (the key memo)");
+    pthread_t th[4];
+    key_worker_arg args[4];
+    for (int t = 0; t < 4; t++) {
+        args[t] = (key_worker_arg){.jit = jit, .specs = specs, .keys = (const uint8_t(*)[32])keys, .n = n};
+        CHECK(pthread_create(&th[t], NULL, key_worker, &args[t]) == 0);
+    }
+    for (int t = 0; t < 4; t++) {
+        pthread_join(th[t], NULL);
+        CHECKF(args[t].wrong == 0, "thread %d: %d keys differ from the ones computed alone", t, args[t].wrong);
+    }
     free(keys);
+
+    /* An operator of ~250 characters: its key's inputs (the key text, the functor and the name
+     * expression each carry it) pass a memo slot's size, so they are hashed field by field. */
+    T_CASE("keys: a long expression's key is stable, and differs from a one-character change");
+    char op[300] = "(a*1+b*2)";
+    for (int i = 3; strlen(op) < 240; i++) {
+        char next[300];
+        snprintf(next, sizeof next, "max(%s,a*%d)", op, i);
+        snprintf(op, sizeof op, "%s", next);
+    }
+    wp_spec longs[2];
+    uint8_t lk1[32], lk2[32], lk3[32];
+    const wp_family *wr = wp_family_find("warp_allreduce");
+    CHECK(wr && make_spec(wr, WP_I32, 32, 0xffffffffu, op, ARCH, &longs[0]) == 0);
+    op[strlen(op) - 2] = op[strlen(op) - 2] == '4' ? '5' : '4'; /* the last constant, one digit changed */
+    CHECK(wr && make_spec(wr, WP_I32, 32, 0xffffffffu, op, ARCH, &longs[1]) == 0);
+    CHECK(wp_jit_key(jit, &longs[0], lk1, NULL, 0, NULL) == 0 && wp_jit_key(jit, &longs[0], lk2, NULL, 0, NULL) == 0);
+    CHECK(memcmp(lk1, lk2, 32) == 0);
+    CHECK(wp_jit_key(jit, &longs[1], lk3, NULL, 0, NULL) == 0 && memcmp(lk1, lk3, 32) != 0);
+    wp_spec_free(&longs[0]);
+    wp_spec_free(&longs[1]);
 
     T_CASE("keys: each field changes the key");
     const wp_family *ar = wp_family_find("warp_allreduce");
