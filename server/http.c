@@ -415,9 +415,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
                 }
                 if (c->resp.status) return send_resp(h, c, NULL); /* refused before the body */
             }
-            /* A known length gets its whole buffer now: a large upload is copied once, from the socket
-             * into it, never again by growing. */
-            if (n > WP_HTTP_BODY_INITIAL && (c->body = malloc((size_t)n + 1))) c->body_cap = (size_t)n + 1;
+            /* A known length gets its whole buffer now, of that size: a large upload is copied once,
+             * from the socket into it, never again by growing; a small one takes no more than it needs. */
+            if (n && (c->body = malloc((size_t)n + 1))) c->body_cap = (size_t)n + 1;
         }
         return MHD_YES;
     }
