@@ -6,7 +6,7 @@
 #      alternating): upload GB/s, and the median device time of 10 reduces of each;
 #   2. 2^31 f32 (8 GiB) uploaded raw to device 0 and sharded over every device: upload GB/s, the median
 #      kernel_us of 10 reduces of each, GB/s and the ratio (the issue: >= 1.9x);
-#   3. concurrent reduces over one 2^24-element buffer per device, wrk at 64 connections cycling over
+#   3. concurrent reduces over one 2^24-element buffer per device, wrk at PER_CONNS (64) connections cycling over
 #      them, against the same requests all on device 0's buffer: req/s, GB/s, the ratio (>= 1.8x).
 # Prints short lines; logs under $OUT.   . bench/gpu_env.sh >/dev/null; bench/gpu_multi.sh
 # (a dry run anywhere: DAEMON_FLAGS="--backend emu --emu-devices 2" UPLOAD_BYTES=4194304 BIG_N=1048576
@@ -99,7 +99,7 @@ request = function()
   return wrk.format(nil, nil, nil, '{"op":"sum","buffer":"' .. ids[(i % #ids) + 1] .. '"}')
 end
 LUA
-    "$WRK" -t8 -c64 -d"${DURATION}s" -s "$tmp/per.lua" "$base/v1/reduce" >"$tmp/wrk" 2>&1
+    "$WRK" -t8 -c"${PER_CONNS:-64}" -d"${DURATION}s" -s "$tmp/per.lua" "$base/v1/reduce" >"$tmp/wrk" 2>&1
     rps=$(awk '/^Requests\/sec/ {print $2}' "$tmp/wrk"); bad=$(awk '/Non-2xx/ {print $NF}' "$tmp/wrk")
     rate[$mode]=${rps:-0}
     printf "per-device 2^24 buffers, %-3s of %d: %10s req/s %8.1f GB/s non2xx %s\n" $mode "$ndev" "${rps:-?}" \
