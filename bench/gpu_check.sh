@@ -29,7 +29,7 @@ if [[ " $STEPS " == *" full "* ]]; then # the full reduce/scan and warp programs
   grep -a progress "$OUT/test_gpu_reduce.log" | tail -n 3
 fi
 if [[ " $STEPS " == *" wrk "* ]]; then
-  ENGINES=${ENGINES:-new never today} DURATION=${DURATION:-3} SKIP_TESTS=1 SHARD_BENCH=${SHARD_BENCH:-0} \
+  ENGINES=${ENGINES:-new never today} DURATION=${DURATION:-3} SKIP_TESTS=1 \
     timeout 200 bench/gpu_engine.sh 2>&1 | tee "$OUT/engine.log" | grep -v '^make'
 fi
 if [[ " $STEPS " == *" reduce "* ]]; then

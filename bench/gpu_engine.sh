@@ -13,15 +13,13 @@
 #   prof    — the defaults, every request with "profile": true (timing events around each device step)
 #   emu     — --backend emu (ENGINES="... emu"): the same requests with no device, the HTTP side's ceiling
 #   L=F,V,… — a sweep: the defaults plus the flags F V … (commas for spaces), labelled L
-# and prints one table: req/s, p50 and p99 latency, non-2xx answers; then a 1 GiB buffer on device 0
-# against one sharded over every device (upload GB/s, reduce GB/s), and reduces of per-device buffers
-# spread over every device against all on device 0 (the multi-GPU numbers; on one GPU, the overhead).
+# and prints one table: req/s, p50 and p99 latency, non-2xx answers. The multi-GPU numbers (sharded
+# buffers, per-device buffers) are bench/gpu_multi.sh's.
 #
 # wrk comes from Debian: the GPU machine has no registry, so carry the packages in .debs/ (gpu_env.sh
 # unpacks every .deb there):  apt-get download wrk libluajit-5.1-2   (into .debs/)
 #   . bench/gpu_env.sh && bench/gpu_engine.sh      (BUILD=build; DURATION=5 seconds per cell; CONNS="1 16 64 256";
-#                                                   SKIP_TESTS=1, SKIP_WRK=1, SHARD_BENCH=0 leave
-#                                                   parts out; SHARD_BYTES=1073741824)
+#                                                   SKIP_TESTS=1, SKIP_WRK=1 leave parts out)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -126,58 +124,5 @@ for engine in ${ENGINES:-new never win100 inline today}; do
 done
 fi
 
-# Sharded buffer against one device (issue 9's multi-GPU numbers; with one GPU both are that GPU):
-# 1 GiB of f32 uploaded raw into a buffer on device 0 and into one sharded over every device, then the
-# median device time of 10 reduces of each (timing.kernel_us: a sharded reduce's slowest part).
-SHARD_BYTES=${SHARD_BYTES:-$((1 << 30))}
-if [ "${SHARD_BENCH:-1}" = 1 ]; then
-  start --max-body $((1100 << 20))
-  head -c "$SHARD_BYTES" /dev/zero >"$tmp/big"
-  put() { curl -s -o "$tmp/put.json" -w '%{time_total}' -X PUT -T "$tmp/big" -H 'Content-Type: application/octet-stream' "$base/v1/buffers?type=f32&$1"; }
-  med() { # buffer id -> median kernel_us of 10 reduces
-    for _ in $(seq 10); do
-      curl -s -H 'Content-Type: application/json' -d "{\"buffer\":\"$1\",\"op\":\"sum\"}" "$base/v1/reduce" | python3 -c 'import json,sys; print(json.load(sys.stdin)["timing"]["kernel_us"])'
-    done | sort -g | sed -n 5p
-  }
-  for where in device=0 shard=all; do
-    t=$(put $where); id=$(python3 -c 'import json; print(json.load(open("'"$tmp/put.json"'"))["id"])')
-    parts=$(python3 -c 'import json; print(len(json.load(open("'"$tmp/put.json"'")).get("shards",[1])))')
-    us=$(med "$id")
-    printf "%-9s parts %d  upload %d MiB %.2f GB/s  reduce %.1f us = %.0f GB/s\n" "$where" "$parts" $((SHARD_BYTES >> 20)) \
-      "$(python3 -c "print($SHARD_BYTES/$t/1e9)")" "$us" "$(python3 -c "print($SHARD_BYTES/max($us,0.001)/1e3)")"
-  done
-  stop
-fi
-
-# Concurrent reduces over per-device buffers (issue 9: >= 1.8x one GPU's aggregate GB/s on two GPUs):
-# one 2^24-element f32 buffer per device (generated there), wrk at 64 connections cycling over all of
-# them, against the same with every request on device 0's buffer. GB/s = req/s x buffer bytes.
-PER_DEVICE_N=${PER_DEVICE_N:-16777216}
-if [ "${SHARD_BENCH:-1}" = 1 ] && [ "${SKIP_WRK:-0}" != 1 ]; then
-  start
-  ndev=$(curl -s "$base/v1/info" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["devices"]))')
-  ids=()
-  for d in $(seq 0 $((ndev - 1))); do
-    ids+=("$(curl -s -X PUT "$base/v1/buffers" -H 'Content-Type: application/json' -d "{\"type\":\"f32\",\"device\":$d,\"generate\":{\"kind\":\"random\",\"n\":$PER_DEVICE_N}}" |
-      python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')")
-  done
-  for mode in one all; do
-    if [ $mode = one ]; then list="\"${ids[0]}\""; else list=$(printf '"%s",' "${ids[@]}"); list=${list%,}; fi
-    cat >"$tmp/per.lua" <<LUA
-local ids = {$list}
-local i = 0
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-request = function()
-  i = i + 1
-  return wrk.format(nil, nil, nil, '{"op":"sum","buffer":"' .. ids[(i % #ids) + 1] .. '"}')
-end
-LUA
-    "$WRK" -t8 -c64 -d"${DURATION}s" -s "$tmp/per.lua" "$base/v1/reduce" >"$tmp/wrk" 2>&1
-    rps=$(awk '/^Requests\/sec/ {print $2}' "$tmp/wrk")
-    bad=$(awk '/Non-2xx/ {print $NF}' "$tmp/wrk")
-    printf "per-device buffers, %-3s of %d device(s): %10s req/s  %8.1f GB/s  non2xx %s\n" $mode "$ndev" "${rps:-?}" \
-      "$(python3 -c "print(${rps:-0} * $PER_DEVICE_N * 4 / 1e9)")" "${bad:-0}"
-  done
-  stop
-fi
+# The multi-GPU numbers (a sharded buffer against one device, reduces over per-device buffers) are
+# bench/gpu_multi.sh's.

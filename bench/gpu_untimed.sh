@@ -25,5 +25,5 @@ python3 bench/gpu_latency.py $port 300 >/dev/null 2>&1; sleep 2
 python3 bench/gpu_latency.py $port 3000
 kill $pid; wait $pid 2>/dev/null
 build/bench/bench_smalljob 5000 5 events4,bare,graph,launch 2>/dev/null
-ENGINES=${ENGINES:-new prof today} CONNS=${CONNS:-1 256} DURATION=${DURATION:-5} SKIP_TESTS=1 SHARD_BENCH=0 \
+ENGINES=${ENGINES:-new prof today} CONNS=${CONNS:-1 256} DURATION=${DURATION:-5} SKIP_TESTS=1 \
   bench/gpu_engine.sh 2>&1 | grep -v "^commit"
