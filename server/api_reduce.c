@@ -542,8 +542,7 @@ static void add_timing(cJSON *o, const reduce_req *q) {
     cJSON_AddNumberToObject(t, "parse_us", q->parse_us);
     const bool untimed = q->job.untimed; /* the device's steps were not timed: null, and device_us */
     cJSON_AddItemToObject(t, "upload_us",
-                          untimed && !q->in.upload_us ? cJSON_CreateNull()
-                                                      : cJSON_CreateNumber(q->in.upload_us + q->job.upload_us));
+                          untimed ? cJSON_CreateNull() : cJSON_CreateNumber(q->in.upload_us + q->job.upload_us));
     if (q->in.form == FORM_GENERATE) cJSON_AddNumberToObject(t, "generate_us", q->in.generate_us);
     cJSON_AddNumberToObject(t, "key_us", r->key_us);
     cJSON_AddNumberToObject(t, "cache_us", r->cache_us);

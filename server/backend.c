@@ -225,13 +225,17 @@ int wp_backend_launch_io(wp_backend *b, void *const *fn, const wp_launch *launch
         return -1;
     const bool fused = n > 0 && b->ops->launch_io && !(io->write_len && (launches[0].flags & WP_LAUNCH_GRAPH));
     if (fused) return b->ops->launch_io(b, fn, launches, n, io, t, err);
-    uint64_t t0 = wp_now_ns();
+    const uint64_t start = wp_now_ns();
+    uint64_t t0 = start;
     if (io->write_len && wp_buf_write(io->buf, io->write_offset, io->src, io->write_len, err)) return -1;
     if (t) t->upload_us = wp_us_since(t0);
     if (n > 0 && wp_backend_launch(b, fn, launches, n, t ? &t->kernel_us : NULL, err)) return -1;
     t0 = wp_now_ns();
     if (io->read_len && wp_buf_read(buf, io->read_offset, io->dst, io->read_len, err)) return -1;
     if (t) t->download_us = wp_us_since(t0);
+    /* untimed asked for (cuda, no launch: every job of a batch empty): the round trip alone, as fused */
+    if (t && io->untimed && !wp_backend_on_host(b))
+        *t = (wp_run_timing){.untimed = true, .device_us = wp_us_since(start)};
     return 0;
 }
 

@@ -25,7 +25,8 @@ typedef struct {
     /* an untimed run (cuda; asked by wp_launch_io.untimed, or for a warp run by this flag set on the way
      * in): the three above were not measured (0) */
     bool untimed;
-    double device_us; /* cuda's launch_io: the host's clock from the first submission to the end of the wait */
+    double device_us; /* cuda: the host's clock from the start of the device call (the image into staging
+                       * included) to the end of its wait */
 } wp_run_timing;
 
 /* CUDA: NULL with *err (and a reason in err->msg) when libcuda or a device is missing. */

@@ -557,8 +557,8 @@ def _print_warp(r):
             line += f"  {pred[t]}"
         print(line.rstrip())
     t = r.get("timing") or {}
-    if t:
-        print("timing " + " ".join(f"{k}={v:g}" for k, v in t.items()))
+    if t:  # a step the server did not time (cuda without "profile") is null: printed as "-"
+        print("timing " + " ".join(f"{k}={'-' if v is None else format(v, 'g')}" for k, v in t.items()))
 
 
 def _data_args(p):

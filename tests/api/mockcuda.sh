@@ -85,6 +85,9 @@ if start "cuda on the mock, --batch-window-us 20000" --batch-window-us 20000; th
   check "timing: a batched reduce without profile: steps null, device_us a number ($got)" '[ "$code" = 200 ] && [ "$got" = "n n n v" ]'
   code=$(post /v1/reduce "${REDUCE%\}},\"profile\":true}"); got=$(timing)
   check "timing: with \"profile\": true every step is timed ($got)" '[ "$code" = 200 ] && [ "$got" = "v v v v" ]'
+  code=$(post /v1/reduce '{"type":"i32","op":"sum","data":[]}'); got=$(timing)
+  check "timing: an empty batched reduce (no launch) is untimed too ($got)" \
+    '[ "$code" = 200 ] && grep -q "/batch\"" "$tmp/body" && [ "$got" = "n n n v" ]'
   code=$(post /v1/warp "$WARP"); got=$(timing)
   check "timing: a warp job without profile: steps null, device_us a number ($got)" '[ "$code" = 200 ] && [ "$got" = "n n n v" ]'
   code=$(post /v1/warp "${WARP%\}},\"profile\":true}"); got=$(timing)

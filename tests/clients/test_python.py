@@ -349,6 +349,20 @@ class RequestShapes(unittest.TestCase):
 
 
 # ---------------------------------------------------------------- pure helpers
+class PrintWarp(unittest.TestCase):
+    def test_untimed_steps_print_as_dashes(self):
+        # a cuda warp answer without "profile": its device steps are null, device_us is the round trip
+        r = {"family": "shfl_xor", "type": "i32", "width": 32, "mask": "0xffffffff", "lanes": 1, "backend": "cuda",
+             "cache": "memory", "output": [1], "defined": [True], "undefined_reason": [None], "source_lane": [1],
+             "timing": {"parse_us": 7.5, "upload_us": None, "kernel_us": None, "download_us": None,
+                        "device_us": 15.25, "total_us": 40.0}}
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            warpd._print_warp(r)
+        self.assertIn("timing parse_us=7.5 upload_us=- kernel_us=- download_us=- device_us=15.25 total_us=40",
+                      out.getvalue())
+
+
 class Pack(unittest.TestCase):
     def test_round_trips(self):
         cases = {"i32": [-2**31, -1, 0, 2**31 - 1], "u32": [0, 2**32 - 1], "i64": [-2**63, 2**63 - 1],
