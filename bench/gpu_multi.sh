@@ -59,7 +59,7 @@ for r in $(seq "$ROUNDS"); do
 done
 
 # 2. 2^31 f32 (8 GiB: the 1 GiB of random bytes above, 8 times) uploaded raw to device 0 and sharded over
-#    every device (a generated buffer is never sharded): the median device time of 10 reduces of each
+#    every device (uploaded, so the upload is measured too): the median device time of 10 reduces of each
 N=${BIG_N:-$((1 << 31))}
 for _ in $(seq $((N * 4 / BYTES))); do cat "$tmp/big"; done >"$tmp/big8"
 declare -A at

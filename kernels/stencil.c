@@ -52,6 +52,6 @@ uint64_t wp_generate_value(wp_type t, int kind, uint64_t seed, uint64_t constant
 void wp_emu_generate(const wp_spec *s, const wp_data_params *p, const wp_data_plan *plan) {
     (void)plan;
     void *out = (void *)(uintptr_t)p->out;
-    for (uint64_t i = 0; i < p->n; i++)
-        wp_data_store(s->type, out, i, wp_generate_value(s->type, p->kind, p->seed, p->init, i));
+    for (uint64_t i = 0; i < p->n; i++) /* element i is element aux + i of the sequence (a shard's start) */
+        wp_data_store(s->type, out, i, wp_generate_value(s->type, p->kind, p->seed, p->init, p->aux + i));
 }

@@ -6,7 +6,8 @@
  *                                    "ttl":S, "backend":"auto"|"cuda"|"emu", "device":N}
  *                           (?device=N, "device":N: on that device; else the least-loaded one;
  *                            ?shard=all|0,1, "shard":"all"|[0,1]: split into contiguous parts, one per
- *                            device, a raw body striped to them as it arrives)
+ *                            device, a raw body striped to them as it arrives, generated data made part
+ *                            by part on its device)
  *                           -> 201 {"id","type","count","bytes","backend","ttl","expires_in",...} + Location
  *   GET    /v1/buffers      every buffer, with bytes in use and the quota
  *   GET    /v1/buffers/{id} its info; the bytes with Accept: application/octet-stream (or ?data=raw);
@@ -156,18 +157,33 @@ static int parse_generate(const cJSON *g, wp_type t, generate_spec *out, wp_err 
 }
 
 /* Made where the buffer lives, by the generate family through the reduce engine: a kernel on cuda
- * (nothing crosses the bus), the C reference in place on emu. */
+ * (nothing crosses the bus), the C reference in place on emu. A sharded buffer's parts are made each
+ * on its device, part i as the elements of the sequence from where it starts: the values are those of
+ * the same generate unsharded. */
 static int fill_generated(wp_app *app, wp_backend *be, wp_buf *buf, wp_type t, const generate_spec *g, wp_err *err) {
     wp_spec spec = {.family = wp_family_find("generate"), .type = t, .width = 32, .mask = 0xffffffffu};
     spec.data.strategy = WP_STRAT_AUTO;
     snprintf(spec.arch, sizeof spec.arch, "%s", app->arch);
     if (!spec.family) return WP_FAIL(err, 500, "internal", "generate", "the generate family is missing");
     if (wp_spec_validate(&spec, err)) return -1;
-    wp_reduce_job job = {
-        .spec = &spec, .n = g->n, .gen_kind = g->kind, .seed = g->seed, .constant = g->value, .out = buf};
-    wp_reduce_result r;
-    if (wp_reduce_run(app, be, &job, &r, err)) return -1;
-    wp_reduce_result_free(&r);
+    const size_t esize = wp_type_size(t);
+    const int parts = wp_buf_shards(buf);
+    for (int i = 0; i < (parts ? parts : 1); i++) {
+        size_t offset = 0;
+        wp_buf *part = parts ? wp_buf_shard(buf, i, &offset) : buf;
+        const uint64_t n = parts ? wp_buf_size(part) / esize : g->n;
+        if (n == 0) continue; /* an empty part */
+        wp_reduce_job job = {.spec = &spec,
+                             .n = n,
+                             .gen_kind = g->kind,
+                             .seed = g->seed,
+                             .constant = g->value,
+                             .gen_first = offset / esize,
+                             .out = part};
+        wp_reduce_result r;
+        if (wp_reduce_run(app, parts ? wp_buf_backend(part) : be, &job, &r, err)) return -1;
+        wp_reduce_result_free(&r);
+    }
     return 0;
 }
 
@@ -202,8 +218,8 @@ static wp_buf *create(wp_app *app, wp_backend *be, const shard_set *ss, wp_type 
 }
 
 /* Where a JSON body's buffer goes: "backend", "device" (one device) or "shard" (split over several). */
-static int json_placement(wp_app *app, const cJSON *body, const cJSON *backend, bool generated, wp_backend **be,
-                          shard_set *ss, wp_err *err) {
+static int json_placement(wp_app *app, const cJSON *body, const cJSON *backend, wp_backend **be, shard_set *ss,
+                          wp_err *err) {
     if (backend && !cJSON_IsString(backend))
         return WP_FAIL(err, 400, "wrong_type", "backend", "backend must be a string");
     int pinned;
@@ -211,9 +227,7 @@ static int json_placement(wp_app *app, const cJSON *body, const cJSON *backend, 
     if (wp_placement_pin(body, &pinned, err) ||
         pick_backend(app, backend ? backend->valuestring : NULL, pinned, be, err))
         return -1;
-    if (shard && (pinned >= 0 || generated))
-        return WP_FAIL(err, 400, "bad_shard", "shard",
-                       generated ? "a generated buffer is not sharded" : "give shard or device, not both");
+    if (shard && pinned >= 0) return WP_FAIL(err, 400, "bad_shard", "shard", "give shard or device, not both");
     if (shard && (wp_placement_shards(app, shard, NULL, ss->dev, &ss->n, err) || !wp_placement_has(app, *be)))
         return err->code ? -1 : WP_FAIL(err, 400, "bad_shard", "shard", "shard splits over this server's devices only");
     return 0;
@@ -242,7 +256,7 @@ static int put_json(wp_app *app, const wp_req *req, wp_buffer_info *info, wp_err
     }
     if (parse_type(type ? type->valuestring : NULL, &t, err)) goto out;
     shard_set ss = {0};
-    if (json_placement(app, body, backend, gen != NULL, &be, &ss, err)) goto out;
+    if (json_placement(app, body, backend, &be, &ss, err)) goto out;
     if (ttl && !cJSON_IsNumber(ttl)) {
         WP_FAIL(err, 400, "wrong_type", "ttl", "ttl must be a number of seconds");
         goto out;

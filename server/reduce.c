@@ -365,6 +365,7 @@ static int reduce_run(struct wp_app *app, wp_backend *b, const wp_reduce_job *jo
     if (rc == 0 && plan.grid > 0) {
         p.in = job->in ? wp_buf_addr(job->in) : 0;
         p.aux = job->offsets ? wp_buf_addr(job->offsets) : 0;
+        if (f->flags & WP_F_NO_INPUT) p.aux = job->gen_first; /* generate: the first element's index */
         if (!one_value) p.out = wp_buf_addr(res->out);
         if (emu) {
             if (one_value) p.out = (uint64_t)(uintptr_t)result;

@@ -33,6 +33,7 @@ typedef struct {
     double weights[2 * WP_STENCIL_MAX_RADIUS + 1];
     int gen_kind; /* generate: WP_GEN_*, seed, constant (raw bits of spec->type) */
     uint64_t seed, constant;
+    uint64_t gen_first;     /* generate: the sequence index of the first element (a shard's start; else 0) */
     wp_buf *out;            /* EACH/GROUPS families: where results go (NULL: the engine allocates one) */
     bool compile_on_emu;    /* also compile the kernel (NVRTC, cache) when running on emu */
     bool memory_only;       /* take the kernel from the memory cache only (never compile or read the disk):

@@ -1,7 +1,8 @@
 /* generate.cu — wp_generate: fills n packed elements on the device (benchmarks, tests), the same
- * values kernels/generate.c makes on the host. p.kind: WP_GEN_IOTA (element i is i converted to T,
- * through f32 for f16/bf16), WP_GEN_RANDOM (splitmix64 of seed and i: integers 0..999, floats
- * uniform in [0, 1) with 24 bits, 53 for f64), WP_GEN_CONSTANT (the raw bits in p.init). */
+ * values kernels/stencil.c makes on the host. Element i of the output is element p.aux + i of the
+ * sequence (p.aux: 0, or where a shard of a longer sequence starts). p.kind: WP_GEN_IOTA (element j
+ * is j converted to T, through f32 for f16/bf16), WP_GEN_RANDOM (splitmix64 of seed and j: integers
+ * 0..999, floats uniform in [0, 1) with 24 bits, 53 for f64), WP_GEN_CONSTANT (the raw bits in p.init). */
 #include "wp_block.cuh"
 
 WP_DEV unsigned long long wp_splitmix(unsigned long long seed, unsigned long long i) {
@@ -41,7 +42,7 @@ __global__ void __launch_bounds__(BLOCK) wp_generate(wp_data_params p) {
     const unsigned long long stride = (unsigned long long)gridDim.x * BLOCK;
     const T constant = wp_raw<T>::value((typename wp_raw<T>::word)p.init);
     for (unsigned long long i = (unsigned long long)blockIdx.x * BLOCK + threadIdx.x; i < p.n; i += stride)
-        out[i] = p.kind == WP_GEN_IOTA     ? wp_gen<T>::iota(i)
-                 : p.kind == WP_GEN_RANDOM ? wp_gen<T>::random(wp_splitmix(p.seed, i))
+        out[i] = p.kind == WP_GEN_IOTA     ? wp_gen<T>::iota(p.aux + i)
+                 : p.kind == WP_GEN_RANDOM ? wp_gen<T>::random(wp_splitmix(p.seed, p.aux + i))
                                            : constant;
 }

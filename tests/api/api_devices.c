@@ -418,6 +418,59 @@ static void test_sharded_one(int n) {
     delete_buffer(id);
 }
 
+/* A buffer's raw bytes (GET with Accept: octet-stream), malloc'd into *out; its length, or -1. */
+static long get_bytes(const char *id, char **out) {
+    char path[128], err[160] = "";
+    static const char *const accept_raw[] = {"Accept: application/octet-stream", NULL};
+    snprintf(path, sizeof path, "/v1/buffers/%s", id);
+    hc_resp r;
+    *out = NULL;
+    if (hc_request(host, port, "GET", path, accept_raw, NULL, 0, 0, &r, err, sizeof err) || r.status != 200) {
+        hc_resp_free(&r); /* hc_request cleared it first: safe after a failure too */
+        return -1;
+    }
+    long n = (long)r.body_len;
+    *out = malloc(r.body_len ? r.body_len : 1);
+    if (*out) memcpy(*out, r.body, r.body_len);
+    hc_resp_free(&r);
+    return *out ? n : -1;
+}
+
+/* "generate" with "shard": each part made on its device from where it starts in the sequence: the
+ * bytes of the same generate unsharded, for every kind, with parts of unequal length. */
+static void test_sharded_generate(void) {
+    static const struct {
+        const char *type, *gen;
+    } cases[] = {{"f32", "{\"kind\":\"iota\",\"n\":1001}"},
+                 {"f32", "{\"kind\":\"random\",\"n\":4099,\"seed\":7}"},
+                 {"i64", "{\"kind\":\"random\",\"n\":257,\"seed\":3}"},
+                 {"u32", "{\"kind\":\"constant\",\"n\":33,\"value\":9}"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char name[160], body[256], ids[2][64] = {"", ""};
+        snprintf(name, sizeof name, "generated %s %s sharded over %d device(s): the unsharded bytes", cases[i].type,
+                 cases[i].gen, n_usable);
+        T_CASE(name);
+        int st[2];
+        for (int sharded = 0; sharded < 2; sharded++) {
+            snprintf(body, sizeof body, "{\"type\":\"%s\",%s\"generate\":%s}", cases[i].type,
+                     sharded ? "\"shard\":\"all\"," : "", cases[i].gen);
+            cJSON *o = req("PUT", "/v1/buffers", body, &st[sharded]);
+            snprintf(ids[sharded], sizeof ids[sharded], "%s", str(o, "id") ? str(o, "id") : "");
+            if (sharded) check_split(o, (int)num(o, "count"), n_usable);
+            cJSON_Delete(o);
+        }
+        CHECKF(st[0] == 201 && st[1] == 201, "PUT: %d unsharded, %d sharded", st[0], st[1]);
+        char *a = NULL, *b = NULL;
+        long na = ids[0][0] ? get_bytes(ids[0], &a) : -1, nb = ids[1][0] ? get_bytes(ids[1], &b) : -1;
+        CHECKF(na > 0 && na == nb && !memcmp(a, b, (size_t)na), "bytes: %ld unsharded, %ld sharded%s", na, nb,
+               na > 0 && na == nb ? ", different" : "");
+        free(a);
+        free(b);
+        for (int k = 0; k < 2; k++)
+            if (ids[k][0]) delete_buffer(ids[k]);
+    }
+}
+
 static void test_sharded(void) {
     if (!n_usable) {
         T_CASE("shard with no usable device");
@@ -429,6 +482,7 @@ static void test_sharded(void) {
     }
     int sizes[] = {1, n_usable > 1 ? n_usable - 1 : 1, 2 * n_usable + 1, 1000, 4099};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) test_sharded_one(sizes[i]);
+    test_sharded_generate();
 
     T_CASE("sharded f32: the same bits every time, close to the unsharded sum");
     int st;
