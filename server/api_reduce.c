@@ -540,16 +540,15 @@ static void add_timing(cJSON *o, const reduce_req *q) {
     uint64_t t_body = req->t_body_ns ? req->t_body_ns : req->t_start_ns;
     cJSON_AddNumberToObject(t, "receive_us", (double)(t_body - req->t_start_ns) / 1e3);
     cJSON_AddNumberToObject(t, "parse_us", q->parse_us);
-    const bool untimed = q->job.untimed; /* the device's steps were not timed: null, and device_us */
-    cJSON_AddItemToObject(t, "upload_us",
-                          untimed ? cJSON_CreateNull() : cJSON_CreateNumber(q->in.upload_us + q->job.upload_us));
+    const bool timed = !q->job.untimed; /* else the device's steps are null, and device_us says the round trip */
+    wp_json_add_number_or_null(t, "upload_us", timed, q->in.upload_us + q->job.upload_us);
     if (q->in.form == FORM_GENERATE) cJSON_AddNumberToObject(t, "generate_us", q->in.generate_us);
     cJSON_AddNumberToObject(t, "key_us", r->key_us);
     cJSON_AddNumberToObject(t, "cache_us", r->cache_us);
     cJSON_AddNumberToObject(t, "compile_ms", r->compile_ms);
     cJSON_AddNumberToObject(t, "load_us", r->load_us);
-    cJSON_AddItemToObject(t, "kernel_us", untimed ? cJSON_CreateNull() : cJSON_CreateNumber(r->kernel_us));
-    cJSON_AddItemToObject(t, "download_us", untimed ? cJSON_CreateNull() : cJSON_CreateNumber(q->job.download_us));
+    wp_json_add_number_or_null(t, "kernel_us", timed, r->kernel_us);
+    wp_json_add_number_or_null(t, "download_us", timed, q->job.download_us);
     if (q->job.device_us > 0) cJSON_AddNumberToObject(t, "device_us", q->job.device_us);
     cJSON_AddNumberToObject(t, "total_us", wp_us_since(req->t_start_ns));
 }

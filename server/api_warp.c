@@ -448,10 +448,9 @@ static cJSON *warp_answer(const wp_spec *spec, const warp_input *w, const warp_r
     cJSON_AddNumberToObject(t, "compile_ms", rk->compile_ms);
     cJSON_AddNumberToObject(t, "load_us", rk->load_us);
     /* untimed (cuda without "profile"): the device's steps were not measured: null, and device_us */
-    const double steps[] = {rt->upload_us, rt->kernel_us, rt->download_us};
-    const char *const names[] = {"upload_us", "kernel_us", "download_us"};
-    for (int i = 0; i < 3; i++)
-        cJSON_AddItemToObject(t, names[i], rt->untimed ? cJSON_CreateNull() : cJSON_CreateNumber(steps[i]));
+    wp_json_add_number_or_null(t, "upload_us", !rt->untimed, rt->upload_us);
+    wp_json_add_number_or_null(t, "kernel_us", !rt->untimed, rt->kernel_us);
+    wp_json_add_number_or_null(t, "download_us", !rt->untimed, rt->download_us);
     if (rt->device_us > 0) cJSON_AddNumberToObject(t, "device_us", rt->device_us);
     cJSON_AddNumberToObject(t, "emulate_us", r->emu_t.kernel_us);
     cJSON_AddNumberToObject(t, "total_us", wp_us_since(t_start_ns));

@@ -415,6 +415,10 @@ size_t wp_json_trailing(const char *text, size_t n, const char *end) {
     return at;
 }
 
+void wp_json_add_number_or_null(cJSON *obj, const char *name, bool has, double v) {
+    cJSON_AddItemToObject(obj, name, has ? cJSON_CreateNumber(v) : cJSON_CreateNull());
+}
+
 int wp_json_bool(const cJSON *obj, const char *name, bool *out, wp_err *err) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
     *out = false;

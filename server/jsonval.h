@@ -14,6 +14,8 @@ int wp_json_to_bits(const cJSON *v, wp_type t, const char *field, uint64_t *out,
 /* The optional boolean `name` of obj into *out (false when absent); anything but true/false is a 400
  * "wrong_type" naming the field. */
 int wp_json_bool(const cJSON *obj, const char *name, bool *out, wp_err *err);
+/* Adds `name` to obj: the number v, or null when it has none (a step that was not measured). */
+void wp_json_add_number_or_null(cJSON *obj, const char *name, bool has, double v);
 /* Its two halves, for readers that have the number or the string without a cJSON node. */
 int wp_json_number_to_bits(double d, wp_type t, const char *field, uint64_t *out, wp_err *err);
 int wp_json_string_to_bits(const char *s, wp_type t, const char *field, uint64_t *out, wp_err *err);
