@@ -220,14 +220,25 @@ int wp_backend_launch_io(wp_backend *b, void *const *fn, const wp_launch *launch
     const wp_buf *buf = io->buf;
     if (buf->backend != b || buf->n_shards)
         return WP_FAIL(err, 400, "backend_mismatch", "buffer", "the buffer lives on another backend or device");
+    if (io->fill && io->write_offset) return WP_FAIL(err, 500, "internal", "", "an image goes at offset 0");
     if ((io->write_len && buf_check(buf, io->write_offset, io->write_len, "write", err)) ||
-        (io->read_len && buf_check(buf, io->read_offset, io->read_len, "read", err)))
+        (io->read_len && buf_check(buf, io->read_offset, io->read_len, "read", err)) ||
+        (io->fill && buf_check(buf, 0, io->image_len, "image", err)))
         return -1;
     const bool fused = n > 0 && b->ops->launch_io && !(io->write_len && (launches[0].flags & WP_LAUNCH_GRAPH));
     if (fused) return b->ops->launch_io(b, fn, launches, n, io, t, err);
     const uint64_t start = wp_now_ns();
     uint64_t t0 = start;
-    if (io->write_len && wp_buf_write(io->buf, io->write_offset, io->src, io->write_len, err)) return -1;
+    if (io->write_len && io->fill) { /* built here for buf's address, then written as src would be */
+        void *image = malloc(io->write_len);
+        if (!image) return WP_FAIL(err, 500, "out_of_memory", "", "out of memory for a %zu-byte image", io->write_len);
+        io->fill(io->fill_ctx, wp_buf_addr(buf), image);
+        int rc = wp_buf_write(io->buf, 0, image, io->write_len, err);
+        free(image);
+        if (rc) return -1;
+    } else if (io->write_len && wp_buf_write(io->buf, io->write_offset, io->src, io->write_len, err)) {
+        return -1;
+    }
     if (t) t->upload_us = wp_us_since(t0);
     if (n > 0 && wp_backend_launch(b, fn, launches, n, t ? &t->kernel_us : NULL, err)) return -1;
     t0 = wp_now_ns();

@@ -17,7 +17,8 @@ typedef struct {
     int sm;              /* e.g. 90; 0 for emu */
     int sms;             /* multiprocessors (cores for emu) */
     uint64_t mem_total, mem_free;
-    int driver_version; /* cuDriverGetVersion, 0 for emu */
+    int driver_version;      /* cuDriverGetVersion, 0 for emu */
+    uint64_t zero_copy_runs; /* cuda: runs whose kernel worked on host memory, copying nothing (--zero-copy) */
 } wp_device_info;
 
 typedef struct {
@@ -37,6 +38,11 @@ int wp_backend_cuda_streams(const wp_backend *b); /* the pool's size; 0 for anot
 /* --gpu-wait: how a job waits for the device, spin (the driver's wait: lowest latency) or yield (poll,
  * giving the CPU to other threads between polls). Before the first job; other backends ignore it. */
 void wp_backend_cuda_set_wait(wp_backend *b, bool yield);
+/* --zero-copy: whether an untimed small job (an image of at most 64 KiB) runs zero-copy:
+ * its kernel reads and writes the image where the host wrote it, in the stream's page-locked staging
+ * mapped into the device, with no upload and no download (two driver calls and two copies fewer). On
+ * by default; off: always copied. Before the first job; other backends ignore it. */
+void wp_backend_cuda_set_zero_copy(wp_backend *b, bool on);
 int wp_backend_streams(const wp_backend *b); /* jobs it runs at once: the pool's size; 1 on emu */
 int wp_backend_ordinal(const wp_backend *b); /* its device number (cuda: the driver's) */
 /* Its place among the devices served (--devices 2,3: 0 and 1): the "device" number requests, buffers,

@@ -55,6 +55,7 @@ static void cuda_info(wp_backend *base, wp_device_info *out) {
     pthread_mutex_lock(&b->mu);
     if (got) b->info.mem_free = free_bytes;
     *out = b->info;
+    out->zero_copy_runs = atomic_load(&b->zero_copy_runs);
     pthread_mutex_unlock(&b->mu);
 }
 
@@ -69,6 +70,10 @@ static bool cuda_usable(wp_backend *base, char *why, size_t n) {
 
 void wp_backend_cuda_set_wait(wp_backend *base, bool yield) {
     if (base && !strcmp(base->ops->name, "cuda")) ((cuda_backend *)base)->wait_yield = yield;
+}
+
+void wp_backend_cuda_set_zero_copy(wp_backend *base, bool on) {
+    if (base && !strcmp(base->ops->name, "cuda")) ((cuda_backend *)base)->zero_copy = on;
 }
 
 static bool cuda_lane_free(wp_backend *base) {
@@ -189,9 +194,12 @@ static int cuda_run_warp_on(cuda_op *op, cuda_fn *fn, const wp_warp_job *job, wp
     if (r != CUDA_SUCCESS) return cuda_op_fail(op, err, call, r);
 
     const uint64_t t0 = wp_now_ns();
+    const bool timed = !(t && t->untimed);
+    const bool zero_copy = !timed && cuda_zero_copy(b, ln, l.total); /* the kernel works in ln->host */
     unsigned char *h = ln->host;
     wp_warp_image_put(h, &l, job, 0, n);
-    wp_warp_params p = wp_warp_params_at(ln->scratch, &l, job, n);
+    wp_warp_params p = wp_warp_params_at(zero_copy ? ln->host_dev : ln->scratch, &l, job, n);
+    if (zero_copy) atomic_fetch_add(&b->zero_copy_runs, 1);
     void *params[] = {&p};
     const unsigned threads = (unsigned)((n + 31) / 32 * 32);
 #define CU_TRY(x, name)                                                                                                \
@@ -200,14 +208,14 @@ static int cuda_run_warp_on(cuda_op *op, cuda_fn *fn, const wp_warp_job *job, wp
     } while (0)
 
     /* Upload, kernel and download are queued back to back on the lane and waited for once; events
-     * between them time each step on the device (unless untimed: one event without timing at the end). */
-    const bool timed = !(t && t->untimed);
+     * between them time each step on the device (unless untimed: one event without timing at the end;
+     * zero-copy: no copies either). */
     if (timed) CU_TRY(b->cu.event_record(ln->ev_upload, ln->stream), "cuEventRecord");
-    CU_TRY(b->cu.memcpy_htod_async(ln->scratch, h, l.total, ln->stream), "cuMemcpyHtoDAsync");
+    if (!zero_copy) CU_TRY(b->cu.memcpy_htod_async(ln->scratch, h, l.total, ln->stream), "cuMemcpyHtoDAsync");
     if (timed) CU_TRY(b->cu.event_record(ln->ev_start, ln->stream), "cuEventRecord");
     CU_TRY(b->cu.launch_kernel(function, 1, 1, 1, threads, 1, 1, 0, ln->stream, params, NULL), "cuLaunchKernel");
     if (timed) CU_TRY(b->cu.event_record(ln->ev_stop, ln->stream), "cuEventRecord");
-    CU_TRY(b->cu.memcpy_dtoh_async(h, ln->scratch, l.download, ln->stream), "cuMemcpyDtoHAsync");
+    if (!zero_copy) CU_TRY(b->cu.memcpy_dtoh_async(h, ln->scratch, l.download, ln->stream), "cuMemcpyDtoHAsync");
     CUevent end = timed ? ln->ev_download : ln->ev_done;
     CU_TRY(b->cu.event_record(end, ln->stream), "cuEventRecord");
     CU_TRY(cuda_event_wait(b, end), "the warp run (cuEventSynchronize)");
@@ -453,7 +461,8 @@ static int cuda_capture(cuda_op *op, const CUfunction *fs, const wp_launch *ls, 
 
 /* Queues io's write on the lane (before the launches): through the lane's page-locked staging when it
  * fits (reserved for the read too, so the read after the launches never reallocates it under the
- * write), else straight from the caller's memory (a pageable copy: done when the call returns). */
+ * write), else straight from the caller's memory (a pageable copy: done when the call returns). An
+ * image (io->fill) is built straight into the staging, or into memory of its own past it. */
 static int cuda_queue_write(cuda_op *op, const wp_launch_io *io, bool timed, wp_err *err) {
     cuda_backend *b = op->b;
     cuda_lane *ln = op->lane;
@@ -463,13 +472,35 @@ static int cuda_queue_write(cuda_op *op, const wp_launch_io *io, bool timed, wp_
     size_t stage = staged ? io->write_len : 0;
     if (io->read_len <= WP_STAGE_MAX && io->read_len > stage) stage = io->read_len;
     if (stage && (r = cuda_lane_reserve(b, ln, 0, stage, &call)) != CUDA_SUCCESS) return cuda_op_fail(op, err, call, r);
-    if (staged) memcpy(ln->host, io->src, io->write_len);
+    const void *src = staged ? ln->host : io->src;
+    void *own = NULL;
+    if (io->fill) {
+        if (!staged && !(src = own = malloc(io->write_len))) {
+            cuda_op_end(op);
+            return WP_FAIL(err, 500, "out_of_memory", "", "out of memory for a %zu-byte image", io->write_len);
+        }
+        io->fill(io->fill_ctx, io->buf->addr, (void *)src);
+    } else if (staged) {
+        memcpy(ln->host, io->src, io->write_len);
+    }
     /* recorded here, after the host copy into staging: upload_us is the device's copy alone */
-    if (timed && (r = b->cu.event_record(ln->ev_upload, ln->stream)) != CUDA_SUCCESS)
+    if (timed && (r = b->cu.event_record(ln->ev_upload, ln->stream)) != CUDA_SUCCESS) {
+        free(own);
         return cuda_op_fail(op, err, "cuEventRecord", r);
-    r = b->cu.memcpy_htod_async(io->buf->addr + io->write_offset, staged ? ln->host : io->src, io->write_len,
-                                ln->stream);
+    }
+    r = b->cu.memcpy_htod_async(io->buf->addr + io->write_offset, src, io->write_len, ln->stream);
+    free(own); /* a pageable copy has read it when the call returns */
     return r == CUDA_SUCCESS ? 0 : cuda_op_fail(op, err, "cuMemcpyHtoDAsync", r);
+}
+
+/* Whether io runs zero-copy on the op's lane (cuda_zero_copy): an untimed image the kernels may reach
+ * over the bus, small enough; the staging is reserved for it here. */
+static bool cuda_io_zero_copy(cuda_op *op, const wp_launch_io *io, bool timed) {
+    if (timed || !io || !io->fill || !io->zero_copy_ok || !op->b->zero_copy || io->image_len > WP_ZERO_COPY_MAX)
+        return false;
+    const char *call = "";
+    if (cuda_lane_reserve(op->b, op->lane, 0, io->image_len, &call) != CUDA_SUCCESS) return false; /* copies then */
+    return cuda_zero_copy(op->b, op->lane, io->image_len);
 }
 
 /* io (may be NULL): a write queued before the launches and a read after them, in the same wait. Timed
@@ -484,12 +515,17 @@ static int cuda_launch_on(cuda_op *op, const CUfunction *fs, const wp_launch *ls
     const bool write = io && io->write_len, read = io && io->read_len;
     const bool timed = !(io && io->untimed) || (ls[0].flags & WP_LAUNCH_GRAPH);
     const bool staged = read && io->read_len <= WP_STAGE_MAX; /* else straight into dst (pageable: waits) */
+    const bool zero_copy = !(ls[0].flags & WP_LAUNCH_GRAPH) && cuda_io_zero_copy(op, io, timed);
     const char *call = "";
     CUresult r;
-    if (write && cuda_queue_write(op, io, timed, err)) return -1; /* never with a graph (backend.c) */
+    if (zero_copy) {
+        io->fill(io->fill_ctx, ln->host_dev, ln->host); /* the kernels work in it: nothing to copy */
+        atomic_fetch_add(&b->zero_copy_runs, 1);
+    } else if (write && cuda_queue_write(op, io, timed, err))
+        return -1; /* never with a graph (backend.c) */
     /* the read's staging before the first launch (a no-op after a write, which reserved for both): a
      * growth never lands between the events that time the kernel and the download */
-    if (!write && staged && (r = cuda_lane_reserve(b, ln, 0, io->read_len, &call)) != CUDA_SUCCESS)
+    if (!zero_copy && !write && staged && (r = cuda_lane_reserve(b, ln, 0, io->read_len, &call)) != CUDA_SUCCESS)
         return cuda_op_fail(op, err, call, r);
     if ((ls[0].flags & WP_LAUNCH_GRAPH) && cuda_capture(op, fs, ls, n, &exec, err)) return -1;
     if (timed && (r = b->cu.event_record(ln->ev_start, ln->stream)) != CUDA_SUCCESS) {
@@ -506,7 +542,7 @@ static int cuda_launch_on(cuda_op *op, const CUfunction *fs, const wp_launch *ls
             return cuda_op_fail(op, err, cuda_overlaps(b, &ls[i]) ? "cuLaunchKernelEx" : "cuLaunchKernel", r);
     if (timed && (r = b->cu.event_record(ln->ev_stop, ln->stream)) != CUDA_SUCCESS)
         return cuda_op_fail(op, err, "cuEventRecord", r);
-    if (read) {
+    if (read && !zero_copy) {
         r = b->cu.memcpy_dtoh_async(staged ? ln->host : io->dst, io->buf->addr + io->read_offset, io->read_len,
                                     ln->stream);
         if (r != CUDA_SUCCESS) return cuda_op_fail(op, err, "cuMemcpyDtoHAsync", r);
@@ -515,7 +551,10 @@ static int cuda_launch_on(cuda_op *op, const CUfunction *fs, const wp_launch *ls
     if ((r = b->cu.event_record(end, ln->stream)) != CUDA_SUCCESS) return cuda_op_fail(op, err, "cuEventRecord", r);
     if ((r = cuda_event_wait(b, end)) != CUDA_SUCCESS)
         return cuda_op_fail(op, err, "the kernel (cuEventSynchronize)", r);
-    if (staged) memcpy(io->dst, ln->host, io->read_len);
+    if (read && zero_copy)
+        memcpy(io->dst, ln->host + io->read_offset, io->read_len);
+    else if (staged)
+        memcpy(io->dst, ln->host, io->read_len);
     if (t && !timed) *t = (wp_run_timing){.untimed = true, .device_us = wp_us_since(t0)};
     if (t && timed) {
         float up = 0, kern = 0, down = 0;
@@ -727,6 +766,7 @@ wp_backend *wp_backend_cuda_open_streams(int device_ordinal, int streams, wp_err
         return NULL;
     }
     b->base.ops = &cuda_ops;
+    b->zero_copy = true;
     if (pthread_mutex_init(&b->mu, NULL) != 0 || pthread_cond_init(&b->cv, NULL) != 0 ||
         pthread_cond_init(&b->lane_cv, NULL) != 0 || pthread_mutex_init(&b->load_mu, NULL) != 0) {
         free(b);

@@ -120,6 +120,7 @@ static batch_layout layout_for(reduce_item *const *items, int n) {
             at = align_up(at + items[i]->plan.scratch_bytes);
         }
     l.total = at > 0 ? at : REGION_ALIGN;
+    for (int i = 0; i < n; i++) l.blocks += items[i]->plan.grid;
     return l;
 }
 
@@ -130,8 +131,9 @@ static void default_weights(const wp_reduce_job *job, wp_type acc, int radius, d
     }
 }
 
-/* Job i's parameter block (as wp_reduce_run makes it) and its head, in the host image. */
-static void item_params(const reduce_item *it, uint64_t base, unsigned char *h, wp_data_params *p) {
+/* Job i's parameter block (as wp_reduce_run makes it) and its head, in the host image: base is the
+ * image's device address, dev the batch buffer's (the scratch past the outputs stays there). */
+static void item_params(const reduce_item *it, uint64_t base, uint64_t dev, unsigned char *h, wp_data_params *p) {
     const wp_spec *s = &it->sized;
     const wp_family *f = s->family;
     const wp_reduce_job *job = &it->j->job;
@@ -149,7 +151,7 @@ static void item_params(const reduce_item *it, uint64_t base, unsigned char *h, 
     p->aux = it->j->offsets_host ? base + it->offsets_at : 0;
     p->counter = base + it->head_at;
     p->out = one_value(f) ? base + it->head_at + HEAD_RESULT : base + it->out_at;
-    p->scratch = base + it->scratch_at;
+    p->scratch = (it->plan.epoch_status ? base : dev) + it->scratch_at;
     p->epoch = 1; /* device_scan: zeroed status is older than any epoch */
     memset(h + it->head_at, 0, HEAD_BYTES);
     if (one_value(f) && s->data.strategy == WP_STRAT_ATOMIC) /* blocks combine into the identity */
@@ -157,14 +159,15 @@ static void item_params(const reduce_item *it, uint64_t base, unsigned char *h, 
 }
 
 /* The host image up to the heads: parameters, block starts, zeroed status, inputs, offsets, heads. */
-static void image_fill(reduce_item *const *items, int n, batch_layout *l, uint64_t base, unsigned char *h) {
+static void image_fill(reduce_item *const *items, int n, const batch_layout *l, uint64_t base, uint64_t dev,
+                       unsigned char *h) {
     memset(h, 0, l->upload_end);
     wp_data_params *table = (wp_data_params *)(h + l->table);
     unsigned *first = (unsigned *)(h + l->first);
     unsigned blocks = 0;
     for (int i = 0; i < n; i++) {
         const reduce_item *it = items[i];
-        item_params(it, base, h, &table[i]);
+        item_params(it, base, dev, h, &table[i]);
         first[i] = blocks;
         blocks += it->plan.grid;
         const wp_reduce_job *job = &it->j->job;
@@ -173,7 +176,30 @@ static void image_fill(reduce_item *const *items, int n, batch_layout *l, uint64
             memcpy(h + it->offsets_at, it->j->offsets_host, (size_t)(job->groups + 1) * sizeof(uint64_t));
     }
     first[n] = blocks;
-    l->blocks = blocks;
+}
+
+/* The image and the launch's parameters, for where the image lands (wp_launch_io.fill). */
+typedef struct {
+    reduce_item *const *items;
+    int n;
+    const batch_layout *l;
+    uint64_t dev; /* the batch buffer's address */
+    wp_data_params *p;
+} grid_image;
+
+static void grid_image_fill(void *ctx, uint64_t base, void *image) {
+    grid_image *g = ctx;
+    image_fill(g->items, g->n, g->l, base, g->dev, image);
+    *g->p = (wp_data_params){.in = base + g->l->table, .aux = base + g->l->first, .n = (unsigned long long)g->n};
+}
+
+/* Whether the batch's kernel only loads and stores on its image (zero-copy may run it, wp_launch_io):
+ * every job in one block. Blocks of one job meet through atomics and tickets in the image's heads and
+ * scratch (reduce.cu), which need device memory. */
+static bool plain_access(reduce_item *const *items, int n) {
+    for (int i = 0; i < n; i++)
+        if (items[i]->plan.grid > 1) return false;
+    return true;
 }
 
 /* A job's results out of the downloaded image, as wp_reduce_run gives them. */
@@ -245,9 +271,8 @@ static int run_grid(reduce_item *const *items, int n, const wp_ready_kernel *rk,
     int rc = buf ? 0 : -1;
     wp_run_timing t = {0};
     if (rc == 0) {
-        const uint64_t base = wp_buf_addr(buf);
-        image_fill(items, n, &l, base, h);
-        wp_data_params p = {.in = base + l.table, .aux = base + l.first, .n = (unsigned long long)n};
+        wp_data_params p = {0};
+        grid_image g = {.items = items, .n = n, .l = &l, .dev = wp_buf_addr(buf), .p = &p};
         void *params[] = {&p};
         wp_launch launch = {.grid = {l.blocks, 1, 1},
                             .block = {lead->plan.block, 1, 1},
@@ -258,11 +283,14 @@ static int run_grid(reduce_item *const *items, int n, const wp_ready_kernel *rk,
          * with events when any job asks */
         wp_launch_io io = {.buf = buf,
                            .write_len = l.upload_end,
-                           .src = h,
                            .read_offset = l.heads,
                            .read_len = l.download_end > l.heads ? l.download_end - l.heads : 0,
                            .dst = h + l.heads,
-                           .untimed = true};
+                           .untimed = true,
+                           .fill = grid_image_fill,
+                           .fill_ctx = &g,
+                           .image_len = l.download_end, /* the scratch past it: in buf, on the device */
+                           .zero_copy_ok = plain_access(items, n)};
         for (int i = 0; i < n; i++) io.untimed &= items[i]->untimed_ok;
         rc = wp_backend_launch_io(lead->be, fns, &launch, l.blocks ? 1 : 0, &io, &t, err);
         wp_batch_mem_put(lead->app->batch_mem, buf, rc == 0);

@@ -38,31 +38,53 @@ static void image_fill(unsigned char *h, const wp_warp_layout *l, warp_item *con
     }
 }
 
-/* One upload, one launch, one download for every job; their results copied out of the image. */
+/* The image and the launch's parameters, for where the image lands (wp_launch_io.fill). */
+typedef struct {
+    warp_item *const *items;
+    int n, lanes;
+    const wp_warp_layout *l;
+    wp_warp_params *p;
+} grid_image;
+
+static void grid_image_fill(void *ctx, uint64_t base, void *image) {
+    grid_image *g = ctx;
+    image_fill(image, g->l, g->items, g->n);
+    *g->p = wp_warp_params_at(base, g->l, g->items[0]->job, g->lanes);
+}
+
+/* One upload, one launch, one download for every job (or none: zero-copy, wp_launch_io.fill); their
+ * results copied out of the downloaded out | src. */
 static int run_grid(warp_item *const *items, int n, wp_err *err) {
     const warp_item *lead = items[0];
     const int elems = lead->job->elems;
     int lanes = 0;
     for (int i = 0; i < n; i++) lanes += whole_warps(items[i]->job->n);
     wp_warp_layout l = wp_warp_layout_for(lanes, elems);
-    unsigned char *h = malloc(l.total);
+    unsigned char *h = malloc(l.download);
     if (!h) return WP_FAIL(err, 500, "out_of_memory", "", "out of memory for a batch of %d warp jobs", n);
-    image_fill(h, &l, items, n);
     wp_buf *buf = wp_batch_mem_take(lead->mem, lead->be, l.total, err);
     int rc = buf ? 0 : -1;
     wp_run_timing t = {0};
     if (rc == 0) {
-        const uint64_t base = wp_buf_addr(buf);
-        wp_warp_params p = wp_warp_params_at(base, &l, lead->job, lanes);
+        wp_warp_params p = {0};
+        grid_image g = {.items = items, .n = n, .lanes = lanes, .l = &l, .p = &p};
         void *params[] = {&p};
         const unsigned block = lanes < WP_MAX_LANES ? (unsigned)lanes : WP_MAX_LANES;
         wp_launch launch = {.grid = {(unsigned)((lanes + WP_MAX_LANES - 1) / WP_MAX_LANES), 1, 1},
                             .block = {block, 1, 1},
                             .params = params};
         void *fns[] = {lead->fn};
-        /* the upload of every input, the launch and the download of out | src: one wait */
-        wp_launch_io io = {
-            .buf = buf, .write_len = l.total, .src = h, .read_len = l.download, .dst = h, .untimed = true};
+        /* the upload of every input, the launch and the download of out | src: one wait (warp kernels
+         * only load and store: zero-copy when untimed) */
+        wp_launch_io io = {.buf = buf,
+                           .write_len = l.total,
+                           .read_len = l.download,
+                           .dst = h,
+                           .untimed = true,
+                           .fill = grid_image_fill,
+                           .fill_ctx = &g,
+                           .image_len = l.total,
+                           .zero_copy_ok = true};
         for (int i = 0; i < n; i++) /* timed when any job wants it (wp_run_timing.untimed unset) */
             if (items[i]->t && !items[i]->t->untimed) io.untimed = false;
         rc = wp_backend_launch_io(lead->be, fns, &launch, 1, &io, &t, err);

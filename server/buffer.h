@@ -118,6 +118,17 @@ typedef struct {
     /* cuda: no timing events around the steps (on an H100 they add ~10 µs to a small job's round
      * trip): the timing comes back untimed, with device_us (wp_run_timing) */
     bool untimed;
+    /* An image built for where it lands, in place of src (NULL): the backend calls fill(fill_ctx, base,
+     * image) to write the write_len bytes that go to device address base (write_offset must be 0)
+     * into image, before it queues the launches (fill may set their parameters). The launches use
+     * buf's first image_len bytes at most (the write, the read and whatever lies between or after).
+     * zero_copy_ok: they use plain loads and stores there (no atomics, no block waiting on another),
+     * so an untimed run of a small image may go zero-copy (wp_backend_cuda_set_zero_copy): base is
+     * then page-locked host memory the kernels reach over the bus, and neither copy is queued. */
+    void (*fill)(void *fill_ctx, uint64_t base, void *image);
+    void *fill_ctx;
+    size_t image_len;
+    bool zero_copy_ok;
 } wp_launch_io;
 
 /* wp_buf_write of io's write, wp_backend_launch, then wp_buf_read of io's read: on cuda all three

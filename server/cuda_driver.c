@@ -31,6 +31,7 @@ static const struct {
     {"cuMemFree", offsetof(wp_cu, mem_free)},
     {"cuMemHostAlloc", offsetof(wp_cu, mem_host_alloc)},
     {"cuMemFreeHost", offsetof(wp_cu, mem_free_host)},
+    {"cuMemHostGetDevicePointer", offsetof(wp_cu, mem_host_get_device_pointer)},
     {"cuMemcpyHtoDAsync", offsetof(wp_cu, memcpy_htod_async)},
     {"cuMemcpyDtoHAsync", offsetof(wp_cu, memcpy_dtoh_async)},
     {"cuMemcpyDtoDAsync", offsetof(wp_cu, memcpy_dtod_async)},

@@ -39,6 +39,7 @@ typedef struct wp_cu {
     PFN_cuMemFree_v3020 mem_free;
     PFN_cuMemHostAlloc_v2020 mem_host_alloc;
     PFN_cuMemFreeHost_v2000 mem_free_host;
+    PFN_cuMemHostGetDevicePointer_v3020 mem_host_get_device_pointer;
     PFN_cuMemcpyHtoDAsync_v3020 memcpy_htod_async;
     PFN_cuMemcpyDtoHAsync_v3020 memcpy_dtoh_async;
     PFN_cuMemcpyDtoDAsync_v3020 memcpy_dtod_async;

@@ -21,7 +21,8 @@
 #define WP_CUDA_STREAMS_DEFAULT 4
 #define WP_CUDA_STREAMS_MAX 64
 #define WP_UPLOAD_SLOTS_MAX 8
-#define WP_MEMPOOL_CLASSES 13 /* small-buffer classes: 256 B << 0..12 (up to 1 MiB) */
+#define WP_ZERO_COPY_MAX (64u << 10) /* bytes of image a zero-copy run may have (cuda_zero_copy) */
+#define WP_MEMPOOL_CLASSES 13        /* small-buffer classes: 256 B << 0..12 (up to 1 MiB) */
 
 /* One stream of the pool, with what a job on it needs. Held by one operation at a time. */
 typedef struct cuda_lane {
@@ -35,6 +36,7 @@ typedef struct cuda_lane {
     size_t scratch_cap;
     unsigned char *host; /* page-locked staging (cuMemHostAlloc), host image of the scratch or a copy */
     size_t host_cap;
+    CUdeviceptr host_dev; /* the staging's address on the device (mapped): a zero-copy run's image */
 } cuda_lane;
 
 /* An upload ring (wp_buf_stream): page-locked slots, a copy stream, an event per slot. */
@@ -69,7 +71,9 @@ typedef struct cuda_backend {
     cuda_lane *lanes;    /* n_lanes of them */
     cuda_lane *free_lanes;
     int n_lanes;
-    bool wait_yield; /* --gpu-wait yield (cuda_event_wait); set before the first job, read without mu */
+    bool wait_yield;              /* --gpu-wait yield (cuda_event_wait); set before the first job, read without mu */
+    bool zero_copy;               /* --zero-copy (cuda_zero_copy); likewise */
+    atomic_ullong zero_copy_runs; /* runs made zero-copy (wp_device_info) */
     cuda_ring *idle_rings;
     int n_idle_rings;
     struct {
@@ -113,6 +117,11 @@ void cuda_lane_forget(cuda_lane *l);                      /* after a reset: its 
 CUresult cuda_lane_ready(cuda_backend *b, cuda_lane *l, unsigned gen, const char **call);
 /* Grows the lane's device scratch and page-locked staging to at least need bytes (0: leave). */
 CUresult cuda_lane_reserve(cuda_backend *b, cuda_lane *l, size_t scratch, size_t host, const char **call);
+/* Whether an untimed op whose image is `bytes` long may run zero-copy on lane l (--zero-copy on, the
+ * staging mapped and reserved for it, at most WP_ZERO_COPY_MAX bytes): its kernel reads and writes
+ * the image in l->host through l->host_dev, over the bus, with no copy queued either way. Only for
+ * kernels that use plain loads and stores on it: no atomics, no other block waiting on it. */
+bool cuda_zero_copy(const cuda_backend *b, const cuda_lane *l, size_t bytes);
 /* Records ev_done on the lane's stream and waits for it: the op's queued work is done. */
 CUresult cuda_lane_wait(cuda_backend *b, cuda_lane *l, const char **call);
 /* A job's wait for an event on its lane: the driver's own wait (it spins, on a context made with the

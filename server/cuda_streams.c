@@ -52,6 +52,7 @@ void cuda_lane_forget(cuda_lane *l) {
     l->scratch_cap = 0;
     l->host = NULL;
     l->host_cap = 0;
+    l->host_dev = 0;
 }
 
 CUresult cuda_lane_ready(cuda_backend *b, cuda_lane *l, unsigned gen, const char **call) {
@@ -96,13 +97,21 @@ CUresult cuda_lane_reserve(cuda_backend *b, cuda_lane *l, size_t scratch, size_t
         }
         l->host = NULL;
         l->host_cap = 0;
+        l->host_dev = 0;
         *call = "cuMemHostAlloc";
         void *p = NULL;
-        if ((r = b->cu.mem_host_alloc(&p, host, 0)) != CUDA_SUCCESS) return r;
+        /* mapped into the device's address space too: a zero-copy run's kernel reads and writes it */
+        if ((r = b->cu.mem_host_alloc(&p, host, CU_MEMHOSTALLOC_DEVICEMAP)) != CUDA_SUCCESS) return r;
         l->host = p;
         l->host_cap = host;
+        CUdeviceptr d = 0;
+        if (b->cu.mem_host_get_device_pointer(&d, p, 0) == CUDA_SUCCESS) l->host_dev = d; /* else: copies only */
     }
     return CUDA_SUCCESS;
+}
+
+bool cuda_zero_copy(const cuda_backend *b, const cuda_lane *l, size_t bytes) {
+    return b->zero_copy && l->host_dev && bytes <= WP_ZERO_COPY_MAX && bytes <= l->host_cap;
 }
 
 CUresult cuda_event_wait(cuda_backend *b, CUevent ev) {

@@ -69,6 +69,7 @@ typedef struct {
     int streams_per_device;
     wp_inline_mode inline_gpu;
     bool gpu_wait_yield; /* --gpu-wait yield */
+    bool no_zero_copy;   /* --zero-copy off */
     const char *devices; /* --devices: "all" or "0,2,..."; NULL: --device's, else all */
     bool device_given;
     int emu_devices;
@@ -153,6 +154,9 @@ static void usage(FILE *f) {
             "  --gpu-wait spin|yield  how a job waits for its device: spin (default: the driver's wait,\n"
             "                       lowest latency) or yield (poll and give the CPU to other threads\n"
             "                       between polls: for machines whose cores the HTTP side needs)\n"
+            "  --zero-copy on|off   on (default): a small untimed GPU job's kernel works on its data in\n"
+            "                       page-locked host memory mapped into the device, with no copy either\n"
+            "                       way; off: always copied in and out (as a profiled job is)\n"
             "  --devices all|0,2,.. the GPUs to serve on, one context each (default all visible; --device N\n"
             "                       alone means just N). Jobs go to the least-loaded one unless they pin\n"
             "                       \"device\": N or run over a buffer (then where it lives)\n"
@@ -242,6 +246,16 @@ static int parse_gpu_wait(const char *flag, const char *v, options *o) {
     return 0;
 }
 
+static int parse_zero_copy(const char *flag, const char *v, options *o) {
+    (void)flag;
+    if (strcmp(v, "on") && strcmp(v, "off")) {
+        fprintf(stderr, "warpd: --zero-copy must be on or off\n");
+        return -1;
+    }
+    o->no_zero_copy = !strcmp(v, "off");
+    return 0;
+}
+
 /* --log-level takes effect at once (log.c), so later start-up messages follow it. */
 static int parse_log_level(const char *flag, const char *v, options *o) {
     (void)flag, (void)o;
@@ -328,6 +342,7 @@ static const opt_spec flag_table[] = {
     F_STRING("--prewarm", prewarm),
     F_CUSTOM("--inline-gpu", parse_inline_gpu),
     F_CUSTOM("--gpu-wait", parse_gpu_wait),
+    F_CUSTOM("--zero-copy", parse_zero_copy),
     F_STRING("--devices", devices),
     F_INT("--emu-devices", emu_devices, 1, WP_MAX_DEVICES),
     F_INT("--streams-per-device", streams_per_device, 1, 64),
@@ -489,6 +504,7 @@ static int open_gpus(const options *o, wp_app *app, wp_err *err) {
     for (int i = 0; i < n; i++) {
         wp_backend *b = wp_backend_cuda_open_streams(want[i], o->streams_per_device, err);
         wp_backend_cuda_set_wait(b, o->gpu_wait_yield);
+        wp_backend_cuda_set_zero_copy(b, !o->no_zero_copy);
         if (!b && all) { /* every visible GPU: one that will not open (busy, exclusive) is left out */
             wp_log(WP_LOG_WARN, "GPU %d left out: %s", want[i], err->msg);
             continue;

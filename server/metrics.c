@@ -206,14 +206,18 @@ static void write_build(FILE *f, const wp_metrics_build *b) {
 
 static void write_devices(FILE *f, const wp_metrics_device *devs, int n) {
     static const struct {
-        const char *name, *help;
+        const char *name, *type, *help;
         size_t off;
     } gauges[] = {
-        {"warpd_device_memory_total_bytes", "Memory of the device.", offsetof(wp_metrics_device, mem_total)},
-        {"warpd_device_memory_free_bytes", "Free memory of the device.", offsetof(wp_metrics_device, mem_free)},
+        {"warpd_device_memory_total_bytes", "gauge", "Memory of the device.", offsetof(wp_metrics_device, mem_total)},
+        {"warpd_device_memory_free_bytes", "gauge", "Free memory of the device.",
+         offsetof(wp_metrics_device, mem_free)},
+        {"warpd_device_zero_copy_runs_total", "counter",
+         "Small untimed runs whose kernel worked on page-locked host memory, with no copy (--zero-copy).",
+         offsetof(wp_metrics_device, zero_copy_runs)},
     };
     for (size_t g = 0; g < sizeof gauges / sizeof gauges[0]; g++) {
-        head(f, gauges[g].name, "gauge", gauges[g].help);
+        head(f, gauges[g].name, gauges[g].type, gauges[g].help);
         for (int i = 0; i < n; i++) {
             char name[300];
             wp_metrics_escape_label(devs[i].name, name, sizeof name);

@@ -4,7 +4,10 @@
  * of several blocks), 8 or 16 concurrent jobs of one kernel key with different inputs, each compared
  * with what the same request gives alone — bit for bit. On cuda a batch of several is one grid (warp
  * families) or one launch of the kernel's _batch entry (data families), so this is what proves those
- * give each job its alone bits. Batches of more than one must happen. Without a CUDA device it says
+ * give each job its alone bits. Batches of more than one must happen. The batching daemon runs small
+ * untimed jobs zero-copy (the default: kernels on page-locked host memory), the reference copies
+ * (--zero-copy off), so the same comparisons prove zero-copy gives the copied bits; zero-copy runs must
+ * happen. Without a CUDA device it says
  * SKIPPED and passes. Run from the repository root (tests/run.sh does); BUILD names the build dir. */
 #include <signal.h>
 #include <sys/types.h>
@@ -109,6 +112,21 @@ static void replays(const char *host, int port) {
     }
 }
 
+/* The sum of every series of a labelled counter (name{...} v lines), or -1 without /metrics. */
+static long long metric_sum(const char *host, int port, const char *name) {
+    hc_resp r;
+    if (hc_request(host, port, "GET", "/metrics", NULL, NULL, 0, 0, &r, NULL, 0)) return -1;
+    char key[96];
+    snprintf(key, sizeof key, "\n%s{", name);
+    long long v = 0;
+    for (const char *p = r.body ? strstr(r.body, key) : NULL; p; p = strstr(p + 1, key)) {
+        const char *end = strchr(p + 1, '}'); /* label values may hold spaces: the value follows the '}' */
+        if (end) v += strtoll(end + 1, NULL, 10);
+    }
+    hc_resp_free(&r);
+    return v;
+}
+
 int main(void) {
     wp_err err = {0};
     wp_backend *probe = wp_backend_cuda_open(0, &err);
@@ -122,8 +140,9 @@ int main(void) {
     int port = 0;
     pid_t pid = 0, rpid = 0;
     T_CASE("daemon");
-    static const char *const alone[] = {"--batch-max", "1", NULL}, *const window[] = {"--batch-window-us", "20000",
-                                                                                      NULL};
+    static const char *const alone[] = {"--batch-max", "1", "--zero-copy", "off", NULL}, *const window[] = {
+                                                                                             "--batch-window-us",
+                                                                                             "20000", NULL};
     CHECK(start_daemon(build, alone, &ref_port, &rpid) == 0); /* the reference: all alone */
     CHECK(start_daemon(build, window, &port, &pid) == 0);
     if (pid <= 0 || rpid <= 0) {
@@ -149,6 +168,11 @@ int main(void) {
     lone_job(host, port);
     T_CASE("lone untimed jobs of one shape, fresh inputs: each answers as the profiled reference");
     replays(host, port);
+    T_CASE("small untimed jobs ran zero-copy; the reference copied every one");
+    long long zc = metric_sum(host, port, "warpd_device_zero_copy_runs_total"),
+              zc_ref = metric_sum(host, ref_port, "warpd_device_zero_copy_runs_total");
+    CHECKF(zc > 0 && zc_ref == 0, "zero-copy runs: %lld (batching daemon), %lld (reference)", zc, zc_ref);
+    printf("zero-copy runs: %lld (batching daemon), %lld (reference, --zero-copy off)\n", zc, zc_ref);
     /* what the daemons said (a batched kernel one could not get, say) is in this program's output */
     bench_daemon_stop(rpid);
     bench_daemon_stop(pid);

@@ -246,12 +246,38 @@ static CUresult mock_mem_alloc(CUdeviceptr *p, size_t bytes) {
 }
 static CUresult mock_mem_free(CUdeviceptr p) { return blk_free((void *)(uintptr_t)p, 0); }
 static CUresult mock_mem_host_alloc(void **p, size_t bytes, unsigned int flags) {
-    (void)flags;
     STICKY_CHECK();
-    *p = blk_alloc(bytes ? bytes : 1, 1);
+    *p = blk_alloc(bytes ? bytes : 1, flags & CU_MEMHOSTALLOC_DEVICEMAP ? 2 : 1);
     return *p ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
-static CUresult mock_mem_free_host(void *p) { return blk_free(p, 1); }
+static CUresult mock_mem_free_host(void *p) {
+    pthread_mutex_lock(&live_lock);
+    int host = 1;
+    for (blk *b = live.next; b != &live; b = b->next)
+        if (b + 1 == p && b->host) host = b->host;
+    pthread_mutex_unlock(&live_lock);
+    return blk_free(p, host);
+}
+/* The device's address of page-locked memory: the pointer itself (one address space), for memory
+ * allocated with CU_MEMHOSTALLOC_DEVICEMAP only (else the misuse is reported: a real driver without
+ * unified addressing would refuse it). */
+static CUresult mock_mem_host_get_device_pointer(CUdeviceptr *d, void *p, unsigned int flags) {
+    STICKY_CHECK();
+    if (flags) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&live_lock);
+    blk *b = live.next;
+    while (b != &live && !((char *)(b + 1) <= (char *)p && (char *)p < (char *)(b + 1) + b->size && b->host))
+        b = b->next;
+    int host = b == &live ? 0 : b->host;
+    pthread_mutex_unlock(&live_lock);
+    if (host != 2) {
+        fprintf(stderr,
+                "mockcuda: cuMemHostGetDevicePointer of memory not allocated with CU_MEMHOSTALLOC_DEVICEMAP: %p\n", p);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    *d = (CUdeviceptr)(uintptr_t)p;
+    return CUDA_SUCCESS;
+}
 static CUresult mock_memcpy_htod_async(CUdeviceptr dst, const void *src, size_t n, CUstream s) {
     (void)s;
     STICKY_CHECK();
@@ -449,6 +475,7 @@ MOCK_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **out, int ver
     SYM("cuMemFree", PFN_cuMemFree_v3020, mock_mem_free);
     SYM("cuMemHostAlloc", PFN_cuMemHostAlloc_v2020, mock_mem_host_alloc);
     SYM("cuMemFreeHost", PFN_cuMemFreeHost_v2000, mock_mem_free_host);
+    SYM("cuMemHostGetDevicePointer", PFN_cuMemHostGetDevicePointer_v3020, mock_mem_host_get_device_pointer);
     SYM("cuMemcpyHtoDAsync", PFN_cuMemcpyHtoDAsync_v3020, mock_memcpy_htod_async);
     SYM("cuMemcpyDtoHAsync", PFN_cuMemcpyDtoHAsync_v3020, mock_memcpy_dtoh_async);
     SYM("cuMemcpyDtoDAsync", PFN_cuMemcpyDtoDAsync_v3020, mock_memcpy_dtod_async);
