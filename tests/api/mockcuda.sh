@@ -96,6 +96,17 @@ if start "cuda on the mock, --batch-window-us 20000" --batch-window-us 20000; th
   check "timing: \"profile\": \"yes\" is a 400 wrong_type naming the field" \
     '[ "$code" = 400 ] && grep -q "\"code\":\"wrong_type\"" "$tmp/body" && grep -q "\"field\":\"profile\"" "$tmp/body"'
 
+  # Zero-copy (--zero-copy on, the default): an untimed small job runs on the mapped staging, a
+  # profiled one is copied (its steps are timed), each counted as such.
+  zc='warpd_device_zero_copy_runs_total{device="0"'
+  for route in warp reduce; do
+    body=$WARP; [ $route = reduce ] && body=$REDUCE
+    z0=$(metric "$zc"); post /v1/$route "$body" >/dev/null; z1=$(metric "$zc")
+    post /v1/$route "${body%\}},\"profile\":true}" >/dev/null; z2=$(metric "$zc")
+    check "zero-copy: an untimed $route runs zero-copy, a profiled one copies ($z0 -> $z1 -> $z2)" \
+      '[ "$z1" = $((z0 + 1)) ] && [ "$z2" = "$z1" ]'
+  done
+
   # idle: a small cached job alone is answered on the HTTP thread; with another request in flight (a
   # body still arriving, slowly) it goes to a worker, where the batcher could pack it with others.
   i0=$(metric warpd_http_answered_inline_total); d0=$(metric warpd_http_deferred_total)
@@ -133,6 +144,14 @@ if start "cuda on the mock, --gpu-wait yield" --gpu-wait yield; then
   code=$(post /v1/warp "$WARP")
   check "gpu-wait yield: warp 200 on cuda" '[ "$code" = 200 ]'
   stop "gpu-wait yield daemon"
+fi
+
+# ---- --zero-copy off: every job copied ----
+if start "cuda on the mock, --zero-copy off" --zero-copy off; then
+  code=$(post /v1/warp "$WARP")
+  z=$(metric 'warpd_device_zero_copy_runs_total{device="0"')
+  check "zero-copy off: an untimed warp job 200, copied (zero-copy runs $z)" '[ "$code" = 200 ] && [ "$z" = 0 ]'
+  stop "zero-copy off daemon"
 fi
 
 # ---- --inline-gpu never (and batching) and always ----
