@@ -387,10 +387,10 @@ static void ref_compare(const wp_spec *s, wp_type got_type, uint64_t got, uint64
 
 static void ref_error_json(cJSON *o, const wp_spec *s, const ref_error *e) {
     if (check_in_f64(s->type)) {
-        cJSON_AddNumberToObject(o, "max_abs_error", e->max_abs);
-        cJSON_AddNumberToObject(o, "max_rel_error", e->max_rel);
+        wp_json_num_k(o, "max_abs_error", e->max_abs);
+        wp_json_num_k(o, "max_rel_error", e->max_rel);
     } else {
-        cJSON_AddNumberToObject(o, "mismatches", (double)e->mismatches);
+        wp_json_num_k(o, "mismatches", (double)e->mismatches);
     }
 }
 
@@ -404,7 +404,7 @@ static uint64_t ref_fold(const wp_spec *s, const uint8_t *host, uint64_t from, u
 static cJSON *check_value(const wp_spec *s, const uint8_t *host, uint64_t n, const wp_reduce_result *r) {
     cJSON *o = cJSON_CreateObject();
     if (!n || !r->has_value) {
-        cJSON_AddStringToObject(o, "note", "no elements: the value is the identity");
+        wp_json_str_k(o, "note", "no elements: the value is the identity");
         return o;
     }
     uint64_t ref = ref_fold(s, host, 0, n);
@@ -412,11 +412,11 @@ static cJSON *check_value(const wp_spec *s, const uint8_t *host, uint64_t n, con
     ref_compare(s, r->acc_type, check_in_f64(s->type) ? r->acc_value : r->value, ref, &e);
     if (check_in_f64(s->type)) {
         cJSON_AddItemToObject(o, "reference", wp_json_from_bits(WP_F64, ref));
-        cJSON_AddNumberToObject(o, "abs_error", e.max_abs);
-        cJSON_AddNumberToObject(o, "rel_error", e.max_rel);
+        wp_json_num_k(o, "abs_error", e.max_abs);
+        wp_json_num_k(o, "rel_error", e.max_rel);
     } else {
         cJSON_AddItemToObject(o, "reference", wp_json_from_bits(s->type, ref));
-        cJSON_AddBoolToObject(o, "exact", e.mismatches == 0);
+        wp_json_bool_k(o, "exact", e.mismatches == 0);
     }
     return o;
 }
@@ -439,8 +439,8 @@ static cJSON *check_arg(const wp_spec *s, const uint8_t *host, uint64_t n, const
         }
         if (better) best = (int64_t)i;
     }
-    cJSON_AddNumberToObject(o, "reference_index", (double)best);
-    cJSON_AddBoolToObject(o, "match", best == r->index);
+    wp_json_num_k(o, "reference_index", (double)best);
+    wp_json_bool_k(o, "match", best == r->index);
     return o;
 }
 
@@ -536,21 +536,21 @@ static void req_free(wp_app *app, reduce_req *q) {
 static void add_timing(cJSON *o, const reduce_req *q) {
     const wp_req *req = q->req;
     const wp_reduce_result *r = &q->job.res;
-    cJSON *t = cJSON_AddObjectToObject(o, "timing");
+    cJSON *t = wp_json_obj_k(o, "timing");
     uint64_t t_body = req->t_body_ns ? req->t_body_ns : req->t_start_ns;
-    cJSON_AddNumberToObject(t, "receive_us", (double)(t_body - req->t_start_ns) / 1e3);
-    cJSON_AddNumberToObject(t, "parse_us", q->parse_us);
+    wp_json_num_k(t, "receive_us", (double)(t_body - req->t_start_ns) / 1e3);
+    wp_json_num_k(t, "parse_us", q->parse_us);
     const bool timed = !q->job.untimed; /* else the device's steps are null, and device_us says the round trip */
     wp_json_add_number_or_null(t, "upload_us", timed, q->in.upload_us + q->job.upload_us);
-    if (q->in.form == FORM_GENERATE) cJSON_AddNumberToObject(t, "generate_us", q->in.generate_us);
-    cJSON_AddNumberToObject(t, "key_us", r->key_us);
-    cJSON_AddNumberToObject(t, "cache_us", r->cache_us);
-    cJSON_AddNumberToObject(t, "compile_ms", r->compile_ms);
-    cJSON_AddNumberToObject(t, "load_us", r->load_us);
+    if (q->in.form == FORM_GENERATE) wp_json_num_k(t, "generate_us", q->in.generate_us);
+    wp_json_num_k(t, "key_us", r->key_us);
+    wp_json_num_k(t, "cache_us", r->cache_us);
+    wp_json_num_k(t, "compile_ms", r->compile_ms);
+    wp_json_num_k(t, "load_us", r->load_us);
     wp_json_add_number_or_null(t, "kernel_us", timed, r->kernel_us);
     wp_json_add_number_or_null(t, "download_us", timed, q->job.download_us);
-    if (q->job.device_us > 0) cJSON_AddNumberToObject(t, "device_us", q->job.device_us);
-    cJSON_AddNumberToObject(t, "total_us", wp_us_since(req->t_start_ns));
+    if (q->job.device_us > 0) wp_json_num_k(t, "device_us", q->job.device_us);
+    wp_json_num_k(t, "total_us", wp_us_since(req->t_start_ns));
 }
 
 /* The body as a JSON object (a raw body: its query), checked for unknown fields. */
@@ -572,7 +572,7 @@ static int parse_family_form(reduce_req *q) {
         return WP_FAIL(&q->err, 400, "bad_family", "family", "%s runs %s", q->scan ? "/v1/scan" : "/v1/reduce",
                        q->scan ? "device_scan, warp_scan, block_scan or stencil"
                                : "device_reduce, warp_reduce, block_reduce, argmin, argmax or segmented_reduce");
-    if (!fam) cJSON_AddStringToObject(q->body, "family", allowed[0]);
+    if (!fam) wp_json_str_k(q->body, "family", allowed[0]);
     q->f = wp_family_find(cJSON_GetObjectItemCaseSensitive(q->body, "family")->valuestring);
     q->data = cJSON_GetObjectItemCaseSensitive(q->body, "data");
     q->b64 = cJSON_GetObjectItemCaseSensitive(q->body, "data_b64");
@@ -591,7 +591,7 @@ static int buffer_lookup(wp_app *app, reduce_req *q) {
     if (!(q->in.held = wp_buffers_get(app->buffers, q->bufid->valuestring, &q->binfo, &q->err))) return -1;
     const cJSON *ty = cJSON_GetObjectItemCaseSensitive(q->body, "type");
     if (!ty)
-        cJSON_AddStringToObject(q->body, "type", wp_type_name(q->binfo.type));
+        wp_json_str_k(q->body, "type", wp_type_name(q->binfo.type));
     else if (!cJSON_IsString(ty) || wp_type_parse(ty->valuestring) != (int)q->binfo.type)
         return WP_FAIL(&q->err, 400, "type_mismatch", "type", "buffer %s holds %s", q->binfo.id,
                        wp_type_name(q->binfo.type));
@@ -644,7 +644,7 @@ static int parse_job(wp_app *app, reduce_req *q) {
     if (q->bufid) {
         if (buffer_lookup(app, q)) return -1;
     } else if (!cJSON_GetObjectItemCaseSensitive(q->body, "type")) {
-        cJSON_AddStringToObject(q->body, "type", "f32");
+        wp_json_str_k(q->body, "type", "f32");
     }
     if (q->f->flags & WP_F_OP && !cJSON_GetObjectItemCaseSensitive(q->body, "op") && q->raw)
         return WP_FAIL(&q->err, 400, "missing_field", "op", "a raw body needs ?type=...&op=...");
@@ -735,29 +735,29 @@ static int add_result(wp_app *app, reduce_req *q, cJSON *o) {
     const wp_type t = q->spec.type;
     if (q->f->data_out == WP_DATA_VALUE || q->f->data_out == WP_DATA_ARG) {
         cJSON_AddItemToObject(o, "value", r->has_value ? wp_json_from_bits(t, r->value) : cJSON_CreateNull());
-        if (q->f->data_out == WP_DATA_ARG) cJSON_AddNumberToObject(o, "index", (double)r->index);
+        if (q->f->data_out == WP_DATA_ARG) wp_json_num_k(o, "index", (double)r->index);
         if (r->acc_type != t && q->f->data_out == WP_DATA_VALUE) {
-            cJSON *acc = cJSON_AddObjectToObject(o, "accumulator");
-            cJSON_AddStringToObject(acc, "type", wp_type_name(r->acc_type));
+            cJSON *acc = wp_json_obj_k(o, "accumulator");
+            wp_json_str_k(acc, "type", wp_type_name(r->acc_type));
             cJSON_AddItemToObject(acc, "value",
                                   r->has_value ? wp_json_from_bits(r->acc_type, r->acc_value) : cJSON_CreateNull());
         }
         return 0;
     }
-    cJSON_AddNumberToObject(o, "out_count", (double)r->out_count);
+    wp_json_num_k(o, "out_count", (double)r->out_count);
     if (q->out_form == FORM_BUFFER) {
         wp_buffer_info info;
         wp_buf *created = q->out_buf;
         q->out_buf = NULL; /* commit frees it on failure */
         if (wp_buffers_commit(app->buffers, created, 0, &info, &q->err)) return -1;
-        cJSON *bo = cJSON_AddObjectToObject(o, "buffer");
-        cJSON_AddStringToObject(bo, "id", info.id);
-        cJSON_AddStringToObject(bo, "type", wp_type_name(info.type));
-        cJSON_AddNumberToObject(bo, "count", (double)info.count);
+        cJSON *bo = wp_json_obj_k(o, "buffer");
+        wp_json_str_k(bo, "id", info.id);
+        wp_json_str_k(bo, "type", wp_type_name(info.type));
+        wp_json_num_k(bo, "count", (double)info.count);
     } else if (q->out_form == FORM_B64) {
         char *text = wp_b64_encode(q->out_host, q->plan.out_bytes);
         if (!text) return WP_FAIL(&q->err, 500, "out_of_memory", "", "out of memory");
-        cJSON_AddStringToObject(o, "data_b64", text);
+        wp_json_str_k(o, "data_b64", text);
         free(text);
     } else {
         cJSON *list = cJSON_AddArrayToObject(o, "data");
@@ -794,35 +794,35 @@ static cJSON *respond(wp_app *app, reduce_req *q) {
     const wp_spec *s = &q->spec;
     const wp_family *f = q->f;
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "family", f->name);
-    cJSON_AddStringToObject(o, "type", wp_type_name(s->type));
-    if (f->flags & WP_F_OP) cJSON_AddStringToObject(o, "op", s->op.text);
-    if (f->flags & WP_F_SCAN) cJSON_AddBoolToObject(o, "exclusive", s->data.exclusive);
-    if (f->flags & WP_F_WIDTH_GROUP) cJSON_AddNumberToObject(o, "width", s->width);
-    if (f->flags & WP_F_RADIUS) cJSON_AddNumberToObject(o, "radius", s->data.radius);
-    cJSON_AddNumberToObject(o, "count", (double)q->in.count);
-    if (!q->in.count && f->data_out == WP_DATA_VALUE) cJSON_AddBoolToObject(o, "empty", true);
+    wp_json_str_k(o, "family", f->name);
+    wp_json_str_k(o, "type", wp_type_name(s->type));
+    if (f->flags & WP_F_OP) wp_json_str_k(o, "op", s->op.text);
+    if (f->flags & WP_F_SCAN) wp_json_bool_k(o, "exclusive", s->data.exclusive);
+    if (f->flags & WP_F_WIDTH_GROUP) wp_json_num_k(o, "width", s->width);
+    if (f->flags & WP_F_RADIUS) wp_json_num_k(o, "radius", s->data.radius);
+    wp_json_num_k(o, "count", (double)q->in.count);
+    if (!q->in.count && f->data_out == WP_DATA_VALUE) wp_json_bool_k(o, "empty", true);
     if (add_result(app, q, o)) {
         cJSON_Delete(o);
         return NULL;
     }
     if (f->flags & WP_F_ACCUM && (s->type == WP_F16 || s->type == WP_BF16))
-        cJSON_AddStringToObject(o, "accumulate", s->data.native ? "native" : "f32");
-    cJSON_AddStringToObject(o, "backend", wp_backend_name(q->be));
-    cJSON_AddStringToObject(o, "device", wp_backend_facts(q->be)->name);
-    cJSON_AddStringToObject(o, "strategy", wp_strategy_name(r->strategy));
-    cJSON_AddBoolToObject(o, "deterministic", r->deterministic);
-    cJSON_AddNumberToObject(o, "block", r->block);
-    cJSON_AddNumberToObject(o, "grid", r->grid);
-    cJSON_AddStringToObject(o, "key", r->key_text);
-    if (r->hash[0]) cJSON_AddStringToObject(o, "hash", r->hash);
-    cJSON_AddStringToObject(o, "cache", r->compiled ? wp_source_name(r->source) : "none");
-    if (q->in.held) cJSON_AddStringToObject(o, "input_buffer", q->binfo.id);
+        wp_json_str_k(o, "accumulate", s->data.native ? "native" : "f32");
+    wp_json_str_k(o, "backend", wp_backend_name(q->be));
+    wp_json_str_k(o, "device", wp_backend_facts(q->be)->name);
+    wp_json_str_k(o, "strategy", wp_strategy_name(r->strategy));
+    wp_json_bool_k(o, "deterministic", r->deterministic);
+    wp_json_num_k(o, "block", r->block);
+    wp_json_num_k(o, "grid", r->grid);
+    wp_json_str_k(o, "key", r->key_text);
+    if (r->hash[0]) wp_json_str_k(o, "hash", r->hash);
+    wp_json_str_k(o, "cache", r->compiled ? wp_source_name(r->source) : "none");
+    if (q->in.held) wp_json_str_k(o, "input_buffer", q->binfo.id);
     if (q->check && add_check(q, o)) {
         cJSON_Delete(o);
         return NULL;
     }
-    cJSON_AddNumberToObject(cJSON_AddObjectToObject(o, "batch"), "size", q->job.size);
+    cJSON_AddNumberToObject(wp_json_obj_k(o, "batch"), "size", q->job.size);
     add_timing(o, q);
     return o;
 }

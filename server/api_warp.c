@@ -370,12 +370,12 @@ static cJSON *build_lanes(const wp_spec *s, const warp_input *w, const warp_outp
 
 static void add_spec_fields(cJSON *o, const wp_spec *s) {
     char m[16];
-    cJSON_AddStringToObject(o, "family", s->family->name);
-    cJSON_AddStringToObject(o, "type", wp_type_name(s->type));
-    cJSON_AddNumberToObject(o, "width", s->width);
+    wp_json_str_k(o, "family", s->family->name);
+    wp_json_str_k(o, "type", wp_type_name(s->type));
+    wp_json_num_k(o, "width", s->width);
     snprintf(m, sizeof m, "0x%08x", s->mask);
-    cJSON_AddStringToObject(o, "mask", m);
-    if (s->family->flags & WP_F_OP) cJSON_AddStringToObject(o, "op", s->op.text);
+    wp_json_str_k(o, "mask", m);
+    if (s->family->flags & WP_F_OP) wp_json_str_k(o, "op", s->op.text);
 }
 
 static const char *const warp_fields[] = {"family", "type",   "width",   "mask",   "op",      "args",
@@ -427,33 +427,33 @@ static cJSON *warp_answer(const wp_spec *spec, const warp_input *w, const warp_r
                           const wp_ready_kernel *rk, double parse_us, uint64_t t_start_ns) {
     cJSON *o = build_lanes(spec, w, r->on_cuda ? &r->dev : &r->emu, &r->emu);
     add_spec_fields(o, spec);
-    cJSON_AddNumberToObject(o, "lanes", w->n);
-    if (w->elems > 1) cJSON_AddNumberToObject(o, "elems", w->elems);
-    cJSON_AddStringToObject(o, "backend", wp_backend_name(be));
+    wp_json_num_k(o, "lanes", w->n);
+    if (w->elems > 1) wp_json_num_k(o, "elems", w->elems);
+    wp_json_str_k(o, "backend", wp_backend_name(be));
     const wp_device_info di = *wp_backend_facts(be);
-    cJSON_AddStringToObject(o, "device", di.name);
+    wp_json_str_k(o, "device", di.name);
     if (rk->kernel) {
-        cJSON_AddStringToObject(o, "key", rk->key_text);
-        cJSON_AddStringToObject(o, "hash", rk->hash);
-        cJSON_AddStringToObject(o, "cache", wp_source_name(rk->source));
+        wp_json_str_k(o, "key", rk->key_text);
+        wp_json_str_k(o, "hash", rk->hash);
+        wp_json_str_k(o, "cache", wp_source_name(rk->source));
     } else {
-        cJSON_AddStringToObject(o, "cache", "none");
+        wp_json_str_k(o, "cache", "none");
     }
-    cJSON_AddNumberToObject(cJSON_AddObjectToObject(o, "batch"), "size", r->batch_size);
-    cJSON *t = cJSON_AddObjectToObject(o, "timing");
+    cJSON_AddNumberToObject(wp_json_obj_k(o, "batch"), "size", r->batch_size);
+    cJSON *t = wp_json_obj_k(o, "timing");
     const wp_run_timing *rt = r->on_cuda ? &r->dev_t : &r->emu_t;
-    cJSON_AddNumberToObject(t, "parse_us", parse_us);
-    cJSON_AddNumberToObject(t, "key_us", rk->key_us);
-    cJSON_AddNumberToObject(t, "cache_us", rk->cache_us);
-    cJSON_AddNumberToObject(t, "compile_ms", rk->compile_ms);
-    cJSON_AddNumberToObject(t, "load_us", rk->load_us);
+    wp_json_num_k(t, "parse_us", parse_us);
+    wp_json_num_k(t, "key_us", rk->key_us);
+    wp_json_num_k(t, "cache_us", rk->cache_us);
+    wp_json_num_k(t, "compile_ms", rk->compile_ms);
+    wp_json_num_k(t, "load_us", rk->load_us);
     /* untimed (cuda without "profile"): the device's steps were not measured: null, and device_us */
     wp_json_add_number_or_null(t, "upload_us", !rt->untimed, rt->upload_us);
     wp_json_add_number_or_null(t, "kernel_us", !rt->untimed, rt->kernel_us);
     wp_json_add_number_or_null(t, "download_us", !rt->untimed, rt->download_us);
-    if (rt->device_us > 0) cJSON_AddNumberToObject(t, "device_us", rt->device_us);
-    cJSON_AddNumberToObject(t, "emulate_us", r->emu_t.kernel_us);
-    cJSON_AddNumberToObject(t, "total_us", wp_us_since(t_start_ns));
+    if (rt->device_us > 0) wp_json_num_k(t, "device_us", rt->device_us);
+    wp_json_num_k(t, "emulate_us", r->emu_t.kernel_us);
+    wp_json_num_k(t, "total_us", wp_us_since(t_start_ns));
     return o;
 }
 

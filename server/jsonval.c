@@ -415,9 +415,18 @@ size_t wp_json_trailing(const char *text, size_t n, const char *end) {
     return at;
 }
 
-void wp_json_add_number_or_null(cJSON *obj, const char *name, bool has, double v) {
-    cJSON_AddItemToObject(obj, name, has ? cJSON_CreateNumber(v) : cJSON_CreateNull());
+static cJSON *add_k(cJSON *obj, const char *key, cJSON *item) {
+    if (item && cJSON_AddItemToObjectCS(obj, key, item)) return item;
+    cJSON_Delete(item);
+    return NULL;
 }
+void wp_json_add_number_or_null(cJSON *obj, const char *name, bool has, double v) {
+    add_k(obj, name, has ? cJSON_CreateNumber(v) : cJSON_CreateNull());
+}
+cJSON *wp_json_num_k(cJSON *obj, const char *key, double v) { return add_k(obj, key, cJSON_CreateNumber(v)); }
+cJSON *wp_json_str_k(cJSON *obj, const char *key, const char *v) { return add_k(obj, key, cJSON_CreateString(v)); }
+cJSON *wp_json_bool_k(cJSON *obj, const char *key, bool v) { return add_k(obj, key, cJSON_CreateBool(v)); }
+cJSON *wp_json_obj_k(cJSON *obj, const char *key) { return add_k(obj, key, cJSON_CreateObject()); }
 
 int wp_json_bool(const cJSON *obj, const char *name, bool *out, wp_err *err) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);

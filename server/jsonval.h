@@ -14,8 +14,16 @@ int wp_json_to_bits(const cJSON *v, wp_type t, const char *field, uint64_t *out,
 /* The optional boolean `name` of obj into *out (false when absent); anything but true/false is a 400
  * "wrong_type" naming the field. */
 int wp_json_bool(const cJSON *obj, const char *name, bool *out, wp_err *err);
-/* Adds `name` to obj: the number v, or null when it has none (a step that was not measured). */
+/* Adds `name` (a constant: a string literal, or text that outlives obj) to obj: the number v, or null
+ * when it has none (a step that was not measured). */
 void wp_json_add_number_or_null(cJSON *obj, const char *name, bool has, double v);
+/* cJSON_Add{Number,String,Bool,Object}ToObject for a constant key (a string literal, or text that
+ * outlives obj): the key is not copied, a malloc and a free fewer per field of a response. The value
+ * is copied as cJSON copies it. Each returns the new item, or NULL (out of memory: obj unchanged). */
+cJSON *wp_json_num_k(cJSON *obj, const char *key, double v);
+cJSON *wp_json_str_k(cJSON *obj, const char *key, const char *v);
+cJSON *wp_json_bool_k(cJSON *obj, const char *key, bool v);
+cJSON *wp_json_obj_k(cJSON *obj, const char *key);
 /* Its two halves, for readers that have the number or the string without a cJSON node. */
 int wp_json_number_to_bits(double d, wp_type t, const char *field, uint64_t *out, wp_err *err);
 int wp_json_string_to_bits(const char *s, wp_type t, const char *field, uint64_t *out, wp_err *err);

@@ -117,7 +117,10 @@ static void new_id(wp_reqlog *l, char out[WP_REQUEST_ID_MAX + 1]) {
         r[0] ^= r[0] >> 31, r[0] *= 0xBF58476D1CE4E5B9ull, r[0] ^= r[0] >> 27;
         r[1] = (uint64_t)getpid() * 0x94D049BB133111EBull ^ c;
     }
-    snprintf(out, WP_REQUEST_ID_MAX + 1, "%016llx%016llx", (unsigned long long)r[0], (unsigned long long)r[1]);
+    static const char hex[] = "0123456789abcdef"; /* as %016llx%016llx, without printf on every request */
+    for (int w = 0; w < 2; w++)
+        for (int i = 0; i < 16; i++) out[w * 16 + i] = hex[(r[w] >> (60 - 4 * i)) & 15];
+    out[32] = 0;
 }
 
 static bool lower_hex(const char *s, size_t n, bool *all_zero) {
