@@ -255,10 +255,21 @@ typedef struct {
     int n;
 } lane_list;
 
-static void list_next(lane_list *l) { wp_jtext_put(&l->t, l->n++ ? "," : "[", 1); }
-static void list_lit(lane_list *l, const char *lit) {
+static void list_next(lane_list *l) { wp_jtext_add(&l->t, l->n++ ? "," : "[", 1); }
+/* The next value, text of len bytes (a literal: LIT). */
+static void list_text(lane_list *l, const char *text, size_t len) {
     list_next(l);
-    wp_jtext_put(&l->t, lit, strlen(lit));
+    wp_jtext_add(&l->t, text, len);
+}
+#define LIT(s) s, sizeof s - 1
+/* true, false, or null (v < 0) */
+static void list_tri(lane_list *l, int v) {
+    if (v < 0)
+        list_text(l, LIT("null"));
+    else if (v)
+        list_text(l, LIT("true"));
+    else
+        list_text(l, LIT("false"));
 }
 /* Closes the list into root[name]; false when out of memory. */
 static bool list_add(cJSON *root, const char *name, lane_list *l) {
@@ -277,7 +288,7 @@ static void lane_value(lane_list *l, const wp_spec *s, uint64_t bits, bool as_in
     char buf[48];
     switch (as_input ? WP_OUT_VALUE : s->family->out) {
     case WP_OUT_BOOL:
-        list_lit(l, bits ? "true" : "false");
+        list_tri(l, bits != 0);
         return;
     case WP_OUT_MASK:
     case WP_OUT_MASK_PRED:
@@ -287,7 +298,7 @@ static void lane_value(lane_list *l, const wp_spec *s, uint64_t bits, bool as_in
         wp_json_bits_text(s->type, bits, buf, sizeof buf);
         break;
     }
-    list_lit(l, buf);
+    list_text(l, buf, strlen(buf));
 }
 
 /* A lane's values: one value, or a list of them when the family gives several per lane. */
@@ -300,13 +311,13 @@ static void lane_values(lane_list *l, int elems, const uint64_t *bits, const uin
             if (!why || why[e] == WP_WHY_DEFINED)
                 lane_value(&inner, s, bits[e], as_input);
             else
-                list_lit(&inner, "null");
+                list_tri(&inner, -1);
         wp_jtext_put(&inner.t, "]", 1);
         l->t = inner.t;
     } else if (!why || why[0] == WP_WHY_DEFINED)
         lane_value(l, s, bits[0], as_input);
     else
-        list_lit(l, "null");
+        list_tri(l, -1);
 }
 
 static cJSON *build_lanes(const wp_spec *s, const warp_input *w, const warp_output *val, const warp_output *emu) {
@@ -329,9 +340,9 @@ static cJSON *build_lanes(const wp_spec *s, const warp_input *w, const warp_outp
             if (!ok && all) first_why = (wp_why)emu->why[k0 + e], all = false;
         }
         lane_values(&l[OUT], elems, &val->out[k0], &emu->why[k0], s, false);
-        list_lit(&l[DEF], all ? "true" : "false");
+        list_tri(&l[DEF], all);
         if (all)
-            list_lit(&l[WHY], "null");
+            list_tri(&l[WHY], -1);
         else {
             list_next(&l[WHY]);
             wp_jtext_str(&l[WHY].t, wp_why_name(first_why));
@@ -341,17 +352,15 @@ static cJSON *build_lanes(const wp_spec *s, const warp_input *w, const warp_outp
             int base = i & ~(group - 1), j = val->src[i];
             if (any_def && j != WP_SRC_NONE) {
                 char t[24];
-                wp_json_fmt_i64(t, j < 0 ? i : base + j);
-                list_lit(&l[SRC], t);
+                list_text(&l[SRC], t, (size_t)wp_json_fmt_i64(t, j < 0 ? i : base + j));
             } else
-                list_lit(&l[SRC], "null");
+                list_tri(&l[SRC], -1);
         }
-        if (want[PRED]) list_lit(&l[PRED], !all ? "null" : val->src[i] != 0 ? "true" : "false");
+        if (want[PRED]) list_tri(&l[PRED], !all ? -1 : val->src[i] != 0);
         if (want[LANE_PRED]) /* each lane's own predicate, as the vote saw it (inactive lanes: null) */
-            list_lit(&l[LANE_PRED], !w->active[i] ? "null"
-                                    : wp_lanes_pred(s->type, w->job.pred_kind, w->in[k0], w->job.pred_a, w->job.pred_b)
-                                        ? "true"
-                                        : "false");
+            list_tri(&l[LANE_PRED],
+                     !w->active[i] ? -1
+                                   : wp_lanes_pred(s->type, w->job.pred_kind, w->in[k0], w->job.pred_a, w->job.pred_b));
         if (want[INPUT]) lane_values(&l[INPUT], w->elems, &w->in[k0], NULL, s, true);
     }
     cJSON *root = cJSON_CreateObject();

@@ -403,10 +403,18 @@ static void key_fields(const wp_jit *j, const jit_inputs *in, jit_preimage *pre,
     for (int i = 0; i < in->n_opts; i++) pre ? put_str(pre, in->opts[i]) : hash_str(s, in->opts[i]);
 }
 
-static uint64_t fnv1a(const unsigned char *b, size_t n) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
-    return h;
+/* The memo's slot hash: eight bytes a step (a byte a step cost as much as the rest of the look-up). */
+static uint64_t memo_hash(const unsigned char *b, size_t n) {
+    uint64_t h = 0xcbf29ce484222325ull ^ n;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, b + i, sizeof w);
+        h = (h ^ w) * 0x9E3779B97F4A7C15ull;
+        h ^= h >> 29;
+    }
+    for (; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+    return h ^ (h >> 32);
 }
 
 static void jit_inputs_key(const wp_jit *j, const jit_inputs *in, uint8_t key[32]) {
@@ -420,7 +428,7 @@ static void jit_inputs_key(const wp_jit *j, const jit_inputs *in, uint8_t key[32
         wp_sha256_final(&s, key);
         return;
     }
-    jit_memo_slot *slot = &j->memo->slot[fnv1a(bytes, pre.len) % JIT_MEMO_SLOTS];
+    jit_memo_slot *slot = &j->memo->slot[memo_hash(bytes, pre.len) % JIT_MEMO_SLOTS];
     pthread_mutex_lock(&j->memo->lock);
     const bool hit = slot->len == pre.len && !memcmp(slot->bytes, bytes, pre.len);
     if (hit) memcpy(key, slot->key, 32);

@@ -11,6 +11,7 @@
 #include <cjson/cJSON.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* The tree as a NUL-terminated malloc'd string (*len, when given, its length); NULL when out of
  * memory or the tree holds what cJSON would refuse to print (an invalid item, a raw item without
@@ -26,8 +27,17 @@ typedef struct {
     int failed;
 } wp_jtext;
 void wp_jtext_put(wp_jtext *t, const char *s, size_t n); /* text as it is */
-void wp_jtext_str(wp_jtext *t, const char *s);           /* a JSON string, escaped as cJSON escapes */
-cJSON *wp_jtext_raw(wp_jtext *t);                        /* a raw item of the text; frees the builder */
+/* The same, inline while it fits (a warp answer appends a few hundred short pieces); else the call. */
+static inline void wp_jtext_add(wp_jtext *t, const char *s, size_t n) {
+    if (t->n + n < t->cap) { /* room for the terminator too, as wp_jtext_put keeps */
+        memcpy(t->p + t->n, s, n);
+        t->n += n;
+    } else {
+        wp_jtext_put(t, s, n);
+    }
+}
+void wp_jtext_str(wp_jtext *t, const char *s); /* a JSON string, escaped as cJSON escapes */
+cJSON *wp_jtext_raw(wp_jtext *t);              /* a raw item of the text; frees the builder */
 
 /* Decimal text of v into buf (room for 21 bytes), NUL-terminated; returns its length. */
 int wp_json_fmt_i64(char *buf, int64_t v);
