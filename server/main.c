@@ -236,24 +236,20 @@ static int parse_inline_gpu(const char *flag, const char *v, options *o) {
     return 0;
 }
 
-static int parse_gpu_wait(const char *flag, const char *v, options *o) {
-    (void)flag;
-    if (strcmp(v, "spin") && strcmp(v, "yield")) {
-        fprintf(stderr, "warpd: --gpu-wait must be spin or yield\n");
+/* A flag that takes one of two words: *second says whether v is the second. */
+static int parse_either(const char *flag, const char *v, const char *first, const char *second, bool *is_second) {
+    if (strcmp(v, first) && strcmp(v, second)) {
+        fprintf(stderr, "warpd: %s must be %s or %s\n", flag, first, second);
         return -1;
     }
-    o->gpu_wait_yield = !strcmp(v, "yield");
+    *is_second = !strcmp(v, second);
     return 0;
 }
-
+static int parse_gpu_wait(const char *flag, const char *v, options *o) {
+    return parse_either(flag, v, "spin", "yield", &o->gpu_wait_yield);
+}
 static int parse_zero_copy(const char *flag, const char *v, options *o) {
-    (void)flag;
-    if (strcmp(v, "on") && strcmp(v, "off")) {
-        fprintf(stderr, "warpd: --zero-copy must be on or off\n");
-        return -1;
-    }
-    o->no_zero_copy = !strcmp(v, "off");
-    return 0;
+    return parse_either(flag, v, "on", "off", &o->no_zero_copy);
 }
 
 /* --log-level takes effect at once (log.c), so later start-up messages follow it. */

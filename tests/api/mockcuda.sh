@@ -206,5 +206,12 @@ if start "cuda on the mock, MOCKCUDA_FAIL_AFTER=3 (a sticky error, then a contex
 fi
 unset MOCKCUDA_FAIL_AFTER
 
+# ---- a bad value of a two-word flag: refused at once, naming the flag and both words ----
+for f in "--zero-copy maybe|--zero-copy must be on or off" "--gpu-wait fast|--gpu-wait must be spin or yield"; do
+  rc=0; timeout 30 "$bin" --backend cuda --no-disk-cache --listen 127.0.0.1:0 ${f%%|*} >/dev/null 2>"$tmp/err" || rc=$?
+  check "flags: ${f%%|*} exits $rc at once: $(head -n 1 "$tmp/err")" \
+    '[ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -qF -- "${f#*|}" "$tmp/err"'
+done
+
 echo "mockcuda: $pass passed, $fail failed"
 [ $fail -eq 0 ]
