@@ -396,104 +396,108 @@ static const struct sockaddr *peer_of(struct MHD_Connection *mc) {
     return ci ? ci->client_addr : NULL;
 }
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const char *url, const char *method,
-                                  const char *version, const char *upload_data, size_t *upload_data_size,
+/* The announced Content-Length of c's request: a body past the limit is answered 413 before it is
+ * read; a raw body of a route with stream hooks goes to them as it arrives; else the body's buffer is
+ * made at once. MHD_YES to go on reading. */
+static enum MHD_Result announced_length(wp_http *h, wp_call *c, struct MHD_Connection *mc, const char *method,
+                                        const char *url, const char *length) {
+    char *end;
+    errno = 0;
+    unsigned long long n = strtoull(length, &end, 10);
+    if (errno == ERANGE || n > h->cfg.max_body) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "the body is larger than the %zu-byte limit", h->cfg.max_body);
+        resp_fail(&c->resp, 413, "body_too_large", "body", msg);
+        return send_resp(h, c, NULL); /* answered before the body: MHD will not read it */
+    }
+    c->length = n;
+    c->has_length = true;
+    /* A raw body of a route with stream hooks goes to them as it arrives (a device buffer
+     * filled while the rest is still on the wire), or is refused before it is read. */
+    if (n && c->route->stream &&
+        is_octet_stream(MHD_lookup_connection_value(mc, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE))) {
+        request_fill(c, mc, method, url);
+        c->sink = c->route->stream->open(h->app, &c->req, n, &c->resp);
+        if (c->sink) {
+            atomic_fetch_add(&h->streamed, 1);
+            return MHD_YES;
+        }
+        if (c->resp.status) return send_resp(h, c, NULL); /* refused before the body */
+    }
+    /* A known length gets its whole buffer now, of that size: a large upload is copied once,
+     * from the socket into it, never again by growing; a small one takes no more than it needs. */
+    if (n && (c->body = malloc((size_t)n + 1))) c->body_cap = (size_t)n + 1;
+    return MHD_YES;
+}
+
+/* The first call of a request: its headers are in. Access checks, the route, the announced size;
+ * then wait for the body. */
+static enum MHD_Result on_headers(wp_http *h, struct MHD_Connection *mc, const char *url, const char *method,
                                   void **con_cls) {
-    (void)version;
-    wp_http *h = cls;
-    wp_call *c = *con_cls;
-
-    if (!c) { /* headers are in: route, check the announced size, wait for the body */
-        c = call_new(h);
-        if (!c) return MHD_NO;
-        *con_cls = c;
-        c->mc = mc;
-        c->req.t_start_ns = wp_now_ns();
-        wp_reqlog_begin(h->cfg.reqlog, &c->rec, method, url, header_of, mc, peer_of(mc));
-        atomic_fetch_add(&h->requests, 1);
-        atomic_fetch_add(&h->active, 1); /* until on_completed */
-        if (access_refused(h, c, mc, method, url)) return send_resp(h, c, NULL);
-        bool path_known;
-        c->route = route_find(h->routes, method, url, &path_known);
-        if (!c->route && !path_known) {
-            resp_fail(&c->resp, 404, "not_found", "", "no such endpoint");
-            return send_resp(h, c, NULL);
-        }
-        if (!c->route) {
-            char allow[128];
-            route_allow(h->routes, url, allow, sizeof allow);
-            resp_fail(&c->resp, 405, "method_not_allowed", "", "method not allowed here");
-            return send_resp(h, c, allow);
-        }
-        const char *length = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-        if (length) {
-            char *end;
-            errno = 0;
-            unsigned long long n = strtoull(length, &end, 10);
-            if (errno == ERANGE || n > h->cfg.max_body) {
-                char msg[96];
-                snprintf(msg, sizeof msg, "the body is larger than the %zu-byte limit", h->cfg.max_body);
-                resp_fail(&c->resp, 413, "body_too_large", "body", msg);
-                return send_resp(h, c, NULL); /* answered before the body: MHD will not read it */
-            }
-            c->length = n;
-            c->has_length = true;
-            /* A raw body of a route with stream hooks goes to them as it arrives (a device buffer
-             * filled while the rest is still on the wire), or is refused before it is read. */
-            if (n && c->route->stream &&
-                is_octet_stream(MHD_lookup_connection_value(mc, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE))) {
-                request_fill(c, mc, method, url);
-                c->sink = c->route->stream->open(h->app, &c->req, n, &c->resp);
-                if (c->sink) {
-                    atomic_fetch_add(&h->streamed, 1);
-                    return MHD_YES;
-                }
-                if (c->resp.status) return send_resp(h, c, NULL); /* refused before the body */
-            }
-            /* A known length gets its whole buffer now, of that size: a large upload is copied once,
-             * from the socket into it, never again by growing; a small one takes no more than it needs. */
-            if (n && (c->body = malloc((size_t)n + 1))) c->body_cap = (size_t)n + 1;
-        }
-        return MHD_YES;
+    wp_call *c = call_new(h);
+    if (!c) return MHD_NO;
+    *con_cls = c;
+    c->mc = mc;
+    c->req.t_start_ns = wp_now_ns();
+    wp_reqlog_begin(h->cfg.reqlog, &c->rec, method, url, header_of, mc, peer_of(mc));
+    atomic_fetch_add(&h->requests, 1);
+    atomic_fetch_add(&h->active, 1); /* until on_completed */
+    if (access_refused(h, c, mc, method, url)) return send_resp(h, c, NULL);
+    bool path_known;
+    c->route = route_find(h->routes, method, url, &path_known);
+    if (!c->route && !path_known) {
+        resp_fail(&c->resp, 404, "not_found", "", "no such endpoint");
+        return send_resp(h, c, NULL);
     }
+    if (!c->route) {
+        char allow[128];
+        route_allow(h->routes, url, allow, sizeof allow);
+        resp_fail(&c->resp, 405, "method_not_allowed", "", "method not allowed here");
+        return send_resp(h, c, allow);
+    }
+    const char *length = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    return length ? announced_length(h, c, mc, method, url, length) : MHD_YES;
+}
 
-    if (c->state == CALL_DONE) return send_resp(h, c, NULL); /* resumed after a worker ran the handler */
-
-    if (*upload_data_size) {
-        size_t n = *upload_data_size;
-        *upload_data_size = 0;
-        if (c->sink) { /* MHD hands over no more than Content-Length, which was checked */
-            if (c->state == CALL_READING &&
-                c->route->stream->write(c->sink, upload_data, n, c->body_len, &c->stream_err))
-                c->state = CALL_STREAM_FAILED; /* drop the rest; answer at the end */
-            c->body_len += n;
-            return c->body_len < c->length && peer_gone(mc) ? MHD_NO : MHD_YES; /* MHD_NO: close it now */
-        }
-        if (c->state == CALL_READING && n > h->cfg.max_body - c->body_len) {
-            c->state = CALL_TOO_LARGE; /* a chunked body past the limit: drop what came, answer at the end */
-            free(c->body);
-            c->body = NULL;
-            c->body_len = c->body_cap = 0;
-        }
-        if (c->state == CALL_TOO_LARGE) {
-            c->discarded += n;
-            return c->discarded > WP_HTTP_DISCARD_MAX ? MHD_NO : MHD_YES;
-        }
-        if (c->body_len + n + 1 > c->body_cap) {
-            size_t cap = c->body_cap ? c->body_cap : WP_HTTP_BODY_INITIAL;
-            while (cap < c->body_len + n + 1) cap *= 2;
-            if (cap > h->cfg.max_body + 1) cap = h->cfg.max_body + 1;
-            char *grown = realloc(c->body, cap);
-            if (!grown) return MHD_NO;
-            c->body = grown;
-            c->body_cap = cap;
-        }
-        memcpy(c->body + c->body_len, upload_data, n);
+/* n more bytes of the body: to the stream hooks, or into the body's buffer (past the limit: dropped,
+ * and answered 413 at the end). MHD_NO closes the connection. */
+static enum MHD_Result on_body_piece(wp_http *h, wp_call *c, struct MHD_Connection *mc, const char *upload_data,
+                                     size_t n) {
+    if (c->sink) { /* MHD hands over no more than Content-Length, which was checked */
+        if (c->state == CALL_READING && c->route->stream->write(c->sink, upload_data, n, c->body_len, &c->stream_err))
+            c->state = CALL_STREAM_FAILED; /* drop the rest; answer at the end */
         c->body_len += n;
-        c->body[c->body_len] = 0;
-        return c->has_length && c->body_len < c->length && peer_gone(mc) ? MHD_NO : MHD_YES;
+        return c->body_len < c->length && peer_gone(mc) ? MHD_NO : MHD_YES; /* MHD_NO: close it now */
     }
+    if (c->state == CALL_READING && n > h->cfg.max_body - c->body_len) {
+        c->state = CALL_TOO_LARGE; /* a chunked body past the limit: drop what came, answer at the end */
+        free(c->body);
+        c->body = NULL;
+        c->body_len = c->body_cap = 0;
+    }
+    if (c->state == CALL_TOO_LARGE) {
+        c->discarded += n;
+        return c->discarded > WP_HTTP_DISCARD_MAX ? MHD_NO : MHD_YES;
+    }
+    if (c->body_len + n + 1 > c->body_cap) {
+        size_t cap = c->body_cap ? c->body_cap : WP_HTTP_BODY_INITIAL;
+        while (cap < c->body_len + n + 1) cap *= 2;
+        if (cap > h->cfg.max_body + 1) cap = h->cfg.max_body + 1;
+        char *grown = realloc(c->body, cap);
+        if (!grown) return MHD_NO;
+        c->body = grown;
+        c->body_cap = cap;
+    }
+    memcpy(c->body + c->body_len, upload_data, n);
+    c->body_len += n;
+    c->body[c->body_len] = 0;
+    return c->has_length && c->body_len < c->length && peer_gone(mc) ? MHD_NO : MHD_YES;
+}
 
+/* The whole request is in: answered here (a route without work, or a small job that need not wait),
+ * or handed to a worker (the connection suspended until it is done). */
+static enum MHD_Result on_body_done(wp_http *h, wp_call *c, struct MHD_Connection *mc, const char *url,
+                                    const char *method) {
     if (c->state == CALL_TOO_LARGE) {
         char msg[96];
         snprintf(msg, sizeof msg, "the body is larger than the %zu-byte limit", h->cfg.max_body);
@@ -505,8 +509,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
         wp_resp_error(&c->resp, &c->stream_err);
         return send_resp(h, c, NULL);
     }
-
-    /* The whole request is in. */
     c->req.t_body_ns = wp_now_ns();
     request_fill(c, mc, method, url);
     c->req.body = c->body_len && !c->sink ? c->body : NULL;
@@ -531,6 +533,24 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
     }
     if (work_submit(h, c)) return MHD_YES;
     return send_resp(h, c, NULL);
+}
+
+/* libmicrohttpd's access handler: called once with the headers, once per piece of the body, once
+ * when it is all in (and again after a worker finished a suspended call). */
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const char *url, const char *method,
+                                  const char *version, const char *upload_data, size_t *upload_data_size,
+                                  void **con_cls) {
+    (void)version;
+    wp_http *h = cls;
+    wp_call *c = *con_cls;
+    if (!c) return on_headers(h, mc, url, method, con_cls);
+    if (c->state == CALL_DONE) return send_resp(h, c, NULL); /* resumed after a worker ran the handler */
+    if (*upload_data_size) {
+        size_t n = *upload_data_size;
+        *upload_data_size = 0;
+        return on_body_piece(h, c, mc, upload_data, n);
+    }
+    return on_body_done(h, c, mc, url, method);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls, enum MHD_RequestTerminationCode why) {
