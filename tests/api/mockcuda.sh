@@ -4,7 +4,7 @@
 # copies for real). Checks plumbing only, never a computed value: info names the mock device, warp and
 # reduce answer on cuda, concurrent bursts batch, lone requests get the _batch kernel built in the
 # background, --inline-gpu never/always answer, a buffer round-trips byte for byte, SIGTERM exits
-# cleanly with no sanitizer report; zero-copy runs are counted; api_launch_io checks wp_backend_launch_io's
+# cleanly with no sanitizer report; zero-copy runs are counted; mock_launch_io checks wp_backend_launch_io's
 # images byte by byte. Prints one closing line "mockcuda: N passed, N failed".
 set -u
 cd "$(dirname "$0")/../.."
@@ -208,14 +208,14 @@ fi
 unset MOCKCUDA_FAIL_AFTER
 
 # ---- wp_backend_launch_io's images (fill): copied or zero-copy, every byte where it belongs ----
-echo "-- api_launch_io (the backend's calls on the stand-in driver)"
-LD_LIBRARY_PATH=$BUILD/mockcuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$BUILD/asan/tests/api/api_launch_io" >"$tmp/lio" 2>&1
+echo "-- mock_launch_io (the backend's calls on the stand-in driver)"
+LD_LIBRARY_PATH=$BUILD/mockcuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$BUILD/asan/tests/api/mock_launch_io" >"$tmp/lio" 2>&1
 grep -E "^FAIL|Sanitizer|runtime error" "$tmp/lio" | head -20
 line=$(tail -n 1 "$tmp/lio")
 if [[ $line =~ ^launch_io:\ ([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]] && ! grep -qE "Sanitizer|runtime error" "$tmp/lio"; then
   pass=$((pass + BASH_REMATCH[1])); fail=$((fail + BASH_REMATCH[2])); echo "ok   $line"
 else
-  no "api_launch_io did not finish: $(tail -n 3 "$tmp/lio")"
+  no "mock_launch_io did not finish: $(tail -n 3 "$tmp/lio")"
 fi
 
 # ---- a bad value of a two-word flag: refused at once, naming the flag and both words ----

@@ -1,7 +1,8 @@
-/* api_launch_io.c — wp_backend_launch_io with an image built for where it lands (wp_launch_io.fill),
- * on the cuda backend over the stand-in driver (tests/mockcuda: copies are real, kernels do nothing,
- * so what comes back is what was written). Run by tests/api/mockcuda.sh with the mock on
- * LD_LIBRARY_PATH. Checks which way each run goes and that every byte lands where it should:
+/* mock_launch_io.c — wp_backend_launch_io with an image built for where it lands (wp_launch_io.fill), on
+ * the cuda backend over the stand-in driver (tests/mockcuda: copies are real, kernels do nothing, so
+ * what comes back is what was written). Run by tests/api/mockcuda.sh with the mock on LD_LIBRARY_PATH
+ * (not named api_*: api.sh runs those against an emu daemon). Checks which way each run goes and that
+ * every byte lands where it should:
  *   - copied (timed; untimed but not zero_copy_ok; an image over 64 KiB; --zero-copy off): fill gets
  *     the buffer's address, the buffer holds the image afterwards, the read comes from it;
  *   - zero-copy (untimed, zero_copy_ok, a small image): fill gets another address (the staging's),
