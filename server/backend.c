@@ -220,7 +220,10 @@ int wp_backend_launch_io(wp_backend *b, void *const *fn, const wp_launch *launch
     const wp_buf *buf = io->buf;
     if (buf->backend != b || buf->n_shards)
         return WP_FAIL(err, 400, "backend_mismatch", "buffer", "the buffer lives on another backend or device");
-    if (io->fill && io->write_offset) return WP_FAIL(err, 500, "internal", "", "an image goes at offset 0");
+    if (io->fill &&
+        (io->write_offset || io->write_len > io->image_len ||
+         (io->read_len && (io->read_offset > io->image_len || io->read_len > io->image_len - io->read_offset))))
+        return WP_FAIL(err, 500, "internal", "", "an image goes at offset 0 and holds its write and its read");
     if ((io->write_len && buf_check(buf, io->write_offset, io->write_len, "write", err)) ||
         (io->read_len && buf_check(buf, io->read_offset, io->read_len, "read", err)) ||
         (io->fill && buf_check(buf, 0, io->image_len, "image", err)))

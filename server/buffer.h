@@ -121,7 +121,8 @@ typedef struct {
     /* An image built for where it lands, in place of src (NULL): the backend calls fill(fill_ctx, base,
      * image) to write the write_len bytes that go to device address base (write_offset must be 0)
      * into image, before it queues the launches (fill may set their parameters). The launches use
-     * buf's first image_len bytes at most (the write, the read and whatever lies between or after).
+     * buf's first image_len bytes at most through base (the write, the read and whatever lies between
+     * or after; the write and the read lie within them: else 500 "internal").
      * zero_copy_ok: they use plain loads and stores there (no atomics, no block waiting on another),
      * so an untimed run of a small image may go zero-copy (wp_backend_cuda_set_zero_copy): base is
      * then page-locked host memory the kernels reach over the bus, and neither copy is queued. */

@@ -10,7 +10,7 @@
  *     (wp_device_info) counts it;
  *   - an image past the staging (over 4 MiB) is built into memory of its own and copied;
  *   - no launch at all (backend.c's unfused path) still builds and writes the image;
- *   - an image at an offset is refused (500 internal).
+ *   - an image at an offset, or a read past it, is refused (500 internal).
  * Prints "launch_io: N passed, N failed". */
 #include <stdio.h>
 #include <stdlib.h>
@@ -176,6 +176,17 @@ int main(void) {
         wp_err e = {0};
         CHECKF(wp_backend_launch_io(be, fns, &launch, 1, &io, &t, &e) == -1 && e.status == 500 && c.calls == 0,
                "rc status %d, fill calls %d", e.status, c.calls);
+    }
+    T_CASE("a read past the image is refused");
+    {
+        wp_run_timing t;
+        image_ctx c;
+        unsigned char dst[600];
+        run_shape past = small;
+        past.read_offset = past.image_len - 100; /* 512 bytes from 100 before its end */
+        wp_err e = {0};
+        CHECKF(run(be, fn, buf, &past, seed, &c, dst, &t, &e) == -1 && e.status == 500 && c.calls == 0,
+               "status %d (%s), fill calls %d", e.status, e.msg, c.calls);
     }
     T_CASE("an image longer than the buffer is refused");
     {
