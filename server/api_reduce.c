@@ -822,7 +822,7 @@ static cJSON *respond(wp_app *app, reduce_req *q) {
         cJSON_Delete(o);
         return NULL;
     }
-    cJSON_AddNumberToObject(wp_json_obj_k(o, "batch"), "size", q->job.size);
+    wp_json_num_k(wp_json_obj_k(o, "batch"), "size", q->job.size);
     add_timing(o, q);
     return o;
 }

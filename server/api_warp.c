@@ -448,7 +448,7 @@ static cJSON *warp_answer(const wp_spec *spec, const warp_input *w, const warp_r
     } else {
         wp_json_str_k(o, "cache", "none");
     }
-    cJSON_AddNumberToObject(wp_json_obj_k(o, "batch"), "size", r->batch_size);
+    wp_json_num_k(wp_json_obj_k(o, "batch"), "size", r->batch_size);
     cJSON *t = wp_json_obj_k(o, "timing");
     const wp_run_timing *rt = r->on_cuda ? &r->dev_t : &r->emu_t;
     wp_json_num_k(t, "parse_us", parse_us);

@@ -199,7 +199,6 @@ static int cuda_run_warp_on(cuda_op *op, cuda_fn *fn, const wp_warp_job *job, wp
     unsigned char *h = ln->host;
     wp_warp_image_put(h, &l, job, 0, n);
     wp_warp_params p = wp_warp_params_at(zero_copy ? ln->host_dev : ln->scratch, &l, job, n);
-    if (zero_copy) atomic_fetch_add(&b->zero_copy_runs, 1);
     void *params[] = {&p};
     const unsigned threads = (unsigned)((n + 31) / 32 * 32);
 #define CU_TRY(x, name)                                                                                                \
@@ -493,16 +492,6 @@ static int cuda_queue_write(cuda_op *op, const wp_launch_io *io, bool timed, wp_
     return r == CUDA_SUCCESS ? 0 : cuda_op_fail(op, err, "cuMemcpyHtoDAsync", r);
 }
 
-/* Whether io runs zero-copy on the op's lane (cuda_zero_copy): an untimed image the kernels may reach
- * over the bus, small enough; the staging is reserved for it here. */
-static bool cuda_io_zero_copy(cuda_op *op, const wp_launch_io *io, bool timed) {
-    if (timed || !io || !io->fill || !io->zero_copy_ok || !op->b->zero_copy || io->image_len > WP_ZERO_COPY_MAX)
-        return false;
-    const char *call = "";
-    if (cuda_lane_reserve(op->b, op->lane, 0, io->image_len, &call) != CUDA_SUCCESS) return false; /* copies then */
-    return cuda_zero_copy(op->b, op->lane, io->image_len);
-}
-
 /* io (may be NULL): a write queued before the launches and a read after them, in the same wait. Timed
  * (the default): an event before each step and one after the last; io->untimed: one event without
  * timing at the end. */
@@ -515,13 +504,13 @@ static int cuda_launch_on(cuda_op *op, const CUfunction *fs, const wp_launch *ls
     const bool write = io && io->write_len, read = io && io->read_len;
     const bool timed = !(io && io->untimed) || (ls[0].flags & WP_LAUNCH_GRAPH);
     const bool staged = read && io->read_len <= WP_STAGE_MAX; /* else straight into dst (pageable: waits) */
-    const bool zero_copy = !(ls[0].flags & WP_LAUNCH_GRAPH) && cuda_io_zero_copy(op, io, timed);
+    /* an untimed image the kernels may reach over the bus (cuda_zero_copy) */
+    const bool zero_copy = !timed && io->fill && io->zero_copy_ok && cuda_zero_copy(b, ln, io->image_len);
     const char *call = "";
     CUresult r;
-    if (zero_copy) {
+    if (zero_copy)
         io->fill(io->fill_ctx, ln->host_dev, ln->host); /* the kernels work in it: nothing to copy */
-        atomic_fetch_add(&b->zero_copy_runs, 1);
-    } else if (write && cuda_queue_write(op, io, timed, err))
+    else if (write && cuda_queue_write(op, io, timed, err))
         return -1; /* never with a graph (backend.c) */
     /* the read's staging before the first launch (a no-op after a write, which reserved for both): a
      * growth never lands between the events that time the kernel and the download */

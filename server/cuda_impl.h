@@ -117,11 +117,12 @@ void cuda_lane_forget(cuda_lane *l);                      /* after a reset: its 
 CUresult cuda_lane_ready(cuda_backend *b, cuda_lane *l, unsigned gen, const char **call);
 /* Grows the lane's device scratch and page-locked staging to at least need bytes (0: leave). */
 CUresult cuda_lane_reserve(cuda_backend *b, cuda_lane *l, size_t scratch, size_t host, const char **call);
-/* Whether an untimed op whose image is `bytes` long may run zero-copy on lane l (--zero-copy on, the
- * staging mapped and reserved for it, at most WP_ZERO_COPY_MAX bytes): its kernel reads and writes
- * the image in l->host through l->host_dev, over the bus, with no copy queued either way. Only for
- * kernels that use plain loads and stores on it: no atomics, no other block waiting on it. */
-bool cuda_zero_copy(const cuda_backend *b, const cuda_lane *l, size_t bytes);
+/* Whether an untimed op whose image is `bytes` long runs zero-copy on lane l (--zero-copy on, at most
+ * WP_ZERO_COPY_MAX bytes, the staging mapped; it is reserved for the image here): its kernel reads and
+ * writes the image in l->host through l->host_dev, over the bus, with no copy queued either way. A
+ * yes is counted (zero_copy_runs). Only for kernels that use plain loads and stores on it: no
+ * atomics, no other block waiting on it. */
+bool cuda_zero_copy(cuda_backend *b, cuda_lane *l, size_t bytes);
 /* Records ev_done on the lane's stream and waits for it: the op's queued work is done. */
 CUresult cuda_lane_wait(cuda_backend *b, cuda_lane *l, const char **call);
 /* A job's wait for an event on its lane: the driver's own wait (it spins, on a context made with the

@@ -110,8 +110,13 @@ CUresult cuda_lane_reserve(cuda_backend *b, cuda_lane *l, size_t scratch, size_t
     return CUDA_SUCCESS;
 }
 
-bool cuda_zero_copy(const cuda_backend *b, const cuda_lane *l, size_t bytes) {
-    return b->zero_copy && l->host_dev && bytes <= WP_ZERO_COPY_MAX && bytes <= l->host_cap;
+bool cuda_zero_copy(cuda_backend *b, cuda_lane *l, size_t bytes) {
+    const char *call;
+    if (!b->zero_copy || bytes > WP_ZERO_COPY_MAX || cuda_lane_reserve(b, l, 0, bytes, &call) != CUDA_SUCCESS ||
+        !l->host_dev)
+        return false; /* copies then */
+    atomic_fetch_add(&b->zero_copy_runs, 1);
+    return true;
 }
 
 CUresult cuda_event_wait(cuda_backend *b, CUevent ev) {

@@ -39,7 +39,7 @@ typedef struct {
 /* The key memo. Every job asks for its kernel's key (wp_jit_key): the SHA-256 of the compile's inputs,
  * a few µs of a small job's time. The key is a function of exactly the bytes it hashes, so the last
  * keys are kept beside an exact copy of those bytes: a later call whose bytes match gets the kept key,
- * anything else hashes. A slot is picked by a cheap hash (FNV-1a) of the bytes; inputs longer than a
+ * anything else hashes. A slot is picked by a cheap hash of the bytes (memo_hash); inputs longer than a
  * slot (an expression's long prelude) always hash. */
 #define JIT_MEMO_SLOTS 64
 #define JIT_MEMO_BYTES 1536

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "sha256.h"
 
 #define REQLOG_LINE_MAX 16384 /* a line's bound: the escaped path and agent are at most 6x their caps */
 #define REQLOG_POOL 4096      /* random bytes fetched at once: one getrandom(2) (about 1 us) per 256 ids */
@@ -117,10 +118,9 @@ static void new_id(wp_reqlog *l, char out[WP_REQUEST_ID_MAX + 1]) {
         r[0] ^= r[0] >> 31, r[0] *= 0xBF58476D1CE4E5B9ull, r[0] ^= r[0] >> 27;
         r[1] = (uint64_t)getpid() * 0x94D049BB133111EBull ^ c;
     }
-    static const char hex[] = "0123456789abcdef"; /* as %016llx%016llx, without printf on every request */
-    for (int w = 0; w < 2; w++)
-        for (int i = 0; i < 16; i++) out[w * 16 + i] = hex[(r[w] >> (60 - 4 * i)) & 15];
-    out[32] = 0;
+    uint8_t bytes[16]; /* most significant first: the text %016llx%016llx gives, without printf */
+    for (int i = 0; i < 16; i++) bytes[i] = (uint8_t)(r[i / 8] >> (56 - 8 * (i % 8)));
+    wp_hex(bytes, sizeof bytes, out);
 }
 
 static bool lower_hex(const char *s, size_t n, bool *all_zero) {
