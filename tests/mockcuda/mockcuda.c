@@ -191,7 +191,7 @@ static CUresult mock_mem_get_info(size_t *free_bytes, size_t *total) {
 typedef struct blk {
     struct blk *prev, *next;
     size_t size;
-    int host;
+    int host; /* 0: device memory; 1: page-locked host memory; 2: the same, mapped (CU_MEMHOSTALLOC_DEVICEMAP) */
     char pad[4];
 } blk;
 _Static_assert(sizeof(blk) % 16 == 0, "keeps the memory after the header 16-byte aligned");
@@ -214,7 +214,7 @@ static CUresult blk_free(void *p, int host) {
     if (!p) return CUDA_SUCCESS;
     pthread_mutex_lock(&live_lock);
     blk *b = live.next;
-    while (b != &live && (b + 1 != p || b->host != host)) b = b->next;
+    while (b != &live && (b + 1 != p || !b->host != !host)) b = b->next; /* host: 1 or 2 (mapped) alike */
     if (b == &live) {
         pthread_mutex_unlock(&live_lock);
         fprintf(stderr, "mockcuda: %s of a pointer it did not hand out (or freed by a context reset): %p\n",
@@ -250,14 +250,7 @@ static CUresult mock_mem_host_alloc(void **p, size_t bytes, unsigned int flags) 
     *p = blk_alloc(bytes ? bytes : 1, flags & CU_MEMHOSTALLOC_DEVICEMAP ? 2 : 1);
     return *p ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
-static CUresult mock_mem_free_host(void *p) {
-    pthread_mutex_lock(&live_lock);
-    int host = 1;
-    for (blk *b = live.next; b != &live; b = b->next)
-        if (b + 1 == p && b->host) host = b->host;
-    pthread_mutex_unlock(&live_lock);
-    return blk_free(p, host);
-}
+static CUresult mock_mem_free_host(void *p) { return blk_free(p, 1); }
 /* The device's address of page-locked memory: the pointer itself (one address space), for memory
  * allocated with CU_MEMHOSTALLOC_DEVICEMAP only (else the misuse is reported: a real driver without
  * unified addressing would refuse it). */
