@@ -11,6 +11,11 @@
 //   graph_set / graph_set_ev  the same graphs built node by node, every node set again before each launch
 //   mapped_in the kernel reads the image from mapped page-locked memory: launch, copy out, wait
 //   mapped    the kernel reads the image and writes the result in mapped memory: launch, wait
+//   mapped_ss the same, waited for with cuStreamSynchronize (no event recorded)
+//   mapped_wv the same, then cuStreamWriteValue32 of a sequence number into mapped memory, which the host
+//             spins on (no event: the stream's own write says the kernel is done)
+//   mapped_poll the same, the host spinning on the result word itself (a floor: only a job whose every
+//             result word is known to change could finish this way)
 //   launch    the launch alone and a wait (device memory already in place): no version is cheaper
 // Each iteration changes the input and checks the result (a stale or missing result counts as bad).
 // ITER iterations per variant per round, ROUNDS rounds taking the variants in turn; per iteration
@@ -274,6 +279,31 @@ int main(int argc, char **argv) {
                       launch(mapped_dev + TABLE_AT);
                       CK(cuEventRecord(done, st));
                       CK(cuEventSynchronize(done));
+                      return result(mapped);
+                  }});
+    vs.push_back({"mapped_ss", [&](float x) {
+                      fill(mapped, mapped_dev, x);
+                      launch(mapped_dev + TABLE_AT);
+                      CK(cuStreamSynchronize(st));
+                      return result(mapped);
+                  }});
+    static unsigned seq = 0;
+    vs.push_back({"mapped_wv", [&](float x) {
+                      fill(mapped, mapped_dev, x);
+                      launch(mapped_dev + TABLE_AT);
+                      const unsigned want = ++seq;
+                      CK(cuStreamWriteValue32(st, mapped_dev + HEAD_AT + 64, want, 0));
+                      while (*(volatile unsigned *)(mapped + HEAD_AT + 64) != want) {
+                      }
+                      return result(mapped);
+                  }});
+    vs.push_back({"mapped_poll", [&](float x) {
+                      fill(mapped, mapped_dev, x);
+                      memset(mapped + HEAD_AT, 0xff, 4);
+                      launch(mapped_dev + TABLE_AT);
+                      while (*(volatile unsigned *)(mapped + HEAD_AT) == 0xffffffffu) {
+                      }
+                      // the kernel has nothing left to write; the stream orders the next launch after it
                       return result(mapped);
                   }});
     // "launch": run stays empty; the loop uploads the image untimed and times only the launch and wait

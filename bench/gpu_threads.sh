@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gpu_threads.sh — where the CPU goes under load: warpd (default flags unless given) answers wrk at
 # CONNS connections on a cached 3-element reduce (ROUTE=warp: a 32-lane shfl_xor) for DURATION
-# seconds; prints CPU seconds per thread name (warpd names its threads: wp-worker, MHD-*, ...), wrk's,
+# seconds; prints CPU seconds per thread name (warpd names its threads: wp-http, wp-worker, ...), wrk's,
 # and the machine's busy share from /proc/stat.
 #   . bench/gpu_env.sh && bench/gpu_threads.sh [warpd flags...]   (BUILD=build; CONNS=256; DURATION=5)
 set -uo pipefail

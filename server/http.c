@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "http_loop.h"
 #include "reqlog.h"
 
 /* Limits that are not in wp_http_config: fixed by this module, named here. */
@@ -57,6 +58,7 @@ typedef enum { CALL_READING, CALL_TOO_LARGE, CALL_STREAM_FAILED, CALL_QUEUED, CA
 typedef struct wp_call {
     struct wp_call *next; /* work queue link */
     struct MHD_Connection *mc;
+    wp_http_loop *loop; /* its daemon's event loop, to wake after a resume (set when suspended; NULL: none) */
     const wp_route *route;
     call_state state;
     bool suspended; /* counted in wp_http.in_work until completed */
@@ -74,6 +76,7 @@ typedef struct wp_call {
 
 struct wp_http {
     struct MHD_Daemon **daemons; /* one (libmicrohttpd's pool), or one per thread on SO_REUSEPORT sockets */
+    wp_http_loop **loops;        /* each single-thread daemon's event loop (http_loop.h); NULL for a pool */
     MHD_socket *quiesced_fd;     /* each one's listen socket after MHD_quiesce_daemon; closed after it stops */
     int n_daemons;
     const wp_route *routes;
@@ -326,6 +329,24 @@ static void route_allow(const wp_route *routes, const char *path, char *out, siz
  * (health, info) stay fast while every core compiles. Raising one's own nice value needs no privilege. */
 #define WORKER_NICE 5
 
+/* The event loop of mc's daemon (NULL when libmicrohttpd's threads run it). On that loop's thread. */
+static wp_http_loop *loop_of(wp_http *h, struct MHD_Connection *mc) {
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_DAEMON);
+    for (int i = 0; ci && i < h->n_daemons; i++)
+        if (h->daemons[i] == ci->daemon) return h->loops[i];
+    return NULL;
+}
+
+/* Marks c done and gives its connection back to its daemon, waking the loop that runs it: from here on
+ * c belongs to the daemon's thread. Any thread. */
+static void resume(wp_call *c) {
+    struct MHD_Connection *mc = c->mc;
+    wp_http_loop *loop = c->loop;
+    c->state = CALL_DONE;
+    MHD_resume_connection(mc);
+    wp_http_loop_wake(loop);
+}
+
 static void *worker_main(void *arg) {
     wp_http *h = arg;
     if (setpriority(PRIO_PROCESS, (id_t)gettid(), WORKER_NICE) != 0) { /* best effort */
@@ -344,9 +365,7 @@ static void *worker_main(void *arg) {
 
         c->route->fn(h->app, &c->req, &c->resp);
         atomic_fetch_sub(&h->workers_busy, 1); /* before the reply can reach the client, so stats never lag it */
-        struct MHD_Connection *mc = c->mc;
-        c->state = CALL_DONE;
-        MHD_resume_connection(mc); /* from here on c belongs to the MHD thread */
+        resume(c);                             /* from here on c belongs to the MHD thread */
         pthread_mutex_lock(&h->mu);
     }
     pthread_mutex_unlock(&h->mu);
@@ -369,6 +388,7 @@ static bool work_submit(wp_http *h, wp_call *c) {
         return false;
     }
     /* Suspend before a worker can see c, so its resume always follows this suspend. */
+    c->loop = loop_of(h, c->mc);
     MHD_suspend_connection(c->mc);
     wp_reqlog_queued(&c->rec);
     c->state = CALL_QUEUED;
@@ -657,6 +677,7 @@ static void http_free(wp_http *h) {
     pthread_cond_destroy(&h->idle_cv);
     free(h->workers);
     free(h->daemons);
+    free(h->loops);
     free(h->quiesced_fd);
     free(h);
 }
@@ -753,11 +774,14 @@ static int daemon_port(struct MHD_Daemon *d, int fallback) {
     return info ? info->port : fallback;
 }
 
-/* One libmicrohttpd daemon on addr: `pool` threads sharing its listening socket (0: one thread), or
- * with reuse, a single-thread one on its own SO_REUSEPORT socket. NULL with err set on failure. */
+/* One libmicrohttpd daemon on addr: `pool` threads sharing its listening socket, or (pool 0) a
+ * single-thread one, on its own SO_REUSEPORT socket with reuse. A single-thread daemon runs on warpd's
+ * own event loop (own_loop: started by the caller, http_loop.h), a pool on libmicrohttpd's threads.
+ * NULL with err set on failure. */
 static struct MHD_Daemon *start_daemon(wp_http *h, const struct sockaddr_storage *addr, unsigned pool, bool reuse,
-                                       wp_err *err) {
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+                                       bool own_loop, wp_err *err) {
+    unsigned flags = MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+    if (!own_loop) flags |= MHD_USE_INTERNAL_POLLING_THREAD;
 #ifdef __linux__
     flags |= MHD_USE_EPOLL;
 #else
@@ -795,18 +819,32 @@ static void start_daemons(wp_http *h, const struct sockaddr_storage *addr0, wp_e
     const bool reuse = h->unix_fd < 0 && h->cfg.threads > 1 && !h->cfg.pool;
     const int n = reuse ? h->cfg.threads : 1;
     h->daemons = calloc((size_t)n, sizeof *h->daemons);
+    h->loops = calloc((size_t)n, sizeof *h->loops);
     h->quiesced_fd = calloc((size_t)n, sizeof *h->quiesced_fd);
-    if (!h->daemons || !h->quiesced_fd) {
+    if (!h->daemons || !h->loops || !h->quiesced_fd) {
         WP_FAIL(err, 500, "internal", "", "out of memory");
         return;
     }
     struct sockaddr_storage addr = *addr0;
     if (reuse && h->cfg.port && wp_listen_probe(&addr, h->cfg.host ? h->cfg.host : "", err)) return;
     const unsigned pool = reuse || h->cfg.threads <= 1 ? 0u : (unsigned)h->cfg.threads; /* a pool of one is none */
+#ifdef __linux__
+    const bool own_loop = pool == 0; /* epoll: the loop waits on the daemon's descriptor */
+#else
+    const bool own_loop = false;
+#endif
     for (int i = 0; i < n; i++) {
         h->quiesced_fd[i] = MHD_INVALID_SOCKET;
-        if (!(h->daemons[i] = start_daemon(h, &addr, pool, reuse, err))) {
-            while (i > 0) MHD_stop_daemon(h->daemons[--i]);
+        if ((h->daemons[i] = start_daemon(h, &addr, pool, reuse, own_loop, err)) && own_loop &&
+            !(h->loops[i] = wp_http_loop_start(h->daemons[i], h->cfg.busy_poll_us, "wp-http", err))) {
+            MHD_stop_daemon(h->daemons[i]);
+            h->daemons[i] = NULL;
+        }
+        if (!h->daemons[i]) {
+            while (i > 0) {
+                wp_http_loop_stop(h->loops[--i]);
+                MHD_stop_daemon(h->daemons[i]);
+            }
             return;
         }
         if (i == 0 && reuse) { /* the others bind the port the first one got */
@@ -864,7 +902,8 @@ wp_http *wp_http_start(const wp_http_config *cfg, const wp_route *routes, void *
             WP_FAIL(err, 500, "internal", "", "cannot start HTTP worker %d", h->workers_started);
             break;
         }
-        pthread_setname_np(h->workers[h->workers_started], "wp-worker"); /* libmicrohttpd's are MHD-* */
+        pthread_setname_np(h->workers[h->workers_started],
+                           "wp-worker"); /* event loops: wp-http; libmicrohttpd's pool: MHD-* */
     }
     bool tried = false;
     if (h->workers_started == h->cfg.workers && transport_prepare(h, &addr, err) == 0) {
@@ -890,7 +929,8 @@ int wp_http_port(const wp_http *h) { return h ? h->port : 0; }
 void wp_http_stop(wp_http *h) {
     if (!h) return;
     /* 1. No new connections. Keep-alive ones may still ask: work_submit answers them 503 from now on. */
-    for (int i = 0; i < h->n_daemons; i++) h->quiesced_fd[i] = MHD_quiesce_daemon(h->daemons[i]);
+    for (int i = 0; i < h->n_daemons; i++)
+        h->quiesced_fd[i] = h->loops[i] ? wp_http_loop_quiesce(h->loops[i]) : MHD_quiesce_daemon(h->daemons[i]);
     pthread_mutex_lock(&h->mu);
     h->stopping = true;
     wp_call *waiting = h->queue_head;
@@ -905,9 +945,7 @@ void wp_http_stop(wp_http *h) {
         waiting = c->next;
         resp_fail(&c->resp, 503, "shutting_down", "", "the server is stopping");
         snprintf(c->resp.retry_after, sizeof c->resp.retry_after, "%s", WP_HTTP_RETRY_AFTER_S);
-        struct MHD_Connection *mc = c->mc;
-        c->state = CALL_DONE;
-        MHD_resume_connection(mc);
+        resume(c);
     }
     workers_join(h);
 
@@ -925,6 +963,7 @@ void wp_http_stop(wp_http *h) {
     /* 4. Close everything; MHD reports each open request to on_completed, which frees it. */
     bool unix_back = false;
     for (int i = 0; i < h->n_daemons; i++) {
+        wp_http_loop_stop(h->loops[i]); /* then the daemon is this thread's to stop */
         MHD_stop_daemon(h->daemons[i]);
         if (h->unix_fd >= 0 && h->quiesced_fd[i] == h->unix_fd)
             unix_back = true; /* else MHD closed it */

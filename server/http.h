@@ -113,6 +113,8 @@ typedef struct {
     size_t max_body;    /* bytes; larger bodies get 413 "body_too_large" */
     int max_queue;      /* suspended requests waiting for a worker; beyond: 503 + Retry-After */
     size_t conn_memory; /* libmicrohttpd's per-connection memory (headers + read buffer); 0: 64 KiB */
+    int busy_poll_us;   /* a single-thread daemon's thread polls without sleeping this long after its last
+                           event (http_loop.h; not libmicrohttpd's pool); 0: it sleeps at once */
     /* who may talk to it (access.h); NULL: the defaults (loopback hosts, no other origin, no token) */
     const struct wp_access *access;
     /* Transport (listen.c, conn_guard.c). */

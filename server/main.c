@@ -14,6 +14,7 @@
 #include "access.h"
 #include "app.h"
 #include "bgbuild.h"
+#include "http_loop.h"
 #include "listen.h"
 #include "log.h"
 #include "prewarm.h"
@@ -38,6 +39,9 @@
 #define DEFAULT_EMU_MAX_ELEMENTS (1ull << 28)
 #define DEFAULT_STREAMS 4 /* --streams-per-device */
 
+#define BUSY_POLL_TEXT "50" /* WP_BUSY_POLL_DEFAULT_US as text (checked below) */
+_Static_assert(WP_BUSY_POLL_DEFAULT_US == 50, "BUSY_POLL_TEXT names the default");
+
 /* Cache control and prewarm (cache_disk.c, prewarm.c). */
 #define DEFAULT_CACHE_DISK_MAX (2ull << 30) /* bytes of the disk cache before LRU eviction */
 
@@ -47,6 +51,7 @@ typedef struct {
     const char *backend, *arch, *cache_dir, *templates, *web;
     bool no_disk, listen_pool;
     size_t cache_mb, max_body, conn_memory;
+    int busy_poll_us;
     int max_depth, threads, workers, compile_threads, max_queue, device;
     int max_jobs, job_workers;
     double job_ttl_s, buffer_ttl_s;
@@ -93,6 +98,12 @@ static void usage(FILE *f) {
             "  --threads N          HTTP threads (default half the CPUs, %d..%d); on host:port each has its own\n"
             "                       listening socket (SO_REUSEPORT), so the kernel spreads connections evenly\n"
             "  --listen-pool        one listening socket for all HTTP threads instead (libmicrohttpd's pool)\n"
+            "  --busy-poll-us N     after its last event an HTTP thread keeps polling its connections this\n"
+            "                       long before it sleeps (default " BUSY_POLL_TEXT
+            "; 0: at once): a client's next request\n"
+            "                       then finds it awake, where waking it is much of a small request's round\n"
+            "                       trip. Costs CPU only while requests come closer together than that (not\n"
+            "                       with --listen-pool or a Unix socket with several threads)\n"
             "  --workers N          threads that run requests off the HTTP threads: compiles, GPU jobs, large\n"
             "                       ones (default 4 per CPU, 16..256: a job waiting in a batch holds one)\n"
             "  --compile-threads N  NVRTC compiles at once, and the threads (--exit: processes) of a prewarm\n"
@@ -355,6 +366,7 @@ static const opt_spec flag_table[] = {
     F_INT("--compile-threads", compile_threads, 1, 256),
     F_SIZE("--max-body", max_body, 1024, 1LL << 40),
     F_SIZE("--conn-memory", conn_memory, 16 << 10, 1LL << 30),
+    F_INT("--busy-poll-us", busy_poll_us, 0, WP_BUSY_POLL_MAX_US),
     F_INT("--max-depth", max_depth, 4, 1000),
     F_INT("--max-queue", max_queue, 1, 1 << 20),
     F_INT("--max-jobs", max_jobs, 1, 1 << 20),
@@ -600,6 +612,7 @@ static void set_default_options(options *o) {
                    .cache_mb = DEFAULT_CACHE_MB,
                    .max_body = DEFAULT_MAX_BODY,
                    .conn_memory = DEFAULT_CONN_MEMORY,
+                   .busy_poll_us = WP_BUSY_POLL_DEFAULT_US,
                    .max_depth = DEFAULT_MAX_DEPTH,
                    .max_queue = DEFAULT_MAX_QUEUE,
                    .max_jobs = DEFAULT_MAX_JOBS,
@@ -830,6 +843,7 @@ static int start_http(const options *o, wp_app *app, wp_reqlog *reqlog, const ch
                          .max_body = o->max_body,
                          .max_queue = o->max_queue,
                          .conn_memory = o->conn_memory,
+                         .busy_poll_us = o->busy_poll_us,
                          .access = o->access,
                          .tls_cert_pem = tls_cert,
                          .tls_key_pem = tls_key,

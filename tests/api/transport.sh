@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Transport tests (issue 10): the whole API case table (tests/api/cases/) over HTTPS with a self-signed
+# Transport tests (issue 10): the whole API case table (tests/api/cases/) on one HTTP event loop that
+# never busy-polls, on loops that poll for a second, and on libmicrohttpd's pool; over HTTPS with a self-signed
 # certificate (openssl) checked by curl --cacert, and over a Unix socket with curl --unix-socket (the
 # runner's curl transport, tests/api/api_curl.h); the TLS flags' errors; the socket file's mode, its
 # removal at exit, a stale one replaced, and a live one or a plain file left alone. Each daemon is the
@@ -32,6 +33,19 @@ refused() { # what, expected stderr text, daemon flags...: must exit 2 or 1 at o
   if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -qF -- "$text" "$tmp/err"; then ok "$what: $(head -n 1 "$tmp/err")"
   else bad "$what: exit $rc, stderr: $(head -c 300 "$tmp/err")"; fi
 }
+
+# ---- the HTTP threads' event loops (http_loop.c): one loop that sleeps at once, so that every
+# deferred reply comes through its wake; libmicrohttpd's own pool instead; the flag's bounds
+for flags in "--threads 1 --busy-poll-us 0" "--threads 3 --busy-poll-us 1000000" "--threads 4 --listen-pool"; do
+  # shellcheck disable=SC2086
+  if start --cache-dir "$tmp/cache" $flags; then
+    "$BUILD/asan/tests/api/api_runner" "$url" tests/api/cases/*.json >"$tmp/r" 2>&1
+    grep -E '^FAIL|passed' "$tmp/r"; count "$tmp/r" "the runner ($flags)"
+    stop
+  fi
+done
+refused "--busy-poll-us -1" "--busy-poll-us needs a number in 0..1000000" --busy-poll-us -1
+refused "--busy-poll-us past a second" "--busy-poll-us needs a number in 0..1000000" --busy-poll-us 1000001
 
 # ---- TLS
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj /CN=localhost \

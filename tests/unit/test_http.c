@@ -1,8 +1,10 @@
 /* test_http.c — server/http.c over real loopback sockets: routing, 404/405, query arguments, body limits
  * (Content-Length and chunked), binary bodies, streamed bodies (stream hooks: chunks in order, refused
  * before the body, a failing sink, bodies that are not streamed, a client that goes away mid-body, the
- * handler inline or deferred), worker pool under load, 503 when the queue is full, and a clean stop
- * with requests in flight (ASan checks that nothing leaks). */
+ * handler inline or deferred), worker pool under load, 503 when the queue is full, a clean stop
+ * with requests in flight (ASan checks that nothing leaks), and the event loops' busy-polling (the
+ * serving thread stays awake between the requests of a connection; deferred replies and the stop still
+ * wake it). */
 #include <dirent.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -19,6 +21,7 @@
 #define LOAD_SLOW 64      /* concurrent WORK requests, held in their handler */
 #define LOAD_FAST 200     /* inline GETs sent meanwhile */
 #define GATE_MAX_MS 60000 /* a held request lets itself go after this, should the test never open the gate */
+#define GAP_MS 5          /* between the requests of the busy-poll case */
 
 static void sleep_ms(int ms) {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
@@ -673,6 +676,71 @@ static int threads_named(const char *name) {
     return n;
 }
 
+/* Voluntary context switches (sleeps) of this process's threads named `name`. */
+static long sleeps_of(const char *name) {
+    DIR *d = opendir("/proc/self/task");
+    long n = 0;
+    for (struct dirent *e; d && (e = readdir(d));) {
+        char path[300], line[128] = "";
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        bool match = f && fgets(line, sizeof line, f) && (line[strcspn(line, "\n")] = 0, !strcmp(line, name));
+        if (f) fclose(f);
+        snprintf(path, sizeof path, "/proc/self/task/%s/status", e->d_name);
+        if (match && (f = fopen(path, "r"))) {
+            while (fgets(line, sizeof line, f))
+                if (!strncmp(line, "voluntary_ctxt_switches:", 24)) n += atol(line + 24);
+            fclose(f);
+        }
+    }
+    if (d) closedir(d);
+    return n;
+}
+
+/* One HTTP thread on its own event loop, busy-polling busy_us after each event: how often it slept
+ * while one connection sent `n` requests, each GAP_MS after the last reply (after a first one that woke
+ * it; the gap lets a thread that does not poll reach its epoll_wait first, however slow the build), and
+ * whether a deferred request (its reply comes from a worker, through a resume) is answered then. */
+static long sleeps_between_requests(int busy_us, int n) {
+    wp_http_config cfg = {
+        .host = HOST, .threads = 1, .workers = 2, .max_body = MAX_BODY, .max_queue = 4, .busy_poll_us = busy_us};
+    wp_err err = {0};
+    wp_http *h = wp_http_start(&cfg, routes, NULL, &err);
+    CHECKF(h != NULL, "%s", err.msg);
+    if (!h) return -1;
+    CHECK(threads_named("wp-http") == 1);
+    hc_conn c;
+    hc_resp r = {0};
+    long before = -1, after = -1;
+    int ok = 0;
+    if (hc_open(&c, HOST, wp_http_port(h), 0) == 0) {
+        for (int i = 0; i <= n; i++) {
+            if (i == 1) before = sleeps_of("wp-http");
+            ok += hc_send(&c, "GET", "/ping", NULL, NULL, 0, 0) == 0 && hc_recv(&c, "GET", &r) == 0 && r.status == 200;
+            hc_resp_free(&r);
+            sleep_ms(GAP_MS);
+        }
+        after = sleeps_of("wp-http");
+        /* a deferred request: the worker resumes the connection and wakes the loop, awake or not */
+        CHECK(hc_send(&c, "POST", "/create", NULL, "{}", 2, 0) == 0 && hc_recv(&c, "POST", &r) == 0 && r.status == 201);
+        hc_resp_free(&r);
+        hc_close(&c);
+    }
+    CHECKF(ok == n + 1, "%d of %d requests answered", ok, n + 1);
+    wp_http_stop(h); /* with the loop still polling when busy_us is long: the stop wakes it all the same */
+    return after - before;
+}
+
+static void test_busy_poll(void) {
+    enum { N = 40 };
+    T_CASE("busy-poll: the serving thread stays awake between a connection's requests");
+    long awake = sleeps_between_requests(10 * 1000 * 1000, N); /* 10 s: it never sleeps in this test */
+    long asleep = sleeps_between_requests(0, N);
+    printf("sleeps of the HTTP thread over %d requests: %ld busy-polling, %ld not\n", N, awake, asleep);
+    CHECKF(awake >= 0 && awake <= N / 10, "busy-polling, the thread slept %ld times in %d requests", awake, N);
+    CHECKF(asleep >= N / 2, "without busy-polling, the thread slept only %ld times in %d requests", asleep, N);
+}
+
 int main(void) {
     wp_http *h = start(LOAD_SLOW, 2 * LOAD_SLOW);
     if (h) {
@@ -680,6 +748,8 @@ int main(void) {
         T_CASE("thread names");
         CHECKF(threads_named("wp-worker") == LOAD_SLOW, "%d threads named wp-worker, want %d",
                threads_named("wp-worker"), LOAD_SLOW);
+        CHECKF(threads_named("wp-http") == 4, "%d threads named wp-http (one event loop per HTTP thread), want 4",
+               threads_named("wp-http"));
         test_routing();
         test_bodies();
         test_streams(h);
@@ -689,5 +759,6 @@ int main(void) {
     test_busy();
     test_stop_in_flight();
     test_bad_start();
+    test_busy_poll();
     return t_done("http");
 }

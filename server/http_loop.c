@@ -1,0 +1,149 @@
+/* http_loop.c — warpd's event loop for one single-thread libmicrohttpd daemon (http_loop.h): an epoll
+ * set of the daemon's own epoll descriptor and an eventfd, polled without sleeping for busy_poll_us
+ * after the daemon last had something to do, else waited on up to the daemon's next timeout.
+ * Owns: wp_http_loop. */
+#include "http_loop.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+enum { TAG_DAEMON = 1, TAG_WAKE = 2 };
+
+struct wp_http_loop {
+    struct MHD_Daemon *d;
+    int ep;           /* the daemon's epoll descriptor and wake */
+    int wake;         /* eventfd: a resume, a quiesce or a stop */
+    uint64_t busy_ns; /* the busy-poll window */
+    pthread_t thread;
+
+    pthread_mutex_t mu; /* guards the four below */
+    pthread_cond_t cv;  /* quiesced */
+    bool quiesce_asked, quiesced, stop;
+    MHD_socket listen_fd; /* what MHD_quiesce_daemon gave back */
+};
+
+/* The daemon's own bound on the wait, in ms: 0 when a connection needs processing now, -1 for none. */
+static int daemon_timeout_ms(struct MHD_Daemon *d) {
+    MHD_UNSIGNED_LONG_LONG ms;
+    if (MHD_get_timeout(d, &ms) != MHD_YES) return -1;
+    return ms > INT_MAX ? INT_MAX : (int)ms;
+}
+
+/* On the loop's thread, after the eventfd fired: does what was asked; true when the loop is to end. */
+static bool take_requests(wp_http_loop *l) {
+    uint64_t n;
+    while (read(l->wake, &n, sizeof n) > 0) {
+    }
+    pthread_mutex_lock(&l->mu);
+    if (l->quiesce_asked && !l->quiesced) {
+        l->listen_fd = MHD_quiesce_daemon(l->d);
+        l->quiesced = true;
+        pthread_cond_broadcast(&l->cv);
+    }
+    const bool stop = l->stop;
+    pthread_mutex_unlock(&l->mu);
+    return stop;
+}
+
+static void *loop_main(void *arg) {
+    wp_http_loop *l = arg;
+    uint64_t busy_until = 0;
+    for (;;) {
+        const int daemon_ms = daemon_timeout_ms(l->d);
+        const bool spinning = daemon_ms != 0 && l->busy_ns && wp_now_ns() < busy_until;
+        const int ms = spinning ? 0 : daemon_ms;
+        struct epoll_event ev[2];
+        const int n = epoll_wait(l->ep, ev, 2, ms);
+        bool ready = false;
+        for (int i = 0; i < n; i++) {
+            if (ev[i].data.u32 == TAG_WAKE && take_requests(l)) return NULL;
+            ready = true; /* the daemon's events, or a connection resumed */
+        }
+        /* the daemon runs when it has events, or when its own timeout is due (connection timeouts) */
+        if (ready || daemon_ms == 0 || (n == 0 && !spinning)) MHD_run(l->d);
+        if (ready && l->busy_ns) busy_until = wp_now_ns() + l->busy_ns;
+    }
+}
+
+static void loop_free(wp_http_loop *l) {
+    if (l->ep >= 0) close(l->ep);
+    if (l->wake >= 0) close(l->wake);
+    pthread_mutex_destroy(&l->mu);
+    pthread_cond_destroy(&l->cv);
+    free(l);
+}
+
+static int watch(int ep, int fd, uint32_t tag) {
+    struct epoll_event ev = {.events = EPOLLIN, .data.u32 = tag};
+    return epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+}
+
+wp_http_loop *wp_http_loop_start(struct MHD_Daemon *d, int busy_poll_us, const char *name, wp_err *err) {
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_EPOLL_FD);
+    if (!info || info->epoll_fd < 0) {
+        WP_FAIL(err, 500, "internal", "", "the HTTP daemon has no epoll descriptor");
+        return NULL;
+    }
+    wp_http_loop *l = calloc(1, sizeof *l);
+    if (!l) {
+        WP_FAIL(err, 500, "internal", "", "out of memory");
+        return NULL;
+    }
+    l->d = d;
+    l->busy_ns = busy_poll_us > 0 ? (uint64_t)busy_poll_us * 1000u : 0;
+    l->listen_fd = MHD_INVALID_SOCKET;
+    pthread_mutex_init(&l->mu, NULL);
+    pthread_cond_init(&l->cv, NULL);
+    l->ep = epoll_create1(EPOLL_CLOEXEC);
+    l->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (l->ep < 0 || l->wake < 0 || watch(l->ep, info->epoll_fd, TAG_DAEMON) || watch(l->ep, l->wake, TAG_WAKE)) {
+        WP_FAIL(err, 500, "internal", "", "cannot set up the HTTP event loop: %s", strerror(errno));
+        loop_free(l);
+        return NULL;
+    }
+    if (pthread_create(&l->thread, NULL, loop_main, l) != 0) {
+        WP_FAIL(err, 500, "internal", "", "cannot start the HTTP event loop's thread");
+        loop_free(l);
+        return NULL;
+    }
+    pthread_setname_np(l->thread, name);
+    return l;
+}
+
+static void ask(wp_http_loop *l) {
+    const uint64_t one = 1;
+    while (write(l->wake, &one, sizeof one) < 0 && errno == EINTR) {
+    }
+}
+
+void wp_http_loop_wake(wp_http_loop *l) {
+    if (l) ask(l);
+}
+
+MHD_socket wp_http_loop_quiesce(wp_http_loop *l) {
+    pthread_mutex_lock(&l->mu);
+    l->quiesce_asked = true;
+    pthread_mutex_unlock(&l->mu);
+    ask(l);
+    pthread_mutex_lock(&l->mu);
+    while (!l->quiesced) pthread_cond_wait(&l->cv, &l->mu);
+    const MHD_socket fd = l->listen_fd;
+    pthread_mutex_unlock(&l->mu);
+    return fd;
+}
+
+void wp_http_loop_stop(wp_http_loop *l) {
+    if (!l) return;
+    pthread_mutex_lock(&l->mu);
+    l->stop = true;
+    pthread_mutex_unlock(&l->mu);
+    ask(l);
+    pthread_join(l->thread, NULL);
+    loop_free(l);
+}
