@@ -812,6 +812,10 @@ static struct MHD_Daemon *start_daemon(wp_http *h, const struct sockaddr_storage
     return d;
 }
 
+/* The event loops' busy-poll gate (http_loop.h): only while no worker runs a call, whose CPU a polling
+ * HTTP thread would take. */
+static bool workers_idle(void *ctx) { return atomic_load(&((wp_http *)ctx)->workers_busy) == 0; }
+
 /* The daemons of the transport: one per thread on SO_REUSEPORT sockets (host:port, threads > 1, not
  * cfg.pool), else one with libmicrohttpd's pool. Port 0: the first one's port for the rest. Sets
  * n_daemons (0 when none started: every one started is stopped again). */
@@ -836,7 +840,7 @@ static void start_daemons(wp_http *h, const struct sockaddr_storage *addr0, wp_e
     for (int i = 0; i < n; i++) {
         h->quiesced_fd[i] = MHD_INVALID_SOCKET;
         if ((h->daemons[i] = start_daemon(h, &addr, pool, reuse, own_loop, err)) && own_loop &&
-            !(h->loops[i] = wp_http_loop_start(h->daemons[i], h->cfg.busy_poll_us, "wp-http", err))) {
+            !(h->loops[i] = wp_http_loop_start(h->daemons[i], h->cfg.busy_poll_us, workers_idle, h, "wp-http", err))) {
             MHD_stop_daemon(h->daemons[i]);
             h->daemons[i] = NULL;
         }

@@ -20,6 +20,8 @@ struct wp_http_loop {
     int ep;           /* the daemon's epoll descriptor and wake */
     int wake;         /* eventfd: a resume, a quiesce or a stop */
     uint64_t busy_ns; /* the busy-poll window */
+    wp_http_loop_may_poll may_poll;
+    void *may_poll_ctx;
     pthread_t thread;
 
     pthread_mutex_t mu; /* guards the four below */
@@ -56,7 +58,8 @@ static void *loop_main(void *arg) {
     uint64_t busy_until = 0;
     for (;;) {
         const int daemon_ms = daemon_timeout_ms(l->d);
-        const bool spinning = daemon_ms != 0 && l->busy_ns && wp_now_ns() < busy_until;
+        const bool spinning =
+            daemon_ms != 0 && l->busy_ns && wp_now_ns() < busy_until && (!l->may_poll || l->may_poll(l->may_poll_ctx));
         const int ms = spinning ? 0 : daemon_ms;
         struct epoll_event ev[2];
         const int n = epoll_wait(l->ep, ev, 2, ms);
@@ -84,7 +87,8 @@ static int watch(int ep, int fd, uint32_t tag) {
     return epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
 }
 
-wp_http_loop *wp_http_loop_start(struct MHD_Daemon *d, int busy_poll_us, const char *name, wp_err *err) {
+wp_http_loop *wp_http_loop_start(struct MHD_Daemon *d, int busy_poll_us, wp_http_loop_may_poll may_poll, void *ctx,
+                                 const char *name, wp_err *err) {
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_EPOLL_FD);
     if (!info || info->epoll_fd < 0) {
         WP_FAIL(err, 500, "internal", "", "the HTTP daemon has no epoll descriptor");
@@ -97,6 +101,8 @@ wp_http_loop *wp_http_loop_start(struct MHD_Daemon *d, int busy_poll_us, const c
     }
     l->d = d;
     l->busy_ns = busy_poll_us > 0 ? (uint64_t)busy_poll_us * 1000u : 0;
+    l->may_poll = may_poll;
+    l->may_poll_ctx = ctx;
     l->listen_fd = MHD_INVALID_SOCKET;
     pthread_mutex_init(&l->mu, NULL);
     pthread_cond_init(&l->cv, NULL);

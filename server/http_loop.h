@@ -3,6 +3,7 @@
  * do, the loop keeps polling it without sleeping for busy_poll_us microseconds before it blocks again.
  * A client that sends its next request within that window finds the thread awake: on loopback and in
  * virtual machines the wake-up of a sleeping thread is a large share of a small request's round trip.
+ * A gate (may_poll) can forbid the polling: http.c's while any worker runs a call, whose CPU it is.
  * While it waits past the window it sleeps in epoll_wait on the daemon's epoll descriptor (and its own
  * eventfd), bounded by the daemon's next connection timeout.
  *
@@ -30,9 +31,15 @@
 
 typedef struct wp_http_loop wp_http_loop;
 
-/* Starts the loop of d on a new thread named name (at most 15 characters). NULL with err set when the
- * daemon has no epoll descriptor or a descriptor or the thread cannot be made. */
-wp_http_loop *wp_http_loop_start(struct MHD_Daemon *d, int busy_poll_us, const char *name, wp_err *err);
+/* Asked on the loop's thread before each poll of the window: false makes the loop sleep instead (the
+ * server's workers are busy: a polling HTTP thread would take a CPU they need). */
+typedef bool (*wp_http_loop_may_poll)(void *ctx);
+
+/* Starts the loop of d on a new thread named name (at most 15 characters); may_poll (NULL: always)
+ * and ctx gate the busy-poll. NULL with err set when the daemon has no epoll descriptor or a
+ * descriptor or the thread cannot be made. */
+wp_http_loop *wp_http_loop_start(struct MHD_Daemon *d, int busy_poll_us, wp_http_loop_may_poll may_poll, void *ctx,
+                                 const char *name, wp_err *err);
 
 /* Makes the loop run its daemon soon (after an MHD_resume_connection on another thread). NULL is
  * ignored. */

@@ -701,7 +701,7 @@ static long sleeps_of(const char *name) {
  * while one connection sent `n` requests, each GAP_MS after the last reply (after a first one that woke
  * it; the gap lets a thread that does not poll reach its epoll_wait first, however slow the build), and
  * whether a deferred request (its reply comes from a worker, through a resume) is answered then. */
-static long sleeps_between_requests(int busy_us, int n) {
+static long sleeps_between_requests(int busy_us, int n, bool hold_worker) {
     wp_http_config cfg = {
         .host = HOST, .threads = 1, .workers = 2, .max_body = MAX_BODY, .max_queue = 4, .busy_poll_us = busy_us};
     wp_err err = {0};
@@ -709,6 +709,14 @@ static long sleeps_between_requests(int busy_us, int n) {
     CHECKF(h != NULL, "%s", err.msg);
     if (!h) return -1;
     CHECK(threads_named("wp-http") == 1);
+    port_of = wp_http_port(h);
+    pthread_t held;
+    call_result held_res = {.path = "/gate"};
+    if (hold_worker) { /* a worker busy the whole time: the loop must not take a CPU by polling */
+        atomic_store(&gate_open, 0);
+        pthread_create(&held, NULL, slow_thread, &held_res);
+        wait_stats(h, 1, 0);
+    }
     hc_conn c;
     hc_resp r = {0};
     long before = -1, after = -1;
@@ -727,6 +735,11 @@ static long sleeps_between_requests(int busy_us, int n) {
         hc_close(&c);
     }
     CHECKF(ok == n + 1, "%d of %d requests answered", ok, n + 1);
+    if (hold_worker) {
+        atomic_store(&gate_open, 1);
+        pthread_join(held, NULL);
+        CHECK(held_res.status == 200);
+    }
     wp_http_stop(h); /* with the loop still polling when busy_us is long: the stop wakes it all the same */
     return after - before;
 }
@@ -734,11 +747,14 @@ static long sleeps_between_requests(int busy_us, int n) {
 static void test_busy_poll(void) {
     enum { N = 40 };
     T_CASE("busy-poll: the serving thread stays awake between a connection's requests");
-    long awake = sleeps_between_requests(10 * 1000 * 1000, N); /* 10 s: it never sleeps in this test */
-    long asleep = sleeps_between_requests(0, N);
-    printf("sleeps of the HTTP thread over %d requests: %ld busy-polling, %ld not\n", N, awake, asleep);
+    long awake = sleeps_between_requests(10 * 1000 * 1000, N, false); /* 10 s: it never sleeps in this test */
+    long asleep = sleeps_between_requests(0, N, false);
+    long gated = sleeps_between_requests(10 * 1000 * 1000, N, true);
+    printf("sleeps of the HTTP thread over %d requests: %ld busy-polling, %ld not, %ld with a worker busy\n", N, awake,
+           asleep, gated);
     CHECKF(awake >= 0 && awake <= N / 10, "busy-polling, the thread slept %ld times in %d requests", awake, N);
     CHECKF(asleep >= N / 2, "without busy-polling, the thread slept only %ld times in %d requests", asleep, N);
+    CHECKF(gated >= N / 2, "busy-polling while a worker ran, the thread slept only %ld times in %d requests", gated, N);
 }
 
 int main(void) {
