@@ -660,40 +660,36 @@ static void test_bad_start(void) {
     }
 }
 
-/* Threads of this process named `name` (/proc/self/task/N/comm). */
-static int threads_named(const char *name) {
+/* Threads of this process named `name` (/proc/self/task/N/comm): how many, and into *sleeps (unless
+ * NULL) the sum of their voluntary context switches (times they slept). */
+static int threads_sleeps(const char *name, long *sleeps) {
     DIR *d = opendir("/proc/self/task");
     int n = 0;
+    if (sleeps) *sleeps = 0;
     for (struct dirent *e; d && (e = readdir(d));) {
-        char path[300], comm[32] = "";
+        char path[300], line[128] = "";
         snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
         FILE *f = fopen(path, "r");
-        if (f && fgets(comm, sizeof comm, f)) comm[strcspn(comm, "\n")] = 0;
+        if (f && fgets(line, sizeof line, f)) line[strcspn(line, "\n")] = 0;
         if (f) fclose(f);
-        n += !strcmp(comm, name);
+        if (strcmp(line, name)) continue;
+        n++;
+        snprintf(path, sizeof path, "/proc/self/task/%s/status", e->d_name);
+        if (sleeps && (f = fopen(path, "r"))) {
+            while (fgets(line, sizeof line, f))
+                if (!strncmp(line, "voluntary_ctxt_switches:", 24)) *sleeps += atol(line + 24);
+            fclose(f);
+        }
     }
     if (d) closedir(d);
     return n;
 }
 
-/* Voluntary context switches (sleeps) of this process's threads named `name`. */
+static int threads_named(const char *name) { return threads_sleeps(name, NULL); }
+
 static long sleeps_of(const char *name) {
-    DIR *d = opendir("/proc/self/task");
-    long n = 0;
-    for (struct dirent *e; d && (e = readdir(d));) {
-        char path[300], line[128] = "";
-        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
-        FILE *f = fopen(path, "r");
-        bool match = f && fgets(line, sizeof line, f) && (line[strcspn(line, "\n")] = 0, !strcmp(line, name));
-        if (f) fclose(f);
-        snprintf(path, sizeof path, "/proc/self/task/%s/status", e->d_name);
-        if (match && (f = fopen(path, "r"))) {
-            while (fgets(line, sizeof line, f))
-                if (!strncmp(line, "voluntary_ctxt_switches:", 24)) n += atol(line + 24);
-            fclose(f);
-        }
-    }
-    if (d) closedir(d);
+    long n;
+    threads_sleeps(name, &n);
     return n;
 }
 
