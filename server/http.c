@@ -329,14 +329,6 @@ static void route_allow(const wp_route *routes, const char *path, char *out, siz
  * (health, info) stay fast while every core compiles. Raising one's own nice value needs no privilege. */
 #define WORKER_NICE 5
 
-/* The event loop of mc's daemon (NULL when libmicrohttpd's threads run it). On that loop's thread. */
-static wp_http_loop *loop_of(wp_http *h, struct MHD_Connection *mc) {
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_DAEMON);
-    for (int i = 0; ci && i < h->n_daemons; i++)
-        if (h->daemons[i] == ci->daemon) return h->loops[i];
-    return NULL;
-}
-
 /* Marks c done and gives its connection back to its daemon, waking the loop that runs it: from here on
  * c belongs to the daemon's thread. Any thread. */
 static void resume(wp_call *c) {
@@ -388,7 +380,7 @@ static bool work_submit(wp_http *h, wp_call *c) {
         return false;
     }
     /* Suspend before a worker can see c, so its resume always follows this suspend. */
-    c->loop = loop_of(h, c->mc);
+    c->loop = wp_http_loop_current(); /* this thread's (NULL on libmicrohttpd's pool: it signals resumes) */
     MHD_suspend_connection(c->mc);
     wp_reqlog_queued(&c->rec);
     c->state = CALL_QUEUED;

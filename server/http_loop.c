@@ -15,6 +15,8 @@
 
 enum { TAG_DAEMON = 1, TAG_WAKE = 2 };
 
+static _Thread_local wp_http_loop *current_loop; /* the loop this thread runs (set by loop_main) */
+
 struct wp_http_loop {
     struct MHD_Daemon *d;
     int ep;           /* the daemon's epoll descriptor and wake */
@@ -55,6 +57,7 @@ static bool take_requests(wp_http_loop *l) {
 
 static void *loop_main(void *arg) {
     wp_http_loop *l = arg;
+    current_loop = l;
     uint64_t busy_until = 0;
     for (;;) {
         const int daemon_ms = daemon_timeout_ms(l->d);
@@ -127,6 +130,8 @@ static void ask(wp_http_loop *l) {
     while (write(l->wake, &one, sizeof one) < 0 && errno == EINTR) {
     }
 }
+
+wp_http_loop *wp_http_loop_current(void) { return current_loop; }
 
 void wp_http_loop_wake(wp_http_loop *l) {
     if (l) ask(l);

@@ -16,9 +16,10 @@
  *
  * Threads: wp_http_loop_start, _quiesce and _stop are called by the thread that owns the daemon (the
  * one starting and stopping the server), never from the loop's own thread (that is, never from a
- * request callback). wp_http_loop_wake: any thread. The callbacks of the daemon run on the loop's
- * thread.
- * Owns: wp_http_loop, its thread, epoll descriptor and eventfd; not the daemon. */
+ * request callback). wp_http_loop_wake and wp_http_loop_current: any thread. The callbacks of the
+ * daemon run on the loop's thread.
+ * Owns: wp_http_loop, its thread, epoll descriptor and eventfd, and each loop thread's note of its
+ * loop (thread-local, for wp_http_loop_current); not the daemon. */
 #ifndef WP_HTTP_LOOP_H
 #define WP_HTTP_LOOP_H
 
@@ -40,6 +41,10 @@ typedef bool (*wp_http_loop_may_poll)(void *ctx);
  * descriptor or the thread cannot be made. */
 wp_http_loop *wp_http_loop_start(struct MHD_Daemon *d, int busy_poll_us, wp_http_loop_may_poll may_poll, void *ctx,
                                  const char *name, wp_err *err);
+
+/* The loop running on the calling thread (so: called from a callback of its daemon); NULL on any
+ * other thread, libmicrohttpd's own included. */
+wp_http_loop *wp_http_loop_current(void);
 
 /* Makes the loop run its daemon soon (after an MHD_resume_connection on another thread). NULL is
  * ignored. */
