@@ -3,7 +3,8 @@
  * do, the loop keeps polling it without sleeping for busy_poll_us microseconds before it blocks again.
  * A client that sends its next request within that window finds the thread awake: on loopback and in
  * virtual machines the wake-up of a sleeping thread is a large share of a small request's round trip.
- * A gate (may_poll) can forbid the polling: http.c's while any worker runs a call, whose CPU it is.
+ * A gate (may_poll) can forbid the polling: http.c's while any HTTP worker runs a call, whose CPU it
+ * is (async jobs' and compiles' threads are not counted: at the default window that costs them little).
  * While it waits past the window it sleeps in epoll_wait on the daemon's epoll descriptor (and its own
  * eventfd), bounded by the daemon's next connection timeout.
  *

@@ -695,7 +695,7 @@ static long sleeps_of(const char *name) {
 
 /* One HTTP thread on its own event loop, busy-polling busy_us after each event: how often it slept
  * while one connection sent `n` requests, each GAP_MS after the last reply (after a first one that woke
- * it; the gap lets a thread that does not poll reach its epoll_wait first, however slow the build), and
+ * it; the gap gives a thread that does not poll time to reach its epoll_wait first), and
  * whether a deferred request (its reply comes from a worker, through a resume) is answered then. */
 static long sleeps_between_requests(int busy_us, int n, bool hold_worker) {
     wp_http_config cfg = {
@@ -746,10 +746,14 @@ static void test_busy_poll(void) {
     long awake = sleeps_between_requests(10 * 1000 * 1000, N, false); /* 10 s: it never sleeps in this test */
     long asleep = sleeps_between_requests(0, N, false);
     long gated = sleeps_between_requests(10 * 1000 * 1000, N, true);
-    printf("sleeps of the HTTP thread over %d requests: %ld busy-polling, %ld not, %ld with a worker busy\n", N, awake,
-           asleep, gated);
+    long window = sleeps_between_requests(GAP_MS * 1000 / 5, N, false); /* the window ends well before the gap */
+    printf("sleeps of the HTTP thread over %d requests: %ld busy-polling, %ld not, %ld with a worker busy, %ld with "
+           "a window of a fifth of the gap\n",
+           N, awake, asleep, gated, window);
     CHECKF(awake >= 0 && awake <= N / 10, "busy-polling, the thread slept %ld times in %d requests", awake, N);
     CHECKF(asleep >= N / 2, "without busy-polling, the thread slept only %ld times in %d requests", asleep, N);
+    CHECKF(window >= N / 2, "with a window shorter than the gap, the thread slept only %ld times in %d requests",
+           window, N);
     CHECKF(gated >= N / 2, "busy-polling while a worker ran, the thread slept only %ld times in %d requests", gated, N);
 }
 
