@@ -809,20 +809,18 @@ static struct MHD_Daemon *start_daemon(wp_http *h, const struct sockaddr_storage
 static bool workers_idle(void *ctx) { return atomic_load(&((wp_http *)ctx)->workers_busy) == 0; }
 
 /* The daemons of the transport: one per thread on SO_REUSEPORT sockets (host:port, threads > 1, not
- * cfg.pool), else one with libmicrohttpd's pool. Port 0: the first one's port for the rest. Sets
- * n_daemons (0 when none started: every one started is stopped again). */
-static void start_daemons(wp_http *h, const struct sockaddr_storage *addr0, wp_err *err) {
+ * cfg.pool), else one with libmicrohttpd's pool. Port 0: the first one's port for the rest. n_daemons
+ * counts those started; on failure (-1) they are left running for the caller to stop once the workers
+ * are joined (stop_daemons), since one may already have handed a worker a connection. */
+static int start_daemons(wp_http *h, const struct sockaddr_storage *addr0, wp_err *err) {
     const bool reuse = h->unix_fd < 0 && h->cfg.threads > 1 && !h->cfg.pool;
     const int n = reuse ? h->cfg.threads : 1;
     h->daemons = calloc((size_t)n, sizeof *h->daemons);
     h->loops = calloc((size_t)n, sizeof *h->loops);
     h->quiesced_fd = calloc((size_t)n, sizeof *h->quiesced_fd);
-    if (!h->daemons || !h->loops || !h->quiesced_fd) {
-        WP_FAIL(err, 500, "internal", "", "out of memory");
-        return;
-    }
+    if (!h->daemons || !h->loops || !h->quiesced_fd) return WP_FAIL(err, 500, "internal", "", "out of memory");
     struct sockaddr_storage addr = *addr0;
-    if (reuse && h->cfg.port && wp_listen_probe(&addr, h->cfg.host ? h->cfg.host : "", err)) return;
+    if (reuse && h->cfg.port && wp_listen_probe(&addr, h->cfg.host ? h->cfg.host : "", err)) return -1;
     const unsigned pool = reuse || h->cfg.threads <= 1 ? 0u : (unsigned)h->cfg.threads; /* a pool of one is none */
 #ifdef __linux__
     const bool own_loop = pool == 0; /* epoll: the loop waits on the daemon's descriptor */
@@ -836,13 +834,7 @@ static void start_daemons(wp_http *h, const struct sockaddr_storage *addr0, wp_e
             MHD_stop_daemon(h->daemons[i]);
             h->daemons[i] = NULL;
         }
-        if (!h->daemons[i]) {
-            while (i > 0) {
-                wp_http_loop_stop(h->loops[--i]);
-                MHD_stop_daemon(h->daemons[i]);
-            }
-            return;
-        }
+        if (!h->daemons[i]) return -1;
         if (i == 0 && reuse) { /* the others bind the port the first one got */
             uint16_t port = htons((uint16_t)daemon_port(h->daemons[0], h->cfg.port));
             if (addr.ss_family == AF_INET6)
@@ -851,6 +843,15 @@ static void start_daemons(wp_http *h, const struct sockaddr_storage *addr0, wp_e
                 ((struct sockaddr_in *)&addr)->sin_port = port;
         }
         h->n_daemons = i + 1;
+    }
+    return 0;
+}
+
+/* Stops every event loop, then its daemon (which closes the daemon's connections). */
+static void stop_daemons(wp_http *h) {
+    for (int i = 0; i < h->n_daemons; i++) {
+        wp_http_loop_stop(h->loops[i]); /* then the daemon is this thread's to stop */
+        MHD_stop_daemon(h->daemons[i]);
     }
 }
 
@@ -898,20 +899,21 @@ wp_http *wp_http_start(const wp_http_config *cfg, const wp_route *routes, void *
             WP_FAIL(err, 500, "internal", "", "cannot start HTTP worker %d", h->workers_started);
             break;
         }
-        pthread_setname_np(h->workers[h->workers_started],
-                           "wp-worker"); /* event loops: wp-http; libmicrohttpd's pool: MHD-* */
+        /* event loops: wp-http; libmicrohttpd's pool: MHD-* */
+        pthread_setname_np(h->workers[h->workers_started], "wp-worker");
     }
-    bool tried = false;
+    bool tried = false, started = false;
     if (h->workers_started == h->cfg.workers && transport_prepare(h, &addr, err) == 0) {
         tried = true;
-        start_daemons(h, &addr, err);
+        started = start_daemons(h, &addr, err) == 0;
     }
-    if (!h->n_daemons) {
+    if (!started) {
         pthread_mutex_lock(&h->mu);
         h->stopping = true;
         pthread_cond_broadcast(&h->work_cv);
         pthread_mutex_unlock(&h->mu);
-        workers_join(h);
+        workers_join(h); /* before the daemons: a worker may be answering one of their connections */
+        stop_daemons(h);
         transport_release(h, !tried); /* a failed MHD_start_daemon closes the socket it was given */
         http_free(h);
         return NULL;
@@ -957,10 +959,9 @@ void wp_http_stop(wp_http *h) {
     pthread_mutex_unlock(&h->mu);
 
     /* 4. Close everything; MHD reports each open request to on_completed, which frees it. */
+    stop_daemons(h);
     bool unix_back = false;
     for (int i = 0; i < h->n_daemons; i++) {
-        wp_http_loop_stop(h->loops[i]); /* then the daemon is this thread's to stop */
-        MHD_stop_daemon(h->daemons[i]);
         if (h->unix_fd >= 0 && h->quiesced_fd[i] == h->unix_fd)
             unix_back = true; /* else MHD closed it */
         else if (h->quiesced_fd[i] != MHD_INVALID_SOCKET)
