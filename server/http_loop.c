@@ -125,7 +125,13 @@ wp_http_loop *wp_http_loop_start(struct MHD_Daemon *d, int busy_poll_us, wp_http
     return l;
 }
 
-static void ask(wp_http_loop *l) {
+/* Sets *what (unless NULL) under mu, then wakes the loop: it runs its daemon and looks at the asks. */
+static void ask(wp_http_loop *l, bool *what) {
+    if (what) {
+        pthread_mutex_lock(&l->mu);
+        *what = true;
+        pthread_mutex_unlock(&l->mu);
+    }
     const uint64_t one = 1;
     while (write(l->wake, &one, sizeof one) < 0 && errno == EINTR) {
     }
@@ -134,14 +140,11 @@ static void ask(wp_http_loop *l) {
 wp_http_loop *wp_http_loop_current(void) { return current_loop; }
 
 void wp_http_loop_wake(wp_http_loop *l) {
-    if (l) ask(l);
+    if (l) ask(l, NULL);
 }
 
 MHD_socket wp_http_loop_quiesce(wp_http_loop *l) {
-    pthread_mutex_lock(&l->mu);
-    l->quiesce_asked = true;
-    pthread_mutex_unlock(&l->mu);
-    ask(l);
+    ask(l, &l->quiesce_asked);
     pthread_mutex_lock(&l->mu);
     while (!l->quiesced) pthread_cond_wait(&l->cv, &l->mu);
     const MHD_socket fd = l->listen_fd;
@@ -151,10 +154,7 @@ MHD_socket wp_http_loop_quiesce(wp_http_loop *l) {
 
 void wp_http_loop_stop(wp_http_loop *l) {
     if (!l) return;
-    pthread_mutex_lock(&l->mu);
-    l->stop = true;
-    pthread_mutex_unlock(&l->mu);
-    ask(l);
+    ask(l, &l->stop);
     pthread_join(l->thread, NULL);
     loop_free(l);
 }

@@ -39,9 +39,6 @@
 #define DEFAULT_EMU_MAX_ELEMENTS (1ull << 28)
 #define DEFAULT_STREAMS 4 /* --streams-per-device */
 
-#define BUSY_POLL_TEXT "50" /* WP_BUSY_POLL_DEFAULT_US as text (checked below) */
-_Static_assert(WP_BUSY_POLL_DEFAULT_US == 50, "BUSY_POLL_TEXT names the default");
-
 /* Cache control and prewarm (cache_disk.c, prewarm.c). */
 #define DEFAULT_CACHE_DISK_MAX (2ull << 30) /* bytes of the disk cache before LRU eviction */
 
@@ -99,8 +96,7 @@ static void usage(FILE *f) {
             "                       listening socket (SO_REUSEPORT), so the kernel spreads connections evenly\n"
             "  --listen-pool        one listening socket for all HTTP threads instead (libmicrohttpd's pool)\n"
             "  --busy-poll-us N     after its last event an HTTP thread keeps polling its connections this\n"
-            "                       long before it sleeps (default " BUSY_POLL_TEXT
-            "; 0: at once): a client's next request\n"
+            "                       long before it sleeps (default %d; 0: at once): a client's next request\n"
             "                       then finds it awake, where waking it is much of a small request's round\n"
             "                       trip. Costs CPU only while requests come closer together than that (not\n"
             "                       with --listen-pool or a Unix socket with several threads)\n"
@@ -175,9 +171,9 @@ static void usage(FILE *f) {
             "                       placement is testable without GPUs\n"
             "  --version, --help\n",
             DEFAULT_PORT, DEFAULT_CACHE_MB, WP_DEFAULT_TEMPLATES, WP_DEFAULT_WEB, MIN_DEFAULT_THREADS,
-            MAX_DEFAULT_THREADS, DEFAULT_MAX_BODY, DEFAULT_CONN_MEMORY, DEFAULT_MAX_DEPTH, DEFAULT_MAX_QUEUE,
-            DEFAULT_MAX_JOBS, DEFAULT_JOB_WORKERS, DEFAULT_JOB_TTL_S, DEFAULT_BUFFER_TTL_S, MAX_BUFFER_TTL_S,
-            DEFAULT_MAX_ELEMENTS, DEFAULT_EMU_MAX_ELEMENTS, WP_BATCH_MAX_DEFAULT, DEFAULT_STREAMS);
+            MAX_DEFAULT_THREADS, WP_BUSY_POLL_DEFAULT_US, DEFAULT_MAX_BODY, DEFAULT_CONN_MEMORY, DEFAULT_MAX_DEPTH,
+            DEFAULT_MAX_QUEUE, DEFAULT_MAX_JOBS, DEFAULT_JOB_WORKERS, DEFAULT_JOB_TTL_S, DEFAULT_BUFFER_TTL_S,
+            MAX_BUFFER_TTL_S, DEFAULT_MAX_ELEMENTS, DEFAULT_EMU_MAX_ELEMENTS, WP_BATCH_MAX_DEFAULT, DEFAULT_STREAMS);
 }
 
 static int parse_num(const char *flag, const char *v, long long lo, long long hi, long long *out) {

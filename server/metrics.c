@@ -1,4 +1,4 @@
-/* metrics.c — the daemon's histograms, process metrics from /proc, build info and device gauges, written
+/* metrics.c — the daemon's histograms, process metrics from /proc, build info and per-device metrics, written
  * in the Prometheus text exposition format 0.0.4 (see metrics.h).
  * Owns: wp_metrics. Knows the route table only to name route patterns. */
 #include "metrics.h"
@@ -208,7 +208,7 @@ static void write_devices(FILE *f, const wp_metrics_device *devs, int n) {
     static const struct {
         const char *name, *type, *help;
         size_t off;
-    } gauges[] = {
+    } per_device[] = {
         {"warpd_device_memory_total_bytes", "gauge", "Memory of the device.", offsetof(wp_metrics_device, mem_total)},
         {"warpd_device_memory_free_bytes", "gauge", "Free memory of the device.",
          offsetof(wp_metrics_device, mem_free)},
@@ -216,14 +216,14 @@ static void write_devices(FILE *f, const wp_metrics_device *devs, int n) {
          "Small untimed runs whose kernel worked on page-locked host memory, with no copy (--zero-copy).",
          offsetof(wp_metrics_device, zero_copy_runs)},
     };
-    for (size_t g = 0; g < sizeof gauges / sizeof gauges[0]; g++) {
-        head(f, gauges[g].name, gauges[g].type, gauges[g].help);
+    for (size_t g = 0; g < sizeof per_device / sizeof per_device[0]; g++) {
+        head(f, per_device[g].name, per_device[g].type, per_device[g].help);
         for (int i = 0; i < n; i++) {
             char name[300];
             wp_metrics_escape_label(devs[i].name, name, sizeof name);
             uint64_t v;
-            memcpy(&v, (const char *)&devs[i] + gauges[g].off, sizeof v);
-            fprintf(f, "%s{device=\"%d\",name=\"%s\"} %llu\n", gauges[g].name, devs[i].ordinal, name,
+            memcpy(&v, (const char *)&devs[i] + per_device[g].off, sizeof v);
+            fprintf(f, "%s{device=\"%d\",name=\"%s\"} %llu\n", per_device[g].name, devs[i].ordinal, name,
                     (unsigned long long)v);
         }
     }
