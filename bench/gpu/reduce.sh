@@ -1,10 +1,6 @@
-#!/usr/bin/env bash
-# One call on the GPU machine for the reductions: unpack the carried .debs, build, run
-# test_gpu_reduce (cuda against emu) and bench_reduce (+ CuPy), logs in $OUT.
-#   bench/gpu_reduce_run.sh [test-args...]
-set -uo pipefail
-cd "$(dirname "$0")/.."
-. bench/gpu_env.sh
+# reduce — one call on the GPU machine for the reductions: build, run test_gpu_reduce (cuda against
+# emu), bench_reduce against CUB, bench_cupy.py and bench/http_reduce.sh; logs in $OUT.
+#   bench/gpu.sh reduce [test-args...]   (TEST_TIMEOUT=300; BENCH_TIMEOUT=200; BENCH_ARGS for bench_reduce)
 make -j16 build/warpd build/tests/gpu/test_gpu_reduce build/bench/bench_reduce >"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
 echo "== test_gpu_reduce $*"
 timeout "${TEST_TIMEOUT:-300}" ./build/tests/gpu/test_gpu_reduce "$@" >"$OUT/test_gpu_reduce.log" 2>&1; echo "(exit $?)"

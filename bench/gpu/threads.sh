@@ -1,16 +1,11 @@
-#!/usr/bin/env bash
-# gpu_threads.sh — where the CPU goes under load: warpd (default flags unless given) answers wrk at
+# threads — where the CPU goes under load: warpd (default flags unless given) answers wrk at
 # CONNS connections on a cached 3-element reduce (ROUTE=warp: a 32-lane shfl_xor) for DURATION
 # seconds; prints CPU seconds per thread name (warpd names its threads: wp-http, wp-worker, ...), wrk's,
 # and the machine's busy share from /proc/stat.
-#   . bench/gpu_env.sh && bench/gpu_threads.sh [warpd flags...]   (BUILD=build; CONNS=256; DURATION=5)
-set -uo pipefail
-cd "$(dirname "$0")/.."
-BUILD=${BUILD:-build}
+#   bench/gpu.sh threads [warpd flags...]   (BUILD=build; CONNS=256; DURATION=5; ROUTE=reduce|warp)
 CONNS=${CONNS:-256}
 DURATION=${DURATION:-5}
 ROUTE=${ROUTE:-reduce}
-WRK=${WRK:-$(command -v wrk || echo /tmp/deps/usr/bin/wrk)}
 tmp=$(mktemp -d); pid=
 trap '[ -n "$pid" ] && kill $pid 2>/dev/null; rm -rf "$tmp"' EXIT
 make -j16 "$BUILD/warpd" >/dev/null 2>&1 || { echo "build failed"; exit 1; }

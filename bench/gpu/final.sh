@@ -1,22 +1,16 @@
-#!/usr/bin/env bash
-# gpu_final.sh — the lead's check of a whole tree on the GPU machine, in two device calls that each fit
-# the device's 10 minutes:  . bench/gpu_env.sh && bench/gpu_final.sh test|reduce|perf
+# final — the lead's check of a whole tree on the GPU machine, in device calls that each fit the
+# device's 10 minutes:  bench/gpu.sh final test|reduce|perf
 #   test: builds, then every GPU test program but test_gpu_reduce one after another (longest first), each
 #         with its time and closing line; stops starting new ones past LIMIT seconds (default 540) and
 #         says which it left; one still running at CAP seconds (default 590, inside the device's 600)
-#         has its backtraces taken and is killed (bench/gpu_lib.sh's capped).
+#         has its backtraces taken and is killed (bench/gpu/lib.sh's capped).
 #   reduce: test_gpu_reduce alone (every reduction/scan kernel, about 6 minutes on the H100 machine).
-#   perf: bench/gpu_engine.sh (wrk table new/never/win100/inline/today, sharded and per-device buffers),
-#         bench_reduce (device_reduce/scan against CUB), and the cold prewarm of prewarm/default.json.
-set -uo pipefail
-cd "$(dirname "$0")/.."
+#   perf: bench/gpu.sh engine (wrk table new/never/win100/inline/today; DURATION=4), bench_reduce
+#         (device_reduce/scan against CUB), and the cold prewarm of prewarm/default.json (bench/prewarm.sh).
 what=${1:-test}
-BUILD=${BUILD:-build}
-OUT=${OUT:-/tmp/warpd-gpu-out}; mkdir -p "$OUT"
 LIMIT=${LIMIT:-540}
 CAP=${CAP:-590}
 t0=$(date +%s)
-. bench/gpu_lib.sh
 gpu_commit_line
 if [ "$what" = reduce ]; then
   make -j16 "$BUILD/tests/gpu/test_gpu_reduce" >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
@@ -40,7 +34,7 @@ elif [ "$what" = test ]; then
   run_one ops_gpu_check tests/unit/ops_gpu_check.sh
   [ ${#left[@]} -gt 0 ] && echo "NOT RUN (time): ${left[*]}"
 else
-  DURATION=${DURATION:-4} SKIP_TESTS=1 bench/gpu_engine.sh 2>&1 | tee "$OUT/engine.log" | grep -v '^make'
+  DURATION=${DURATION:-4} SKIP_TESTS=1 bench/gpu.sh engine 2>&1 | tee "$OUT/engine.log" | grep -v '^make'
   make -j16 "$BUILD/bench/bench_reduce" >>"$OUT/build.log" 2>&1 && timeout 150 "$BUILD/bench/bench_reduce" 2>&1 | tee "$OUT/bench_reduce.log" | tail -25
   if [ -x bench/prewarm.sh ]; then timeout 90 bench/prewarm.sh 2>&1 | tail -8; fi
 fi

@@ -1,15 +1,10 @@
-#!/usr/bin/env bash
-# gpu_floor.sh — what this machine's loopback HTTP can do at all, beside warpd's own routes: wrk
+# floor — what this machine's loopback HTTP can do at all, beside warpd's own routes: wrk
 # against nginx answering a fixed 200 (no work; `worker_processes` = the HTTP threads warpd gets)
 # and against warpd's GET /v1/health (libmicrohttpd and warpd's access checks, no JSON body, no
 # device), at 1 and 256 connections. A route can be no faster than these on the same cores.
-#   . bench/gpu_env.sh && bench/gpu_floor.sh   (BUILD=build; DURATION=3; CONNS="1 256";
-#   THREADS="4 8": warpd --threads / nginx workers; NGINX=path; nginx from .debs like wrk)
-set -uo pipefail
-cd "$(dirname "$0")/.."
-BUILD=${BUILD:-build}
+#   bench/gpu.sh floor   (BUILD=build; DURATION=3; CONNS="1 256"; THREADS="4 8": warpd --threads /
+#                        nginx workers; NGINX=path; nginx from .debs like wrk)
 DURATION=${DURATION:-3}
-WRK=${WRK:-$(command -v wrk || echo /tmp/deps/usr/bin/wrk)}
 NGINX=${NGINX:-$(command -v nginx || ls /usr/sbin/nginx /tmp/deps/usr/sbin/nginx 2>/dev/null | head -1)}
 tmp=$(mktemp -d); pid=
 trap '[ -n "$pid" ] && kill $pid 2>/dev/null; [ -f "$tmp/nginx.pid" ] && kill "$(cat "$tmp/nginx.pid")" 2>/dev/null; rm -rf "$tmp"' EXIT

@@ -1,13 +1,9 @@
-#!/usr/bin/env bash
-# One call on the GPU machine for dynamic batching: build; test_gpu_batch (batched vs alone over every
+# batch — one call on the GPU machine for dynamic batching: build; test_gpu_batch (batched vs alone over every
 # warp family and the reduce/scan families, on cuda); regression checks of the templates the batching
 # touched (test_gpu_warp for two families: wp_thread indexes a grid now; test_gpu_reduce --quick for
 # the families whose bodies moved into functions); then bench_batch (req/s at 1..256 connections with
-# and without batching). Logs in $OUT.   bench/gpu_batch_run.sh [test|bench|all]
-set -uo pipefail
-cd "$(dirname "$0")/.."
+# and without batching). Logs in $OUT.   bench/gpu.sh batch [test|bench|all]   (BENCH_BATCH_SECONDS=2)
 what=${1:-all}
-. bench/gpu_env.sh
 make -j16 build/warpd build/tests/gpu/test_gpu_batch build/tests/gpu/test_gpu_warp build/tests/gpu/test_gpu_reduce \
   build/bench/bench_batch >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 git log --oneline -1 2>/dev/null || true

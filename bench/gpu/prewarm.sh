@@ -1,15 +1,12 @@
-#!/usr/bin/env bash
-# One call on the GPU machine: `warpd --prewarm SET --exit` cold (empty cache directory) for an old
+# prewarm — one call on the GPU machine: `warpd --prewarm SET --exit` cold (empty cache directory) for an old
 # build and the current one, alternating variants round by round so drift hits them alike; prints one
 # line per run and a table of the medians (each round starts at a different variant). The old tree is OLD (a copy of an earlier commit, built
 # here too); variants are "name|env|binary|args" lines in VARIANTS (default: below).
-#   OLD=old bench/gpu_prewarm_run.sh [SET.json] [ROUNDS]
-#   OLD_PATCH=old.patch bench/gpu_prewarm_run.sh   (OLD made here: this tree with the patch reversed,
-#                                                   e.g. git diff OLD_COMMIT HEAD -- server kernels)
-set -uo pipefail
-cd "$(dirname "$0")/.."
+#   OLD=old bench/gpu.sh prewarm [SET.json] [ROUNDS]
+#   OLD_PATCH=old.patch bench/gpu.sh prewarm   (OLD made here: this tree with the patch reversed,
+#                                               e.g. git diff OLD_COMMIT HEAD -- server kernels)
+# Without OLD or OLD_PATCH only this build runs (the cold prewarm's spread alone).
 set_file=${1:-prewarm/default.json}; rounds=${2:-3}
-. bench/gpu_env.sh
 OLD=${OLD:-}
 if [ -n "${OLD_PATCH:-}" ]; then
   OLD=/tmp/warpd-old; rm -rf "$OLD"; mkdir -p "$OLD"
@@ -19,8 +16,12 @@ fi
 make -j16 build/warpd >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 if [ -n "$OLD" ]; then (cd "$OLD" && make -j16 build/warpd >"$OUT/build-old.log" 2>&1) || { tail -30 "$OUT/build-old.log"; exit 1; }; fi
 echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'); commit ${WARPD_COMMIT:-?}; THP $(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null); load $(cut -d' ' -f1-3 /proc/loadavg)"
-VARIANTS=${VARIANTS:-"old||$OLD/build/warpd|
+if [ -n "$OLD" ]; then
+  VARIANTS=${VARIANTS:-"old||$OLD/build/warpd|
 new||build/warpd|"}
+else
+  VARIANTS=${VARIANTS:-"new||build/warpd|"}
+fi
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 declare -A walls comps
 mapfile -t lines < <(grep . <<<"$VARIANTS")

@@ -1,5 +1,4 @@
-#!/usr/bin/env bash
-# gpu_engine.sh — issue 9's numbers on the GPU machine, in one run: builds warpd and the GPU tests,
+# engine — issue 9's numbers on the GPU machine, in one run: builds warpd and the GPU tests,
 # runs the engine's GPU tests (stream pool, recovery, buffers, streams), then wrk on loopback at
 # 1/16/64/256 connections against a cached 3-element POST /v1/reduce and a 32-lane POST /v1/warp, for
 #   new     — the defaults (4 streams per device; a small cached GPU job on the HTTP thread while its
@@ -14,18 +13,13 @@
 #   emu     — --backend emu (ENGINES="... emu"): the same requests with no device, the HTTP side's ceiling
 #   L=F,V,… — a sweep: the defaults plus the flags F V … (commas for spaces), labelled L
 # and prints one table: req/s, p50 and p99 latency, non-2xx answers. The multi-GPU numbers (sharded
-# buffers, per-device buffers) are bench/gpu_multi.sh's.
+# buffers, per-device buffers) are `bench/gpu.sh multi`'s.
 #
-# wrk comes from Debian: the GPU machine has no registry, so carry the packages in .debs/ (gpu_env.sh
+# wrk comes from Debian: the GPU machine has no registry, so carry the packages in .debs/ (bench/gpu/lib.sh
 # unpacks every .deb there):  apt-get download wrk libluajit-5.1-2   (into .debs/)
-#   . bench/gpu_env.sh && bench/gpu_engine.sh      (BUILD=build; DURATION=5 seconds per cell; CONNS="1 16 64 256";
-#                                                   SKIP_TESTS=1, SKIP_WRK=1 leave parts out)
-set -uo pipefail
-cd "$(dirname "$0")/.."
-BUILD=${BUILD:-build}
+#   bench/gpu.sh engine      (BUILD=build; DURATION=5 seconds per cell; CONNS="1 16 64 256"; ENGINES="new never
+#                            win100 inline today"; SKIP_TESTS=1, SKIP_WRK=1 leave parts out; WRK=path)
 DURATION=${DURATION:-5}
-OUT=${OUT:-/tmp/warpd-gpu-out}; mkdir -p "$OUT"
-WRK=${WRK:-$(command -v wrk || echo /tmp/deps/usr/bin/wrk)}
 
 make -j16 "$BUILD/warpd" "$BUILD/tests/gpu/test_gpu_streams" "$BUILD/tests/gpu/test_gpu_recover" \
   "$BUILD/tests/gpu/test_gpu_buffers" "$BUILD/tests/gpu/test_gpu_stream" >"$OUT/build.log" 2>&1 ||
@@ -125,4 +119,4 @@ done
 fi
 
 # The multi-GPU numbers (a sharded buffer against one device, reduces over per-device buffers) are
-# bench/gpu_multi.sh's.
+# `bench/gpu.sh multi`'s.

@@ -1,11 +1,7 @@
-#!/usr/bin/env bash
-# gpu_upload.sh — a raw PUT /v1/buffers of SHARD_BYTES (1 GiB) from curl to device 0, three times each
+# upload — a raw PUT /v1/buffers of SHARD_BYTES (1 GiB) from curl to device 0, three times each
 # for warpd started with each --conn-memory in CONN_MEMORY (the pool libmicrohttpd reads a body
 # through: larger means fewer, larger reads), the settings alternating; prints GB/s per upload.
-#   . bench/gpu_env.sh && bench/gpu_upload.sh      (BUILD=build; CONN_MEMORY="262144 65536 262144 65536")
-set -uo pipefail
-cd "$(dirname "$0")/.."
-BUILD=${BUILD:-build}
+#   bench/gpu.sh upload      (BUILD=build; SHARD_BYTES=1073741824; CONN_MEMORY="262144 65536 262144 65536")
 BYTES=${SHARD_BYTES:-$((1 << 30))}
 tmp=$(mktemp -d); pid=
 trap '[ -n "$pid" ] && kill $pid 2>/dev/null; rm -rf "$tmp"' EXIT

@@ -1,11 +1,7 @@
-#!/usr/bin/env bash
-# One call on the GPU machine: unpack the carried .debs (no package registry there), build, run the
-# GPU tests and the benchmarks, and print a short table last. Logs go to $OUT when it is set.
-#   bench/gpu_run.sh [test|bench|all]
-set -uo pipefail
-cd "$(dirname "$0")/.."
+# make — one call on the GPU machine: build, run the GPU tests (make test-gpu) and the benchmarks
+# (make bench), and print a short table last. Logs in $OUT.
+#   bench/gpu.sh make [test|bench|all]
 what=${1:-all}
-. bench/gpu_env.sh
 make -j16 build/warpd >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 summary=()
 if [ "$what" != bench ]; then

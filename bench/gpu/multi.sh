@@ -1,5 +1,4 @@
-#!/usr/bin/env bash
-# gpu_multi.sh — issue 9's multi-GPU numbers in one call on a machine with several GPUs (the device
+# multi — issue 9's multi-GPU numbers in one call on a machine with several GPUs (the device
 # tool's nvidia-h100-x2 or nvidia-h200-x2): builds; tests/api/devices.sh --cuda (placement, pinning,
 # sharding, info/ready on the real GPUs) and test_gpu_buffers; then, on one daemon with the defaults:
 #   1. a 1 GiB raw PUT into a buffer on device 0 and into one sharded over every device (ROUNDS each,
@@ -8,19 +7,15 @@
 #      kernel_us of 10 reduces of each, GB/s and the ratio (the issue: >= 1.9x);
 #   3. concurrent reduces over one 2^24-element buffer per device, wrk at PER_CONNS (64) connections cycling over
 #      them, against the same requests all on device 0's buffer: req/s, GB/s, the ratio (>= 1.8x).
-# Prints short lines; logs under $OUT.   . bench/gpu_env.sh >/dev/null; bench/gpu_multi.sh
-# (a dry run anywhere: DAEMON_FLAGS="--backend emu --emu-devices 2" UPLOAD_BYTES=4194304 BIG_N=1048576
-#  PER_N=65536 ROUNDS=1 DURATION=1 SKIP_TESTS=1)
-set -uo pipefail
-cd "$(dirname "$0")/.."
-OUT=${OUT:-/tmp/warpd-gpu-out}; mkdir -p "$OUT"
+# Prints short lines; logs under $OUT.   bench/gpu.sh multi
+# (a dry run anywhere: NO_GPU=1 DAEMON_FLAGS="--backend emu --emu-devices 2" UPLOAD_BYTES=4194304
+#  BIG_N=1048576 PER_N=65536 ROUNDS=1 DURATION=1 SKIP_TESTS=1)
 ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-5}
-WRK=${WRK:-$(command -v wrk || echo /tmp/deps/usr/bin/wrk)}
 make -j32 build/warpd build/asan/warpd build/asan/tests/api/api_devices build/tests/gpu/test_gpu_buffers \
   >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 echo "commit ${WARPD_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)}  $(date -u +%F)"
-nvidia-smi --query-gpu=index,name,memory.total --format=csv,noheader
+nvidia-smi --query-gpu=index,name,memory.total --format=csv,noheader 2>/dev/null
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
   BUILD=build tests/api/devices.sh --cuda >"$OUT/devices.log" 2>&1; echo "devices.sh --cuda: $(tail -1 "$OUT/devices.log")"
   timeout 300 build/tests/gpu/test_gpu_buffers >"$OUT/buffers.log" 2>&1; echo "test_gpu_buffers: $(tail -1 "$OUT/buffers.log")"

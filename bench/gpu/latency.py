@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""gpu_latency.py — where one connection's time goes: N keep-alive requests one after another (after a
+"""latency.py — where one connection's time goes: N keep-alive requests one after another (after a
 warm-up), each timed at the client, and the medians of the response's own timing fields (server side:
 parse, key, cache, upload/kernel/download as the device's events saw them, total). The gap between the
 client's round trip and the server's total_us is HTTP and the kernel's TCP; total_us minus the device
 intervals is warpd's own CPU. Each route twice: as sent by default (on cuda a small job is untimed: its
 steps are null, device_us is its round trip) and with "profile": true (timing events around each step).
-    bench/gpu_latency.py PORT [N]   (a daemon already listening on 127.0.0.1:PORT)"""
+    bench/gpu/latency.py PORT [N]   (a daemon already listening on 127.0.0.1:PORT; bench/gpu.sh prof
+    and untimed run it)"""
 import http.client, json, statistics, sys, time
 
 port, n = int(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else 2000

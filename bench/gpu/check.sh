@@ -1,17 +1,12 @@
-#!/usr/bin/env bash
-# gpu_check.sh — one device call that fits the device's 10 minutes when time is short: builds, runs
+# check — one device call that fits the device's 10 minutes when time is short: builds, runs
 # the quick GPU tests each under a time cap (a program past its cap gets its threads' backtraces from
 # cuda-gdb into $OUT/NAME.bt, then is killed), then the engine's wrk table (new / never / today),
 # bench_reduce against CUB and the cold prewarm. Every step prints one line; logs go to $OUT.
-#   . bench/gpu_env.sh && bench/gpu_check.sh        (STEPS="tests wrk reduce prewarm" picks parts;
-#                                                   "full": test_gpu_warp and test_gpu_reduce whole)
-set -uo pipefail
-cd "$(dirname "$0")/.."
-BUILD=${BUILD:-build}
-OUT=${OUT:-/tmp/warpd-gpu-out}; mkdir -p "$OUT"
+#   bench/gpu.sh check        (STEPS="tests wrk reduce prewarm" picks parts; "batch": test_gpu_batch
+#                             alone; "full": test_gpu_warp and test_gpu_reduce whole, WARP_CAP=150,
+#                             REDUCE_CAP=400; ENGINES, DURATION for the wrk step)
 STEPS=${STEPS:-tests wrk reduce prewarm}
 t0=$(date +%s)
-. bench/gpu_lib.sh
 gpu_commit_line
 gpu_build "$BUILD/bench/bench_reduce" || exit 1
 
@@ -30,7 +25,7 @@ if [[ " $STEPS " == *" full "* ]]; then # the full reduce/scan and warp programs
 fi
 if [[ " $STEPS " == *" wrk "* ]]; then
   ENGINES=${ENGINES:-new never today} DURATION=${DURATION:-3} SKIP_TESTS=1 \
-    timeout 200 bench/gpu_engine.sh 2>&1 | tee "$OUT/engine.log" | grep -v '^make'
+    timeout 200 bench/gpu.sh engine 2>&1 | tee "$OUT/engine.log" | grep -v '^make'
 fi
 if [[ " $STEPS " == *" reduce "* ]]; then
   timeout 150 "$BUILD/bench/bench_reduce" --no-sweep 2>&1 | tee "$OUT/bench_reduce.log" | tail -22

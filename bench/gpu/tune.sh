@@ -1,10 +1,9 @@
-#!/usr/bin/env bash
-# One call on the GPU machine for device_reduce (or, with ONLY=scan, device_scan) alone: unpack the
-# carried .debs, build, run test_gpu_reduce --family device_$ONLY (cuda against emu, bit for bit), then
-# time the $ONLY rows of bench_reduce (against CUB) for the working tree and for each REDUCE_SWEEP
-# setting; logs in $OUT.
-#   REDUCE_SWEEP="base=.tune/base stream=0 tree grid=1056 min_vecs=2 tree" bench/gpu_reduce_tune.sh
-#   ONLY=scan REDUCE_SWEEP="define=WP_LOOKBACK_LANE_TILES=1 abi=WP_SCAN_THREAD_BYTES=64" bench/gpu_reduce_tune.sh
+# tune — one call on the GPU machine for device_reduce (or, with ONLY=scan, device_scan) alone:
+# build, run test_gpu_reduce --family device_$ONLY (cuda against emu, bit for bit), then time the
+# $ONLY rows of bench_reduce (against CUB) for the working tree and for each REDUCE_SWEEP setting;
+# logs in $OUT.
+#   REDUCE_SWEEP="base=.tune/base stream=0 tree grid=1056 min_vecs=2 tree" bench/gpu.sh tune
+#   ONLY=scan REDUCE_SWEEP="define=WP_LOOKBACK_LANE_TILES=1 abi=WP_SCAN_THREAD_BYTES=64" bench/gpu.sh tune
 # tree: the working tree again (to see the run-to-run noise); stream=BYTES: WP_REDUCE_STREAM_BYTES in
 # templates/reduce.cu (NVRTC recompiles; 0 streams every input); base=DIR: DIR/reduce.cu and
 # DIR/wp_block.cuh in place of the templates (e.g. the last commit's); grid=N / min_vecs=N:
@@ -14,10 +13,8 @@
 # stands); abi=NAME=VALUE: the same in kernels/wp_abi.h (rebuilt). Join settings with + to apply them
 # together (define=WP_REDUCE_TILED=1+grid=4096).
 # Files are restored after each setting; settings stop once SWEEP_DEADLINE seconds have passed. Every
-# bench table goes to $OUT/sweep.log; CUPY=1 also runs bench/bench_cupy.py last.
-set -uo pipefail
-cd "$(dirname "$0")/.."
-. bench/gpu_env.sh
+# bench table goes to $OUT/sweep.log; CUPY=1 also runs bench/bench_cupy.py last. (TEST_FAMILIES,
+# TEST_TIMEOUT=150, BENCH_TIMEOUT=60, BENCH_ARGS, SWEEP_DEADLINE=250, CUPY_TIMEOUT=90)
 ONLY=${ONLY:-reduce} # reduce | scan
 make -j16 build/tests/gpu/test_gpu_reduce build/bench/bench_reduce >"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
 for fam in ${TEST_FAMILIES:-device_$ONLY}; do # e.g. TEST_FAMILIES="device_reduce device_scan"

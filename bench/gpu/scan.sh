@@ -1,17 +1,11 @@
-#!/usr/bin/env bash
-# gpu_scan_ab.sh — one device call for a change to templates/scan.cu: device_scan against CUB and the
+# scan — one device call for a change to templates/scan.cu: device_scan against CUB and the
 # cold prewarm of the default set, for the tree's scan.cu ("tree") and each NAME=FILE given, the
 # variants alternating round by round in the same call; then the device_scan tests on the tree's.
 # Prints a short table; logs in $OUT.
-#   . bench/gpu_env.sh && bench/gpu_scan_ab.sh old=OLD.cu [v2=OTHER.cu ...]
-#   (ROUNDS=2 bench rounds, PREWARM_ROUNDS=3, TESTS=0 skips the tests)
-set -uo pipefail
-cd "$(dirname "$0")/.."
-BUILD=${BUILD:-build}
-OUT=${OUT:-/tmp/warpd-gpu-out}; mkdir -p "$OUT"
-[ $# -ge 1 ] || { echo "usage: bench/gpu_scan_ab.sh NAME=SCAN_CU ..." >&2; exit 2; }
+#   bench/gpu.sh scan old=OLD.cu [v2=OTHER.cu ...]
+#   (ROUNDS=2 bench rounds, PREWARM_ROUNDS=3, TESTS=0 skips the tests, SCAN_CAP=300)
+[ $# -ge 1 ] || { echo "usage: bench/gpu.sh scan NAME=SCAN_CU ..." >&2; exit 2; }
 t0=$(date +%s)
-. bench/gpu_lib.sh
 gpu_commit_line
 gpu_build "$BUILD/bench/bench_reduce" || exit 1
 tmp=$(mktemp -d); trap 'cp "$tmp/tree/scan.cu" templates/scan.cu 2>/dev/null; rm -rf "$tmp"' EXIT

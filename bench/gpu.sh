@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# gpu.sh — the one entry point for benchmarks and checks on the GPU machine: bench/gpu.sh TASK [args].
+# Checks that a GPU answers, unpacks the carried .debs and sets the compiler's paths (bench/gpu/lib.sh),
+# then runs bench/gpu/TASK.sh in this shell, from the repository root. Logs go to $OUT
+# (/tmp/warpd-gpu-out). `bench/gpu.sh` or `bench/gpu.sh help` lists the tasks; `help TASK` prints a
+# task's own notes (its options and environment variables). Results are kept in bench/RESULTS.md.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 2
+
+# name | arguments | what it does (one line each; the task's file has the rest)
+gpu_tasks=(
+  "build|[targets...]|build warpd, the ASan daemon, every tests/gpu program (and the targets given)"
+  "make|[test|bench|all]|make test-gpu and/or make bench, then a short summary"
+  "final|test|reduce|perf|the lead's whole-tree check in 10-minute calls: the tests, test_gpu_reduce, perf"
+  "check|(STEPS=...)|quick GPU tests under time caps, the engine table, bench_reduce, the cold prewarm"
+  "engine|(ENGINES=... CONNS=...)|wrk at 1/16/64/256 connections on a cached reduce and warp, per engine flags"
+  "p50|(STARTS= MODES=...)|one connection's p50 (health, reduce, warp) over daemon starts, free and pinned"
+  "prof|(FLAGS= NO_PERF=1)|one connection's p50, the server's own timing fields, a perf profile of the daemon"
+  "untimed||small jobs without timing events: test_gpu_batch, latency.py, bench_smalljob, the engine table"
+  "zerocopy||zero-copy small jobs on and off: tests, one connection's p50, the engine table"
+  "multi|(on 2+ GPUs)|sharded and per-device buffers: 2^31 reduce speed-up, concurrent reduces, 1 GiB uploads"
+  "upload|(CONN_MEMORY=...)|1 GiB raw PUT /v1/buffers to device 0 per --conn-memory, GB/s"
+  "floor||loopback HTTP floor: nginx's fixed 200 and warpd's GET /v1/health at 1 and 256 connections"
+  "threads|[warpd flags...]|CPU seconds per warpd thread name under wrk at 256 connections"
+  "batch|[test|bench|all]|dynamic batching: test_gpu_batch and template checks, then bench_batch"
+  "reduce|[test args...]|test_gpu_reduce, bench_reduce against CUB, bench_cupy.py and http_reduce.sh"
+  "tune|(ONLY= REDUCE_SWEEP=...)|device_reduce or device_scan against CUB for the tree and each sweep setting"
+  "scan|NAME=SCAN_CU...|A/B of templates/scan.cu variants: device_scan against CUB and the cold prewarm"
+  "prewarm|[SET.json] [ROUNDS]|cold warpd --prewarm --exit, an OLD build against this one, alternating"
+)
+
+gpu_usage() {
+  echo "usage: bench/gpu.sh TASK [args]   (on the GPU machine; logs in \$OUT, default /tmp/warpd-gpu-out)"
+  echo "       bench/gpu.sh help TASK     (the task's options and environment variables)"
+  echo
+  local row name args what
+  for row in "${gpu_tasks[@]}"; do
+    name=${row%%|*} what=${row##*|} args=${row#*|} args=${args%|*}
+    printf '  %-9s %-26s %s\n' "$name" "$args" "$what"
+  done
+  echo
+  echo "Every task needs a GPU (NO_GPU=1 skips the check, e.g. multi's emu dry run). Numbers: bench/RESULTS.md."
+}
+
+gpu_task_known() { # name
+  local row
+  for row in "${gpu_tasks[@]}"; do [ "${row%%|*}" = "$1" ] && return 0; done
+  return 1
+}
+
+gpu_task=${1:-help}
+[ $# -gt 0 ] && shift
+case $gpu_task in
+help | -h | --help)
+  if [ $# -gt 0 ] && gpu_task_known "$1"; then # the task file's opening comment
+    sed -n '1,/^[^#]/{/^# shellcheck/d;/^#/s/^# \{0,1\}//p}' "bench/gpu/$1.sh"
+  else
+    gpu_usage
+  fi
+  exit 0
+  ;;
+esac
+gpu_task_known "$gpu_task" || { echo "bench/gpu.sh: no task '$gpu_task'" >&2; gpu_usage >&2; exit 2; }
+
+# shellcheck source=bench/gpu/lib.sh
+. bench/gpu/lib.sh
+gpu_need_gpu "$gpu_task" || exit 2
+gpu_env
+# shellcheck source=/dev/null
+. "bench/gpu/$gpu_task.sh" "$@"
