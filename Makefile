@@ -16,14 +16,14 @@ endif
 
 WARN      := -Wall -Wextra -Werror
 CFLAGS    ?= -O2 -g
-ALL_CFLAGS := -std=c11 $(WARN) $(CFLAGS) -ffp-contract=off -D_GNU_SOURCE -MMD -MP -I. -Iserver -Ikernels \
+ALL_CFLAGS := -std=c11 $(WARN) $(CFLAGS) -ffp-contract=off -D_GNU_SOURCE -MMD -MP -I. -Iserver \
               -I$(CUDA_HOME)/include $(PKG_CFLAGS) \
               -DWP_DEFAULT_TEMPLATES=\"$(abspath templates)\" -DWP_DEFAULT_WEB=\"$(abspath clients/web)\" \
               -DWP_DEFAULT_CUDA_HOME=\"$(CUDA_HOME)\"
 LDLIBS    := $(PKG_LIBS) -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lnvrtc -ldl -lpthread -lm
 SAN       := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
-LIB_SRC   := $(filter-out server/main.c,$(wildcard server/*.c)) $(wildcard kernels/*.c)
+LIB_SRC   := $(filter-out server/main.c,$(wildcard server/*.c server/*/*.c)) $(wildcard kernels/*.c)
 UNIT_SRC  := $(wildcard tests/unit/test_*.c)
 API_SRC   := $(wildcard tests/api/*.c)
 GPU_SRC   := $(wildcard tests/gpu/*.c)
@@ -130,8 +130,8 @@ install: $(BUILD)/warpd
 # `make deb`: $(BUILD)/warpd_<version>-<revision>_<arch>.deb. The daemon is compiled again in
 # $(BUILD)/deb-obj with Debian's hardening flags and the installed paths of the templates and the
 # playground; packaging/deb/build.sh lays out and builds the package. The version is WP_VERSION
-# (server/app.h), the one the daemon reports in /v1/info.
-WP_VERSION   := $(shell sed -n 's/^\#define WP_VERSION "\(.*\)"/\1/p' server/app.h)
+# (server/engine/app.h), the one the daemon reports in /v1/info.
+WP_VERSION   := $(shell sed -n 's/^\#define WP_VERSION "\(.*\)"/\1/p' server/engine/app.h)
 DEB_REVISION ?= 1
 DEB_VERSION  := $(WP_VERSION)-$(DEB_REVISION)
 DEB_FILE      = $(BUILD)/warpd_$(DEB_VERSION)_$(shell dpkg --print-architecture).deb
@@ -156,9 +156,9 @@ test-scale: $(BUILD)/warpd
 	@BUILD=$(BUILD) ./tests/run.sh scale
 
 format:
-	clang-format -i server/*.[ch] kernels/*.[ch] tests/*/*.[ch] bench/*.c
+	clang-format -i server/*.[ch] server/*/*.[ch] kernels/*.[ch] tests/*/*.[ch] bench/*.c
 check-format:
-	clang-format --dry-run --Werror server/*.[ch] kernels/*.[ch] tests/unit/*.[ch] tests/api/*.[ch] tests/gpu/*.c bench/*.c
+	clang-format --dry-run --Werror server/*.[ch] server/*/*.[ch] kernels/*.[ch] tests/unit/*.[ch] tests/api/*.[ch] tests/gpu/*.c bench/*.c
 	clang-format --dry-run --Werror tests/fuzz/*.[ch] tests/mockcuda/*.c
 
 # ---- fuzzing (issue 10): libFuzzer harnesses tests/fuzz/fuzz_*.c, clang with ASan + UBSan, over the

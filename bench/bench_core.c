@@ -16,10 +16,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "backend.h"
-#include "cache.h"
-#include "jit.h"
-#include "spec.h"
+#include "backend/backend.h"
+#include "compile/cache.h"
+#include "compile/jit.h"
+#include "kernels/spec.h"
 
 #define CACHE_BYTES (256u << 20)
 #define POPULATE_THREADS 8

@@ -1,4 +1,4 @@
-/* bench_http_inline.c — server/http.c in process, over loopback: how fast an inline route answers while
+/* bench_http_inline.c — server/http/http.c in process, over loopback: how fast an inline route answers while
  * the worker pool is full. Each round sends 64 WORK requests that sleep 200 ms, then 200 inline GETs,
  * and prints the GETs' p50/p99/max and the slowest WORK request (200 ms when they all ran at once);
  * then the time wp_http_stop takes with 2 requests running, 4 queued, an idle keep-alive connection
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "http.h"
+#include "http/http.h"
 #include "tests/http_client.h"
 
 #define HOST "127.0.0.1"

@@ -2,7 +2,7 @@
  * warpd does), the same with NVRTC's automatic precompiled headers (-pch, --pch-dir; NVRTC 12.4+), or
  * one program per template holding many name expressions (chunks of K specs that share a template
  * and options). Each way runs the whole set (default prewarm/default.json) cold on N threads (default:
- * the CPUs), from the same template texts and options as server/jit.c, and prints its wall time.
+ * the CPUs), from the same template texts and options as server/compile/jit.c, and prints its wall time.
  *   bench_prewarm [SET.json [THREADS]]   (WP_CUDA_INCLUDE overrides $CUDA_HOME/include) */
 #include <dirent.h>
 #include <nvrtc.h>
@@ -13,8 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common.h"
-#include "spec.h"
+#include "kernels/spec.h"
+#include "util/common.h"
 
 #define MAX_HEADERS 64
 #define MAX_PROGRAMS 4096

@@ -2,8 +2,8 @@
  *     for (o = W/2; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(MASK, v, o, W));
  * run step by step over a warp's lanes, with definedness carried along: a lane whose shuffle is
  * undefined, or whose partner's value already is, stays undefined (first reason kept). */
-#include "../server/spec.h"
 #include "lanes.h"
+#include "spec.h"
 
 typedef struct {
     uint64_t value[WP_WARP_SIZE];

@@ -5,7 +5,7 @@
 
 #include <string.h>
 
-#include "../server/spec.h"
+#include "spec.h"
 
 static const char *const strategy_names[WP_STRAT_COUNT] = {
     [WP_STRAT_GMEM] = "gmem",           [WP_STRAT_SMEM] = "smem",   [WP_STRAT_SHFL_XOR] = "shfl_xor",

@@ -4,8 +4,8 @@
  * place that lists families. Also the names of wp_why. */
 #include <string.h>
 
-#include "../server/expr.h"
 #include "data.h"
+#include "expr.h"
 #include "lanes.h"
 
 #define BOTH (WP_BACKEND_CUDA | WP_BACKEND_EMU)

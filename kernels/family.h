@@ -28,7 +28,7 @@ enum {
     WP_F_TILED = 1u << 5,    /* width < 32 means cooperative-groups tiles: mask & tile, results tile-relative */
     WP_F_NO_INPUT = 1u << 6, /* reads no input values (activemask) */
     /* Data-parallel families (kernels/data.h): jobs over n packed elements, not 32-lane primitives.
-     * /v1/warp refuses them; /v1/reduce, /v1/scan and the engine (server/reduce.c) run them. */
+     * /v1/warp refuses them; /v1/reduce, /v1/scan and the engine (server/engine/reduce.c) run them. */
     WP_F_DATA = 1u << 7,
     WP_F_SCAN = 1u << 8,         /* inclusive/exclusive, optional init */
     WP_F_WIDTH_GROUP = 1u << 9,  /* works on groups of `width` consecutive elements */

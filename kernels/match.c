@@ -1,7 +1,7 @@
 /* match.c — emulation of match_any and match_all: participants grouped by the bit pattern of their
  * value (+0 and -0 differ, NaNs differ by payload), masks tile-relative. */
-#include "../server/spec.h"
 #include "lanes.h"
+#include "spec.h"
 
 /* Participants of the call whose value has the same bits as `lane`'s. */
 static uint32_t same_bits(const wp_spec *s, const wp_warp_job *job, const wp_lanes_warp *warp, uint32_t parts,

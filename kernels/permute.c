@@ -4,8 +4,8 @@
  * backward permute (lane i pulls from lane addr[i]/4; reading an inactive lane gives 0). Threads form
  * waves of `width` lanes (32 or 64); EXEC is the active lanes. No CUDA template: NVIDIA has no forward
  * permute, and the backward one is __shfl_sync. */
-#include "../server/spec.h"
 #include "lanes.h"
+#include "spec.h"
 
 typedef enum { PERMUTE_PUSH, PERMUTE_PULL } permute_dir;
 

@@ -10,9 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../server/spec.h"
 #include "data.h"
 #include "reduce_emu.h"
+#include "spec.h"
 
 uint64_t wp_remu_apply(const wp_remu *c, uint64_t a, uint64_t b) { return wp_op_apply(c->op, c->acc, a, b); }
 

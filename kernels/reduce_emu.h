@@ -6,8 +6,8 @@
 
 #include <stdint.h>
 
-#include "../server/expr.h"
 #include "data.h"
+#include "expr.h"
 
 typedef struct {
     const wp_op *op;

@@ -1,8 +1,8 @@
 /* redux.c — emulation of redux.sync (i32/u32; sum min max and or xor): the reduction over the
- * participants of the call, the same in every participant. Arithmetic is server/expr.c's
+ * participants of the call, the same in every participant. Arithmetic is kernels/expr.c's
  * wp_op_apply (sum wraps, min/max signed for i32, unsigned for u32). */
-#include "../server/spec.h"
 #include "lanes.h"
+#include "spec.h"
 
 static void redux_lane(const wp_spec *s, const wp_warp_job *job, wp_warp_result *res, const wp_lanes_warp *warp,
                        int lane, int how) {

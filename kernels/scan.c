@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../server/spec.h"
 #include "data.h"
 #include "reduce_emu.h"
+#include "spec.h"
 
 /* Hillis-Steele: for o = 1, 2, 4, ..: v[i] = op(v[i-o], v[i]) for i >= o (all i at once). */
 static void hillis_steele(const wp_remu *c, uint64_t *v, int m) {

@@ -1,7 +1,7 @@
 /* shfl.c — emulation of the shuffle families: shfl (idx), shfl_up, shfl_down, shfl_xor, and swap
  * (two xor shuffles exchanging elements of a lane's array). Bits move, never converted. */
-#include "../server/spec.h"
 #include "lanes.h"
+#include "spec.h"
 
 static int32_t lane_arg(const wp_spec *s, const wp_warp_job *job, int t) {
     return job->arg ? job->arg[t] : s->family->arg_default;

@@ -4,8 +4,8 @@
  * generate: wp_generate_value, the same counter-based values the kernel makes. */
 #include <math.h>
 
-#include "../server/spec.h"
 #include "data.h"
+#include "spec.h"
 
 void wp_emu_stencil(const wp_spec *s, const wp_data_params *p, const wp_data_plan *plan) {
     (void)plan;

@@ -1,8 +1,8 @@
 /* vote.c — emulation of the vote families: vote_all, vote_any, vote_uni, ballot, activemask. Each is
  * one combine function of (participants, lanes whose predicate holds); the tile and member-mask
  * rules are in lanes.c. */
-#include "../server/spec.h"
 #include "lanes.h"
+#include "spec.h"
 
 enum { VOTE_ALL, VOTE_ANY, VOTE_UNI, VOTE_BALLOT, VOTE_ACTIVEMASK };
 

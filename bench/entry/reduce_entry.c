@@ -7,12 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app.h"
-#include "reduce.h"
+#include "engine/app.h"
+#include "engine/reduce.h"
 
 static wp_app bench_app; /* the benchmark program's one engine (a program, not the daemon) */
 static char device_name[160];
-static bool use_graph;              /* wpb_set_graph */
+static bool use_graph;                   /* wpb_set_graph */
 static unsigned long long overlap_below; /* WARPD_PDL: 0 never (1 here), BYTES: under that size, unset: always (0) */
 static int env_block;                    /* WARPD_BLOCK: the block of wpb_run (unset: the family's default) */
 

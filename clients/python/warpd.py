@@ -44,7 +44,7 @@ DEFAULT_URL = "http://127.0.0.1:8080"
 ELEM_SIZE = {"i32": 4, "u32": 4, "i64": 8, "u64": 8, "f32": 4, "f64": 8, "f16": 2, "bf16": 2}
 _STRUCT = {"i32": "i", "u32": "I", "i64": "q", "u64": "Q", "f32": "f", "f64": "d", "f16": "e"}
 PROGRESS_MIN_BYTES = 1 << 20  # uploads at least this large show a progress bar (CLI)
-__version__ = "0.1.0"  # the daemon's (server/app.h WP_VERSION); pyproject.toml reads it from here
+__version__ = "0.1.0"  # the daemon's (server/engine/app.h WP_VERSION); pyproject.toml reads it from here
 
 try:  # optional: without numpy, lists, bytes and files work as before
     import numpy as _np
@@ -54,7 +54,7 @@ except ImportError:
 # numpy dtype name → warpd type ("bfloat16" is ml_dtypes' dtype, when an array has it)
 NUMPY_TYPES = {"int32": "i32", "uint32": "u32", "int64": "i64", "uint64": "u64", "float32": "f32",
                "float64": "f64", "float16": "f16", "bfloat16": "bf16"}
-# reduce/scan fields a raw body can carry as query arguments (server/api_reduce.c); others go as JSON
+# reduce/scan fields a raw body can carry as query arguments (server/api/api_reduce.c); others go as JSON
 _RAW_QUERY_FIELDS = {"family", "strategy", "block", "width", "accumulate", "exclusive", "inclusive", "init",
                      "radius", "backend", "check", "output", "compile"}
 
@@ -472,7 +472,7 @@ class Client:
     def buffer_delete(self, buffer_id):
         return self._json("DELETE", "/v1/buffers/" + urllib.parse.quote(str(buffer_id), safe=""))
 
-    # -- asynchronous jobs (server/api_jobs.c)
+    # -- asynchronous jobs (server/api/api_jobs.c)
     def job_submit(self, kind, request=None):
         """POST /v1/jobs {"kind": "reduce"|"scan"|"warp"|"compile"|..., "request": {that endpoint's body}};
         the server answers 202 {"id", "state": "queued", "location", ...}. A dict as `kind` is sent as is."""

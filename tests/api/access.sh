@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Access API tests (server/access.c) against live sanitized daemons, one per configuration:
+# Access API tests (server/http/access.c) against live sanitized daemons, one per configuration:
 #   1. the defaults: tests/api/access/defaults.json (Host, Origin, Content-Type, security headers);
 #   2. --token-file, --allow-host, --allow-origin: tests/api/access/token.json;
 #   3. WARPD_TOKEN and --metrics-public: tests/api/access/metrics_public.json;

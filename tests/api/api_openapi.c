@@ -1,22 +1,22 @@
 /* api_openapi.c — the OpenAPI document against a live daemon (run by tests/api/api.sh):
  *  - GET /v1/openapi.json serves exactly clients/web/openapi.json;
  *  - every documented example request is sent — request-body examples, path and query parameter
- *    examples, and a bare request for an operation that has neither — in document order (paths as
- *    listed; put, post, get, delete within a path), and its answer must have the example's x-status
- *    (default: the operation's first 2xx), a documented content type, and, for JSON, a body valid
- *    against the documented response schema (tests/jsonschema.h). "{{example.field}}" in an example (a
- *    parameter, or a string in a body) is a field of an earlier example's response (the id of a job or
- *    buffer it made).
+ *    examples (examples, then x-invalid-examples: those the schema itself refuses), and a bare request
+ *    for an operation that has neither — in document order (paths as listed; put, post, get, delete
+ *    within a path), and its answer must have the example's x-status (default: the operation's first
+ *    2xx), a documented content type, and, for JSON, a body valid against the documented response schema
+ *    (tests/jsonschema.h). "{{example.field}}" in an example (a parameter's x-value or value, or a string
+ *    in a body) is a field of an earlier example's response (the id of a job or buffer it made).
  *   api_openapi BASE_URL */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
 #include "tests/api/api_lib.h"
 #include "tests/jsonschema.h"
 #include "tests/unit/t.h"
+#include "util/common.h"
 
 #define DOC_FILE "clients/web/openapi.json"
 #define URL_MAX 1024
@@ -31,7 +31,7 @@ typedef struct {
 
 typedef struct {
     const char *name;
-    const cJSON *example;  /* {summary, value, x-status, x-query} */
+    const cJSON *example;  /* {summary, value, x-value, x-status, x-query} */
     const char *body_type; /* the requestBody content type, or NULL */
     const cJSON *param;    /* the parameter the example belongs to, or NULL */
 } request;
@@ -58,7 +58,10 @@ static void substitute_json(live *l, cJSON *v) {
 
 static void param_value(live *l, const cJSON *param, const request *r, char *out, size_t cap) {
     const cJSON *v = NULL;
-    if (r->param == param) v = cJSON_GetObjectItemCaseSensitive(r->example, "value");
+    if (r->param == param) { /* x-value: the {{reference}} that value, held to the parameter's pattern, stands for */
+        v = cJSON_GetObjectItemCaseSensitive(r->example, "x-value");
+        if (!v) v = cJSON_GetObjectItemCaseSensitive(r->example, "value");
+    }
     if (!v) v = cJSON_GetObjectItemCaseSensitive(param, "example");
     if (!v) { /* the parameter's first example */
         const cJSON *ex = cJSON_GetObjectItemCaseSensitive(param, "examples");
@@ -175,21 +178,26 @@ static void send_one(live *l, const char *path, const char *method, const cJSON 
     hc_resp_free(&resp);
 }
 
+/* The examples a media type or a parameter holds: those that match its schema, then those it refuses. */
+static const char *const example_sets[] = {"examples", "x-invalid-examples"};
+
 static void run_operation(live *l, const char *path, const char *method, const cJSON *op) {
     int sent = 0;
     const cJSON *rb = cJSON_GetObjectItemCaseSensitive(op, "requestBody");
     const cJSON *content = cJSON_GetObjectItemCaseSensitive(rb, "content");
-    for (const cJSON *c = content ? content->child : NULL; c; c = c->next) {
-        const cJSON *examples = cJSON_GetObjectItemCaseSensitive(c, "examples");
-        for (const cJSON *e = examples ? examples->child : NULL; e; e = e->next, sent++)
-            send_one(l, path, method, op, &(request){e->string, e, c->string, NULL});
-    }
+    for (const cJSON *c = content ? content->child : NULL; c; c = c->next)
+        for (size_t set = 0; set < WP_ARRAY_LEN(example_sets); set++) {
+            const cJSON *examples = cJSON_GetObjectItemCaseSensitive(c, example_sets[set]);
+            for (const cJSON *e = examples ? examples->child : NULL; e; e = e->next, sent++)
+                send_one(l, path, method, op, &(request){e->string, e, c->string, NULL});
+        }
     const cJSON *params = cJSON_GetObjectItemCaseSensitive(op, "parameters");
-    for (const cJSON *q = params ? params->child : NULL; q; q = q->next) {
-        const cJSON *examples = cJSON_GetObjectItemCaseSensitive(q, "examples");
-        for (const cJSON *e = examples ? examples->child : NULL; e; e = e->next, sent++)
-            send_one(l, path, method, op, &(request){e->string, e, NULL, q});
-    }
+    for (const cJSON *q = params ? params->child : NULL; q; q = q->next)
+        for (size_t set = 0; set < WP_ARRAY_LEN(example_sets); set++) {
+            const cJSON *examples = cJSON_GetObjectItemCaseSensitive(q, example_sets[set]);
+            for (const cJSON *e = examples ? examples->child : NULL; e; e = e->next, sent++)
+                send_one(l, path, method, op, &(request){e->string, e, NULL, q});
+        }
     if (!sent) { /* a bare request: no body, no parameters */
         const cJSON *id = cJSON_GetObjectItemCaseSensitive(op, "operationId");
         send_one(l, path, method, op, &(request){cJSON_IsString(id) ? id->valuestring : path, NULL, NULL, NULL});

@@ -5,15 +5,16 @@
 #ifndef WP_BATCH_ROUNDS_H
 #define WP_BATCH_ROUNDS_H
 
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "server/base64.h"
 #include "tests/http_client.h"
 #include "tests/unit/t.h"
+#include "util/base64.h"
 
 #define MAX_CLIENTS 16
 #define NELEMS(a) (sizeof(a) / sizeof((a)[0]))
@@ -58,15 +59,21 @@ static int batch_size(const char *body) {
     return p ? atoi(p + 16) : -1;
 }
 
-static long long metric(const char *host, int port, const char *name) {
+/* An unlabelled sample of GET /metrics, or -1 when it is missing: metric_value for gauges in base units
+ * (seconds), metric for counts. */
+static double metric_value(const char *host, int port, const char *name) {
     hc_resp r;
     if (hc_request(host, port, "GET", "/metrics", NULL, NULL, 0, 0, &r, NULL, 0)) return -1;
     char key[96];
     snprintf(key, sizeof key, "\n%s ", name);
     const char *p = r.body ? strstr(r.body, key) : NULL;
-    long long v = p ? strtoll(p + strlen(key), NULL, 10) : -1;
+    double v = p ? strtod(p + strlen(key), NULL) : -1;
     hc_resp_free(&r);
     return v;
+}
+
+static long long metric(const char *host, int port, const char *name) {
+    return (long long)metric_value(host, port, name);
 }
 
 /* Fires n requests at once (a barrier), after asking each alone first; checks each against its

@@ -16,9 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
-#include "buffer.h"
-#include "jit.h"
+#include "backend/backend.h"
+#include "backend/buffer.h"
+#include "compile/jit.h"
 #include "tests/unit/t.h"
 
 typedef struct {

@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "app.h" /* WP_VERSION */
+#include "engine/app.h" /* WP_VERSION */
 #include "tests/http_client.h"
 #include "tests/promtext.h"
 #include "tests/unit/t.h"

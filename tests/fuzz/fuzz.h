@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
+#include "util/common.h"
 
 /* A malloc'd NUL-terminated copy of data (embedded NULs kept: strlen may be shorter than n). */
 static inline char *fz_text(const uint8_t *data, size_t n) {

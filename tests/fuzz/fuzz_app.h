@@ -11,9 +11,9 @@
 
 #include <time.h>
 
-#include "app.h"
+#include "api/api.h"
+#include "api/jsonval.h"
 #include "fuzz.h"
-#include "jsonval.h"
 
 #define FZ_MAX_ELEMENTS 4096 /* --emu-max-elements and --max-elements of the fuzzed app */
 #define FZ_MAX_DEPTH 64
@@ -125,7 +125,7 @@ static inline void fz_try_inline(const char *what, wp_handler fn, const char *pa
     free(r.body);
 }
 
-/* The body as the daemon reads it (wp_app_parse_body): one JSON text, nothing but whitespace after
+/* The body as the daemon reads it (wp_api_parse_body): one JSON text, nothing but whitespace after
  * it; NULL otherwise. */
 static inline cJSON *fz_parse_strict(const uint8_t *data, size_t n) {
     const char *end = NULL;

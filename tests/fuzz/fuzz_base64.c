@@ -1,9 +1,9 @@
-/* fuzz_base64.c — libFuzzer harness for server/base64.c (the "data_b64" fields): any bytes are
+/* fuzz_base64.c — libFuzzer harness for server/util/base64.c (the "data_b64" fields): any bytes are
  * checked; what checks decodes to the length the check gave, and encodes to text that checks and
  * decodes back to the same bytes; what is refused is a 400 "bad_base64". Every byte string also
  * encodes and decodes back to itself. */
-#include "base64.h"
 #include "fuzz.h"
+#include "util/base64.h"
 
 static void roundtrip(const uint8_t *bytes, size_t n) {
     char *text = wp_b64_encode(bytes, n);

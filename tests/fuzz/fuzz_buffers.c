@@ -1,4 +1,4 @@
-/* fuzz_buffers.c — PUT /v1/buffers with a JSON body through its handler (server/api_buffers.c) on the
+/* fuzz_buffers.c — PUT /v1/buffers with a JSON body through its handler (server/api/api_buffers.c) on the
  * emulator: any bytes as the body (type, backend, ttl; data list, data_b64 or generate up to
  * FZ_MAX_ELEMENTS). A buffer it makes (201) is read back with GET /v1/buffers/{id} and deleted with
  * DELETE /v1/buffers/{id}, through their handlers. Every answer is 2xx or 4xx with JSON (fuzz_app.h). */

@@ -1,12 +1,12 @@
-/* fuzz_compile.c — POST /v1/compile's request → spec path (server/api_compile.c, server/spec.c): any
+/* fuzz_compile.c — POST /v1/compile's request → spec path (server/api/api_compile.c, kernels/spec.c): any
  * bytes as the body. A body whose spec is valid for a family with a template would be compiled by NVRTC
  * (seconds; not per input): its spec is checked instead — its canonical key text and cache key, the
  * name expression NVRTC would instantiate, a copy with the same key that validates again. Every other
  * body goes through the handler, which must refuse it with a 4xx and JSON (fuzz_app.h), but for
  * {"specs":[...]}, which answers 200 with each spec's error. Bodies are read as the daemon reads
  * them: one JSON text, nothing after it but whitespace. */
+#include "api/jsonval.h"
 #include "fuzz_app.h"
-#include "jsonval.h"
 
 static void check_spec(const wp_spec *s) {
     char key[WP_SPEC_KEY_MAX], key2[WP_SPEC_KEY_MAX], name[WP_SPEC_NAME_MAX], prelude[WP_SPEC_PRELUDE_MAX];

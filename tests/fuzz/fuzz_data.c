@@ -1,4 +1,4 @@
-/* fuzz_data.c — the fast "data" reader (server/jsonval.h: wp_json_find_top_key, wp_json_scan_array),
+/* fuzz_data.c — the fast "data" reader (server/api/jsonval.h: wp_json_find_top_key, wp_json_scan_array),
  * which /v1/reduce and /v1/scan use instead of cJSON for long lists, checked against cJSON on any text:
  * the first byte picks a type, the rest is the text.
  *  - A list the scanner accepts is valid JSON to cJSON, with the same number of values and, value by
@@ -6,9 +6,9 @@
  *    /v1/reduce reads them), never more than wp_json_array_cap of them, ending at its ']'.
  *  - The "data" key it finds in an object is where cJSON's first "data" member starts, when the text
  *    is an object cJSON reads (the same value); a type hint is a short string. */
-#include "../kernels/data.h"
+#include "api/jsonval.h"
 #include "fuzz.h"
-#include "jsonval.h"
+#include "kernels/data.h"
 
 /* The bits cJSON's reading of one value gives as /v1/reduce reads it; false when it refuses. */
 static bool cjson_bits(const cJSON *v, wp_type t, uint64_t *bits) {

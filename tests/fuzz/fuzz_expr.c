@@ -1,11 +1,11 @@
-/* fuzz_expr.c — libFuzzer harness for server/expr.c: any bytes, parsed for every type; what parses
+/* fuzz_expr.c — libFuzzer harness for kernels/expr.c: any bytes, parsed for every type; what parses
  * is re-parsed from its canonical text (when that fits the input limit), emitted as C++, copied and evaluated on a few
  * values.
  * Built and run by make fuzz / make test (tests/fuzz/run.sh, with tests/fuzz/expr.dict). */
 #include <stdlib.h>
 #include <string.h>
 
-#include "expr.h"
+#include "kernels/expr.h"
 
 static const uint64_t probe_values[] = {0,      1,      0x80000000u,           0xffffffffu, 0x7fc00000u,
                                         0x3c00, 0x7e00, 0x8000000000000000ull, ~0ull,       0x7ff8000000000001ull};

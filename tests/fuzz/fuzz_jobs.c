@@ -1,12 +1,12 @@
-/* fuzz_jobs.c — POST /v1/jobs through its handler (server/api_jobs.c) and the job it queues (server/
+/* fuzz_jobs.c — POST /v1/jobs through its handler (server/api/api_jobs.c) and the job it queues (server/
  * jobs.c), on the emulator: any bytes as the body. A job that is accepted (202) runs its inner request
  * on the job worker, as a synthesized request, through the real warp, reduce, scan and compile
  * handlers; each is wrapped so that nothing compiles per input (fuzz_app.h): warp, reduce and scan run
  * first with may_defer (a deferral that would compile answers 200 "not compiled"), compile runs only
  * for a body the handler must refuse. The harness waits for the job, reads it with GET /v1/jobs/{id}
  * (the endpoint's status is 2xx or 4xx, a failed job has error.code) and deletes it. */
+#include "api/jsonval.h"
 #include "fuzz_app.h"
-#include "jsonval.h"
 
 static void not_compiled(wp_resp *resp) {
     cJSON *o = cJSON_CreateObject();

@@ -1,4 +1,4 @@
-/* fuzz_reduce.c — POST /v1/reduce and /v1/scan through their handlers (server/api_reduce.c) on the
+/* fuzz_reduce.c — POST /v1/reduce and /v1/scan through their handlers (server/api/api_reduce.c) on the
  * emulator: an input that starts with 's' is the body of a scan (the rest of it), any other the body of
  * a reduce. The handler reads the body (the fast "data" reader, then cJSON), the family and spec, the
  * options, the input (data list, data_b64, generate up to FZ_MAX_ELEMENTS), offsets and output form,

@@ -1,4 +1,4 @@
-/* fuzz_url.c — what a client puts in a URL, through the real HTTP layer (server/http.c,
+/* fuzz_url.c — what a client puts in a URL, through the real HTTP layer (server/http/http.c,
  * libmicrohttpd) and the real handlers on the emulator: ids at the end of a path and query arguments.
  * The first byte picks a request; the rest, up to a newline, is put after its path (bytes a request
  * line cannot hold are %-escaped, so libmicrohttpd decodes them back), and what follows the newline is

@@ -1,4 +1,4 @@
-/* fuzz_warp.c — POST /v1/warp through its handler (server/api_warp.c) on the emulator: any bytes as the
+/* fuzz_warp.c — POST /v1/warp through its handler (server/api/api_warp.c) on the emulator: any bytes as the
  * body. The handler parses the body (depth limit, cJSON), the spec, the lanes' input, active lanes and
  * arguments, and runs the emulator for a kernel in the memory cache or a family that needs none
  * (ds_permute, ds_bpermute); any other spec is "deferred" (it would compile: not per input). The

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jit.h"
+#include "compile/jit.h"
 
 static const char faulting_source[] = "struct params { unsigned long long w[7]; int i[6]; };\n"
                                       "extern \"C\" __global__ void wp_fault(params p) {\n"

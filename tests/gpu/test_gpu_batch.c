@@ -13,7 +13,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-#include "backend.h"
+#include "backend/backend.h"
 #include "bench/bench_daemon.h"
 #include "tests/api/batch_rounds.h"
 

@@ -1,4 +1,4 @@
-/* test_gpu_buffers.c — server/buffers.c on the cuda backend: a 64 MiB buffer in device memory
+/* test_gpu_buffers.c — server/engine/buffers.c on the cuda backend: a 64 MiB buffer in device memory
  * (no host view), written and read back bit for bit at offsets, the quota charged and given back,
  * a buffer deleted while held stays readable until released, and device memory really returns
  * after the last release. Without a CUDA device it says SKIPPED and passes. */
@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "../unit/t.h"
-#include "backend.h"
-#include "buffers.h"
+#include "backend/backend.h"
+#include "engine/buffers.h"
 
 #define N_ELEMS (16u << 20) /* f32: 64 MiB */
 #define MIB (1ull << 20)

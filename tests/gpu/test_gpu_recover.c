@@ -9,10 +9,10 @@
 #include <string.h>
 
 #include "../unit/t.h"
-#include "backend.h"
+#include "backend/backend.h"
+#include "compile/jit.h"
 #include "fault_kernel.h"
-#include "jit.h"
-#include "spec.h"
+#include "kernels/spec.h"
 
 /* Runs shfl_xor(lane_mask 1) over 32 lanes of i32 and checks every lane got its partner's value. */
 static int run_xor(wp_backend *b, void *fn, const wp_spec *s, wp_err *err) {

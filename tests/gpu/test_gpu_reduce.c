@@ -3,7 +3,7 @@
  * For each family × allowed strategy × type × operator (the builtins the type allows and the
  * non-associative, non-commutative expression "a - b", which catches any change of operand order)
  * × a few shapes (widths, blocks, exclusive/inclusive, init, accumulate native, radius), one kernel is
- * compiled through the cache and run by the engine (server/reduce.c) on cuda and on emu over the same
+ * compiled through the cache and run by the engine (server/engine/reduce.c) on cuda and on emu over the same
  * random data, n in {0, 1, 31, 32, 33, 1023, 1025, 4097, 65537, 999983} (device_scan also 4194309, blocks
  * 32, 256, 512 and 1024; device_reduce also 4194309, and 16777259 for sum and max; its default strategy
  * with sum, max and "a - b" also with no block named, so each size takes the block it picks: 256, 512 or
@@ -26,8 +26,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "app.h"
-#include "reduce.h"
+#include "engine/app.h"
+#include "engine/reduce.h"
 
 #define MAX_THREADS 16
 #define SEED 0x5eedda7aull

@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "../unit/t.h"
-#include "backend.h"
-#include "buffer.h"
+#include "backend/backend.h"
+#include "backend/buffer.h"
 
 #define MIB (1ull << 20)
 

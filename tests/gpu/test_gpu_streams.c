@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "../unit/t.h"
-#include "app.h"
+#include "engine/app.h"
 #include "fault_kernel.h"
 
 #define THREADS 16

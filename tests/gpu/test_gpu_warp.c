@@ -18,10 +18,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "backend.h"
-#include "cache.h"
-#include "jit.h"
-#include "spec.h"
+#include "backend/backend.h"
+#include "compile/cache.h"
+#include "compile/jit.h"
+#include "kernels/spec.h"
 
 #define MASKS_PER_KERNEL 4   /* full + 3 random */
 #define DETAILS_PER_KERNEL 3 /* mismatch lines kept per kernel */

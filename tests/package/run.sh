@@ -24,7 +24,7 @@ trap cleanup EXIT
 for tool in dpkg-deb dpkg-shlibdeps lintian systemd-analyze man curl python3; do
   command -v "$tool" >/dev/null || { no "$tool is missing (make deps installs it)"; finish; }
 done
-version=$(sed -n 's/^#define WP_VERSION "\(.*\)"/\1/p' server/app.h)
+version=$(sed -n 's/^#define WP_VERSION "\(.*\)"/\1/p' server/engine/app.h)
 if ! ${MAKE:-make} -s deb BUILD="$BUILD" >"$tmp/make.log" 2>&1; then
   tail -n 30 "$tmp/make.log"; no "make deb"; finish
 fi
@@ -34,7 +34,7 @@ check "make deb built $deb" test -s "$deb"
 # ---- the package's fields and files
 field() { dpkg-deb -f "$deb" "$1"; }
 check "Package: warpd, Version: $version-*" test "$(field Package)" = warpd -a "${deb##*/}" = "warpd_$(field Version)_$(field Architecture).deb"
-case $(field Version) in "$version"-*) ok "version from server/app.h ($version)";; *) no "version $(field Version) is not $version-*";; esac
+case $(field Version) in "$version"-*) ok "version from server/engine/app.h ($version)";; *) no "version $(field Version) is not $version-*";; esac
 deps=$(field Depends)
 for lib in libc6 libcjson1 libmicrohttpd12; do
   case ", $deps," in *", $lib "*|*", $lib,"*) ok "Depends: $lib";; *) no "Depends: $deps lacks $lib";; esac

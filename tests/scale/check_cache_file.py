@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """check_cache_file.py FILE HASH — exit 0 when FILE is a whole, valid warpd disk-cache entry for the key
-HASH (64 hex): the layout server/cache.c writes, "WPKC" | u32 version | u64 payload length |
+HASH (64 hex): the layout server/compile/cache.c writes, "WPKC" | u32 version | u64 payload length |
 sha256(payload) | payload, the payload starting with the 32-byte key. Says what is wrong otherwise."""
 import hashlib
 import struct

@@ -1,5 +1,5 @@
 // ops_compile_check.cu — compile-only check of templates/wp_ops.cuh: every builtin functor on every
-// type, and two functors exactly as server/expr.c emits them (one using every integer helper, one
+// type, and two functors exactly as kernels/expr.c emits them (one using every integer helper, one
 // every helper allowed on floats). No GPU needed:
 //   nvcc -std=c++17 -arch=sm_90 -cubin -DWP_NEED_FP16 -Itemplates -x cu tests/unit/ops_compile_check.cu -o /dev/null
 // (also without -DWP_NEED_FP16, which drops the 16-bit types). tests/unit/test_ops_nvrtc.c does the

@@ -1,11 +1,11 @@
 /* ops_gpu_cases.c — writes the C++ that tests/unit/ops_gpu_check.cu compiles: every expression of
- * the table below emitted by server/expr.c (each functor in its own namespace), and an X-macro list
+ * the table below emitted by kernels/expr.c (each functor in its own namespace), and an X-macro list
  * WP_GPU_CASES(X) of X(index, "text", type_mask) where type_mask has bit t set when the expression
  * parses for wp_type t. Run by tests/unit/ops_gpu_check.sh. */
 #include <stdio.h>
 #include <string.h>
 
-#include "expr.h"
+#include "kernels/expr.h"
 
 static const char *const cases[] = {
     /* every type */

@@ -1,5 +1,5 @@
 // ops_gpu_check.cu — runs templates/wp_ops.cuh on a GPU and compares every result, bit for bit, with
-// the host evaluator (wp_op_apply in server/expr.c): every builtin functor and every expression of
+// the host evaluator (wp_op_apply in kernels/expr.c): every builtin functor and every expression of
 // tests/unit/ops_gpu_cases.c, for every type they parse for, over all pairs of edge values (NaNs,
 // signed zeros, infinities, subnormals, INT_MIN, -1, shift counts past the width) plus random pairs.
 // Then every f32 -> f16/bf16 conversion (all 2^32 inputs) and every f16/bf16 -> f32 against
@@ -11,7 +11,7 @@
 
 #include "wp_ops.cuh"
 extern "C" {
-#include "expr.h"
+#include "kernels/expr.h"
 }
 #include WP_GPU_CASES_FILE
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ops_gpu_check.sh — proves templates/wp_ops.cuh and server/expr.c compute the same bits: generates the
+# ops_gpu_check.sh — proves templates/wp_ops.cuh and kernels/expr.c compute the same bits: generates the
 # expression functors with expr.c (tests/unit/ops_gpu_cases.c), builds tests/unit/ops_gpu_check.cu
 # and, unless --build-only, runs it (needs a GPU). Output and binaries go to $BUILD/ops_gpu/.
 set -euo pipefail
@@ -7,7 +7,7 @@ cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}; CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}; ARCH=${ARCH:-sm_90}
 out="$BUILD/ops_gpu"; mkdir -p "$out"
 CFLAGS=(-std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -ffp-contract=off -O2 -I. -Iserver -Ikernels)
-srcs=(server/expr.c kernels/types.c server/common.c)
+srcs=(kernels/expr.c kernels/types.c server/util/common.c)
 gcc "${CFLAGS[@]}" tests/unit/ops_gpu_cases.c "${srcs[@]}" -lm -o "$out/ops_gpu_cases"
 "$out/ops_gpu_cases" > "$out/ops_gpu_cases.inc"
 objs=()

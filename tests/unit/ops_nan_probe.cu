@@ -1,5 +1,5 @@
 // ops_nan_probe.cu — prints what the GPU does with NaN (and a few rounding edges) in f32 -> f16/bf16,
-// f16/bf16 -> f32 and f32/f64 arithmetic: the facts kernels/types.c and server/expr.c reproduce.
+// f16/bf16 -> f32 and f32/f64 arithmetic: the facts kernels/types.c and kernels/expr.c reproduce.
 // On sm_90 (H100, driver 580): every NaN -> f16/bf16 is 0x7fff; f16 NaN -> f32 is 0x7fffffff;
 // bf16 -> f32 keeps the payload; f32 arithmetic (and even fabsf/negation) returns 0x7fffffff for a
 // NaN; f64 keeps payloads and makes 0xfff8000000000000 for inf-inf (hence the explicit canonical NaN

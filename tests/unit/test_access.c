@@ -1,4 +1,4 @@
-/* test_access.c — the access checks (server/access.c) without HTTP: one table of requests per
+/* test_access.c — the access checks (server/http/access.c) without HTTP: one table of requests per
  * configuration (every Host form, IPv6, ports, origins, preflights, content types, tokens right,
  * wrong, missing and in the wrong scheme, the exempt routes, --metrics-public, Unix mode), then the
  * flags, the token file, the refusal to listen beyond loopback without a token, and the headers. */
@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "server/access.h"
+#include "http/access.h"
 #include "t.h"
 
 #define TOKEN "s3cret-token-0123456789abcdef"

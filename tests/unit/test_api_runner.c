@@ -1,9 +1,9 @@
 /* test_api_runner.c — the API test runner (tests/api/api_lib.h) against a small server built on
- * server/http.c: the cases of tests/api/selftest/ (pass.json must pass; each case of fail.json must fail
+ * server/http/http.c: the cases of tests/api/selftest/ (pass.json must pass; each case of fail.json must fail
  * with the message its "why" gives), and the subset matcher on its own. */
 #include <stdatomic.h>
 
-#include "http.h"
+#include "http/http.h"
 #include "t.h"
 #include "tests/api/api_lib.h"
 

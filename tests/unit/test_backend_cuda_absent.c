@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "backend.h"
+#include "backend/backend.h"
 #include "t.h"
 
 /* With a GPU, the driver's cuInit keeps a few allocations for the life of the process: not ours. */

@@ -1,4 +1,4 @@
-/* test_batch.c — server/batch.c without HTTP or backends: jobs that wait while a batch of their key
+/* test_batch.c — server/engine/batch.c without HTTP or backends: jobs that wait while a batch of their key
  * runs form the next batch, all of them up to max (then the rest, in order); max 1 runs every job
  * alone; keys and owners never share a batch; every job runs exactly once and learns its batch size;
  * the counters add up. A batch's run blocks on a gate, so every queue is filled on purpose (the
@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "backend.h"
-#include "batch.h"
-#include "batch_exec.h"
-#include "buffer.h"
+#include "backend/backend.h"
+#include "backend/buffer.h"
+#include "engine/batch.h"
+#include "engine/batch_exec.h"
 #include "t.h"
 
 #define JOBS_MAX 64

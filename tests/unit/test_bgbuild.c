@@ -1,4 +1,4 @@
-/* test_bgbuild.c — server/bgbuild.c over the real compiler and a memory cache, on the emulator: an
+/* test_bgbuild.c — server/engine/bgbuild.c over the real compiler and a memory cache, on the emulator: an
  * asked kernel ends up in the memory cache (wp_app_kernel_memory finds it), once however often it
  * is asked; a repeat while it is queued or building is not a second build; asks of weight 1 (a job
  * alone) queue it only once they weigh WP_BGBUILD_THRESHOLD; a spec that fails to build is counted
@@ -9,8 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "app.h"
-#include "bgbuild.h"
+#include "engine/app.h"
+#include "engine/bgbuild.h"
 #include "t.h"
 
 static wp_app app;

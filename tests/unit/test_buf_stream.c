@@ -1,4 +1,4 @@
-/* test_buf_stream.c — wp_buf_stream (server/backend.c, buffer.h): sequential writes into a buffer while
+/* test_buf_stream.c — wp_buf_stream (server/backend/backend.c, buffer.h): sequential writes into a buffer while
  * the bytes arrive. On emu (in place), and on a fake device backend (tests/unit only) whose buffers are
  * not host memory, in both of the stream's other modes: staged (synchronous buf_write) and the ring
  * (upload_open/send/wait/close), where the fake copies a slot only when it is waited for — so a
@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend_impl.h"
-#include "buffer.h"
+#include "backend/backend_impl.h"
+#include "backend/buffer.h"
 #include "t.h"
 
 /* ---- the fake device ---- */

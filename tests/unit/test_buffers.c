@@ -1,11 +1,11 @@
-/* test_buffers.c — server/buffers.c on the emulator backend: create/commit/abort, the quota (507
+/* test_buffers.c — server/engine/buffers.c on the emulator backend: create/commit/abort, the quota (507
  * "quota_exceeded", reserved before the allocation), references (a buffer deleted or expired while
  * held stays readable and is freed on the last release), the TTL (refreshed by use, not by info),
  * TTL bounds, unknown ids, and a close with buffers live and held (ASan checks nothing leaks). */
 #include <stdlib.h>
 #include <time.h>
 
-#include "buffers.h"
+#include "engine/buffers.h"
 #include "t.h"
 
 static void sleep_ms(int ms) {

@@ -13,9 +13,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "server/cache.h"
-#include "server/sha256.h"
+#include "compile/cache.h"
 #include "t.h"
+#include "util/sha256.h"
 
 /* ---- the fake compiler ---- */
 

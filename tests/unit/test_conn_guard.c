@@ -1,4 +1,4 @@
-/* test_conn_guard.c — server/conn_guard.c over socket pairs (the guard's end stands for libmicrohttpd's
+/* test_conn_guard.c — server/http/conn_guard.c over socket pairs (the guard's end stands for libmicrohttpd's
  * descriptor; the other end shows whether the guard shut it down): the oldest connections outside a
  * request make room when too many are open, never one inside a request (the newcomer goes when nothing
  * else may); headers not complete in time; a peer that has gone; idle and in-request connections left
@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "conn_guard.h"
+#include "http/conn_guard.h"
 #include "t.h"
 
 #define WAIT_MAX_MS 10000

@@ -9,12 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
-#include "expr.h"
-#include "family.h"
-#include "spec.h"
+#include "backend/backend.h"
+#include "kernels/expr.h"
+#include "kernels/family.h"
+#include "kernels/spec.h"
+#include "kernels/types.h"
 #include "t.h"
-#include "types.h"
 
 #define SLOTS (WP_MAX_LANES * WP_MAX_ELEMS)
 #define OUT_UNTOUCHED 0x5e5e5e5e5e5e5e5eull /* pre-filled out: an undefined element must keep it */

@@ -1,4 +1,4 @@
-/* test_expr.c — server/expr.c: rejected inputs and the position each error names, canonical text,
+/* test_expr.c — kernels/expr.c: rejected inputs and the position each error names, canonical text,
  * evaluation per type (wrap-around, division by zero, INT_MIN / -1, shifts, NaN, signed zeros,
  * f32 never widened, f16/bf16 rounded once), builtins and their identities, and the emitted C++
  * (only helper names, a, b and hex literals: no client text). */
@@ -6,7 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "expr.h"
+#include "kernels/expr.h"
 #include "t.h"
 
 #define I32_MIN 0x80000000ull

@@ -1,4 +1,4 @@
-/* test_http.c — server/http.c over real loopback sockets: routing, 404/405, query arguments, body limits
+/* test_http.c — server/http/http.c over real loopback sockets: routing, 404/405, query arguments, body limits
  * (Content-Length and chunked), binary bodies, streamed bodies (stream hooks: chunks in order, refused
  * before the body, a failing sink, bodies that are not streamed, a client that goes away mid-body, the
  * handler inline or deferred), worker pool under load, 503 when the queue is full, a clean stop
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "http.h"
+#include "http/http.h"
 #include "t.h"
 #include "tests/http_client.h"
 

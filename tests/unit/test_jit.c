@@ -11,12 +11,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "compile/cache.h"
+#include "compile/jit.h"
 #include "kernels/data.h"
-#include "server/cache.h"
-#include "server/jit.h"
-#include "server/sha256.h"
-#include "server/spec.h"
+#include "kernels/spec.h"
 #include "t.h"
+#include "util/sha256.h"
 
 #define ARCH "sm_90"
 #define MAX_SPECS 1024

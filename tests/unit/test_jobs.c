@@ -1,4 +1,4 @@
-/* test_jobs.c — server/jobs.c without HTTP: kinds taken from a route table, results and errors in the
+/* test_jobs.c — server/engine/jobs.c without HTTP: kinds taken from a route table, results and errors in the
  * view, FIFO order, the max_jobs bound (503 "queue_full"), cancelling queued and running jobs,
  * progress, list filters, forgetting, the TTL and max_kept reaping, and a clean close with jobs
  * queued and running (ASan checks nothing leaks). Handlers block on a gate, so every state is
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "jobs.h"
+#include "engine/jobs.h"
 #include "t.h"
 
 #define WAIT_MS 10000 /* longest wait for a state before the test gives up */

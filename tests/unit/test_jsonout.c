@@ -1,4 +1,4 @@
-/* test_jsonout.c — server/jsonout.c against cJSON_PrintUnformatted, the printer it replaces: random
+/* test_jsonout.c — server/util/jsonout.c against cJSON_PrintUnformatted, the printer it replaces: random
  * trees (every item type; numbers that are integers, whole thousandths, random bit patterns, edge
  * values; strings and keys of every byte but NUL; raw items) must print to the same bytes and length,
  * and refuse (NULL) exactly where cJSON refuses. Also the integer formatters against printf. */
@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jsonout.h"
 #include "t.h"
+#include "util/jsonout.h"
 
 static uint64_t rng = 0x2545F4914F6CDD1Dull;
 static uint64_t rnd(void) {

@@ -1,4 +1,4 @@
-/* test_jsonval.c — server/jsonval.c: the in-place reader of large "data" lists (wp_json_scan_array,
+/* test_jsonval.c — server/api/jsonval.c: the in-place reader of large "data" lists (wp_json_scan_array,
  * wp_json_find_top_key) against cJSON + wp_json_to_bits, the path it replaces, on random and edge-case
  * texts for every type: whenever the reader accepts a list, every value has the same bits and the list
  * the same length as cJSON gives; it accepts exactly the lists of plain numbers and escape-free strings
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jsonval.h"
+#include "api/jsonval.h"
 #include "t.h"
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;

@@ -11,10 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "histo.h"
-#include "metrics.h"
+#include "http/metrics.h"
 #include "t.h"
 #include "tests/promtext.h"
+#include "util/histo.h"
 
 static int parse(const char *text, pt_doc *d) { return pt_parse(text, strlen(text), d); }
 

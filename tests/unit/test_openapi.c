@@ -4,14 +4,16 @@
  *    served by a route (a prefix route "/v1/jobs/" serves "/v1/jobs/{id}"; "/" serves "/" and "/{file}");
  *  - the document hangs together: OpenAPI 3.1, info.version = WP_VERSION, every $ref resolves, unique
  *    operationIds, every path parameter declared, every example's x-status documented, example names
- *    unique and "{{example.field}}" naming an earlier example, and every example meant to succeed
- *    valid against its request schema (tests/jsonschema.h).
+ *    unique and "{{example.field}}" (in value or x-value) naming an earlier example, every example meant
+ *    to succeed valid against its request schema (tests/jsonschema.h), and every x-invalid-examples
+ *    entry (a request the schema refuses) answered 4xx. tests/lint/run.sh holds the examples proper
+ *    to their schemas in full (redocly lint).
  * tests/api/api_openapi.c then sends the examples to a live daemon. */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "app.h"
+#include "api/api.h"
 #include "t.h"
 #include "tests/jsonschema.h"
 
@@ -132,13 +134,15 @@ static void check_refs(walk *w, const char *label, const cJSON *v) {
     for (const cJSON *c = v ? v->child : NULL; c; c = c->next) check_refs(w, label, c);
 }
 
+/* invalid: an x-invalid-examples entry, a request its schema refuses, so it cannot succeed. */
 static void check_example(walk *w, const char *where, const char *name, const cJSON *example, const cJSON *op,
-                          const cJSON *schema) {
+                          const cJSON *schema, bool invalid) {
     char label[256];
     snprintf(label, sizeof label, "%s example %s", where, name);
     CHECKF(!cJSON_GetObjectItemCaseSensitive(w->names, name), "%s: the name is used twice", label);
     const cJSON *value = cJSON_GetObjectItemCaseSensitive(example, "value");
     check_refs(w, label, value);
+    check_refs(w, label, cJSON_GetObjectItemCaseSensitive(example, "x-value"));
     cJSON_AddTrueToObject(w->names, name);
     const cJSON *status = cJSON_GetObjectItemCaseSensitive(example, "x-status");
     const cJSON *responses = cJSON_GetObjectItemCaseSensitive(op, "responses");
@@ -151,8 +155,9 @@ static void check_example(walk *w, const char *where, const char *name, const cJ
         CHECKF(cJSON_IsNumber(s) && cJSON_GetObjectItemCaseSensitive(responses, code), "%s: x-status %s undocumented",
                label, code);
         success &= s->valueint < 300;
+        if (invalid) CHECKF(s->valueint >= 400 && s->valueint < 500, "%s: x-status %s, not 4xx", label, code);
     }
-    if (success && schema && value) {
+    if (success && !invalid && schema && value) {
         char why[512];
         CHECKF(js_validate(w->doc, schema, value, why, sizeof why), "%s does not match its request schema: %s", label,
                why);
@@ -198,18 +203,22 @@ static void check_operation(walk *w, const char *path, const char *method, const
     }
     const cJSON *body = cJSON_GetObjectItemCaseSensitive(op, "requestBody");
     const cJSON *content = cJSON_GetObjectItemCaseSensitive(body, "content");
+    static const char *const sets[] = {"examples", "x-invalid-examples"}; /* as api_openapi.c sends them */
     for (const cJSON *c = content ? content->child : NULL; c; c = c->next) {
         const cJSON *schema = cJSON_GetObjectItemCaseSensitive(c, "schema");
-        const cJSON *examples = cJSON_GetObjectItemCaseSensitive(c, "examples");
         bool json = !strcmp(c->string, "application/json");
-        for (const cJSON *e = examples ? examples->child : NULL; e; e = e->next)
-            check_example(w, where, e->string, e, op, json ? schema : NULL);
+        for (size_t set = 0; set < WP_ARRAY_LEN(sets); set++) {
+            const cJSON *examples = cJSON_GetObjectItemCaseSensitive(c, sets[set]);
+            for (const cJSON *e = examples ? examples->child : NULL; e; e = e->next)
+                check_example(w, where, e->string, e, op, json ? schema : NULL, set == 1);
+        }
     }
-    for (const cJSON *q = params ? params->child : NULL; q; q = q->next) {
-        const cJSON *examples = cJSON_GetObjectItemCaseSensitive(q, "examples");
-        for (const cJSON *e = examples ? examples->child : NULL; e; e = e->next)
-            check_example(w, where, e->string, e, op, cJSON_GetObjectItemCaseSensitive(q, "schema"));
-    }
+    for (const cJSON *q = params ? params->child : NULL; q; q = q->next)
+        for (size_t set = 0; set < WP_ARRAY_LEN(sets); set++) {
+            const cJSON *examples = cJSON_GetObjectItemCaseSensitive(q, sets[set]);
+            for (const cJSON *e = examples ? examples->child : NULL; e; e = e->next)
+                check_example(w, where, e->string, e, op, cJSON_GetObjectItemCaseSensitive(q, "schema"), set == 1);
+        }
 }
 
 static void test_document(const cJSON *doc) {

@@ -1,15 +1,15 @@
 /* test_ops_nvrtc.c — templates/wp_ops.cuh through NVRTC, as the daemon compiles it (no GPU needed):
- * every builtin functor on every type, and expression functors exactly as server/expr.c emits them,
+ * every builtin functor on every type, and expression functors exactly as kernels/expr.c emits them,
  * instantiated by name expression; once with WP_NEED_FP16 and once without (the 16-bit types must
  * then not be needed). tests/unit/ops_compile_check.cu is the same check for nvcc. */
 #include <nvrtc.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "common.h"
-#include "expr.h"
-#include "jit.h" /* WP_DEFAULT_CUDA_HOME */
+#include "compile/jit.h" /* WP_DEFAULT_CUDA_HOME */
+#include "kernels/expr.h"
 #include "t.h"
+#include "util/common.h"
 
 #define SRC_MAX 65536
 #define NAMES_MAX 128

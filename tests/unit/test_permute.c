@@ -9,12 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
-#include "family.h"
-#include "lanes.h"
-#include "spec.h"
+#include "backend/backend.h"
+#include "kernels/family.h"
+#include "kernels/lanes.h"
+#include "kernels/spec.h"
+#include "kernels/types.h"
 #include "t.h"
-#include "types.h"
 
 #define MAX_N 256
 #define OFF (-3)         /* expected: inactive (EXEC off), nothing written */

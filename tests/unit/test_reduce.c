@@ -1,4 +1,4 @@
-/* test_reduce.c — the data-parallel families on the emulator, through the engine (server/reduce.c):
+/* test_reduce.c — the data-parallel families on the emulator, through the engine (server/engine/reduce.c):
  * every family × strategy × type × operator (the builtins the type allows and an expression) on
  * n = 0, 1, 31, 32, 33, 1023, 1025, and each family's default on a prime near 10^6.
  *
@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app.h"
-#include "reduce.h"
+#include "engine/app.h"
+#include "engine/reduce.h"
 #include "t.h"
 
 #define PRIME_N 999983
@@ -349,7 +349,7 @@ static void test_arg(void) {
             }
 }
 
-/* min/max follow fminf/fmaxf (server/expr.h): a NaN is skipped unless every value is NaN. The atomic
+/* min/max follow fminf/fmaxf (kernels/expr.h): a NaN is skipped unless every value is NaN. The atomic
  * strategy starts from the identity, so all-NaN gives the identity there (-inf for max). */
 static void test_nan_minmax(void) {
     T_CASE("min/max skip NaN, all-NaN gives NaN");

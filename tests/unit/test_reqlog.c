@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "reqlog.h"
+#include "http/reqlog.h"
 #include "t.h"
 #include "tests/promtext.h" /* pt_utf8_valid */
 

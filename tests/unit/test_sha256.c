@@ -2,8 +2,8 @@
  * the one-shot digest. */
 #include <stdlib.h>
 
-#include "server/sha256.h"
 #include "t.h"
+#include "util/sha256.h"
 
 static int digest_is(const void *data, size_t n, const char *hex) {
     uint8_t d[32];

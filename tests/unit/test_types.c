@@ -6,9 +6,9 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "common.h"
+#include "kernels/types.h"
 #include "t.h"
-#include "types.h"
+#include "util/common.h"
 
 /* ---- independent reference: round f32 bits to a 16-bit format by integer arithmetic ---- */
 

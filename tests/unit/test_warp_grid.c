@@ -1,12 +1,12 @@
-/* test_warp_grid.c — server/warp_grid.c: the /v1/warp device layout (parts in order, 256-byte aligned,
+/* test_warp_grid.c — server/backend/warp_grid.c: the /v1/warp device layout (parts in order, 256-byte aligned,
  * the download covering out | src), one job's image (as backend_cuda.c uploads it alone) and a batch's
  * (each job from its first lane, its last warp's spare lanes inactive with zero inputs, out poisoned
  * and src -1 everywhere), and the launch parameters over a base address. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/warp_grid.h"
 #include "t.h"
-#include "warp_grid.h"
 
 static void test_layout(void) {
     T_CASE("layout");

@@ -1,0 +1,313 @@
+/* spec.c — parse, validate and print a spec: the compile-time identity of a kernel (family, type,
+ * width, member mask, operator, arch). The family's row (kernels/families.c) says what is allowed. */
+#include "spec.h"
+
+#include "data.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* 1..32; 64 only where the family's row allows it (WP_W_64: AMD wave64, emulator only). */
+static bool is_pow2_width(double w) { return w == 1 || w == 2 || w == 4 || w == 8 || w == 16 || w == 32 || w == 64; }
+static int log2i(int w) {
+    int l = 0;
+    while ((1 << l) < w) l++;
+    return l;
+}
+
+int wp_mask_from_json(const cJSON *v, const char *field, uint32_t *out, wp_err *err) {
+    if (cJSON_IsNumber(v)) {
+        double d = v->valuedouble;
+        if (d < 0 || d > 4294967295.0 || d != (double)(uint64_t)d)
+            return WP_FAIL(err, 400, "bad_mask", field, "%s must be a 32-bit unsigned integer", field);
+        *out = (uint32_t)d;
+        return 0;
+    }
+    if (!cJSON_IsString(v))
+        return WP_FAIL(err, 400, "bad_mask", field, "%s must be a hex string like \"0xffffffff\" or a number", field);
+    const char *s = v->valuestring;
+    const char *hex = (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) ? s + 2 : s;
+    size_t n = strlen(hex);
+    if (n == 0 || n > 8 || strspn(hex, "0123456789abcdefABCDEF") != n)
+        return WP_FAIL(err, 400, "bad_mask", field, "%s \"%.40s\" is not a 32-bit hex mask (up to 8 hex digits)", field,
+                       s);
+    *out = (uint32_t)strtoul(hex, NULL, 16);
+    return 0;
+}
+
+static int first_type(uint32_t types) {
+    for (int t = 0; t < WP_TYPE_COUNT; t++)
+        if (types & WP_TBIT(t)) return t;
+    return -1;
+}
+
+static int validate_data(wp_spec *s, wp_err *err);
+
+/* The key, name expression and prelude fit jit.c's buffers: only a long operator can make them not fit
+ * (its canonical text and C++ may be longer than what the client wrote). */
+static int fits_compiler(const wp_spec *s, wp_err *err) {
+    char key[WP_SPEC_KEY_MAX];
+    bool fits = wp_spec_key_text(s, key, sizeof key) >= 0;
+    if (fits && (s->family->flags & WP_F_OP) && s->op.kind == WP_OP_EXPR && s->family->template_file) {
+        char name[WP_SPEC_NAME_MAX], *prelude = malloc(WP_SPEC_PRELUDE_MAX);
+        if (!prelude) return WP_FAIL(err, 500, "no_memory", "op", "out of memory");
+        fits = wp_spec_name_expr(s, name, sizeof name, prelude, WP_SPEC_PRELUDE_MAX) == 0;
+        free(prelude);
+    }
+    if (fits) return 0;
+    return WP_FAIL(err, 400, "bad_op", "op", "operator too long once written out (%zu characters canonical: %.40s...)",
+                   strlen(s->op.text), s->op.text);
+}
+
+int wp_spec_validate(wp_spec *s, wp_err *err) {
+    const wp_family *f = s->family;
+    if (!(f->types & WP_TBIT(s->type))) {
+        char allowed[128] = "";
+        for (int t = 0; t < WP_TYPE_COUNT; t++)
+            if (f->types & WP_TBIT(t)) {
+                strcat(allowed, allowed[0] ? ", " : "");
+                strcat(allowed, wp_type_name((wp_type)t));
+            }
+        return WP_FAIL(err, 400, "type_not_allowed", "type", "type %s is not allowed for family %s (allowed: %s)",
+                       wp_type_name(s->type), f->name, allowed);
+    }
+    if (!is_pow2_width(s->width))
+        return WP_FAIL(err, 400, "bad_width", "width", "width %d is not a power of two 1..32", s->width);
+    if (!(f->widths & (1u << log2i(s->width))))
+        return WP_FAIL(err, 400, "bad_width", "width", "width %d is not allowed for family %s", s->width, f->name);
+    if ((f->flags & WP_F_NO_MASK) && s->mask != 0xffffffffu)
+        return WP_FAIL(err, 400, "bad_mask", "mask", "family %s takes no member mask: mask must be 0xffffffff",
+                       f->name);
+    if (f->flags & WP_F_OP) {
+        if (!(f->ops & WP_OPBIT(s->op.kind)))
+            return WP_FAIL(err, 400, "op_not_allowed", "op", "op %s is not allowed for family %s", s->op.text, f->name);
+    }
+    if ((f->flags & WP_F_DATA) && validate_data(s, err)) return -1;
+    return fits_compiler(s, err);
+}
+
+static bool redux_op(wp_op_kind k) { return k != WP_OP_PROD && k != WP_OP_EXPR; }
+
+/* The data-family fields: strategy (resolved from auto), block, accumulate, exclusive, radius. */
+static int validate_data(wp_spec *s, wp_err *err) {
+    const wp_family *f = s->family;
+    wp_data_spec *d = &s->data;
+    if (s->mask != 0xffffffffu) return WP_FAIL(err, 400, "bad_mask", "mask", "family %s takes no member mask", f->name);
+    if (!(f->flags & WP_F_WIDTH_GROUP) && s->width != 32)
+        return WP_FAIL(err, 400, "bad_width", "width", "family %s takes no width", f->name);
+    if (d->strategy == WP_STRAT_AUTO) d->strategy = f->strategy_default;
+    if (d->strategy <= 0 || d->strategy >= WP_STRAT_COUNT || !(f->strategies & WP_STRATBIT(d->strategy))) {
+        char allowed[128] = "";
+        for (int k = 1; k < WP_STRAT_COUNT; k++)
+            if (f->strategies & WP_STRATBIT(k)) {
+                strcat(allowed, allowed[0] ? ", " : "");
+                strcat(allowed, wp_strategy_name(k));
+            }
+        return WP_FAIL(err, 400, "strategy_not_allowed", "strategy",
+                       "strategy %s is not allowed for family %s (allowed: auto, %s)", wp_strategy_name(d->strategy),
+                       f->name, allowed);
+    }
+    if (d->strategy == WP_STRAT_REDUX && (!(WP_T_32 & WP_TBIT(s->type)) || !redux_op(s->op.kind)))
+        return WP_FAIL(err, 400, "strategy_not_allowed", "strategy",
+                       "strategy redux needs i32 or u32 and one of sum min max and or xor");
+    if (d->strategy == WP_STRAT_ATOMIC && s->op.kind == WP_OP_EXPR)
+        return WP_FAIL(err, 400, "strategy_not_allowed", "strategy",
+                       "strategy atomic needs a builtin operator (an expression has no identity to start from)");
+    if (d->block == 0) {
+        d->block = f->block_default;
+        d->block_auto = true;
+    }
+    if (d->block < 32 || d->block > 1024 || (d->block & (d->block - 1)))
+        return WP_FAIL(err, 400, "bad_block", "block", "block %d is not a power of two 32..1024", d->block);
+    if (!(f->flags & WP_F_ACCUM) || (s->type != WP_F16 && s->type != WP_BF16)) d->native = false;
+    if (!(f->flags & WP_F_SCAN)) d->exclusive = false;
+    if (f->flags & WP_F_RADIUS) {
+        if (d->radius == 0) d->radius = 1;
+        if (d->radius < 1 || d->radius > WP_STENCIL_MAX_RADIUS)
+            return WP_FAIL(err, 400, "bad_radius", "radius", "radius %d is not in 1..%d", d->radius,
+                           WP_STENCIL_MAX_RADIUS);
+    } else {
+        d->radius = 0;
+    }
+    return 0;
+}
+
+/* d is a whole number an int holds (checked before the cast, which is undefined outside int's range). */
+static bool is_int(double d) { return d > -2147483649.0 && d < 2147483648.0 && d == (double)(int)d; }
+
+int wp_spec_data_from_json(const cJSON *obj, wp_spec *out, wp_err *err) {
+    wp_data_spec *d = &out->data;
+    d->strategy = WP_STRAT_AUTO;
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, "strategy");
+    if (v) {
+        if (!cJSON_IsString(v)) return WP_FAIL(err, 400, "wrong_type", "strategy", "strategy must be a string");
+        d->strategy = wp_strategy_parse(v->valuestring);
+        if (d->strategy == -2)
+            return WP_FAIL(err, 400, "unknown_strategy", "strategy",
+                           "unknown strategy \"%.40s\" (auto gmem smem shfl_xor shfl_down redux atomic shfl_up)",
+                           v->valuestring);
+    }
+    v = cJSON_GetObjectItemCaseSensitive(obj, "block");
+    if (v) {
+        if (!cJSON_IsNumber(v) || !is_int(v->valuedouble))
+            return WP_FAIL(err, 400, "bad_block", "block", "block must be a power of two 32..1024");
+        d->block = (int)v->valuedouble;
+        if (d->block <= 0) return WP_FAIL(err, 400, "bad_block", "block", "block must be a power of two 32..1024");
+    }
+    v = cJSON_GetObjectItemCaseSensitive(obj, "accumulate");
+    if (v) {
+        if (!cJSON_IsString(v) || (strcmp(v->valuestring, "f32") && strcmp(v->valuestring, "native")))
+            return WP_FAIL(err, 400, "bad_value", "accumulate", "accumulate must be \"f32\" or \"native\"");
+        d->native = !strcmp(v->valuestring, "native");
+    }
+    const cJSON *ex = cJSON_GetObjectItemCaseSensitive(obj, "exclusive");
+    const cJSON *in = cJSON_GetObjectItemCaseSensitive(obj, "inclusive");
+    if (ex && !cJSON_IsBool(ex)) return WP_FAIL(err, 400, "wrong_type", "exclusive", "exclusive must be true or false");
+    if (in && !cJSON_IsBool(in)) return WP_FAIL(err, 400, "wrong_type", "inclusive", "inclusive must be true or false");
+    if (ex && in && cJSON_IsTrue(ex) == cJSON_IsTrue(in))
+        return WP_FAIL(err, 400, "bad_value", "exclusive", "exclusive and inclusive contradict each other");
+    d->exclusive = ex ? cJSON_IsTrue(ex) : in ? !cJSON_IsTrue(in) : false;
+    v = cJSON_GetObjectItemCaseSensitive(obj, "radius");
+    if (v) {
+        if (!cJSON_IsNumber(v) || !is_int(v->valuedouble) || v->valuedouble < 1 ||
+            v->valuedouble > WP_STENCIL_MAX_RADIUS)
+            return WP_FAIL(err, 400, "bad_radius", "radius", "radius must be an integer 1..%d", WP_STENCIL_MAX_RADIUS);
+        d->radius = (int)v->valuedouble;
+    }
+    return 0;
+}
+
+int wp_spec_from_json(const cJSON *obj, const char *arch, wp_spec *out, wp_err *err) {
+    memset(out, 0, sizeof *out);
+    if (!cJSON_IsObject(obj)) return WP_FAIL(err, 400, "bad_request", "", "the body must be a JSON object");
+    const cJSON *fam = cJSON_GetObjectItemCaseSensitive(obj, "family");
+    if (!fam) return WP_FAIL(err, 400, "missing_field", "family", "family is required");
+    if (!cJSON_IsString(fam)) return WP_FAIL(err, 400, "wrong_type", "family", "family must be a string");
+    out->family = wp_family_find(fam->valuestring);
+    if (!out->family)
+        return WP_FAIL(err, 400, "unknown_family", "family", "unknown family \"%.60s\" (GET /v1/families lists them)",
+                       fam->valuestring);
+    const wp_family *f = out->family;
+
+    const cJSON *ty = cJSON_GetObjectItemCaseSensitive(obj, "type");
+    if (ty) {
+        if (!cJSON_IsString(ty)) return WP_FAIL(err, 400, "wrong_type", "type", "type must be a string");
+        int t = wp_type_parse(ty->valuestring);
+        if (t < 0)
+            return WP_FAIL(err, 400, "unknown_type", "type",
+                           "unknown type \"%.40s\" (i32 u32 i64 u64 f32 f64 f16 bf16)", ty->valuestring);
+        out->type = (wp_type)t;
+    } else {
+        out->type = (wp_type)first_type(f->types);
+    }
+
+    out->width = 32;
+    const cJSON *w = cJSON_GetObjectItemCaseSensitive(obj, "width");
+    if (w) {
+        if (!cJSON_IsNumber(w)) return WP_FAIL(err, 400, "wrong_type", "width", "width must be a number");
+        if (!is_pow2_width(w->valuedouble))
+            return WP_FAIL(err, 400, "bad_width", "width", "width %g is not a power of two 1..32", w->valuedouble);
+        out->width = (int)w->valuedouble;
+    }
+
+    out->mask = 0xffffffffu;
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(obj, "mask");
+    if (m && wp_mask_from_json(m, "mask", &out->mask, err)) return -1;
+
+    const cJSON *op = cJSON_GetObjectItemCaseSensitive(obj, "op");
+    if (f->flags & WP_F_OP) {
+        const char *text = "sum";
+        if (op) {
+            if (!cJSON_IsString(op)) return WP_FAIL(err, 400, "wrong_type", "op", "op must be a string");
+            text = op->valuestring;
+        }
+        if (wp_op_parse(text, out->type, "op", &out->op, err)) return -1;
+    } else if (op) {
+        return WP_FAIL(err, 400, "unknown_field", "op", "family %s takes no op", f->name);
+    }
+    snprintf(out->arch, sizeof out->arch, "%s", arch);
+    if ((f->flags & WP_F_DATA) && wp_spec_data_from_json(obj, out, err)) {
+        wp_spec_free(out);
+        return -1;
+    }
+    if (wp_spec_validate(out, err)) {
+        wp_spec_free(out);
+        return -1;
+    }
+    return 0;
+}
+
+void wp_spec_free(wp_spec *s) {
+    if (s && s->family && (s->family->flags & WP_F_OP)) {
+        wp_op_free(&s->op);
+        s->op.expr = NULL;
+    }
+}
+
+int wp_spec_copy(wp_spec *dst, const wp_spec *src) {
+    *dst = *src;
+    dst->op.expr = NULL;
+    if (src->family && (src->family->flags & WP_F_OP)) return wp_op_copy(&dst->op, &src->op);
+    return 0;
+}
+
+/* device_reduce/f16/op=sum/shfl_down/b256/acc=native/sm_90: what a data kernel bakes in (the kernel's
+ * type: an i32 sum names u32, wp_data_kernel_type). */
+static int data_key_text(const wp_spec *s, char *buf, size_t n) {
+    const wp_family *f = s->family;
+    char op[sizeof s->op.text + 8] = "", width[16] = "", variant[24] = "";
+    if (f->flags & WP_F_OP) snprintf(op, sizeof op, "/op=%s", s->op.text);
+    if (f->flags & WP_F_WIDTH_GROUP) snprintf(width, sizeof width, "/w%d", s->width);
+    if (f->flags & WP_F_SCAN) snprintf(variant, sizeof variant, "/%s", s->data.exclusive ? "exclusive" : "inclusive");
+    if (f->flags & WP_F_RADIUS) snprintf(variant, sizeof variant, "/r%d", s->data.radius);
+    int len = snprintf(buf, n, "%s/%s%s%s/%s/b%d%s%s/%s%s", f->name, wp_type_name(wp_data_kernel_type(s)), width, op,
+                       wp_strategy_name(s->data.strategy), s->data.block, s->data.native ? "/acc=native" : "", variant,
+                       s->arch, s->data.batched ? "/batch" : "");
+    return (len < 0 || (size_t)len >= n) ? -1 : len;
+}
+
+/* kernel<T, A, WIDTH, BLOCK, STRAT, VARIANT, Op>: one shape for every data kernel. */
+static int data_name_expr(const wp_spec *s, char *buf, size_t n, char *prelude, size_t pn) {
+    const wp_family *f = s->family;
+    const wp_type t = wp_data_kernel_type(s), acc_spec = wp_data_acc_type(s); /* i32 sum: the u32 kernel */
+    const wp_type acc = acc_spec == s->type ? t : acc_spec;
+    char op_type[128];
+    if (f->flags & WP_F_OP) {
+        if (wp_op_cxx(&s->op, acc, op_type, sizeof op_type, prelude, pn)) return -1;
+    } else {
+        snprintf(op_type, sizeof op_type, "wp_op_sum<%s>", wp_type_cxx(acc));
+    }
+    int variant = (f->flags & WP_F_SCAN) ? s->data.exclusive : s->data.radius;
+    int len = snprintf(buf, n, "%s%s<%s, %s, %d, %d, %d, %d, %s >", f->kernel, s->data.batched ? "_batch" : "",
+                       wp_type_cxx(t), wp_type_cxx(acc), s->width, s->data.block, s->data.strategy, variant, op_type);
+    return (len < 0 || (size_t)len >= n) ? -1 : 0;
+}
+
+int wp_spec_key_text(const wp_spec *s, char *buf, size_t n) {
+    int len;
+    if (s->family->flags & WP_F_DATA) return data_key_text(s, buf, n);
+    if (s->family->flags & WP_F_OP)
+        len = snprintf(buf, n, "%s/%s/w%d/m0x%08x/op=%s/%s", s->family->name, wp_type_name(s->type), s->width, s->mask,
+                       s->op.text, s->arch);
+    else
+        len = snprintf(buf, n, "%s/%s/w%d/m0x%08x/%s", s->family->name, wp_type_name(s->type), s->width, s->mask,
+                       s->arch);
+    return (len < 0 || (size_t)len >= n) ? -1 : len;
+}
+
+int wp_spec_name_expr(const wp_spec *s, char *buf, size_t n, char *prelude, size_t pn) {
+    int len;
+    if (pn) prelude[0] = 0;
+    if (s->family->flags & WP_F_DATA) return data_name_expr(s, buf, n, prelude, pn);
+    if (s->family->flags & WP_F_OP) {
+        char op_type[128];
+        if (wp_op_cxx(&s->op, s->type, op_type, sizeof op_type, prelude, pn)) return -1;
+        len = snprintf(buf, n, "%s<%s, %d, 0x%08xu, %s >", s->family->kernel, wp_type_cxx(s->type), s->width, s->mask,
+                       op_type);
+    } else {
+        len = snprintf(buf, n, "%s<%s, %d, 0x%08xu>", s->family->kernel, wp_type_cxx(s->type), s->width, s->mask);
+    }
+    return (len < 0 || (size_t)len >= n) ? -1 : 0;
+}

@@ -1,0 +1,63 @@
+/* spec.h — a spec is the full compile-time identity of a kernel: family, type, width, member mask,
+ * operator and target arch. Parsed from JSON, validated against the family's row, and printed as
+ * canonical key text ("warp_allreduce/f32/w16/m0xffffffff/op=max/sm_90"). */
+#ifndef WP_SPEC_H
+#define WP_SPEC_H
+
+#include <cjson/cJSON.h>
+
+#include "expr.h"
+#include "family.h"
+#include "util/common.h"
+
+/* What else a data-parallel family (WP_F_DATA, kernels/data.h) bakes into its kernel; zero for the
+ * warp primitives. */
+typedef struct {
+    int strategy;    /* WP_STRAT_* (resolved: never WP_STRAT_AUTO after wp_spec_validate) */
+    int block;       /* threads per block (and the group size of block_* families) */
+    bool block_auto; /* block was not given: the family's block_for(n) picks it for each job */
+    bool native;     /* f16/bf16 accumulate in the type itself instead of f32 */
+    bool exclusive;  /* scans */
+    int radius;      /* stencil: 1..WP_STENCIL_MAX_RADIUS */
+    bool batched; /* the kernel's batched entry (<kernel>_batch: many jobs in one grid, server/engine/batch_reduce.c) */
+} wp_data_spec;
+
+typedef struct wp_spec {
+    const wp_family *family;
+    wp_type type;
+    int width;         /* 1..32, power of two */
+    uint32_t mask;     /* member mask */
+    wp_op op;          /* families with WP_F_OP; kind WP_OP_SUM otherwise (unused) */
+    char arch[16];     /* "sm_90" */
+    wp_data_spec data; /* WP_F_DATA families only */
+} wp_spec;
+
+/* Reads family, type, width, mask, op from a JSON object (and, for data families, strategy, block,
+ * accumulate, exclusive, radius: see wp_spec_data_from_json); `arch` is the target. Unknown keys are
+ * the caller's business (it knows the endpoint's other fields). Defaults: type = the family's
+ * first type, width 32, mask 0xffffffff, op "sum". Errors name the field. */
+int wp_spec_from_json(const cJSON *obj, const char *arch, wp_spec *out, wp_err *err);
+int wp_spec_validate(wp_spec *s, wp_err *err); /* checks a filled-in spec against its family */
+/* The data-family fields of a JSON object: "strategy" (name or "auto"), "block", "accumulate"
+ * ("f32" or "native"), "exclusive" (bool) or "inclusive" (bool), "radius". Absent fields take the
+ * family's defaults. Called by wp_spec_from_json; validation happens in wp_spec_validate. */
+int wp_spec_data_from_json(const cJSON *obj, wp_spec *out, wp_err *err);
+void wp_spec_free(wp_spec *s);
+int wp_spec_copy(wp_spec *dst, const wp_spec *src);
+
+/* What the compiler is given of a spec fits these (jit.c's buffers); wp_spec_validate refuses a spec
+ * whose operator makes either longer (400 bad_op), so a valid spec never fails there. */
+#define WP_SPEC_KEY_MAX 640      /* wp_spec_key_text, with its NUL */
+#define WP_SPEC_NAME_MAX 512     /* wp_spec_name_expr's name expression */
+#define WP_SPEC_PRELUDE_MAX 4096 /* ... and its prelude (an expression functor) */
+
+/* Canonical key text; returns length or -1. */
+int wp_spec_key_text(const wp_spec *s, char *buf, size_t n);
+/* The name expression to instantiate, e.g. "wp_shfl_xor<int, 16, 0xffffffffu>" or
+ * "wp_warp_allreduce<float, 16, 0xffffffffu, wp_op_max<float> >"; *prelude gets any C++ to
+ * append after the template text (the operator functor of an expression). Returns 0 or -1. */
+int wp_spec_name_expr(const wp_spec *s, char *buf, size_t n, char *prelude, size_t pn);
+/* Parses "0xffffffff", "ffffffff", or a JSON number 0..2^32-1. */
+int wp_mask_from_json(const cJSON *v, const char *field, uint32_t *out, wp_err *err);
+
+#endif

@@ -1,0 +1,36 @@
+/* api.c — what every route handler shares: the request body parsed as one JSON object under the
+ * depth limit (api.h). */
+#include "api.h"
+
+#include "util/json.h"
+
+cJSON *wp_api_parse_body(wp_app *app, const wp_req *req, wp_err *err) {
+    if (!req->body || !req->body_len) {
+        WP_FAIL(err, 400, "bad_json", "body", "the request body is empty; send a JSON object");
+        return NULL;
+    }
+    if (wp_json_depth(req->body, req->body_len) > app->max_depth) {
+        WP_FAIL(err, 400, "too_deep", "body", "JSON nesting deeper than %d levels", app->max_depth);
+        return NULL;
+    }
+    const char *end = NULL;
+    cJSON *j = cJSON_ParseWithLengthOpts(req->body, req->body_len, &end, 0);
+    if (!j) {
+        size_t at = end ? (size_t)(end - req->body) : 0;
+        WP_FAIL(err, 400, "bad_json", "body", "invalid JSON near byte %zu", at);
+        return NULL;
+    }
+    if (!cJSON_IsObject(j)) {
+        cJSON_Delete(j);
+        WP_FAIL(err, 400, "bad_json", "body", "the body must be a JSON object");
+        return NULL;
+    }
+    /* one JSON text (RFC 8259): after the object only whitespace ({"a":1}xyz was taken as {"a":1}) */
+    size_t at = wp_json_trailing(req->body, req->body_len, end);
+    if (at < req->body_len) {
+        cJSON_Delete(j);
+        WP_FAIL(err, 400, "bad_json", "body", "unexpected bytes after the JSON object, at byte %zu", at);
+        return NULL;
+    }
+    return j;
+}

@@ -1,0 +1,510 @@
+/* api_warp.c — POST /v1/warp: run one warp primitive over 1..1024 lanes and report, per lane, the
+ * output, where it came from and whether CUDA defines it, plus backend, cache key and timings.
+ * The emulator always runs too: it is what says which lanes are defined. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api.h"
+#include "jsonval.h"
+#include "kernels/lanes.h"
+#include "util/jsonout.h"
+
+typedef struct {
+    int n, elems;
+    uint64_t *in;
+    int32_t *arg;
+    uint8_t *active;
+    wp_warp_job job;
+} warp_input;
+
+static void input_free(warp_input *w) {
+    free(w->in);
+    free(w->arg);
+    free(w->active);
+}
+
+static uint64_t xorshift(uint64_t *s) {
+    uint64_t x = *s;
+    x ^= x >> 12, x ^= x << 25, x ^= x >> 27;
+    *s = x;
+    return x * 0x2545F4914F6CDD1Dull;
+}
+
+static int parse_generated(const cJSON *g, wp_type t, bool array_ok, warp_input *w, wp_err *err) {
+    static const char *const keys[] = {"iota", "random", "seed", "elems", NULL};
+    if (wp_json_only(g, "input.", keys, err)) return -1;
+    const cJSON *iota = cJSON_GetObjectItemCaseSensitive(g, "iota");
+    const cJSON *rnd = cJSON_GetObjectItemCaseSensitive(g, "random");
+    if (!!iota == !!rnd)
+        return WP_FAIL(err, 400, "bad_input", "input",
+                       "input must be a list, {\"iota\":N} or {\"random\":N,\"seed\":S}");
+    long long n, elems = 1, seed = 1;
+    if (wp_json_int(iota ? iota : rnd, iota ? "input.iota" : "input.random", 1, WP_MAX_LANES, &n, err)) return -1;
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(g, "elems");
+    if (e && wp_json_int(e, "input.elems", 1, array_ok ? WP_MAX_ELEMS : 1, &elems, err)) return -1;
+    const cJSON *s = cJSON_GetObjectItemCaseSensitive(g, "seed");
+    if (s && wp_json_int(s, "input.seed", 0, 9007199254740991LL, &seed, err)) return -1;
+    w->n = (int)n, w->elems = (int)elems;
+    w->in = calloc((size_t)(n * elems), sizeof *w->in);
+    if (!w->in) return WP_FAIL(err, 500, "no_memory", "input", "out of memory");
+    uint64_t state = (uint64_t)seed * 0x9E3779B97F4A7C15ull + 1;
+    for (long long i = 0; i < n * elems; i++) {
+        double v =
+            iota ? (double)i
+                 : (wp_type_is_int(t) ? (double)(xorshift(&state) % 100) : (double)(xorshift(&state) % 400) / 4.0);
+        w->in[i] = wp_value_from_double(t, v);
+    }
+    return 0;
+}
+
+static int parse_list(const cJSON *list, wp_type t, bool array_ok, warp_input *w, wp_err *err) {
+    int n = cJSON_GetArraySize(list);
+    if (n < 1 || n > WP_MAX_LANES)
+        return WP_FAIL(err, 400, "bad_input", "input", "input has %d lanes; 1..%d allowed", n, WP_MAX_LANES);
+    const cJSON *first = cJSON_GetArrayItem(list, 0);
+    int elems = cJSON_IsArray(first) ? cJSON_GetArraySize(first) : 1;
+    if (cJSON_IsArray(first) && !array_ok)
+        return WP_FAIL(err, 400, "bad_input", "input[0]", "this family takes one value per lane, not arrays");
+    if (elems < 1 || elems > WP_MAX_ELEMS)
+        return WP_FAIL(err, 400, "bad_input", "input[0]", "a lane's array has %d elements; 1..%d allowed", elems,
+                       WP_MAX_ELEMS);
+    w->n = n, w->elems = elems;
+    w->in = calloc((size_t)n * (size_t)elems, sizeof *w->in);
+    if (!w->in) return WP_FAIL(err, 500, "no_memory", "input", "out of memory");
+    int i = 0;
+    for (const cJSON *lane = list->child; lane; lane = lane->next, i++) {
+        char field[48];
+        snprintf(field, sizeof field, "input[%d]", i);
+        if (cJSON_IsArray(lane) != cJSON_IsArray(first) || (cJSON_IsArray(lane) && cJSON_GetArraySize(lane) != elems))
+            return WP_FAIL(err, 400, "bad_input", field, "every lane must hold the same shape (%d element%s)", elems,
+                           elems > 1 ? "s" : "");
+        if (!cJSON_IsArray(lane)) {
+            if (wp_json_to_bits(lane, t, field, &w->in[i], err)) return -1;
+            continue;
+        }
+        int e = 0;
+        for (const cJSON *v = lane->child; v; v = v->next, e++) {
+            char f2[64];
+            snprintf(f2, sizeof f2, "input[%d][%d]", i, e);
+            if (wp_json_to_bits(v, t, f2, &w->in[(size_t)i * elems + e], err)) return -1;
+        }
+    }
+    return 0;
+}
+
+static int parse_active(const cJSON *a, warp_input *w, wp_err *err) {
+    w->active = malloc((size_t)w->n);
+    if (!w->active) return WP_FAIL(err, 500, "no_memory", "active", "out of memory");
+    memset(w->active, 1, (size_t)w->n);
+    if (!a) return 0;
+    if (cJSON_IsString(a)) { /* a lane mask, applied to every warp */
+        uint32_t m;
+        if (wp_mask_from_json(a, "active", &m, err)) return -1;
+        for (int i = 0; i < w->n; i++) w->active[i] = (m >> (i % 32)) & 1;
+        return 0;
+    }
+    if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) != w->n)
+        return WP_FAIL(err, 400, "bad_active", "active",
+                       "active must be a list of %d booleans (one per lane) or a hex lane mask", w->n);
+    int i = 0;
+    for (const cJSON *v = a->child; v; v = v->next, i++) {
+        if (cJSON_IsBool(v))
+            w->active[i] = cJSON_IsTrue(v);
+        else if (cJSON_IsNumber(v) && (v->valuedouble == 0 || v->valuedouble == 1))
+            w->active[i] = v->valuedouble != 0;
+        else {
+            char field[32];
+            snprintf(field, sizeof field, "active[%d]", i);
+            return WP_FAIL(err, 400, "bad_active", field, "%s must be true/false", field);
+        }
+    }
+    return 0;
+}
+
+static const struct {
+    const char *name;
+    int kind;
+    int nconst; /* 0, 1 (value) or 2 (lo, hi) */
+} preds[] = {{"nonzero", WP_PRED_NONZERO, 0}, {"gt", WP_PRED_GT, 1},          {"ge", WP_PRED_GE, 1},
+             {"lt", WP_PRED_LT, 1},           {"le", WP_PRED_LE, 1},          {"eq", WP_PRED_EQ, 1},
+             {"ne", WP_PRED_NE, 1},           {"between", WP_PRED_BETWEEN, 2}};
+
+static int parse_pred(const cJSON *p, wp_type t, warp_input *w, wp_err *err) {
+    w->job.pred_kind = WP_PRED_NONZERO;
+    if (!p) return 0;
+    if (!cJSON_IsObject(p)) return WP_FAIL(err, 400, "wrong_type", "args.pred", "args.pred must be an object");
+    const cJSON *op = cJSON_GetObjectItemCaseSensitive(p, "op");
+    if (!cJSON_IsString(op)) return WP_FAIL(err, 400, "bad_pred", "args.pred.op", "args.pred.op must be a string");
+    for (size_t i = 0; i < WP_ARRAY_LEN(preds); i++) {
+        if (strcmp(op->valuestring, preds[i].name)) continue;
+        static const char *const k0[] = {"op", NULL}, *const k1[] = {"op", "value", NULL},
+                                 *const k2[] = {"op", "lo", "hi", NULL};
+        const char *const *keys = preds[i].nconst == 0 ? k0 : preds[i].nconst == 1 ? k1 : k2;
+        if (wp_json_only(p, "args.pred.", keys, err)) return -1;
+        w->job.pred_kind = preds[i].kind;
+        for (int c = 1; keys[c]; c++) {
+            char field[32];
+            snprintf(field, sizeof field, "args.pred.%s", keys[c]);
+            const cJSON *v = cJSON_GetObjectItemCaseSensitive(p, keys[c]);
+            if (!v) return WP_FAIL(err, 400, "missing_field", field, "%s is required for %s", field, preds[i].name);
+            if (wp_json_to_bits(v, t, field, c == 1 ? &w->job.pred_a : &w->job.pred_b, err)) return -1;
+        }
+        return 0;
+    }
+    return WP_FAIL(err, 400, "bad_pred", "args.pred.op",
+                   "args.pred.op \"%.20s\" is not one of nonzero gt ge lt le eq ne between", op->valuestring);
+}
+
+static int parse_args(const cJSON *args, const wp_family *f, wp_type t, warp_input *w, wp_err *err) {
+    const char *allowed[6];
+    int na = 0;
+    if (f->arg) allowed[na++] = f->arg;
+    if (f->flags & WP_F_SWAP) allowed[na++] = "first", allowed[na++] = "second";
+    if (f->flags & WP_F_PRED) allowed[na++] = "pred";
+    allowed[na] = NULL;
+    if (args && !cJSON_IsObject(args)) return WP_FAIL(err, 400, "wrong_type", "args", "args must be an object");
+    if (wp_json_only(args, "args.", allowed, err)) return -1;
+    w->arg = malloc((size_t)w->n * sizeof *w->arg);
+    if (!w->arg) return WP_FAIL(err, 500, "no_memory", "args", "out of memory");
+    for (int i = 0; i < w->n; i++) w->arg[i] = f->arg_default;
+    if (f->arg) {
+        char field[48];
+        snprintf(field, sizeof field, "args.%s", f->arg);
+        const cJSON *a = cJSON_GetObjectItemCaseSensitive(args, f->arg);
+        long long v;
+        if (cJSON_IsArray(a)) {
+            if (cJSON_GetArraySize(a) != w->n)
+                return WP_FAIL(err, 400, "bad_arg", field, "%s has %d values; give one, or one per lane (%d)", field,
+                               cJSON_GetArraySize(a), w->n);
+            int i = 0;
+            for (const cJSON *x = a->child; x; x = x->next, i++) {
+                char f2[64];
+                snprintf(f2, sizeof f2, "%s[%d]", field, i);
+                if (wp_json_int(x, f2, f->arg_min, f->arg_max, &v, err)) return -1;
+                w->arg[i] = (int32_t)v;
+            }
+        } else if (a) {
+            if (wp_json_int(a, field, f->arg_min, f->arg_max, &v, err)) return -1;
+            for (int i = 0; i < w->n; i++) w->arg[i] = (int32_t)v;
+        }
+    }
+    w->job.first = 0, w->job.second = w->elems > 1 ? 1 : 0;
+    if (f->flags & WP_F_SWAP) {
+        long long v;
+        const cJSON *a = cJSON_GetObjectItemCaseSensitive(args, "first");
+        if (a && wp_json_int(a, "args.first", 0, w->elems - 1, &v, err)) return -1;
+        if (a) w->job.first = (int)v;
+        a = cJSON_GetObjectItemCaseSensitive(args, "second");
+        if (a && wp_json_int(a, "args.second", 0, w->elems - 1, &v, err)) return -1;
+        if (a) w->job.second = (int)v;
+    }
+    return (f->flags & WP_F_PRED) ? parse_pred(cJSON_GetObjectItemCaseSensitive(args, "pred"), t, w, err) : 0;
+}
+
+static int parse_warp_input(const cJSON *req, const wp_spec *s, warp_input *w, wp_err *err) {
+    const wp_family *f = s->family;
+    bool array_ok = (f->flags & WP_F_ARRAY) != 0;
+    const cJSON *in = cJSON_GetObjectItemCaseSensitive(req, "input");
+    int rc;
+    if (!in) {
+        cJSON *def = cJSON_Parse("{\"iota\":32}");
+        rc = parse_generated(def, s->type, array_ok, w, err);
+        cJSON_Delete(def);
+    } else if (cJSON_IsArray(in))
+        rc = parse_list(in, s->type, array_ok, w, err);
+    else if (cJSON_IsObject(in))
+        rc = parse_generated(in, s->type, array_ok, w, err);
+    else
+        rc = WP_FAIL(err, 400, "wrong_type", "input", "input must be a list or an object");
+    if (rc) return -1;
+    if (parse_active(cJSON_GetObjectItemCaseSensitive(req, "active"), w, err)) return -1;
+    if (parse_args(cJSON_GetObjectItemCaseSensitive(req, "args"), f, s->type, w, err)) return -1;
+    w->job.n = w->n, w->job.elems = w->elems, w->job.in = w->in, w->job.arg = w->arg, w->job.active = w->active;
+    return 0;
+}
+
+typedef struct {
+    uint64_t *out;
+    int32_t *src;
+    uint8_t *why;
+    wp_warp_result r;
+} warp_output;
+
+static int output_alloc(warp_output *o, int n, int elems) {
+    o->out = calloc((size_t)n * elems, sizeof *o->out);
+    o->src = malloc((size_t)n * sizeof *o->src);
+    o->why = calloc((size_t)n * elems, 1);
+    if (!o->out || !o->src || !o->why) return -1;
+    for (int i = 0; i < n; i++) o->src[i] = -1;
+    o->r = (wp_warp_result){o->out, o->src, o->why};
+    return 0;
+}
+static void output_free(warp_output *o) {
+    free(o->out);
+    free(o->src);
+    free(o->why);
+}
+
+static bool is_shuffle(const wp_family *f) { return f->arg != NULL; }
+
+/* One array of a warp answer, as text (jsonout.h): a 32-lane answer is ~200 values, which as cJSON
+ * nodes cost most of the request's CPU. The bytes are what cJSON printed for the same nodes. */
+typedef struct {
+    wp_jtext t;
+    int n;
+} lane_list;
+
+static void list_next(lane_list *l) { wp_jtext_add(&l->t, l->n++ ? "," : "[", 1); }
+/* The next value, text of len bytes (a literal: LIT). */
+static void list_text(lane_list *l, const char *text, size_t len) {
+    list_next(l);
+    wp_jtext_add(&l->t, text, len);
+}
+#define LIT(s) s, sizeof s - 1
+/* true, false, or null (v < 0) */
+static void list_tri(lane_list *l, int v) {
+    if (v < 0)
+        list_text(l, LIT("null"));
+    else if (v)
+        list_text(l, LIT("true"));
+    else
+        list_text(l, LIT("false"));
+}
+/* Closes the list into root[name]; false when out of memory. */
+static bool list_add(cJSON *root, const char *name, lane_list *l) {
+    if (!l->n) wp_jtext_put(&l->t, "[", 1);
+    wp_jtext_put(&l->t, "]", 1);
+    cJSON *raw = wp_jtext_raw(&l->t);
+    if (raw && !cJSON_AddItemToObject(root, name, raw)) {
+        cJSON_Delete(raw);
+        return false;
+    }
+    return raw != NULL;
+}
+
+/* A value as the family gives it (as_input: as the type's value, whatever the family's output is). */
+static void lane_value(lane_list *l, const wp_spec *s, uint64_t bits, bool as_input) {
+    char buf[48];
+    switch (as_input ? WP_OUT_VALUE : s->family->out) {
+    case WP_OUT_BOOL:
+        list_tri(l, bits != 0);
+        return;
+    case WP_OUT_MASK:
+    case WP_OUT_MASK_PRED:
+        snprintf(buf, sizeof buf, "\"0x%08x\"", (uint32_t)bits);
+        break;
+    default:
+        wp_json_bits_text(s->type, bits, buf, sizeof buf);
+        break;
+    }
+    list_text(l, buf, strlen(buf));
+}
+
+/* A lane's values: one value, or a list of them when the family gives several per lane. */
+static void lane_values(lane_list *l, int elems, const uint64_t *bits, const uint8_t *why, const wp_spec *s,
+                        bool as_input) {
+    if (elems > 1) {
+        list_next(l);
+        lane_list inner = {.t = l->t};
+        for (int e = 0; e < elems; e++)
+            if (!why || why[e] == WP_WHY_DEFINED)
+                lane_value(&inner, s, bits[e], as_input);
+            else
+                list_tri(&inner, -1);
+        wp_jtext_put(&inner.t, "]", 1);
+        l->t = inner.t;
+    } else if (!why || why[0] == WP_WHY_DEFINED)
+        lane_value(l, s, bits[0], as_input);
+    else
+        list_tri(l, -1);
+}
+
+static cJSON *build_lanes(const wp_spec *s, const warp_input *w, const warp_output *val, const warp_output *emu) {
+    enum { OUT, DEF, WHY, SRC, PRED, LANE_PRED, INPUT, N_LISTS };
+    static const char *const names[N_LISTS] = {"output",    "defined", "undefined_reason", "source_lane", "pred",
+                                               "lane_pred", "input"};
+    bool want[N_LISTS] = {true, true, true, is_shuffle(s->family), s->family->out == WP_OUT_MASK_PRED,
+                          (s->family->flags & WP_F_PRED) != 0,
+                          /* the input as the kernel saw it (after generation and rounding to the type), for diagrams */
+                          !(s->family->flags & WP_F_NO_INPUT)};
+    lane_list l[N_LISTS] = {0};
+    int elems = s->family->out == WP_OUT_VALUE ? w->elems : 1;
+    for (int i = 0; i < w->n; i++) {
+        const size_t k0 = (size_t)i * w->elems;
+        bool all = true, any_def = false;
+        wp_why first_why = WP_WHY_DEFINED;
+        for (int e = 0; e < elems; e++) {
+            bool ok = emu->why[k0 + e] == WP_WHY_DEFINED;
+            any_def |= ok;
+            if (!ok && all) first_why = (wp_why)emu->why[k0 + e], all = false;
+        }
+        lane_values(&l[OUT], elems, &val->out[k0], &emu->why[k0], s, false);
+        list_tri(&l[DEF], all);
+        if (all)
+            list_tri(&l[WHY], -1);
+        else {
+            list_next(&l[WHY]);
+            wp_jtext_str(&l[WHY].t, wp_why_name(first_why));
+        }
+        if (want[SRC]) { /* src[] counts lanes within the warp (within the wave for WP_F_WAVE families) */
+            int group = (s->family->flags & WP_F_WAVE) ? s->width : WP_WARP_SIZE;
+            int base = i & ~(group - 1), j = val->src[i];
+            if (any_def && j != WP_SRC_NONE) {
+                char t[24];
+                list_text(&l[SRC], t, (size_t)wp_json_fmt_i64(t, j < 0 ? i : base + j));
+            } else
+                list_tri(&l[SRC], -1);
+        }
+        if (want[PRED]) list_tri(&l[PRED], !all ? -1 : val->src[i] != 0);
+        if (want[LANE_PRED]) /* each lane's own predicate, as the vote saw it (inactive lanes: null) */
+            list_tri(&l[LANE_PRED],
+                     !w->active[i] ? -1
+                                   : wp_lanes_pred(s->type, w->job.pred_kind, w->in[k0], w->job.pred_a, w->job.pred_b));
+        if (want[INPUT]) lane_values(&l[INPUT], w->elems, &w->in[k0], NULL, s, true);
+    }
+    cJSON *root = cJSON_CreateObject();
+    bool ok = root != NULL;
+    for (int k = 0; k < N_LISTS; k++)
+        if (want[k] && ok)
+            ok = list_add(root, names[k], &l[k]);
+        else
+            free(l[k].t.p);
+    if (!ok) {
+        cJSON_Delete(root);
+        return NULL;
+    }
+    return root;
+}
+
+static void add_spec_fields(cJSON *o, const wp_spec *s) {
+    char m[16];
+    wp_json_str_k(o, "family", s->family->name);
+    wp_json_str_k(o, "type", wp_type_name(s->type));
+    wp_json_num_k(o, "width", s->width);
+    snprintf(m, sizeof m, "0x%08x", s->mask);
+    wp_json_str_k(o, "mask", m);
+    if (s->family->flags & WP_F_OP) wp_json_str_k(o, "op", s->op.text);
+}
+
+static const char *const warp_fields[] = {"family", "type",   "width",   "mask",   "op",      "args",
+                                          "input",  "active", "backend", "device", "profile", NULL};
+
+/* Data-parallel families (reductions, scans, ...) are jobs over arrays, not 32-lane primitives. */
+static int refuse_data_family(const cJSON *body, wp_err *err) {
+    const cJSON *fam = cJSON_GetObjectItemCaseSensitive(body, "family");
+    const wp_family *f = cJSON_IsString(fam) ? wp_family_find(fam->valuestring) : NULL;
+    if (f && (f->flags & WP_F_DATA))
+        return WP_FAIL(err, 400, "not_a_warp_primitive", "family",
+                       "family %s is a data-parallel job: run it with POST %s", f->name,
+                       (f->flags & (WP_F_SCAN | WP_F_RADIUS)) ? "/v1/scan" : "/v1/reduce");
+    return 0;
+}
+
+/* A warp job's runs: on cuda the emulator's (which lanes are defined) and the device's (batched);
+ * elsewhere the emulator's alone, batched. */
+typedef struct {
+    warp_output emu, dev;
+    wp_run_timing emu_t, dev_t;
+    bool on_cuda; /* emu devices (--emu-devices) are all the emulator */
+    int batch_size;
+} warp_runs;
+
+static int warp_run(wp_app *app, wp_backend *be, const wp_spec *spec, const warp_input *w, const wp_ready_kernel *rk,
+                    bool may_defer, bool profile, warp_runs *r, wp_err *err) {
+    if (output_alloc(&r->emu, w->n, w->elems) || output_alloc(&r->dev, w->n, w->elems))
+        return WP_FAIL(err, 500, "no_memory", "", "out of memory");
+    r->on_cuda = !wp_backend_on_host(be);
+    r->dev_t.untimed = !profile; /* cuda: no timing events unless profiled (wp_backend_run_warp) */
+    r->batch_size = 1;
+    if (r->on_cuda
+            ? wp_backend_run_warp(app->emu, NULL, spec, &w->job, &r->emu.r, &r->emu_t, err)
+            : wp_batch_run_warp(app, be, NULL, spec, &w->job, &r->emu.r, &r->emu_t, may_defer, &r->batch_size, err))
+        return -1;
+    if (r->on_cuda &&
+        wp_batch_run_warp(app, be, rk->fn, spec, &w->job, &r->dev.r, &r->dev_t, may_defer, &r->batch_size, err))
+        return -1;
+    atomic_fetch_add(&app->warp_runs, 1);
+    const wp_run_timing *rt = r->on_cuda ? &r->dev_t : &r->emu_t; /* untimed: the round trip, an upper bound */
+    wp_metrics_observe_kernel(app->metrics, spec->family->name, wp_backend_name(be),
+                              (rt->untimed ? rt->device_us : rt->kernel_us) / 1e6);
+    return 0;
+}
+
+/* The 200 answer: the lanes, the spec, where it ran, the kernel, the batch and the timings. */
+static cJSON *warp_answer(const wp_spec *spec, const warp_input *w, const warp_runs *r, wp_backend *be,
+                          const wp_ready_kernel *rk, double parse_us, uint64_t t_start_ns) {
+    cJSON *o = build_lanes(spec, w, r->on_cuda ? &r->dev : &r->emu, &r->emu);
+    add_spec_fields(o, spec);
+    wp_json_num_k(o, "lanes", w->n);
+    if (w->elems > 1) wp_json_num_k(o, "elems", w->elems);
+    wp_json_str_k(o, "backend", wp_backend_name(be));
+    const wp_device_info di = *wp_backend_facts(be);
+    wp_json_str_k(o, "device", di.name);
+    if (rk->kernel) {
+        wp_json_str_k(o, "key", rk->key_text);
+        wp_json_str_k(o, "hash", rk->hash);
+        wp_json_str_k(o, "cache", wp_source_name(rk->source));
+    } else {
+        wp_json_str_k(o, "cache", "none");
+    }
+    wp_json_num_k(wp_json_obj_k(o, "batch"), "size", r->batch_size);
+    cJSON *t = wp_json_obj_k(o, "timing");
+    const wp_run_timing *rt = r->on_cuda ? &r->dev_t : &r->emu_t;
+    wp_json_num_k(t, "parse_us", parse_us);
+    wp_json_num_k(t, "key_us", rk->key_us);
+    wp_json_num_k(t, "cache_us", rk->cache_us);
+    wp_json_num_k(t, "compile_ms", rk->compile_ms);
+    wp_json_num_k(t, "load_us", rk->load_us);
+    /* untimed (cuda without "profile"): the device's steps were not measured: null, and device_us */
+    wp_json_add_number_or_null(t, "upload_us", !rt->untimed, rt->upload_us);
+    wp_json_add_number_or_null(t, "kernel_us", !rt->untimed, rt->kernel_us);
+    wp_json_add_number_or_null(t, "download_us", !rt->untimed, rt->download_us);
+    if (rt->device_us > 0) wp_json_num_k(t, "device_us", rt->device_us);
+    wp_json_num_k(t, "emulate_us", r->emu_t.kernel_us);
+    wp_json_num_k(t, "total_us", wp_us_since(t_start_ns));
+    return o;
+}
+
+void wp_api_warp(void *appv, const wp_req *req, wp_resp *resp) {
+    wp_app *app = appv;
+    wp_err err = {0};
+    wp_spec spec = {0};
+    warp_input w = {0};
+    warp_runs runs = {0};
+    wp_ready_kernel rk = {0};
+    bool profile = false;
+    cJSON *body = wp_api_parse_body(app, req, &err);
+    wp_backend *be = NULL;
+    if (!body || wp_json_only(body, "", warp_fields, &err) || refuse_data_family(body, &err) ||
+        wp_spec_from_json(body, app->arch, &spec, &err) || wp_app_backend(app, body, spec.family, &be, &err) ||
+        parse_warp_input(body, &spec, &w, &err) || wp_json_bool(body, "profile", &profile, &err))
+        goto fail;
+    double parse_us = wp_us_since(req->t_start_ns);
+    if (spec.family->backends & WP_BACKEND_CUDA) {
+        if (req->may_defer) { /* on the HTTP thread: only with a kernel already in memory */
+            int rc = wp_app_may_run_inline(app, be) ? wp_app_kernel_peek(app, &spec, be, &rk, &err) : 1;
+            if (rc < 0) goto fail;
+            if (rc > 0) {
+                resp->defer = true;
+                goto done;
+            }
+        } else if (wp_app_kernel_get(app, &spec, be, &rk, &err)) {
+            goto fail;
+        }
+    }
+    if (warp_run(app, be, &spec, &w, &rk, req->may_defer, profile, &runs, &err)) goto fail;
+    wp_resp_json(resp, 200, warp_answer(&spec, &w, &runs, be, &rk, parse_us, req->t_start_ns));
+    wp_resp_note_kernel(resp, wp_backend_name(be), rk.kernel ? wp_source_name(rk.source) : "none", spec.family->name,
+                        rk.kernel ? rk.hash : NULL);
+    goto done;
+fail:
+    wp_resp_error(resp, &err);
+done:
+    wp_app_kernel_put(app, &rk);
+    output_free(&runs.emu);
+    output_free(&runs.dev);
+    input_free(&w);
+    wp_spec_free(&spec);
+    cJSON_Delete(body);
+}

@@ -1,0 +1,93 @@
+/* backend.h — what a backend does: load a module from a cubin, run a warp-primitive launch, report
+ * device facts. Two implementations: backend_cuda.c (Driver API through dlopen) and backend_emu.c
+ * (the CPU emulator, kernels/). Callers hold a wp_backend and never look inside. */
+#ifndef WP_BACKEND_H
+#define WP_BACKEND_H
+
+#include "compile/jit.h"
+#include "kernels/family.h"
+#include "kernels/spec.h"
+#include "util/common.h"
+
+typedef struct wp_backend wp_backend;
+
+typedef struct {
+    const char *backend; /* "cuda" or "emu" */
+    char name[128];      /* device name, or "CPU emulator" */
+    int sm;              /* e.g. 90; 0 for emu */
+    int sms;             /* multiprocessors (cores for emu) */
+    uint64_t mem_total, mem_free;
+    int driver_version;      /* cuDriverGetVersion, 0 for emu */
+    uint64_t zero_copy_runs; /* cuda: runs whose kernel worked on host memory, copying nothing (--zero-copy) */
+} wp_device_info;
+
+typedef struct {
+    double upload_us, kernel_us, download_us; /* kernel_us from events on cuda, wall on emu */
+    /* an untimed run (cuda; asked by wp_launch_io.untimed, or for a warp run by this flag set on the way
+     * in): the three above were not measured (0) */
+    bool untimed;
+    double device_us; /* cuda: the host's clock from the start of the device call (the image into staging
+                       * included) to the end of its wait */
+} wp_run_timing;
+
+/* CUDA: NULL with *err (and a reason in err->msg) when libcuda or a device is missing. */
+wp_backend *wp_backend_cuda_open(int device_ordinal, wp_err *err); /* with WP_CUDA_STREAMS_DEFAULT streams */
+/* The same with a pool of `streams` streams (1..64): that many jobs run on the device at once. */
+wp_backend *wp_backend_cuda_open_streams(int device_ordinal, int streams, wp_err *err);
+int wp_backend_cuda_streams(const wp_backend *b); /* the pool's size; 0 for another backend */
+/* --gpu-wait: how a job waits for the device, spin (the driver's wait: lowest latency) or yield (poll,
+ * giving the CPU to other threads between polls). Before the first job; other backends ignore it. */
+void wp_backend_cuda_set_wait(wp_backend *b, bool yield);
+/* --zero-copy: whether an untimed small job (an image of at most 64 KiB) runs zero-copy:
+ * its kernel reads and writes the image where the host wrote it, in the stream's page-locked staging
+ * mapped into the device, with no upload and no download (two driver calls and two copies fewer). On
+ * by default; off: always copied. Before the first job; other backends ignore it. */
+void wp_backend_cuda_set_zero_copy(wp_backend *b, bool on);
+int wp_backend_streams(const wp_backend *b); /* jobs it runs at once: the pool's size; 1 on emu */
+int wp_backend_ordinal(const wp_backend *b); /* its device number (cuda: the driver's) */
+/* Its place among the devices served (--devices 2,3: 0 and 1): the "device" number requests, buffers,
+ * /v1/info and /metrics use. Set once by main.c before serving; the ordinal until then. */
+int wp_backend_index(const wp_backend *b);
+void wp_backend_set_index(wp_backend *b, int index);
+/* Jobs running on b (placement's load): a job enters before its device work and leaves after. */
+void wp_backend_job_enter(wp_backend *b);
+void wp_backend_job_leave(wp_backend *b);
+int wp_backend_running(const wp_backend *b);
+/* Whether an op could take a stream of b now without waiting (always on emu): nothing, a buffer copy
+ * included, holds every one of them, and nobody waits for one. A hint: the answer may be stale at once.
+ * Any thread. */
+bool wp_backend_lane_free(wp_backend *b);
+wp_backend *wp_backend_emu_open(void); /* device 0 */
+/* The emulator presenting device `ordinal` (--emu-devices). Test hook, for CI only: when the
+ * environment has WARPD_EMU_FAIL_DEVICE=<ordinal>, that device is lost from the start (usable is
+ * false with a reason), as a GPU is after a sticky error the driver cannot clear. */
+wp_backend *wp_backend_emu_open_device(int ordinal);
+/* How many CUDA devices the driver sees; -1 with err when there is no driver. */
+int wp_backend_cuda_count(wp_err *err);
+/* The compute capability of a device (e.g. 90) with no context, stream or memory: for callers that
+ * only compile for it (--prewarm --exit). 0, or -1 with err (503 cuda_unavailable) as _open. */
+int wp_backend_cuda_sm(int device_ordinal, int *sm, wp_err *err);
+void wp_backend_close(wp_backend *b);
+
+const char *wp_backend_name(const wp_backend *b);         /* "cuda" / "emu" */
+void wp_backend_info(wp_backend *b, wp_device_info *out); /* asks the driver for free memory */
+/* The facts that never change, without a driver call: for hot paths (a request's device name, sm). */
+const wp_device_info *wp_backend_facts(const wp_backend *b);
+/* True when the backend runs on the CPU (emu): its jobs never wait for a device. */
+bool wp_backend_on_host(const wp_backend *b);
+/* False once the backend can run nothing more (cuda after a sticky error); why says so. */
+bool wp_backend_usable(wp_backend *b, char *why, size_t n);
+
+/* Cache hooks (see wp_kernel_function): emu loads nothing (fn = NULL is fine). */
+int wp_backend_load(void *b, const wp_artifact *a, void **fn, wp_err *err);
+void wp_backend_unload(void *b, void *fn);
+
+/* Runs one warp primitive launch: emu calls spec->family->emulate; cuda launches fn with a
+ * wp_warp_params block. t (may be NULL) gets the timing; on cuda, t->untimed set on the way in asks
+ * for no timing events (device_us only). res arrays are caller-allocated (n*elems / n). On cuda, res->why is not
+ * written (definedness comes from the emulator). A CUDA error fails with 500 "cuda_error" and the
+ * backend recovers (recreates its context) for the next job. */
+int wp_backend_run_warp(wp_backend *b, void *fn, const wp_spec *s, const wp_warp_job *job, wp_warp_result *res,
+                        wp_run_timing *t, wp_err *err);
+
+#endif

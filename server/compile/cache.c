@@ -1,0 +1,733 @@
+/* cache.c — where compiled kernels live: a memory LRU (byte cap) in front of a content-addressed disk
+ * store, with one build per cold key however many threads ask at once.
+ * Owns: wp_cache, wp_kernel. Knows nothing of HTTP, NVRTC or which backend loads the cubin.
+ *
+ * Locking: one mutex guards the index, the LRU, every entry's refs/state/fn fields and the stats.
+ * Builds, disk reads and writes, backend loads and frees all run outside it. Each entry has a
+ * condition variable for "its state or its loaded function changed".
+ *
+ * The files' format is cache_file.c's; their index, the disk cap and LRU eviction are cache_disk.c's.
+ * Written to <name>.tmp.<pid>.<tid>.<random> (created exclusively), fsync'd and renamed, so a reader sees
+ * a whole file or none, also on a directory that several daemons share (docs/scaling.md). A temp
+ * file a crashed writer left behind is never read; opening the cache removes those whose process is
+ * gone and that are over a minute old (another daemon sharing the directory may be writing its own). */
+#include "cache.h"
+
+#include "cache_disk.h"
+#include "cache_file.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util/sha256.h"
+
+#define CACHE_MIN_BUCKETS 64
+#define CACHE_PATH_MAX WP_CACHE_FILE_PATH_MAX
+
+typedef enum { KERNEL_BUILDING, KERNEL_READY, KERNEL_FAILED } kernel_state;
+typedef enum { FN_NONE, FN_LOADING, FN_LOADED } fn_state;
+
+struct wp_kernel {
+    uint8_t key[32];
+    wp_artifact art;
+    size_t bytes; /* wp_artifact_bytes, counted while indexed and ready */
+    int refs;     /* users, plus one while indexed */
+    kernel_state state;
+    wp_err build_err; /* KERNEL_FAILED: what the waiters get */
+    bool indexed;     /* in the hash index (and, once ready, the LRU) */
+    wp_kernel *hash_next, *lru_prev, *lru_next;
+    pthread_cond_t changed;
+    struct { /* the loaded function on each backend (device) that ran it */
+        fn_state state;
+        void *fn, *backend;
+        wp_unload_fn unload;
+    } fns[WP_KERNEL_BACKENDS];
+    wp_cache *cache;
+    char *key_text;                     /* what the key was made from ("" when not given) */
+    double created, last_used, touched; /* Unix seconds: made, last asked for, file mtime last set */
+    uint64_t hits;                      /* memory hits */
+};
+
+struct wp_cache {
+    pthread_mutex_t mu;
+    char *dir; /* NULL: memory only */
+    wp_kernel **buckets;
+    size_t n_buckets, n_indexed;
+    wp_kernel *lru_head, *lru_tail; /* ready entries, most recent first */
+    wp_cache_stats st;
+    wp_disk *disk; /* the files' index and cap (cache_disk.c); NULL when memory only */
+};
+
+const char *wp_source_name(wp_source s) {
+    switch (s) {
+    case WP_SRC_MEMORY:
+        return "memory";
+    case WP_SRC_DISK:
+        return "disk";
+    case WP_SRC_COMPILE:
+        return "compile";
+    }
+    return "?";
+}
+
+/* ---- entries ---- */
+
+static wp_kernel *kernel_new(wp_cache *c, const uint8_t key[32]) {
+    wp_kernel *k = calloc(1, sizeof *k);
+    if (!k) return NULL;
+    if (pthread_cond_init(&k->changed, NULL)) {
+        free(k);
+        return NULL;
+    }
+    memcpy(k->key, key, 32);
+    k->art.regs = k->art.spills = -1;
+    k->cache = c;
+    k->created = k->last_used = k->touched = wp_unix_now();
+    return k;
+}
+
+/* Last reference gone: runs outside the lock (unload may call into the driver). */
+static void kernel_free(wp_kernel *k) {
+    for (int i = 0; i < WP_KERNEL_BACKENDS; i++)
+        if (k->fns[i].state == FN_LOADED && k->fns[i].unload) k->fns[i].unload(k->fns[i].backend, k->fns[i].fn);
+    wp_artifact_free(&k->art);
+    pthread_cond_destroy(&k->changed);
+    free(k->key_text);
+    free(k);
+}
+
+/* ---- index and LRU (under mu) ---- */
+
+static size_t bucket_of(const wp_cache *c, const uint8_t key[32]) {
+    uint64_t h;
+    memcpy(&h, key, sizeof h); /* a sha256 is already uniform */
+    return (size_t)(h & (c->n_buckets - 1));
+}
+
+static wp_kernel *index_find(wp_cache *c, const uint8_t key[32]) {
+    for (wp_kernel *k = c->buckets[bucket_of(c, key)]; k; k = k->hash_next)
+        if (memcmp(k->key, key, 32) == 0) return k;
+    return NULL;
+}
+
+static void index_grow(wp_cache *c) {
+    size_t n = c->n_buckets * 2;
+    wp_kernel **nb = calloc(n, sizeof *nb);
+    if (!nb) return; /* chains just get longer */
+    wp_kernel **old = c->buckets;
+    size_t old_n = c->n_buckets;
+    c->buckets = nb;
+    c->n_buckets = n;
+    for (size_t i = 0; i < old_n; i++)
+        for (wp_kernel *k = old[i], *next; k; k = next) {
+            next = k->hash_next;
+            size_t b = bucket_of(c, k->key);
+            k->hash_next = nb[b];
+            nb[b] = k;
+        }
+    free(old);
+}
+
+static void index_insert(wp_cache *c, wp_kernel *k) {
+    if (c->n_indexed >= c->n_buckets) index_grow(c);
+    size_t b = bucket_of(c, k->key);
+    k->hash_next = c->buckets[b];
+    c->buckets[b] = k;
+    k->indexed = true;
+    k->refs++;
+    c->n_indexed++;
+}
+
+static void lru_unlink(wp_cache *c, wp_kernel *k) {
+    if (k->lru_prev)
+        k->lru_prev->lru_next = k->lru_next;
+    else
+        c->lru_head = k->lru_next;
+    if (k->lru_next)
+        k->lru_next->lru_prev = k->lru_prev;
+    else
+        c->lru_tail = k->lru_prev;
+    k->lru_prev = k->lru_next = NULL;
+}
+
+static void lru_push_front(wp_cache *c, wp_kernel *k) {
+    k->lru_prev = NULL;
+    k->lru_next = c->lru_head;
+    if (c->lru_head)
+        c->lru_head->lru_prev = k;
+    else
+        c->lru_tail = k;
+    c->lru_head = k;
+}
+
+/* Takes k out of the index (and the LRU when ready) and drops the index's reference.
+ * Returns true when that was the last reference: the caller frees k after unlocking. */
+static bool index_remove(wp_cache *c, wp_kernel *k) {
+    wp_kernel **p = &c->buckets[bucket_of(c, k->key)];
+    while (*p != k) p = &(*p)->hash_next;
+    *p = k->hash_next;
+    k->hash_next = NULL;
+    if (k->state == KERNEL_READY) {
+        lru_unlink(c, k);
+        c->st.bytes -= k->bytes;
+        c->st.entries--;
+    }
+    k->indexed = false;
+    c->n_indexed--;
+    return --k->refs == 0;
+}
+
+/* Evicts from the cold end until under the cap; entries whose last reference that was are chained
+ * through hash_next onto *dead for freeing outside the lock. */
+static void evict_to_cap(wp_cache *c, wp_kernel **dead) {
+    while (c->st.bytes > c->st.cap_bytes && c->lru_tail) {
+        wp_kernel *k = c->lru_tail;
+        c->st.evictions++;
+        if (index_remove(c, k)) {
+            k->hash_next = *dead;
+            *dead = k;
+        }
+    }
+}
+
+static void free_chain(wp_kernel *k) {
+    for (wp_kernel *next; k; k = next) {
+        next = k->hash_next;
+        kernel_free(k);
+    }
+}
+
+/* ---- disk store ---- */
+
+static void disk_path(const wp_cache *c, const uint8_t key[32], char *out, size_t n) {
+    wp_disk_path(c->dir, key, out, n);
+}
+
+static void count(wp_cache *c, uint64_t *field) {
+    pthread_mutex_lock(&c->mu);
+    (*field)++;
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* A corrupt file is counted and removed, and reads as a miss: the caller rebuilds and rewrites it.
+ * A hit is recorded in the index (its last use is now); k gets the file's created time and key text. */
+static wp_file_result disk_load(wp_cache *c, wp_kernel *k) {
+    char path[CACHE_PATH_MAX];
+    disk_path(c, k->key, path, sizeof path);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno != ENOENT) count(c, &c->st.disk_errors);
+        return WP_FILE_MISS;
+    }
+    struct stat sb;
+    double created = 0;
+    char *key_text = NULL;
+    wp_file_result res = wp_cache_file_read(fd, k->key, &k->art, &created, &key_text);
+    uint64_t bytes = fstat(fd, &sb) == 0 ? (uint64_t)sb.st_size : 0;
+    close(fd);
+    if (res == WP_FILE_CORRUPT) {
+        unlink(path);
+        wp_disk_forget(c->disk, k->key);
+        count(c, &c->st.corrupt_files);
+    } else if (res == WP_FILE_HIT) {
+        if (created > 0) k->created = created;
+        if (key_text && !k->key_text) k->key_text = key_text, key_text = NULL;
+        wp_disk_hit(c->disk, k->key, bytes, k->key_text ? k->key_text : "", k->created);
+    }
+    free(key_text);
+    return res;
+}
+
+/* Best effort: a store that fails is counted and the entry still serves from memory. Returns the
+ * file's size (0 when not stored). */
+static uint64_t disk_store(wp_cache *c, const uint8_t key[32], double created, const char *key_text,
+                           const wp_artifact *a) {
+    char path[CACHE_PATH_MAX];
+    disk_path(c, key, path, sizeof path);
+    uint64_t bytes = wp_cache_file_write(path, key, created, key_text, a);
+    if (!bytes) count(c, &c->st.disk_errors);
+    return bytes;
+}
+
+static int mkdir_p(const char *dir) {
+    char path[CACHE_PATH_MAX];
+    if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path) return errno = ENAMETOOLONG, -1;
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = 0;
+        if (mkdir(path, 0700) && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    if (mkdir(path, 0700) && errno != EEXIST) return -1;
+    return 0;
+}
+
+/* Removes <dir>/<2 hex>/<64 hex>.wpk.tmp.<pid>.<tid> files of writers that are gone (see the top). */
+#define CACHE_TMP_MIN_AGE_S 60
+static void sweep_stale_tmp(wp_cache *c) {
+    DIR *top = opendir(c->dir);
+    if (!top) return;
+    time_t now = time(NULL);
+    for (struct dirent *d; (d = readdir(top));) {
+        if (strlen(d->d_name) != 2 || !isxdigit((unsigned char)d->d_name[0]) || !isxdigit((unsigned char)d->d_name[1]))
+            continue;
+        char sub[CACHE_PATH_MAX];
+        snprintf(sub, sizeof sub, "%s/%s", c->dir, d->d_name);
+        DIR *in = opendir(sub);
+        if (!in) continue;
+        for (struct dirent *e; (e = readdir(in));) {
+            const char *t = strstr(e->d_name, ".wpk.tmp.");
+            int pid = 0;
+            if (!t || sscanf(t, ".wpk.tmp.%d.", &pid) != 1 || pid <= 0) continue;
+            if (pid == (int)getpid() || kill(pid, 0) == 0 || errno != ESRCH) continue; /* a live writer */
+            char path[CACHE_PATH_MAX + 300];
+            struct stat st;
+            snprintf(path, sizeof path, "%s/%s", sub, e->d_name);
+            if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) && now - st.st_mtime >= CACHE_TMP_MIN_AGE_S &&
+                unlink(path) == 0)
+                c->st.stale_tmp_removed++;
+        }
+        closedir(in);
+    }
+    closedir(top);
+}
+
+/* ---- the public face ---- */
+
+wp_cache *wp_cache_open(const char *dir, size_t mem_cap, wp_err *err) {
+    if (dir && strlen(dir) > CACHE_PATH_MAX - 80) {
+        WP_FAIL(err, 500, "cache_dir", "", "cache directory path too long");
+        return NULL;
+    }
+    if (dir && (mkdir_p(dir) || access(dir, R_OK | W_OK | X_OK))) {
+        WP_FAIL(err, 500, "cache_dir", "", "cache directory %.150s: %s", dir, strerror(errno));
+        return NULL;
+    }
+    wp_cache *c = calloc(1, sizeof *c);
+    wp_kernel **buckets = calloc(CACHE_MIN_BUCKETS, sizeof *buckets);
+    char *dir_copy = dir ? strdup(dir) : NULL;
+    wp_disk *disk = dir ? wp_disk_open(dir) : NULL;
+    if (!c || !buckets || (dir && (!dir_copy || !disk)) || pthread_mutex_init(&c->mu, NULL)) {
+        free(c);
+        free(buckets);
+        free(dir_copy);
+        wp_disk_close(disk);
+        WP_FAIL(err, 500, "out_of_memory", "", "out of memory opening the cache");
+        return NULL;
+    }
+    c->dir = dir_copy;
+    c->disk = disk;
+    if (c->dir) sweep_stale_tmp(c);
+    c->buckets = buckets;
+    c->n_buckets = CACHE_MIN_BUCKETS;
+    c->st.cap_bytes = mem_cap;
+    return c;
+}
+
+/* Every entry must have been released. */
+void wp_cache_close(wp_cache *c) {
+    if (!c) return;
+    wp_kernel *dead = NULL;
+    pthread_mutex_lock(&c->mu);
+    for (size_t i = 0; i < c->n_buckets; i++)
+        while (c->buckets[i]) {
+            wp_kernel *k = c->buckets[i];
+            if (index_remove(c, k)) {
+                k->hash_next = dead;
+                dead = k;
+            }
+        }
+    pthread_mutex_unlock(&c->mu);
+    free_chain(dead);
+    pthread_mutex_destroy(&c->mu);
+    wp_disk_close(c->disk);
+    free(c->buckets);
+    free(c->dir);
+    free(c);
+}
+
+/* The last use of key in memory, for the disk index's LRU order. Called with the disk lock held,
+ * which is taken before mu (cache_disk.h). */
+static double memory_last_used(void *ctx, const uint8_t key[32]) {
+    wp_cache *c = ctx;
+    pthread_mutex_lock(&c->mu);
+    wp_kernel *k = index_find(c, key);
+    double t = k && k->state == KERNEL_READY ? k->last_used : 0;
+    pthread_mutex_unlock(&c->mu);
+    return t;
+}
+
+void wp_cache_set_disk_max(wp_cache *c, uint64_t bytes) {
+    if (!c->disk) return;
+    wp_disk_set_cap(c->disk, bytes);
+    wp_disk_enforce(c->disk, memory_last_used, c);
+}
+
+bool wp_cache_contains(wp_cache *c, const uint8_t key[32]) {
+    pthread_mutex_lock(&c->mu);
+    bool in_memory = index_find(c, key) != NULL;
+    pthread_mutex_unlock(&c->mu);
+    if (in_memory || !c->dir) return in_memory;
+    char path[CACHE_PATH_MAX];
+    struct stat sb;
+    disk_path(c, key, path, sizeof path);
+    return stat(path, &sb) == 0;
+}
+
+/* A memory hit: most recently used, counted. Under mu. True when the caller should refresh the
+ * file's mtime (after unlocking), so other daemons see the use. */
+static bool note_memory_hit(wp_cache *c, wp_kernel *k) {
+    c->st.hits_memory++;
+    k->hits++;
+    k->last_used = wp_unix_now();
+    if (k->indexed) {
+        lru_unlink(c, k);
+        lru_push_front(c, k);
+    }
+    if (!c->disk || k->last_used - k->touched < WP_DISK_TOUCH_S) return false;
+    k->touched = k->last_used;
+    return true;
+}
+
+/* Waits for an entry someone else is building. Under mu; k holds our reference. */
+static wp_kernel *wait_for_build(wp_cache *c, wp_kernel *k, bool *touch, wp_err *err) {
+    while (k->state == KERNEL_BUILDING) pthread_cond_wait(&k->changed, &c->mu);
+    if (k->state == KERNEL_READY) {
+        *touch = note_memory_hit(c, k);
+        return k;
+    }
+    if (err) *err = k->build_err;
+    return NULL;
+}
+
+wp_kernel *wp_cache_peek(wp_cache *c, const uint8_t key[32]) {
+    bool touch = false;
+    pthread_mutex_lock(&c->mu);
+    wp_kernel *k = index_find(c, key);
+    if (k && k->state == KERNEL_READY) {
+        k->refs++;
+        touch = note_memory_hit(c, k);
+    } else {
+        k = NULL;
+    }
+    pthread_mutex_unlock(&c->mu);
+    if (touch) wp_disk_touch(c->disk, key);
+    return k;
+}
+
+/* We are the one builder for k: from the disk, or through build (then stored). 0 or -1 with *err. */
+static int build_entry(wp_cache *c, wp_kernel *k, wp_build_fn build, void *ctx, wp_source *from, wp_err *err) {
+    *from = WP_SRC_DISK;
+    if (c->dir && disk_load(c, k) == WP_FILE_HIT) return 0;
+    *from = WP_SRC_COMPILE;
+    memset(&k->art, 0, sizeof k->art);
+    k->art.regs = k->art.spills = -1;
+    int rc = build(ctx, &k->art, err);
+    if (rc && err->status == 0) WP_FAIL(err, 500, "build_failed", "", "the build failed without saying why");
+    if (rc) {
+        wp_artifact_free(&k->art);
+        return -1;
+    }
+    if (c->dir) {
+        uint64_t bytes = disk_store(c, k->key, k->created, k->key_text, &k->art);
+        if (bytes) {
+            wp_disk_stored(c->disk, k->key, bytes, k->key_text ? k->key_text : "", k->created);
+            wp_disk_enforce(c->disk, memory_last_used, c);
+        }
+    }
+    return 0;
+}
+
+/* Under mu: the build is over; publishes k or, failed, takes it out. Frees go onto *dead. */
+static void finish_build(wp_cache *c, wp_kernel *k, wp_source from, int rc, const wp_err *build_err, wp_kernel **dead) {
+    if (from == WP_SRC_DISK)
+        c->st.hits_disk++;
+    else
+        c->st.misses++;
+    if (rc == 0) {
+        if (from == WP_SRC_COMPILE) c->st.compiles++;
+        k->state = KERNEL_READY;
+        k->last_used = wp_unix_now();
+        k->bytes = wp_artifact_bytes(&k->art);
+        if (k->indexed) { /* a prune may have taken it out while it was being built */
+            c->st.bytes += k->bytes;
+            c->st.entries++;
+            lru_push_front(c, k);
+            evict_to_cap(c, dead);
+        }
+    } else {
+        c->st.compile_failures++;
+        k->build_err = *build_err;
+        k->state = KERNEL_FAILED;
+        if (k->indexed) index_remove(c, k); /* not cached: the next ask builds again */
+        k->refs--;                          /* ours */
+        if (k->refs == 0) {
+            k->hash_next = *dead;
+            *dead = k;
+        }
+    }
+    pthread_cond_broadcast(&k->changed);
+}
+
+wp_kernel *wp_cache_get_named(wp_cache *c, const uint8_t key[32], const char *key_text, wp_build_fn build, void *ctx,
+                              wp_source *src, wp_err *err) {
+    pthread_mutex_lock(&c->mu);
+    wp_kernel *k = index_find(c, key);
+    if (k) {
+        bool touch = false;
+        k->refs++;
+        wp_kernel *got = wait_for_build(c, k, &touch, err);
+        bool last = !got && --k->refs == 0;
+        pthread_mutex_unlock(&c->mu);
+        if (last) kernel_free(k);
+        if (touch) wp_disk_touch(c->disk, key);
+        if (got && src) *src = WP_SRC_MEMORY;
+        return got;
+    }
+    k = kernel_new(c, key);
+    if (k && key_text && !(k->key_text = strdup(key_text))) {
+        kernel_free(k);
+        k = NULL;
+    }
+    if (!k) {
+        pthread_mutex_unlock(&c->mu);
+        WP_FAIL(err, 500, "out_of_memory", "", "out of memory in the cache");
+        return NULL;
+    }
+    k->refs = 1; /* ours; the index adds its own */
+    index_insert(c, k);
+    pthread_mutex_unlock(&c->mu);
+
+    /* We are the one builder for this key; everyone else waits on k->changed. */
+    wp_source from;
+    wp_err build_err = {0};
+    int rc = build_entry(c, k, build, ctx, &from, &build_err);
+
+    wp_kernel *dead = NULL;
+    pthread_mutex_lock(&c->mu);
+    finish_build(c, k, from, rc, &build_err, &dead);
+    pthread_mutex_unlock(&c->mu);
+    free_chain(dead);
+    if (rc) {
+        if (err) *err = build_err;
+        return NULL;
+    }
+    if (src) *src = from;
+    return k;
+}
+
+wp_kernel *wp_cache_get(wp_cache *c, const uint8_t key[32], wp_build_fn build, void *ctx, wp_source *src, wp_err *err) {
+    return wp_cache_get_named(c, key, NULL, build, ctx, src, err);
+}
+
+void wp_kernel_release(wp_cache *c, wp_kernel *k) {
+    if (!k) return;
+    pthread_mutex_lock(&c->mu);
+    bool last = --k->refs == 0;
+    pthread_mutex_unlock(&c->mu);
+    if (last) kernel_free(k);
+}
+
+const wp_artifact *wp_kernel_artifact(const wp_kernel *k) { return &k->art; }
+
+/* The slot of backend in k->fns, claiming a free one; -1 when all are taken by others. mu held. */
+static int fn_slot(wp_kernel *k, void *backend) {
+    int free_slot = -1;
+    for (int i = 0; i < WP_KERNEL_BACKENDS; i++) {
+        if (k->fns[i].backend == backend) return i;
+        if (!k->fns[i].backend && free_slot < 0) free_slot = i;
+    }
+    if (free_slot >= 0) k->fns[free_slot].backend = backend;
+    return free_slot;
+}
+
+int wp_kernel_function(wp_kernel *k, void *backend, wp_load_fn load, wp_unload_fn unload, void **fn, wp_err *err) {
+    wp_cache *c = k->cache;
+    pthread_mutex_lock(&c->mu);
+    int i = fn_slot(k, backend);
+    if (i < 0) {
+        pthread_mutex_unlock(&c->mu);
+        return WP_FAIL(err, 500, "internal", "", "a kernel is loaded on more than %d backends", WP_KERNEL_BACKENDS);
+    }
+    while (k->fns[i].state == FN_LOADING) pthread_cond_wait(&k->changed, &c->mu);
+    if (k->fns[i].state == FN_LOADED) {
+        *fn = k->fns[i].fn;
+        pthread_mutex_unlock(&c->mu);
+        return 0;
+    }
+    k->fns[i].state = FN_LOADING;
+    pthread_mutex_unlock(&c->mu);
+
+    void *loaded = NULL;
+    int rc = load(backend, &k->art, &loaded, err);
+
+    pthread_mutex_lock(&c->mu);
+    if (rc == 0) {
+        k->fns[i].fn = loaded;
+        k->fns[i].unload = unload;
+        k->fns[i].state = FN_LOADED;
+        *fn = loaded;
+    } else {
+        k->fns[i].state = FN_NONE; /* not sticky: a waiter (or the next caller) tries again */
+    }
+    pthread_cond_broadcast(&k->changed);
+    pthread_mutex_unlock(&c->mu);
+    return rc;
+}
+
+/* ---- listing, removal, pruning ---- */
+
+static int key_cmp(const void *a, const void *b) { return memcmp(a, b, 32); }
+static int recent_first(const void *a, const void *b) {
+    double x = ((const wp_cache_entry *)a)->last_used, y = ((const wp_cache_entry *)b)->last_used;
+    return x > y ? -1 : x < y;
+}
+
+/* The memory tier's ready entries, appended to v (room for all of them is made here). Under mu. */
+static int list_memory(wp_cache *c, wp_cache_entry **v, size_t *n) {
+    wp_cache_entry *grown = realloc(*v, (*n + c->st.entries + 1) * sizeof **v);
+    if (!grown) return -1;
+    *v = grown;
+    for (wp_kernel *k = c->lru_head; k; k = k->lru_next) {
+        wp_cache_entry *e = &(*v)[(*n)++];
+        memset(e, 0, sizeof *e);
+        memcpy(e->key, k->key, 32);
+        snprintf(e->key_text, sizeof e->key_text, "%s", k->key_text ? k->key_text : "");
+        e->memory_bytes = k->bytes;
+        e->created = k->created;
+        e->last_used = k->last_used;
+        e->hits = k->hits;
+        e->tiers = WP_TIER_MEMORY;
+    }
+    return 0;
+}
+
+/* Folds v[from..] (memory) into v[..from) (disk) where the keys match; both sorted by key. */
+static size_t merge_tiers(wp_cache_entry *v, size_t from, size_t n) {
+    size_t d = 0, out = from;
+    for (size_t m = from; m < n; m++) {
+        while (d < from && memcmp(v[d].key, v[m].key, 32) < 0) d++;
+        if (d < from && memcmp(v[d].key, v[m].key, 32) == 0) {
+            wp_cache_entry *e = &v[d];
+            e->tiers |= WP_TIER_MEMORY;
+            e->memory_bytes = v[m].memory_bytes;
+            e->hits += v[m].hits;
+            if (v[m].last_used > e->last_used) e->last_used = v[m].last_used;
+            if (!e->key_text[0]) memcpy(e->key_text, v[m].key_text, sizeof e->key_text);
+            if (e->created <= 0) e->created = v[m].created;
+        } else {
+            v[out++] = v[m];
+        }
+    }
+    return out;
+}
+
+int wp_cache_list(wp_cache *c, wp_cache_entry **out, size_t *n, wp_err *err) {
+    wp_cache_entry *v = NULL;
+    size_t nd = 0;
+    wp_disk_entry *disk = NULL;
+    if (c->disk && wp_disk_list(c->disk, &disk, &nd)) goto oom; /* before mu: the lock order */
+    v = malloc((nd + 1) * sizeof *v);
+    if (!v) goto oom;
+    for (size_t i = 0; i < nd; i++) {
+        wp_cache_entry *e = &v[i];
+        memset(e, 0, sizeof *e);
+        memcpy(e->key, disk[i].key, 32);
+        snprintf(e->key_text, sizeof e->key_text, "%s", disk[i].key_text);
+        e->disk_bytes = disk[i].bytes;
+        e->created = disk[i].created;
+        e->last_used = disk[i].last_used;
+        e->hits = disk[i].hits;
+        e->tiers = WP_TIER_DISK;
+    }
+    free(disk);
+    disk = NULL;
+    size_t total = nd;
+    pthread_mutex_lock(&c->mu);
+    int rc = list_memory(c, &v, &total);
+    pthread_mutex_unlock(&c->mu);
+    if (rc) goto oom;
+    qsort(v, nd, sizeof *v, key_cmp);
+    qsort(v + nd, total - nd, sizeof *v, key_cmp);
+    total = merge_tiers(v, nd, total);
+    qsort(v, total, sizeof *v, recent_first);
+    *out = v;
+    *n = total;
+    return 0;
+oom:
+    free(disk);
+    free(v);
+    return WP_FAIL(err, 500, "out_of_memory", "", "out of memory listing the cache");
+}
+
+/* Takes k out of the memory tier (its users keep it until they release it). Under mu. */
+static void drop_memory(wp_cache *c, wp_kernel *k, wp_kernel **dead) {
+    c->st.removed++;
+    if (index_remove(c, k)) {
+        k->hash_next = *dead;
+        *dead = k;
+    }
+}
+
+unsigned wp_cache_remove(wp_cache *c, const uint8_t key[32], unsigned tiers) {
+    unsigned removed = 0;
+    if ((tiers & WP_TIER_MEMORY)) {
+        wp_kernel *dead = NULL;
+        pthread_mutex_lock(&c->mu);
+        wp_kernel *k = index_find(c, key);
+        if (k && k->state == KERNEL_READY) { /* one being built is not cached yet */
+            drop_memory(c, k, &dead);
+            removed |= WP_TIER_MEMORY;
+        }
+        pthread_mutex_unlock(&c->mu);
+        free_chain(dead);
+    }
+    if ((tiers & WP_TIER_DISK) && c->disk && wp_disk_remove(c->disk, key)) removed |= WP_TIER_DISK;
+    return removed;
+}
+
+void wp_cache_prune(wp_cache *c, double older_than_s, unsigned tiers, wp_cache_pruned *out) {
+    memset(out, 0, sizeof *out);
+    double cutoff = older_than_s > 0 ? wp_unix_now() - older_than_s : HUGE_VAL;
+    if ((tiers & WP_TIER_DISK) && c->disk)
+        out->disk_entries = wp_disk_prune(c->disk, cutoff, memory_last_used, c, &out->disk_bytes);
+    if (!(tiers & WP_TIER_MEMORY)) return;
+    wp_kernel *dead = NULL;
+    pthread_mutex_lock(&c->mu);
+    for (wp_kernel *k = c->lru_tail, *prev; k && k->last_used < cutoff; k = prev) {
+        prev = k->lru_prev;
+        out->memory_entries++;
+        out->memory_bytes += k->bytes;
+        drop_memory(c, k, &dead);
+    }
+    pthread_mutex_unlock(&c->mu);
+    free_chain(dead);
+}
+
+void wp_cache_stats_get(wp_cache *c, wp_cache_stats *out) {
+    wp_disk_stats ds = {0};
+    if (c->disk) wp_disk_stats_get(c->disk, &ds); /* before mu: the lock order */
+    pthread_mutex_lock(&c->mu);
+    *out = c->st;
+    pthread_mutex_unlock(&c->mu);
+    out->disk_entries = ds.entries;
+    out->disk_bytes = ds.bytes;
+    out->disk_cap_bytes = ds.cap;
+    out->disk_evictions = ds.evictions;
+    out->disk_removed = ds.removed;
+}
+
+const char *wp_cache_dir(const wp_cache *c) { return c->dir; }

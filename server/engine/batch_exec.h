@@ -1,0 +1,71 @@
+/* batch_exec.h — what a batch runs: the glue between the handlers (api_warp.c, api_reduce.c), the
+ * batcher (batch.h) and the backends. A handler hands in one job; it is queued by its kernel key,
+ * and its batch runs as one backend call: on cuda one upload, one launch and one download for all of
+ * its jobs (batch_warp.c: the requests' warps side by side in one grid; batch_reduce.c: a segmented
+ * launch of the kernel's _batch entry, block b running its job's block exactly as alone), on emu the
+ * jobs one after the other inside the one call. A job's result is bit for bit what it gives alone;
+ * a batch of one runs the job's own path, unchanged.
+ *
+ * Threads: every call here may be made from any thread and blocks until the job has run (batch.h
+ * says for how long at most). A GPU job reaches them on a worker (HTTP threads defer it, unless
+ * --inline-gpu), so followers wait on workers; that cannot deadlock: each batch's leader is one of
+ * its own waiting callers, and a device's stream (cuda_op_begin) is taken only inside one backend
+ * call, never held while a job waits in a queue. Queues are per device (owner: the placed device's
+ * backend), so a batch runs on one device, with that device's kernel and memory (the caller places
+ * the job first; a sharded input never batches). wp_batch_mem_* are called by the batch runs
+ * (leaders' threads).
+ * Owns: wp_batch_mem (idle device memory of batched launches, per backend: with several devices,
+ * each device's buffers are its own). */
+#ifndef WP_BATCH_EXEC_H
+#define WP_BATCH_EXEC_H
+
+#include "backend/backend.h"
+#include "backend/buffer.h"
+#include "reduce.h"
+
+struct wp_app;
+
+#define WP_BATCH_INPUT_MAX (64u << 10) /* /v1/reduce, /v1/scan: bytes of input a batched job may have */
+
+/* ---- /v1/warp (batch_warp.c) ----
+ * Runs job on be (fn: the loaded kernel on cuda, NULL on emu) as wp_backend_run_warp does, batched
+ * with concurrent jobs of the same kernel and run-time scalars. *size gets the batch's size. no_wait:
+ * the caller is an HTTP thread (it never waits out --batch-window-us, wp_batch_job.no_wait). */
+int wp_batch_run_warp(struct wp_app *app, wp_backend *be, void *fn, const wp_spec *s, const wp_warp_job *job,
+                      wp_warp_result *res, wp_run_timing *t, bool no_wait, int *size, wp_err *err);
+
+/* ---- /v1/reduce, /v1/scan (batch_reduce.c) ----
+ * A job with its input on the host (in_host: n packed elements) or in job.in (a buffer on be), and,
+ * for segmented_reduce, its offsets on the host (groups + 1). Results: res as wp_reduce_run gives
+ * them; array families' results are downloaded into out_host (plan.out_bytes, caller-allocated),
+ * unless job.out names a buffer (then the job runs alone). upload_us/download_us: what the job's share
+ * of the copies cost (the whole batch's copies, which it waited for). */
+typedef struct {
+    wp_reduce_job job;
+    const void *in_host;
+    const uint64_t *offsets_host;
+    uint8_t *out_host;
+    wp_reduce_result res;
+    double upload_us, download_us;
+    int size; /* the batch's size */
+    /* in: the job asks for no timing events (a request without "profile"); out: whether its run was
+     * untimed (cuda, batched: res.kernel_us and the two copies' times were not measured) */
+    bool untimed;
+    double device_us; /* cuda, batched: the batch's round trip on the host's clock (wp_run_timing) */
+} wp_batch_reduce;
+
+/* Runs the job, batched when it is small (at most WP_BATCH_INPUT_MAX bytes of input, no output buffer).
+ * Returns as wp_reduce_run: 0, -1 with err, or 1 (job.memory_only: a kernel is not in memory; nothing
+ * ran). On success the caller frees res with wp_reduce_result_free. */
+int wp_batch_run_reduce(struct wp_app *app, wp_backend *be, wp_batch_reduce *j, wp_err *err);
+
+/* ---- device memory of batched launches ---- */
+typedef struct wp_batch_mem wp_batch_mem;
+wp_batch_mem *wp_batch_mem_open(void);
+void wp_batch_mem_close(wp_batch_mem *m); /* before the backends close */
+/* A buffer of at least `need` bytes on b (an idle one, or a new one); give it back with put (ok:
+ * reusable) — a buffer of a launch that failed is freed. */
+wp_buf *wp_batch_mem_take(wp_batch_mem *m, wp_backend *b, size_t need, wp_err *err);
+void wp_batch_mem_put(wp_batch_mem *m, wp_buf *buf, bool ok);
+
+#endif

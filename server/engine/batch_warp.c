@@ -1,0 +1,144 @@
+/* batch_warp.c — batched /v1/warp runs (batch_exec.h). Jobs of one kernel whose run-time scalars
+ * (elements per lane, predicate, swap indexes) agree are queued together. A batch of one runs as
+ * wp_backend_run_warp; on emu every job is emulated in turn. On cuda the requests' lanes are laid side
+ * by side, each request on whole warps of its own (its last warp's spare lanes inactive, which a
+ * kernel treats as it treats lanes past n: they return at once), and run as one grid of the same
+ * kernel (templates/wp_common.cuh wp_thread indexes the grid): one upload of every input, one launch,
+ * one download. Warps do not see each other, so each request's lanes get what they get alone.
+ * Owns: the batched warp layout and its host image (per batch). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app.h"
+#include "backend/warp_grid.h"
+#include "batch.h"
+#include "batch_exec.h"
+
+typedef struct {
+    wp_backend *be;
+    void *fn;
+    const wp_spec *spec;
+    const wp_warp_job *job;
+    wp_warp_result *res;
+    wp_run_timing *t;
+    wp_batch_mem *mem;
+    int rc;
+    wp_err err;
+} warp_item;
+
+static int whole_warps(int n) { return (n + 31) / 32 * 32; }
+
+/* The host image of a batch: each job on whole warps of its own, from its first lane (warp_grid.h). */
+static void image_fill(unsigned char *h, const wp_warp_layout *l, warp_item *const *items, int n) {
+    for (int i = 0, lane = 0; i < n; i++) {
+        const int lanes = whole_warps(items[i]->job->n);
+        wp_warp_image_put(h, l, items[i]->job, lane, lanes);
+        lane += lanes;
+    }
+}
+
+/* The image and the launch's parameters, for where the image lands (wp_launch_io.fill). */
+typedef struct {
+    warp_item *const *items;
+    int n, lanes;
+    const wp_warp_layout *l;
+    wp_warp_params *p;
+} grid_image;
+
+static void grid_image_fill(void *ctx, uint64_t base, void *image) {
+    grid_image *g = ctx;
+    image_fill(image, g->l, g->items, g->n);
+    *g->p = wp_warp_params_at(base, g->l, g->items[0]->job, g->lanes);
+}
+
+/* One upload, one launch, one download for every job (or none: zero-copy, wp_launch_io.fill); their
+ * results copied out of the downloaded out | src. */
+static int run_grid(warp_item *const *items, int n, wp_err *err) {
+    const warp_item *lead = items[0];
+    const int elems = lead->job->elems;
+    int lanes = 0;
+    for (int i = 0; i < n; i++) lanes += whole_warps(items[i]->job->n);
+    wp_warp_layout l = wp_warp_layout_for(lanes, elems);
+    unsigned char *h = malloc(l.download);
+    if (!h) return WP_FAIL(err, 500, "out_of_memory", "", "out of memory for a batch of %d warp jobs", n);
+    wp_buf *buf = wp_batch_mem_take(lead->mem, lead->be, l.total, err);
+    int rc = buf ? 0 : -1;
+    wp_run_timing t = {0};
+    if (rc == 0) {
+        wp_warp_params p = {0};
+        grid_image g = {.items = items, .n = n, .lanes = lanes, .l = &l, .p = &p};
+        void *params[] = {&p};
+        const unsigned block = lanes < WP_MAX_LANES ? (unsigned)lanes : WP_MAX_LANES;
+        wp_launch launch = {.grid = {(unsigned)((lanes + WP_MAX_LANES - 1) / WP_MAX_LANES), 1, 1},
+                            .block = {block, 1, 1},
+                            .params = params};
+        void *fns[] = {lead->fn};
+        /* the upload of every input, the launch and the download of out | src: one wait (warp kernels
+         * only load and store: zero-copy when untimed) */
+        wp_launch_io io = {.buf = buf,
+                           .write_len = l.total,
+                           .read_len = l.download,
+                           .dst = h,
+                           .untimed = true,
+                           .fill = grid_image_fill,
+                           .fill_ctx = &g,
+                           .image_len = l.total,
+                           .zero_copy_ok = true};
+        for (int i = 0; i < n; i++) /* timed when any job wants it (wp_run_timing.untimed unset) */
+            if (items[i]->t && !items[i]->t->untimed) io.untimed = false;
+        rc = wp_backend_launch_io(lead->be, fns, &launch, 1, &io, &t, err);
+    }
+    if (buf) wp_batch_mem_put(lead->mem, buf, rc == 0);
+    for (int i = 0, lane = 0; rc == 0 && i < n; lane += whole_warps(items[i]->job->n), i++) {
+        const warp_item *it = items[i];
+        memcpy(it->res->out, h + l.out + (size_t)lane * elems * 8, (size_t)it->job->n * elems * 8);
+        memcpy(it->res->src, h + l.src + (size_t)lane * 4, (size_t)it->job->n * 4);
+        if (it->t) *it->t = t;
+    }
+    free(h);
+    return rc;
+}
+
+static bool is_emu(const wp_backend *b) { return !strcmp(wp_backend_name(b), "emu"); }
+
+/* The batcher's run: a batch of one, or emu, job by job; else one grid. */
+static void warp_batch(wp_batch_job *const *jobs, int n) {
+    warp_item *items[WP_BATCH_MAX_LIMIT] = {0};
+    for (int i = 0; i < n; i++) items[i] = jobs[i]->payload;
+    if (n == 1 || is_emu(items[0]->be)) {
+        for (int i = 0; i < n; i++) {
+            warp_item *it = items[i];
+            it->rc = wp_backend_run_warp(it->be, it->fn, it->spec, it->job, it->res, it->t, &it->err);
+        }
+        return;
+    }
+    wp_err err = {0};
+    for (int i = 0; i < n; i++) wp_backend_job_enter(items[0]->be); /* the device's load, for placement */
+    int rc = run_grid(items, n, &err);
+    for (int i = 0; i < n; i++) wp_backend_job_leave(items[0]->be);
+    for (int i = 0; i < n; i++) {
+        items[i]->rc = rc;
+        if (rc) items[i]->err = err;
+    }
+}
+
+int wp_batch_run_warp(wp_app *app, wp_backend *be, void *fn, const wp_spec *s, const wp_warp_job *job,
+                      wp_warp_result *res, wp_run_timing *t, bool no_wait, int *size, wp_err *err) {
+    *size = 1;
+    const bool cuda = !is_emu(be);
+    /* Alone: no batcher; a job the backend refuses (it says why); a family the device cannot run. */
+    bool alone = !app->batcher || !app->batch_mem || job->n < 1 || job->n > WP_MAX_LANES || job->elems < 1 ||
+                 job->elems > WP_MAX_ELEMS || (cuda && (!fn || s->family->min_sm > wp_backend_facts(be)->sm));
+    if (alone) return wp_backend_run_warp(be, fn, s, job, res, t, err);
+    warp_item it = {.be = be, .fn = fn, .spec = s, .job = job, .res = res, .t = t, .mem = app->batch_mem};
+    wp_batch_job bj = {.owner = be, .run = warp_batch, .payload = &it, .no_wait = no_wait};
+    char spec_key[WP_SPEC_KEY_MAX];
+    if (wp_spec_key_text(s, spec_key, sizeof spec_key) < 0) return wp_backend_run_warp(be, fn, s, job, res, t, err);
+    /* HTTP-thread jobs (no_wait) queue apart from workers': one never waits out a worker leader's window */
+    snprintf(bj.key, sizeof bj.key, "warp|%s|e%d|p%d:%llx:%llx|s%d:%d|h%d", spec_key, job->elems, job->pred_kind,
+             (unsigned long long)job->pred_a, (unsigned long long)job->pred_b, job->first, job->second, no_wait);
+    *size = wp_batcher_submit(app->batcher, &bj);
+    if (it.rc) *err = it.err;
+    return it.rc;
+}
