@@ -1,4 +1,4 @@
-/* listen.c — the daemon's Unix socket file and TLS files: made, checked and removed here so that http.c
+/* listen.c — the daemon's Unix socket file and TLS files: made, checked and removed here so that http_start.c
  * only hands libmicrohttpd a listening descriptor and PEM text.
  * Owns: nothing that outlives a call (the socket file on disk, between wp_listen_unix and
  * wp_listen_unix_remove). */

@@ -18,7 +18,7 @@ int wp_listen_unix(const char *path, unsigned mode, int backlog, ino_t *ino, wp_
 /* Removes the socket file, if it is still the one wp_listen_unix made. */
 void wp_listen_unix_remove(const char *path, ino_t ino);
 
-/* Before host:port is shared by listeners on SO_REUSEPORT sockets (http.c): a plain bind of addr (a
+/* Before host:port is shared by listeners on SO_REUSEPORT sockets (http_start.c): a plain bind of addr (a
  * sockaddr_in or sockaddr_in6 with a port other than 0), closed again, says whether the port is free —
  * a port held by another process (even one of this user with SO_REUSEPORT) must still fail to start.
  * 0 when free; else -1 with err (500 listen_failed naming host, the port and the system's reason). */

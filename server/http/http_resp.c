@@ -1,0 +1,98 @@
+/* http_resp.c — responses: what handlers fill (wp_resp_json, wp_resp_error, wp_resp_bytes), the query
+ * arguments they read, and the hand-over of a finished response to libmicrohttpd with its headers.
+ * Owns: nothing but the bytes of a wp_resp until they are sent. */
+#include "http_impl.h"
+#include "util/jsonout.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char json_type[] = "application/json";
+
+/* ---------- responses ---------- */
+
+void http_resp_set(wp_resp *r, int status, const char *content_type, char *body, size_t n) {
+    free(r->body);
+    r->status = status;
+    r->content_type = content_type;
+    r->body = body;
+    r->body_len = n;
+}
+
+void wp_resp_json(wp_resp *r, int status, cJSON *obj) {
+    size_t n = 0;
+    char *text = obj ? wp_json_print(obj, &n) : NULL; /* cJSON_PrintUnformatted's bytes, faster */
+    cJSON_Delete(obj);
+    if (!text) {
+        static const char oom[] = "{\"error\":{\"code\":\"internal\",\"message\":\"cannot build the response\"}}";
+        text = strdup(oom);
+        n = text ? strlen(text) : 0;
+        status = 500;
+    }
+    http_resp_set(r, status, json_type, text, n);
+}
+
+void wp_resp_error(wp_resp *r, const wp_err *e) {
+    cJSON *root = cJSON_CreateObject();
+    cJSON *error = cJSON_AddObjectToObject(root, "error");
+    cJSON_AddStringToObject(error, "code", e && e->code ? e->code : "internal");
+    cJSON_AddStringToObject(error, "message", e ? e->msg : "internal error");
+    if (e && e->field[0]) cJSON_AddStringToObject(error, "field", e->field);
+    wp_resp_json(r, e && e->status ? e->status : 500, root);
+}
+
+void wp_resp_bytes(wp_resp *r, int status, const char *content_type, const void *data, size_t n) {
+    char *copy = malloc(n ? n : 1);
+    if (!copy) {
+        wp_err e;
+        WP_FAIL(&e, 500, "internal", "", "out of memory for a %zu-byte response", n);
+        wp_resp_error(r, &e);
+        return;
+    }
+    if (n) memcpy(copy, data, n);
+    http_resp_set(r, status, content_type, copy, n);
+}
+
+void http_resp_fail(wp_resp *r, int status, const char *code, const char *field, const char *msg) {
+    wp_err e;
+    WP_FAIL(&e, status, code, field, "%s", msg);
+    wp_resp_error(r, &e);
+}
+
+const char *wp_req_query(const wp_req *req, const char *name) {
+    if (!req->conn) return NULL;
+    return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+static bool is_json(const char *content_type) { return strncmp(content_type, json_type, sizeof json_type - 1) == 0; }
+
+static void add_header(void *mr, const char *name, const char *value) { MHD_add_response_header(mr, name, value); }
+
+/* Hands c->resp to libmicrohttpd (which frees the body) and counts it. allow: Allow header or NULL. */
+enum MHD_Result http_send_resp(wp_http *h, wp_call *c, const char *allow) {
+    wp_resp *r = &c->resp;
+    if (r->status == 0) http_resp_fail(r, 500, "internal", "", "the handler set no response");
+    wp_reqlog_respond(&c->rec, r); /* the request id into an error body */
+    struct MHD_Response *mr = r->body ? MHD_create_response_from_buffer(r->body_len, r->body, MHD_RESPMEM_MUST_FREE)
+                                      : MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    if (!mr) return MHD_NO; /* c->resp.body is still ours: freed when the request completes */
+    r->body = NULL;
+    const char *type = r->content_type ? r->content_type : json_type;
+    MHD_add_response_header(mr, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    if (is_json(type)) MHD_add_response_header(mr, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    if (r->retry_after[0]) MHD_add_response_header(mr, MHD_HTTP_HEADER_RETRY_AFTER, r->retry_after);
+    if (r->location[0]) MHD_add_response_header(mr, MHD_HTTP_HEADER_LOCATION, r->location);
+    if (allow) MHD_add_response_header(mr, MHD_HTTP_HEADER_ALLOW, allow);
+    wp_access_headers(&c->access, add_header, mr);
+    MHD_add_response_header(mr, "X-Request-Id", c->rec.id);
+    enum MHD_Result ok = MHD_queue_response(c->mc, (unsigned)r->status, mr);
+    MHD_destroy_response(mr);
+    if (r->status >= 500)
+        atomic_fetch_add(&h->responses_5xx, 1);
+    else if (r->status >= 400)
+        atomic_fetch_add(&h->responses_4xx, 1);
+    else if (r->status >= 200 && r->status < 300)
+        atomic_fetch_add(&h->responses_2xx, 1);
+    return ok;
+}
