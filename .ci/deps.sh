@@ -27,6 +27,13 @@ command -v clang >/dev/null || missing+=(clang)
 echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return d && n; }' |
   clang -fsanitize=fuzzer,address,undefined -x c - -o /dev/null >/dev/null 2>&1 || missing+=(libclang-rt-dev)
 command -v openssl >/dev/null || missing+=(openssl) # tests/api/transport.sh: a self-signed certificate
+# The web and lint suites (tests/web, tests/lint): node and npm for their npm packages (playwright-core,
+# axe-core, swagger-parser, redocly), Debian's chromium for the browser, promtool (prometheus) for /metrics.
+# A nodejs from elsewhere (NodeSource) brings its own npm, so npm only when the command is missing.
+command -v node >/dev/null || missing+=(nodejs)
+command -v npm >/dev/null || missing+=(npm)
+[ -x /usr/bin/chromium ] || missing+=(chromium)
+command -v promtool >/dev/null || missing+=(prometheus)
 # Benchmarks only (bench/wrk_soak.sh runs this with WARPD_BENCH_DEPS=1): not needed by make test.
 [ "${WARPD_BENCH_DEPS:-0}" = 1 ] && ! command -v wrk >/dev/null && missing+=(wrk)
 if [ ${#missing[@]} -gt 0 ]; then

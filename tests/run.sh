@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the test suites and prints one closing line "N passed, N failed".
-#   tests/run.sh all|unit|api|web|fuzz|gpu
+#   tests/run.sh all|unit|api|web|lint|fuzz|gpu
 # Each test program prints "<suite>: N passed, N failed" as its last line; this sums them.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -38,6 +38,9 @@ fi
 if [ "$what" = all ] || [ "$what" = web ]; then
   for t in tests/web/run.sh tests/clients/run.sh; do [ -x "$t" ] && run_prog "$t" "$t"; done
 fi
+# The ecosystem's own linters (tests/lint): swagger-parser and redocly on the OpenAPI document, promtool on
+# a daemon's /metrics, axe-core (WCAG 2 AA) on the playground in headless Chromium.
+if [ "$what" = all ] || [ "$what" = lint ]; then run_prog tests/lint/run.sh tests/lint/run.sh; fi
 # The Debian package (tests/package: make deb, lintian, dpkg -i/-r as root), two replicas sharing a
 # cache behind nginx (tests/scale), and the Python client with and without numpy plus its pip install
 # (tests/clients/python.sh, with web); `tests/run.sh package` or `scale` runs one alone.

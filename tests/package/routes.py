@@ -4,7 +4,8 @@ GET /v1/openapi.json (so a route added later is covered without editing this fil
 operation, in document order (put, post, get, delete within a path), it sends the operation's first
 documented example (a request body, else a parameter's, else a bare request) and expects the
 example's x-status, else the operation's first documented 2xx; a JSON answer must parse. An example
-that names an earlier one ("{{buffer-f32.id}}") gets that one sent first if it was not. Prints one
+that names an earlier one ("{{buffer-f32.id}}", in its value or, for a parameter whose pattern the
+name would break, its x-value) gets that one sent first if it was not. Prints one
 line per request and ends with "routes: N passed, N failed". Standard library and curl only."""
 import json
 import re
@@ -56,7 +57,7 @@ def deep(v):
 
 
 def param_value(q, example):
-    v = example.get("value") if example is not None else None
+    v = example.get("x-value", example.get("value")) if example is not None else None
     if v is None:
         v = q.get("example", next(iter(q.get("examples", {}).values()), {}).get("value"))
     return "" if v is None else str(resolve(v) if isinstance(v, str) else v)
