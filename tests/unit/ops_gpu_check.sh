@@ -7,7 +7,7 @@ cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}; CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}; ARCH=${ARCH:-sm_90}
 out="$BUILD/ops_gpu"; mkdir -p "$out"
 CFLAGS=(-std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -ffp-contract=off -O2 -I. -Iserver -Ikernels)
-srcs=(kernels/expr.c kernels/types.c server/util/common.c)
+srcs=(kernels/expr.c kernels/expr_parse.c kernels/expr_text.c kernels/types.c server/util/common.c)
 gcc "${CFLAGS[@]}" tests/unit/ops_gpu_cases.c "${srcs[@]}" -lm -o "$out/ops_gpu_cases"
 "$out/ops_gpu_cases" > "$out/ops_gpu_cases.inc"
 objs=()
