@@ -40,7 +40,7 @@ aobj  = $(patsubst %.c,$(BUILD)/asan/%.o,$(1))
 LIB_OBJ  := $(call obj,$(LIB_SRC))
 ALIB_OBJ := $(call aobj,$(LIB_SRC))
 
-.PHONY: all deps run test test-unit test-api test-web test-gpu bench clean install format check-format
+.PHONY: all deps run test test-unit test-api test-web test-lint test-gpu bench clean install format check-format
 all: $(BUILD)/warpd
 
 deps:
@@ -112,6 +112,8 @@ test-unit: $(UNIT_BIN)
 	@BUILD=$(BUILD) ./tests/run.sh unit
 test-api: $(BUILD)/asan/warpd $(API_BIN) $(MOCKCUDA)
 	@BUILD=$(BUILD) ./tests/run.sh api
+test-lint: $(BUILD)/warpd
+	@BUILD=$(BUILD) ./tests/run.sh lint
 
 test-gpu: $(BUILD)/warpd $(GPU_BIN) $(BUILD)/asan/warpd $(BUILD)/asan/tests/api/api_devices
 	@BUILD=$(BUILD) ./tests/run.sh gpu

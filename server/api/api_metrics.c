@@ -5,6 +5,7 @@
 
 #include "api.h"
 #include "engine/bgbuild.h"
+#include "util/histo.h"
 
 /* Histograms, build info, the devices (every GPU served, none on emu) and the process. */
 static void write_registry(wp_app *app, FILE *f) {
@@ -137,7 +138,12 @@ static void write_engine(FILE *f, wp_app *app) {
         fprintf(f, "warpd_batch_size_sum %llu\nwarpd_batch_size_count %llu\n", (unsigned long long)bst.jobs,
                 (unsigned long long)bst.batches);
         G("warpd_batch_waiting", "Jobs queued for a batch now.", bst.waiting);
-        G("warpd_batch_window_us", "--batch-window-us.", bst.window_us);
+        char window_s[40]; /* Prometheus names carry base units: seconds, not microseconds */
+        wp_histo_format_float(bst.window_us / 1e6, window_s, sizeof window_s);
+        fprintf(f,
+                "# HELP warpd_batch_window_seconds --batch-window-us, in seconds.\n"
+                "# TYPE warpd_batch_window_seconds gauge\nwarpd_batch_window_seconds %s\n",
+                window_s);
         G("warpd_batch_max", "--batch-max.", bst.max);
     }
     if (app->jit) {
