@@ -7,14 +7,15 @@
  * condition variable for "its state or its loaded function changed".
  *
  * The files' format is cache_file.c's; their index, the disk cap and LRU eviction are cache_disk.c's.
+ * Listing, removal and pruning are cache_list.c's.
  * Written to <name>.tmp.<pid>.<tid>.<random> (created exclusively), fsync'd and renamed, so a reader sees
  * a whole file or none, also on a directory that several daemons share (docs/scaling.md). A temp
  * file a crashed writer left behind is never read; opening the cache removes those whose process is
  * gone and that are over a minute old (another daemon sharing the directory may be writing its own). */
 #include "cache.h"
 
-#include "cache_disk.h"
 #include "cache_file.h"
+#include "cache_impl.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -36,40 +37,6 @@
 
 #define CACHE_MIN_BUCKETS 64
 #define CACHE_PATH_MAX WP_CACHE_FILE_PATH_MAX
-
-typedef enum { KERNEL_BUILDING, KERNEL_READY, KERNEL_FAILED } kernel_state;
-typedef enum { FN_NONE, FN_LOADING, FN_LOADED } fn_state;
-
-struct wp_kernel {
-    uint8_t key[32];
-    wp_artifact art;
-    size_t bytes; /* wp_artifact_bytes, counted while indexed and ready */
-    int refs;     /* users, plus one while indexed */
-    kernel_state state;
-    wp_err build_err; /* KERNEL_FAILED: what the waiters get */
-    bool indexed;     /* in the hash index (and, once ready, the LRU) */
-    wp_kernel *hash_next, *lru_prev, *lru_next;
-    pthread_cond_t changed;
-    struct { /* the loaded function on each backend (device) that ran it */
-        fn_state state;
-        void *fn, *backend;
-        wp_unload_fn unload;
-    } fns[WP_KERNEL_BACKENDS];
-    wp_cache *cache;
-    char *key_text;                     /* what the key was made from ("" when not given) */
-    double created, last_used, touched; /* Unix seconds: made, last asked for, file mtime last set */
-    uint64_t hits;                      /* memory hits */
-};
-
-struct wp_cache {
-    pthread_mutex_t mu;
-    char *dir; /* NULL: memory only */
-    wp_kernel **buckets;
-    size_t n_buckets, n_indexed;
-    wp_kernel *lru_head, *lru_tail; /* ready entries, most recent first */
-    wp_cache_stats st;
-    wp_disk *disk; /* the files' index and cap (cache_disk.c); NULL when memory only */
-};
 
 const char *wp_source_name(wp_source s) {
     switch (s) {
@@ -117,7 +84,7 @@ static size_t bucket_of(const wp_cache *c, const uint8_t key[32]) {
     return (size_t)(h & (c->n_buckets - 1));
 }
 
-static wp_kernel *index_find(wp_cache *c, const uint8_t key[32]) {
+wp_kernel *cache_index_find(wp_cache *c, const uint8_t key[32]) {
     for (wp_kernel *k = c->buckets[bucket_of(c, key)]; k; k = k->hash_next)
         if (memcmp(k->key, key, 32) == 0) return k;
     return NULL;
@@ -175,7 +142,7 @@ static void lru_push_front(wp_cache *c, wp_kernel *k) {
 
 /* Takes k out of the index (and the LRU when ready) and drops the index's reference.
  * Returns true when that was the last reference: the caller frees k after unlocking. */
-static bool index_remove(wp_cache *c, wp_kernel *k) {
+bool cache_index_remove(wp_cache *c, wp_kernel *k) {
     wp_kernel **p = &c->buckets[bucket_of(c, k->key)];
     while (*p != k) p = &(*p)->hash_next;
     *p = k->hash_next;
@@ -196,14 +163,14 @@ static void evict_to_cap(wp_cache *c, wp_kernel **dead) {
     while (c->st.bytes > c->st.cap_bytes && c->lru_tail) {
         wp_kernel *k = c->lru_tail;
         c->st.evictions++;
-        if (index_remove(c, k)) {
+        if (cache_index_remove(c, k)) {
             k->hash_next = *dead;
             *dead = k;
         }
     }
 }
 
-static void free_chain(wp_kernel *k) {
+void cache_free_chain(wp_kernel *k) {
     for (wp_kernel *next; k; k = next) {
         next = k->hash_next;
         kernel_free(k);
@@ -345,13 +312,13 @@ void wp_cache_close(wp_cache *c) {
     for (size_t i = 0; i < c->n_buckets; i++)
         while (c->buckets[i]) {
             wp_kernel *k = c->buckets[i];
-            if (index_remove(c, k)) {
+            if (cache_index_remove(c, k)) {
                 k->hash_next = dead;
                 dead = k;
             }
         }
     pthread_mutex_unlock(&c->mu);
-    free_chain(dead);
+    cache_free_chain(dead);
     pthread_mutex_destroy(&c->mu);
     wp_disk_close(c->disk);
     free(c->buckets);
@@ -361,10 +328,10 @@ void wp_cache_close(wp_cache *c) {
 
 /* The last use of key in memory, for the disk index's LRU order. Called with the disk lock held,
  * which is taken before mu (cache_disk.h). */
-static double memory_last_used(void *ctx, const uint8_t key[32]) {
+double cache_memory_last_used(void *ctx, const uint8_t key[32]) {
     wp_cache *c = ctx;
     pthread_mutex_lock(&c->mu);
-    wp_kernel *k = index_find(c, key);
+    wp_kernel *k = cache_index_find(c, key);
     double t = k && k->state == KERNEL_READY ? k->last_used : 0;
     pthread_mutex_unlock(&c->mu);
     return t;
@@ -373,12 +340,12 @@ static double memory_last_used(void *ctx, const uint8_t key[32]) {
 void wp_cache_set_disk_max(wp_cache *c, uint64_t bytes) {
     if (!c->disk) return;
     wp_disk_set_cap(c->disk, bytes);
-    wp_disk_enforce(c->disk, memory_last_used, c);
+    wp_disk_enforce(c->disk, cache_memory_last_used, c);
 }
 
 bool wp_cache_contains(wp_cache *c, const uint8_t key[32]) {
     pthread_mutex_lock(&c->mu);
-    bool in_memory = index_find(c, key) != NULL;
+    bool in_memory = cache_index_find(c, key) != NULL;
     pthread_mutex_unlock(&c->mu);
     if (in_memory || !c->dir) return in_memory;
     char path[CACHE_PATH_MAX];
@@ -416,7 +383,7 @@ static wp_kernel *wait_for_build(wp_cache *c, wp_kernel *k, bool *touch, wp_err 
 wp_kernel *wp_cache_peek(wp_cache *c, const uint8_t key[32]) {
     bool touch = false;
     pthread_mutex_lock(&c->mu);
-    wp_kernel *k = index_find(c, key);
+    wp_kernel *k = cache_index_find(c, key);
     if (k && k->state == KERNEL_READY) {
         k->refs++;
         touch = note_memory_hit(c, k);
@@ -445,7 +412,7 @@ static int build_entry(wp_cache *c, wp_kernel *k, wp_build_fn build, void *ctx, 
         uint64_t bytes = disk_store(c, k->key, k->created, k->key_text, &k->art);
         if (bytes) {
             wp_disk_stored(c->disk, k->key, bytes, k->key_text ? k->key_text : "", k->created);
-            wp_disk_enforce(c->disk, memory_last_used, c);
+            wp_disk_enforce(c->disk, cache_memory_last_used, c);
         }
     }
     return 0;
@@ -472,8 +439,8 @@ static void finish_build(wp_cache *c, wp_kernel *k, wp_source from, int rc, cons
         c->st.compile_failures++;
         k->build_err = *build_err;
         k->state = KERNEL_FAILED;
-        if (k->indexed) index_remove(c, k); /* not cached: the next ask builds again */
-        k->refs--;                          /* ours */
+        if (k->indexed) cache_index_remove(c, k); /* not cached: the next ask builds again */
+        k->refs--;                                /* ours */
         if (k->refs == 0) {
             k->hash_next = *dead;
             *dead = k;
@@ -485,7 +452,7 @@ static void finish_build(wp_cache *c, wp_kernel *k, wp_source from, int rc, cons
 wp_kernel *wp_cache_get_named(wp_cache *c, const uint8_t key[32], const char *key_text, wp_build_fn build, void *ctx,
                               wp_source *src, wp_err *err) {
     pthread_mutex_lock(&c->mu);
-    wp_kernel *k = index_find(c, key);
+    wp_kernel *k = cache_index_find(c, key);
     if (k) {
         bool touch = false;
         k->refs++;
@@ -520,7 +487,7 @@ wp_kernel *wp_cache_get_named(wp_cache *c, const uint8_t key[32], const char *ke
     pthread_mutex_lock(&c->mu);
     finish_build(c, k, from, rc, &build_err, &dead);
     pthread_mutex_unlock(&c->mu);
-    free_chain(dead);
+    cache_free_chain(dead);
     if (rc) {
         if (err) *err = build_err;
         return NULL;
@@ -586,135 +553,6 @@ int wp_kernel_function(wp_kernel *k, void *backend, wp_load_fn load, wp_unload_f
     pthread_cond_broadcast(&k->changed);
     pthread_mutex_unlock(&c->mu);
     return rc;
-}
-
-/* ---- listing, removal, pruning ---- */
-
-static int key_cmp(const void *a, const void *b) { return memcmp(a, b, 32); }
-static int recent_first(const void *a, const void *b) {
-    double x = ((const wp_cache_entry *)a)->last_used, y = ((const wp_cache_entry *)b)->last_used;
-    return x > y ? -1 : x < y;
-}
-
-/* The memory tier's ready entries, appended to v (room for all of them is made here). Under mu. */
-static int list_memory(wp_cache *c, wp_cache_entry **v, size_t *n) {
-    wp_cache_entry *grown = realloc(*v, (*n + c->st.entries + 1) * sizeof **v);
-    if (!grown) return -1;
-    *v = grown;
-    for (wp_kernel *k = c->lru_head; k; k = k->lru_next) {
-        wp_cache_entry *e = &(*v)[(*n)++];
-        memset(e, 0, sizeof *e);
-        memcpy(e->key, k->key, 32);
-        snprintf(e->key_text, sizeof e->key_text, "%s", k->key_text ? k->key_text : "");
-        e->memory_bytes = k->bytes;
-        e->created = k->created;
-        e->last_used = k->last_used;
-        e->hits = k->hits;
-        e->tiers = WP_TIER_MEMORY;
-    }
-    return 0;
-}
-
-/* Folds v[from..] (memory) into v[..from) (disk) where the keys match; both sorted by key. */
-static size_t merge_tiers(wp_cache_entry *v, size_t from, size_t n) {
-    size_t d = 0, out = from;
-    for (size_t m = from; m < n; m++) {
-        while (d < from && memcmp(v[d].key, v[m].key, 32) < 0) d++;
-        if (d < from && memcmp(v[d].key, v[m].key, 32) == 0) {
-            wp_cache_entry *e = &v[d];
-            e->tiers |= WP_TIER_MEMORY;
-            e->memory_bytes = v[m].memory_bytes;
-            e->hits += v[m].hits;
-            if (v[m].last_used > e->last_used) e->last_used = v[m].last_used;
-            if (!e->key_text[0]) memcpy(e->key_text, v[m].key_text, sizeof e->key_text);
-            if (e->created <= 0) e->created = v[m].created;
-        } else {
-            v[out++] = v[m];
-        }
-    }
-    return out;
-}
-
-int wp_cache_list(wp_cache *c, wp_cache_entry **out, size_t *n, wp_err *err) {
-    wp_cache_entry *v = NULL;
-    size_t nd = 0;
-    wp_disk_entry *disk = NULL;
-    if (c->disk && wp_disk_list(c->disk, &disk, &nd)) goto oom; /* before mu: the lock order */
-    v = malloc((nd + 1) * sizeof *v);
-    if (!v) goto oom;
-    for (size_t i = 0; i < nd; i++) {
-        wp_cache_entry *e = &v[i];
-        memset(e, 0, sizeof *e);
-        memcpy(e->key, disk[i].key, 32);
-        snprintf(e->key_text, sizeof e->key_text, "%s", disk[i].key_text);
-        e->disk_bytes = disk[i].bytes;
-        e->created = disk[i].created;
-        e->last_used = disk[i].last_used;
-        e->hits = disk[i].hits;
-        e->tiers = WP_TIER_DISK;
-    }
-    free(disk);
-    disk = NULL;
-    size_t total = nd;
-    pthread_mutex_lock(&c->mu);
-    int rc = list_memory(c, &v, &total);
-    pthread_mutex_unlock(&c->mu);
-    if (rc) goto oom;
-    qsort(v, nd, sizeof *v, key_cmp);
-    qsort(v + nd, total - nd, sizeof *v, key_cmp);
-    total = merge_tiers(v, nd, total);
-    qsort(v, total, sizeof *v, recent_first);
-    *out = v;
-    *n = total;
-    return 0;
-oom:
-    free(disk);
-    free(v);
-    return WP_FAIL(err, 500, "out_of_memory", "", "out of memory listing the cache");
-}
-
-/* Takes k out of the memory tier (its users keep it until they release it). Under mu. */
-static void drop_memory(wp_cache *c, wp_kernel *k, wp_kernel **dead) {
-    c->st.removed++;
-    if (index_remove(c, k)) {
-        k->hash_next = *dead;
-        *dead = k;
-    }
-}
-
-unsigned wp_cache_remove(wp_cache *c, const uint8_t key[32], unsigned tiers) {
-    unsigned removed = 0;
-    if ((tiers & WP_TIER_MEMORY)) {
-        wp_kernel *dead = NULL;
-        pthread_mutex_lock(&c->mu);
-        wp_kernel *k = index_find(c, key);
-        if (k && k->state == KERNEL_READY) { /* one being built is not cached yet */
-            drop_memory(c, k, &dead);
-            removed |= WP_TIER_MEMORY;
-        }
-        pthread_mutex_unlock(&c->mu);
-        free_chain(dead);
-    }
-    if ((tiers & WP_TIER_DISK) && c->disk && wp_disk_remove(c->disk, key)) removed |= WP_TIER_DISK;
-    return removed;
-}
-
-void wp_cache_prune(wp_cache *c, double older_than_s, unsigned tiers, wp_cache_pruned *out) {
-    memset(out, 0, sizeof *out);
-    double cutoff = older_than_s > 0 ? wp_unix_now() - older_than_s : HUGE_VAL;
-    if ((tiers & WP_TIER_DISK) && c->disk)
-        out->disk_entries = wp_disk_prune(c->disk, cutoff, memory_last_used, c, &out->disk_bytes);
-    if (!(tiers & WP_TIER_MEMORY)) return;
-    wp_kernel *dead = NULL;
-    pthread_mutex_lock(&c->mu);
-    for (wp_kernel *k = c->lru_tail, *prev; k && k->last_used < cutoff; k = prev) {
-        prev = k->lru_prev;
-        out->memory_entries++;
-        out->memory_bytes += k->bytes;
-        drop_memory(c, k, &dead);
-    }
-    pthread_mutex_unlock(&c->mu);
-    free_chain(dead);
 }
 
 void wp_cache_stats_get(wp_cache *c, wp_cache_stats *out) {
