@@ -10,20 +10,20 @@
  * One value comes back as "value" (64-bit integers and NaN as strings, jsonval.h); arrays (scans,
  * per-group results) come back in the form the data came in — "data" for JSON, "data_b64" for base64,
  * raw bytes with Accept: application/octet-stream — or, with "output":"buffer", into a new buffer.
- * "check": true adds a float64 (integers: exact) CPU reference and the error against it. */
+ * "check": true adds a float64 (integers: exact) CPU reference and the error against it.
+ * The input forms are api_reduce_input.c's, the reference of "check" api_reduce_check.c's; this file
+ * has the handler (a request's steps) and the stream hooks of raw bodies. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "api.h"
+#include "api_reduce_impl.h"
 #include "jsonval.h"
 #include "util/base64.h"
 
-#define WP_REDUCE_JSON_MAX (1u << 22)    /* elements a JSON result may hold; more: base64, raw or a buffer */
-#define WP_REDUCE_INLINE_MAX (64u << 10) /* bytes of input (or of body) a job may have to run on the HTTP thread */
-
-typedef enum { FORM_JSON, FORM_B64, FORM_RAW, FORM_BUFFER, FORM_GENERATE } data_form;
+#define WP_REDUCE_JSON_MAX (1u << 22) /* elements a JSON result may hold; more: base64, raw or a buffer */
 
 static const char *const reduce_families[] = {"device_reduce",    "warp_reduce", "block_reduce", "argmin", "argmax",
                                               "segmented_reduce", NULL};
@@ -34,36 +34,6 @@ static const char *const body_fields[] = {
     "init",   "radius", "weights", "offsets",  "backend", "data",    "data_b64",   "buffer",    "generate",
     "check",  "output", "compile", "count",    "device",  "profile", NULL};
 
-/* Query arguments of a raw body, and how each becomes JSON. */
-static const struct {
-    const char *name;
-    char kind; /* 's' string, 'n' number, 'b' bool, 'v' a value (number when it reads as one) */
-} query_fields[] = {{"family", 's'}, {"type", 's'},       {"op", 's'},        {"strategy", 's'},  {"block", 'n'},
-                    {"width", 'n'},  {"accumulate", 's'}, {"exclusive", 'b'}, {"inclusive", 'b'}, {"init", 'v'},
-                    {"radius", 'n'}, {"backend", 's'},    {"check", 'b'},     {"output", 's'},    {"compile", 'b'},
-                    {"device", 'n'}, {"profile", 'b'}};
-
-typedef struct {
-    data_form form;
-    const uint8_t *data; /* packed input on the host: host, or the raw body itself (no copy); uploaded
-                            with the job (batch_exec.h) */
-    uint8_t *host;       /* owned copy (JSON, base64; buffer/generate only for check) */
-    uint64_t count;
-    wp_buf *in; /* the job's input */
-    bool in_owned;
-    wp_buf *held; /* from wp_buffers_get, released at the end */
-    uint64_t *offsets_host;
-    uint64_t groups;
-    double upload_us, generate_us;
-} reduce_input;
-
-static void input_free(wp_app *app, reduce_input *in) {
-    free(in->host);
-    free(in->offsets_host);
-    if (in->in_owned) wp_buf_free(in->in);
-    if (in->held) wp_buffers_release(app->buffers, in->held);
-}
-
 static bool is_octet_stream(const char *s) {
     return s && !strncmp(s, "application/octet-stream", 24) && (!s[24] || s[24] == ';' || s[24] == ' ');
 }
@@ -72,424 +42,6 @@ static bool listed(const char *const *names, const char *name) {
     for (; *names; names++)
         if (!strcmp(*names, name)) return true;
     return false;
-}
-
-/* The raw body's query arguments as a JSON object, so one path reads every form. */
-static cJSON *query_object(const wp_req *req, wp_err *err) {
-    cJSON *o = cJSON_CreateObject();
-    for (size_t i = 0; o && i < WP_ARRAY_LEN(query_fields); i++) {
-        const char *v = wp_req_query(req, query_fields[i].name);
-        if (!v) continue;
-        char *end = NULL;
-        double d = strtod(v, &end);
-        bool number = *v && end && !*end;
-        switch (query_fields[i].kind) {
-        case 'n':
-            if (!number) {
-                WP_FAIL(err, 400, "wrong_type", query_fields[i].name, "?%s must be a number", query_fields[i].name);
-                cJSON_Delete(o);
-                return NULL;
-            }
-            cJSON_AddNumberToObject(o, query_fields[i].name, d);
-            break;
-        case 'b':
-            cJSON_AddBoolToObject(o, query_fields[i].name, !strcmp(v, "true") || !strcmp(v, "1"));
-            break;
-        case 'v':
-            if (number && strchr(v, '.') == NULL && fabs(d) > 9007199254740992.0)
-                cJSON_AddStringToObject(o, query_fields[i].name, v); /* a 64-bit integer keeps its digits */
-            else if (number)
-                cJSON_AddNumberToObject(o, query_fields[i].name, d);
-            else
-                cJSON_AddStringToObject(o, query_fields[i].name, v);
-            break;
-        default:
-            cJSON_AddStringToObject(o, query_fields[i].name, v);
-            break;
-        }
-    }
-    if (!o) WP_FAIL(err, 500, "out_of_memory", "", "out of memory");
-    return o;
-}
-
-static int check_count(wp_app *app, uint64_t n, const char *field, wp_err *err) {
-    if (n > app->max_elements)
-        return WP_FAIL(err, 413, "too_many_elements", field,
-                       "%llu elements; this server takes at most %llu (--max-elements)", (unsigned long long)n,
-                       (unsigned long long)app->max_elements);
-    return 0;
-}
-
-/* ---- inputs ---- */
-
-static int input_json(wp_app *app, const cJSON *data, wp_type t, reduce_input *in, wp_err *err) {
-    if (!cJSON_IsArray(data)) return WP_FAIL(err, 400, "wrong_type", "data", "data must be a list of values");
-    in->count = (uint64_t)cJSON_GetArraySize(data);
-    if (check_count(app, in->count, "data", err)) return -1;
-    size_t esize = wp_type_size(t);
-    in->host = malloc(in->count ? (size_t)in->count * esize : 1);
-    if (!in->host) return WP_FAIL(err, 500, "out_of_memory", "data", "out of memory");
-    uint64_t i = 0;
-    for (const cJSON *v = data->child; v; v = v->next, i++) {
-        uint64_t bits;
-        if (cJSON_IsNumber(v) && t == WP_F32) { /* the common case, without the general path's checks */
-            wp_data_store(t, in->host, i, wp_f32_bits((float)v->valuedouble));
-            continue;
-        }
-        char field[40];
-        snprintf(field, sizeof field, "data[%llu]", (unsigned long long)i);
-        if (wp_json_to_bits(v, t, field, &bits, err)) return -1;
-        wp_data_store(t, in->host, i, bits);
-    }
-    in->form = FORM_JSON;
-    return 0;
-}
-
-/* ---- "data" read in place (jsonval.h): no cJSON node per value ----
- * cJSON builds a node per value, then each is converted: about 60 MB/s of JSON text. Instead the
- * top-level "data" list is found and read straight into its packed host copy, as the type the body
- * names before it (f32 when none does), and only the rest of the body — the list replaced by [] —
- * goes through cJSON. The values, and every error, are what the cJSON path gives: what the scanner
- * does not follow exactly (objects, literals, escapes, a value the type refuses, bad JSON) it declines,
- * and the whole body goes through cJSON as before. */
-
-typedef struct {
-    bool on;         /* "data" was read in place; the parsed body holds [] in its place */
-    size_t from, to; /* the list's bytes in the request body */
-    wp_type type;    /* the type it was read as */
-    uint8_t *host;   /* its values, packed */
-    uint64_t count;
-} fast_data;
-
-/* Reads text[0..n) (a list) as type t into a new fd->host. */
-static bool fast_scan(fast_data *fd, const char *text, size_t n, wp_type t) {
-    uint64_t cap = wp_json_array_cap(n);
-    size_t used;
-    free(fd->host);
-    fd->type = t;
-    fd->host = malloc((size_t)cap * wp_type_size(t));
-    if (!fd->host || !wp_json_scan_array(text, n, t, fd->host, cap, &fd->count, &used)) return false;
-    fd->to = fd->from + used;
-    uint8_t *fit = realloc(fd->host, fd->count ? (size_t)fd->count * wp_type_size(t) : 1); /* give back the slack */
-    if (fit) fd->host = fit;
-    return true;
-}
-
-/* The body parsed with its "data" list read in place, or NULL (nothing set) when the scanner declines
- * or the rest does not parse: the caller then parses the whole body, which gives the error. */
-static cJSON *parse_fast(wp_app *app, const wp_req *req, fast_data *fd) {
-    size_t at;
-    char hint[16];
-    if (!req->body || !wp_json_find_top_key(req->body, req->body_len, "data", "type", &at, hint, sizeof hint) ||
-        at >= req->body_len || req->body[at] != '[')
-        return NULL;
-    int ty = wp_type_parse(hint);
-    fd->from = at;
-    cJSON *body = NULL;
-    char *text = NULL;
-    if (fast_scan(fd, req->body + at, req->body_len - at, ty >= 0 ? (wp_type)ty : WP_F32)) {
-        size_t rest = req->body_len - (fd->to - fd->from) + 2;
-        if ((text = malloc(rest + 1))) {
-            memcpy(text, req->body, fd->from);
-            memcpy(text + fd->from, "[]", 2);
-            memcpy(text + fd->from + 2, req->body + fd->to, req->body_len - fd->to);
-            text[rest] = 0;
-            wp_req sub = *req;
-            sub.body = text;
-            sub.body_len = rest;
-            wp_err ignored = {0};
-            body = wp_api_parse_body(app, &sub, &ignored);
-        }
-    }
-    free(text);
-    if (!body) {
-        free(fd->host);
-        memset(fd, 0, sizeof *fd);
-        return NULL;
-    }
-    fd->on = true;
-    return body;
-}
-
-/* The data step of a body parsed by parse_fast. */
-static int input_fast(wp_app *app, const wp_req *req, fast_data *fd, wp_type t, reduce_input *in, wp_err *err) {
-    if (fd->type != t && !fast_scan(fd, req->body + fd->from, fd->to - fd->from, t)) {
-        /* read as another type ("type" after "data"); a value this one refuses: let cJSON name it */
-        cJSON *list = cJSON_ParseWithLength(req->body + fd->from, fd->to - fd->from);
-        int rc = list ? input_json(app, list, t, in, err)
-                      : WP_FAIL(err, 500, "internal", "data", "data was read once and is no longer a list");
-        cJSON_Delete(list);
-        return rc;
-    }
-    if (check_count(app, fd->count, "data", err)) return -1;
-    in->host = fd->host;
-    fd->host = NULL;
-    in->count = fd->count;
-    in->form = FORM_JSON;
-    return 0;
-}
-
-static int input_b64(wp_app *app, const cJSON *data, wp_type t, reduce_input *in, wp_err *err) {
-    if (!cJSON_IsString(data)) return WP_FAIL(err, 400, "wrong_type", "data_b64", "data_b64 must be a string");
-    size_t len = 0, esize = wp_type_size(t);
-    if (wp_b64_check(data->valuestring, strlen(data->valuestring), "data_b64", &len, err)) return -1;
-    if (len % esize)
-        return WP_FAIL(err, 400, "bad_length", "data_b64", "data_b64 holds %zu bytes, not a multiple of %zu (%s)", len,
-                       esize, wp_type_name(t));
-    in->count = len / esize;
-    if (check_count(app, in->count, "data_b64", err)) return -1;
-    in->host = malloc(len ? len : 1);
-    if (!in->host) return WP_FAIL(err, 500, "out_of_memory", "data_b64", "out of memory");
-    wp_b64_decode(data->valuestring, in->host, len);
-    in->form = FORM_B64;
-    return 0;
-}
-
-/* ---- a raw body streamed into the job's input buffer while it arrives (http.h stream hooks) ---- */
-
-typedef struct {
-    wp_app *app;
-    wp_type type;      /* the job's, from the query */
-    wp_backend *be;    /* where it runs */
-    wp_buf *buf;       /* the input: the whole body */
-    wp_buf_stream *up; /* filling buf */
-} raw_sink;
-
-static int raw_length(wp_app *app, uint64_t bytes, wp_type t, wp_err *err) {
-    size_t esize = wp_type_size(t);
-    if (bytes % esize)
-        return WP_FAIL(err, 400, "bad_length", "body", "the body holds %llu bytes, not a multiple of %zu (%s)",
-                       (unsigned long long)bytes, esize, wp_type_name(t));
-    return check_count(app, bytes / esize, "body", err);
-}
-
-static int input_raw(wp_app *app, const wp_req *req, wp_type t, wp_backend *be, reduce_input *in, wp_err *err) {
-    size_t esize = wp_type_size(t);
-    if (raw_length(app, req->body_len, t, err)) return -1;
-    in->count = req->body_len / esize;
-    in->form = FORM_RAW;
-    if (req->sink) { /* already on its way to the device: wait for the last copies */
-        raw_sink *rs = req->sink;
-        if (rs->type != t || rs->be != be || wp_buf_size(rs->buf) != req->body_len)
-            return WP_FAIL(err, 500, "internal", "body", "the body was streamed for another job");
-        if (wp_buf_stream_end(rs->up, err)) return -1;
-        in->in = rs->buf; /* the sink's: freed when the request is over */
-        in->upload_us = wp_buf_stream_wait_us(rs->up);
-        return 0;
-    }
-    static const uint8_t empty[8];
-    in->data = req->body_len ? (const uint8_t *)req->body : empty; /* uploaded straight from the body */
-    return 0;
-}
-
-static const char *const gen_kinds[] = {
-    [WP_GEN_IOTA] = "iota", [WP_GEN_RANDOM] = "random", [WP_GEN_CONSTANT] = "constant"};
-
-/* "generate": made on the backend by the generate family (the same values the emulator makes).
- * inline_run (on the HTTP thread): returns 1, having done nothing, for more than WP_REDUCE_INLINE_MAX
- * bytes or a generate kernel that is not in the memory cache. */
-static int input_generate(wp_app *app, wp_backend *be, const cJSON *g, wp_type t, bool inline_run, reduce_input *in,
-                          wp_err *err) {
-    static const char *const fields[] = {"kind", "n", "seed", "value", NULL};
-    if (!cJSON_IsObject(g)) return WP_FAIL(err, 400, "wrong_type", "generate", "generate must be an object");
-    if (wp_json_only(g, "generate.", fields, err)) return -1;
-    const cJSON *kind = cJSON_GetObjectItemCaseSensitive(g, "kind");
-    int k = -1;
-    for (int i = 0; kind && cJSON_IsString(kind) && i < (int)WP_ARRAY_LEN(gen_kinds); i++)
-        if (!strcmp(kind->valuestring, gen_kinds[i])) k = i;
-    if (k < 0) return WP_FAIL(err, 400, "bad_value", "generate.kind", "generate.kind must be iota, random or constant");
-    const cJSON *nv = cJSON_GetObjectItemCaseSensitive(g, "n");
-    if (!nv) return WP_FAIL(err, 400, "missing_field", "generate.n", "generate.n is required");
-    if (!cJSON_IsNumber(nv) || nv->valuedouble < 0 || nv->valuedouble != floor(nv->valuedouble) ||
-        nv->valuedouble > 1e15)
-        return WP_FAIL(err, 400, "bad_value", "generate.n", "generate.n must be a whole number");
-    in->count = (uint64_t)nv->valuedouble;
-    if (check_count(app, in->count, "generate.n", err)) return -1;
-    if (wp_app_emu_limit(app, be, in->count, "generate.n", err)) return -1;
-    if (inline_run && in->count * wp_type_size(t) > WP_REDUCE_INLINE_MAX) return 1;
-    wp_reduce_job job = {.n = in->count, .gen_kind = k, .seed = 1, .memory_only = inline_run};
-    long long seed;
-    const cJSON *sv = cJSON_GetObjectItemCaseSensitive(g, "seed");
-    if (sv && wp_json_int(sv, "generate.seed", 0, 9007199254740991LL, &seed, err)) return -1;
-    if (sv) job.seed = (uint64_t)seed;
-    const cJSON *value = cJSON_GetObjectItemCaseSensitive(g, "value");
-    if (k == WP_GEN_CONSTANT && !value)
-        return WP_FAIL(err, 400, "missing_field", "generate.value", "generate.value is required for constant");
-    if (value && wp_json_to_bits(value, t, "generate.value", &job.constant, err)) return -1;
-
-    wp_spec spec = {.family = wp_family_find("generate"), .type = t, .width = 32, .mask = 0xffffffffu};
-    spec.data.strategy = WP_STRAT_AUTO;
-    snprintf(spec.arch, sizeof spec.arch, "%s", app->arch);
-    if (wp_spec_validate(&spec, err)) return -1;
-    job.spec = &spec;
-    uint64_t t0 = wp_now_ns();
-    wp_reduce_result r;
-    int rc = wp_reduce_run(app, be, &job, &r, err);
-    if (rc) return rc;
-    in->in = r.out;
-    in->in_owned = true;
-    in->generate_us = wp_us_since(t0);
-    in->form = FORM_GENERATE;
-    return 0;
-}
-
-/* segmented_reduce: "offsets" [o0, o1, ..., og], non-decreasing, og <= n, as uint64. */
-static int input_offsets(const cJSON *list, reduce_input *in, wp_err *err) {
-    if (!cJSON_IsArray(list) || cJSON_GetArraySize(list) < 1)
-        return WP_FAIL(err, 400, "bad_offsets", "offsets", "segmented_reduce needs \"offsets\": a list of g+1 indexes");
-    int k = cJSON_GetArraySize(list);
-    in->groups = (uint64_t)k - 1;
-    in->offsets_host = malloc((size_t)k * sizeof(uint64_t));
-    if (!in->offsets_host) return WP_FAIL(err, 500, "out_of_memory", "offsets", "out of memory");
-    int i = 0;
-    for (const cJSON *v = list->child; v; v = v->next, i++) {
-        char field[32];
-        snprintf(field, sizeof field, "offsets[%d]", i);
-        long long o;
-        if (wp_json_int(v, field, 0, (long long)in->count, &o, err)) return -1;
-        if (i && (uint64_t)o < in->offsets_host[i - 1])
-            return WP_FAIL(err, 400, "bad_offsets", field, "offsets must not decrease");
-        in->offsets_host[i] = (uint64_t)o;
-    }
-    return 0; /* uploaded with the job (batch_exec.h) */
-}
-
-/* ---- the float64 (integers: exact) reference of "check" ---- */
-
-static bool check_in_f64(wp_type t) { return wp_type_is_float(t); }
-
-/* op over double values (floats) or exactly in the type (integers): raw bits in and out. */
-static uint64_t ref_op(const wp_spec *s, uint64_t a, uint64_t b) {
-    return wp_op_apply(&s->op, check_in_f64(s->type) ? WP_F64 : s->type, a, b);
-}
-static uint64_t ref_elem(const wp_spec *s, const uint8_t *host, uint64_t i) {
-    uint64_t x = wp_data_load(s->type, host, i);
-    return check_in_f64(s->type) ? wp_f64_bits(wp_value_to_double(s->type, x)) : x;
-}
-
-typedef struct {
-    double max_abs, max_rel;
-    uint64_t mismatches; /* integers: results that differ from the exact reference */
-} ref_error;
-
-static void ref_compare(const wp_spec *s, wp_type got_type, uint64_t got, uint64_t ref, ref_error *e) {
-    if (!check_in_f64(s->type)) {
-        if ((got & wp_type_bitmask(s->type)) != ref) e->mismatches++;
-        return;
-    }
-    double g = wp_value_to_double(got_type, got), r = wp_bits_f64(ref);
-    if (isnan(g) && isnan(r)) return;
-    double abs_err = fabs(g - r), rel = r != 0 ? abs_err / fabs(r) : abs_err;
-    if (isnan(abs_err)) abs_err = rel = INFINITY;
-    if (abs_err > e->max_abs) e->max_abs = abs_err;
-    if (rel > e->max_rel) e->max_rel = rel;
-}
-
-static void ref_error_json(cJSON *o, const wp_spec *s, const ref_error *e) {
-    if (check_in_f64(s->type)) {
-        wp_json_num_k(o, "max_abs_error", e->max_abs);
-        wp_json_num_k(o, "max_rel_error", e->max_rel);
-    } else {
-        wp_json_num_k(o, "mismatches", (double)e->mismatches);
-    }
-}
-
-/* A sequential fold of elements [from, to) (to > from). */
-static uint64_t ref_fold(const wp_spec *s, const uint8_t *host, uint64_t from, uint64_t to) {
-    uint64_t acc = ref_elem(s, host, from);
-    for (uint64_t i = from + 1; i < to; i++) acc = ref_op(s, acc, ref_elem(s, host, i));
-    return acc;
-}
-
-static cJSON *check_value(const wp_spec *s, const uint8_t *host, uint64_t n, const wp_reduce_result *r) {
-    cJSON *o = cJSON_CreateObject();
-    if (!n || !r->has_value) {
-        wp_json_str_k(o, "note", "no elements: the value is the identity");
-        return o;
-    }
-    uint64_t ref = ref_fold(s, host, 0, n);
-    ref_error e = {0};
-    ref_compare(s, r->acc_type, check_in_f64(s->type) ? r->acc_value : r->value, ref, &e);
-    if (check_in_f64(s->type)) {
-        cJSON_AddItemToObject(o, "reference", wp_json_from_bits(WP_F64, ref));
-        wp_json_num_k(o, "abs_error", e.max_abs);
-        wp_json_num_k(o, "rel_error", e.max_rel);
-    } else {
-        cJSON_AddItemToObject(o, "reference", wp_json_from_bits(s->type, ref));
-        wp_json_bool_k(o, "exact", e.mismatches == 0);
-    }
-    return o;
-}
-
-static cJSON *check_arg(const wp_spec *s, const uint8_t *host, uint64_t n, const wp_reduce_result *r) {
-    cJSON *o = cJSON_CreateObject();
-    bool max = !strcmp(s->family->name, "argmax");
-    int64_t best = -1;
-    for (uint64_t i = 0; i < n; i++) {
-        double x = wp_value_to_double(s->type, wp_data_load(s->type, host, i));
-        if (best < 0) {
-            best = (int64_t)i;
-            continue;
-        }
-        double b = wp_value_to_double(s->type, wp_data_load(s->type, host, (uint64_t)best));
-        bool better = isnan(b) ? !isnan(x) : (!isnan(x) && (max ? x > b : x < b));
-        if (wp_type_is_int(s->type)) { /* exact: 64-bit integers do not fit a double */
-            int c = wp_value_cmp(s->type, wp_data_load(s->type, host, i), wp_data_load(s->type, host, (uint64_t)best));
-            better = max ? c > 0 : c < 0;
-        }
-        if (better) best = (int64_t)i;
-    }
-    wp_json_num_k(o, "reference_index", (double)best);
-    wp_json_bool_k(o, "match", best == r->index);
-    return o;
-}
-
-/* Per-element reference of the array families (scans, per-group reductions, stencil). */
-static cJSON *check_array(const wp_spec *s, const uint8_t *host, uint64_t n, const uint8_t *out, uint64_t out_count,
-                          const reduce_input *in, bool has_init, uint64_t init) {
-    const wp_family *f = s->family;
-    ref_error e = {0};
-    wp_type t = s->type;
-    if (f->flags & WP_F_RADIUS) {
-        int r = s->data.radius;
-        for (uint64_t i = 0; i < n; i++) {
-            double sum = 0;
-            if (i >= (uint64_t)r && i + (uint64_t)r < n)
-                for (int k = -r; k <= r; k++)
-                    sum += wp_value_to_double(t, wp_data_load(t, host, i + (uint64_t)k)) / (2 * r + 1);
-            ref_compare(s, t, wp_data_load(t, out, i), wp_f64_bits(sum), &e);
-        }
-    } else if (f->data_out == WP_DATA_GROUPS) {
-        uint64_t group = (f->flags & WP_F_WIDTH_GROUP) ? (uint64_t)s->width : (uint64_t)s->data.block;
-        for (uint64_t g = 0; g < out_count; g++) {
-            uint64_t from = in->offsets_host ? in->offsets_host[g] : g * group;
-            uint64_t to = in->offsets_host ? in->offsets_host[g + 1] : (from + group < n ? from + group : n);
-            if (to > from) ref_compare(s, t, wp_data_load(t, out, g), ref_fold(s, host, from, to), &e);
-        }
-    } else { /* scans: each group (the whole array for device_scan) from its start */
-        uint64_t group = (f->flags & WP_F_WIDTH_GROUP)   ? (uint64_t)s->width
-                         : (f->flags & WP_F_BLOCK_GROUP) ? (uint64_t)s->data.block
-                                                         : (n ? n : 1);
-        uint64_t init_ref = check_in_f64(t) ? wp_f64_bits(wp_value_to_double(t, init)) : init, acc = 0;
-        uint64_t ident;
-        bool has_ident = wp_op_identity(&s->op, check_in_f64(t) ? WP_F64 : t, &ident);
-        for (uint64_t i = 0; i < n; i++) {
-            bool first = i % group == 0;
-            uint64_t x = ref_elem(s, host, i), ref;
-            if (s->data.exclusive) {
-                ref = first ? (has_init ? init_ref : ident) : acc;
-                acc = first ? (has_init ? ref_op(s, init_ref, x) : x) : ref_op(s, acc, x);
-                if (first && !has_init && !has_ident) continue;
-            } else {
-                acc = first ? (has_init ? ref_op(s, init_ref, x) : x) : ref_op(s, acc, x);
-                ref = acc;
-            }
-            ref_compare(s, t, wp_data_load(t, out, i), ref, &e);
-        }
-    }
-    cJSON *o = cJSON_CreateObject();
-    ref_error_json(o, s, &e);
-    return o;
 }
 
 /* ---- the handler: one request's state, then its steps ---- */
@@ -527,7 +79,7 @@ static void req_free(wp_app *app, reduce_req *q) {
     if (q->out_buf) wp_buffers_abort(app->buffers, q->out_buf);
     free(q->out_host);
     wp_reduce_result_free(&q->job.res);
-    input_free(app, &q->in);
+    reduce_input_free(app, &q->in);
     free(q->fast.host);
     wp_spec_free(&q->spec);
     cJSON_Delete(q->body);
@@ -556,8 +108,8 @@ static void add_timing(cJSON *o, const reduce_req *q) {
 /* The body as a JSON object (a raw body: its query), checked for unknown fields. */
 static int parse_body(wp_app *app, reduce_req *q) {
     if (q->raw)
-        q->body = query_object(q->req, &q->err);
-    else if (!(q->body = parse_fast(app, q->req, &q->fast)))
+        q->body = reduce_query_object(q->req, &q->err);
+    else if (!(q->body = reduce_parse_fast(app, q->req, &q->fast)))
         q->body = wp_api_parse_body(app, q->req, &q->err);
     if (!q->body) return -1;
     if (!cJSON_IsObject(q->body)) return WP_FAIL(&q->err, 400, "bad_request", "", "the body must be a JSON object");
@@ -617,7 +169,7 @@ static int input_buffer(wp_app *app, reduce_req *q) {
     long long c;
     if (cnt && wp_json_int(cnt, "count", 0, (long long)q->binfo.count, &c, &q->err)) return -1;
     if (cnt) q->in.count = (uint64_t)c;
-    if (check_count(app, q->in.count, "buffer", &q->err)) return -1;
+    if (reduce_check_count(app, q->in.count, "buffer", &q->err)) return -1;
     return q->inline_run && q->in.count * wp_type_size(q->spec.type) > WP_REDUCE_INLINE_MAX ? 1 : 0;
 }
 
@@ -675,20 +227,20 @@ static int read_input(wp_app *app, reduce_req *q) {
     reduce_input *in = &q->in;
     int rc = 0;
     if (q->data && q->fast.on)
-        rc = input_fast(app, q->req, &q->fast, t, in, &q->err);
+        rc = reduce_input_fast(app, q->req, &q->fast, t, in, &q->err);
     else if (q->data)
-        rc = input_json(app, q->data, t, in, &q->err);
+        rc = reduce_input_json(app, q->data, t, in, &q->err);
     else if (q->b64)
-        rc = input_b64(app, q->b64, t, in, &q->err);
+        rc = reduce_input_b64(app, q->b64, t, in, &q->err);
     else if (q->raw)
-        rc = input_raw(app, q->req, t, q->be, in, &q->err);
+        rc = reduce_input_raw(app, q->req, t, q->be, in, &q->err);
     else if (q->gen)
-        rc = input_generate(app, q->be, q->gen, t, q->inline_run, in, &q->err);
+        rc = reduce_input_generate(app, q->be, q->gen, t, q->inline_run, in, &q->err);
     /* buffer: input_buffer has set it */
     if (rc) return rc;
     if (in->host) in->data = in->host;
     const cJSON *offs = cJSON_GetObjectItemCaseSensitive(q->body, "offsets");
-    if (q->f->flags & WP_F_SEGMENTS) return input_offsets(offs, in, &q->err);
+    if (q->f->flags & WP_F_SEGMENTS) return reduce_input_offsets(offs, in, &q->err);
     if (offs) return WP_FAIL(&q->err, 400, "unknown_field", "offsets", "only segmented_reduce takes offsets");
     return 0;
 }
@@ -779,11 +331,11 @@ static int add_check(reduce_req *q, cJSON *o) {
     }
     const wp_reduce_result *r = &q->job.res;
     const wp_reduce_job *job = &q->job.job;
-    cJSON *c = q->f->data_out == WP_DATA_VALUE ? check_value(&q->spec, in->data, in->count, r)
-               : q->f->data_out == WP_DATA_ARG ? check_arg(&q->spec, in->data, in->count, r)
-               : q->out_host
-                   ? check_array(&q->spec, in->data, in->count, q->out_host, r->out_count, in, job->has_init, job->init)
-                   : cJSON_CreateObject();
+    cJSON *c = q->f->data_out == WP_DATA_VALUE ? reduce_check_value(&q->spec, in->data, in->count, r)
+               : q->f->data_out == WP_DATA_ARG ? reduce_check_arg(&q->spec, in->data, in->count, r)
+               : q->out_host ? reduce_check_array(&q->spec, in->data, in->count, q->out_host, r->out_count, in,
+                                                  job->has_init, job->init)
+                             : cJSON_CreateObject();
     cJSON_AddItemToObject(o, "check", c);
     return 0;
 }
@@ -884,7 +436,7 @@ static void *raw_open(wp_app *app, const wp_req *req, uint64_t length, wp_resp *
     if (!handle(app, req, resp, scan, &plan)) return NULL;
     wp_err err = {0};
     raw_sink *rs = NULL;
-    if (raw_length(app, length, plan.type, &err) == 0 && (rs = calloc(1, sizeof *rs)) == NULL)
+    if (reduce_raw_length(app, length, plan.type, &err) == 0 && (rs = calloc(1, sizeof *rs)) == NULL)
         WP_FAIL(&err, 500, "out_of_memory", "", "out of memory");
     if (rs) {
         *rs = (raw_sink){.app = app, .type = plan.type, .be = plan.be};

@@ -1,0 +1,65 @@
+/* api_reduce_impl.h — what the api_reduce*.c files share: a request's input in each of its forms, the
+ * streamed raw body, the "data" list read in place (api_reduce_input.c), the reference of "check"
+ * (api_reduce_check.c); api_reduce.c's handler uses them. Nothing else includes it. */
+#ifndef WP_API_REDUCE_IMPL_H
+#define WP_API_REDUCE_IMPL_H
+
+#include "api.h"
+
+#define WP_REDUCE_INLINE_MAX (64u << 10) /* bytes of input (or of body) a job may have to run on the HTTP thread */
+
+typedef enum { FORM_JSON, FORM_B64, FORM_RAW, FORM_BUFFER, FORM_GENERATE } data_form;
+
+typedef struct {
+    data_form form;
+    const uint8_t *data; /* packed input on the host: host, or the raw body itself (no copy); uploaded
+                            with the job (batch_exec.h) */
+    uint8_t *host;       /* owned copy (JSON, base64; buffer/generate only for check) */
+    uint64_t count;
+    wp_buf *in; /* the job's input */
+    bool in_owned;
+    wp_buf *held; /* from wp_buffers_get, released at the end */
+    uint64_t *offsets_host;
+    uint64_t groups;
+    double upload_us, generate_us;
+} reduce_input;
+
+/* A raw body streamed into the job's input buffer while it arrives (http.h stream hooks). */
+typedef struct {
+    wp_app *app;
+    wp_type type;      /* the job's, from the query */
+    wp_backend *be;    /* where it runs */
+    wp_buf *buf;       /* the input: the whole body */
+    wp_buf_stream *up; /* filling buf */
+} raw_sink;
+
+/* "data" read in place: api_reduce_input.c says how. */
+typedef struct {
+    bool on;         /* "data" was read in place; the parsed body holds [] in its place */
+    size_t from, to; /* the list's bytes in the request body */
+    wp_type type;    /* the type it was read as */
+    uint8_t *host;   /* its values, packed */
+    uint64_t count;
+} fast_data;
+
+/* api_reduce_input.c */
+void reduce_input_free(wp_app *app, reduce_input *in);
+cJSON *reduce_query_object(const wp_req *req, wp_err *err); /* a raw body's query arguments as a JSON object */
+int reduce_check_count(wp_app *app, uint64_t n, const char *field, wp_err *err); /* 413 past --max-elements */
+int reduce_raw_length(wp_app *app, uint64_t bytes, wp_type t, wp_err *err); /* a raw body of bytes: whole elements */
+cJSON *reduce_parse_fast(wp_app *app, const wp_req *req, fast_data *fd);
+int reduce_input_fast(wp_app *app, const wp_req *req, fast_data *fd, wp_type t, reduce_input *in, wp_err *err);
+int reduce_input_json(wp_app *app, const cJSON *data, wp_type t, reduce_input *in, wp_err *err);
+int reduce_input_b64(wp_app *app, const cJSON *data, wp_type t, reduce_input *in, wp_err *err);
+int reduce_input_raw(wp_app *app, const wp_req *req, wp_type t, wp_backend *be, reduce_input *in, wp_err *err);
+int reduce_input_generate(wp_app *app, wp_backend *be, const cJSON *g, wp_type t, bool inline_run, reduce_input *in,
+                          wp_err *err);
+int reduce_input_offsets(const cJSON *list, reduce_input *in, wp_err *err);
+
+/* api_reduce_check.c: "check" of a value (reductions), an index (argmin, argmax), an array */
+cJSON *reduce_check_value(const wp_spec *s, const uint8_t *host, uint64_t n, const wp_reduce_result *r);
+cJSON *reduce_check_arg(const wp_spec *s, const uint8_t *host, uint64_t n, const wp_reduce_result *r);
+cJSON *reduce_check_array(const wp_spec *s, const uint8_t *host, uint64_t n, const uint8_t *out, uint64_t out_count,
+                          const reduce_input *in, bool has_init, uint64_t init);
+
+#endif
