@@ -109,6 +109,14 @@ static void usage(FILE *f) {
             "                       \"device\": N or run over a buffer (then where it lives)\n"
             "  --emu-devices N      with --backend emu: the emulator presents N devices (default 1), so\n"
             "                       placement is testable without GPUs\n"
+            "  --shm on|off         on (default): clients on this machine may register shared-memory regions\n"
+            "                       (POST /v1/shm) and reduce, scan or fill buffers from them with no copy\n"
+            "                       through HTTP; off: /v1/shm and every \"shm\" field answer 403\n"
+            "  --shm-prefix P       a region's name must begin with P (default /warpd)\n"
+            "  --shm-max BYTES      bytes all regions may map at once (default: a quarter of the host's\n"
+            "                       memory); more gets 413 shm_quota\n"
+            "  --shm-remote         take regions from peers that are not local too (default: a Unix socket or\n"
+            "                       loopback only)\n"
             "  --version, --help\n",
             DEFAULT_PORT, DEFAULT_CACHE_MB, WP_DEFAULT_TEMPLATES, WP_DEFAULT_WEB, MIN_DEFAULT_THREADS,
             MAX_DEFAULT_THREADS, WP_BUSY_POLL_DEFAULT_US, DEFAULT_MAX_BODY, DEFAULT_CONN_MEMORY, DEFAULT_MAX_DEPTH,
@@ -198,6 +206,18 @@ static int parse_gpu_wait(const char *flag, const char *v, options *o) {
 static int parse_zero_copy(const char *flag, const char *v, options *o) {
     return parse_either(flag, v, "on", "off", &o->no_zero_copy);
 }
+static int parse_shm(const char *flag, const char *v, options *o) {
+    return parse_either(flag, v, "on", "off", &o->shm_off);
+}
+static int parse_shm_prefix(const char *flag, const char *v, options *o) {
+    if (strlen(v) < 2 || strlen(v) > 60 || v[0] != '/' || strchr(v + 1, '/') || strstr(v, "..")) {
+        fprintf(stderr, "warpd: %s must be \"/\" and 1..59 characters, with no other \"/\" and no \"..\" (got %s)\n",
+                flag, v);
+        return -1;
+    }
+    o->shm_prefix = v;
+    return 0;
+}
 
 /* --log-level takes effect at once (log.c), so later start-up messages follow it. */
 static int parse_log_level(const char *flag, const char *v, options *o) {
@@ -286,6 +306,10 @@ static const opt_spec flag_table[] = {
     F_CUSTOM("--inline-gpu", parse_inline_gpu),
     F_CUSTOM("--gpu-wait", parse_gpu_wait),
     F_CUSTOM("--zero-copy", parse_zero_copy),
+    F_CUSTOM("--shm", parse_shm),
+    F_CUSTOM("--shm-prefix", parse_shm_prefix),
+    F_BYTES("--shm-max", shm_max),
+    F_SWITCH("--shm-remote", shm_remote),
     F_STRING("--devices", devices),
     F_INT("--emu-devices", emu_devices, 1, WP_MAX_DEVICES),
     F_INT("--streams-per-device", streams_per_device, 1, 64),
@@ -443,7 +467,8 @@ void wp_options_defaults(options *o) {
                    .batch_max = WP_BATCH_MAX_DEFAULT,
                    .cache_disk_max = DEFAULT_CACHE_DISK_MAX,
                    .streams_per_device = DEFAULT_STREAMS,
-                   .emu_devices = 1};
+                   .emu_devices = 1,
+                   .shm_prefix = "/warpd"};
 }
 
 /* After the flags: the access rules made whole (a token, or loopback only), and the defaults that

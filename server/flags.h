@@ -61,11 +61,14 @@ typedef struct {
     wp_inline_mode inline_gpu;
     bool gpu_wait_yield; /* --gpu-wait yield */
     bool no_zero_copy;   /* --zero-copy off */
-    const char *devices; /* --devices: "all" or "0,2,..."; NULL: --device's, else all */
+    /* shared-memory regions (engine/regions.h) */
+    bool shm_off, shm_remote;   /* --shm off, --shm-remote */
+    const char *shm_prefix;     /* --shm-prefix */
+    unsigned long long shm_max; /* --shm-max; 0: a quarter of the host's memory */
+    const char *devices;        /* --devices: "all" or "0,2,..."; NULL: --device's, else all */
     bool device_given;
     int emu_devices;
 } wp_options;
-
 
 /* The defaults (o->access is left NULL: the caller makes it with wp_access_new). */
 void wp_options_defaults(wp_options *o);

@@ -12,15 +12,14 @@
 #include <unistd.h>
 
 #include "api/api.h"
-#include "flags.h"
 #include "engine/bgbuild.h"
 #include "engine/prewarm.h"
+#include "flags.h"
 #include "http/access.h"
 #include "http/http_loop.h"
 #include "http/listen.h"
 #include "http/reqlog.h"
 #include "util/log.h"
-
 
 typedef wp_options options;
 
@@ -129,6 +128,10 @@ static const wp_route routes[] = {
     {"GET", "/v1/buffers", wp_api_buffers_list, WP_ROUTE_INLINE, NULL},
     {"GET", "/v1/buffers/", wp_api_buffer_get, WP_ROUTE_WORK | WP_ROUTE_PREFIX, NULL},
     {"DELETE", "/v1/buffers/", wp_api_buffer_delete, WP_ROUTE_WORK | WP_ROUTE_PREFIX, NULL},
+    {"POST", "/v1/shm", wp_api_shm_add, WP_ROUTE_WORK, NULL},
+    {"GET", "/v1/shm", wp_api_shm_list, WP_ROUTE_INLINE, NULL},
+    {"GET", "/v1/shm/", wp_api_shm_get, WP_ROUTE_INLINE | WP_ROUTE_PREFIX, NULL},
+    {"DELETE", "/v1/shm/", wp_api_shm_delete, WP_ROUTE_WORK | WP_ROUTE_PREFIX, NULL},
     {"GET", "/v1/cache", wp_api_cache_list, WP_ROUTE_WORK, NULL},
     {"DELETE", "/v1/cache", wp_api_cache_prune, WP_ROUTE_WORK, NULL},
     {"GET", "/v1/cache/", wp_api_cache_get, WP_ROUTE_WORK | WP_ROUTE_PREFIX, NULL},
@@ -269,6 +272,23 @@ static int prewarm_and_exit(wp_app *app, cJSON *prewarm_doc, int compile_threads
     return rc;
 }
 
+/* Shared-memory regions (--shm, regions.h), registered with the first GPU when there is one. */
+static int open_regions(const options *o, wp_app *app, wp_err *err) {
+    app->shm_remote = o->shm_remote;
+    if (o->shm_off) return 0;
+    uint64_t max = o->shm_max;
+    if (!max) {
+        long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+        max = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page / 4 : FALLBACK_BUFFER_QUOTA;
+    }
+    wp_regions_config rc = {.prefix = o->shm_prefix, .max_bytes = max, .dma = app->cuda};
+    if (!(app->regions = wp_regions_open(&rc, err))) {
+        fprintf(stderr, "warpd: cannot open the shared-memory regions: %s\n", err->msg);
+        return -1;
+    }
+    return 0;
+}
+
 /* The engine behind the routes: buffers, the reduce engine, the batcher and its memory, the background
  * builder, async jobs. Returns 0, else the exit status. */
 static int start_engine(const options *o, wp_app *app, wp_err *err) {
@@ -283,6 +303,7 @@ static int start_engine(const options *o, wp_app *app, wp_err *err) {
     }
     wp_buffers_config bc = {.quota = quota, .ttl_s = o->buffer_ttl_s, .max_ttl_s = MAX_BUFFER_TTL_S};
     app->buffers = wp_buffers_open(&bc, err);
+    if (open_regions(o, app, err)) return 1;
     app->reduce = wp_reduce_engine_open();
     wp_batch_config bcfg = {.window_us = o->batch_window_us, .max = o->batch_max, .concurrency = o->streams_per_device};
     app->batcher = wp_batcher_open(&bcfg);
@@ -392,6 +413,7 @@ static void teardown(wp_app *app, wp_access *access, wp_reqlog *reqlog) {
     wp_bgbuild_close(app->bgbuild); /* after HTTP and jobs (nothing asks), before the cache and backends */
     app->bgbuild = NULL;
     wp_buffers_close(app->buffers);      /* after jobs: nothing holds a buffer any more */
+    wp_regions_close(app->regions);      /* likewise a region; before the backends (registrations) */
     wp_reduce_engine_close(app->reduce); /* its scratch lives on the backends */
     wp_batcher_close(app->batcher);      /* after HTTP and jobs: no job is in a batch */
     wp_batch_mem_close(app->batch_mem);  /* its buffers live on the backends */

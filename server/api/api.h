@@ -10,6 +10,21 @@
 /* Parses the request body as JSON with the depth limit; 400 "bad_json" / "too_deep". */
 cJSON *wp_api_parse_body(wp_app *app, const wp_req *req, wp_err *err);
 
+/* Whether req may use a shared-memory region (api_shm.c): 403 "shm_disabled" under --shm off, 403
+ * "shm_remote" from a peer that is not local without --shm-remote; field names the request's field. */
+int wp_api_shm_allowed(const wp_app *app, const wp_req *req, const char *field, wp_err *err);
+/* A region as a job's input, "shm": {"id", "offset", "count"} of elements of t: the check above, the
+ * region held (wp_region_put it), *offset (default 0; a multiple of the element size) and *count
+ * (default: every whole element to the region's end) checked against it: 400 "out_of_range" naming
+ * shm.offset or shm.count, 404 "unknown_shm" naming shm.id. */
+wp_region *wp_api_shm_input(wp_app *app, const wp_req *req, const cJSON *shm, wp_type t, uint64_t *offset,
+                            uint64_t *count, wp_err *err);
+/* A region as an array result's home, "output": {"shm": {"id", "offset"}}, with room for bytes. */
+wp_region *wp_api_shm_output(wp_app *app, const wp_req *req, const cJSON *shm, uint64_t bytes, uint64_t *offset,
+                             wp_err *err);
+/* What an answer says of a result written there: {"shm": {"id", "offset", "count", "bytes"}}. */
+cJSON *wp_api_shm_written(const wp_region *g, uint64_t offset, uint64_t count, uint64_t bytes);
+
 /* Handlers (api_*.c). */
 void wp_api_health(void *app, const wp_req *req, wp_resp *resp);
 void wp_api_ready(void *app, const wp_req *req, wp_resp *resp);
@@ -32,6 +47,10 @@ extern const wp_stream_hooks wp_api_buffers_stream;                   /* raw bod
 void wp_api_buffers_list(void *app, const wp_req *req, wp_resp *resp);
 void wp_api_buffer_get(void *app, const wp_req *req, wp_resp *resp);
 void wp_api_buffer_delete(void *app, const wp_req *req, wp_resp *resp);
+void wp_api_shm_add(void *app, const wp_req *req, wp_resp *resp); /* api_shm.c */
+void wp_api_shm_list(void *app, const wp_req *req, wp_resp *resp);
+void wp_api_shm_get(void *app, const wp_req *req, wp_resp *resp);
+void wp_api_shm_delete(void *app, const wp_req *req, wp_resp *resp);
 void wp_api_cache_list(void *app, const wp_req *req, wp_resp *resp); /* api_cache.c */
 void wp_api_cache_get(void *app, const wp_req *req, wp_resp *resp);
 void wp_api_cache_delete(void *app, const wp_req *req, wp_resp *resp);

@@ -24,6 +24,7 @@
 
 #include "api.h"
 #include "engine/buffers.h"
+#include "engine/regions.h"
 #include "jsonval.h"
 #include "kernels/data.h"
 #include "util/base64.h"
@@ -203,8 +204,8 @@ static int fill_list(stager *st, wp_type t, const cJSON *data, wp_err *err) {
     return stage_flush(st, err);
 }
 
-static const char *const put_fields[] = {"type",    "data",   "data_b64", "generate", "ttl",
-                                         "backend", "device", "shard",    NULL};
+static const char *const put_fields[] = {"type", "data",    "data_b64", "generate", "shm", "cuda_ipc",
+                                         "ttl",  "backend", "device",   "shard",    NULL};
 
 /* The devices a new buffer is split over ("shard"), or none. */
 typedef struct {
@@ -233,82 +234,161 @@ static int json_placement(wp_app *app, const cJSON *body, const cJSON *backend, 
     return 0;
 }
 
+/* ---- cuda_ipc: a buffer over another process's device allocation (nothing copied) ---- */
+
+static const char *const ipc_fields[] = {"handle", "device", "offset", "count", "type", NULL};
+static const char *const ipc_alone[] = {"data", "data_b64", "generate", "shm", "shard", "backend", "device", NULL};
+
+#define IPC_MAX_INT 9007199254740992LL /* 2^53 */
+
+static int ipc_int(const cJSON *ipc, const char *key, long long lo, long long dflt, long long *out, wp_err *err) {
+    char field[32];
+    snprintf(field, sizeof field, "cuda_ipc.%s", key);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(ipc, key);
+    *out = dflt;
+    if (!v && dflt < 0) return WP_FAIL(err, 400, "missing_field", field, "%s is required", field);
+    return v ? wp_json_int(v, field, lo, IPC_MAX_INT, out, err) : 0;
+}
+
+/* The 64-byte handle from its base64 text. */
+static int ipc_handle(const cJSON *ipc, unsigned char out[64], wp_err *err) {
+    const cJSON *h = cJSON_GetObjectItemCaseSensitive(ipc, "handle");
+    size_t n = 0;
+    if (!cJSON_IsString(h))
+        return WP_FAIL(err, 400, h ? "wrong_type" : "missing_field", "cuda_ipc.handle",
+                       "cuda_ipc.handle (base64 of the 64-byte cudaIpcMemHandle_t) must be a string");
+    if (wp_b64_check(h->valuestring, strlen(h->valuestring), "cuda_ipc.handle", &n, err)) return -1;
+    if (n != 64)
+        return WP_FAIL(err, 400, "bad_handle", "cuda_ipc.handle", "cuda_ipc.handle decodes to %zu bytes, not 64", n);
+    wp_b64_decode(h->valuestring, out, 64);
+    return 0;
+}
+
+/* The type: cuda_ipc.type, else the body's (both: they must agree). */
+static int ipc_type(const cJSON *ipc, wp_type body_type, bool body_has, wp_type *t, wp_err *err) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(ipc, "type");
+    *t = body_type;
+    if (!v) return 0;
+    if (!cJSON_IsString(v)) return WP_FAIL(err, 400, "wrong_type", "cuda_ipc.type", "cuda_ipc.type must be a string");
+    if (parse_type(v->valuestring, t, err)) return -1;
+    if (body_has && *t != body_type)
+        return WP_FAIL(err, 400, "bad_value", "cuda_ipc.type", "cuda_ipc.type and type disagree");
+    return 0;
+}
+
+static int put_ipc(wp_app *app, const cJSON *body, const cJSON *ipc, wp_type t, double ttl_s, wp_buffer_info *info,
+                   wp_err *err) {
+    for (int i = 0; ipc_alone[i]; i++)
+        if (cJSON_GetObjectItemCaseSensitive(body, ipc_alone[i]))
+            return WP_FAIL(err, 400, "bad_input", ipc_alone[i], "cuda_ipc takes no %s (its memory is where it is)",
+                           ipc_alone[i]);
+    if (!cJSON_IsObject(ipc)) return WP_FAIL(err, 400, "wrong_type", "cuda_ipc", "cuda_ipc must be an object");
+    unsigned char handle[64];
+    long long device, offset, count;
+    wp_backend *be = NULL;
+    if (wp_json_only(ipc, "cuda_ipc.", ipc_fields, err) || ipc_handle(ipc, handle, err) ||
+        ipc_type(ipc, t, cJSON_GetObjectItemCaseSensitive(body, "type") != NULL, &t, err) ||
+        ipc_int(ipc, "device", 0, 0, &device, err) || ipc_int(ipc, "offset", 0, 0, &offset, err) ||
+        ipc_int(ipc, "count", 0, -1, &count, err))
+        return -1;
+    if (!app->cuda)
+        return WP_FAIL(err, 400, "needs_gpu", "cuda_ipc",
+                       "a CUDA IPC buffer needs a GPU; this daemon runs on the emulator");
+    if (device >= app->n_devices || wp_app_pick(app, "cuda", (int)device, NULL, &be, err))
+        return WP_FAIL(err, 400, "bad_device", "cuda_ipc.device", "device %lld is not one this daemon serves (0..%d)",
+                       device, app->n_devices - 1);
+    size_t esize = wp_type_size(t);
+    if ((unsigned long long)count > SIZE_MAX / esize)
+        return WP_FAIL(err, 400, "out_of_range", "cuda_ipc.count", "cuda_ipc.count is too large");
+    wp_buf *buf = wp_buf_open_ipc(be, handle, (size_t)offset, (size_t)count * esize, err);
+    if (!buf || !(buf = wp_buffers_adopt(app->buffers, buf, t, (uint64_t)count, err))) return -1;
+    return wp_buffers_commit(app->buffers, buf, ttl_s, info, err);
+}
+
+/* A JSON body's input: exactly one of data, data_b64, generate, shm (cuda_ipc goes its own way). */
+typedef struct {
+    const cJSON *data, *b64, *gen, *shm;
+    size_t b64_bytes;
+    generate_spec g;
+    wp_region *region; /* shm: held until the buffer is filled */
+    uint64_t region_offset;
+} put_input;
+
+static int input_count(wp_app *app, const wp_req *req, put_input *in, wp_type t, wp_backend *be, uint64_t *count,
+                       wp_err *err) {
+    if (!!in->data + !!in->b64 + !!in->gen + !!in->shm != 1)
+        return WP_FAIL(err, 400, "bad_input", "data", "give exactly one of data, data_b64, generate, shm and cuda_ipc");
+    if (in->data) {
+        if (!cJSON_IsArray(in->data)) return WP_FAIL(err, 400, "wrong_type", "data", "data must be a list of values");
+        *count = (uint64_t)cJSON_GetArraySize(in->data);
+    } else if (in->b64) {
+        if (!cJSON_IsString(in->b64))
+            return WP_FAIL(err, 400, "wrong_type", "data_b64", "data_b64 must be a base64 string");
+        if (wp_b64_check(in->b64->valuestring, strlen(in->b64->valuestring), "data_b64", &in->b64_bytes, err) ||
+            length_multiple(in->b64_bytes, t, "data_b64", err))
+            return -1;
+        *count = in->b64_bytes / wp_type_size(t);
+    } else if (in->gen) {
+        if (parse_generate(in->gen, t, &in->g, err) || wp_app_emu_limit(app, be, in->g.n, "generate.n", err)) return -1;
+        *count = in->g.n;
+    } else if (!(in->region = wp_api_shm_input(app, req, in->shm, t, &in->region_offset, count, err))) {
+        return -1;
+    }
+    return 0;
+}
+
+/* The new buffer's bytes from the input (values and base64 through a host stager). */
+static int fill_input(wp_app *app, wp_backend *be, wp_buf *buf, wp_type t, const put_input *in, wp_err *err) {
+    if (in->gen) return fill_generated(app, be, buf, t, &in->g, err);
+    if (in->region) return wp_region_to_buf(in->region, in->region_offset, buf, 0, wp_buf_size(buf), "shm.id", err);
+    stager st = {.buf = buf, .cap = WP_BUFFERS_STAGE_BYTES};
+    if (!(st.data = malloc(st.cap))) return WP_FAIL(err, 500, "no_memory", "", "out of memory");
+    int rc = in->data ? fill_list(&st, t, in->data, err) : b64_decode_to(&st, in->b64->valuestring, in->b64_bytes, err);
+    free(st.data);
+    return rc;
+}
+
+/* type and ttl of a JSON body. */
+static int put_common(const cJSON *body, wp_type *t, double *ttl_s, wp_err *err) {
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(body, "type");
+    const cJSON *ttl = cJSON_GetObjectItemCaseSensitive(body, "ttl");
+    if (type && !cJSON_IsString(type)) return WP_FAIL(err, 400, "wrong_type", "type", "type must be a string");
+    if (parse_type(type ? type->valuestring : NULL, t, err)) return -1;
+    if (ttl && !cJSON_IsNumber(ttl)) return WP_FAIL(err, 400, "wrong_type", "ttl", "ttl must be a number of seconds");
+    *ttl_s = ttl ? ttl->valuedouble : 0;
+    return ttl ? check_ttl(*ttl_s, err) : 0;
+}
+
 /* Creates, fills and commits a buffer from a JSON body. */
 static int put_json(wp_app *app, const wp_req *req, wp_buffer_info *info, wp_err *err) {
     cJSON *body = wp_api_parse_body(app, req, err);
     if (!body) return -1;
     int rc = -1;
     wp_buf *buf = NULL;
-    stager st = {0};
-    if (wp_json_only(body, "", put_fields, err)) goto out;
-    const cJSON *type = cJSON_GetObjectItemCaseSensitive(body, "type");
-    const cJSON *data = cJSON_GetObjectItemCaseSensitive(body, "data");
-    const cJSON *b64 = cJSON_GetObjectItemCaseSensitive(body, "data_b64");
-    const cJSON *gen = cJSON_GetObjectItemCaseSensitive(body, "generate");
-    const cJSON *ttl = cJSON_GetObjectItemCaseSensitive(body, "ttl");
-    const cJSON *backend = cJSON_GetObjectItemCaseSensitive(body, "backend");
+    put_input in = {.data = cJSON_GetObjectItemCaseSensitive(body, "data"),
+                    .b64 = cJSON_GetObjectItemCaseSensitive(body, "data_b64"),
+                    .gen = cJSON_GetObjectItemCaseSensitive(body, "generate"),
+                    .shm = cJSON_GetObjectItemCaseSensitive(body, "shm")};
+    const cJSON *ipc = cJSON_GetObjectItemCaseSensitive(body, "cuda_ipc");
     wp_type t;
     wp_backend *be;
     double ttl_s = 0;
-    if (type && !cJSON_IsString(type)) {
-        WP_FAIL(err, 400, "wrong_type", "type", "type must be a string");
-        goto out;
-    }
-    if (parse_type(type ? type->valuestring : NULL, &t, err)) goto out;
     shard_set ss = {0};
-    if (json_placement(app, body, backend, &be, &ss, err)) goto out;
-    if (ttl && !cJSON_IsNumber(ttl)) {
-        WP_FAIL(err, 400, "wrong_type", "ttl", "ttl must be a number of seconds");
-        goto out;
-    }
-    if (ttl && check_ttl(ttl_s = ttl->valuedouble, err)) goto out;
-    if (!!data + !!b64 + !!gen != 1) {
-        WP_FAIL(err, 400, "bad_input", "data", "give exactly one of data, data_b64 and generate");
-        goto out;
-    }
     uint64_t count = 0;
-    size_t b64_bytes = 0;
-    generate_spec g = {0};
-    if (data) {
-        if (!cJSON_IsArray(data)) {
-            WP_FAIL(err, 400, "wrong_type", "data", "data must be a list of values");
-            goto out;
-        }
-        count = (uint64_t)cJSON_GetArraySize(data);
-    } else if (b64) {
-        if (!cJSON_IsString(b64)) {
-            WP_FAIL(err, 400, "wrong_type", "data_b64", "data_b64 must be a base64 string");
-            goto out;
-        }
-        if (wp_b64_check(b64->valuestring, strlen(b64->valuestring), "data_b64", &b64_bytes, err) ||
-            length_multiple(b64_bytes, t, "data_b64", err))
-            goto out;
-        count = b64_bytes / wp_type_size(t);
-    } else {
-        if (parse_generate(gen, t, &g, err) || wp_app_emu_limit(app, be, g.n, "generate.n", err)) goto out;
-        count = g.n;
-    }
-    buf = create(app, be, &ss, t, count, err);
-    if (!buf) goto out;
-    if (gen) {
-        if (fill_generated(app, be, buf, t, &g, err)) goto out;
-        rc = wp_buffers_commit(app->buffers, buf, ttl_s, info, err);
-        buf = NULL; /* committed, or freed by a failed commit */
+    if (wp_json_only(body, "", put_fields, err) || put_common(body, &t, &ttl_s, err)) goto out;
+    if (ipc) {
+        rc = put_ipc(app, body, ipc, t, ttl_s, info, err);
         goto out;
     }
-    st.buf = buf;
-    st.cap = WP_BUFFERS_STAGE_BYTES;
-    st.data = malloc(st.cap);
-    if (!st.data) {
-        WP_FAIL(err, 500, "no_memory", "", "out of memory");
+    if (json_placement(app, body, cJSON_GetObjectItemCaseSensitive(body, "backend"), &be, &ss, err) ||
+        input_count(app, req, &in, t, be, &count, err) || !(buf = create(app, be, &ss, t, count, err)) ||
+        fill_input(app, be, buf, t, &in, err))
         goto out;
-    }
-    if (data ? fill_list(&st, t, data, err) : b64_decode_to(&st, b64->valuestring, b64_bytes, err)) goto out;
     rc = wp_buffers_commit(app->buffers, buf, ttl_s, info, err);
     buf = NULL; /* committed, or freed by a failed commit */
 out:
     if (buf) wp_buffers_abort(app->buffers, buf);
-    free(st.data);
+    wp_region_put(in.region);
     cJSON_Delete(body);
     return rc;
 }
@@ -419,6 +499,7 @@ static cJSON *info_json(const wp_buffer_info *b) {
             cJSON_AddItemToArray(list, s);
         }
     }
+    if (b->external) cJSON_AddStringToObject(o, "external", "cuda_ipc");
     cJSON_AddNumberToObject(o, "ttl", b->ttl_s);
     cJSON_AddNumberToObject(o, "expires_in", round(b->expires_in_s * 1000.0) / 1000.0);
     cJSON_AddNumberToObject(o, "users", b->users);

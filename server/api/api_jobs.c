@@ -121,7 +121,7 @@ void wp_api_jobs_submit(void *appv, const wp_req *req, wp_resp *resp) {
         text = printed, text_len = strlen(printed);
     }
     char id[WP_JOB_ID_LEN];
-    if (wp_jobs_submit(app->jobs, kind->valuestring, text, text_len, id, &view, &err)) goto fail;
+    if (wp_jobs_submit(app->jobs, kind->valuestring, text, text_len, req->peer_local, id, &view, &err)) goto fail;
     snprintf(resp->location, sizeof resp->location, "%s%s", JOBS_PATH, id);
     wp_resp_json(resp, 202, view);
     goto done;

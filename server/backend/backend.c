@@ -91,11 +91,54 @@ void wp_buf_free(wp_buf *buf) {
         free(buf);
         return;
     }
+    if (buf->ipc) { /* another process's memory: the mapping is closed (the backend checks its context) */
+        buf->backend->ops->ipc_close(buf->backend, buf->ipc);
+        free(buf);
+        return;
+    }
     /* A lost buffer's memory died with its context: nothing to give back. */
     if (buf->size && buf->generation == backend_generation(buf->backend))
         buf->backend->ops->buf_free(buf->backend, buf);
     free(buf);
 }
+
+int wp_backend_host_register(wp_backend *b, void *p, size_t len, wp_err *err) {
+    return b->ops->host_register && len ? b->ops->host_register(b, p, len, err) : 1;
+}
+
+void wp_backend_host_unregister(wp_backend *b, void *p) {
+    if (b->ops->host_unregister) b->ops->host_unregister(b, p);
+}
+
+wp_buf *wp_buf_open_ipc(wp_backend *b, const unsigned char handle[64], size_t offset, size_t bytes, wp_err *err) {
+    if (!b->ops->ipc_open) {
+        WP_FAIL(err, 400, "needs_gpu", "cuda_ipc", "a CUDA IPC buffer needs a GPU; this daemon runs on %s",
+                b->ops->name);
+        return NULL;
+    }
+    uint64_t base = 0;
+    size_t whole = 0;
+    void *ipc = NULL;
+    if (b->ops->ipc_open(b, handle, &base, &whole, &ipc, err)) return NULL;
+    wp_buf *buf = NULL;
+    if (offset > whole || bytes > whole - offset)
+        WP_FAIL(err, 400, "out_of_range", offset > whole ? "cuda_ipc.offset" : "cuda_ipc.count",
+                "offset %zu and %zu bytes lie past the allocation's %zu bytes", offset, bytes, whole);
+    else if (!(buf = calloc(1, sizeof *buf)))
+        WP_FAIL(err, 507, "out_of_memory", "", "no host memory for a buffer handle");
+    if (!buf) {
+        b->ops->ipc_close(b, ipc);
+        return NULL;
+    }
+    buf->backend = b;
+    buf->size = bytes;
+    buf->addr = base + offset;
+    buf->generation = backend_generation(b);
+    buf->ipc = ipc;
+    return buf;
+}
+
+bool wp_buf_is_ipc(const wp_buf *buf) { return buf && buf->ipc; }
 
 /* The parts of a sharded buffer that [offset, offset+len) touches: each as (part, offset in it, offset
  * in the range, length). */

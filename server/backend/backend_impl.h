@@ -18,6 +18,7 @@ struct wp_buf {
     int n_shards;
     struct wp_buf **shard;
     size_t *shard_offset;
+    void *ipc; /* a CUDA IPC mapping (ops->ipc_open): the bytes are another process's, closed not freed */
 };
 
 typedef struct wp_backend_ops {
@@ -57,6 +58,14 @@ typedef struct wp_backend_ops {
     int (*upload_send)(wp_backend *b, void *ring, int slot, wp_buf *buf, size_t offset, size_t len, wp_err *err);
     int (*upload_wait)(wp_backend *b, void *ring, int slot, wp_err *err);
     void (*upload_close)(wp_backend *b, void *ring);
+    /* Optional (buffer.h): host pages copies may DMA from and to (NULL: nothing to register). */
+    int (*host_register)(wp_backend *b, void *p, size_t len, wp_err *err);
+    void (*host_unregister)(wp_backend *b, void *p);
+    /* Optional: another process's device allocation through its IPC handle: *base and *bytes of the
+     * whole allocation, *ipc the mapping ipc_close gives back (NULL ipc_open: 400 needs_gpu). */
+    int (*ipc_open)(wp_backend *b, const unsigned char handle[64], uint64_t *base, size_t *bytes, void **ipc,
+                    wp_err *err);
+    void (*ipc_close)(wp_backend *b, void *ipc);
 } wp_backend_ops;
 
 /* Every backend struct starts with this. */

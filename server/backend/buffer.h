@@ -56,6 +56,21 @@ double wp_buf_stream_wait_us(const wp_buf_stream *s);
 /* How it moves bytes: "host" (in place), "ring" (page-locked ring, asynchronous) or "staged". */
 const char *wp_buf_stream_mode(const wp_buf_stream *s);
 
+/* Host memory that copies may DMA from and to (a client's shared-memory region, engine/regions.c):
+ * page-locked with the driver on cuda (cuMemHostRegister, portable: every context of the process).
+ * Returns 0 when registered, 1 when the backend registers nothing (emu) or the driver declined (the
+ * copies then go through the driver's staging), -1 with err. Unregister what was registered, once. */
+int wp_backend_host_register(wp_backend *b, void *p, size_t len, wp_err *err);
+void wp_backend_host_unregister(wp_backend *b, void *p);
+/* A buffer over bytes [offset, offset + bytes) of another process's device allocation, named by its
+ * 64-byte CUDA IPC handle (cudaIpcMemHandle_t): nothing is copied, and wp_buf_free closes the mapping
+ * instead of freeing memory. A handle is opened once per device and shared by every buffer over it.
+ * The exporting process must keep the allocation alive while a buffer uses it. 400 "needs_gpu" on
+ * emu, 400 "bad_handle" (the driver refuses it), 400 "bad_device" (the allocation is on another GPU),
+ * 400 "out_of_range" (past the allocation). */
+wp_buf *wp_buf_open_ipc(wp_backend *b, const unsigned char handle[64], size_t offset, size_t bytes, wp_err *err);
+bool wp_buf_is_ipc(const wp_buf *buf);
+
 /* Sharded buffers (issue 9): `count` elements of esize bytes split into contiguous parts, one on each
  * of devs[0..n) in order (the first count % n parts hold one more element; a part may be empty).
  * Reads, writes, memsets and streams of the whole address range go to the parts they touch; copies

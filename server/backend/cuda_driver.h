@@ -40,6 +40,12 @@ typedef struct wp_cu {
     PFN_cuMemHostAlloc_v2020 mem_host_alloc;
     PFN_cuMemFreeHost_v2000 mem_free_host;
     PFN_cuMemHostGetDevicePointer_v3020 mem_host_get_device_pointer;
+    PFN_cuMemHostRegister_v6050 mem_host_register;
+    PFN_cuMemHostUnregister_v4000 mem_host_unregister;
+    PFN_cuIpcOpenMemHandle_v11000 ipc_open_mem_handle;
+    PFN_cuIpcCloseMemHandle_v4010 ipc_close_mem_handle;
+    PFN_cuMemGetAddressRange_v3020 mem_get_address_range;
+    PFN_cuPointerGetAttribute_v4000 pointer_get_attribute;
     PFN_cuMemcpyHtoDAsync_v3020 memcpy_htod_async;
     PFN_cuMemcpyDtoHAsync_v3020 memcpy_dtoh_async;
     PFN_cuMemcpyDtoDAsync_v3020 memcpy_dtod_async;

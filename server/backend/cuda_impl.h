@@ -80,9 +80,10 @@ typedef struct cuda_backend {
         CUdeviceptr *ptr;
         unsigned *gen;
         int n;
-    } pool[WP_MEMPOOL_CLASSES]; /* freed small buffers kept for the next alloc (cuMemFree waits) */
-    pthread_mutex_t load_mu;    /* a function's lazy reload after a reset */
-    wp_device_info info;        /* mem_free updated by info under mu */
+    } pool[WP_MEMPOOL_CLASSES];    /* freed small buffers kept for the next alloc (cuMemFree waits) */
+    pthread_mutex_t load_mu;       /* a function's lazy reload after a reset; the IPC mappings below */
+    struct cuda_ipc_map *ipc_maps; /* handles opened (cuda_ipc.c), each shared by its buffers */
+    wp_device_info info;           /* mem_free updated by info under mu */
 } cuda_backend;
 
 /* An operation in progress: inside the gate, with a lane when it asked for one. */
@@ -109,6 +110,14 @@ int cuda_op_fail(cuda_op *op, wp_err *err, const char *call, CUresult r);
 /* Frees an upload ring: its driver objects too when they live in context generation live_gen (else
  * they died with theirs). With the context current. */
 void cuda_ring_destroy(cuda_backend *b, cuda_ring *r, unsigned live_gen);
+
+/* cuda_ipc.c: the ops for memory warpd did not allocate (buffer.h) */
+int cuda_host_register(wp_backend *be, void *p, size_t len, wp_err *err);
+void cuda_host_unregister(wp_backend *be, void *p);
+int cuda_ipc_open(wp_backend *be, const unsigned char handle[64], uint64_t *base, size_t *bytes, void **ipc,
+                  wp_err *err);
+void cuda_ipc_close(wp_backend *be, void *ipc);
+void cuda_ipc_close_all(cuda_backend *b); /* at close: mappings no buffer gave back */
 
 /* cuda_streams.c */
 int cuda_lanes_make(cuda_backend *b, int n, wp_err *err); /* the pool, empty of driver objects */

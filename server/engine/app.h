@@ -17,6 +17,7 @@
 #include "kernels/spec.h"
 #include "placement.h"
 #include "reduce.h"
+#include "regions.h"
 #include "shard.h"
 
 #define WP_VERSION "0.1.0"
@@ -42,6 +43,8 @@ typedef struct wp_app {
     atomic_uint_fast64_t warp_runs, compile_requests;
     wp_jobs *jobs;            /* async jobs (jobs.c): POST /v1/jobs */
     wp_buffers *buffers;      /* device-resident buffers (buffers.c): /v1/buffers */
+    wp_regions *regions;      /* shared-memory regions (regions.c): /v1/shm; NULL under --shm off */
+    bool shm_remote;          /* --shm-remote: regions from peers that are not local too */
     wp_reduce_engine *reduce; /* data-parallel jobs (reduce.c): /v1/reduce, /v1/scan */
     uint64_t max_elements;    /* largest n of a reduce/scan job (413 beyond) */
     /* largest n a generate may ask of the emulator, in reduce, scan and buffers (413 beyond):

@@ -23,6 +23,7 @@ typedef struct entry {
     wp_buf *buf;
     wp_type type;
     uint64_t count, bytes;
+    uint64_t charged; /* bytes counted against the quota: bytes, or 0 for another process's memory */
     double ttl_s, created;
     uint64_t last_use_ns;
     int users;
@@ -78,7 +79,7 @@ static void unlink_entry(wp_buffers *bs, entry *e) {
     else
         bs->tail = e->prev;
     e->prev = e->next = NULL;
-    bs->bytes -= e->bytes;
+    bs->bytes -= e->charged;
 }
 
 /* Takes a visible entry out of the listing: unlinked into *to_free now if unused, else left dead
@@ -139,6 +140,7 @@ static void fill_info(const entry *e, wp_buffer_info *out) {
         out->shard[i].offset = off / esize;
         out->shard[i].count = wp_buf_size(p) / esize;
     }
+    out->external = wp_buf_is_ipc(e->buf);
     out->ttl_s = e->ttl_s;
     out->expires_in_s = expires_in(e, wp_now_ns());
     out->created = e->created;
@@ -245,7 +247,7 @@ static wp_buf *create(wp_buffers *bs, wp_backend *be, wp_backend *const *devs, i
         return NULL;
     }
     e->state = ENTRY_PENDING;
-    e->type = t, e->count = count, e->bytes = bytes;
+    e->type = t, e->count = count, e->bytes = e->charged = bytes;
     entry *to_free = NULL;
     pthread_mutex_lock(&bs->mu);
     reap_locked(bs, &to_free);
@@ -282,6 +284,27 @@ static wp_buf *create(wp_buffers *bs, wp_backend *be, wp_backend *const *devs, i
         return NULL;
     }
     return e->buf;
+}
+
+wp_buf *wp_buffers_adopt(wp_buffers *bs, wp_buf *buf, wp_type t, uint64_t count, wp_err *err) {
+    entry *e = calloc(1, sizeof *e);
+    if (!e) {
+        wp_buf_free(buf);
+        WP_FAIL(err, 500, "no_memory", "", "out of memory");
+        return NULL;
+    }
+    e->state = ENTRY_PENDING;
+    e->buf = buf;
+    e->type = t, e->count = count, e->bytes = wp_buf_size(buf);
+    pthread_mutex_lock(&bs->mu);
+    e->prev = bs->tail;
+    if (bs->tail)
+        bs->tail->next = e;
+    else
+        bs->head = e;
+    bs->tail = e;
+    pthread_mutex_unlock(&bs->mu);
+    return buf;
 }
 
 int wp_buffers_commit(wp_buffers *bs, wp_buf *buf, double ttl_s, wp_buffer_info *out, wp_err *err) {

@@ -36,6 +36,7 @@ typedef struct {
         int device;
         uint64_t offset, count; /* elements */
     } shard[WP_BUF_SHARDS_MAX];
+    bool external;       /* another process's memory (CUDA IPC): not charged to the quota */
     double ttl_s;        /* its TTL */
     double expires_in_s; /* time left before it is freed unless used */
     double created;      /* Unix time (s) */
@@ -55,6 +56,9 @@ wp_buf *wp_buffers_create_sharded(wp_buffers *bs, wp_backend *const *devs, int n
 /* On be, or split like `like` when it is sharded (a job's result over a sharded input). */
 wp_buf *wp_buffers_create_like(wp_buffers *bs, const wp_buf *like, wp_backend *be, wp_type t, uint64_t count,
                                wp_err *err);
+/* Takes a buffer made elsewhere (another process's memory: wp_buf_open_ipc) as a created one, not
+ * charged to the quota; commit or abort it as one. On failure the buffer is freed. */
+wp_buf *wp_buffers_adopt(wp_buffers *bs, wp_buf *buf, wp_type t, uint64_t count, wp_err *err);
 /* Publishes a created buffer under a new id with the TTL (0: the default; 400 "bad_value" field
  * "ttl" beyond max_ttl_s). On failure the buffer is freed. */
 int wp_buffers_commit(wp_buffers *bs, wp_buf *buf, double ttl_s, wp_buffer_info *out, wp_err *err);

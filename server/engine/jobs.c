@@ -31,6 +31,7 @@ typedef struct wp_job {
     const wp_route *route;
     char *body; /* the inner request as JSON text, NUL-terminated */
     size_t body_len;
+    bool peer_local; /* the submitting client was on this machine (wp_req.peer_local) */
     job_state state;
     atomic_bool cancel_requested;
     atomic_uint progress;                         /* millionths */
@@ -221,6 +222,7 @@ static void run_job(wp_jobs *j, wp_job *job) {
         .conn = NULL,
         .t_start_ns = wp_now_ns(),
         .job = job,
+        .peer_local = job->peer_local,
     };
     wp_resp resp = {0};
     job->route->fn(j->app, &req, &resp);
@@ -350,8 +352,8 @@ void wp_jobs_close(wp_jobs *j) {
 
 /* ---------- operations ---------- */
 
-int wp_jobs_submit(wp_jobs *j, const char *kind, const char *request, size_t request_len, char id_out[WP_JOB_ID_LEN],
-                   cJSON **view, wp_err *err) {
+int wp_jobs_submit(wp_jobs *j, const char *kind, const char *request, size_t request_len, bool peer_local,
+                   char id_out[WP_JOB_ID_LEN], cJSON **view, wp_err *err) {
     const wp_route *route = NULL;
     for (int i = 0; i < j->nkinds && !route; i++)
         if (!strcmp(j->kinds[i]->path + 4, kind)) route = j->kinds[i];
@@ -373,6 +375,7 @@ int wp_jobs_submit(wp_jobs *j, const char *kind, const char *request, size_t req
     job->route = route;
     job->body = body;
     job->body_len = request_len;
+    job->peer_local = peer_local;
     job->created = unix_now();
     job->created_ns = wp_now_ns();
     job->state = JOB_QUEUED;

@@ -36,9 +36,10 @@ void wp_jobs_close(wp_jobs *j);
 
 /* Queues `request` (JSON text, copied: the handler's body) for the kind. 400 "bad_kind" (field
  * "kind") for a kind no route has; 503 "queue_full" when max_jobs are queued or running. On
- * success id_out gets the id and *view (if view) the new job's JSON, as wp_jobs_view. */
-int wp_jobs_submit(wp_jobs *j, const char *kind, const char *request, size_t request_len, char id_out[WP_JOB_ID_LEN],
-                   cJSON **view, wp_err *err);
+ * success id_out gets the id and *view (if view) the new job's JSON, as wp_jobs_view. peer_local: the
+ * submitting client is on this machine (the job's request says so to its handler: /v1/shm's check). */
+int wp_jobs_submit(wp_jobs *j, const char *kind, const char *request, size_t request_len, bool peer_local,
+                   char id_out[WP_JOB_ID_LEN], cJSON **view, wp_err *err);
 /* {"id","kind","state","progress","created","started","finished","queue_ms","run_ms",
  *  "cancel_requested", and once finished "status" + "result" (done) or "error" (failed)};
  * with_result false leaves result and error out (listings). 404 "unknown_job". */

@@ -6,7 +6,9 @@
  * Knows nothing of what a handler does. */
 #include "http_impl.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,7 +68,22 @@ static bool peer_gone(struct MHD_Connection *mc) {
 }
 
 /* The request as handlers see it, but for the body. */
-static void request_fill(wp_call *c, struct MHD_Connection *mc, const char *method, const char *url) {
+static const struct sockaddr *peer_of(struct MHD_Connection *mc) {
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    return ci ? ci->client_addr : NULL;
+}
+
+/* A peer on this machine: a Unix socket, or a loopback address (127/8, ::1, ::ffff:127/104). */
+static bool peer_is_local(const wp_http *h, struct MHD_Connection *mc) {
+    const struct sockaddr *sa = h->cfg.unix_path ? NULL : peer_of(mc);
+    if (h->cfg.unix_path || (sa && sa->sa_family == AF_UNIX)) return true;
+    if (sa && sa->sa_family == AF_INET) return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
+    if (!sa || sa->sa_family != AF_INET6) return false;
+    const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+    return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+}
+
+static void request_fill(wp_http *h, wp_call *c, struct MHD_Connection *mc, const char *method, const char *url) {
     const char *type = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
     const char *accept = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
     c->req.method = method;
@@ -74,6 +91,7 @@ static void request_fill(wp_call *c, struct MHD_Connection *mc, const char *meth
     c->req.content_type = type ? type : "";
     c->req.accept = accept ? accept : "";
     c->req.conn = mc;
+    c->req.peer_local = peer_is_local(h, mc);
 }
 
 /* Host, Origin, token and body type (access.h), before routing: every route passes here. True when
@@ -223,10 +241,6 @@ static bool work_submit(wp_http *h, wp_call *c) {
 static const char *header_of(void *mc, const char *name) {
     return MHD_lookup_connection_value(mc, MHD_HEADER_KIND, name);
 }
-static const struct sockaddr *peer_of(struct MHD_Connection *mc) {
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-    return ci ? ci->client_addr : NULL;
-}
 
 /* The announced Content-Length of c's request: a body past the limit is answered 413 before it is
  * read; a raw body of a route with stream hooks goes to them as it arrives; else the body's buffer is
@@ -248,7 +262,7 @@ static enum MHD_Result announced_length(wp_http *h, wp_call *c, struct MHD_Conne
      * filled while the rest is still on the wire), or is refused before it is read. */
     if (n && c->route->stream &&
         is_octet_stream(MHD_lookup_connection_value(mc, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE))) {
-        request_fill(c, mc, method, url);
+        request_fill(h, c, mc, method, url);
         c->sink = c->route->stream->open(h->app, &c->req, n, &c->resp);
         if (c->sink) {
             atomic_fetch_add(&h->streamed, 1);
@@ -342,7 +356,7 @@ static enum MHD_Result on_body_done(wp_http *h, wp_call *c, struct MHD_Connectio
         return http_send_resp(h, c, NULL);
     }
     c->req.t_body_ns = wp_now_ns();
-    request_fill(c, mc, method, url);
+    request_fill(h, c, mc, method, url);
     c->req.body = c->body_len && !c->sink ? c->body : NULL;
     c->req.body_len = c->body_len;
     c->req.sink = c->sink;

@@ -23,6 +23,7 @@ typedef struct {
     uint64_t t_start_ns; /* when the request line arrived */
     uint64_t t_body_ns;  /* when the whole body was in (0 when synthesized: read as t_start_ns) */
     bool may_defer;      /* WP_ROUTE_TRY_INLINE, first call: the handler may set resp->defer */
+    bool peer_local;     /* the client is on this machine (a Unix socket or loopback): /v1/shm's check */
     void *job;           /* the async job that runs this request (jobs.c), NULL on a live connection */
     void *sink;          /* a streamed body (wp_stream_hooks): what open made, body NULL and body_len
                             the bytes that went into it; NULL otherwise */

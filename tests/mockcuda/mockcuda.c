@@ -12,6 +12,13 @@
  * fails with CUDA_ERROR_ILLEGAL_ADDRESS, and so does every later call but the teardown ones until the
  * context is reset or destroyed (a sticky error, as a lost device). Once per process.
  *
+ * Host registration (cuMemHostRegister) is recorded: registering a range twice, unregistering one never
+ * registered, and registrations left at exit are misuse. CUDA IPC: a handle is 64 bytes, "MOCKIPC1",
+ * the allocation's bytes (u64), the f32 bit pattern that fills it (u32) and the device it claims to live
+ * on (u32), little-endian; cuIpcOpenMemHandle makes such an allocation (one per open: each open is a new
+ * mapping), cuIpcCloseMemHandle frees it; any other handle is refused; mappings left open at exit are
+ * misuse. cuPointerGetAttribute(DEVICE_ORDINAL) answers the claimed device for those, 0 for the rest.
+ *
  * Misuse it can see goes to stderr as a line starting "mockcuda: " (the test fails on it). */
 #include <cudaTypedefs.h>
 #include <pthread.h>
@@ -296,6 +303,109 @@ static CUresult mock_memset_d8_async(CUdeviceptr dst, unsigned char v, size_t n,
     return CUDA_SUCCESS;
 }
 
+/* ---- host registration and IPC ---- */
+#define MOCK_REG_MAX 256
+static struct {
+    void *p;
+    size_t n;
+} regs[MOCK_REG_MAX];
+static struct {
+    CUdeviceptr p;
+    int device;
+} ipcs[MOCK_REG_MAX];
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static CUresult mock_mem_host_register(void *p, size_t n, unsigned int flags) {
+    (void)flags;
+    STICKY_CHECK();
+    if (!p || !n) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
+    pthread_mutex_lock(&reg_lock);
+    for (int i = 0; i < MOCK_REG_MAX; i++)
+        if (regs[i].p && (char *)p < (char *)regs[i].p + regs[i].n && (char *)regs[i].p < (char *)p + n) {
+            r = CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+            fprintf(stderr, "mockcuda: cuMemHostRegister of memory registered already: %p\n", p);
+            break;
+        }
+    for (int i = 0; i < MOCK_REG_MAX && r == CUDA_ERROR_OUT_OF_MEMORY; i++)
+        if (!regs[i].p) regs[i].p = p, regs[i].n = n, r = CUDA_SUCCESS;
+    pthread_mutex_unlock(&reg_lock);
+    return r;
+}
+static CUresult mock_mem_host_unregister(void *p) {
+    CUresult r = CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+    pthread_mutex_lock(&reg_lock);
+    for (int i = 0; i < MOCK_REG_MAX; i++)
+        if (regs[i].p == p) regs[i].p = NULL, r = CUDA_SUCCESS;
+    pthread_mutex_unlock(&reg_lock);
+    if (r != CUDA_SUCCESS) fprintf(stderr, "mockcuda: cuMemHostUnregister of memory never registered: %p\n", p);
+    return r;
+}
+static uint64_t le_bytes(const char *p, int n) {
+    uint64_t v = 0;
+    for (int i = n - 1; i >= 0; i--) v = v << 8 | (unsigned char)p[i];
+    return v;
+}
+static CUresult mock_ipc_open(CUdeviceptr *d, CUipcMemHandle h, unsigned int flags) {
+    (void)flags;
+    STICKY_CHECK();
+    if (memcmp(h.reserved, "MOCKIPC1", 8)) return CUDA_ERROR_INVALID_VALUE;
+    size_t n = (size_t)le_bytes(h.reserved + 8, 8);
+    uint32_t fill = (uint32_t)le_bytes(h.reserved + 16, 4);
+    if (n == 0 || n > ((size_t)1 << 30) || n % 4) return CUDA_ERROR_INVALID_VALUE;
+    if (mock_mem_alloc(d, n) != CUDA_SUCCESS) return CUDA_ERROR_OUT_OF_MEMORY;
+    for (size_t i = 0; i < n / 4; i++) memcpy((char *)(uintptr_t)*d + 4 * i, &fill, 4);
+    pthread_mutex_lock(&reg_lock);
+    for (int i = 0; i < MOCK_REG_MAX; i++)
+        if (!ipcs[i].p) {
+            ipcs[i].p = *d, ipcs[i].device = (int)le_bytes(h.reserved + 20, 4);
+            break;
+        }
+    pthread_mutex_unlock(&reg_lock);
+    return CUDA_SUCCESS;
+}
+static CUresult mock_ipc_close(CUdeviceptr d) {
+    bool found = false;
+    pthread_mutex_lock(&reg_lock);
+    for (int i = 0; i < MOCK_REG_MAX; i++)
+        if (ipcs[i].p == d) ipcs[i].p = 0, found = true;
+    pthread_mutex_unlock(&reg_lock);
+    if (!found) {
+        fprintf(stderr, "mockcuda: cuIpcCloseMemHandle of an address no open handle gave: %p\n", (void *)(uintptr_t)d);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    return mock_mem_free(d);
+}
+static CUresult mock_mem_get_address_range(CUdeviceptr *base, size_t *size, CUdeviceptr d) {
+    pthread_mutex_lock(&live_lock);
+    blk *b = live.next;
+    while (b != &live && !((char *)(b + 1) <= (char *)d && (char *)d < (char *)(b + 1) + b->size)) b = b->next;
+    bool found = b != &live;
+    if (found) {
+        if (base) *base = (CUdeviceptr)(uintptr_t)(b + 1);
+        if (size) *size = b->size;
+    }
+    pthread_mutex_unlock(&live_lock);
+    return found ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+static CUresult mock_pointer_get_attribute(void *data, CUpointer_attribute attr, CUdeviceptr d) {
+    if (attr != CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL) return CUDA_ERROR_NOT_SUPPORTED;
+    int device = 0;
+    pthread_mutex_lock(&reg_lock);
+    for (int i = 0; i < MOCK_REG_MAX; i++)
+        if (ipcs[i].p == d) device = ipcs[i].device;
+    pthread_mutex_unlock(&reg_lock);
+    *(int *)data = device;
+    return CUDA_SUCCESS;
+}
+/* What a daemon leaves behind at exit is misuse: it must unregister and close what it took. */
+__attribute__((destructor)) static void mock_leaks(void) {
+    for (int i = 0; i < MOCK_REG_MAX; i++) {
+        if (regs[i].p) fprintf(stderr, "mockcuda: host memory still registered at exit: %p\n", regs[i].p);
+        if (ipcs[i].p) fprintf(stderr, "mockcuda: IPC mapping still open at exit: %p\n", (void *)(uintptr_t)ipcs[i].p);
+    }
+}
+
 /* ---- contexts ---- */
 static CUresult mock_primary_ctx_retain(CUcontext *ctx, CUdevice dev) {
     if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
@@ -469,6 +579,12 @@ MOCK_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **out, int ver
     SYM("cuMemHostAlloc", PFN_cuMemHostAlloc_v2020, mock_mem_host_alloc);
     SYM("cuMemFreeHost", PFN_cuMemFreeHost_v2000, mock_mem_free_host);
     SYM("cuMemHostGetDevicePointer", PFN_cuMemHostGetDevicePointer_v3020, mock_mem_host_get_device_pointer);
+    SYM("cuMemHostRegister", PFN_cuMemHostRegister_v6050, mock_mem_host_register);
+    SYM("cuMemHostUnregister", PFN_cuMemHostUnregister_v4000, mock_mem_host_unregister);
+    SYM("cuIpcOpenMemHandle", PFN_cuIpcOpenMemHandle_v11000, mock_ipc_open);
+    SYM("cuIpcCloseMemHandle", PFN_cuIpcCloseMemHandle_v4010, mock_ipc_close);
+    SYM("cuMemGetAddressRange", PFN_cuMemGetAddressRange_v3020, mock_mem_get_address_range);
+    SYM("cuPointerGetAttribute", PFN_cuPointerGetAttribute_v4000, mock_pointer_get_attribute);
     SYM("cuMemcpyHtoDAsync", PFN_cuMemcpyHtoDAsync_v3020, mock_memcpy_htod_async);
     SYM("cuMemcpyDtoHAsync", PFN_cuMemcpyDtoHAsync_v3020, mock_memcpy_dtoh_async);
     SYM("cuMemcpyDtoDAsync", PFN_cuMemcpyDtoDAsync_v3020, mock_memcpy_dtod_async);

@@ -98,7 +98,7 @@ static double num(const cJSON *o, const char *k) {
 }
 
 static int submit(wp_jobs *j, const char *kind, const char *body, char id[WP_JOB_ID_LEN], wp_err *err) {
-    return wp_jobs_submit(j, kind, body, strlen(body), id, NULL, err);
+    return wp_jobs_submit(j, kind, body, strlen(body), true, id, NULL, err);
 }
 
 /* The view as a client sees it: printed and parsed again (the result is a raw JSON node inside). */
@@ -152,7 +152,7 @@ static void test_kinds_and_results(void) {
 
     cJSON *first = NULL;
     const char *body = "{\"a\":12345678901234567890}"; /* the handler gets this text, not a reprint */
-    CHECK(wp_jobs_submit(j, "echo", body, strlen(body), id, &first, &err) == 0);
+    CHECK(wp_jobs_submit(j, "echo", body, strlen(body), true, id, &first, &err) == 0);
     CHECK(first && !strcmp(str(first, "state"), "queued") && !strcmp(str(first, "kind"), "echo") &&
           !strncmp(id, "j-", 2) && strlen(id) == 18);
     cJSON_Delete(first);
