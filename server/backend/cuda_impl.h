@@ -1,5 +1,6 @@
 /* cuda_impl.h — the cuda backend's parts as its own files see them (backend_cuda.c: the ops table;
- * cuda_device.c: context, gate, recovery; cuda_streams.c: the stream pool). Nothing else includes it.
+ * cuda_launch.c: kernels; cuda_buffers.c: buffers and upload rings; cuda_device.c: context, gate,
+ * recovery; cuda_streams.c: the stream pool). Nothing else includes it.
  *
  * Concurrency model. A device is one context and a pool of lanes; a lane is a stream with its own
  * events, device scratch and page-locked staging. An operation (a copy, a warp run, a launch) enters
@@ -22,6 +23,7 @@
 #define WP_CUDA_STREAMS_MAX 64
 #define WP_UPLOAD_SLOTS_MAX 8
 #define WP_ZERO_COPY_MAX (64u << 10) /* bytes of image a zero-copy run may have (cuda_zero_copy) */
+#define WP_STAGE_MAX (4u << 20)      /* copies up to this size go through the lane's page-locked staging */
 #define WP_MEMPOOL_CLASSES 13        /* small-buffer classes: 256 B << 0..12 (up to 1 MiB) */
 
 /* One stream of the pool, with what a job on it needs. Held by one operation at a time. */
@@ -118,6 +120,28 @@ int cuda_ipc_open(wp_backend *be, const unsigned char handle[64], uint64_t *base
                   wp_err *err);
 void cuda_ipc_close(wp_backend *be, void *ipc);
 void cuda_ipc_close_all(cuda_backend *b); /* at close: mappings no buffer gave back */
+
+/* cuda_launch.c: the ops of kernels (backend_impl.h's load, unload, run_warp, launch, launch_io) */
+int cuda_load(wp_backend *base, const wp_artifact *a, void **out, wp_err *err);
+void cuda_unload(wp_backend *base, void *p);
+int cuda_run_warp(wp_backend *base, void *fnp, const wp_spec *s, const wp_warp_job *job, wp_warp_result *res,
+                  wp_run_timing *t, wp_err *err);
+int cuda_launch(wp_backend *base, void *const *fns, const wp_launch *ls, int n, double *kernel_us, wp_err *err);
+int cuda_launch_io(wp_backend *base, void *const *fns, const wp_launch *ls, int n, const wp_launch_io *io,
+                   wp_run_timing *t, wp_err *err);
+
+/* cuda_buffers.c: the ops of buffers and upload rings (backend_impl.h's buf_* and upload_*) */
+int cuda_buf_alloc(wp_backend *base, wp_buf *buf, wp_err *err);
+void cuda_buf_free(wp_backend *base, wp_buf *buf);
+int cuda_buf_write(wp_backend *base, wp_buf *buf, size_t offset, const void *src, size_t len, wp_err *err);
+int cuda_buf_read(wp_backend *base, const wp_buf *buf, size_t offset, void *dst, size_t len, wp_err *err);
+int cuda_buf_memset(wp_backend *base, wp_buf *buf, size_t offset, int byte, size_t len, wp_err *err);
+int cuda_buf_copy(wp_backend *base, wp_buf *dst, size_t dst_offset, const wp_buf *src, size_t src_offset, size_t len,
+                  wp_err *err);
+void *cuda_upload_open(wp_backend *base, size_t slot_bytes, int slots, void **host, wp_err *err);
+int cuda_upload_send(wp_backend *base, void *ringp, int slot, wp_buf *buf, size_t offset, size_t len, wp_err *err);
+int cuda_upload_wait(wp_backend *base, void *ringp, int slot, wp_err *err);
+void cuda_upload_close(wp_backend *base, void *ringp);
 
 /* cuda_streams.c */
 int cuda_lanes_make(cuda_backend *b, int n, wp_err *err); /* the pool, empty of driver objects */
