@@ -268,6 +268,8 @@ static int ipc_handle(const cJSON *ipc, unsigned char out[64], wp_err *err) {
 static int ipc_type(const cJSON *ipc, wp_type body_type, bool body_has, wp_type *t, wp_err *err) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(ipc, "type");
     *t = body_type;
+    if (!v && !body_has)
+        return WP_FAIL(err, 400, "missing_field", "cuda_ipc.type", "cuda_ipc.type (the elements' type) is required");
     if (!v) return 0;
     if (!cJSON_IsString(v)) return WP_FAIL(err, 400, "wrong_type", "cuda_ipc.type", "cuda_ipc.type must be a string");
     if (parse_type(v->valuestring, t, err)) return -1;
@@ -349,11 +351,11 @@ static int fill_input(wp_app *app, wp_backend *be, wp_buf *buf, wp_type t, const
 }
 
 /* type and ttl of a JSON body. */
-static int put_common(const cJSON *body, wp_type *t, double *ttl_s, wp_err *err) {
+static int put_common(const cJSON *body, bool ipc, wp_type *t, double *ttl_s, wp_err *err) {
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(body, "type");
     const cJSON *ttl = cJSON_GetObjectItemCaseSensitive(body, "ttl");
     if (type && !cJSON_IsString(type)) return WP_FAIL(err, 400, "wrong_type", "type", "type must be a string");
-    if (parse_type(type ? type->valuestring : NULL, t, err)) return -1;
+    if ((type || !ipc) && parse_type(type ? type->valuestring : NULL, t, err)) return -1; /* ipc: cuda_ipc.type */
     if (ttl && !cJSON_IsNumber(ttl)) return WP_FAIL(err, 400, "wrong_type", "ttl", "ttl must be a number of seconds");
     *ttl_s = ttl ? ttl->valuedouble : 0;
     return ttl ? check_ttl(*ttl_s, err) : 0;
@@ -370,12 +372,12 @@ static int put_json(wp_app *app, const wp_req *req, wp_buffer_info *info, wp_err
                     .gen = cJSON_GetObjectItemCaseSensitive(body, "generate"),
                     .shm = cJSON_GetObjectItemCaseSensitive(body, "shm")};
     const cJSON *ipc = cJSON_GetObjectItemCaseSensitive(body, "cuda_ipc");
-    wp_type t;
+    wp_type t = WP_F32;
     wp_backend *be;
     double ttl_s = 0;
     shard_set ss = {0};
     uint64_t count = 0;
-    if (wp_json_only(body, "", put_fields, err) || put_common(body, &t, &ttl_s, err)) goto out;
+    if (wp_json_only(body, "", put_fields, err) || put_common(body, ipc != NULL, &t, &ttl_s, err)) goto out;
     if (ipc) {
         rc = put_ipc(app, body, ipc, t, ttl_s, info, err);
         goto out;

@@ -32,7 +32,7 @@ static const char *const scan_families[] = {"device_scan", "warp_scan", "block_s
 static const char *const body_fields[] = {
     "family", "type",   "op",      "strategy", "block",   "width",   "accumulate", "exclusive", "inclusive",
     "init",   "radius", "weights", "offsets",  "backend", "data",    "data_b64",   "buffer",    "generate",
-    "check",  "output", "compile", "count",    "device",  "profile", NULL};
+    "check",  "output", "compile", "count",    "device",  "profile", "shm",        NULL};
 
 static bool is_octet_stream(const char *s) {
     return s && !strncmp(s, "application/octet-stream", 24) && (!s[24] || s[24] == ';' || s[24] == ' ');
@@ -61,23 +61,28 @@ typedef struct {
     const wp_family *f;
     cJSON *body;
     fast_data fast;
-    const cJSON *data, *b64, *bufid, *gen; /* which input form the body names */
+    const cJSON *data, *b64, *bufid, *gen, *shm; /* which input form the body names */
     wp_buffer_info binfo;
     wp_backend *be;
     bool check;
     reduce_input in;
     wp_batch_reduce job; /* the job and its results (batch_exec.h) */
     data_form out_form;
-    bool array;        /* the family writes an array (scans, per-group results) */
-    wp_data_plan plan; /* for the output's size */
-    wp_buf *out_buf;   /* "output":"buffer": created in the registry */
-    uint8_t *out_host; /* an array result, downloaded */
+    bool array;            /* the family writes an array (scans, per-group results) */
+    wp_data_plan plan;     /* for the output's size */
+    wp_buf *out_buf;       /* "output":"buffer": created in the registry */
+    uint8_t *out_host;     /* an array result, downloaded */
+    wp_region *out_region; /* "output":{"shm":...}: the result goes there (at out_offset) */
+    uint64_t out_offset;
+    wp_buf *out_dev; /* ... through this device buffer when it is large and on a GPU (DMA) */
     double parse_us;
 } reduce_req;
 
 static void req_free(wp_app *app, reduce_req *q) {
     if (q->out_buf) wp_buffers_abort(app->buffers, q->out_buf);
     free(q->out_host);
+    wp_buf_free(q->out_dev);
+    wp_region_put(q->out_region);
     wp_reduce_result_free(&q->job.res);
     reduce_input_free(app, &q->in);
     free(q->fast.host);
@@ -130,10 +135,12 @@ static int parse_family_form(reduce_req *q) {
     q->b64 = cJSON_GetObjectItemCaseSensitive(q->body, "data_b64");
     q->bufid = cJSON_GetObjectItemCaseSensitive(q->body, "buffer");
     q->gen = cJSON_GetObjectItemCaseSensitive(q->body, "generate");
-    int forms = !!q->data + !!q->b64 + !!q->bufid + !!q->gen + q->raw;
+    q->shm = cJSON_GetObjectItemCaseSensitive(q->body, "shm");
+    int forms = !!q->data + !!q->b64 + !!q->bufid + !!q->gen + !!q->shm + q->raw;
     if (forms != 1)
         return WP_FAIL(&q->err, 400, forms ? "bad_request" : "missing_field", "data",
-                       "give exactly one of data, data_b64, buffer, generate, or a raw application/octet-stream body");
+                       "give exactly one of data, data_b64, buffer, generate, shm, or a raw application/octet-stream "
+                       "body");
     return 0;
 }
 
@@ -236,6 +243,8 @@ static int read_input(wp_app *app, reduce_req *q) {
         rc = reduce_input_raw(app, q->req, t, q->be, in, &q->err);
     else if (q->gen)
         rc = reduce_input_generate(app, q->be, q->gen, t, q->inline_run, in, &q->err);
+    else if (q->shm)
+        rc = reduce_input_shm(app, q->req, q->shm, t, q->be, q->inline_run, in, &q->err);
     /* buffer: input_buffer has set it */
     if (rc) return rc;
     if (in->host) in->data = in->host;
@@ -245,31 +254,64 @@ static int read_input(wp_app *app, reduce_req *q) {
     return 0;
 }
 
-/* Where an array result goes ("output", Accept) and room for it: a new buffer, or host memory. */
+/* "output": a form's name, or {"shm": {"id", "offset"}} (a region of the caller's: api_shm.c). */
+static int parse_output(reduce_req *q) {
+    const cJSON *outv = cJSON_GetObjectItemCaseSensitive(q->body, "output");
+    if (!outv) return 0;
+    static const char *const names[] = {
+        [FORM_JSON] = "json", [FORM_B64] = "b64", [FORM_RAW] = "raw", [FORM_BUFFER] = "buffer"};
+    const cJSON *shm = cJSON_IsObject(outv) ? cJSON_GetObjectItemCaseSensitive(outv, "shm") : NULL;
+    if (shm && cJSON_GetArraySize(outv) == 1) {
+        if (!q->array)
+            return WP_FAIL(&q->err, 400, "bad_value", "output.shm",
+                           "output.shm is for array results (scans, per-group results); %s gives one value",
+                           q->f->name);
+        q->out_form = FORM_SHM;
+        return 0;
+    }
+    const char *ov = cJSON_IsString(outv) ? outv->valuestring : "";
+    int k = -1;
+    for (int i = 0; i <= FORM_BUFFER; i++)
+        if (names[i] && !strcmp(ov, names[i])) k = i;
+    if (k < 0)
+        return WP_FAIL(&q->err, 400, "bad_value", "output",
+                       "output must be json, b64, raw, buffer or {\"shm\": {\"id\", \"offset\"}}");
+    q->out_form = (data_form)k;
+    return 0;
+}
+
+/* The result into a region: through host memory (out_host), or a device buffer when it is large and
+ * on a GPU, copied out by DMA after the run (finish_output). */
+static int plan_shm_output(wp_app *app, reduce_req *q) {
+    const cJSON *shm = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(q->body, "output"), "shm");
+    const size_t bytes = q->plan.out_bytes;
+    if (!(q->out_region = wp_api_shm_output(app, q->req, shm, bytes, &q->out_offset, &q->err))) return -1;
+    if (bytes > WP_REDUCE_INLINE_MAX && !wp_backend_on_host(q->be)) {
+        if (!(q->out_dev = wp_buf_alloc(q->be, bytes, &q->err))) return -1;
+        q->job.job.out = q->out_dev;
+        return 0;
+    }
+    if (!(q->out_host = malloc(bytes ? bytes : 1))) return WP_FAIL(&q->err, 500, "out_of_memory", "", "out of memory");
+    return 0;
+}
+
+/* Where an array result goes ("output", Accept) and room for it: a new buffer, a region, or host memory. */
 static int plan_output(wp_app *app, reduce_req *q) {
     const wp_reduce_job *job = &q->job.job;
     const size_t esize = wp_type_size(q->spec.type);
     q->array = q->f->data_out == WP_DATA_EACH || q->f->data_out == WP_DATA_GROUPS;
     q->out_form = q->in.form == FORM_B64 || q->in.form == FORM_RAW ? FORM_B64 : FORM_JSON;
-    const cJSON *outv = cJSON_GetObjectItemCaseSensitive(q->body, "output");
-    if (outv) {
-        static const char *const names[] = {
-            [FORM_JSON] = "json", [FORM_B64] = "b64", [FORM_RAW] = "raw", [FORM_BUFFER] = "buffer"};
-        const char *ov = cJSON_IsString(outv) ? outv->valuestring : "";
-        int k = -1;
-        for (int i = 0; i <= FORM_BUFFER; i++)
-            if (names[i] && !strcmp(ov, names[i])) k = i;
-        if (k < 0) return WP_FAIL(&q->err, 400, "bad_value", "output", "output must be json, b64, raw or buffer");
-        q->out_form = (data_form)k;
-    }
-    if (is_octet_stream(q->req->accept)) q->out_form = FORM_RAW;
+    if (parse_output(q)) return -1;
+    if (is_octet_stream(q->req->accept) && q->out_form != FORM_SHM) q->out_form = FORM_RAW;
     q->f->plan(&q->spec, job->n, job->groups, &q->plan);
     uint64_t out_count = q->array ? q->plan.out_bytes / esize : 0;
     if (q->array && q->out_form == FORM_JSON && out_count > WP_REDUCE_JSON_MAX)
         return WP_FAIL(&q->err, 413, "too_many_for_json", "output",
-                       "%llu results are too many for JSON (at most %u): ask for output b64, raw or buffer",
+                       "%llu results are too many for JSON (at most %u): ask for output b64, raw, buffer or shm",
                        (unsigned long long)out_count, WP_REDUCE_JSON_MAX);
-    if (q->array && q->out_form == FORM_BUFFER) {
+    if (q->out_form == FORM_SHM) {
+        if (plan_shm_output(app, q)) return -1;
+    } else if (q->array && q->out_form == FORM_BUFFER) {
         /* like the input: a sharded input's result is sharded the same way (buffers.h) */
         q->out_buf = wp_buffers_create_like(app->buffers, q->in.held, q->be, q->spec.type, out_count, &q->err);
         if (!q->out_buf) return -1;
@@ -279,6 +321,15 @@ static int plan_output(wp_app *app, reduce_req *q) {
     }
     q->job.out_host = q->out_host;
     return 0;
+}
+
+/* After the run: a result bound for a region goes there. */
+static int finish_output(reduce_req *q) {
+    if (q->out_form != FORM_SHM) return 0;
+    const size_t bytes = (size_t)q->job.res.out_count * wp_type_size(q->spec.type);
+    if (q->out_dev)
+        return wp_region_from_buf(q->out_region, q->out_offset, q->out_dev, 0, bytes, "output.shm.id", &q->err);
+    return wp_region_write(q->out_region, q->out_offset, q->out_host, bytes, "output.shm.id", &q->err);
 }
 
 /* The result as JSON: the value, or the array in the form asked for, or the new buffer. */
@@ -297,7 +348,10 @@ static int add_result(wp_app *app, reduce_req *q, cJSON *o) {
         return 0;
     }
     wp_json_num_k(o, "out_count", (double)r->out_count);
-    if (q->out_form == FORM_BUFFER) {
+    if (q->out_form == FORM_SHM) {
+        const uint64_t bytes = r->out_count * wp_type_size(t);
+        cJSON_AddItemToObject(o, "output", wp_api_shm_written(q->out_region, q->out_offset, r->out_count, bytes));
+    } else if (q->out_form == FORM_BUFFER) {
         wp_buffer_info info;
         wp_buf *created = q->out_buf;
         q->out_buf = NULL; /* commit frees it on failure */
@@ -407,6 +461,7 @@ static bool handle(wp_app *app, const wp_req *req, wp_resp *resp, bool scan, raw
         rc = plan_output(app, &q);
     }
     if (rc == 0) rc = wp_batch_run_reduce(app, q.be, &q.job, &q.err);
+    if (rc == 0) rc = finish_output(&q);
     if (rc == 0)
         wp_resp_note_kernel(resp, wp_backend_name(q.be), q.job.res.compiled ? wp_source_name(q.job.res.source) : "none",
                             q.f->name, q.job.res.hash);

@@ -8,7 +8,7 @@
 
 #define WP_REDUCE_INLINE_MAX (64u << 10) /* bytes of input (or of body) a job may have to run on the HTTP thread */
 
-typedef enum { FORM_JSON, FORM_B64, FORM_RAW, FORM_BUFFER, FORM_GENERATE } data_form;
+typedef enum { FORM_JSON, FORM_B64, FORM_RAW, FORM_BUFFER, FORM_GENERATE, FORM_SHM } data_form;
 
 typedef struct {
     data_form form;
@@ -18,7 +18,8 @@ typedef struct {
     uint64_t count;
     wp_buf *in; /* the job's input */
     bool in_owned;
-    wp_buf *held; /* from wp_buffers_get, released at the end */
+    wp_buf *held;      /* from wp_buffers_get, released at the end */
+    wp_region *region; /* "shm": held until the end */
     uint64_t *offsets_host;
     uint64_t groups;
     double upload_us, generate_us;
@@ -54,6 +55,8 @@ int reduce_input_b64(wp_app *app, const cJSON *data, wp_type t, reduce_input *in
 int reduce_input_raw(wp_app *app, const wp_req *req, wp_type t, wp_backend *be, reduce_input *in, wp_err *err);
 int reduce_input_generate(wp_app *app, wp_backend *be, const cJSON *g, wp_type t, bool inline_run, reduce_input *in,
                           wp_err *err);
+int reduce_input_shm(wp_app *app, const wp_req *req, const cJSON *shm, wp_type t, wp_backend *be, bool inline_run,
+                     reduce_input *in, wp_err *err);
 int reduce_input_offsets(const cJSON *list, reduce_input *in, wp_err *err);
 
 /* api_reduce_check.c: "check" of a value (reductions), an index (argmin, argmax), an array */

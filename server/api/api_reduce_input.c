@@ -26,6 +26,7 @@ void reduce_input_free(wp_app *app, reduce_input *in) {
     free(in->offsets_host);
     if (in->in_owned) wp_buf_free(in->in);
     if (in->held) wp_buffers_release(app->buffers, in->held);
+    wp_region_put(in->region);
 }
 
 /* The raw body's query arguments as a JSON object, so one path reads every form. */
@@ -217,6 +218,32 @@ int reduce_input_raw(wp_app *app, const wp_req *req, wp_type t, wp_backend *be, 
     }
     static const uint8_t empty[8];
     in->data = req->body_len ? (const uint8_t *)req->body : empty; /* uploaded straight from the body */
+    return 0;
+}
+
+/* "shm": a region of the caller's (api_shm.c). A small input, or any on a backend that works on host
+ * memory, is copied to the host and goes with the job like inline data (batched on cuda); a large one
+ * on a GPU goes straight into a device buffer, by DMA from a registered region. 1: defer (a large one
+ * asked on the HTTP thread). */
+int reduce_input_shm(wp_app *app, const wp_req *req, const cJSON *shm, wp_type t, wp_backend *be, bool inline_run,
+                     reduce_input *in, wp_err *err) {
+    uint64_t offset = 0, count = 0;
+    if (!(in->region = wp_api_shm_input(app, req, shm, t, &offset, &count, err)) ||
+        reduce_check_count(app, count, "shm.count", err))
+        return -1;
+    const size_t bytes = (size_t)count * wp_type_size(t);
+    if (inline_run && bytes > WP_REDUCE_INLINE_MAX) return 1;
+    in->count = count;
+    in->form = FORM_SHM;
+    const uint64_t t0 = wp_now_ns();
+    if (bytes <= WP_REDUCE_INLINE_MAX || wp_backend_on_host(be)) {
+        if (!(in->host = malloc(bytes ? bytes : 1))) return WP_FAIL(err, 500, "out_of_memory", "shm", "out of memory");
+        return wp_region_read(in->region, offset, in->host, bytes, "shm.id", err);
+    }
+    if (!(in->in = wp_buf_alloc(be, bytes, err))) return -1;
+    in->in_owned = true;
+    if (wp_region_to_buf(in->region, offset, in->in, 0, bytes, "shm.id", err)) return -1;
+    in->upload_us = wp_us_since(t0);
     return 0;
 }
 

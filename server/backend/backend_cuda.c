@@ -13,6 +13,7 @@
 
 static void cuda_close(wp_backend *base) {
     cuda_backend *b = (cuda_backend *)base;
+    cuda_ipc_close_all(b); /* mappings no buffer gave back, while the context lives */
     cuda_device_stop(b);
     pthread_mutex_destroy(&b->mu);
     pthread_cond_destroy(&b->cv);
@@ -93,6 +94,10 @@ static const wp_backend_ops cuda_ops = {
     .upload_send = cuda_upload_send,
     .upload_wait = cuda_upload_wait,
     .upload_close = cuda_upload_close,
+    .host_register = cuda_host_register,
+    .host_unregister = cuda_host_unregister,
+    .ipc_open = cuda_ipc_open,
+    .ipc_close = cuda_ipc_close,
 };
 
 wp_backend *wp_backend_cuda_open_streams(int device_ordinal, int streams, wp_err *err) {

@@ -389,3 +389,18 @@ int wp_region_from_buf(wp_region *g, uint64_t offset, const wp_buf *buf, size_t 
     int rc = bounce(g, offset, (void *)buf, buf_offset, len, piece_out, err);
     return rc > 0 ? truncated(g, field, err) : rc;
 }
+
+int wp_region_read(wp_region *g, uint64_t offset, void *dst, size_t len, const char *field, wp_err *err) {
+    if (!len) return 0;
+    if (!intact(g) || wp_guarded_copy(dst, g->base + offset, len)) return truncated(g, field, err);
+    return 0;
+}
+
+int wp_region_write(wp_region *g, uint64_t offset, const void *src, size_t len, const char *field, wp_err *err) {
+    if (g->info.read_only)
+        return WP_FAIL(err, 403, "read_only", field, "region %s was opened read-only: the daemon may not write it",
+                       g->info.id);
+    if (!len) return 0;
+    if (!intact(g) || wp_guarded_copy(g->base + offset, src, len)) return truncated(g, field, err);
+    return 0;
+}

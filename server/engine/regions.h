@@ -74,5 +74,8 @@ int wp_region_to_buf(wp_region *g, uint64_t offset, wp_buf *buf, size_t buf_offs
                      wp_err *err);
 int wp_region_from_buf(wp_region *g, uint64_t offset, const wp_buf *buf, size_t buf_offset, size_t len,
                        const char *field, wp_err *err);
+/* The same between the region and host memory. */
+int wp_region_read(wp_region *g, uint64_t offset, void *dst, size_t len, const char *field, wp_err *err);
+int wp_region_write(wp_region *g, uint64_t offset, const void *src, size_t len, const char *field, wp_err *err);
 
 #endif
