@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the test suites and prints one closing line "N passed, N failed".
-#   tests/run.sh all|unit|api|web|lint|fuzz|gpu
+#   tests/run.sh all|layout|unit|api|web|lint|fuzz|gpu|package|scale
 # Each test program prints "<suite>: N passed, N failed" as its last line; this sums them.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -29,6 +29,11 @@ run_prog() { # name, command...
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
+# The house rules of server/ and kernels/ (issue 23): include directions, no two files that need each
+# other, calls up only where a README lists them, sizes (tests/layout/check.py, over the build's objects).
+if [ "$what" = all ] || [ "$what" = layout ]; then
+  run_prog layout python3 tests/layout/check.py --objects "$BUILD"
+fi
 if [ "$what" = all ] || [ "$what" = unit ]; then
   for t in "$BUILD"/asan/tests/unit/test_*; do [ -x "$t" ] && run_prog "unit/$(basename "$t")" "$t"; done
 fi
