@@ -33,6 +33,9 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 # other, calls up only where a README lists them, sizes (tests/layout/check.py, over the build's objects).
 if [ "$what" = all ] || [ "$what" = layout ]; then
   run_prog layout python3 tests/layout/check.py --objects "$BUILD"
+  # One reduce request's walk through the files (tests/layout/walk.py): held at today's 15 files and 58
+  # returns so it does not grow; issue 23's goal of 8 and 15 is not reached (see the script).
+  run_prog walk python3 tests/layout/walk.py --build "$BUILD/walk" --max-files 15 --max-returns 58
 fi
 if [ "$what" = all ] || [ "$what" = unit ]; then
   for t in "$BUILD"/asan/tests/unit/test_*; do [ -x "$t" ] && run_prog "unit/$(basename "$t")" "$t"; done

@@ -1,46 +1,69 @@
 #!/usr/bin/env python3
 """walk.py — one reduce request's walk through the source files, measured from object files (issue 23).
 
-What it measures
-  The daemon's library (every server/**/*.c but server/main.c, and kernels/*.c) is compiled into
-  --build (default build/walk) at -O0 -fno-inline -ffunction-sections -fdata-sections, so every
-  function, static ones included, sits in its own section .text.<name> and every data object in its
-  own section. `objdump -t` and `objdump -dr` of each object then give the call graph at function
-  granularity: a function -> the functions it calls, in instruction order, read from the relocations
-  (R_X86_64_PLT32 / PC32 / GOTPCREL*, against a function symbol or its .text.<fn> section symbol).
-  A static function is known by (object, name); a call resolves to the caller's own object first,
-  then to a global of any object, else (libc, libmicrohttpd, ...) it is not followed.
+Issue 23: "Following one `job` through `wp_reduce_run` enters 12 files, with 56 returns to a file
+already left and 26 climbs back up" (base commit 8416985, server/ flat); required afterwards: "enters
+at most 8 files, and returns to a file already left at most 15 times". This script measures that.
 
-  Function pointers (the chosen definition, --fnptr code): a function whose address is taken in the
-  code (`lea fn(%rip)`, e.g. the thread body handed to pthread_create) counts as called at that
-  point. Tables of function pointers in data (backend ops tables) are not followed (--fnptr data
-  would follow them from the code that refers to the table; nothing in the reduce walk refers to
-  one directly: the backend is reached through b->ops at run time, so the walk stops at backend.c).
+The call graph
+  The library (every server/**/*.c but server/main.c, and kernels/*.c) is compiled into --build
+  (default build/walk) with cc -std=c11 -O0 -fno-inline -ffunction-sections -fdata-sections
+  -D_GNU_SOURCE -I. -Iserver -Ikernels (plus any other -I of the Makefile's ALL_CFLAGS), the CUDA and
+  pkg-config include folders and dummy WP_DEFAULT_* strings; 2 compilers at a time, again only for
+  what changed (each object's .d). With one section per function (.text.<name>, static ones
+  included), `objdump -t` and `objdump -dr` give, for each function, the functions it refers to in
+  instruction order: relocations R_X86_64_PLT32 / PC32 / GOTPCREL* / 32 / 32S / 64 against a function
+  symbol or its .text.<fn> section symbol. A static function is known by (object, name); a name
+  resolves in the caller's own object first, then among the globals of all objects; anything else
+  (libc, libmicrohttpd, nvrtc, ...) is not followed. A function defined in a header (static inline)
+  belongs to the .c file whose object holds it.
+  Function pointers (--fnptr code, the default): a function whose address is taken in code (`lea
+  fn(%rip)`: the thread body handed to pthread_create, a qsort comparator, a callback) counts as
+  called at that point. Calls through pointers held in data (b->ops->run) are not followed, so the
+  walk stops at backend/backend.c's dispatch. (--fnptr none: addresses ignored; --fnptr data: also
+  the functions listed in a data object the code refers to, e.g. the families table.)
 
-  The walk: depth first from wp_reduce_run, each function visited once, callees followed in
-  instruction order (a callee already visited is not entered again). The file sequence is the file
-  of each function as the walk enters it, and of the caller as the walk returns to it; a move is
-  any step that changes the file.
-    files   = distinct files the walk is in (the start's file included)
-    returns = moves that land in a file the walk had been in before (left, and now entered again),
-              whether by a call or by a return to the caller
-    climbs  = moves from a file of a lower layer to a file of a higher layer, the layer order being
+The walk (the definition chosen, by calibration on the base commit; see below)
+  Depth first from wp_reduce_run; each function entered once (a callee already visited is skipped);
+  callees in instruction order. The file sequence is the file of each function in the order the
+  walk enters them (--moves calls): a step from one function entered to the next one entered moves
+  between files when their files differ (returns to the caller are implicit: after a callee in
+  another file returns, the caller's next callee is entered from the callee's file).
+  Which files count (--count server): every file but the base commit's kernels/ tables (kernels/
+  allreduce data families lanes match permute reduce redux scan shfl stencil types vote .c) -- at the
+  base, exactly the files in server/; after the restructure the same code wherever it lives
+  (kernels/expr*.c and kernels/spec.c, once server/expr.c and server/spec.c, still count).
+  The walk goes through the files that do not count (--uncounted transparent); they are left out of
+  the file sequence, as if their functions were part of no file.
+    files   = distinct files in the sequence (the file of wp_reduce_run included)
+    returns = moves into a file the sequence had been in before (left, and now entered again)
+    climbs  = moves from a file of a lower layer to one of a higher layer, the order being
               util(0) < kernels(1) < http(2) < compile(3) < backend(4) < engine(5) < api(6) < main(7)
-  Layer of a file: the folder under server/ (server/engine/x.c -> engine); kernels/* -> kernels;
-  a file directly in server/ (the flat base commit 8416985) -> the table FLAT_LAYERS by basename.
+  Layer of a file: its folder under server/ (server/engine/x.c: engine); kernels/*: kernels; a file
+  directly in server/ (the flat base): FLAT_LAYERS below, by basename, else main (server/flags.c).
 
-  Which files count (the chosen definition, --count all): every file of the library, util and
-  kernels included; the walk follows calls into all of them. Calibration on the base commit
-  8416985 (issue 23 quotes 12 files, 56 returns, 26 climbs):
-      --count all       --fnptr code   12 files, 56 returns, 26 climbs   <- chosen (exact)
-      (see the report of the calibration run for the other variants: --count server / no-util /
-       no-kernels, --fnptr none / data, --skip-uncounted transparent; none is closer)
+Calibration, base commit 8416985 (issue: 12 files, 56 returns, 26 climbs), files/returns/climbs:
+                        --moves calls (entries only)       --moves both (entries and returns)
+  --count     --fnptr:  none        code        data       none         code         data
+  server                13/53/22    13/58/25 *  13/58/25   13/94/37     13/100/41    13/100/41
+  all                   16/72/27    16/77/30    26/104/27  16/133/46    16/139/50    26/213/46
+  no-util               13/67/23    13/72/26    23/99/23   13/120/38    13/126/42    23/200/38
+  no-kernels            11/44/19    11/49/22    11/49/22   11/80/32     11/86/36     11/86/36
+  no-util-kernels        8/39/15     8/44/18     8/44/18    8/67/24      8/73/28      8/73/28
+  * chosen: 13/58/25 is the closest (12 if the start's own file is not counted as entered).
+  --uncounted prune (calls into uncounted files not followed) gives the same numbers at the base.
+  Counting the returns to the caller as moves too (--moves both) doubles the returns (about 100 for
+  13 files); no variant of it comes near 56.
 
 Usage
   tests/layout/walk.py [--build DIR] [--root DIR] [--max-files N] [--max-returns N] [--verbose]
-  Exit 0 when within the limits, 1 when the walk exceeds --max-files or --max-returns,
-  2 when the build or the analysis fails. The last line of output is
+  With a limit, a last line "walk: 1 passed, 0 failed" (or 0 passed, 1 failed) for tests/run.sh.
+  Exit 0 when within the limits, 1 when the walk exceeds --max-files or --max-returns, 2 when the
+  build or the analysis fails (a file that does not compile fails it, unless --keep-going). The last
+  line of output is
       walk: files N, returns N, climbs N
+  --verbose prints the file sequence first: one line per stay in a file, with the function that
+  called into it and the functions entered there; R marks a return, ^ a climb.
 Plain Python 3 standard library; needs cc, objdump and pkg-config (libmicrohttpd, libcjson).
 """
 
@@ -69,6 +92,8 @@ FLAT_LAYERS = {
     "api": "api_* jsonval",
     "main": "main",
 }
+# The base commit's kernels/*.c (the family and type tables); --count server leaves them out.
+BASE_KERNEL_TABLES = set("allreduce data families lanes match permute reduce redux scan shfl stencil types vote".split())
 
 BASE_CFLAGS = [
     "-std=c11", "-O0", "-fno-inline", "-ffunction-sections", "-fdata-sections", "-D_GNU_SOURCE",
@@ -91,17 +116,20 @@ def layer_of(rel):
             for pat in names.split():
                 if (pat.endswith("*") and base.startswith(pat[:-1])) or base == pat:
                     return layer
+        return "main"  # after the restructure, what stays in server/ itself (main.c, flags.c)
     return None
 
 
 def counted(rel, count):
-    """Whether a file takes part in the walk under the --count definition."""
+    """Whether a file counts in the file sequence under the --count definition."""
     layer = layer_of(rel)
-    in_kernels_dir = Path(rel).parts[0] == "kernels"
+    p = Path(rel)
     if count == "all":
         return True
-    if count == "server":  # only files under server/
-        return not in_kernels_dir
+    if count == "server":  # the base's server/ files, wherever they are now: all but its kernels/ tables
+        return not (p.parts[0] == "kernels" and p.stem in BASE_KERNEL_TABLES)
+    if count == "server-dir":  # literally the files under server/ now
+        return p.parts[0] == "server"
     if count == "no-util":
         return layer != "util"
     if count == "no-kernels":  # neither kernels/ nor the kernels layer's files in server/
@@ -141,7 +169,7 @@ def cflags(root):
     return BASE_CFLAGS + makefile_includes(root) + [f"-I{cuda}/include"] + pkg + DEFINES
 
 
-def up_to_date(obj, dep):
+def up_to_date(root, obj, dep):
     """The object is newer than its source and every header its .d file names."""
     if not obj.exists() or not dep.exists():
         return False
@@ -152,7 +180,7 @@ def up_to_date(obj, dep):
             continue
         for f in line.split(":", 1)[1].split():
             try:
-                if os.stat(f).st_mtime > t:
+                if os.stat(root / f).st_mtime > t:
                     return False
             except OSError:
                 return False
@@ -173,7 +201,7 @@ def build(root, bdir, jobs):
         obj = bdir / (rel[:-2] + ".o")
         dep = bdir / (rel[:-2] + ".d")
         objs[rel] = obj
-        if not (fresh and up_to_date(obj, dep)):
+        if not (fresh and up_to_date(root, obj, dep)):
             todo.append((rel, obj, dep))
 
     def one(item):
@@ -225,6 +253,7 @@ class Graph:
         self.local = {}  # rel -> {name: node}
         self.section = {}  # rel -> {section name: node}
         self.refs = {}  # node -> [(kind, target node)]; kind 'call' | 'addr'
+        self.objects = []  # (rel, object path) read by add_object, linked by link
 
     def add_object(self, rel, obj):
         self.local[rel], self.section[rel] = {}, {}
@@ -244,8 +273,7 @@ class Graph:
             self.section[rel].setdefault(sec, node)
             if fl[0] in ("g", "u") or fl[1] == "w":
                 self.globals.setdefault(name, node)
-        self._pending = getattr(self, "_pending", [])
-        self._pending.append((rel, obj))
+        self.objects.append((rel, obj))
 
     def resolve(self, rel, target):
         name = split_target(target)
@@ -256,7 +284,7 @@ class Graph:
         return self.globals.get(name)
 
     def link(self):
-        for rel, obj in self._pending:
+        for rel, obj in self.objects:
             self._code(rel, obj)
             self._data(rel, obj)
 
@@ -319,14 +347,15 @@ class Graph:
 
 
 # ------------------------------------------------------------------------------------------ walk
-def walk(graph, start, fnptr, count, skip):
-    """Depth-first walk; returns the list of events (kind, node, depth), kind 'enter' | 'back'."""
+def walk(graph, start, fnptr, count, uncounted):
+    """Depth-first walk from start. Returns the events (kind, node, depth, caller): kind 'enter' when
+    the walk enters node (called by caller), 'back' when it returns to node from a callee."""
     events, visited = [], {start}
 
     def follow(n):
-        return count == "all" or counted(graph.file_of[n], count) or skip == "transparent"
+        return uncounted == "transparent" or counted(graph.file_of[n], count)
 
-    events.append(("enter", start, 0))
+    events.append(("enter", start, 0, None))
     stack = [(start, iter(graph.callees(start, fnptr)))]
     while stack:
         fn, it = stack[-1]
@@ -334,29 +363,32 @@ def walk(graph, start, fnptr, count, skip):
             if callee in visited or not follow(callee):
                 continue
             visited.add(callee)
-            events.append(("enter", callee, len(stack)))
+            events.append(("enter", callee, len(stack), fn))
             stack.append((callee, iter(graph.callees(callee, fnptr))))
             break
         else:
             stack.pop()
             if stack:
-                events.append(("back", stack[-1][0], len(stack) - 1))
+                events.append(("back", stack[-1][0], len(stack) - 1, None))
     return events
 
 
-def measure(graph, events, count):
-    """Collapses the events into file segments and counts files, returns and climbs."""
+def measure(graph, events, count, moves):
+    """The file sequence (segments of consecutive steps in one file) and its counts.
+    moves 'calls': one step per function entered; 'both': also one per return to the caller."""
     segs, seen, returns, climbs = [], set(), 0, 0
-    for kind, node, depth in events:
+    for kind, node, depth, caller in events:
+        if kind == "back" and moves == "calls":
+            continue
         f = graph.file_of[node]
         if not counted(f, count):
-            continue  # transparent: the walk passes through, the file sequence does not see it
+            continue  # not counted: the walk passes through, the file sequence does not see it
         if segs and segs[-1]["file"] == f:
             if kind == "enter":
                 segs[-1]["fns"].append(node[1])
             continue
-        seg = {"file": f, "kind": kind, "via": node[1], "fns": [node[1]] if kind == "enter" else [],
-               "ret": False, "climb": False}
+        seg = {"file": f, "kind": kind, "node": node, "caller": caller, "depth": depth,
+               "fns": [node[1]] if kind == "enter" else [], "ret": False, "climb": False}
         if segs:
             prev = segs[-1]["file"]
             if f in seen:
@@ -375,15 +407,21 @@ def short(rel):
     return rel[len("server/"):] if rel.startswith("server/") else rel
 
 
-def print_walk(segs):
-    print("walk (R: returns to a file already left, ^: climbs to a higher layer):")
+def print_walk(graph, segs):
+    print("walk: one line per stay in a file; R: a return to a file already left, ^: a climb to a higher layer")
     for i, s in enumerate(segs):
         mark = ("R" if s["ret"] else " ") + ("^" if s["climb"] else " ")
-        how = "call" if s["kind"] == "enter" else "back"
-        fns = s["fns"] if s["kind"] == "enter" else ["(in " + s["via"] + ")"] + s["fns"]
-        shown = ", ".join(fns[:8]) + (f", ... (+{len(fns) - 8})" if len(fns) > 8 else "")
         layer = layer_of(s["file"]) or "?"
-        print(f"  {i:3d} {mark} {how} {short(s['file']):28s} [{layer}] {shown}")
+        if s["kind"] == "back":
+            how = f"back in {s['node'][1]}"
+        elif s["caller"] is None:
+            how = "start"
+        else:
+            c = s["caller"]
+            how = f"from {c[1]}" + ("" if c[0] == segs[i - 1]["file"] or i == 0 else f" ({short(c[0])})")
+        fns = s["fns"]
+        shown = ", ".join(fns[:6]) + (f", ... (+{len(fns) - 6})" if len(fns) > 6 else "")
+        print(f"  {i:3d} {mark} {short(s['file']):24s} {layer:8s} {how}: {shown}")
 
 
 def main():
@@ -396,13 +434,16 @@ def main():
     ap.add_argument("--max-files", type=int, default=None, help="exit 1 when the walk enters more files")
     ap.add_argument("--max-returns", type=int, default=None, help="exit 1 when it returns more often")
     ap.add_argument("--verbose", "-v", action="store_true", help="print the walk")
-    ap.add_argument("--count", default="all", choices=["all", "server", "no-util", "no-kernels", "no-util-kernels"],
-                    help="which files the walk counts (calibration; default all)")
-    ap.add_argument("--skip-uncounted", default="prune", choices=["prune", "transparent"],
-                    help="uncounted files: not followed (prune), or followed but unseen (transparent)")
+    ap.add_argument("--count", default="server",
+                    choices=["server", "all", "server-dir", "no-util", "no-kernels", "no-util-kernels"],
+                    help="which files count (default server: all but the base's kernels/ tables)")
+    ap.add_argument("--uncounted", default="transparent", choices=["transparent", "prune"],
+                    help="calls into files not counted: followed, unseen (default), or not followed")
+    ap.add_argument("--moves", default="calls", choices=["calls", "both"],
+                    help="file sequence: the file of each function entered (default), or also each return")
     ap.add_argument("--fnptr", default="code", choices=["none", "code", "data"],
-                    help="function addresses taken: ignored, taken in code count as calls (default), "
-                         "or also through data tables the code refers to")
+                    help="function addresses: ignored, taken in code count as calls (default), "
+                         "or also those in data tables the code refers to")
     ap.add_argument("--keep-going", action="store_true", help="measure even when some files do not compile")
     a = ap.parse_args()
 
@@ -432,13 +473,17 @@ def main():
         print(f"walk: no function {a.start} in the objects", file=sys.stderr)
         return 2
 
-    events = walk(graph, start, a.fnptr, a.count, a.skip_uncounted)
-    segs, files, returns, climbs = measure(graph, events, a.count)
+    events = walk(graph, start, a.fnptr, a.count, a.uncounted)
+    segs, files, returns, climbs = measure(graph, events, a.count, a.moves)
+    unknown = sorted({s["file"] for s in segs if layer_of(s["file"]) is None})
+    if unknown:
+        print(f"walk: no layer for {' '.join(unknown)} (no climbs counted to or from them)", file=sys.stderr)
     nfn = sum(1 for e in events if e[0] == "enter")
     if a.verbose:
-        print_walk(segs)
+        print_walk(graph, segs)
         print(f"files entered: {' '.join(short(f) for f in dict.fromkeys(s['file'] for s in segs))}")
-    print(f"({nfn} functions visited; count={a.count}, fnptr={a.fnptr}, uncounted={a.skip_uncounted})")
+        print(f"({nfn} functions visited; --count {a.count} --uncounted {a.uncounted} --moves {a.moves} "
+              f"--fnptr {a.fnptr})")
     over = []
     if a.max_files is not None and files > a.max_files:
         over.append(f"files {files} > {a.max_files}")
@@ -447,6 +492,8 @@ def main():
     if over:
         print(f"walk: over the limit: {', '.join(over)}", file=sys.stderr)
     print(f"walk: files {files}, returns {returns}, climbs {climbs}")
+    if a.max_files is not None or a.max_returns is not None:  # a test's tally line (tests/run.sh)
+        print(f"walk: {0 if over else 1} passed, {1 if over else 0} failed")
     return 1 if over else 0
 
 
