@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""warpd.py — a standard-library client and CLI for the warpd HTTP API (DESIGN.md §4).
+"""warpd.py — a standard-library client (module warpd) and CLI (command warpctl) for the warpd HTTP API.
 
     from warpd import Client, WarpdError
-    c = Client("http://127.0.0.1:8080")          # or $WARPD; token= or $WARPD_TOKEN for a daemon with --token-file
-    c = Client("http://127.0.0.1:8080")          # or $WARPD; "unix:/path/warpd.sock" for a Unix socket
+    c = Client("http://127.0.0.1:8080")          # or $WARPD; "unix:/path/warpd.sock" for a Unix socket;
+                                                 # token= or $WARPD_TOKEN for a daemon with --token-file
     r = c.warp("shfl_xor", width=16, args={"lane_mask": 1}, input={"iota": 32})
     r["output"]  # [1, 0, 3, 2, ...]
     c.reduce([1.5, 2, 3], type="f32", op="sum")["value"]
@@ -13,37 +13,69 @@ straight from the array's memory (no list), their warpd type from the dtype (int
 float16 → f16); scan of an array returns an array:
     c.scan(np.arange(5, dtype=np.int32), op="sum")   # array([ 0,  1,  3,  6, 10], dtype=int32)
 
+Data where it already is (issue 22), when the daemon is local (loopback or a Unix socket):
+    a = c.shared(1 << 24, "float32")   # a numpy array in a shared-memory region the daemon has mapped
+    a[:] = ...                         # written in place; c.reduce(a), c.scan(a), c.buffer_put(a) and
+    c.reduce(a[1000:])                 # their contiguous slices send {"shm": {id, offset, count}}, no copy
+    c.scan(a, out=b)                   # b = c.shared(...): the daemon writes the scan into b
+    c.reduce(big_numpy_array)          # >= SHM_AUTO_MIN_BYTES: copied once into a pooled region, not sent
+    c.reduce(cupy_or_torch_cuda_array) # CUDA IPC: the daemon reads the array in place on the GPU
+transport= ("auto" default, "http", "shm", "ipc") per call or per Client chooses; "auto" falls back to
+HTTP (and remembers) when the daemon refuses regions or IPC, an explicit choice raises instead.
+Lifetimes: a shared() array's region is unregistered (DELETE /v1/shm/{id}) and its object unlinked
+when the array and every view of it are garbage-collected, or at Client.close() / the end of a
+`with Client(...) as c:` block / interpreter exit, whichever comes first; after that the array stays
+valid memory of this process, no longer seen by the daemon (it goes over HTTP). The pooled regions
+and the cached IPC buffers go at close(). Objects are named /warpd-py<pid>-<16 hex> (in /dev/shm), mode
+0600 (shm_mode= for a daemon running as another user). A CUDA array must stay allocated while the client
+caches its IPC buffer (until close() or ipc_release()): the daemon maps the allocation itself.
+
 Every error the server returns ({"error": {"code", "field", "message"}}) becomes
 WarpdError(status, code, field, message); an unreachable daemon is WarpdError(0, "connection_failed").
 
-CLI (python3 clients/python/warpd.py --help):
-    warpd.py warp --family shfl_xor --width 16 --args lane_mask=1 --iota 32
-    warpd.py compile --family warp_allreduce --type f32 --op max --ptx
-    warpd.py info | health | families | metrics
-    warpd.py reduce --type f32 --op sum data.f32        (raw little-endian file; progress bar on stderr)
-    warpd.py scan --type i32 --op sum --data 1,2,3,4
-    warpd.py buffers put data.f32 --type f32 | list | get ID | delete ID
-    warpd.py jobs submit '{"kind":"reduce","request":{...}}' --wait | list | get ID | wait ID | cancel ID
+CLI (warpctl --help, after pip install ./clients/python; or python3 clients/python/warpd.py --help):
+    warpctl warp --family shfl_xor --width 16 --args lane_mask=1 --iota 32
+    warpctl compile --family warp_allreduce --type f32 --op max --ptx
+    warpctl info | health | families | metrics
+    warpctl reduce --type f32 --op sum data.f32        (raw little-endian file; progress bar on stderr)
+    warpctl scan --type i32 --op sum --data 1,2,3,4
+    warpctl buffers put data.f32 --type f32 | list | get ID | delete ID
+    warpctl jobs submit '{"kind":"reduce","request":{...}}' --wait | list | get ID | wait ID | cancel ID
+    warpctl shm list | get ID | delete ID
 """
 import argparse
 import base64
+import collections
+import ctypes
 import http.client
 import io
+import ipaddress
 import json
 import math
+import mmap
 import os
+import secrets
 import socket
 import struct
 import sys
+import threading
 import time
 import urllib.parse
+import weakref
 
-__all__ = ["Client", "WarpdError", "pack", "unpack", "ELEM_SIZE"]
+__all__ = ["Client", "WarpdError", "CudaError", "pack", "unpack", "ELEM_SIZE"]
 
 DEFAULT_URL = "http://127.0.0.1:8080"
 ELEM_SIZE = {"i32": 4, "u32": 4, "i64": 8, "u64": 8, "f32": 4, "f64": 8, "f16": 2, "bf16": 2}
 _STRUCT = {"i32": "i", "u32": "I", "i64": "q", "u64": "Q", "f32": "f", "f64": "d", "f16": "e"}
 PROGRESS_MIN_BYTES = 1 << 20  # uploads at least this large show a progress bar (CLI)
+SHM_AUTO_MIN_BYTES = 1 << 20  # transport "auto": a numpy array this large goes through a pooled region
+SHM_POOL_KEEP = 2             # idle pooled regions a client keeps for the next calls (more are freed)
+IPC_CACHE_MAX = 64            # CUDA IPC buffers a client keeps registered (least recently used go first)
+IPC_ALIGN = 16                # a CUDA array goes by IPC from an address that is a multiple of this: the
+                              # daemon's kernels load 16-byte vectors (templates/reduce.cu), so another start
+                              # is copied on the device first (a misaligned load kills the daemon's context)
+TRANSPORTS = ("auto", "http", "shm", "ipc")
 __version__ = "0.1.0"  # the daemon's (server/engine/app.h WP_VERSION); pyproject.toml reads it from here
 
 try:  # optional: without numpy, lists, bytes and files work as before
@@ -234,6 +266,514 @@ def progress_bar(label="upload", stream=None, width=30):
     return show
 
 
+# ---------------------------------------------------------------- shared-memory regions (issue 22)
+def _shm_name(prefix):
+    """A fresh object name under the daemon's --shm-prefix: /warpd-py<pid>-<16 hex>."""
+    return f"{prefix}-py{os.getpid()}-{secrets.token_hex(8)}"
+
+
+def _shm_path(name):  # where shm_open keeps NAME on Linux (glibc): /dev/shm/NAME without its "/"
+    return "/dev/shm/" + name.lstrip("/")
+
+
+def _shm_create(name, size, mode=0o600):
+    """Creates the POSIX shared-memory object `name` (O_EXCL) of `size` bytes, its pages reserved up front
+    (posix_fallocate: a full /dev/shm is an OSError here, not a SIGBUS when the array is written) and
+    mapped read-write; returns the mmap (its descriptor is closed: the mapping keeps the object)."""
+    flags = os.O_CREAT | os.O_EXCL | os.O_RDWR
+    try:
+        import _posixshmem  # what multiprocessing.shared_memory uses: shm_open(3)
+        fd = _posixshmem.shm_open(name, flags, mode=mode)
+    except ImportError:
+        fd = os.open(_shm_path(name), flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    try:
+        os.ftruncate(fd, size)
+        if hasattr(os, "posix_fallocate"):
+            os.posix_fallocate(fd, 0, size)
+        return mmap.mmap(fd, size)
+    except BaseException:
+        _shm_unlink(name)
+        raise
+    finally:
+        os.close(fd)
+
+
+def _shm_unlink(name):
+    try:
+        import _posixshmem
+        _posixshmem.shm_unlink(name)
+    except ImportError:
+        try:
+            os.unlink(_shm_path(name))
+        except FileNotFoundError:
+            pass
+    except FileNotFoundError:
+        pass
+
+
+def _buffer_address(buf):
+    """The address of a writable buffer's first byte (an mmap), without keeping an export of it."""
+    c = ctypes.c_char.from_buffer(buf)
+    try:
+        return ctypes.addressof(c)
+    finally:
+        del c
+
+
+# Refusals after which transport "auto" stops trying regions with this daemon (it says it will not map
+# them, cannot see our objects, or predates /v1/shm); shm_quota and a full /dev/shm only skip one call.
+_SHM_REFUSALS = {"shm_disabled", "shm_remote", "shm_not_found", "shm_denied", "bad_name", "not_shared_memory"}
+_IPC_REFUSALS = {"needs_gpu", "shm_disabled", "shm_remote"}  # the daemon cannot take IPC buffers at all
+
+
+def _route_missing(e):
+    """An old daemon: no such route (404 not_found with no field, 405), or the field is unknown to it."""
+    return (e.status == 404 and e.code == "not_found" and not e.field) or e.status == 405 or \
+        (e.code == "unknown_field" and e.field.split(".")[0] in ("shm", "cuda_ipc", "output"))
+
+
+def _region_gone(e):  # a request named a region the daemon no longer has (it restarted, or a DELETE raced)
+    return e.status == 404 and e.code in ("unknown_shm", "not_found") and \
+        (e.field.startswith("shm") or e.field.startswith("output") or e.field == "id")
+
+
+class _Region:
+    """One shared-memory object of ours, mapped here and registered with the daemon (POST /v1/shm).
+    release() unregisters it, unlinks the name and unmaps it once nothing here uses the mapping.
+    It holds `remote` (a plain Client for the DELETE), never the Client that made it."""
+
+    def __init__(self, remote, prefix, size, mode):
+        self.remote, self.size = remote, size
+        self.name = _shm_name(prefix)
+        self.mm = _shm_create(self.name, size, mode)
+        self.addr = _buffer_address(self.mm)
+        self.id = None
+        self.dead = False
+        self.lock = threading.Lock()
+
+    def register(self, stale=None):
+        """POST /v1/shm: the id it answers. Again (stale: the id the daemon no longer knows) only when no
+        other thread has registered it again since."""
+        with self.lock:
+            if self.dead:
+                raise WarpdError(0, "region_released", "", f"{self.name} was released")
+            if stale is None or self.id == stale:
+                self.id = self.remote._json("POST", "/v1/shm", {"name": self.name, "offset": 0,
+                                                                "bytes": self.size})["id"]
+            return self.id
+
+    def holds(self, addr, nbytes):
+        return not self.dead and self.addr <= addr and addr + nbytes <= self.addr + self.size
+
+    def release(self):
+        """Idempotent: DELETE /v1/shm/{id} (errors ignored: the daemon may be gone), unlink, unmap if unused."""
+        with self.lock:
+            if self.dead:
+                return
+            self.dead = True
+            rid, self.id = self.id, None
+        if rid:
+            try:
+                self.remote._json("DELETE", "/v1/shm/" + urllib.parse.quote(rid, safe=""))
+            except (WarpdError, OSError):
+                pass
+        _shm_unlink(self.name)
+        mm, self.mm = self.mm, None
+        try:
+            mm.close()
+        except BufferError:
+            pass  # an array still uses the mapping: it is unmapped when the last one goes
+
+
+def _pool_size(need):
+    """A pooled region's size for `need` bytes: whole MiB, and past 8 MiB within 1/8 of a power of two."""
+    step = max(1 << 20, 1 << max(0, need.bit_length() - 4))
+    return max(step, -(-need // step) * step)
+
+
+class _ShmPool:
+    """Regions that take copies of ordinary arrays: lease(n) lends an idle region of at least n bytes to one
+    call at a time (thread-safe), making a larger one when none fits; give() takes it back and keeps at
+    most `keep` idle ones (the smallest go). close() releases them all, leased ones when they come back."""
+
+    def __init__(self, make, keep=SHM_POOL_KEEP):
+        self._make, self._keep = make, keep
+        self._idle, self._lent = [], set()
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def lease(self, nbytes):
+        with self._lock:
+            fits = [r for r in self._idle if r.size >= nbytes and not r.dead]
+            if fits:
+                r = min(fits, key=lambda x: x.size)
+                self._idle.remove(r)
+                self._lent.add(r)
+                return r
+        r = self._make(_pool_size(nbytes))  # outside the lock: creating and registering takes a request
+        with self._lock:
+            self._lent.add(r)
+        return r
+
+    def give(self, r):
+        drop = []
+        with self._lock:
+            self._lent.discard(r)
+            if self._closed or r.dead:
+                drop.append(r)
+            else:
+                self._idle.append(r)
+                self._idle.sort(key=lambda x: x.size, reverse=True)
+                drop += self._idle[self._keep:]
+                del self._idle[self._keep:]
+        for d in drop:
+            d.release()
+
+    def sizes(self):
+        with self._lock:
+            return sorted(r.size for r in self._idle), sorted(r.size for r in self._lent)
+
+    def trim(self):
+        with self._lock:
+            drop, self._idle = self._idle, []
+        for d in drop:
+            d.release()
+
+    def close(self):
+        with self._lock:
+            self._closed = True
+        self.trim()
+
+
+class _Resources:
+    """A client's regions (its shared() arrays' and the pool's), its cached CUDA IPC buffers and the CUDA
+    driver. Holds `remote`, a plain Client for the requests that free them, never the Client itself, so
+    that a finalizer of the Client (or of an array) can close them."""
+
+    def __init__(self, remote, prefix, mode):
+        self.remote, self.prefix, self.mode = remote, prefix, mode
+        self.lock = threading.Lock()
+        self.shared = ()  # the shared() arrays' regions: a tuple replaced under lock, read without it
+        self.pool = _ShmPool(self.new_region)
+        self.ipc = collections.OrderedDict()  # (handle b64, device, offset, count, type) → buffer id
+        self.cuda = None  # _CudaDriver (tests put a stand-in here)
+
+    def new_region(self, size):
+        """A registered region of `size` bytes: the object made, mapped, then POST /v1/shm."""
+        r = _Region(self.remote, self.prefix, size, self.mode)
+        try:
+            r.register()
+        except BaseException:
+            r.release()
+            raise
+        return r
+
+    def add_shared(self, r):
+        with self.lock:
+            self.shared = tuple(x for x in self.shared if not x.dead) + (r,)
+
+    def delete_buffer(self, bid):
+        try:
+            self.remote._json("DELETE", "/v1/buffers/" + urllib.parse.quote(bid, safe=""))
+        except (WarpdError, OSError):
+            pass
+
+    def drop_ipc(self):
+        with self.lock:
+            ids, self.ipc = list(self.ipc.values()), collections.OrderedDict()
+        for bid in ids:
+            self.delete_buffer(bid)
+
+    def close(self):
+        self.pool.close()
+        with self.lock:
+            regions, self.shared = self.shared, ()
+        for r in regions:
+            r.release()
+        self.drop_ipc()
+        with self.lock:
+            cuda, self.cuda = self.cuda, None
+        if cuda is not None and hasattr(cuda, "close"):
+            cuda.close()
+
+
+def _native(dt):
+    return dt.byteorder in ("=", "|") or (dt.byteorder == "<") == (sys.byteorder == "little")
+
+
+def _typed(arr, type):
+    """(src, type, count): arr itself when its dtype is the type's, native and little-endian (copied into a
+    region by np.copyto, in any layout), else its converted little-endian bytes (array_bytes)."""
+    have = NUMPY_TYPES.get(arr.dtype.name)
+    if have is not None and type in (None, have) and _native(arr.dtype) and sys.byteorder == "little":
+        return arr, have, arr.size
+    view, type = array_bytes(arr, type)
+    return view, type, len(view) // ELEM_SIZE[type]
+
+
+PAR_COPY_MIN_BYTES = 64 << 20  # copies into and out of pooled regions this large run on several threads
+
+
+def _copyto(dst, src):
+    """np.copyto, on up to 8 threads (numpy lets go of the GIL) when both are C-contiguous and large: one
+    thread copies about 10 GB/s, the memory bus takes 3x that (H200 host: 1 GiB in 99 ms, 30 on 8)."""
+    k = min(8, os.cpu_count() or 1)
+    if dst.nbytes < PAR_COPY_MIN_BYTES or k < 2 or not (dst.flags.c_contiguous and src.flags.c_contiguous):
+        _np.copyto(dst, src)
+        return
+    d, s = dst.reshape(-1), src.reshape(-1)
+    step = -(-d.size // k)
+    ts = [threading.Thread(target=_np.copyto, args=(d[i:i + step], s[i:i + step])) for i in range(0, d.size, step)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+
+
+def _copy_in(region, src, count):
+    """src (from _typed) into the start of the region's mapping."""
+    if _is_array(src):
+        if count:
+            dst = _np.frombuffer(region.mm, dtype=src.dtype, count=count)
+            _copyto(dst.reshape(src.shape), src)
+            del dst
+    else:
+        region.mm[0:len(src)] = src
+
+
+def _fill_gpu(g, out, got):
+    """Copies a scan's result (an array of g's kind) into the caller's out= array and returns out."""
+    if g.kind == "torch":
+        out.copy_(got.reshape(out.shape))
+    else:
+        out[...] = got.reshape(out.shape)
+    return out
+
+
+def _fill(out, got):
+    """Copies a result into the caller's out= array (of its size) and returns out."""
+    if out.size != got.size:
+        raise ValueError(f"out= holds {out.size} elements; the result has {got.size}")
+    _np.copyto(out, got.reshape(out.shape), casting="same_kind")
+    return out
+
+
+# ---------------------------------------------------------------- CUDA arrays (CUDA IPC)
+class CudaError(OSError):
+    """A CUDA driver call failed (libcuda.so.1 through ctypes)."""
+
+
+class _IpcHandle(ctypes.Structure):
+    _fields_ = [("reserved", ctypes.c_char * 64)]  # CUipcMemHandle: CU_IPC_HANDLE_SIZE bytes
+
+
+class _CudaDriver:
+    """The few driver calls CUDA IPC needs, from libcuda.so.1 (ctypes). Each device's primary context (the
+    one CuPy and PyTorch use) is retained once and made current around the calls (context(device))."""
+
+    def __init__(self, lib=None):
+        try:
+            lib = lib or ctypes.CDLL("libcuda.so.1")
+        except OSError as e:
+            raise CudaError(f"libcuda.so.1: {e}") from None
+        c_int, c_uint, c_void_p, c_size_t, c_u64 = ctypes.c_int, ctypes.c_uint, ctypes.c_void_p, ctypes.c_size_t, \
+            ctypes.c_uint64
+        P = ctypes.POINTER
+
+        def fn(name, *argtypes):
+            try:
+                f = getattr(lib, name)
+            except AttributeError:
+                raise CudaError(f"libcuda.so.1 has no {name}") from None
+            f.restype, f.argtypes = c_int, list(argtypes)
+            return f
+
+        self._error_name = fn("cuGetErrorName", c_int, P(ctypes.c_char_p))
+        self._init = fn("cuInit", c_uint)
+        self._device_get = fn("cuDeviceGet", P(c_int), c_int)
+        self._retain = fn("cuDevicePrimaryCtxRetain", P(c_void_p), c_int)
+        self._release = fn("cuDevicePrimaryCtxRelease_v2", c_int)
+        self._get_current = fn("cuCtxGetCurrent", P(c_void_p))
+        self._push = fn("cuCtxPushCurrent_v2", c_void_p)
+        self._pop = fn("cuCtxPopCurrent_v2", P(c_void_p))
+        self._sync = fn("cuCtxSynchronize")
+        self._range = fn("cuMemGetAddressRange_v2", P(c_u64), P(c_size_t), c_u64)
+        self._ipc = fn("cuIpcGetMemHandle", P(_IpcHandle), c_u64)
+        self._attr = fn("cuPointerGetAttribute", c_void_p, c_int, c_u64)
+        self._dtoh = fn("cuMemcpyDtoH_v2", c_void_p, c_u64, c_size_t)
+        self._check(self._init(0), "cuInit")
+        self._ctx, self._lock = {}, threading.Lock()
+
+    def _check(self, rc, what):
+        if rc:
+            name = ctypes.c_char_p()
+            self._error_name(rc, ctypes.byref(name))
+            raise CudaError(f"{what}: {(name.value or b'CUDA error').decode()} ({rc})")
+
+    def _primary(self, device):
+        with self._lock:
+            if device not in self._ctx:
+                dev, ctx = ctypes.c_int(), ctypes.c_void_p()
+                self._check(self._device_get(ctypes.byref(dev), device), f"cuDeviceGet({device})")
+                self._check(self._retain(ctypes.byref(ctx), dev), "cuDevicePrimaryCtxRetain")
+                self._ctx[device] = (dev.value, ctx.value)
+            return self._ctx[device][1]
+
+    class _Current:
+        def __init__(self, drv, ctx):
+            self.drv, self.ctx, self.pushed = drv, ctx, False
+
+        def __enter__(self):
+            cur = ctypes.c_void_p()
+            self.drv._check(self.drv._get_current(ctypes.byref(cur)), "cuCtxGetCurrent")
+            if cur.value != self.ctx:  # the framework's (primary) context is usually current already
+                self.drv._check(self.drv._push(self.ctx), "cuCtxPushCurrent")
+                self.pushed = True
+            return self
+
+        def __exit__(self, *exc):
+            if self.pushed:
+                self.drv._pop(ctypes.byref(ctypes.c_void_p()))
+
+    def context(self, device):
+        """`with drv.context(d):` device d's primary context is current inside."""
+        return self._Current(self, self._primary(device))
+
+    def synchronize(self):
+        """Waits for the current context's work (the framework's kernels that wrote an array)."""
+        self._check(self._sync(), "cuCtxSynchronize")
+
+    def address_range(self, ptr):
+        """(base, size) of the allocation holding device address ptr."""
+        base, size = ctypes.c_uint64(), ctypes.c_size_t()
+        self._check(self._range(ctypes.byref(base), ctypes.byref(size), ptr), "cuMemGetAddressRange")
+        return base.value, size.value
+
+    def ipc_handle(self, base):
+        """The 64-byte CUipcMemHandle of the allocation at base (cuMemAlloc'd memory, as cudaMalloc's)."""
+        h = _IpcHandle()
+        self._check(self._ipc(ctypes.byref(h), base), "cuIpcGetMemHandle")
+        return ctypes.string_at(ctypes.addressof(h), 64)
+
+    def pointer_device(self, ptr):
+        """The ordinal of the device holding ptr (CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL)."""
+        v = ctypes.c_int()
+        self._check(self._attr(ctypes.byref(v), 9, ptr), "cuPointerGetAttribute")
+        return v.value
+
+    def copy_to_host(self, dst_addr, ptr, nbytes):
+        self._check(self._dtoh(dst_addr, ptr, nbytes), "cuMemcpyDtoH")
+
+    def close(self):
+        with self._lock:
+            held, self._ctx = self._ctx, {}
+        for dev, _ in held.values():
+            self._release(dev)
+
+
+def _ipc_spec(drv, g):
+    """The "cuda_ipc" object of PUT /v1/buffers for GPU array g: its allocation's handle, the array's
+    offset in it. The caller has made g.device's context current."""
+    base, size = drv.address_range(g.ptr)
+    offset = g.ptr - base
+    if offset < 0 or offset + g.nbytes > size:
+        raise CudaError(f"the array [{g.ptr:#x}, +{g.nbytes}) is not inside its allocation [{base:#x}, +{size})")
+    return {"handle": base64.b64encode(drv.ipc_handle(base)).decode(), "device": g.device, "offset": offset,
+            "count": g.count, "type": g.type}
+
+
+# __cuda_array_interface__ typestr and torch dtype → warpd type
+_TYPESTR_TYPES = {"<i4": "i32", "<u4": "u32", "<i8": "i64", "<u8": "u64", "<f4": "f32", "<f8": "f64", "<f2": "f16"}
+_TORCH_TYPES = {"torch.int32": "i32", "torch.uint32": "u32", "torch.int64": "i64", "torch.uint64": "u64",
+                "torch.float32": "f32", "torch.float64": "f64", "torch.float16": "f16", "torch.bfloat16": "bf16"}
+
+
+def _gpu_kind(x):
+    """"torch" for a CUDA tensor, "cupy" for a CuPy array, "cai" for another object with
+    __cuda_array_interface__ (Numba, ...), else None. Imports neither framework."""
+    mod = type(x).__module__ or ""
+    if mod.startswith("torch"):
+        return "torch" if getattr(x, "is_cuda", False) else None
+    if mod.startswith("numpy") or isinstance(x, (list, tuple, bytes, bytearray, memoryview, str, dict)):
+        return None
+    try:
+        if getattr(x, "__cuda_array_interface__", None) is None:
+            return None
+    except Exception:  # a framework may raise anything for a host object
+        return None
+    return "cupy" if mod.startswith("cupy") else "cai"
+
+
+class _GpuArray:
+    """A contiguous GPU array as the client needs it: obj (contiguous: a copy when the caller's was not),
+    kind, ptr, count, nbytes, type (None: no warpd type), device, shape."""
+
+    def __init__(self, x, kind, drv_fn):
+        self.kind = kind
+        if kind == "torch":
+            if not x.is_contiguous():
+                x = x.contiguous()
+            self.type = _TORCH_TYPES.get(str(x.dtype))
+            self.ptr, self.count, esize = x.data_ptr(), x.numel(), x.element_size()
+            self.device = x.device.index if x.device.index is not None else 0
+            self.shape = tuple(x.shape)
+        else:
+            cai = x.__cuda_array_interface__
+            shape, typestr = tuple(cai["shape"]), cai["typestr"]
+            esize = int(typestr[2:])
+            strides = cai.get("strides")
+            if strides is not None and tuple(strides) != _c_strides(shape, esize):
+                if kind != "cupy":
+                    raise ValueError("a non-contiguous __cuda_array_interface__ array: make it contiguous first")
+                import cupy
+                x = cupy.ascontiguousarray(x)
+                cai = x.__cuda_array_interface__
+            self.type = _TYPESTR_TYPES.get(typestr.replace("=", "<").replace("|", "<"))
+            self.ptr, self.shape = cai["data"][0], shape
+            self.count = 1
+            for d in shape:
+                self.count *= d
+            if kind == "cupy":
+                self.device = x.device.id
+            elif self.count:
+                self.device = drv_fn().pointer_device(self.ptr)
+            else:
+                self.device = 0
+        self.obj, self.nbytes = x, self.count * esize
+
+    def empty_like(self):
+        """A new contiguous array of the same kind, shape, dtype and device (a scan's output)."""
+        if self.kind == "torch":
+            import torch
+            return torch.empty(self.shape, dtype=self.obj.dtype, device=self.obj.device)
+        if self.kind == "cupy":
+            import cupy
+            with cupy.cuda.Device(self.device):
+                return cupy.empty(self.shape, dtype=self.obj.dtype)
+        return None
+
+    def from_bytes(self, data):
+        """Host bytes (little-endian, of this array's dtype) → an array of this kind on its device."""
+        if self.kind == "torch":
+            import torch
+            t = torch.frombuffer(bytearray(data), dtype=self.obj.dtype) if len(data) else \
+                torch.empty(0, dtype=self.obj.dtype)
+            return t.reshape(self.shape).to(self.obj.device)
+        if self.kind == "cupy":
+            import cupy
+            with cupy.cuda.Device(self.device):
+                return cupy.asarray(_np.frombuffer(data, dtype=self.obj.dtype).reshape(self.shape))
+        return to_array(data, self.type).reshape(self.shape) if _np is not None else data
+
+
+def _c_strides(shape, esize):
+    out, step = [], esize
+    for d in reversed(shape):
+        out.append(step)
+        step *= d
+    return tuple(reversed(out))
+
+
 # ---------------------------------------------------------------- the client
 class _UnixHTTPConnection(http.client.HTTPConnection):
     """HTTP over a Unix socket file (warpd --listen unix:PATH); requests say Host: localhost."""
@@ -256,10 +796,75 @@ class _UnixHTTPConnection(http.client.HTTPConnection):
 class Client:
     """One warpd daemon. Methods return the decoded JSON answer (dict) unless said otherwise."""
 
-    def __init__(self, base_url=None, timeout=120.0, token=None):
+    def __init__(self, base_url=None, timeout=120.0, token=None, *, transport="auto", shm_prefix="/warpd",
+                 shm_mode=0o600):
+        """transport: how numpy and CUDA arrays reach the daemon unless a call says otherwise — "auto" (a
+        shared() array's region, CUDA IPC for GPU arrays, a pooled region for numpy arrays of at least
+        SHM_AUTO_MIN_BYTES, when the daemon is local; HTTP otherwise or when the daemon refuses), "http",
+        "shm" (a region always; refusals raise) or "ipc" (GPU arrays by CUDA IPC; refusals raise; host
+        arrays as "auto"). Lists, bytes and files always go by HTTP. shm_prefix: the daemon's --shm-prefix;
+        shm_mode: the objects' permissions (0600: a daemon of another user cannot map them, and "auto"
+        then goes by HTTP)."""
         self.base = (base_url or os.environ.get("WARPD") or DEFAULT_URL).rstrip("/")
         self.timeout = timeout
         self.token = token or os.environ.get("WARPD_TOKEN") or None  # sent as Authorization: Bearer
+        if transport not in TRANSPORTS:
+            raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}, not {transport!r}")
+        self.transport, self.shm_prefix, self.shm_mode = transport, shm_prefix, shm_mode
+        self.counts = {"http": 0, "shm": 0, "ipc": 0}  # arrays sent each way (reduce, scan, buffer_put)
+        self.shm_refused = None  # why "auto" stopped using regions with this daemon ("403 shm_disabled"), or None
+        self.ipc_refused = None  # likewise for CUDA IPC ("400 needs_gpu")
+        self._ipc_no_output = False  # the daemon writes no scan into an IPC buffer: the scan comes back as bytes
+        self._res = None         # _Resources: regions, the pool, IPC buffers; made on first use
+        self._res_final = None
+        self._lock = threading.Lock()
+
+    # -- lifetime: regions, pooled regions and IPC buffers go at close()
+    def close(self):
+        """Unregisters and unlinks this client's regions (shared() arrays stay valid memory here, no longer
+        the daemon's) and deletes its cached CUDA IPC buffers. The client stays usable."""
+        with self._lock:
+            res, fin, self._res, self._res_final = self._res, self._res_final, None, None
+        if fin is not None:
+            fin.detach()
+        if res is not None:
+            res.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _resources(self):
+        with self._lock:
+            if self._res is None:
+                self._res = _Resources(Client(self.base, self.timeout, self.token, transport="http"),
+                                       self.shm_prefix, self.shm_mode)
+                self._res_final = weakref.finalize(self, self._res.close)  # a client dropped unclosed, or exit
+            return self._res
+
+    def _count(self, way):
+        with self._lock:
+            self.counts[way] += 1
+
+    def is_local(self):
+        """True when the daemon shares this machine: a Unix socket, or a loopback address or localhost."""
+        if self.base.startswith("unix:"):
+            return True
+        host = urllib.parse.urlsplit(self.base).hostname or ""
+        if host == "localhost":
+            return True
+        try:
+            return ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            return False
+
+    def _transport(self, transport):
+        t = self.transport if transport is None else transport
+        if t not in TRANSPORTS:
+            raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}, not {t!r}")
+        return t
 
     # -- plumbing
     def request(self, method, path, body=None, *, query=None, raw=None, content_type=None, accept=None,
@@ -404,6 +1009,7 @@ class Client:
         if type is None and buffer is None:
             type = "f32"  # a buffer knows its type
         answer = self._run_once(path, type, op, data, data_b64, buffer, generate, raw, progress, accept, extra)
+        self._count("http")
         if array_in and isinstance(answer, dict) and "data_b64" in answer and "data" not in answer:
             answer["data"] = to_array(base64.b64decode(answer["data_b64"]), answer.get("type", type))
         return answer
@@ -422,35 +1028,71 @@ class Client:
         return payload
 
     def reduce(self, data=None, type=None, op="sum", *, data_b64=None, buffer=None, generate=None, raw=None,
-               strategy=None, check=None, progress=None, **extra):
-        """POST /v1/reduce. One of: data (a list, inline JSON; or a numpy array, sent raw), data_b64 (bytes or
-        base64 text), buffer (id), generate ({"kind": "random", "n": N, "seed": S}), raw (bytes or a binary
-        file, sent as application/octet-stream). type: f32 unless given (a numpy array's comes from its
-        dtype). Returns {"value", "count", "backend", "strategy", "key", "timing", ...}; for an array in, results
-        that are arrays (segmented_reduce, per-group) also come as "data", a numpy array."""
-        return self._run("/v1/reduce", type, op, data, data_b64, buffer, generate, raw, progress, None,
-                         dict(strategy=strategy, check=check, **extra))
+               strategy=None, check=None, progress=None, transport=None, **extra):
+        """POST /v1/reduce. One of: data (a list, inline JSON; or a numpy array, sent raw; or a CuPy array or
+        PyTorch CUDA tensor), data_b64 (bytes or base64 text), buffer (id), generate ({"kind": "random",
+        "n": N, "seed": S}), raw (bytes or a binary file, sent as application/octet-stream). type: f32
+        unless given (an array's comes from its dtype). transport: how an array goes (see Client; lists,
+        bytes and files always go by HTTP). Returns {"value", "count", "backend", "strategy", "key",
+        "timing", ...}; for an array in, results that are arrays (segmented_reduce, per-group) also come as
+        "data", a numpy array."""
+        t = self._transport(transport)
+        extra = dict(strategy=strategy, check=check, **extra)
+        x = raw if data is None else data
+        kind = _gpu_kind(x) if x is not None else None
+        if kind:
+            return self._gpu_job("/v1/reduce", x, kind, type, op, t, extra, progress)
+        if _is_array(x):
+            got = self._shm_job("/v1/reduce", x, type, op, t, extra, progress)
+            if got is not None:
+                return got
+        return self._run("/v1/reduce", type, op, data, data_b64, buffer, generate, raw, progress, None, extra)
 
     def scan(self, data=None, type=None, op="sum", *, data_b64=None, buffer=None, generate=None, raw=None,
-             strategy=None, exclusive=None, check=None, raw_out=False, progress=None, **extra):
+             strategy=None, exclusive=None, check=None, raw_out=False, progress=None, transport=None, out=None,
+             **extra):
         """POST /v1/scan; the same inputs as reduce. raw_out=True asks for the scanned data as raw bytes
         (Accept: application/octet-stream) and returns bytes (unpack(b, type) gives the list). A numpy
-        array in gives a numpy array out, of its type (to_array); the answer's other fields are dropped."""
-        array_in = _is_array(data) or _is_array(raw)
+        array in gives a new numpy array out (flat, of its type; to_array), the answer's other fields
+        dropped: through a region it is a copy of what the daemon wrote into a pooled region, so it is the
+        caller's. out= (an array of the result's size and type) is filled and returned instead: the daemon
+        writes into it directly when it lies in a shared() region. A CuPy array or a CUDA tensor in gives
+        one of the same kind, shape and device out (written by the daemon through CUDA IPC, or copied)."""
+        t = self._transport(transport)
+        extra = dict(strategy=strategy, exclusive=exclusive, check=check, **extra)
+        x = raw if data is None else data
+        kind = _gpu_kind(x) if x is not None else None
+        if kind:
+            return self._gpu_job("/v1/scan", x, kind, type, op, t, extra, progress, scan=True, out=out)
+        array_in = _is_array(x)
+        if array_in and not raw_out:
+            got = self._shm_job("/v1/scan", x, type, op, t, extra, progress, scan=True, out=out)
+            if got is not None:
+                return got
         if array_in and type is None:
-            type = array_bytes((raw if data is None else data)[:0], None)[1]  # the dtype's type, no copy
+            type = array_bytes(x[:0] if x.ndim else x.reshape(1)[:0], None)[1]  # the dtype's type, no copy
         got = self._run("/v1/scan", type, op, data, data_b64, buffer, generate, raw, progress,
-                        "application/octet-stream" if raw_out or array_in else None,
-                        dict(strategy=strategy, exclusive=exclusive, check=check, **extra))
+                        "application/octet-stream" if raw_out or array_in else None, extra)
         if array_in and not raw_out and isinstance(got, (bytes, bytearray)):
-            return to_array(got, type or "f32")
+            got = to_array(got, type or "f32")
+            return _fill(out, got) if out is not None else got
         return got
 
     # -- device-resident buffers
-    def buffer_put(self, data, type=None, ttl=None, progress=None):
+    def buffer_put(self, data, type=None, ttl=None, progress=None, transport=None):
         """PUT /v1/buffers: a list (sent as JSON), bytes / a binary file (sent raw) or a numpy array (sent raw
-        from its memory; type from its dtype unless given). Returns {"id", ...}."""
+        from its memory, or through a region as reduce's; type from its dtype unless given); a CuPy array
+        or CUDA tensor is copied to the host first (ipc_buffer() makes a buffer over it without a copy).
+        Returns {"id", ...}."""
+        t = self._transport(transport)
+        kind = _gpu_kind(data)
+        if kind:
+            g = _GpuArray(data, kind, self._driver)
+            data, type = self._gpu_host(g), type or g.type
         if _is_array(data):
+            got = self._shm_job("/v1/buffers", data, type, None, t, {"ttl": ttl}, progress, put=True)
+            if got is not None:
+                return got
             data, type = array_bytes(data, type)
         if type is None:
             raise ValueError("buffer_put needs type= (i32 u32 i64 u64 f32 f64 f16 bf16) for a list or bytes")
@@ -459,7 +1101,355 @@ class Client:
             if ttl is not None:
                 body["ttl"] = ttl
             return self._json("PUT", "/v1/buffers", body)
-        return self._json("PUT", "/v1/buffers", raw=data, query={"type": type, "ttl": ttl}, progress=progress)
+        got = self._json("PUT", "/v1/buffers", raw=data, query={"type": type, "ttl": ttl}, progress=progress)
+        self._count("http")
+        return got
+
+    # -- shared-memory regions (issue 22): POST/GET/DELETE /v1/shm
+    def shm_register(self, name, offset=None, bytes=None):
+        """POST /v1/shm: maps an object made elsewhere (shm_open, or a file under /dev/shm) whose name starts
+        with the daemon's --shm-prefix. Returns {"id", "name", "offset", "bytes", "registered", ...}."""
+        body = {"name": name}
+        if offset is not None:
+            body["offset"] = offset
+        if bytes is not None:
+            body["bytes"] = bytes
+        return self._json("POST", "/v1/shm", body)
+
+    def shm_regions(self):
+        """GET /v1/shm: {"regions": [...], "count", "bytes_mapped", "max_bytes"}."""
+        return self._json("GET", "/v1/shm")
+
+    def shm_region(self, region_id):
+        return self._json("GET", "/v1/shm/" + urllib.parse.quote(str(region_id), safe=""))
+
+    def shm_delete(self, region_id):
+        return self._json("DELETE", "/v1/shm/" + urllib.parse.quote(str(region_id), safe=""))
+
+    def shared(self, shape, dtype="float32", transport=None):
+        """A zeroed numpy array (shape: an int or a tuple; dtype: a numpy dtype or a warpd type, "f32")
+        living in a shared-memory region this client made and the daemon mapped: reduce, scan (input or
+        out=) and buffer_put of it, or of any C-contiguous slice of it, send the region's id, offset and
+        count instead of the data. Lifetime: see the module's notes (the region goes when the array and its
+        views are garbage-collected, or at close()). With a daemon that is not local (transport "auto") or
+        that refuses regions, or with transport "http", it is an ordinary array; transport "shm" raises
+        instead. Needs numpy."""
+        if _np is None:
+            raise RuntimeError("Client.shared needs numpy")
+        dt = _numpy_dtype(dtype) if isinstance(dtype, str) and dtype in ELEM_SIZE else _np.dtype(dtype)
+        if dt is None or dt.name not in NUMPY_TYPES or not _native(dt):
+            raise ValueError(f"dtype {dtype!r} has no warpd type (bf16 needs ml_dtypes)")
+        shape = (int(shape),) if isinstance(shape, int) or not hasattr(shape, "__len__") else tuple(shape)
+        count = math.prod(shape)
+        t = self._transport(transport)
+        if t == "http" or (t != "shm" and not self._auto_shm()):
+            return _np.zeros(shape, dt)
+        try:
+            r = self._resources().new_region(max(count * dt.itemsize, 1))
+        except WarpdError as e:
+            if t != "shm" and self._shm_refusal(e):
+                return _np.zeros(shape, dt)
+            raise
+        except OSError:
+            if t == "shm":
+                raise
+            return _np.zeros(shape, dt)
+        base = _np.frombuffer(r.mm, dtype=dt, count=count)  # views of it keep it (numpy's base), not the reshape
+        weakref.finalize(base, r.release)
+        self._resources().add_shared(r)
+        return base.reshape(shape) if len(shape) != 1 else base
+
+    def shm_pool(self):
+        """The pooled regions' sizes: {"idle": [bytes...], "lent": [bytes...]} (see shm_trim)."""
+        res = self._res
+        idle, lent = res.pool.sizes() if res else ([], [])
+        return {"idle": idle, "lent": lent}
+
+    def shm_trim(self):
+        """Releases the idle pooled regions now (they are made again when needed)."""
+        if self._res:
+            self._res.pool.trim()
+
+    def _auto_shm(self):
+        return _np is not None and self.shm_refused is None and self.is_local()
+
+    def _shm_refusal(self, e):
+        """True when "auto" should go by HTTP after e; remembers refusals that will not change."""
+        if e.code in _SHM_REFUSALS or _route_missing(e):
+            self.shm_refused = f"{e.status} {e.code}"
+            return True
+        return e.code == "shm_quota"
+
+    def _region_slot(self, arr, type):
+        """(region, offset, count, type) when arr lies, C-contiguous and of its own type, in a shared()
+        region of this client; else None."""
+        res = self._res
+        if res is None or not res.shared or not _is_array(arr) or not arr.size:
+            return None
+        have = NUMPY_TYPES.get(arr.dtype.name)
+        if have is None or type not in (None, have) or not arr.flags.c_contiguous or not _native(arr.dtype):
+            return None
+        addr, nb = arr.__array_interface__["data"][0], arr.nbytes
+        for r in res.shared:
+            if r.holds(addr, nb) and (addr - r.addr) % arr.itemsize == 0:
+                return r, addr - r.addr, arr.size, have
+        return None
+
+    def _shm_job(self, path, arr, type, op, t, extra, progress=None, scan=False, out=None, put=False):
+        """A numpy array's reduce, scan or buffer_put through a region: the array's own (shared()) or a
+        pooled copy. None: go by HTTP instead (transport "http"; "auto" with a small array, a remote
+        daemon, or after a refusal)."""
+        if t == "http":
+            return None
+        slot = self._region_slot(arr, type)
+        if slot is None and t != "shm":
+            want = ELEM_SIZE.get(type or NUMPY_TYPES.get(arr.dtype.name, ""), 0) * arr.size
+            if not (self._auto_shm() and want >= SHM_AUTO_MIN_BYTES):
+                return None
+        try:
+            return self._region_job(path, arr, type, op, t, extra, progress, slot, scan, out, put)
+        except WarpdError as e:
+            if t != "shm" and self._shm_refusal(e):
+                return None
+            raise
+        except OSError:  # making the object: /dev/shm full or missing
+            if t == "shm":
+                raise
+            return None
+
+    def _region_job(self, path, arr, type, op, t, extra, progress, slot, scan, out, put):
+        res = self._resources()
+        src = None
+        if slot:
+            region, off, count, type = slot
+            nb = count * ELEM_SIZE[type]
+        else:
+            src, type, count = _typed(arr, type)
+            region, off, nb = None, 0, count * ELEM_SIZE[type]
+        out_region = out_off = None
+        own_out = False  # the result goes to a pooled region, copied out after
+        if scan and out is not None:
+            oslot = self._region_slot(out, type)
+            if oslot and oslot[2] == count:
+                out_region, out_off = oslot[0], oslot[1]
+        elif scan and (t == "shm" or nb >= SHM_AUTO_MIN_BYTES):
+            own_out = True
+        leases = []
+        try:
+            if region is None:  # a pooled region takes the copy (and the result after it, 4 KiB aligned)
+                out_at = -(-nb // 4096) * 4096
+                region = res.pool.lease(out_at + nb if own_out else max(nb, 1))
+                leases.append(region)
+                if own_out:
+                    out_region, out_off = region, out_at
+                _copy_in(region, src, count)
+            elif own_out:
+                out_region, out_off = res.pool.lease(max(nb, 1)), 0
+                leases.append(out_region)
+            if put:
+                body = {"type": type, **{k: v for k, v in extra.items() if v is not None}}
+            else:
+                body = {"type": type, "op": op, **{k: v for k, v in extra.items() if v is not None}}
+                if not scan and "output" not in body:
+                    body["output"] = "b64"  # per-group results as base64 (made a numpy array below)
+            accept = "application/octet-stream" if scan and out_region is None else None
+            answer = self._region_request("PUT" if put else "POST", path, body, region, off, count, out_region,
+                                          out_off, accept)
+            self._count("shm")
+            if progress:
+                progress(nb, nb)
+            if put:
+                return answer
+            if not scan:
+                if isinstance(answer, dict) and "data_b64" in answer and "data" not in answer:
+                    answer["data"] = to_array(base64.b64decode(answer["data_b64"]), answer.get("type", type))
+                return answer
+            if out_region is None:  # the scan came back in the answer's body
+                got = to_array(answer, type)
+                return _fill(out, got) if out is not None else got
+            o = answer.get("output", {}).get("shm", {}) if isinstance(answer, dict) else {}
+            n_out = int(o.get("count", count))
+            if out is not None and not own_out:
+                return out  # written in place by the daemon
+            dt = _numpy_dtype(type)
+            if dt is None:  # bf16 without ml_dtypes: float32 values
+                return to_array(out_region.mm[out_off:out_off + n_out * ELEM_SIZE[type]], type)
+            got = _np.empty(n_out, dtype=dt)
+            _copyto(got, _np.frombuffer(out_region.mm, dtype=dt, count=n_out, offset=out_off))
+            return got
+        finally:
+            for r in leases:
+                res.pool.give(r)
+
+    def _region_request(self, method, path, body, region, off, count, out_region, out_off, accept):
+        """The request naming the regions' ids; once more after registering them again when the daemon no
+        longer knows one (it restarted)."""
+        for attempt in (0, 1):
+            body["shm"] = {"id": region.id, "offset": off, "count": count}
+            if out_region is not None:
+                body["output"] = {"shm": {"id": out_region.id, "offset": out_off}}
+            try:
+                if accept:
+                    status, headers, payload = self.request(method, path, body, accept=accept)
+                    return json.loads(payload) if "json" in headers.get("Content-Type", "") else payload
+                return self._json(method, path, body)
+            except WarpdError as e:
+                if attempt or not _region_gone(e):
+                    raise
+                for r in {region, out_region} - {None}:
+                    r.register(stale=body["shm"]["id"] if r is region else body["output"]["shm"]["id"])
+
+    # -- CUDA arrays: CUDA IPC (the daemon reads and writes them in place), else a copy to the host
+    def _driver(self):
+        res = self._resources()
+        with res.lock:
+            if res.cuda is None:
+                res.cuda = _CudaDriver()
+            return res.cuda
+
+    def ipc_buffer(self, x):
+        """The id of a buffer over CuPy array / CUDA tensor x's memory (PUT /v1/buffers {"cuda_ipc"}, cached
+        per allocation, offset, count and type): nothing is copied; x must stay allocated while it is
+        used. Waits for the work queued on x's device first."""
+        g = _GpuArray(x, _gpu_kind(x) or "cai", self._driver)
+        if g.type is None or not g.count:
+            raise ValueError("ipc_buffer takes a non-empty CUDA array of a warpd type")
+        drv = self._driver()
+        with drv.context(g.device):
+            drv.synchronize()
+            return self._ipc_buffer(g, drv)
+
+    def ipc_release(self):
+        """Deletes the cached CUDA IPC buffers (the daemon closes their handles): before freeing the
+        memory to the driver (torch.cuda.empty_cache(), a CuPy pool's free_all_blocks())."""
+        if self._res:
+            self._res.drop_ipc()
+
+    def _ipc_buffer(self, g, drv):
+        spec = _ipc_spec(drv, g)
+        key = (spec["handle"], g.device, spec["offset"], g.count, g.type)
+        res = self._resources()
+        with res.lock:
+            bid = res.ipc.get(key)
+            if bid is not None:
+                res.ipc.move_to_end(key)
+                return bid
+        bid = self._json("PUT", "/v1/buffers", {"type": g.type, "cuda_ipc": spec})["id"]  # the types agree
+        drop = []
+        with res.lock:
+            if key in res.ipc:  # another thread made one meanwhile
+                drop.append(bid)
+                bid = res.ipc[key]
+            else:
+                res.ipc[key] = bid
+                while len(res.ipc) > IPC_CACHE_MAX:
+                    drop.append(res.ipc.popitem(last=False)[1])
+        for d in drop:
+            res.delete_buffer(d)
+        return bid
+
+    def _ipc_forget(self, ids):
+        res = self._res
+        if res:
+            with res.lock:
+                for k in [k for k, v in res.ipc.items() if v in ids]:
+                    del res.ipc[k]
+
+    def _gpu_job(self, path, x, kind, type, op, t, extra, progress, scan=False, out=None):
+        g = _GpuArray(x, kind, self._driver)
+        ipc_ok = g.type is not None and type in (None, g.type) and g.count > 0
+        if ipc_ok and g.ptr % IPC_ALIGN:  # a slice at an odd offset: an aligned copy on the device (IPC_ALIGN)
+            if g.kind == "cai":
+                ipc_ok = False
+            else:
+                g = _GpuArray(g.obj.clone() if g.kind == "torch" else g.obj.copy(), g.kind, self._driver)
+        if t == "ipc" and not ipc_ok:
+            raise ValueError("transport ipc takes a non-empty CUDA array of a warpd type, without type=")
+        if t == "ipc" or (t == "auto" and ipc_ok and self.ipc_refused is None and self.is_local()):
+            try:
+                return self._ipc_job(path, g, op, extra, scan, out)
+            except (WarpdError, CudaError) as e:
+                if t == "ipc" or not self._ipc_fallback(e):
+                    raise
+        # a copy on the host, then as a numpy array (by a pooled region when large and local)
+        host = self._gpu_host(g)
+        ty = type or g.type
+        if not scan:
+            return self.reduce(host, type=ty, op=op, progress=progress, transport=t, **extra)
+        got = self.scan(host, type=ty, op=op, progress=progress, transport=t, **extra)
+        if ty == "bf16" and got.dtype == _np.float32:  # bf16 values without ml_dtypes: back to their bits
+            got = _bf16_bits_array(got)
+        res = g.from_bytes(got.tobytes())
+        return res if out is None else _fill_gpu(g, out, res)
+
+    def _ipc_fallback(self, e):
+        """True when "auto" should copy to the host after e; remembers a daemon that takes no IPC."""
+        if isinstance(e, CudaError):
+            return True  # this allocation has no IPC handle (a VMM or stream-ordered pool), or no driver
+        if e.code in _IPC_REFUSALS or _route_missing(e):
+            self.ipc_refused = f"{e.status} {e.code}"
+            return True
+        return e.field.startswith("cuda_ipc")  # bad_handle, bad_device: this array only
+
+    def _ipc_job(self, path, g, op, extra, scan, out):
+        drv = self._driver()
+        og = None  # a scan's output: out=, or a new array of the input's kind, as an IPC buffer too
+        if scan and not self._ipc_no_output:
+            og = _GpuArray(out, g.kind, self._driver) if out is not None else None
+            if og is not None and (og.count, og.type, og.device) != (g.count, g.type, g.device):
+                raise ValueError("out= must be an array of the input's size, type and device")
+            if og is None or og.obj is not out or og.ptr % IPC_ALIGN:  # none, strided or misaligned: a new one
+                o = g.empty_like()
+                og = _GpuArray(o, g.kind, self._driver) if o is not None else None
+        remade = False
+        while True:
+            with drv.context(g.device):
+                drv.synchronize()  # the framework's writes to g are done before the daemon reads it
+                bid = self._ipc_buffer(g, drv)
+                obid = self._ipc_buffer(og, drv) if og is not None else None
+            body = {"op": op, "buffer": bid, **{k: v for k, v in extra.items() if v is not None}}
+            if obid:
+                body["output"] = {"buffer": obid}
+            try:
+                if scan and obid is None:  # the scan comes back as bytes, made an array of g's kind here
+                    payload = self.request("POST", path, body, accept="application/octet-stream")[2]
+                    self._count("ipc")
+                    got = g.from_bytes(payload)
+                    return got if out is None else _fill_gpu(g, out, got)
+                answer = self._json("POST", path, body)
+                self._count("ipc")
+                if not scan:
+                    return answer
+                return og.obj if out is None or og.obj is out else _fill_gpu(g, out, og.obj)
+            except WarpdError as e:
+                if obid and e.status == 400 and e.field.split(".")[0] == "output":
+                    self._ipc_no_output, og = True, None  # a daemon that writes no output buffer
+                    continue
+                if remade or e.code != "unknown_buffer":
+                    raise
+                remade = True  # expired (--buffer-ttl) or deleted: made again, once
+                self._ipc_forget({bid, obid})
+
+    def _gpu_host(self, g):
+        """A flat numpy copy of GPU array g (bf16: its bits as uint16)."""
+        if _np is None:
+            raise RuntimeError("copying a CUDA array to the host needs numpy")
+        if g.kind == "torch":
+            t = g.obj.detach()
+            if g.type == "bf16":
+                import torch
+                return t.view(torch.int16).cpu().numpy().reshape(-1).view(_np.uint16)
+            return t.cpu().numpy().reshape(-1)
+        if g.kind == "cupy":
+            return g.obj.get().reshape(-1)
+        dt = _np.dtype(g.obj.__cuda_array_interface__["typestr"])
+        host = _np.empty(g.count, dtype=dt)
+        if g.count:
+            drv = self._driver()
+            with drv.context(g.device):
+                drv.synchronize()
+                drv.copy_to_host(host.ctypes.data, g.ptr, g.nbytes)
+        return host
 
     def buffers(self):
         """GET /v1/buffers: the buffers held."""
@@ -529,7 +1519,7 @@ def _kv(items):
     for item in items or []:
         k, sep, v = item.partition("=")
         if not sep:
-            raise SystemExit(f"warpd: --args wants name=value, got {item!r}")
+            raise SystemExit(f"warpctl: --args wants name=value, got {item!r}")
         out[k.strip()] = _value(v.strip())
     return out
 
@@ -591,7 +1581,7 @@ def _run_data(c, kind, a):
             extra["exclusive"] = True
     sources = [x for x in (a.file, a.data, a.buffer, a.generate) if x is not None]
     if len(sources) != 1:
-        raise SystemExit(f"warpd {kind}: give exactly one of FILE, --data, --buffer, --generate")
+        raise SystemExit(f"warpctl {kind}: give exactly one of FILE, --data, --buffer, --generate")
     fn = c.reduce if kind == "reduce" else c.scan
     if a.async_:
         body = {"type": a.type, "op": a.op, **{k: v for k, v in extra.items() if v is not None}}
@@ -635,7 +1625,7 @@ def _read_file(path):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="warpd.py", description="Client for the warpd daemon ($WARPD, default "
+    ap = argparse.ArgumentParser(prog="warpctl", description="Client for the warpd daemon ($WARPD, default "
                                  + DEFAULT_URL + "; $WARPD_TOKEN: its token, when it has one).")
     ap.add_argument("--url", default=None, help="daemon base URL (default $WARPD or " + DEFAULT_URL + ")")
     ap.add_argument("--timeout", type=float, default=600.0)
@@ -699,6 +1689,12 @@ def main(argv=None):
     js.add_parser("list").add_argument("--state", choices=["queued", "running", "done", "failed", "cancelled"])
     for name in ("get", "wait", "cancel"):
         js.add_parser(name).add_argument("id")
+
+    sh = sub.add_parser("shm", help="shared-memory regions the daemon has mapped (GET/DELETE /v1/shm)")
+    shs = sh.add_subparsers(dest="scmd", required=True)
+    shs.add_parser("list")
+    for name in ("get", "delete"):
+        shs.add_parser(name).add_argument("id")
 
     a = ap.parse_args(argv)
     c = Client(a.url, timeout=a.timeout)
@@ -783,11 +1779,18 @@ def main(argv=None):
                 _print_json(c.job_wait(a.id, progress=progress_bar("job")))
             else:
                 _print_json(c.job_cancel(a.id))
+        elif a.cmd == "shm":
+            if a.scmd == "list":
+                _print_json(c.shm_regions())
+            elif a.scmd == "get":
+                _print_json(c.shm_region(a.id))
+            else:
+                _print_json(c.shm_delete(a.id))
     except (WarpdError, OSError, ValueError) as e:
         for stream in _bars_open:
             stream.write("\n")
         _bars_open.clear()
-        print(f"warpd: error {e}" if isinstance(e, WarpdError) else f"warpd: {e}", file=sys.stderr)
+        print(f"warpctl: error {e}" if isinstance(e, WarpdError) else f"warpctl: {e}", file=sys.stderr)
         return 1
     return 0
 
