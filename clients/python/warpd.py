@@ -818,11 +818,13 @@ class Client:
         self._res = None         # _Resources: regions, the pool, IPC buffers; made on first use
         self._res_final = None
         self._lock = threading.Lock()
+        self._tls = threading.local()  # each thread's kept connection (_send)
 
     # -- lifetime: regions, pooled regions and IPC buffers go at close()
     def close(self):
         """Unregisters and unlinks this client's regions (shared() arrays stay valid memory here, no longer
         the daemon's) and deletes its cached CUDA IPC buffers. The client stays usable."""
+        self._drop_connection()
         with self._lock:
             res, fin, self._res, self._res_final = self._res, self._res_final, None, None
         if fin is not None:
@@ -894,28 +896,67 @@ class Client:
         except (ConnectionError, TimeoutError, OSError, http.client.HTTPException) as e:
             raise WarpdError(0, "connection_failed", "", f"{self.base}: {e}") from None
 
-    def _send(self, method, url, data, headers):
+    def _connect(self, url):
+        """A new connection to the daemon, and the request target to send on it."""
         if self.base.startswith("unix:"):  # unix:/path/warpd.sock, then the request's path and query
-            conn, target = _UnixHTTPConnection(self.base[5:], self.timeout), url[len(self.base):] or "/"
-        else:
-            u = urllib.parse.urlsplit(url)
-            if u.scheme not in ("http", "https"):
-                raise WarpdError(0, "bad_url", "", f"{self.base}: only http://, https:// and unix:PATH")
-            conn_cls = http.client.HTTPSConnection if u.scheme == "https" else http.client.HTTPConnection
-            conn = conn_cls(u.hostname, u.port, timeout=self.timeout)
-            target = (u.path or "/") + (f"?{u.query}" if u.query else "")
-        try:
-            try:
-                conn.request(method, target, body=data, headers=headers)
-            except (BrokenPipeError, ConnectionResetError):
-                # The server may answer (404, 413, ...) and close before it has read a large body: its answer
-                # is still in the socket, so read it rather than report a broken pipe.
-                pass
-            resp = conn.getresponse()
-            payload = resp.read()
-            status, rheaders = resp.status, {k.title(): v for k, v in resp.getheaders()}
-        finally:
+            return _UnixHTTPConnection(self.base[5:], self.timeout), url[len(self.base):] or "/"
+        u = urllib.parse.urlsplit(url)
+        if u.scheme not in ("http", "https"):
+            raise WarpdError(0, "bad_url", "", f"{self.base}: only http://, https:// and unix:PATH")
+        conn_cls = http.client.HTTPSConnection if u.scheme == "https" else http.client.HTTPConnection
+        return conn_cls(u.hostname, u.port, timeout=self.timeout), (u.path or "/") + (f"?{u.query}" if u.query else "")
+
+    def _drop_connection(self):
+        conn, self._tls.conn = getattr(self._tls, "conn", None), None
+        if conn is not None:
             conn.close()
+
+    def _send(self, method, url, data, headers):
+        """Sends on this thread's kept connection (HTTP/1.1 keep-alive: a small request costs no TCP
+        handshake), on a new one when there is none, the server closed it, or the body is a stream (which
+        cannot be sent twice). A kept connection the server had closed is retried once on a new one."""
+        streamed = data is not None and not isinstance(data, (bytes, bytearray))
+        for attempt in (0, 1):
+            conn, target = self._connect(url)
+            kept = getattr(self._tls, "conn", None)
+            if kept is not None and not streamed:
+                conn = kept
+            elif kept is not None:
+                self._drop_connection()
+            reused = conn is kept
+            try:
+                try:
+                    conn.request(method, target, body=data, headers=headers)
+                except (BrokenPipeError, ConnectionResetError):
+                    if reused:
+                        raise
+                    # The server may answer (404, 413, ...) and close before it has read a large body: its
+                    # answer is still in the socket, so read it rather than report a broken pipe.
+                resp = conn.getresponse()
+                payload = resp.read()
+            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
+                if conn is kept:
+                    self._drop_connection()
+                else:
+                    conn.close()
+                if reused and attempt == 0:
+                    continue
+                raise
+            except BaseException:
+                if conn is kept:
+                    self._drop_connection()
+                else:
+                    conn.close()
+                raise
+            status, rheaders = resp.status, {k.title(): v for k, v in resp.getheaders()}
+            if resp.will_close or status >= 400 or streamed:
+                if conn is kept:
+                    self._drop_connection()
+                else:
+                    conn.close()
+            elif conn is not kept:
+                self._tls.conn = conn
+            break
         if status >= 400:
             err = {}
             try:

@@ -240,6 +240,7 @@ static const char *const ipc_fields[] = {"handle", "device", "offset", "count", 
 static const char *const ipc_alone[] = {"data", "data_b64", "generate", "shm", "shard", "backend", "device", NULL};
 
 #define IPC_MAX_INT 9007199254740992LL /* 2^53 */
+#define WP_IPC_ALIGN 16                /* bytes: what the data kernels' widest loads need */
 
 static int ipc_int(const cJSON *ipc, const char *key, long long lo, long long dflt, long long *out, wp_err *err) {
     char field[32];
@@ -300,6 +301,10 @@ static int put_ipc(wp_app *app, const cJSON *body, const cJSON *ipc, wp_type t, 
         return WP_FAIL(err, 400, "bad_device", "cuda_ipc.device", "device %lld is not one this daemon serves (0..%d)",
                        device, app->n_devices - 1);
     size_t esize = wp_type_size(t);
+    if (offset % WP_IPC_ALIGN) /* the kernels' vector loads need it: a misaligned one faults the context */
+        return WP_FAIL(err, 400, "misaligned", "cuda_ipc.offset",
+                       "cuda_ipc.offset %lld is not a multiple of %d bytes (copy the slice to an aligned array)",
+                       offset, WP_IPC_ALIGN);
     if ((unsigned long long)count > SIZE_MAX / esize)
         return WP_FAIL(err, 400, "out_of_range", "cuda_ipc.count", "cuda_ipc.count is too large");
     wp_buf *buf = wp_buf_open_ipc(be, handle, (size_t)offset, (size_t)count * esize, err);

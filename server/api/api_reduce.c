@@ -74,7 +74,9 @@ typedef struct {
     uint8_t *out_host;     /* an array result, downloaded */
     wp_region *out_region; /* "output":{"shm":...}: the result goes there (at out_offset) */
     uint64_t out_offset;
-    wp_buf *out_dev; /* ... through this device buffer when it is large and on a GPU (DMA) */
+    wp_buf *out_dev;  /* ... through this device buffer when it is large and on a GPU (DMA) */
+    wp_buf *out_into; /* "output":{"buffer": ID}: the registry's buffer the result is written into */
+    wp_buffer_info out_info;
     double parse_us;
 } reduce_req;
 
@@ -83,6 +85,7 @@ static void req_free(wp_app *app, reduce_req *q) {
     free(q->out_host);
     wp_buf_free(q->out_dev);
     wp_region_put(q->out_region);
+    if (q->out_into) wp_buffers_release(app->buffers, q->out_into);
     wp_reduce_result_free(&q->job.res);
     reduce_input_free(app, &q->in);
     free(q->fast.host);
@@ -261,12 +264,13 @@ static int parse_output(reduce_req *q) {
     static const char *const names[] = {
         [FORM_JSON] = "json", [FORM_B64] = "b64", [FORM_RAW] = "raw", [FORM_BUFFER] = "buffer"};
     const cJSON *shm = cJSON_IsObject(outv) ? cJSON_GetObjectItemCaseSensitive(outv, "shm") : NULL;
-    if (shm && cJSON_GetArraySize(outv) == 1) {
+    const cJSON *into = cJSON_IsObject(outv) ? cJSON_GetObjectItemCaseSensitive(outv, "buffer") : NULL;
+    if ((shm || into) && cJSON_GetArraySize(outv) == 1) {
         if (!q->array)
-            return WP_FAIL(&q->err, 400, "bad_value", "output.shm",
-                           "output.shm is for array results (scans, per-group results); %s gives one value",
-                           q->f->name);
-        q->out_form = FORM_SHM;
+            return WP_FAIL(&q->err, 400, "bad_value", shm ? "output.shm" : "output.buffer",
+                           "output.%s is for array results (scans, per-group results); %s gives one value",
+                           shm ? "shm" : "buffer", q->f->name);
+        q->out_form = shm ? FORM_SHM : FORM_INTO;
         return 0;
     }
     const char *ov = cJSON_IsString(outv) ? outv->valuestring : "";
@@ -275,7 +279,7 @@ static int parse_output(reduce_req *q) {
         if (names[i] && !strcmp(ov, names[i])) k = i;
     if (k < 0)
         return WP_FAIL(&q->err, 400, "bad_value", "output",
-                       "output must be json, b64, raw, buffer or {\"shm\": {\"id\", \"offset\"}}");
+                       "output must be json, b64, raw, buffer, {\"buffer\": ID} or {\"shm\": {\"id\", \"offset\"}}");
     q->out_form = (data_form)k;
     return 0;
 }
@@ -295,6 +299,20 @@ static int plan_shm_output(wp_app *app, reduce_req *q) {
     return 0;
 }
 
+/* The result into a buffer of the registry ("output": {"buffer": ID}, e.g. a CUDA IPC buffer): held
+ * for the request, of the job's type; the engine checks its size and device (400 bad_output). */
+static int plan_into_output(wp_app *app, reduce_req *q) {
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(q->body, "output"), "buffer");
+    if (!cJSON_IsString(id))
+        return WP_FAIL(&q->err, 400, "wrong_type", "output.buffer", "output.buffer must be a buffer's id");
+    if (!(q->out_into = wp_buffers_get(app->buffers, id->valuestring, &q->out_info, &q->err))) return -1;
+    if (q->out_info.type != q->spec.type)
+        return WP_FAIL(&q->err, 400, "type_mismatch", "output.buffer", "buffer %s holds %s, the result is %s",
+                       q->out_info.id, wp_type_name(q->out_info.type), wp_type_name(q->spec.type));
+    q->job.job.out = q->out_into;
+    return 0;
+}
+
 /* Where an array result goes ("output", Accept) and room for it: a new buffer, a region, or host memory. */
 static int plan_output(wp_app *app, reduce_req *q) {
     const wp_reduce_job *job = &q->job.job;
@@ -302,15 +320,15 @@ static int plan_output(wp_app *app, reduce_req *q) {
     q->array = q->f->data_out == WP_DATA_EACH || q->f->data_out == WP_DATA_GROUPS;
     q->out_form = q->in.form == FORM_B64 || q->in.form == FORM_RAW ? FORM_B64 : FORM_JSON;
     if (parse_output(q)) return -1;
-    if (is_octet_stream(q->req->accept) && q->out_form != FORM_SHM) q->out_form = FORM_RAW;
+    if (is_octet_stream(q->req->accept) && q->out_form != FORM_SHM && q->out_form != FORM_INTO) q->out_form = FORM_RAW;
     q->f->plan(&q->spec, job->n, job->groups, &q->plan);
     uint64_t out_count = q->array ? q->plan.out_bytes / esize : 0;
     if (q->array && q->out_form == FORM_JSON && out_count > WP_REDUCE_JSON_MAX)
         return WP_FAIL(&q->err, 413, "too_many_for_json", "output",
                        "%llu results are too many for JSON (at most %u): ask for output b64, raw, buffer or shm",
                        (unsigned long long)out_count, WP_REDUCE_JSON_MAX);
-    if (q->out_form == FORM_SHM) {
-        if (plan_shm_output(app, q)) return -1;
+    if (q->out_form == FORM_SHM || q->out_form == FORM_INTO) {
+        if (q->out_form == FORM_SHM ? plan_shm_output(app, q) : plan_into_output(app, q)) return -1;
     } else if (q->array && q->out_form == FORM_BUFFER) {
         /* like the input: a sharded input's result is sharded the same way (buffers.h) */
         q->out_buf = wp_buffers_create_like(app->buffers, q->in.held, q->be, q->spec.type, out_count, &q->err);
@@ -351,6 +369,10 @@ static int add_result(wp_app *app, reduce_req *q, cJSON *o) {
     if (q->out_form == FORM_SHM) {
         const uint64_t bytes = r->out_count * wp_type_size(t);
         cJSON_AddItemToObject(o, "output", wp_api_shm_written(q->out_region, q->out_offset, r->out_count, bytes));
+    } else if (q->out_form == FORM_INTO) {
+        cJSON *bo = wp_json_obj_k(wp_json_obj_k(o, "output"), "buffer");
+        wp_json_str_k(bo, "id", q->out_info.id);
+        wp_json_num_k(bo, "count", (double)r->out_count);
     } else if (q->out_form == FORM_BUFFER) {
         wp_buffer_info info;
         wp_buf *created = q->out_buf;

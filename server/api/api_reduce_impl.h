@@ -8,7 +8,7 @@
 
 #define WP_REDUCE_INLINE_MAX (64u << 10) /* bytes of input (or of body) a job may have to run on the HTTP thread */
 
-typedef enum { FORM_JSON, FORM_B64, FORM_RAW, FORM_BUFFER, FORM_GENERATE, FORM_SHM } data_form;
+typedef enum { FORM_JSON, FORM_B64, FORM_RAW, FORM_BUFFER, FORM_GENERATE, FORM_SHM, FORM_INTO } data_form;
 
 typedef struct {
     data_form form;
