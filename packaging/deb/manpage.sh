@@ -71,6 +71,18 @@ the CUDA templates NVRTC compiles.
 .TP
 .I /usr/share/warpd/web
 the playground and the OpenAPI document.
+.TP
+.I /dev/shm
+the shared\-memory objects clients register with
+.B POST /v1/shm
+(their names begin with the
+.B \-\-shm\-prefix
+value).
+.B warpd.service
+runs as a dynamic user in the group
+.BR warpd\-shm ,
+made by the package: it opens an object of that group with mode 0660
+(see README.Debian).
 .SH ENVIRONMENT
 .TP
 .B CUDA_HOME
