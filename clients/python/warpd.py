@@ -279,7 +279,10 @@ def _shm_path(name):  # where shm_open keeps NAME on Linux (glibc): /dev/shm/NAM
 def _shm_create(name, size, mode=0o600):
     """Creates the POSIX shared-memory object `name` (O_EXCL) of `size` bytes, its pages reserved up front
     (posix_fallocate: a full /dev/shm is an OSError here, not a SIGBUS when the array is written) and
-    mapped read-write; returns the mmap (its descriptor is closed: the mapping keeps the object)."""
+    mapped read-write; returns the mmap (its descriptor is closed: the mapping keeps the object). mode: the
+    permissions, or (permissions, group id or None): the object is given that group (the packaged
+    daemon's warpd-shm) and exactly those permissions, whatever the umask."""
+    mode, gid = mode if isinstance(mode, tuple) else (mode, None)
     flags = os.O_CREAT | os.O_EXCL | os.O_RDWR
     try:
         import _posixshmem  # what multiprocessing.shared_memory uses: shm_open(3)
@@ -287,6 +290,9 @@ def _shm_create(name, size, mode=0o600):
     except ImportError:
         fd = os.open(_shm_path(name), flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
     try:
+        if gid is not None:
+            os.fchown(fd, -1, gid)
+            os.fchmod(fd, mode)
         os.ftruncate(fd, size)
         if hasattr(os, "posix_fallocate"):
             os.posix_fallocate(fd, 0, size)
@@ -797,20 +803,28 @@ class Client:
     """One warpd daemon. Methods return the decoded JSON answer (dict) unless said otherwise."""
 
     def __init__(self, base_url=None, timeout=120.0, token=None, *, transport="auto", shm_prefix="/warpd",
-                 shm_mode=0o600):
+                 shm_mode=None, shm_group=None):
         """transport: how numpy and CUDA arrays reach the daemon unless a call says otherwise — "auto" (a
         shared() array's region, CUDA IPC for GPU arrays, a pooled region for numpy arrays of at least
         SHM_AUTO_MIN_BYTES, when the daemon is local; HTTP otherwise or when the daemon refuses), "http",
         "shm" (a region always; refusals raise) or "ipc" (GPU arrays by CUDA IPC; refusals raise; host
         arrays as "auto"). Lists, bytes and files always go by HTTP. shm_prefix: the daemon's --shm-prefix;
-        shm_mode: the objects' permissions (0600: a daemon of another user cannot map them, and "auto"
-        then goes by HTTP)."""
+        shm_mode: the objects' permissions (default 0600: a daemon of another user cannot map them, and
+        "auto" then goes by HTTP); shm_group: a group name or id the objects are given, with mode 0660 by
+        default: "warpd-shm" lets the Debian package's daemon (its DynamicUser is in that group) map them,
+        when this user is a member (adduser USER warpd-shm)."""
         self.base = (base_url or os.environ.get("WARPD") or DEFAULT_URL).rstrip("/")
         self.timeout = timeout
         self.token = token or os.environ.get("WARPD_TOKEN") or None  # sent as Authorization: Bearer
         if transport not in TRANSPORTS:
             raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}, not {transport!r}")
+        if shm_group is not None and not isinstance(shm_group, int):
+            import grp
+            shm_group = grp.getgrnam(shm_group).gr_gid  # KeyError: no such group
+        if shm_mode is None:
+            shm_mode = 0o600 if shm_group is None else 0o660
         self.transport, self.shm_prefix, self.shm_mode = transport, shm_prefix, shm_mode
+        self.shm_group = shm_group
         self.counts = {"http": 0, "shm": 0, "ipc": 0}  # arrays sent each way (reduce, scan, buffer_put)
         self.shm_refused = None  # why "auto" stopped using regions with this daemon ("403 shm_disabled"), or None
         self.ipc_refused = None  # likewise for CUDA IPC ("400 needs_gpu")
@@ -842,7 +856,7 @@ class Client:
         with self._lock:
             if self._res is None:
                 self._res = _Resources(Client(self.base, self.timeout, self.token, transport="http"),
-                                       self.shm_prefix, self.shm_mode)
+                                       self.shm_prefix, (self.shm_mode, self.shm_group))
                 self._res_final = weakref.finalize(self, self._res.close)  # a client dropped unclosed, or exit
             return self._res
 

@@ -103,6 +103,13 @@ void wp_api_info(void *appv, const wp_req *req, wp_resp *resp) {
     cJSON_AddNumberToObject(l, "buffer_max_ttl_s", bs.max_ttl_s);
     cJSON_AddNumberToObject(l, "max_elements", (double)app->max_elements);
     cJSON_AddNumberToObject(l, "emu_max_elements", (double)app->emu_max_elements);
+    cJSON_AddBoolToObject(l, "shm", app->regions != NULL); /* --shm on|off */
+    if (app->regions) {
+        wp_regions_stats rs;
+        wp_regions_stats_get(app->regions, &rs);
+        cJSON_AddNumberToObject(l, "shm_max_bytes", (double)rs.max_bytes);
+        cJSON_AddBoolToObject(l, "shm_remote", app->shm_remote);
+    }
     cJSON_AddNumberToObject(o, "uptime_s", wp_ms_since(app->start_ns) / 1000.0);
     wp_resp_json(resp, 200, o);
 }

@@ -120,6 +120,17 @@ static void write_jobs_buffers(FILE *f, wp_app *app) {
     G("warpd_buffer_quota_bytes", "The buffer quota (--buffer-quota).", bs.quota);
     C("warpd_buffers_expired_total", "Buffers freed after their TTL.", bs.expired);
     C("warpd_buffers_rejected_quota_total", "Buffer uploads refused with 507 (quota).", bs.rejected_quota);
+    if (!app->regions) return;
+    wp_regions_stats rs;
+    wp_regions_stats_get(app->regions, &rs);
+    G("warpd_shm_regions", "Shared-memory regions registered (POST /v1/shm).", rs.regions);
+    G("warpd_shm_mapped_bytes", "Bytes of shared-memory regions mapped (deleted ones still in use included).",
+      rs.bytes);
+    G("warpd_shm_max_bytes", "The regions' cap (--shm-max).", rs.max_bytes);
+    C("warpd_shm_registered_total", "Regions registered since start.", rs.added);
+    C("warpd_shm_rejected_quota_total", "Regions refused with 413 (--shm-max).", rs.refused_quota);
+    C("warpd_shm_truncated_total", "Region copies refused with 409 because the object was truncated under them.",
+      rs.truncated);
 }
 
 /* Dynamic batching (batch.h), compiles running, background builds (bgbuild.h). */

@@ -180,7 +180,13 @@ static int input_buffer(wp_app *app, reduce_req *q) {
     if (cnt && wp_json_int(cnt, "count", 0, (long long)q->binfo.count, &c, &q->err)) return -1;
     if (cnt) q->in.count = (uint64_t)c;
     if (reduce_check_count(app, q->in.count, "buffer", &q->err)) return -1;
-    return q->inline_run && q->in.count * wp_type_size(q->spec.type) > WP_REDUCE_INLINE_MAX ? 1 : 0;
+    /* On a GPU the data is there already: a large reduction to one value uploads and downloads nothing, so
+     * it may run on the HTTP thread as a small job does (parse_job asks wp_app_may_run_inline next: only
+     * while the device is idle). The emulator works on the CPU, and an array result is large too: those
+     * go to a worker. */
+    const bool one_value = q->f->data_out == WP_DATA_VALUE || q->f->data_out == WP_DATA_ARG;
+    return q->inline_run && (wp_backend_on_host(q->be) || !one_value) &&
+           q->in.count * wp_type_size(q->spec.type) > WP_REDUCE_INLINE_MAX;
 }
 
 /* "weights": stencil only, 2*radius+1 numbers. */
@@ -305,7 +311,14 @@ static int plan_into_output(wp_app *app, reduce_req *q) {
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(q->body, "output"), "buffer");
     if (!cJSON_IsString(id))
         return WP_FAIL(&q->err, 400, "wrong_type", "output.buffer", "output.buffer must be a buffer's id");
-    if (!(q->out_into = wp_buffers_get(app->buffers, id->valuestring, &q->out_info, &q->err))) return -1;
+    if (!(q->out_into = wp_buffers_get(app->buffers, id->valuestring, &q->out_info, &q->err))) {
+        snprintf(q->err.field, sizeof q->err.field, "output.buffer");
+        return -1;
+    }
+    if (q->out_info.count < q->plan.out_bytes / wp_type_size(q->spec.type))
+        return WP_FAIL(&q->err, 400, "bad_output", "output.buffer", "buffer %s holds %llu elements, the result %llu",
+                       q->out_info.id, (unsigned long long)q->out_info.count,
+                       (unsigned long long)(q->plan.out_bytes / wp_type_size(q->spec.type)));
     if (q->out_info.type != q->spec.type)
         return WP_FAIL(&q->err, 400, "type_mismatch", "output.buffer", "buffer %s holds %s, the result is %s",
                        q->out_info.id, wp_type_name(q->out_info.type), wp_type_name(q->spec.type));
