@@ -462,6 +462,7 @@ class _Resources:
         self.shared = ()  # the shared() arrays' regions: a tuple replaced under lock, read without it
         self.pool = _ShmPool(self.new_region)
         self.ipc = collections.OrderedDict()  # (handle b64, device, offset, count, type) → buffer id
+        self.ipc_seen = {}  # (allocation id, device, address, count, type) → that key
         self.cuda = None  # _CudaDriver (tests put a stand-in here)
 
     def new_region(self, size):
@@ -660,6 +661,13 @@ class _CudaDriver:
         h = _IpcHandle()
         self._check(self._ipc(ctypes.byref(h), base), "cuIpcGetMemHandle")
         return ctypes.string_at(ctypes.addressof(h), 64)
+
+    def allocation_id(self, ptr):
+        """The process-wide unique id of the allocation holding ptr (CU_POINTER_ATTRIBUTE_BUFFER_ID): the
+        same id is the same allocation, never one made later at the same address."""
+        v = ctypes.c_uint64()
+        self._check(self._attr(ctypes.byref(v), 7, ptr), "cuPointerGetAttribute")
+        return v.value
 
     def pointer_device(self, ptr):
         """The ordinal of the device holding ptr (CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL)."""
@@ -1381,10 +1389,22 @@ class Client:
             self._res.drop_ipc()
 
     def _ipc_buffer(self, g, drv):
+        res = self._resources()
+        # The array's allocation by its unique id: seen before, its buffer is reused without asking the
+        # driver for the handle again (cuIpcGetMemHandle and cuMemGetAddressRange cost more than the rest)
+        seen = (drv.allocation_id(g.ptr), g.device, g.ptr, g.count, g.type)
+        with res.lock:
+            key = res.ipc_seen.get(seen)
+            bid = res.ipc.get(key) if key is not None else None
+            if bid is not None:
+                res.ipc.move_to_end(key)
+                return bid
         spec = _ipc_spec(drv, g)
         key = (spec["handle"], g.device, spec["offset"], g.count, g.type)
-        res = self._resources()
         with res.lock:
+            res.ipc_seen[seen] = key
+            while len(res.ipc_seen) > 4 * IPC_CACHE_MAX:
+                res.ipc_seen.pop(next(iter(res.ipc_seen)))
             bid = res.ipc.get(key)
             if bid is not None:
                 res.ipc.move_to_end(key)

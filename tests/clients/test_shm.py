@@ -216,6 +216,9 @@ class FakeDriver:
         self._find(ptr)
         return 0
 
+    def allocation_id(self, ptr):
+        return self._find(ptr)[0]  # one id per allocation
+
     def copy_to_host(self, dst, ptr, nbytes):
         base, _, host = self._find(ptr)
         ctypes.memmove(dst, ctypes.addressof(host) + (ptr - base), nbytes)
