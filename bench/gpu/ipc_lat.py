@@ -36,4 +36,16 @@ print(f"bare POST median {bare:.0f} us (daemon total_us {r1['timing']['total_us'
 print(f"profiled median {prof:.0f} us (kernel_us {r2['timing']['kernel_us']}, total_us {r2['timing']['total_us']:.0f})")
 print(f"warpd.Client.reduce median {statistics.median(ts):.0f} us; over the kernel: bare {bare - r2['timing']['kernel_us']:.0f} us, client {statistics.median(ts) - r2['timing']['kernel_us']:.0f} us")
 print(json.dumps(r1["timing"]))
+import os, shutil, subprocess, tempfile
+wrk = os.environ.get("WRK") or shutil.which("wrk")
+if wrk and os.path.exists(wrk):  # the same request from a C client, one connection: the service's own round trip
+    lua = tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False)
+    lua.write('wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\nwrk.body = %s\n'
+              % json.dumps(json.dumps({"op": "sum", "buffer": bid})))
+    lua.close()
+    out = subprocess.run([wrk, "-t1", "-c1", "-d3s", "--latency", "-s", lua.name, sys.argv[1] + "/v1/reduce"],
+                         capture_output=True, text=True).stdout
+    p50 = next((l.split()[1] for l in out.splitlines() if l.strip().startswith("50%")), "?")
+    rps = next((l.split()[1] for l in out.splitlines() if l.startswith("Requests/sec")), "?")
+    print(f"wrk, one connection: p50 {p50}, {rps} req/s (kernel {r2['timing']['kernel_us']} us)")
 c.close(); call("DELETE", "/v1/buffers/" + bid, None) if False else None
