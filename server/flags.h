@@ -23,7 +23,7 @@
 #define MAX_BUFFER_TTL_S (7 * 24 * 3600)
 #define FALLBACK_BUFFER_QUOTA (1ull << 30) /* when the device reports no memory size */
 #define DEFAULT_MAX_ELEMENTS (1ull << 30)  /* largest n of /v1/reduce and /v1/scan */
-#define DEFAULT_CONN_MEMORY (64u << 10)    /* libmicrohttpd's per-connection memory (http.c says why) */
+#define DEFAULT_CONN_MEMORY (64u << 10)    /* libmicrohttpd's per-connection memory (http_start.c says why) */
 /* largest generate.n on the CPU emulator: more is host memory and minutes of CPU */
 #define DEFAULT_EMU_MAX_ELEMENTS (1ull << 28)
 #define DEFAULT_STREAMS 4 /* --streams-per-device */

@@ -464,7 +464,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     rc = start_http(&o, &app, reqlog, tls_cert, tls_key, &err);
-    if (tls_key) explicit_bzero(tls_key, strlen(tls_key)); /* http.c keeps its own copy */
+    if (tls_key) explicit_bzero(tls_key, strlen(tls_key)); /* http_start.c keeps its own copy */
     free(tls_key);
     free(tls_cert);
     if (rc) return rc;
