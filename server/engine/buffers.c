@@ -69,6 +69,16 @@ static entry *find_buf(wp_buffers *bs, const wp_buf *buf) {
     return NULL;
 }
 
+/* Appends e to the table (creation order). With bs->mu held. */
+static void link_entry(wp_buffers *bs, entry *e) {
+    e->prev = bs->tail;
+    if (bs->tail)
+        bs->tail->next = e;
+    else
+        bs->head = e;
+    bs->tail = e;
+}
+
 static void unlink_entry(wp_buffers *bs, entry *e) {
     if (e->prev)
         e->prev->next = e->next;
@@ -268,16 +278,10 @@ static wp_buf *create(wp_buffers *bs, wp_backend *be, wp_backend *const *devs, i
     }
     e->buf = n ? wp_buf_alloc_sharded(devs, n, size, count, err) : wp_buf_alloc(be, (size_t)bytes, err);
     pthread_mutex_lock(&bs->mu);
-    if (!e->buf) {
+    if (!e->buf)
         bs->bytes -= bytes;
-    } else {
-        e->prev = bs->tail;
-        if (bs->tail)
-            bs->tail->next = e;
-        else
-            bs->head = e;
-        bs->tail = e;
-    }
+    else
+        link_entry(bs, e);
     pthread_mutex_unlock(&bs->mu);
     if (!e->buf) {
         free(e);
@@ -297,12 +301,7 @@ wp_buf *wp_buffers_adopt(wp_buffers *bs, wp_buf *buf, wp_type t, uint64_t count,
     e->buf = buf;
     e->type = t, e->count = count, e->bytes = wp_buf_size(buf);
     pthread_mutex_lock(&bs->mu);
-    e->prev = bs->tail;
-    if (bs->tail)
-        bs->tail->next = e;
-    else
-        bs->head = e;
-    bs->tail = e;
+    link_entry(bs, e);
     pthread_mutex_unlock(&bs->mu);
     return buf;
 }
