@@ -4,8 +4,10 @@
 # copies for real). Checks plumbing only, never a computed value: info names the mock device, warp and
 # reduce answer on cuda, concurrent bursts batch, lone requests get the _batch kernel built in the
 # background, --inline-gpu never/always answer, a buffer round-trips byte for byte, SIGTERM exits
-# cleanly with no sanitizer report; zero-copy runs are counted; mock_launch_io checks wp_backend_launch_io's
-# images byte by byte. Prints one closing line "mockcuda: N passed, N failed".
+# cleanly with no sanitizer report; zero-copy runs are counted; shared-memory regions are registered
+# with the driver and released, and CUDA IPC buffers open a handle once and close it with the last
+# (issue 22); mock_launch_io checks wp_backend_launch_io's images byte by byte. Prints one closing line
+# "mockcuda: N passed, N failed".
 set -u
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}
@@ -206,6 +208,124 @@ if start "cuda on the mock, MOCKCUDA_FAIL_AFTER=3 (a sticky error, then a contex
   stop "device-loss daemon"
 fi
 unset MOCKCUDA_FAIL_AFTER
+
+# ---- issue 22 on the mock: shared-memory regions registered with the driver, CUDA IPC buffers ----
+# A region is page-locked with cuMemHostRegister (registered: true) and unregistered on DELETE and at
+# exit; jobs over it answer (values are garbage: no kernel runs); PUT /v1/buffers copies it for real. A
+# mock IPC handle (64 bytes: "MOCKIPC1", u64 bytes, u32 f32 fill, u32 claimed device) opens an allocation
+# filled with the pattern: a buffer over it reads back the fill exactly; one handle opens once however many
+# buffers use it (the mock's free memory drops once) and closes with the last; the refusals. SIGTERM then
+# shows no "mockcuda: " misuse (a registration or a mapping left behind).
+PY=$(python3 -c 'import sys; print(sys.executable)')
+jget() { "$PY" -S -E -c 'import json,sys
+d=json.load(open(sys.argv[1]))
+for k in sys.argv[2].split("."): d = d[int(k)] if isinstance(d, list) else d.get(k) if isinstance(d, dict) else None
+print("" if d is None else d if isinstance(d, str) else json.dumps(d))' "${2:-$tmp/body}" "$1"; }
+put() { curl -s -o "$tmp/body" -w '%{http_code}' -X PUT -H 'Content-Type: application/json' --data-binary "$1" "$url/v1/buffers"; }
+del() { curl -s -o "$tmp/body" -w '%{http_code}' -X DELETE "$url$1"; }
+handle() { # bytes fill-bits device [length]: base64 of a mock IPC handle (length 64 unless given)
+  "$PY" -S -E -c 'import base64,struct,sys
+b, fill, dev, n = int(sys.argv[1]), int(sys.argv[2], 16), int(sys.argv[3]), int(sys.argv[4])
+print(base64.b64encode((b"MOCKIPC1" + struct.pack("<QII", b, fill, dev) + bytes(64))[:n]).decode())' "$1" "$2" "$3" "${4:-64}"
+}
+free_mem() { curl -s "$url/v1/info" >"$tmp/info"; jget devices.0.memory_free "$tmp/info"; }
+mock_refused() { # label, status, code, field (the answer in $tmp/body)
+  local got="$code $(jget error.code) $(jget error.field)" want="$2 $3 $4"
+  check "$1: $want ($got)" '[ "$got" = "$want" ]'
+}
+shm=warpd-mock-$$
+trap '[ -n "$pid" ] && kill -9 $pid 2>/dev/null; rm -rf "$tmp" /dev/shm/$shm-*' EXIT
+if start "cuda on the mock, shared-memory regions and CUDA IPC buffers"; then
+  head -c 65536 /dev/urandom >/dev/shm/$shm-a
+  head -c $((9 << 20)) /dev/zero >/dev/shm/$shm-big # past the 8 MiB a registered copy goes by DMA
+  head -c 4096 /dev/zero >/dev/shm/$shm-left
+  code=$(post /v1/shm "{\"name\":\"/$shm-a\"}"); ra=$(jget id)
+  check "shm: POST /v1/shm 201 registered true on cuda" '[ "$code" = 201 ] && [ "$(jget registered)" = true ]'
+  code=$(post /v1/shm "{\"name\":\"/$shm-big\"}"); rbig=$(jget id)
+  check "shm: a 9 MiB region 201 registered true" '[ "$code" = 201 ] && [ "$(jget registered)" = true ]'
+  code=$(post /v1/shm "{\"name\":\"/$shm-left\"}"); rleft=$(jget id)
+  check "shm: a region left registered at SIGTERM (the teardown unregisters it) 201" '[ "$code" = 201 ]'
+  code=$(post /v1/shm "{\"name\":\"/$shm-a\",\"offset\":100,\"bytes\":1000}")
+  check "shm: an unaligned part of a registered object registers too (or declines: staged), 201" '[ "$code" = 201 ]'
+  code=$(post /v1/reduce "{\"type\":\"f32\",\"op\":\"sum\",\"shm\":{\"id\":\"$ra\"}}")
+  check "shm: reduce over a region answers on cuda (count 16384)" \
+    '[ "$code" = 200 ] && [ "$(jget count)" = 16384 ] && [ "$(jget backend)" = cuda ]'
+  code=$(post /v1/reduce "{\"type\":\"u32\",\"op\":\"max\",\"shm\":{\"id\":\"$rbig\"}}")
+  check "shm: reduce over the 9 MiB region (DMA) answers (count 2359296)" '[ "$code" = 200 ] && [ "$(jget count)" = 2359296 ]'
+  code=$(post /v1/scan "{\"type\":\"i32\",\"op\":\"sum\",\"shm\":{\"id\":\"$ra\",\"count\":1000},\"output\":{\"shm\":{\"id\":\"$rbig\",\"offset\":64}}}")
+  check "shm: a scan into a region answers output.shm (count 1000)" '[ "$code" = 200 ] && [ "$(jget output.shm.count)" = 1000 ]'
+  code=$(post /v1/scan "{\"type\":\"f32\",\"op\":\"sum\",\"shm\":{\"id\":\"$rbig\"},\"output\":{\"shm\":{\"id\":\"$rbig\"}}}")
+  check "shm: a 9 MiB scan into a region (DMA both ways) answers" '[ "$code" = 200 ] && [ "$(jget output.shm.bytes)" = $((9 << 20)) ]'
+  code=$(put "{\"type\":\"f32\",\"shm\":{\"id\":\"$ra\"}}"); bshm=$(jget id)
+  curl -s -o "$tmp/got" -H 'Accept: application/octet-stream' "$url/v1/buffers/$bshm"
+  check "shm: PUT /v1/buffers from a region, on cuda, reads back the object's bytes exactly" \
+    '[ "$code" = 201 ] && [ "$(jget backend)" = cuda ] && cmp -s "$tmp/got" /dev/shm/$shm-a'
+  truncate -s 4096 /dev/shm/$shm-a
+  code=$(post /v1/reduce "{\"type\":\"f32\",\"op\":\"sum\",\"shm\":{\"id\":\"$ra\"}}")
+  mock_refused "shm: a registered region truncated under it" 409 region_truncated shm.id
+  code=$(del "/v1/shm/$ra")
+  check "shm: DELETE a registered region 200 (unregistered: no misuse at exit)" '[ "$code" = 200 ] && [ "$(jget pending)" = false ]'
+  code=$(del "/v1/shm/$rbig")
+  check "shm: DELETE the 9 MiB region 200" '[ "$code" = 200 ]'
+
+  f0=$(free_mem)
+  h=$(handle 4096 3fc00000 0) # 1024 f32 of 1.5
+  code=$(put "{\"cuda_ipc\":{\"handle\":\"$h\",\"count\":1024,\"type\":\"f32\"}}"); b1=$(jget id)
+  f1=$(free_mem)
+  check "ipc: PUT /v1/buffers cuda_ipc 201, external cuda_ipc, f32, count 1024, on cuda" \
+    '[ "$code" = 201 ] && [ "$(jget external)" = cuda_ipc ] && [ "$(jget type)" = f32 ] && [ "$(jget count)" = 1024 ] &&
+     [ "$(jget backend)" = cuda ]'
+  check "ipc: the handle opened once: the mock's free memory drops by its 4096 bytes ($f0 -> $f1)" '[ $((f0 - f1)) = 4096 ]'
+  curl -s -o "$tmp/body" "$url/v1/buffers/$b1?data=1"
+  check "ipc: GET ?data=1 shows the fill, 1024 times 1.5" \
+    '[ "$(jget data)" = "[$(printf "1.5, %.0s" $(seq 1023))1.5]" ]'
+  code=$(put "{\"type\":\"f32\",\"cuda_ipc\":{\"handle\":\"$h\",\"offset\":16,\"count\":10}}"); b2=$(jget id)
+  f2=$(free_mem)
+  check "ipc: the same handle again (offset 16, count 10, the body's type) 201, not opened again ($f1 -> $f2)" \
+    '[ "$code" = 201 ] && [ "$(jget count)" = 10 ] && [ "$f2" = "$f1" ]'
+  curl -s -o "$tmp/got" -H 'Accept: application/octet-stream' "$url/v1/buffers/$b2"
+  check "ipc: the second buffer's raw bytes are ten f32 1.5 exactly" \
+    'cmp -s "$tmp/got" <(for i in $(seq 10); do printf "\000\000\300\077"; done)'
+  code=$(post /v1/reduce "{\"buffer\":\"$b1\",\"op\":\"sum\"}")
+  check "ipc: reduce over the IPC buffer answers on cuda (count 1024)" '[ "$code" = 200 ] && [ "$(jget count)" = 1024 ]'
+  code=$(post /v1/scan "{\"buffer\":\"$b2\",\"op\":\"sum\",\"output\":{\"buffer\":\"$b1\"}}")
+  check "ipc: a scan into the IPC buffer (output buffer) answers" '[ "$code" = 200 ]'
+  code=$(del "/v1/buffers/$b1")
+  curl -s -o "$tmp/got" -H 'Accept: application/octet-stream' "$url/v1/buffers/$b2"
+  check "ipc: one buffer deleted, the other still reads" '[ "$code" = 200 ] && [ "$(stat -c %s "$tmp/got")" = 40 ] && [ "$(free_mem)" = "$f1" ]'
+  code=$(del "/v1/buffers/$b2")
+  f3=$(free_mem)
+  check "ipc: the last buffer deleted closes the handle (free memory back: $f3 = $f0)" '[ "$code" = 200 ] && [ "$f3" = "$f0" ]'
+  code=$(put "{\"cuda_ipc\":{\"handle\":\"$h\",\"count\":1,\"type\":\"f32\"}}"); b3=$(jget id)
+  check "ipc: the handle opens again after its close" '[ "$code" = 201 ] && [ "$(free_mem)" = "$f1" ]'
+  code=$(put "{\"cuda_ipc\":{\"handle\":\"$(handle 8192 40000000 0)\",\"count\":2048,\"type\":\"f32\"}}")
+  check "ipc: a second handle left open at SIGTERM (closed at teardown) 201" '[ "$code" = 201 ]'
+
+  code=$(put "{\"cuda_ipc\":{\"handle\":\"$(handle 4096 3f800000 1)\",\"count\":4,\"type\":\"f32\"}}")
+  mock_refused "ipc: a handle claiming device 1" 400 bad_device cuda_ipc.device
+  code=$(put "{\"cuda_ipc\":{\"handle\":\"$h\",\"device\":1,\"count\":4,\"type\":\"f32\"}}")
+  mock_refused "ipc: device 1, which the daemon does not serve" 400 bad_device cuda_ipc.device
+  code=$(put "{\"cuda_ipc\":{\"handle\":\"$(head -c 64 /dev/urandom | base64 -w0)\",\"count\":4,\"type\":\"f32\"}}")
+  mock_refused "ipc: a garbage handle" 400 bad_handle cuda_ipc.handle
+  code=$(put "{\"cuda_ipc\":{\"handle\":\"$(handle 4096 3f800000 0 63)\",\"count\":4,\"type\":\"f32\"}}")
+  mock_refused "ipc: a 63-byte handle" 400 bad_handle cuda_ipc.handle
+  code=$(put "{\"cuda_ipc\":{\"handle\":\"$(head -c 65 /dev/zero | base64 -w0)\",\"count\":4,\"type\":\"f32\"}}")
+  mock_refused "ipc: a 65-byte handle" 400 bad_handle cuda_ipc.handle
+  code=$(put "{\"cuda_ipc\":{\"handle\":\"$(handle 0 0 0)\",\"count\":4,\"type\":\"f32\"}}")
+  mock_refused "ipc: a handle the driver refuses (an empty allocation)" 400 bad_handle cuda_ipc.handle
+  code=$(put "{\"cuda_ipc\":{\"handle\":\"$h\",\"offset\":8,\"count\":4,\"type\":\"f32\"}}")
+  mock_refused "ipc: offset 8 (not a multiple of 16)" 400 misaligned cuda_ipc.offset
+  code=$(put "{\"cuda_ipc\":{\"handle\":\"$h\",\"offset\":16,\"count\":1021,\"type\":\"f32\"}}")
+  mock_refused "ipc: count past the allocation" 400 out_of_range cuda_ipc.count
+  code=$(put "{\"cuda_ipc\":{\"handle\":\"$h\",\"offset\":4112,\"count\":0,\"type\":\"f32\"}}")
+  mock_refused "ipc: offset past the allocation" 400 out_of_range cuda_ipc.offset
+  code=$(put "{\"cuda_ipc\":{\"handle\":\"$h\",\"type\":\"f32\"}}")
+  mock_refused "ipc: no count" 400 missing_field cuda_ipc.count
+  code=$(put "{\"cuda_ipc\":{\"handle\":\"$h\",\"count\":4,\"type\":\"f32\"},\"data\":[1]}")
+  mock_refused "ipc: data beside it" 400 bad_input data
+  check "ipc: after the refusals the open handle is still the one mapping ($(free_mem))" '[ "$(free_mem)" = $((f1 - 8192)) ]'
+  stop "shm and IPC daemon"
+fi
 
 # ---- wp_backend_launch_io's images (fill): copied or zero-copy, every byte where it belongs ----
 echo "-- mock_launch_io (the backend's calls on the stand-in driver)"

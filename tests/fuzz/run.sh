@@ -21,7 +21,7 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 runs_for() { # inputs per harness with FUZZ_FIXED=1: about 30 s each on the 2-core CI machine
   case $1 in
     fuzz_base64) echo 3500000 ;; fuzz_data) echo 2000000 ;; fuzz_expr) echo 300000 ;;
-    fuzz_jobs) echo 600000 ;; fuzz_url) echo 12000 ;; *) echo 900000 ;;
+    fuzz_jobs) echo 600000 ;; fuzz_url) echo 12000 ;; fuzz_shm) echo 300000 ;; *) echo 900000 ;;
   esac
 }
 names=("$@")
