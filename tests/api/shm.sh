@@ -9,8 +9,8 @@
 # the daemon lives); the daemon's own permissions (a read-only object: read_only, 403 on output into it;
 # one it may not open: 403 shm_denied; as nobody through setpriv when run as root); inputs over 64 KiB
 # (copied to the device) against the same bytes as a raw body; a Unix socket (local: regions work); a
-# peer on a non-loopback address of this machine (403 shm_remote, and --shm-remote lets it in), when the
-# machine has one; --shm off (403 shm_disabled everywhere); --token-file (401 without the token); an
+# peer on a documentation address inside a network namespace of the test's own (403 shm_remote, and
+# --shm-remote lets it in), where ip netns works; --shm off (403 shm_disabled everywhere); --token-file (401 without the token); an
 # async job over a region. No error message names /dev/shm or a name the request did not send. A region
 # deleted while a job holds it (pending) is left to tests/unit/test_regions.c. Each daemon must stop
 # cleanly with no sanitizer report.
@@ -22,7 +22,7 @@ bin=$BUILD/asan/warpd
 tmp=$(mktemp -d)
 pid=
 obj=warpd-test-$$ # every object this suite makes: /dev/shm/$obj-*
-trap '[ -n "$pid" ] && kill -9 $pid 2>/dev/null; rm -rf "$tmp" /dev/shm/$obj-*' EXIT
+trap '[ -n "$pid" ] && kill -9 $pid 2>/dev/null; rm -rf "$tmp" /dev/shm/$obj-*; ip netns del warpd-shm-$$ 2>/dev/null' EXIT
 trap 'exit 1' TERM INT # the clean-up above runs on a timeout's SIGTERM too
 pass=0; fail=0
 . tests/daemon.sh
@@ -529,13 +529,22 @@ if start "--listen unix:" --listen "unix:$tmp/sock"; then
   stop "unix-socket daemon"
 fi
 
-# ---- a peer that is not local: a non-loopback address of this machine, when it has one ----
-addr=$(ip -4 -o addr show scope global 2>/dev/null | awk '{ sub(/\/.*/, "", $4); print $4; exit }')
-if [ -z "$addr" ]; then
-  echo "NOTE remote peer: this machine has no non-loopback IPv4 address; shm_remote left untested here"
+# ---- a peer that is not local: inside a network namespace of this test's own, the daemon listens on a
+# documentation address (198.51.100.1, TEST-NET-2) put on that namespace's loopback interface, and curl
+# talks to it there: the peer address is not loopback, and no packet leaves the namespace ----
+addr=198.51.100.1
+ns=warpd-shm-$$
+if ! { ip netns add "$ns" && ip netns exec "$ns" ip link set lo up &&
+       ip netns exec "$ns" ip addr add "$addr/32" dev lo; } 2>/dev/null; then
+  ip netns del "$ns" 2>/dev/null
+  echo "NOTE remote peer: no network namespace could be made here (ip netns, as root); shm_remote left untested"
 else
+  printf '#!/bin/sh\nexec ip netns exec %s %s "$@"\n' "$ns" "$(realpath "$bin")" >"$tmp/warpd-ns"
+  chmod +x "$tmp/warpd-ns"
+  bin_local=$bin bin=$tmp/warpd-ns
+  curl() { ip netns exec "$ns" curl "$@"; }
   via=(-H "Authorization: Bearer 0123456789abcdef0123456789abcdef")
-  if start "--listen $addr:0 (a remote peer: this machine's own non-loopback address)" --listen "$addr:0" --token-file "$tmp/token"; then
+  if start "--listen $addr:0 (a remote peer, in a network namespace of its own)" --listen "$addr:0" --token-file "$tmp/token"; then
     refused "remote peer: POST /v1/shm" POST /v1/shm "{\"name\":\"/$obj-f32\"}" 403 shm_remote ""
     refused "remote peer: GET /v1/shm" GET /v1/shm "" 403 shm_remote ""
     refused "remote peer: a reduce with shm" POST /v1/reduce '{"type":"f32","op":"sum","shm":{"id":"shm-0000000000000000"}}' 403 shm_remote shm
@@ -556,6 +565,9 @@ else
     stop "--shm-remote daemon"
   fi
   via=()
+  unset -f curl
+  bin=$bin_local
+  ip netns del "$ns"
 fi
 
 echo "shm: $pass passed, $fail failed"
