@@ -874,6 +874,12 @@ class Client:
 
     def is_local(self):
         """True when the daemon shares this machine: a Unix socket, or a loopback address or localhost."""
+        local = self.__dict__.get("_is_local")
+        if local is None or local[0] != self.base:  # asked on every array sent: parsed once per base
+            local = self.__dict__["_is_local"] = (self.base, self._is_local_uncached())
+        return local[1]
+
+    def _is_local_uncached(self):
         if self.base.startswith("unix:"):
             return True
         host = urllib.parse.urlsplit(self.base).hostname or ""
@@ -921,12 +927,16 @@ class Client:
     def _connect(self, url):
         """A new connection to the daemon, and the request target to send on it."""
         if self.base.startswith("unix:"):  # unix:/path/warpd.sock, then the request's path and query
-            return _UnixHTTPConnection(self.base[5:], self.timeout), url[len(self.base):] or "/"
+            conn = _UnixHTTPConnection(self.base[5:], self.timeout)
+            conn.warpd_origin = self.base
+            return conn, url[len(self.base):] or "/"
         u = urllib.parse.urlsplit(url)
         if u.scheme not in ("http", "https"):
             raise WarpdError(0, "bad_url", "", f"{self.base}: only http://, https:// and unix:PATH")
         conn_cls = http.client.HTTPSConnection if u.scheme == "https" else http.client.HTTPConnection
-        return conn_cls(u.hostname, u.port, timeout=self.timeout), (u.path or "/") + (f"?{u.query}" if u.query else "")
+        conn = conn_cls(u.hostname, u.port, timeout=self.timeout)
+        conn.warpd_origin = f"{u.scheme}://{u.netloc}"  # what precedes the request target in this URL
+        return conn, (u.path or "/") + (f"?{u.query}" if u.query else "")
 
     def _drop_connection(self):
         conn, self._tls.conn = getattr(self._tls, "conn", None), None
@@ -941,8 +951,14 @@ class Client:
         go through http.client."""
         streamed = data is not None and not isinstance(data, (bytes, bytearray))
         for attempt in (0, 1):
-            conn, target = self._connect(url)
             kept = getattr(self._tls, "conn", None)
+            if kept is not None and not streamed and url.startswith(kept.warpd_origin):
+                conn, target = kept, url[len(kept.warpd_origin):] or "/"  # no URL parsing on a kept connection
+            else:
+                conn, target = self._connect(url)
+            if kept is not None and not streamed and conn is not kept:
+                self._drop_connection()
+                kept = None
             if kept is not None and not streamed:
                 conn = kept
             elif kept is not None:
