@@ -316,7 +316,11 @@ void wp_region_put(wp_region *g) {
     if (last) release(rs, g);
 }
 
-void wp_region_describe(const wp_region *g, wp_region_info *out) { *out = g->info; }
+void wp_region_describe(const wp_region *g, wp_region_info *out) {
+    pthread_mutex_lock(&g->owner->mu); /* users changes under it */
+    *out = g->info;
+    pthread_mutex_unlock(&g->owner->mu);
+}
 
 /* ---- copies ---- */
 
@@ -334,60 +338,11 @@ static bool intact(const wp_region *g) {
     return fstat(g->fd, &sb) == 0 && (uint64_t)sb.st_size >= g->info.offset + g->info.bytes;
 }
 
-typedef int (*piece_fn)(wp_region *g, unsigned char *at, void *buf, size_t buf_offset, size_t len, wp_err *err);
-
-/* Through host memory, in pieces, each side of the region copied under the SIGBUS guard. */
-static int bounce(wp_region *g, uint64_t offset, void *buf, size_t buf_offset, size_t len, piece_fn fn, wp_err *err) {
-    for (size_t done = 0; done < len;) {
-        size_t n = len - done < BOUNCE_BYTES ? len - done : BOUNCE_BYTES;
-        int rc = fn(g, g->base + offset + done, buf, buf_offset + done, n, err);
-        if (rc) return rc; /* 1: the region faulted */
-        done += n;
-    }
-    return 0;
-}
-
-static int piece_in(wp_region *g, unsigned char *at, void *buf, size_t buf_offset, size_t len, wp_err *err) {
-    (void)g;
-    unsigned char *tmp = malloc(len);
-    if (!tmp) return WP_FAIL(err, 507, "out_of_memory", "", "no host memory to copy a region");
-    int rc = wp_guarded_copy(tmp, at, len) ? 1 : wp_buf_write(buf, buf_offset, tmp, len, err);
-    free(tmp);
-    return rc;
-}
-
-static int piece_out(wp_region *g, unsigned char *at, void *buf, size_t buf_offset, size_t len, wp_err *err) {
-    (void)g;
-    unsigned char *tmp = malloc(len);
-    if (!tmp) return WP_FAIL(err, 507, "out_of_memory", "", "no host memory to copy into a region");
-    int rc = wp_buf_read(buf, buf_offset, tmp, len, err) ? -1 : wp_guarded_copy(at, tmp, len) ? 1 : 0;
-    free(tmp);
-    return rc;
-}
-
-int wp_region_to_buf(wp_region *g, uint64_t offset, wp_buf *buf, size_t buf_offset, size_t len, const char *field,
-                     wp_err *err) {
-    if (!len) return 0;
-    if (!intact(g)) return truncated(g, field, err);
-    unsigned char *host = wp_buf_host(buf);
-    if (host) return wp_guarded_copy(host + buf_offset, g->base + offset, len) ? truncated(g, field, err) : 0;
-    if (g->info.registered && len >= DMA_MIN_BYTES) return wp_buf_write(buf, buf_offset, g->base + offset, len, err);
-    int rc = bounce(g, offset, buf, buf_offset, len, piece_in, err);
-    return rc > 0 ? truncated(g, field, err) : rc;
-}
-
-int wp_region_from_buf(wp_region *g, uint64_t offset, const wp_buf *buf, size_t buf_offset, size_t len,
-                       const char *field, wp_err *err) {
-    if (g->info.read_only)
-        return WP_FAIL(err, 403, "read_only", field, "region %s was opened read-only: the daemon may not write it",
-                       g->info.id);
-    if (!len) return 0;
-    if (!intact(g)) return truncated(g, field, err);
-    const unsigned char *host = wp_buf_host_const(buf);
-    if (host) return wp_guarded_copy(g->base + offset, host + buf_offset, len) ? truncated(g, field, err) : 0;
-    if (g->info.registered && len >= DMA_MIN_BYTES) return wp_buf_read(buf, buf_offset, g->base + offset, len, err);
-    int rc = bounce(g, offset, (void *)buf, buf_offset, len, piece_out, err);
-    return rc > 0 ? truncated(g, field, err) : rc;
+/* The check of every copy into a region: 403 "read_only" when the object opened only for reading. */
+static int check_writable(const wp_region *g, const char *field, wp_err *err) {
+    if (!g->info.read_only) return 0;
+    return WP_FAIL(err, 403, "read_only", field, "region %s was opened read-only: the daemon may not write it",
+                   g->info.id);
 }
 
 int wp_region_read(wp_region *g, uint64_t offset, void *dst, size_t len, const char *field, wp_err *err) {
@@ -397,10 +352,53 @@ int wp_region_read(wp_region *g, uint64_t offset, void *dst, size_t len, const c
 }
 
 int wp_region_write(wp_region *g, uint64_t offset, const void *src, size_t len, const char *field, wp_err *err) {
-    if (g->info.read_only)
-        return WP_FAIL(err, 403, "read_only", field, "region %s was opened read-only: the daemon may not write it",
-                       g->info.id);
+    if (check_writable(g, field, err)) return -1;
     if (!len) return 0;
     if (!intact(g) || wp_guarded_copy(g->base + offset, src, len)) return truncated(g, field, err);
     return 0;
+}
+
+/* Between the region and buf through one host buffer, a piece at a time, the region's side of each piece
+ * copied under the SIGBUS guard: in (region -> buf) or out (buf -> region). 0, -1 with err, or 1: the
+ * region faulted. */
+static int bounce(wp_region *g, uint64_t offset, wp_buf *buf, size_t buf_offset, size_t len, bool in, wp_err *err) {
+    unsigned char *tmp = malloc(len < BOUNCE_BYTES ? len : BOUNCE_BYTES);
+    if (!tmp)
+        return WP_FAIL(err, 507, "out_of_memory", "",
+                       in ? "no host memory to copy a region" : "no host memory to copy into a region");
+    int rc = 0;
+    for (size_t done = 0; done < len && !rc;) {
+        size_t n = len - done < BOUNCE_BYTES ? len - done : BOUNCE_BYTES;
+        unsigned char *at = g->base + offset + done;
+        if (in)
+            rc = wp_guarded_copy(tmp, at, n) ? 1 : wp_buf_write(buf, buf_offset + done, tmp, n, err);
+        else
+            rc = wp_buf_read(buf, buf_offset + done, tmp, n, err) ? -1 : wp_guarded_copy(at, tmp, n) ? 1 : 0;
+        done += n;
+    }
+    free(tmp);
+    return rc;
+}
+
+int wp_region_to_buf(wp_region *g, uint64_t offset, wp_buf *buf, size_t buf_offset, size_t len, const char *field,
+                     wp_err *err) {
+    unsigned char *host = wp_buf_host(buf);
+    if (host) return wp_region_read(g, offset, host + buf_offset, len, field, err);
+    if (!len) return 0;
+    if (!intact(g)) return truncated(g, field, err);
+    if (g->info.registered && len >= DMA_MIN_BYTES) return wp_buf_write(buf, buf_offset, g->base + offset, len, err);
+    int rc = bounce(g, offset, buf, buf_offset, len, true, err);
+    return rc > 0 ? truncated(g, field, err) : rc;
+}
+
+int wp_region_from_buf(wp_region *g, uint64_t offset, const wp_buf *buf, size_t buf_offset, size_t len,
+                       const char *field, wp_err *err) {
+    const unsigned char *host = wp_buf_host_const(buf);
+    if (host) return wp_region_write(g, offset, host + buf_offset, len, field, err);
+    if (check_writable(g, field, err)) return -1;
+    if (!len) return 0;
+    if (!intact(g)) return truncated(g, field, err);
+    if (g->info.registered && len >= DMA_MIN_BYTES) return wp_buf_read(buf, buf_offset, g->base + offset, len, err);
+    int rc = bounce(g, offset, (wp_buf *)buf, buf_offset, len, false, err);
+    return rc > 0 ? truncated(g, field, err) : rc;
 }
