@@ -952,18 +952,14 @@ class Client:
         streamed = data is not None and not isinstance(data, (bytes, bytearray))
         for attempt in (0, 1):
             kept = getattr(self._tls, "conn", None)
-            if kept is not None and not streamed and url.startswith(kept.warpd_origin):
+            if kept is not None and (streamed or not url.startswith(kept.warpd_origin)):
+                self._drop_connection()
+                kept = None
+            if kept is not None:
                 conn, target = kept, url[len(kept.warpd_origin):] or "/"  # no URL parsing on a kept connection
             else:
                 conn, target = self._connect(url)
-            if kept is not None and not streamed and conn is not kept:
-                self._drop_connection()
-                kept = None
-            if kept is not None and not streamed:
-                conn = kept
-            elif kept is not None:
-                self._drop_connection()
-            reused = conn is kept
+            reused = kept is not None
             try:
                 if streamed or isinstance(conn, http.client.HTTPSConnection):
                     status, rheaders, payload, closing = self._http_client_exchange(conn, method, target, data,
