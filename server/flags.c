@@ -15,8 +15,6 @@
 #include "http/http_loop.h"
 #include "util/log.h"
 
-typedef wp_options options;
-
 static void usage(FILE *f) {
     fprintf(f,
             "usage: warpd [options]\n"
@@ -154,7 +152,7 @@ static int parse_bytes(const char *flag, const char *v, unsigned long long *out)
     return 0;
 }
 
-static int parse_listen(const char *flag, const char *v, options *o) {
+static int parse_listen(const char *flag, const char *v, wp_options *o) {
     (void)flag;
     if (v && !strncmp(v, "unix:", 5)) return o->unix_path = v + 5, 0; /* checked when it is bound */
     o->unix_path = NULL;
@@ -174,7 +172,7 @@ static int parse_listen(const char *flag, const char *v, options *o) {
     return 0;
 }
 
-static int parse_device(const char *flag, const char *v, options *o) {
+static int parse_device(const char *flag, const char *v, wp_options *o) {
     long long n;
     if (parse_num(flag, v, 0, 64, &n)) return -1;
     o->device = (int)n;
@@ -182,7 +180,7 @@ static int parse_device(const char *flag, const char *v, options *o) {
     return 0;
 }
 
-static int parse_inline_gpu(const char *flag, const char *v, options *o) {
+static int parse_inline_gpu(const char *flag, const char *v, wp_options *o) {
     (void)flag;
     if (wp_inline_mode_parse(v, &o->inline_gpu)) {
         fprintf(stderr, "warpd: --inline-gpu must be never, idle or always\n");
@@ -200,16 +198,16 @@ static int parse_either(const char *flag, const char *v, const char *first, cons
     *is_second = !strcmp(v, second);
     return 0;
 }
-static int parse_gpu_wait(const char *flag, const char *v, options *o) {
+static int parse_gpu_wait(const char *flag, const char *v, wp_options *o) {
     return parse_either(flag, v, "spin", "yield", &o->gpu_wait_yield);
 }
-static int parse_zero_copy(const char *flag, const char *v, options *o) {
+static int parse_zero_copy(const char *flag, const char *v, wp_options *o) {
     return parse_either(flag, v, "on", "off", &o->no_zero_copy);
 }
-static int parse_shm(const char *flag, const char *v, options *o) {
+static int parse_shm(const char *flag, const char *v, wp_options *o) {
     return parse_either(flag, v, "on", "off", &o->shm_off);
 }
-static int parse_shm_prefix(const char *flag, const char *v, options *o) {
+static int parse_shm_prefix(const char *flag, const char *v, wp_options *o) {
     if (strlen(v) < 2 || strlen(v) > 60 || v[0] != '/' || strchr(v + 1, '/') || strstr(v, "..")) {
         fprintf(stderr, "warpd: %s must be \"/\" and 1..59 characters, with no other \"/\" and no \"..\" (got %s)\n",
                 flag, v);
@@ -220,7 +218,7 @@ static int parse_shm_prefix(const char *flag, const char *v, options *o) {
 }
 
 /* --log-level takes effect at once (log.c), so later start-up messages follow it. */
-static int parse_log_level(const char *flag, const char *v, options *o) {
+static int parse_log_level(const char *flag, const char *v, wp_options *o) {
     (void)flag, (void)o;
     wp_log_level level;
     if (wp_log_level_parse(v, &level)) {
@@ -231,7 +229,7 @@ static int parse_log_level(const char *flag, const char *v, options *o) {
     return 0;
 }
 
-static int parse_socket_mode(const char *flag, const char *v, options *o) {
+static int parse_socket_mode(const char *flag, const char *v, wp_options *o) {
     (void)flag;
     char *end = NULL;
     long mode = v ? strtol(v, &end, 8) : -1;
@@ -243,13 +241,13 @@ static int parse_socket_mode(const char *flag, const char *v, options *o) {
     return 0;
 }
 
-static int print_help(const char *flag, const char *v, options *o) {
+static int print_help(const char *flag, const char *v, wp_options *o) {
     (void)flag, (void)v, (void)o;
     usage(stdout);
     exit(0);
 }
 
-static int print_version(const char *flag, const char *v, options *o) {
+static int print_version(const char *flag, const char *v, wp_options *o) {
     (void)flag, (void)v, (void)o;
     printf("warpd %s\n", WP_VERSION);
     exit(0);
@@ -272,14 +270,14 @@ typedef enum {
 typedef struct {
     const char *name;
     opt_kind kind;
-    size_t offset; /* of the field in options */
+    size_t offset; /* of the field in wp_options */
     long long min, max;
-    int (*handle)(const char *flag, const char *value, options *o); /* OPT_ACTION, OPT_CUSTOM */
+    int (*handle)(const char *flag, const char *value, wp_options *o); /* OPT_ACTION, OPT_CUSTOM */
 } opt_spec;
 
 /* One row per kind. OPT_AT is the field's offset, checked at compile time to be a T (pointers to
  * distinct types do not compare, and -Werror makes that an error). */
-#define OPT_AT(T, field) (offsetof(options, field) + 0 * sizeof(&((options *)0)->field == (T *)0))
+#define OPT_AT(T, field) (offsetof(wp_options, field) + 0 * sizeof(&((wp_options *)0)->field == (T *)0))
 /* clang-format off */
 #define F_SWITCH(name, field)           {name, OPT_SWITCH, OPT_AT(bool, field), 0, 0, NULL}
 #define F_ACTION(name, fn)              {name, OPT_ACTION, 0, 0, 0, fn}
@@ -351,7 +349,7 @@ static const opt_spec flag_table[] = {
 };
 
 /* Reads v (NULL when the flag is last) into the option s names. Returns 0, else -1 after saying why. */
-static int set_option(const opt_spec *s, const char *v, options *o) {
+static int set_option(const opt_spec *s, const char *v, wp_options *o) {
     char *field = (char *)o + s->offset;
     long long n;
     switch (s->kind) {
@@ -380,7 +378,7 @@ static int set_option(const opt_spec *s, const char *v, options *o) {
 
 /* One flag a with the argument after it, v (NULL when a is last). Returns how many arguments it took,
  * 1 or 2, else -1 after saying why. */
-static int parse_flag(const char *a, const char *v, options *o) {
+static int parse_flag(const char *a, const char *v, wp_options *o) {
     for (const opt_spec *s = flag_table; s < flag_table + WP_ARRAY_LEN(flag_table); s++) {
         if (strcmp(a, s->name)) continue;
         if (set_option(s, v, o)) return -1;
@@ -413,7 +411,7 @@ static int check_devices(const char *devices) {
 }
 
 /* What one flag alone cannot check: the backend's name, --devices, --exit's needs, --arch's form. */
-static int check_options(const options *o) {
+static int check_options(const wp_options *o) {
     if (o->backend && strcmp(o->backend, "auto") && strcmp(o->backend, "cuda") && strcmp(o->backend, "emu")) {
         fprintf(stderr, "warpd: --backend must be auto, cuda or emu\n");
         return -1;
@@ -431,7 +429,7 @@ static int check_options(const options *o) {
     return 0;
 }
 
-int wp_options_parse(int argc, char **argv, options *o) {
+int wp_options_parse(int argc, char **argv, wp_options *o) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int used = parse_flag(a, i + 1 < argc ? argv[i + 1] : NULL, o);
@@ -448,32 +446,32 @@ int wp_options_parse(int argc, char **argv, options *o) {
 /* The GPUs of --devices (or --device, or all): one cuda backend each, in app->devices; app->cuda is
  * the first. Returns 0 when at least one opened; else -1 with the reason in err. */
 
-void wp_options_defaults(options *o) {
-    *o = (options){.host = "127.0.0.1",
-                   .port = DEFAULT_PORT,
-                   .backend = "auto",
-                   .cache_mb = DEFAULT_CACHE_MB,
-                   .max_body = DEFAULT_MAX_BODY,
-                   .conn_memory = DEFAULT_CONN_MEMORY,
-                   .busy_poll_us = WP_BUSY_POLL_DEFAULT_US,
-                   .max_depth = DEFAULT_MAX_DEPTH,
-                   .max_queue = DEFAULT_MAX_QUEUE,
-                   .max_jobs = DEFAULT_MAX_JOBS,
-                   .job_workers = DEFAULT_JOB_WORKERS,
-                   .job_ttl_s = DEFAULT_JOB_TTL_S,
-                   .buffer_ttl_s = DEFAULT_BUFFER_TTL_S,
-                   .max_elements = DEFAULT_MAX_ELEMENTS,
-                   .emu_max_elements = DEFAULT_EMU_MAX_ELEMENTS,
-                   .batch_max = WP_BATCH_MAX_DEFAULT,
-                   .cache_disk_max = DEFAULT_CACHE_DISK_MAX,
-                   .streams_per_device = DEFAULT_STREAMS,
-                   .emu_devices = 1,
-                   .shm_prefix = "/warpd"};
+void wp_options_defaults(wp_options *o) {
+    *o = (wp_options){.host = "127.0.0.1",
+                      .port = DEFAULT_PORT,
+                      .backend = "auto",
+                      .cache_mb = DEFAULT_CACHE_MB,
+                      .max_body = DEFAULT_MAX_BODY,
+                      .conn_memory = DEFAULT_CONN_MEMORY,
+                      .busy_poll_us = WP_BUSY_POLL_DEFAULT_US,
+                      .max_depth = DEFAULT_MAX_DEPTH,
+                      .max_queue = DEFAULT_MAX_QUEUE,
+                      .max_jobs = DEFAULT_MAX_JOBS,
+                      .job_workers = DEFAULT_JOB_WORKERS,
+                      .job_ttl_s = DEFAULT_JOB_TTL_S,
+                      .buffer_ttl_s = DEFAULT_BUFFER_TTL_S,
+                      .max_elements = DEFAULT_MAX_ELEMENTS,
+                      .emu_max_elements = DEFAULT_EMU_MAX_ELEMENTS,
+                      .batch_max = WP_BATCH_MAX_DEFAULT,
+                      .cache_disk_max = DEFAULT_CACHE_DISK_MAX,
+                      .streams_per_device = DEFAULT_STREAMS,
+                      .emu_devices = 1,
+                      .shm_prefix = "/warpd"};
 }
 
 /* After the flags: the access rules made whole (a token, or loopback only), and the defaults that
  * depend on the CPUs. Returns 0, else the exit status. */
-int wp_options_finish(options *o) {
+int wp_options_finish(wp_options *o) {
     wp_err access_err = {0};
     wp_access_set_listen(o->access, o->host);
     if (o->unix_path) wp_access_set_unix(o->access, true); /* file permissions are the access control */

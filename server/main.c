@@ -21,9 +21,7 @@
 #include "http/reqlog.h"
 #include "util/log.h"
 
-typedef wp_options options;
-
-static int open_gpus(const options *o, wp_app *app, wp_err *err) {
+static int open_gpus(const wp_options *o, wp_app *app, wp_err *err) {
     int want[WP_MAX_DEVICES], n = 0;
     const char *list = o->devices ? o->devices : o->device_given ? NULL : "all";
     if (!list) {
@@ -77,7 +75,7 @@ static int open_gpus(const options *o, wp_app *app, wp_err *err) {
 }
 
 /* Without a GPU: the emulator as --emu-devices devices; device 0 is app->emu itself. */
-static void open_emu_devices(const options *o, wp_app *app) {
+static void open_emu_devices(const wp_options *o, wp_app *app) {
     app->devices[app->n_devices++] = app->emu;
     for (int i = 1; i < o->emu_devices; i++) {
         wp_backend *b = wp_backend_emu_open_device(i);
@@ -144,7 +142,7 @@ static const wp_route routes[] = {
     {NULL, NULL, NULL, 0, NULL},
 };
 
-static void set_app_limits(wp_app *app, const options *o) {
+static void set_app_limits(wp_app *app, const wp_options *o) {
     app->start_ns = wp_now_ns();
     app->max_body = o->max_body;
     app->max_depth = o->max_depth;
@@ -165,7 +163,7 @@ static void block_signals(sigset_t *sigs) {
     signal(SIGPIPE, SIG_IGN);
 }
 
-static void find_app_dirs(wp_app *app, const options *o) {
+static void find_app_dirs(wp_app *app, const wp_options *o) {
     if (o->templates)
         snprintf(app->templates_dir, sizeof app->templates_dir, "%s", o->templates);
     else
@@ -178,7 +176,7 @@ static void find_app_dirs(wp_app *app, const options *o) {
 
 /* --prewarm --exit only compiles: the target arch is --arch, else the device's, asked without
  * creating a context (most of CUDA's start-up). Returns 0, else the exit status. */
-static int choose_prewarm_arch(const options *o, wp_app *app, wp_err *err) {
+static int choose_prewarm_arch(const wp_options *o, wp_app *app, wp_err *err) {
     int sm = 0;
     if (o->arch)
         snprintf(app->arch, sizeof app->arch, "%s", o->arch);
@@ -194,7 +192,7 @@ static int choose_prewarm_arch(const options *o, wp_app *app, wp_err *err) {
 }
 
 /* Serving: the GPUs' arch; without one, --arch (default sm_90). */
-static void choose_arch(const options *o, wp_app *app) {
+static void choose_arch(const wp_options *o, wp_app *app) {
     if (app->cuda) {
         wp_device_info di;
         wp_backend_info(app->cuda, &di);
@@ -208,7 +206,7 @@ static void choose_arch(const options *o, wp_app *app) {
 
 /* The emulator always; the GPUs unless --backend emu or --prewarm --exit; the emulator's devices when
  * no GPU opened; then the target arch. Returns 0, else the exit status. */
-static int open_backends(const options *o, wp_app *app, wp_err *err) {
+static int open_backends(const wp_options *o, wp_app *app, wp_err *err) {
     app->emu = wp_backend_emu_open();
     if (o->exit_after_prewarm) {
         if (choose_prewarm_arch(o, app, err)) return 1;
@@ -233,7 +231,8 @@ static int open_backends(const options *o, wp_app *app, wp_err *err) {
 
 /* NVRTC (jit.c) and the kernel cache; cache_dir gets the directory's path. Returns 0, else the exit
  * status. */
-static int open_compiler_and_cache(const options *o, wp_app *app, char *cache_dir, size_t cache_dir_size, wp_err *err) {
+static int open_compiler_and_cache(const wp_options *o, wp_app *app, char *cache_dir, size_t cache_dir_size,
+                                   wp_err *err) {
     char cuda_inc[600];
     const char *cuda_home = getenv("CUDA_HOME");
     snprintf(cuda_inc, sizeof cuda_inc, "%s/include", cuda_home && *cuda_home ? cuda_home : WP_DEFAULT_CUDA_HOME);
@@ -273,7 +272,7 @@ static int prewarm_and_exit(wp_app *app, cJSON *prewarm_doc, int compile_threads
 }
 
 /* Shared-memory regions (--shm, regions.h), registered with the first GPU when there is one. */
-static int open_regions(const options *o, wp_app *app, wp_err *err) {
+static int open_regions(const wp_options *o, wp_app *app, wp_err *err) {
     app->shm_remote = o->shm_remote;
     if (o->shm_off) return 0;
     uint64_t max = o->shm_max;
@@ -291,7 +290,7 @@ static int open_regions(const options *o, wp_app *app, wp_err *err) {
 
 /* The engine behind the routes: buffers, the reduce engine, the batcher and its memory, the background
  * builder, async jobs. Returns 0, else the exit status. */
-static int start_engine(const options *o, wp_app *app, wp_err *err) {
+static int start_engine(const wp_options *o, wp_app *app, wp_err *err) {
     /* Buffers live on the preferred backend's memory; jobs run any POST work route. */
     uint64_t quota = o->buffer_quota;
     if (!quota) {
@@ -320,7 +319,7 @@ static int start_engine(const options *o, wp_app *app, wp_err *err) {
 }
 
 /* Request ids, the access log and the latency histograms (reqlog.c, metrics.c). NULL after saying why. */
-static wp_reqlog *open_request_log(const options *o, wp_app *app, wp_err *err) {
+static wp_reqlog *open_request_log(const wp_options *o, wp_app *app, wp_err *err) {
     app->metrics = wp_metrics_open(routes);
     wp_reqlog *reqlog = app->metrics ? wp_reqlog_open(o->access_log, app->metrics, err) : NULL;
     if (!reqlog) fprintf(stderr, "warpd: %s\n", app->metrics ? err->msg : "out of memory for the metrics");
@@ -329,7 +328,7 @@ static wp_reqlog *open_request_log(const options *o, wp_app *app, wp_err *err) {
 
 /* --tls-cert and --tls-key, both or neither: their PEM text, for the caller to free. Returns 0, else the
  * exit status. */
-static int read_tls_files(const options *o, char **tls_cert, char **tls_key, wp_err *err) {
+static int read_tls_files(const wp_options *o, char **tls_cert, char **tls_key, wp_err *err) {
     if (!o->tls_cert != !o->tls_key) {
         fprintf(stderr, "warpd: --tls-cert and --tls-key go together (got only %s)\n",
                 o->tls_cert ? "--tls-cert" : "--tls-key");
@@ -345,7 +344,7 @@ static int read_tls_files(const options *o, char **tls_cert, char **tls_key, wp_
 }
 
 /* The HTTP server on --listen (TCP, TLS or a Unix socket). Returns 0, else the exit status. */
-static int start_http(const options *o, wp_app *app, wp_reqlog *reqlog, const char *tls_cert, const char *tls_key,
+static int start_http(const wp_options *o, wp_app *app, wp_reqlog *reqlog, const char *tls_cert, const char *tls_key,
                       wp_err *err) {
     wp_http_config hc = {.host = o->host,
                          .port = o->port,
@@ -381,7 +380,7 @@ static int start_http(const options *o, wp_app *app, wp_reqlog *reqlog, const ch
     return 0;
 }
 
-static void print_banner(const options *o, const wp_app *app, const char *cache_dir) {
+static void print_banner(const wp_options *o, const wp_app *app, const char *cache_dir) {
     int maj, min;
     wp_jit_version(app->jit, &maj, &min);
     char where[PATH_MAX + 160];
@@ -428,7 +427,7 @@ int main(int argc, char **argv) {
     static wp_access *access; /* static: still reachable (no leak report) when start-up fails below */
     static wp_reqlog *reqlog; /* the same */
     static wp_app app;        /* the one app; handlers get a pointer */
-    options o;
+    wp_options o;
     wp_options_defaults(&o);
     o.access = access = wp_access_new();
     if (!o.access || wp_options_parse(argc, argv, &o)) return 2;
