@@ -142,12 +142,12 @@ void wp_api_shm_delete(void *appv, const wp_req *req, wp_resp *resp) {
 
 static const char *const use_fields[] = {"id", "offset", "count", NULL};
 
-/* The object {"id", "offset", ...} at `at` (field names prefix + key): the held region and offset. */
-static wp_region *hold_at(wp_app *app, const wp_req *req, const cJSON *at, const char *prefix, uint64_t *offset,
+/* The object {"id", "offset", ...} named `field` ("shm", "output.shm"; its keys' errors name field.key):
+ * the held region and offset. */
+static wp_region *hold_at(wp_app *app, const wp_req *req, const cJSON *at, const char *field, uint64_t *offset,
                           wp_err *err) {
-    char field[48];
-    snprintf(field, sizeof field, "%.30s", prefix);
-    field[strlen(field) - 1] = 0; /* "shm." -> "shm" */
+    char prefix[48];
+    snprintf(prefix, sizeof prefix, "%.40s.", field);
     if (wp_api_shm_allowed(app, req, field, err)) return NULL;
     if (!cJSON_IsObject(at)) {
         WP_FAIL(err, 400, "wrong_type", field, "%s must be an object {\"id\", \"offset\", ...}", field);
@@ -155,7 +155,7 @@ static wp_region *hold_at(wp_app *app, const wp_req *req, const cJSON *at, const
     }
     if (wp_json_only(at, prefix, use_fields, err)) return NULL;
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(at, "id");
-    char id_field[48], off_field[48];
+    char id_field[64], off_field[64];
     snprintf(id_field, sizeof id_field, "%sid", prefix);
     snprintf(off_field, sizeof off_field, "%soffset", prefix);
     if (!cJSON_IsString(id)) {
@@ -172,7 +172,7 @@ static wp_region *hold_at(wp_app *app, const wp_req *req, const cJSON *at, const
 
 wp_region *wp_api_shm_input(wp_app *app, const wp_req *req, const cJSON *shm, wp_type t, uint64_t *offset,
                             uint64_t *count, wp_err *err) {
-    wp_region *g = hold_at(app, req, shm, "shm.", offset, err);
+    wp_region *g = hold_at(app, req, shm, "shm", offset, err);
     if (!g) return NULL;
     wp_region_info r;
     wp_region_describe(g, &r);
@@ -202,7 +202,7 @@ wp_region *wp_api_shm_output(wp_app *app, const wp_req *req, const cJSON *shm, u
                 "an output region takes id and offset; the count is the result's");
         return NULL;
     }
-    wp_region *g = hold_at(app, req, shm, "output.shm.", offset, err);
+    wp_region *g = hold_at(app, req, shm, "output.shm", offset, err);
     if (!g) return NULL;
     wp_region_info r;
     wp_region_describe(g, &r);
