@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -242,8 +243,15 @@ static const char *header_of(void *mc, const char *name) {
     return MHD_lookup_connection_value(mc, MHD_HEADER_KIND, name);
 }
 
-/* The announced Content-Length of c's request: a body past the limit is answered 413 before it is
- * read; a raw body of a route with stream hooks goes to them as it arrives; else the body's buffer is
+/* Whether the client waits for "100 Continue" before it sends the body. */
+static bool expects_continue(struct MHD_Connection *mc) {
+    const char *e = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT);
+    return e && !strcasecmp(e, "100-continue");
+}
+
+/* The announced Content-Length of c's request: a body past the limit is answered 413 (before it is
+ * read where the client waits for that or it is past the limit by more than WP_HTTP_DISCARD_MAX; else
+ * after it is read and dropped); a raw body of a route with stream hooks goes to them as it arrives; else the body's buffer is
  * made at once. MHD_YES to go on reading. */
 static enum MHD_Result announced_length(wp_http *h, wp_call *c, struct MHD_Connection *mc, const char *method,
                                         const char *url, const char *length) {
@@ -251,6 +259,15 @@ static enum MHD_Result announced_length(wp_http *h, wp_call *c, struct MHD_Conne
     errno = 0;
     unsigned long long n = strtoull(length, &end, 10);
     if (errno == ERANGE || n > h->cfg.max_body) {
+        if (errno != ERANGE && n - h->cfg.max_body <= WP_HTTP_DISCARD_MAX && !expects_continue(mc)) {
+            /* The body is on its way: read and dropped, then answered (on_body_done). Answered now and
+             * closed, a reset of the connection with the body still arriving can reach the client before
+             * the answer does (seen over TLS). */
+            c->state = CALL_TOO_LARGE;
+            c->length = n;
+            c->has_length = true;
+            return MHD_YES;
+        }
         char msg[96];
         snprintf(msg, sizeof msg, "the body is larger than the %zu-byte limit", h->cfg.max_body);
         http_resp_fail(&c->resp, 413, "body_too_large", "body", msg);
@@ -321,9 +338,9 @@ static enum MHD_Result on_body_piece(wp_http *h, wp_call *c, struct MHD_Connecti
         c->body = NULL;
         c->body_len = c->body_cap = 0;
     }
-    if (c->state == CALL_TOO_LARGE) {
+    if (c->state == CALL_TOO_LARGE) { /* a known length was checked in announced_length */
         c->discarded += n;
-        return c->discarded > WP_HTTP_DISCARD_MAX ? MHD_NO : MHD_YES;
+        return !c->has_length && c->discarded > WP_HTTP_DISCARD_MAX ? MHD_NO : MHD_YES;
     }
     if (c->body_len + n + 1 > c->body_cap) {
         size_t cap = c->body_cap ? c->body_cap : WP_HTTP_BODY_INITIAL;

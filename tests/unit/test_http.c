@@ -393,6 +393,12 @@ static void test_bodies(void) {
     } else
         CHECK(0);
     hc_resp_free(&r);
+    T_CASE("413: oversize Content-Length with Expect: 100-continue, answered before the body");
+    char over[64];
+    snprintf(over, sizeof over, "Content-Length: %u", MAX_BODY + 1);
+    const char *expect_len[] = {"Content-Type: application/json", over, "Expect: 100-continue", NULL};
+    CHECK(req("POST", "/echo", expect_len, NULL, 0, 0, &r) == 0 && has_error(&r, 413, "body_too_large"));
+    hc_resp_free(&r);
     T_CASE("413: oversize Content-Length with the body");
     CHECK(req("POST", "/slow", NULL, big, MAX_BODY + 1, 0, &r) == 0 && has_error(&r, 413, "body_too_large"));
     hc_resp_free(&r);
