@@ -251,8 +251,8 @@ static bool expects_continue(struct MHD_Connection *mc) {
 
 /* The announced Content-Length of c's request: a body past the limit is answered 413 (before it is
  * read where the client waits for that or it is past the limit by more than WP_HTTP_DISCARD_MAX; else
- * after it is read and dropped); a raw body of a route with stream hooks goes to them as it arrives; else the body's buffer is
- * made at once. MHD_YES to go on reading. */
+ * after it is read and dropped); a raw body of a route with stream hooks goes to them as it arrives; else the body's
+ * buffer is made at once. MHD_YES to go on reading. */
 static enum MHD_Result announced_length(wp_http *h, wp_call *c, struct MHD_Connection *mc, const char *method,
                                         const char *url, const char *length) {
     char *end;
