@@ -17,10 +17,13 @@ tally() { # program output in $log
   total_pass=$((total_pass+p)); total_fail=$((total_fail+f))
   if grep -q 'SKIPPED' "$log"; then total_skip=$((total_skip+1)); fi
 }
+times=() # "seconds name" of each program, printed at the end (where the suite's minutes go)
 run_prog() { # name, command...
   local name=$1; shift
   echo "== $name"
+  local t0=$SECONDS
   "$@" >"$log" 2>&1; local rc=$?
+  times+=("$((SECONDS - t0)) $name")
   cat "$log"
   tally "$name"
   if [ $rc -ne 0 ] && ! grep -qE ' [1-9][0-9]* failed' "$log"; then echo "!! $name exited $rc"; total_fail=$((total_fail+1)); fi
@@ -80,6 +83,8 @@ if [ "$what" = gpu ]; then
   for t in "$BUILD"/tests/gpu/*; do [ -x "$t" ] && [ ! -d "$t" ] && [[ "$t" != *.o ]] && [[ "$t" != *.d ]] && run_prog "gpu/$(basename "$t")" "$t"; done
 fi
 echo
+echo "seconds per program, the longest first (total ${SECONDS} s):"
+printf '%s\n' "${times[@]}" | sort -rn | head -n 12 | sed 's/^/  /'
 [ $total_skip -gt 0 ] && echo "NOTE: $total_skip suite(s) printed SKIPPED (see above)"
 echo "$what: $total_pass passed, $total_fail failed"
 [ $total_fail -eq 0 ]

@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""ipc_phases.py — where the Python client's time goes in a repeated CUDA IPC reduce (issue 22: wall
+time per call <= kernel time + 100 us).
+  python3 bench/gpu/ipc_phases.py URL [N]     (N: f32 elements, default 2^28)
+Prints medians (of 201 calls) of: warpd.Client.reduce(a) whole; its parts (before the exchange: the
+array, the context, the sync, the buffer lookup, the JSON; the exchange on the socket; after it); the same
+request's bytes sent by a bare Python socket loop; the daemon's own total_us; the kernel; and the cost of
+single steps (cuCtxSynchronize, __cuda_array_interface__, json)."""
+import json, socket, statistics, sys, time, urllib.parse
+import cupy as cp
+sys.path.insert(0, "clients/python")
+import warpd
+
+url = sys.argv[1]
+n = int(sys.argv[2]) if len(sys.argv) > 2 else 1 << 28
+a = cp.ones(n, dtype=cp.float32)
+cp.cuda.Device().synchronize()
+c = warpd.Client(url)
+c.reduce(a)
+R = 201
+med = statistics.median
+marks = {}
+orig = warpd.Client._exchange
+
+
+def timed_exchange(conn, method, target, data, headers):
+    marks["x0"] = time.perf_counter_ns()
+    r = orig(conn, method, target, data, headers)
+    marks["x1"] = time.perf_counter_ns()
+    marks["body"] = data
+    marks["head"] = headers
+    return r
+
+
+warpd.Client._exchange = staticmethod(timed_exchange)
+whole, pre, wire, post, total = [], [], [], [], []
+for _ in range(R):
+    t0 = time.perf_counter_ns()
+    ans = c.reduce(a)
+    t1 = time.perf_counter_ns()
+    whole.append((t1 - t0) / 1e3)
+    pre.append((marks["x0"] - t0) / 1e3)
+    wire.append((marks["x1"] - marks["x0"]) / 1e3)
+    post.append((t1 - marks["x1"]) / 1e3)
+    total.append(ans["timing"]["total_us"])
+warpd.Client._exchange = staticmethod(orig)
+prof = [c._json("POST", "/v1/reduce", {"op": "sum", "buffer": json.loads(marks["body"])["buffer"], "profile": True})
+        for _ in range(21)]
+kern = med([p["timing"]["kernel_us"] for p in prof])
+
+# the same bytes from a bare socket loop (no client at all)
+u = urllib.parse.urlparse(url)
+body = marks["body"]
+req = (f"POST /v1/reduce HTTP/1.1\r\nHost: {u.hostname}:{u.port}\r\nContent-Type: application/json\r\n"
+       f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+s = socket.create_connection((u.hostname, u.port))
+s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+bare = []
+for _ in range(R):
+    t0 = time.perf_counter_ns()
+    s.sendall(req)
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        buf += s.recv(65536)
+    h, _, rest = buf.partition(b"\r\n\r\n")
+    ln = int([l.split(b":")[1] for l in h.split(b"\r\n") if l.lower().startswith(b"content-length")][0])
+    while len(rest) < ln:
+        rest += s.recv(65536)
+    bare.append((time.perf_counter_ns() - t0) / 1e3)
+s.close()
+
+
+def each(fn, k=2001):
+    ts = []
+    for _ in range(k):
+        t0 = time.perf_counter_ns(); fn(); ts.append((time.perf_counter_ns() - t0) / 1e3)
+    return med(ts)
+
+
+drv = c._driver()
+with drv.context(0):
+    sync = each(drv.synchronize)
+cai = each(lambda: a.__cuda_array_interface__)
+dev = each(lambda: a.device.id)
+ga = each(lambda: warpd._GpuArray(a, "cupy", c._driver))
+jd = each(lambda: json.dumps({"op": "sum", "buffer": "b1234567"}))
+jl = each(lambda: json.loads(json.dumps(ans)))
+print(f"2^{n.bit_length() - 1} f32, median of {R}: kernel {kern:.0f} us")
+print(f"  Client.reduce   {med(whole):6.0f} us  (over the kernel {med(whole) - kern:.0f})")
+print(f"    before        {med(pre):6.1f} us")
+print(f"    exchange      {med(wire):6.1f} us")
+print(f"    after         {med(post):6.1f} us")
+print(f"  bare socket     {med(bare):6.0f} us  (over the kernel {med(bare) - kern:.0f})")
+print(f"  daemon total_us {med(total):6.0f} us  (over the kernel {med(total) - kern:.0f})")
+print(f"  steps: cuCtxSynchronize {sync:.1f}, __cuda_array_interface__ {cai:.1f}, device.id {dev:.1f}, "
+      f"_GpuArray {ga:.1f}, json.dumps {jd:.1f}, json.loads(answer) {jl:.1f} us")
+print("  answer timing:", json.dumps(ans["timing"]))
+c.close()
