@@ -49,8 +49,8 @@ static const struct {
     tok_kind kind;
     node_kind op;
 } name_rows[] = {
-    {"a", T_A, N_A}, {"b", T_B, N_B}, {"min", T_CALL, N_MIN}, {"max", T_CALL, N_MAX}, {"abs", T_CALL, N_ABS},
-    {"x", T_A, N_A}, {"y", T_B, N_B}, /* a map's spellings of a and b (wp_map_parse) */
+    {"a", T_A, N_A},        {"b", T_B, N_B}, {"min", T_CALL, N_MIN}, {"max", T_CALL, N_MAX},
+    {"abs", T_CALL, N_ABS}, {"x", T_A, N_A}, {"y", T_B, N_B}, /* a map's spellings of a and b (wp_map_parse) */
 };
 
 typedef struct {
@@ -185,7 +185,8 @@ static int lex_name(parser *p, int pos, token *tk) {
     describe(s, n, what, sizeof what);
     if (p->map && n == 1 && s[0] == 'y')
         return fail_at(p, pos, "the map uses y but the request has no second input (data2, data2_b64, buffer2, shm2)");
-    return fail_at(p, pos, "unknown name %s (only %s, min, max, abs)", what, p->map ? (p->has_y ? "x, y" : "x") : "a, b");
+    return fail_at(p, pos, "unknown name %s (only %s, min, max, abs)", what,
+                   p->map ? (p->has_y ? "x, y" : "x") : "a, b");
 }
 
 static int lex_punct(parser *p, int pos, token *tk) {
@@ -437,13 +438,3 @@ int wp_map_parse(const char *s, wp_type t, bool has_y, const char *field, wp_op 
     out->expr = e;
     return 0;
 }
-
-static bool reads_b(const wp_expr *e, int id) {
-    const node *nd = &e->nodes[id];
-    if (nd->kind == N_B) return true;
-    for (int i = 0; i < 3; i++)
-        if (nd->kid[i] >= 0 && reads_b(e, nd->kid[i])) return true;
-    return false;
-}
-
-bool wp_map_uses_y(const wp_op *map) { return map && map->expr && reads_b(map->expr, map->expr->root); }

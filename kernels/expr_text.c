@@ -137,6 +137,16 @@ int wp_op_cxx(const wp_op *op, wp_type t, char *type_name, size_t tn, char *defi
     return name.overflow || def.overflow ? -1 : 0;
 }
 
+static bool reads_b(const wp_expr *e, int id) {
+    const node *nd = &e->nodes[id];
+    if (nd->kind == N_B) return true;
+    for (int i = 0; i < 3; i++)
+        if (nd->kid[i] >= 0 && reads_b(e, nd->kid[i])) return true;
+    return false;
+}
+
+bool wp_map_uses_y(const wp_op *map) { return map && map->expr && reads_b(map->expr, map->expr->root); }
+
 /* A map's functor: wp_map_expr::operator()(x, y) in the element type T (computed in wp_calc<T>, rounded
  * once), y ignored unless the map reads it; uses_y says whether the kernel loads a second input. */
 int wp_map_cxx(const wp_op *map, char *definition, size_t dn) {

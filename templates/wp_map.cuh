@@ -19,7 +19,7 @@ template <class Op> struct wp_split {
     typedef Op op;
     typedef wp_map_none map;
 };
-template <class O, class M> struct wp_split<wp_mapped<O, M> > {
+template <class O, class M> struct wp_split<wp_mapped<O, M>> {
     typedef O op;
     typedef M map;
 };
@@ -29,14 +29,18 @@ template <> struct wp_is_map<wp_map_none> { static constexpr bool value = false;
 
 /* Element i of `in`, mapped (y from p.in2 when the map reads it). */
 template <class Map, typename T> WP_DEV T wp_map_at(const wp_data_params &p, const T *in, unsigned long long i) {
-    if constexpr (Map::uses_y) return Map()(in[i], ((const T *)p.in2)[i]);
-    else return Map()(in[i], in[i]);
+    if constexpr (Map::uses_y)
+        return Map()(in[i], ((const T *)p.in2)[i]);
+    else
+        return Map()(in[i], in[i]);
 }
 
 /* Map(x[j], y[j]) of a thread's loaded elements; y is not read unless the map reads it. */
 template <class Map, typename T, int K> WP_DEV T wp_map_pick(const T (&x)[K], const T (&y)[K], int j) {
-    if constexpr (Map::uses_y) return Map()(x[j], y[j]);
-    else return Map()(x[j], x[j]);
+    if constexpr (Map::uses_y)
+        return Map()(x[j], y[j]);
+    else
+        return Map()(x[j], x[j]);
 }
 
 /* Threads per block for min-blocks launch bounds: a map over two inputs keeps twice the loads in

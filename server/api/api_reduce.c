@@ -30,10 +30,10 @@ static const char *const reduce_families[] = {"device_reduce",    "warp_reduce",
 static const char *const scan_families[] = {"device_scan", "warp_scan", "block_scan", "stencil", NULL};
 
 static const char *const body_fields[] = {
-    "family", "type",   "op",      "strategy", "block",   "width",   "accumulate", "exclusive", "inclusive",
-    "init",   "radius", "weights", "offsets",  "backend", "data",    "data_b64",   "buffer",    "generate",
-    "check",  "output", "compile", "count",    "device",  "profile", "shm",        "map",       "data2",
-    "data2_b64", "buffer2", "shm2", NULL};
+    "family",    "type",     "op",     "strategy",  "block",   "width",   "accumulate", "exclusive",
+    "inclusive", "init",     "radius", "weights",   "offsets", "backend", "data",       "data_b64",
+    "buffer",    "generate", "check",  "output",    "compile", "count",   "device",     "profile",
+    "shm",       "map",      "data2",  "data2_b64", "buffer2", "shm2",    NULL};
 
 static bool is_octet_stream(const char *s) {
     return s && !strncmp(s, "application/octet-stream", 24) && (!s[24] || s[24] == ';' || s[24] == ' ');
@@ -236,7 +236,7 @@ static int parse_job(wp_app *app, reduce_req *q) {
     if (wp_spec_from_json(q->body, app->arch, &q->spec, &q->err) || parse_second(q)) return -1;
     int rc = q->in.held ? input_buffer(app, q) : wp_app_backend(app, q->body, q->f, &q->be, &q->err);
     if (rc) return rc;
-    if (q->spec.data.map_y && q->inline_run) return 1; /* two inputs: on a worker */
+    if (q->spec.data.map_y && q->inline_run) return 1;                       /* two inputs: on a worker */
     if (q->req->sink && !q->in.held) q->be = ((raw_sink *)q->req->sink)->be; /* placed when the streamed body began */
     if (q->inline_run && !wp_app_may_run_inline(app, q->be)) return 1; /* a GPU job: to a worker before any upload */
     wp_reduce_job *job = &q->job.job;

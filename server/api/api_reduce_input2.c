@@ -84,8 +84,9 @@ int reduce_input_second(wp_app *app, const wp_req *req, const cJSON *body, wp_ty
     if (rc) return -1;
     if (in2->host) in2->data = in2->host;
     if (in2->count != count)
-        return WP_FAIL(err, 400, "bad_length", name, "%s holds %llu elements, the first input %llu: give the same length",
-                       name, (unsigned long long)in2->count, (unsigned long long)count);
+        return WP_FAIL(err, 400, "bad_length", name,
+                       "%s holds %llu elements, the first input %llu: give the same length", name,
+                       (unsigned long long)in2->count, (unsigned long long)count);
     return 0;
 }
 

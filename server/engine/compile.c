@@ -12,10 +12,9 @@
 
 #include "util/json.h"
 
-static const char *const compile_fields[] = {"family",   "type",  "width",      "mask",      "op",
-                                             "strategy", "block", "accumulate", "exclusive", "inclusive",
-                                             "radius",   "ptx",   "source",     "sass",      "map",
-                                             NULL};
+static const char *const compile_fields[] = {"family", "type",       "width",     "mask",      "op",     "strategy",
+                                             "block",  "accumulate", "exclusive", "inclusive", "radius", "ptx",
+                                             "source", "sass",       "map",       NULL};
 /* The fields only data families (device_reduce, ...) take: the kernel /v1/reduce or /v1/scan would run. */
 static const char *const data_fields[] = {"strategy",  "block",  "accumulate", "exclusive",
                                           "inclusive", "radius", "map",        NULL};
