@@ -88,7 +88,7 @@ NUMPY_TYPES = {"int32": "i32", "uint32": "u32", "int64": "i64", "uint64": "u64",
                "float64": "f64", "float16": "f16", "bfloat16": "bf16"}
 # reduce/scan fields a raw body can carry as query arguments (server/api/api_reduce.c); others go as JSON
 _RAW_QUERY_FIELDS = {"family", "strategy", "block", "width", "accumulate", "exclusive", "inclusive", "init",
-                     "radius", "backend", "check", "output", "compile"}
+                     "radius", "backend", "check", "output", "compile", "map"}
 
 
 class WarpdError(Exception):
