@@ -1764,6 +1764,9 @@ def _data_args(p):
     p.add_argument("--generate", metavar="KIND:N[:SEED]", help="made on the device: iota:N, random:N:SEED, constant:N")
     p.add_argument("--strategy", help="gmem smem shfl_xor shfl_down redux atomic (default: the fastest)")
     p.add_argument("--check", action="store_true", help="also compute a float64 CPU reference")
+    p.add_argument("--map", help="applied to each element first, over x (and y: --data2, --buffer2): x*x, abs(x)")
+    p.add_argument("--data2", help="the second input of a map over y (or --op dot): inline values, FILE's length")
+    p.add_argument("--buffer2", help="the second input as a buffer id")
     p.add_argument("--async", dest="async_", action="store_true", help="run as an async job, with a progress bar")
     p.add_argument("--progress", action="store_true", help="always show the upload progress bar")
     p.add_argument("--json", action="store_true", help="print the whole JSON answer")
@@ -1778,7 +1781,13 @@ def _generate(text):
 
 
 def _run_data(c, kind, a):
-    extra = {"strategy": a.strategy, "check": True if a.check else None}
+    extra = {"strategy": a.strategy, "check": True if a.check else None, "map": a.map}
+    if a.data2 is not None:
+        extra["data2"] = _list(a.data2)
+    if a.buffer2 is not None:
+        extra["buffer2"] = a.buffer2
+    if (a.data2 is not None or a.buffer2 is not None) and a.file:
+        a.b64 = True  # a raw body has no room for a second input: FILE goes as data_b64
     if kind == "scan":
         if a.exclusive:
             extra["exclusive"] = True

@@ -499,6 +499,15 @@ class Cli(unittest.TestCase):
         p = self.cli("warp", "--family", "ballot", "--args", 'pred={"op":"between","lo":42,"hi":53}', "--iota", "128", "--json")
         self.assertEqual(json.loads(p.stdout)["output"][40], "0x001ff800")
 
+    def test_map_and_dot(self):
+        r = json.loads(self.cli("reduce", "--data", "1,2,3", "--op", "dot", "--data2", "4,-5,6", "--json").stdout)
+        self.assertEqual((r["value"], r["map"]), (4 - 10 + 18, "(x * y)"))
+        r = json.loads(self.cli("scan", "--type", "i32", "--data", "1,-2,3", "--map", "x*x", "--json").stdout)
+        self.assertEqual(r["data"], [1, 5, 14])
+        p = self.cli("reduce", "--data", "1,2", "--map", "x*q", ok=False)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("map", p.stderr)
+
     def test_compile_info_families_health_metrics(self):
         out = self.cli("compile", "--family", "warp_allreduce", "--type", "f32", "--op", "max", "--ptx").stdout
         self.assertIn("instantiation: wp_warp_allreduce<float, 32, 0xffffffffu, wp_op_max<float> >", out)
