@@ -29,6 +29,7 @@ gpu_tasks=(
   "tune|(ONLY= REDUCE_SWEEP=...)|device_reduce or device_scan against CUB for the tree and each sweep setting"
   "scan|NAME=SCAN_CU...|A/B of templates/scan.cu variants: device_scan against CUB and the cold prewarm"
   "prewarm|[SET.json] [ROUNDS]|cold warpd --prewarm --exit, an OLD build against this one, alternating"
+  "map|(MAX_LOG2=30)|transform-reduce: test_gpu_map, sum vs map x*x GB/s 2^24..2^30, dot 2^28 TB/s, CUB, CuPy"
 )
 
 gpu_usage() {

@@ -32,7 +32,7 @@ wp_type wp_data_acc_type(const wp_spec *s) {
 }
 
 wp_type wp_data_kernel_type(const wp_spec *s) {
-    if (!(s->family->flags & WP_F_OP)) return s->type;
+    if (!(s->family->flags & WP_F_OP) || s->data.map.expr) return s->type; /* a map sees the signed type */
     switch (s->op.kind) {
     case WP_OP_SUM:
     case WP_OP_PROD:

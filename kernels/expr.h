@@ -59,4 +59,16 @@ bool wp_op_identity(const wp_op *op, wp_type t, uint64_t *out);
  * (empty string for builtins). Returns 0, or -1 when a buffer is too small. */
 int wp_op_cxx(const wp_op *op, wp_type t, char *type_name, size_t tn, char *definition, size_t dn);
 
+/* ---- maps (transform-reduce): an expression over x (and y, an element of a second input) applied to
+ * each element before the operator. The same grammar and arithmetic as an operator's, in the element
+ * type; parsed and re-emitted by us like an operator. ---- */
+
+/* Parses a map for type t: variables x and, when has_y, y; no builtin names. Errors: 400 "bad_map"
+ * naming `field`. out->kind is WP_OP_EXPR, out->text its canonical text ("(x * x)"); free with wp_op_free.
+ * Evaluate it with wp_op_apply(map, t, x, y). */
+int wp_map_parse(const char *s, wp_type t, bool has_y, const char *field, wp_op *out, wp_err *err);
+bool wp_map_uses_y(const wp_op *map); /* whether the map reads y */
+/* The functor struct wp_map_expr (operator()(x, y) and uses_y) for the templates; 0, or -1 when dn is too small. */
+int wp_map_cxx(const wp_op *map, char *definition, size_t dn);
+
 #endif

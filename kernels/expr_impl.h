@@ -31,6 +31,7 @@ typedef struct {
 
 struct wp_expr {
     int root, count, cap;
+    bool map; /* a map (wp_map_parse): the leaves N_A and N_B are spelled x and y */
     node nodes[];
 };
 

@@ -49,7 +49,8 @@ static const struct {
     tok_kind kind;
     node_kind op;
 } name_rows[] = {
-    {"a", T_A, N_A}, {"b", T_B, N_B}, {"min", T_CALL, N_MIN}, {"max", T_CALL, N_MAX}, {"abs", T_CALL, N_ABS},
+    {"a", T_A, N_A},        {"b", T_B, N_B}, {"min", T_CALL, N_MIN}, {"max", T_CALL, N_MAX},
+    {"abs", T_CALL, N_ABS}, {"x", T_A, N_A}, {"y", T_B, N_B}, /* a map's spellings of a and b (wp_map_parse) */
 };
 
 typedef struct {
@@ -57,6 +58,9 @@ typedef struct {
     int len;
     wp_type type;
     const char *field;
+    const char *code; /* "bad_op", or "bad_map" for a map */
+    bool map;         /* a map: the variables are x (and y with has_y), never a and b */
+    bool has_y;
     wp_err *err;
     token cur;
     int nest;
@@ -87,7 +91,7 @@ static int fail_at(parser *p, int pos, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
-    return WP_FAIL(p->err, 400, "bad_op", p->field, "%s at position %d", what, pos);
+    return WP_FAIL(p->err, 400, p->code, p->field, "%s at position %d", what, pos);
 }
 
 static int fail_token(parser *p, const token *tk, const char *expected) {
@@ -158,12 +162,19 @@ static int lex_number(parser *p, int pos, token *tk) {
     return 0;
 }
 
+/* a and b in an operator; x (and y with a second input) in a map. */
+static bool var_allowed(const parser *p, const char *name) {
+    if (!p->map) return name[0] == 'a' || name[0] == 'b';
+    return name[0] == 'x' || (name[0] == 'y' && p->has_y);
+}
+
 static int lex_name(parser *p, int pos, token *tk) {
     const char *s = p->s + pos;
     int n = 0;
     while (is_name_char(s[n])) n++;
     tk->len = n;
     for (size_t i = 0; i < WP_ARRAY_LEN(name_rows); i++) {
+        if (name_rows[i].kind != T_CALL && !var_allowed(p, name_rows[i].name)) continue;
         if ((int)strlen(name_rows[i].name) == n && memcmp(name_rows[i].name, s, (size_t)n) == 0) {
             tk->kind = name_rows[i].kind;
             tk->op = name_rows[i].op;
@@ -172,7 +183,10 @@ static int lex_name(parser *p, int pos, token *tk) {
     }
     char what[64];
     describe(s, n, what, sizeof what);
-    return fail_at(p, pos, "unknown name %s (only a, b, min, max, abs)", what);
+    if (p->map && n == 1 && s[0] == 'y')
+        return fail_at(p, pos, "the map uses y but the request has no second input (data2, data2_b64, buffer2, shm2)");
+    return fail_at(p, pos, "unknown name %s (only %s, min, max, abs)", what,
+                   p->map ? (p->has_y ? "x, y" : "x") : "a, b");
 }
 
 static int lex_punct(parser *p, int pos, token *tk) {
@@ -292,7 +306,7 @@ static int parse_primary(parser *p) {
         return id;
     }
     default:
-        return fail_token(p, &p->cur, "a, b, a number, '(' or a function");
+        return fail_token(p, &p->cur, p->map ? "x, a number, '(' or a function" : "a, b, a number, '(' or a function");
     }
 }
 
@@ -350,7 +364,7 @@ static int parse_builtin(const char *s, int len) {
 
 static int parse_expression(parser *p, wp_op *out) {
     if (advance(p) < 0) return -1;
-    if (p->cur.kind == T_END) return fail_at(p, p->cur.pos, "empty operator");
+    if (p->cur.kind == T_END) return fail_at(p, p->cur.pos, p->map ? "empty map" : "empty operator");
     int root = parse_cond(p);
     if (root < 0) return -1;
     if (p->cur.kind != T_END) return fail_token(p, &p->cur, "an operator or end of input");
@@ -382,7 +396,39 @@ int wp_op_parse(const char *s, wp_type t, const char *field, wp_op *out, wp_err 
     wp_expr *e = calloc(1, sizeof *e + (size_t)cap * sizeof(node));
     if (!e) return WP_FAIL(err, 500, "no_memory", field, "out of memory parsing the operator");
     e->cap = cap;
-    parser p = {.s = s, .len = (int)len, .type = t, .field = field, .err = err, .e = e};
+    parser p = {.s = s, .len = (int)len, .type = t, .field = field, .code = "bad_op", .err = err, .e = e};
+    if (parse_expression(&p, out) < 0) {
+        free(e);
+        memset(out, 0, sizeof *out);
+        return -1;
+    }
+    out->kind = WP_OP_EXPR;
+    out->expr = e;
+    return 0;
+}
+
+/* A map: the same grammar over x (and y when has_y), never a builtin name; errors are 400 "bad_map". */
+int wp_map_parse(const char *s, wp_type t, bool has_y, const char *field, wp_op *out, wp_err *err) {
+    memset(out, 0, sizeof *out);
+    if (!s) return WP_FAIL(err, 400, "bad_map", field, "map missing");
+    if ((unsigned)t >= WP_TYPE_COUNT) return WP_FAIL(err, 400, "bad_map", field, "unknown type");
+    size_t len = strnlen(s, WP_EXPR_MAX_LEN + 1);
+    if (len > WP_EXPR_MAX_LEN)
+        return WP_FAIL(err, 400, "bad_map", field, "map longer than %d characters", WP_EXPR_MAX_LEN);
+    int cap = (int)len + 1;
+    wp_expr *e = calloc(1, sizeof *e + (size_t)cap * sizeof(node));
+    if (!e) return WP_FAIL(err, 500, "no_memory", field, "out of memory parsing the map");
+    e->cap = cap;
+    e->map = true;
+    parser p = {.s = s,
+                .len = (int)len,
+                .type = t,
+                .field = field,
+                .code = "bad_map",
+                .map = true,
+                .has_y = has_y,
+                .err = err,
+                .e = e};
     if (parse_expression(&p, out) < 0) {
         free(e);
         memset(out, 0, sizeof *out);

@@ -39,10 +39,10 @@ void expr_print_canon(sbuf *b, const wp_expr *e, int id) {
     const op_row *row = &expr_op_rows[nd->kind];
     switch (nd->kind) {
     case N_A:
-        sb_printf(b, "a");
+        sb_printf(b, e->map ? "x" : "a");
         return;
     case N_B:
-        sb_printf(b, "b");
+        sb_printf(b, e->map ? "y" : "b");
         return;
     case N_INT:
         sb_printf(b, "%llu", (unsigned long long)nd->ival);
@@ -135,4 +135,35 @@ int wp_op_cxx(const wp_op *op, wp_type t, char *type_name, size_t tn, char *defi
     print_cxx(&def, op->expr, op->expr->root);
     sb_printf(&def, ");\n    }\n};\n");
     return name.overflow || def.overflow ? -1 : 0;
+}
+
+static bool reads_b(const wp_expr *e, int id) {
+    const node *nd = &e->nodes[id];
+    if (nd->kind == N_B) return true;
+    for (int i = 0; i < 3; i++)
+        if (nd->kid[i] >= 0 && reads_b(e, nd->kid[i])) return true;
+    return false;
+}
+
+bool wp_map_uses_y(const wp_op *map) { return map && map->expr && reads_b(map->expr, map->expr->root); }
+
+/* A map's functor: wp_map_expr::operator()(x, y) in the element type T (computed in wp_calc<T>, rounded
+ * once), y ignored unless the map reads it; uses_y says whether the kernel loads a second input. */
+int wp_map_cxx(const wp_op *map, char *definition, size_t dn) {
+    if (!definition || dn == 0 || !map || map->kind != WP_OP_EXPR || !map->expr) return -1;
+    sbuf def = {definition, dn, 0, false};
+    definition[0] = 0;
+    sb_printf(&def,
+              "struct wp_map_expr {\n"
+              "    static constexpr bool uses_y = %s;\n"
+              "    template <typename T> __device__ T operator()(T a_, T b_) const {\n"
+              "        typedef typename wp_calc<T>::type C;\n"
+              "        const C a = wp_to_calc(a_), b = wp_to_calc(b_);\n"
+              "        (void)a;\n"
+              "        (void)b;\n"
+              "        return wp_from_calc<T>(",
+              wp_map_uses_y(map) ? "true" : "false");
+    print_cxx(&def, map->expr, map->expr->root);
+    sb_printf(&def, ");\n    }\n};\n");
+    return def.overflow ? -1 : 0;
 }

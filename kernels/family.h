@@ -38,7 +38,10 @@ enum {
     WP_F_ACCUM = 1u << 13,       /* f16/bf16 accumulate in f32 unless "accumulate":"native" */
     /* `width` is the wave size (32 or 64, AMD): lanes form waves of `width` threads instead of warps of
      * 32; src[] counts lanes within the wave. Used with WP_F_NO_MASK (EXEC is the active lanes). */
-    WP_F_WAVE = 1u << 14
+    WP_F_WAVE = 1u << 14,
+    /* takes "map" (transform-reduce): an expression over x (and y, a second input) applied to each
+     * element before the operator (wp_data_spec.map) */
+    WP_F_MAP = 1u << 15
 };
 
 typedef enum {

@@ -23,10 +23,15 @@ void wp_remu_init(wp_remu *c, const wp_spec *s, const wp_data_params *p) {
     c->strategy = s->data.strategy;
     c->in = (const void *)(uintptr_t)p->in;
     c->ident = p->init;
+    c->map = s->data.map.expr ? &s->data.map : NULL;
+    c->in2 = c->map && s->data.map_y ? (const void *)(uintptr_t)p->in2 : NULL;
 }
 
+/* A map's value is computed in the element type (as templates/wp_map.cuh), then widened. */
 uint64_t wp_remu_elem(const wp_remu *c, uint64_t i) {
-    return wp_data_to_acc(c->type, c->acc, wp_data_load(c->type, c->in, i));
+    uint64_t x = wp_data_load(c->type, c->in, i);
+    if (c->map) x = wp_op_apply(c->map, c->type, x, c->in2 ? wp_data_load(c->type, c->in2, i) : 0);
+    return wp_data_to_acc(c->type, c->acc, x);
 }
 
 /* tree(valid): for o = P/2 .. 1, slot i < o takes op(v[i], v[i+o]) when i + o < valid. */

@@ -50,13 +50,17 @@ static int validate_data(wp_spec *s, wp_err *err);
 static int fits_compiler(const wp_spec *s, wp_err *err) {
     char key[WP_SPEC_KEY_MAX];
     bool fits = wp_spec_key_text(s, key, sizeof key) >= 0;
-    if (fits && (s->family->flags & WP_F_OP) && s->op.kind == WP_OP_EXPR && s->family->template_file) {
+    const bool map = s->family->flags & WP_F_DATA && s->data.map.expr;
+    if (fits && (((s->family->flags & WP_F_OP) && s->op.kind == WP_OP_EXPR) || map) && s->family->template_file) {
         char name[WP_SPEC_NAME_MAX], *prelude = malloc(WP_SPEC_PRELUDE_MAX);
         if (!prelude) return WP_FAIL(err, 500, "no_memory", "op", "out of memory");
         fits = wp_spec_name_expr(s, name, sizeof name, prelude, WP_SPEC_PRELUDE_MAX) == 0;
         free(prelude);
     }
     if (fits) return 0;
+    if (map)
+        return WP_FAIL(err, 400, "bad_map", "map", "map and operator too long once written out (map: %.40s...)",
+                       s->data.map.text);
     return WP_FAIL(err, 400, "bad_op", "op", "operator too long once written out (%zu characters canonical: %.40s...)",
                    strlen(s->op.text), s->op.text);
 }
@@ -95,6 +99,8 @@ static int validate_data(wp_spec *s, wp_err *err) {
     const wp_family *f = s->family;
     wp_data_spec *d = &s->data;
     if (s->mask != 0xffffffffu) return WP_FAIL(err, 400, "bad_mask", "mask", "family %s takes no member mask", f->name);
+    if (d->map.expr && !(f->flags & WP_F_MAP))
+        return WP_FAIL(err, 400, "unknown_field", "map", "family %s takes no map", f->name);
     if (!(f->flags & WP_F_WIDTH_GROUP) && s->width != 32)
         return WP_FAIL(err, 400, "bad_width", "width", "family %s takes no width", f->name);
     if (d->strategy == WP_STRAT_AUTO) d->strategy = f->strategy_default;
@@ -179,6 +185,20 @@ int wp_spec_data_from_json(const cJSON *obj, wp_spec *out, wp_err *err) {
     return 0;
 }
 
+/* "map" (WP_F_MAP families): an expression over x and y (whether the request has the second input that
+ * y reads is the endpoint's business); "op": "dot" sets it to x*y. */
+static int spec_map_from_json(const cJSON *obj, bool dot, wp_spec *out, wp_err *err) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, "map");
+    if (v && !(out->family->flags & WP_F_MAP))
+        return WP_FAIL(err, 400, "unknown_field", "map", "family %s takes no map", out->family->name);
+    if (v && dot) return WP_FAIL(err, 400, "bad_map", "map", "op dot is the map x*y with op sum: give map or dot");
+    if (v && !cJSON_IsString(v)) return WP_FAIL(err, 400, "wrong_type", "map", "map must be a string");
+    if (!v && !dot) return 0;
+    if (wp_map_parse(v ? v->valuestring : "x*y", out->type, true, "map", &out->data.map, err)) return -1;
+    out->data.map_y = wp_map_uses_y(&out->data.map);
+    return 0;
+}
+
 int wp_spec_from_json(const cJSON *obj, const char *arch, wp_spec *out, wp_err *err) {
     memset(out, 0, sizeof *out);
     if (!cJSON_IsObject(obj)) return WP_FAIL(err, 400, "bad_request", "", "the body must be a JSON object");
@@ -217,18 +237,23 @@ int wp_spec_from_json(const cJSON *obj, const char *arch, wp_spec *out, wp_err *
     if (m && wp_mask_from_json(m, "mask", &out->mask, err)) return -1;
 
     const cJSON *op = cJSON_GetObjectItemCaseSensitive(obj, "op");
+    bool dot = false; /* "op": "dot" is map x*y, op sum */
     if (f->flags & WP_F_OP) {
         const char *text = "sum";
         if (op) {
             if (!cJSON_IsString(op)) return WP_FAIL(err, 400, "wrong_type", "op", "op must be a string");
             text = op->valuestring;
         }
+        if ((f->flags & WP_F_MAP) && !strcmp(text, "dot")) {
+            dot = true;
+            text = "sum";
+        }
         if (wp_op_parse(text, out->type, "op", &out->op, err)) return -1;
     } else if (op) {
         return WP_FAIL(err, 400, "unknown_field", "op", "family %s takes no op", f->name);
     }
     snprintf(out->arch, sizeof out->arch, "%s", arch);
-    if ((f->flags & WP_F_DATA) && wp_spec_data_from_json(obj, out, err)) {
+    if ((f->flags & WP_F_DATA) && (wp_spec_data_from_json(obj, out, err) || spec_map_from_json(obj, dot, out, err))) {
         wp_spec_free(out);
         return -1;
     }
@@ -244,11 +269,14 @@ void wp_spec_free(wp_spec *s) {
         wp_op_free(&s->op);
         s->op.expr = NULL;
     }
+    if (s && s->data.map.expr) wp_op_free(&s->data.map);
 }
 
 int wp_spec_copy(wp_spec *dst, const wp_spec *src) {
     *dst = *src;
     dst->op.expr = NULL;
+    dst->data.map.expr = NULL;
+    if (src->data.map.expr && wp_op_copy(&dst->data.map, &src->data.map)) return -1;
     if (src->family && (src->family->flags & WP_F_OP)) return wp_op_copy(&dst->op, &src->op);
     return 0;
 }
@@ -257,8 +285,9 @@ int wp_spec_copy(wp_spec *dst, const wp_spec *src) {
  * type: an i32 sum names u32, wp_data_kernel_type). */
 static int data_key_text(const wp_spec *s, char *buf, size_t n) {
     const wp_family *f = s->family;
-    char op[sizeof s->op.text + 8] = "", width[16] = "", variant[24] = "";
+    char op[sizeof s->op.text + sizeof s->data.map.text + 16] = "", width[16] = "", variant[24] = "";
     if (f->flags & WP_F_OP) snprintf(op, sizeof op, "/op=%s", s->op.text);
+    if (s->data.map.expr) snprintf(op + strlen(op), sizeof op - strlen(op), "/map=%s", s->data.map.text);
     if (f->flags & WP_F_WIDTH_GROUP) snprintf(width, sizeof width, "/w%d", s->width);
     if (f->flags & WP_F_SCAN) snprintf(variant, sizeof variant, "/%s", s->data.exclusive ? "exclusive" : "inclusive");
     if (f->flags & WP_F_RADIUS) snprintf(variant, sizeof variant, "/r%d", s->data.radius);
@@ -278,6 +307,15 @@ static int data_name_expr(const wp_spec *s, char *buf, size_t n, char *prelude, 
         if (wp_op_cxx(&s->op, acc, op_type, sizeof op_type, prelude, pn)) return -1;
     } else {
         snprintf(op_type, sizeof op_type, "wp_op_sum<%s>", wp_type_cxx(acc));
+    }
+    if (s->data.map.expr) { /* Op = wp_mapped<op, wp_map_expr> (templates/wp_map.cuh) */
+        if (!pn) return -1;
+        char plain[sizeof op_type];
+        memcpy(plain, op_type, sizeof plain);
+        size_t used = strlen(prelude);
+        if (snprintf(op_type, sizeof op_type, "wp_mapped<%s, wp_map_expr>", plain) >= (int)sizeof op_type ||
+            wp_map_cxx(&s->data.map, prelude + used, pn - used))
+            return -1;
     }
     int variant = (f->flags & WP_F_SCAN) ? s->data.exclusive : s->data.radius;
     int len = snprintf(buf, n, "%s%s<%s, %s, %d, %d, %d, %d, %s >", f->kernel, s->data.batched ? "_batch" : "",

@@ -20,6 +20,10 @@ typedef struct {
     bool exclusive;  /* scans */
     int radius;      /* stencil: 1..WP_STENCIL_MAX_RADIUS */
     bool batched; /* the kernel's batched entry (<kernel>_batch: many jobs in one grid, server/engine/batch_reduce.c) */
+    /* WP_F_MAP families: "map", an expression over x (and y) applied to each element first; map.expr is
+     * NULL when there is none. map_y: it reads y, an element of the job's second input (wp_reduce_job.in2). */
+    wp_op map;
+    bool map_y;
 } wp_data_spec;
 
 typedef struct wp_spec {

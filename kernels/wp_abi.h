@@ -73,6 +73,7 @@ enum { WP_TILE_NONE = 0, WP_TILE_AGGREGATE = 1, WP_TILE_PREFIX = 2 };
 
 typedef struct wp_data_params {
     unsigned long long in;      /* const T * : n elements */
+    unsigned long long in2;     /* const T * : n elements, the second input a map reads as y (0: none) */
     unsigned long long out;     /* results: T or the accumulator type, per family (kernels/data.h) */
     unsigned long long aux;     /* segmented_reduce: const unsigned long long *offsets (groups + 1) */
     unsigned long long scratch; /* per-block partials or tile status (device_*; zeroed once at alloc) */

@@ -30,7 +30,16 @@ def default_set(families):
                 if op in BITWISE and t in FLOATS:
                     continue
                 specs.append({"family": name, "type": t, "op": op})
+    # Transform-reduce (issue 21): sums of squares, dot products and a scan of squares in f32 and f64.
+    for name, spec in MAP_SPECS:
+        if name in by_name and by_name[name].get("data", {}).get("map"):
+            for t in ("f32", "f64"):
+                specs.append({"family": name, "type": t, **spec})
     return specs
+
+
+MAP_SPECS = [("device_reduce", {"op": "sum", "map": "x*x"}), ("device_reduce", {"op": "dot"}),
+             ("device_scan", {"op": "sum", "map": "x*x"})]
 
 
 def main():

@@ -4,6 +4,7 @@
  * T the element type, A the accumulator (f32 for f16/bf16 unless native), Op a functor over A.
  * The combining order is docs/semantics.md's and kernels/reduce.c's. */
 #include "wp_block.cuh"
+#include "wp_map.cuh"
 
 /* Element -> accumulator: the value itself, or (value, index) for argmin/argmax. */
 template <typename T, typename A> struct wp_make_value {
@@ -59,50 +60,60 @@ WP_DEV void wp_fence_acq_rel_gpu() { asm volatile("fence.acq_rel.gpu;" ::: "memo
 
 /* One thread's fold: from vector `base` (its first, in tile b), tiles `step` = G * U * BLOCK vectors
  * apart; in each, vectors base, base + BLOCK, ..., base + (U - 1) * BLOCK, in that order, all U loads in
- * flight together. A partial last tile: the vectors below nvec (1 .. U - 1), loaded together too
- * (predicated), never one round trip each. `has` says whether acc holds a value yet. */
-template <typename T, int BLOCK, bool STREAM, class Op, class Make>
-WP_DEV void wp_fold_tiles(const T *in, unsigned long long base, unsigned long long nvec, unsigned long long step,
-                          typename Make::acc &acc, bool &has, Op op) {
+ * flight together (with a map over y, the same vectors of in2 beside them). A partial last tile: the
+ * vectors below nvec (1 .. U - 1), loaded together too (predicated), never one round trip each. `has`
+ * says whether acc holds a value yet. */
+template <typename T, int BLOCK, bool STREAM, class Op, class Make, class Map>
+WP_DEV void wp_fold_tiles(const T *in, const T *in2, unsigned long long base, unsigned long long nvec,
+                          unsigned long long step, typename Make::acc &acc, bool &has, Op op) {
     constexpr int V = 16 / sizeof(T), U = WP_REDUCE_UNROLL;
     for (; base + (U - 1) * BLOCK < nvec; base += step) {
-        T x[U][V];
+        T x[U][V], y[U][V];
 #pragma unroll
-        for (int u = 0; u < U; u++) wp_load_stream<T, STREAM>(in, base + u * BLOCK, x[u]);
+        for (int u = 0; u < U; u++) {
+            wp_load_stream<T, STREAM>(in, base + u * BLOCK, x[u]);
+            if constexpr (Map::uses_y) wp_load_stream<T, STREAM>(in2, base + u * BLOCK, y[u]);
+        }
 #pragma unroll
         for (int u = 0; u < U; u++)
 #pragma unroll
             for (int j = 0; j < V; j++) {
-                const typename Make::acc e = Make::run(x[u][j], (base + u * BLOCK) * V + j);
+                const typename Make::acc e =
+                    Make::run(wp_map_pick<Map>(x[u], y[u], j), (base + u * BLOCK) * V + j);
                 acc = (u == 0 && j == 0 && !has) ? e : op(acc, e);
             }
         has = true;
     }
     if (base < nvec) { /* the last tile, partial: 1 .. U - 1 of this thread's vectors are below nvec */
-        T x[U - 1][V];
+        T x[U - 1][V], y[U - 1][V];
 #pragma unroll
         for (int u = 0; u < U - 1; u++)
-            if (u == 0 || base + u * BLOCK < nvec) wp_load_stream<T, STREAM>(in, base + u * BLOCK, x[u]);
+            if (u == 0 || base + u * BLOCK < nvec) {
+                wp_load_stream<T, STREAM>(in, base + u * BLOCK, x[u]);
+                if constexpr (Map::uses_y) wp_load_stream<T, STREAM>(in2, base + u * BLOCK, y[u]);
+            }
 #pragma unroll
         for (int u = 0; u < U - 1; u++)
             if (u == 0 || base + u * BLOCK < nvec)
 #pragma unroll
                 for (int j = 0; j < V; j++) {
-                    const typename Make::acc e = Make::run(x[u][j], (base + u * BLOCK) * V + j);
+                    const typename Make::acc e =
+                        Make::run(wp_map_pick<Map>(x[u], y[u], j), (base + u * BLOCK) * V + j);
                     acc = (u == 0 && j == 0 && !has) ? e : op(acc, e);
                 }
         has = true;
     }
 }
 
-template <typename T, int BLOCK, int STRAT, class Op, class Make>
+/* Map (wp_map.cuh): applied to each element (with y from p.in2 when it reads it) before Make. */
+template <typename T, int BLOCK, int STRAT, class Op, class Make, class Map = wp_map_none>
 WP_DEV void wp_device_reduce_run(const wp_data_params &p, const unsigned bid, const unsigned G, Op op) {
     typedef typename Make::acc Acc;
     constexpr int V = 16 / sizeof(T);
     __shared__ __align__(16) unsigned char shared_raw[BLOCK * sizeof(Acc)];
     __shared__ bool is_last;
     Acc *shared = (Acc *)shared_raw;
-    const T *in = (const T *)p.in;
+    const T *in = (const T *)p.in, *in2 = (const T *)p.in2;
     const unsigned long long n = p.n, nvec = n / V, nv = (n + V - 1) / V;
     const int t = threadIdx.x;
     Acc acc = wp_zero<Acc>();
@@ -110,13 +121,13 @@ WP_DEV void wp_device_reduce_run(const wp_data_params &p, const unsigned bid, co
     const bool stream = n * sizeof(T) >= WP_REDUCE_STREAM_BYTES;
     constexpr unsigned long long TV = (unsigned long long)WP_REDUCE_UNROLL * BLOCK; /* vectors in a tile */
     if (stream) /* one loop each way: the load instruction is chosen once, not per load */
-        wp_fold_tiles<T, BLOCK, true, Op, Make>(in, bid * TV + t, nvec, G * TV, acc, has, op);
+        wp_fold_tiles<T, BLOCK, true, Op, Make, Map>(in, in2, bid * TV + t, nvec, G * TV, acc, has, op);
     else
-        wp_fold_tiles<T, BLOCK, false, Op, Make>(in, bid * TV + t, nvec, G * TV, acc, has, op);
+        wp_fold_tiles<T, BLOCK, false, Op, Make, Map>(in, in2, bid * TV + t, nvec, G * TV, acc, has, op);
     /* the partial last vector, element by element, by the thread whose progression reaches it */
     if ((nvec % TV) % BLOCK == (unsigned)t && (nvec / TV) % G == bid)
         for (unsigned long long i = nvec * V; i < n; i++) {
-            const Acc e = Make::run(in[i], i);
+            const Acc e = Make::run(wp_map_at<Map>(p, in, i), i);
             acc = has ? op(acc, e) : e;
             has = true;
         }
@@ -173,30 +184,38 @@ WP_DEV void wp_device_reduce_run(const wp_data_params &p, const unsigned bid, co
     }
 }
 
-/* 2048 threads per SM (8 blocks of 256) keep enough loads in flight: at most 32 registers a thread. */
+/* 2048 threads per SM (8 blocks of 256) keep enough loads in flight: at most 32 registers a thread.
+ * A map over two inputs (wp_map.cuh) has twice the loads in flight: half the blocks. */
 #define WP_REDUCE_MIN_BLOCKS(BLOCK) ((BLOCK) >= 64 ? 2048 / (BLOCK) : 32)
+#define WP_REDUCE_MIN_BLOCKS_OP(BLOCK, Op) (WP_REDUCE_MIN_BLOCKS(BLOCK) / wp_map_inputs<Op>::value)
 template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
-__global__ void __launch_bounds__(BLOCK, WP_REDUCE_MIN_BLOCKS(BLOCK)) wp_device_reduce(wp_data_params p) {
+__global__ void __launch_bounds__(BLOCK, WP_REDUCE_MIN_BLOCKS_OP(BLOCK, Op)) wp_device_reduce(wp_data_params p) {
     wp_grid_wait();
-    wp_device_reduce_run<T, BLOCK, STRAT, Op, wp_make_value<T, A> >(p, blockIdx.x, gridDim.x, Op());
+    typedef wp_split<Op> S;
+    wp_device_reduce_run<T, BLOCK, STRAT, typename S::op, wp_make_value<T, A>, typename S::map>(p, blockIdx.x, gridDim.x,
+                                                                                               typename S::op());
 }
 
 /* argmin/argmax: (value, first index) under wp_op_arg's total order, so any order gives the same. */
 template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
 __global__ void __launch_bounds__(BLOCK) wp_argmin(wp_data_params p) {
     wp_grid_wait();
-    wp_device_reduce_run<T, BLOCK, STRAT, wp_op_arg<A, false>, wp_make_arg<T, A> >(p, blockIdx.x, gridDim.x, wp_op_arg<A, false>());
+    wp_device_reduce_run<T, BLOCK, STRAT, wp_op_arg<A, false>, wp_make_arg<T, A>, typename wp_split<Op>::map>(
+        p, blockIdx.x, gridDim.x, wp_op_arg<A, false>());
 }
 template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
 __global__ void __launch_bounds__(BLOCK) wp_argmax(wp_data_params p) {
     wp_grid_wait();
-    wp_device_reduce_run<T, BLOCK, STRAT, wp_op_arg<A, true>, wp_make_arg<T, A> >(p, blockIdx.x, gridDim.x, wp_op_arg<A, true>());
+    wp_device_reduce_run<T, BLOCK, STRAT, wp_op_arg<A, true>, wp_make_arg<T, A>, typename wp_split<Op>::map>(
+        p, blockIdx.x, gridDim.x, wp_op_arg<A, true>());
 }
 
 /* Groups of GROUP consecutive elements, one per thread: out[g] = tree of group g (its first
  * min(GROUP, n - g*GROUP) elements), rounded to T. */
-template <typename T, typename A, int GROUP, int BLOCK, int STRAT, class Op>
+template <typename T, typename A, int GROUP, int BLOCK, int STRAT, class OpM>
 WP_DEV void wp_group_reduce_run(const wp_data_params &p, const unsigned bid) {
+    typedef typename wp_split<OpM>::op Op;
+    typedef typename wp_split<OpM>::map Map;
     __shared__ __align__(16) unsigned char shared_raw[BLOCK * sizeof(A)];
     A *shared = (A *)shared_raw;
     Op op;
@@ -205,7 +224,7 @@ WP_DEV void wp_group_reduce_run(const wp_data_params &p, const unsigned bid) {
     const unsigned long long n = p.n, i = (unsigned long long)bid * BLOCK + threadIdx.x;
     const unsigned long long g = i / GROUP, gbase = g * GROUP;
     const int valid = gbase >= n ? 0 : (n - gbase < GROUP ? (int)(n - gbase) : GROUP);
-    const A v = i < n ? wp_convert<A>(in[i]) : wp_zero<A>();
+    const A v = i < n ? wp_convert<A>(wp_map_at<Map>(p, in, i)) : wp_zero<A>();
     A *gmem = (A *)p.scratch + (unsigned long long)bid * BLOCK;
     const A r = wp_group_reduce<A, GROUP, BLOCK, STRAT, Op>(v, valid, op, shared, gmem, wp_from_bits64<A>(p.init));
     if ((threadIdx.x & (GROUP - 1)) == 0 && valid > 0) out[g] = wp_convert<T>(r);
@@ -225,7 +244,10 @@ __global__ void __launch_bounds__(BLOCK) wp_block_reduce(wp_data_params p) {
 /* One warp per segment [offsets[s], offsets[s+1]): lane l folds elements start + l, start + l + 32, ...
  * (the first starts the fold), then tree(min(32, length)) in lane 0. An empty segment gets p.init
  * (the identity; zero bits for an expression). */
-template <typename T, typename A, int BLOCK, int STRAT, class Op> WP_DEV void wp_segmented_run(const wp_data_params &p, const unsigned bid) {
+template <typename T, typename A, int BLOCK, int STRAT, class OpM>
+WP_DEV void wp_segmented_run(const wp_data_params &p, const unsigned bid) {
+    typedef typename wp_split<OpM>::op Op;
+    typedef typename wp_split<OpM>::map Map;
     Op op;
     const T *in = (const T *)p.in;
     T *out = (T *)p.out;
@@ -237,8 +259,9 @@ template <typename T, typename A, int BLOCK, int STRAT, class Op> WP_DEV void wp
     const unsigned long long len = end - start;
     A acc = wp_zero<A>();
     if ((unsigned long long)lane < len) {
-        acc = wp_convert<A>(in[start + lane]);
-        for (unsigned long long i = start + lane + 32; i < end; i += 32) acc = op(acc, wp_convert<A>(in[i]));
+        acc = wp_convert<A>(wp_map_at<Map>(p, in, start + lane));
+        for (unsigned long long i = start + lane + 32; i < end; i += 32)
+            acc = op(acc, wp_convert<A>(wp_map_at<Map>(p, in, i)));
     }
     const A r = wp_warp_reduce_valid<A, 32, STRAT, Op>(acc, len < 32 ? (int)len : 32, op);
     if (lane == 0) out[seg] = len ? wp_convert<T>(r) : wp_convert<T>(wp_from_bits64<A>(p.init));
@@ -252,25 +275,29 @@ __global__ void __launch_bounds__(BLOCK) wp_segmented_reduce(wp_data_params p) {
 /* ---- batched launches (server/batch_reduce.c): many small jobs of one kernel in one grid; block b
  * runs its job (wp_batch_job) through the very code path the job takes alone. ---- */
 template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
-__global__ void __launch_bounds__(BLOCK, WP_REDUCE_MIN_BLOCKS(BLOCK)) wp_device_reduce_batch(wp_data_params p) {
+__global__ void __launch_bounds__(BLOCK, WP_REDUCE_MIN_BLOCKS_OP(BLOCK, Op)) wp_device_reduce_batch(wp_data_params p) {
     wp_data_params q;
     unsigned G;
     const unsigned bid = wp_batch_job(p, q, G);
-    wp_device_reduce_run<T, BLOCK, STRAT, Op, wp_make_value<T, A> >(q, bid, G, Op());
+    typedef wp_split<Op> S;
+    wp_device_reduce_run<T, BLOCK, STRAT, typename S::op, wp_make_value<T, A>, typename S::map>(q, bid, G,
+                                                                                               typename S::op());
 }
 template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
 __global__ void __launch_bounds__(BLOCK) wp_argmin_batch(wp_data_params p) {
     wp_data_params q;
     unsigned G;
     const unsigned bid = wp_batch_job(p, q, G);
-    wp_device_reduce_run<T, BLOCK, STRAT, wp_op_arg<A, false>, wp_make_arg<T, A> >(q, bid, G, wp_op_arg<A, false>());
+    wp_device_reduce_run<T, BLOCK, STRAT, wp_op_arg<A, false>, wp_make_arg<T, A>, typename wp_split<Op>::map>(
+        q, bid, G, wp_op_arg<A, false>());
 }
 template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
 __global__ void __launch_bounds__(BLOCK) wp_argmax_batch(wp_data_params p) {
     wp_data_params q;
     unsigned G;
     const unsigned bid = wp_batch_job(p, q, G);
-    wp_device_reduce_run<T, BLOCK, STRAT, wp_op_arg<A, true>, wp_make_arg<T, A> >(q, bid, G, wp_op_arg<A, true>());
+    wp_device_reduce_run<T, BLOCK, STRAT, wp_op_arg<A, true>, wp_make_arg<T, A>, typename wp_split<Op>::map>(
+        q, bid, G, wp_op_arg<A, true>());
 }
 template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
 __global__ void __launch_bounds__(BLOCK) wp_warp_reduce_batch(wp_data_params p) {

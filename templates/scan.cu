@@ -4,19 +4,22 @@
  * kernel<T, A, WIDTH, BLOCK, STRAT, EXCLUSIVE, Op>; the order is docs/semantics.md's and
  * kernels/scan.c's. */
 #include "wp_block.cuh"
+#include "wp_map.cuh"
 
 /* One element per thread. inclusive: op(init, scan) with an init, else the scan. exclusive: the
  * group's first element gets init (the identity when none was given), element i > 0 op(init,
  * scan[i-1]) with an init, else scan[i-1]. */
-template <typename T, typename A, int GROUP, int BLOCK, int STRAT, int EXCL, class Op>
+template <typename T, typename A, int GROUP, int BLOCK, int STRAT, int EXCL, class OpM>
 WP_DEV void wp_group_scan_run(const wp_data_params &p, const unsigned bid) {
+    typedef typename wp_split<OpM>::op Op; /* a map (wp_map.cuh) applies where elements are read */
+    typedef typename wp_split<OpM>::map Map;
     __shared__ __align__(16) unsigned char shared_raw[BLOCK * sizeof(A)];
     A *shared = (A *)shared_raw;
     Op op;
     const T *in = (const T *)p.in;
     T *out = (T *)p.out;
     const unsigned long long i = (unsigned long long)bid * BLOCK + threadIdx.x;
-    const A v = i < p.n ? wp_convert<A>(in[i]) : wp_zero<A>();
+    const A v = i < p.n ? wp_convert<A>(wp_map_at<Map>(p, in, i)) : wp_zero<A>();
     const A inc = wp_group_scan<A, GROUP, BLOCK, STRAT, Op>(v, op, shared);
     const A init = wp_from_bits64<A>(p.init);
     A r;
@@ -247,8 +250,32 @@ template <int VECS> WP_DEV int wp_stage_slot(int c) {
     return t * VECS + (v ^ f);
 }
 
-template <typename T, typename A, int BLOCK, int STRAT, int EXCL, class Op>
+/* A thread's ITEMS elements from base (cnt of them valid) through the map: y, when it reads it, in
+ * 16-byte vectors of in2 for a whole thread, else element by element. */
+template <class Map, typename T, int ITEMS>
+WP_DEV void wp_device_scan_map(const wp_data_params &p, unsigned long long base, int cnt, T (&x)[ITEMS]) {
+    T y[ITEMS];
+    if constexpr (Map::uses_y) {
+        const T *in2 = (const T *)p.in2;
+        if (cnt == ITEMS) {
+#pragma unroll
+            for (int v = 0; v < ITEMS * (int)sizeof(T) / 16; v++) {
+                const uint4 q = __ldg((const uint4 *)(in2 + base) + v);
+                memcpy(&y[v * (16 / sizeof(T))], &q, 16);
+            }
+        } else {
+#pragma unroll
+            for (int j = 0; j < ITEMS; j++) y[j] = j < cnt ? in2[base + j] : wp_raw<T>::value(0);
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < ITEMS; j++) x[j] = wp_map_pick<Map>(x, y, j);
+}
+
+template <typename T, typename A, int BLOCK, int STRAT, int EXCL, class OpM>
 WP_DEV void wp_device_scan_run(const wp_data_params &p, const unsigned long long tile) {
+    typedef typename wp_split<OpM>::op Op; /* a map (wp_map.cuh) applies to the elements once loaded */
+    typedef typename wp_split<OpM>::map Map;
     typedef wp_tile_status<A> status;
     constexpr int ITEMS = WP_SCAN_THREAD_BYTES / sizeof(T);
     constexpr int VECS = WP_SCAN_THREAD_BYTES / 16;
@@ -298,6 +325,7 @@ WP_DEV void wp_device_scan_run(const wp_data_params &p, const unsigned long long
 #pragma unroll
         for (int j = 0; j < ITEMS; j++) x[j] = j < cnt ? in[base + j] : wp_raw<T>::value(0);
     }
+    if constexpr (wp_is_map<Map>::value) wp_device_scan_map<Map, T, ITEMS>(p, base, cnt, x);
     A agg = wp_convert<A>(x[0]);
 #pragma unroll
     for (int j = 1; j < ITEMS; j++)

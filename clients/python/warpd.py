@@ -88,7 +88,7 @@ NUMPY_TYPES = {"int32": "i32", "uint32": "u32", "int64": "i64", "uint64": "u64",
                "float64": "f64", "float16": "f16", "bfloat16": "bf16"}
 # reduce/scan fields a raw body can carry as query arguments (server/api/api_reduce.c); others go as JSON
 _RAW_QUERY_FIELDS = {"family", "strategy", "block", "width", "accumulate", "exclusive", "inclusive", "init",
-                     "radius", "backend", "check", "output", "compile"}
+                     "radius", "backend", "check", "output", "compile", "map"}
 
 
 class WarpdError(Exception):
@@ -1180,18 +1180,54 @@ class Client:
             return json.loads(payload)
         return payload
 
+    def _second_input(self, first, data2, buffer2, type, extra):
+        """A map over y (map=, op="dot"): the second input into extra as data2 (a list), data2_b64 (a numpy
+        array's bytes, or a CuPy array's / CUDA tensor's copied to the host) or buffer2 (an id); the first
+        input's type and length (the server answers 400 naming the field otherwise)."""
+        if data2 is not None and buffer2 is not None:
+            raise ValueError("give one of data2, buffer2")
+        if buffer2 is not None:
+            extra["buffer2"] = buffer2
+            return
+        if data2 is None:
+            return
+        kind = _gpu_kind(data2)
+        if kind:
+            g = _GpuArray(data2, kind, self._driver)
+            data2, type = self._gpu_host(g), type or g.type
+        if _is_array(data2):
+            if type is None and _is_array(first):
+                type = array_bytes(first[:0] if first.ndim else first.reshape(1)[:0], None)[1]
+            view, _ = array_bytes(data2, type)
+            extra["data2_b64"] = base64.b64encode(view).decode()
+        elif isinstance(data2, (bytes, bytearray, memoryview)):
+            extra["data2_b64"] = base64.b64encode(bytes(data2)).decode()
+        else:
+            extra["data2"] = list(data2)
+
+    def dot(self, a, b, type=None, *, full=False, **kw):
+        """The dot product of two inputs of one type and length (lists, numpy arrays, CuPy arrays or CUDA
+        tensors; or buffer ids with a=None, buffer=..., buffer2=...): POST /v1/reduce with "op": "dot" (map
+        x*y, op sum, accumulated like a sum). Returns the value; full=True the whole answer."""
+        got = self.reduce(a, type=type, op="dot", data2=b, **kw)
+        return got if full else got["value"]
+
     def reduce(self, data=None, type=None, op="sum", *, data_b64=None, buffer=None, generate=None, raw=None,
-               strategy=None, check=None, progress=None, transport=None, **extra):
+               strategy=None, check=None, progress=None, transport=None, map=None, data2=None, buffer2=None,
+               **extra):
         """POST /v1/reduce. One of: data (a list, inline JSON; or a numpy array, sent raw; or a CuPy array or
         PyTorch CUDA tensor), data_b64 (bytes or base64 text), buffer (id), generate ({"kind": "random",
         "n": N, "seed": S}), raw (bytes or a binary file, sent as application/octet-stream). type: f32
         unless given (an array's comes from its dtype). transport: how an array goes (see Client; lists,
         bytes and files always go by HTTP). Returns {"value", "count", "backend", "strategy", "key",
         "timing", ...}; for an array in, results that are arrays (segmented_reduce, per-group) also come as
-        "data", a numpy array."""
+        "data", a numpy array. map: an expression over x applied to each element first ("x*x", "abs(x)",
+        "x > 0 ? 1 : 0"); over y too with a second input data2 (a list or array of the same type and
+        length) or buffer2 (an id); op="dot" is map x*y, op sum."""
         t = self._transport(transport)
-        extra = dict(strategy=strategy, check=check, **extra)
+        extra = dict(strategy=strategy, check=check, map=map, **extra)
         x = raw if data is None else data
+        self._second_input(x, data2, buffer2, type, extra)
         kind = _gpu_kind(x) if x is not None else None
         if kind:
             return self._gpu_job("/v1/reduce", x, kind, type, op, t, extra, progress)
@@ -1203,17 +1239,19 @@ class Client:
 
     def scan(self, data=None, type=None, op="sum", *, data_b64=None, buffer=None, generate=None, raw=None,
              strategy=None, exclusive=None, check=None, raw_out=False, progress=None, transport=None, out=None,
-             **extra):
+             map=None, data2=None, buffer2=None, **extra):
         """POST /v1/scan; the same inputs as reduce. raw_out=True asks for the scanned data as raw bytes
         (Accept: application/octet-stream) and returns bytes (unpack(b, type) gives the list). A numpy
         array in gives a new numpy array out (flat, of its type; to_array), the answer's other fields
         dropped: through a region it is a copy of what the daemon wrote into a pooled region, so it is the
         caller's. out= (an array of the result's size and type) is filled and returned instead: the daemon
         writes into it directly when it lies in a shared() region. A CuPy array or a CUDA tensor in gives
-        one of the same kind, shape and device out (written by the daemon through CUDA IPC, or copied)."""
+        one of the same kind, shape and device out (written by the daemon through CUDA IPC, or copied).
+        map, data2, buffer2: as reduce's (a scan of squares: map="x*x")."""
         t = self._transport(transport)
-        extra = dict(strategy=strategy, exclusive=exclusive, check=check, **extra)
+        extra = dict(strategy=strategy, exclusive=exclusive, check=check, map=map, **extra)
         x = raw if data is None else data
+        self._second_input(x, data2, buffer2, type, extra)
         kind = _gpu_kind(x) if x is not None else None
         if kind:
             return self._gpu_job("/v1/scan", x, kind, type, op, t, extra, progress, scan=True, out=out)
@@ -1726,6 +1764,9 @@ def _data_args(p):
     p.add_argument("--generate", metavar="KIND:N[:SEED]", help="made on the device: iota:N, random:N:SEED, constant:N")
     p.add_argument("--strategy", help="gmem smem shfl_xor shfl_down redux atomic (default: the fastest)")
     p.add_argument("--check", action="store_true", help="also compute a float64 CPU reference")
+    p.add_argument("--map", help="applied to each element first, over x (and y: --data2, --buffer2): x*x, abs(x)")
+    p.add_argument("--data2", help="the second input of a map over y (or --op dot): inline values, FILE's length")
+    p.add_argument("--buffer2", help="the second input as a buffer id")
     p.add_argument("--async", dest="async_", action="store_true", help="run as an async job, with a progress bar")
     p.add_argument("--progress", action="store_true", help="always show the upload progress bar")
     p.add_argument("--json", action="store_true", help="print the whole JSON answer")
@@ -1740,7 +1781,13 @@ def _generate(text):
 
 
 def _run_data(c, kind, a):
-    extra = {"strategy": a.strategy, "check": True if a.check else None}
+    extra = {"strategy": a.strategy, "check": True if a.check else None, "map": a.map}
+    if a.data2 is not None:
+        extra["data2"] = _list(a.data2)
+    if a.buffer2 is not None:
+        extra["buffer2"] = a.buffer2
+    if (a.data2 is not None or a.buffer2 is not None) and a.file:
+        a.b64 = True  # a raw body has no room for a second input: FILE goes as data_b64
     if kind == "scan":
         if a.exclusive:
             extra["exclusive"] = True

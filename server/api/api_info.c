@@ -140,6 +140,8 @@ static void data_family_json(cJSON *o, const wp_family *f) {
     cJSON_AddBoolToObject(d, "segments", (f->flags & WP_F_SEGMENTS) != 0);
     cJSON_AddBoolToObject(d, "scan", (f->flags & WP_F_SCAN) != 0);        /* exclusive/inclusive, init */
     cJSON_AddBoolToObject(d, "accumulate", (f->flags & WP_F_ACCUM) != 0); /* f16/bf16: "f32" or "native" */
+    /* "map" (transform-reduce, over x and y: a second input), and "op": "dot" where there is an op */
+    cJSON_AddBoolToObject(d, "map", (f->flags & WP_F_MAP) != 0);
     if (f->flags & WP_F_RADIUS) {
         cJSON_AddNumberToObject(d, "radius_min", 1);
         cJSON_AddNumberToObject(d, "radius_max", WP_STENCIL_MAX_RADIUS);

@@ -30,9 +30,10 @@ static const char *const reduce_families[] = {"device_reduce",    "warp_reduce",
 static const char *const scan_families[] = {"device_scan", "warp_scan", "block_scan", "stencil", NULL};
 
 static const char *const body_fields[] = {
-    "family", "type",   "op",      "strategy", "block",   "width",   "accumulate", "exclusive", "inclusive",
-    "init",   "radius", "weights", "offsets",  "backend", "data",    "data_b64",   "buffer",    "generate",
-    "check",  "output", "compile", "count",    "device",  "profile", "shm",        NULL};
+    "family",    "type",     "op",     "strategy",  "block",   "width",   "accumulate", "exclusive",
+    "inclusive", "init",     "radius", "weights",   "offsets", "backend", "data",       "data_b64",
+    "buffer",    "generate", "check",  "output",    "compile", "count",   "device",     "profile",
+    "shm",       "map",      "data2",  "data2_b64", "buffer2", "shm2",    NULL};
 
 static bool is_octet_stream(const char *s) {
     return s && !strncmp(s, "application/octet-stream", 24) && (!s[24] || s[24] == ';' || s[24] == ' ');
@@ -66,6 +67,7 @@ typedef struct {
     wp_backend *be;
     bool check;
     reduce_input in;
+    reduce_input in2;    /* a map over y: the second input (api_reduce_input2.c) */
     wp_batch_reduce job; /* the job and its results (batch_exec.h) */
     data_form out_form;
     bool array;            /* the family writes an array (scans, per-group results) */
@@ -88,6 +90,7 @@ static void req_free(wp_app *app, reduce_req *q) {
     if (q->out_into) wp_buffers_release(app->buffers, q->out_into);
     wp_reduce_result_free(&q->job.res);
     reduce_input_free(app, &q->in);
+    reduce_input_free(app, &q->in2);
     free(q->fast.host);
     wp_spec_free(&q->spec);
     cJSON_Delete(q->body);
@@ -206,6 +209,20 @@ static int parse_weights(reduce_req *q, wp_reduce_job *job) {
     return 0;
 }
 
+/* A second input goes with a map over y, and only with one (400 naming the field otherwise). */
+static int parse_second(reduce_req *q) {
+    const cJSON *v;
+    const char *name;
+    if (reduce_second_form(q->body, &v, &name, &q->err)) return -1;
+    if (v && !q->spec.data.map_y)
+        return WP_FAIL(&q->err, 400, "unknown_field", name,
+                       "%s is read only by a map over y (\"map\": \"x*y\", or \"op\": \"dot\")", name);
+    if (!v && q->spec.data.map_y)
+        return WP_FAIL(&q->err, 400, "bad_map", "map",
+                       "the map uses y but the request has no second input (data2, data2_b64, buffer2 or shm2)");
+    return 0;
+}
+
 /* Everything but the data: type, spec, backend, check/compile, init, weights. 1: defer. */
 static int parse_job(wp_app *app, reduce_req *q) {
     if (parse_body(app, q) || parse_family_form(q)) return -1;
@@ -216,9 +233,10 @@ static int parse_job(wp_app *app, reduce_req *q) {
     }
     if (q->f->flags & WP_F_OP && !cJSON_GetObjectItemCaseSensitive(q->body, "op") && q->raw)
         return WP_FAIL(&q->err, 400, "missing_field", "op", "a raw body needs ?type=...&op=...");
-    if (wp_spec_from_json(q->body, app->arch, &q->spec, &q->err)) return -1;
+    if (wp_spec_from_json(q->body, app->arch, &q->spec, &q->err) || parse_second(q)) return -1;
     int rc = q->in.held ? input_buffer(app, q) : wp_app_backend(app, q->body, q->f, &q->be, &q->err);
     if (rc) return rc;
+    if (q->spec.data.map_y && q->inline_run) return 1;                       /* two inputs: on a worker */
     if (q->req->sink && !q->in.held) q->be = ((raw_sink *)q->req->sink)->be; /* placed when the streamed body began */
     if (q->inline_run && !wp_app_may_run_inline(app, q->be)) return 1; /* a GPU job: to a worker before any upload */
     wp_reduce_job *job = &q->job.job;
@@ -257,6 +275,8 @@ static int read_input(wp_app *app, reduce_req *q) {
     /* buffer: input_buffer has set it */
     if (rc) return rc;
     if (in->host) in->data = in->host;
+    if (q->spec.data.map_y && reduce_input_second(app, q->req, q->body, t, q->be, in->count, &q->in2, &q->err))
+        return -1;
     const cJSON *offs = cJSON_GetObjectItemCaseSensitive(q->body, "offsets");
     if (q->f->flags & WP_F_SEGMENTS) return reduce_input_offsets(offs, in, &q->err);
     if (offs) return WP_FAIL(&q->err, 400, "unknown_field", "offsets", "only segmented_reduce takes offsets");
@@ -420,11 +440,16 @@ static int add_check(reduce_req *q, cJSON *o) {
     }
     const wp_reduce_result *r = &q->job.res;
     const wp_reduce_job *job = &q->job.job;
-    cJSON *c = q->f->data_out == WP_DATA_VALUE ? reduce_check_value(&q->spec, in->data, in->count, r)
-               : q->f->data_out == WP_DATA_ARG ? reduce_check_arg(&q->spec, in->data, in->count, r)
-               : q->out_host ? reduce_check_array(&q->spec, in->data, in->count, q->out_host, r->out_count, in,
+    uint8_t *mapped = NULL; /* a map: the reference runs over the mapped values, as the kernel does */
+    if (q->spec.data.map.expr && !(mapped = reduce_map_host(&q->spec, in->data, &q->in2, in->count, &q->err)))
+        return -1;
+    const uint8_t *data = mapped ? mapped : in->data;
+    cJSON *c = q->f->data_out == WP_DATA_VALUE ? reduce_check_value(&q->spec, data, in->count, r)
+               : q->f->data_out == WP_DATA_ARG ? reduce_check_arg(&q->spec, data, in->count, r)
+               : q->out_host ? reduce_check_array(&q->spec, data, in->count, q->out_host, r->out_count, in,
                                                   job->has_init, job->init)
                              : cJSON_CreateObject();
+    free(mapped);
     cJSON_AddItemToObject(o, "check", c);
     return 0;
 }
@@ -438,6 +463,7 @@ static cJSON *respond(wp_app *app, reduce_req *q) {
     wp_json_str_k(o, "family", f->name);
     wp_json_str_k(o, "type", wp_type_name(s->type));
     if (f->flags & WP_F_OP) wp_json_str_k(o, "op", s->op.text);
+    if (s->data.map.expr) wp_json_str_k(o, "map", s->data.map.text);
     if (f->flags & WP_F_SCAN) wp_json_bool_k(o, "exclusive", s->data.exclusive);
     if (f->flags & WP_F_WIDTH_GROUP) wp_json_num_k(o, "width", s->width);
     if (f->flags & WP_F_RADIUS) wp_json_num_k(o, "radius", s->data.radius);
@@ -488,6 +514,8 @@ static bool handle(wp_app *app, const wp_req *req, wp_resp *resp, bool scan, raw
     if (rc == 0) {
         q.job.job.n = q.in.count;
         q.job.job.in = q.in.in;
+        q.job.job.in2 = q.in2.in;
+        q.job.in2_host = q.in2.data;
         q.job.job.groups = q.in.groups;
         q.job.in_host = q.in.data;
         q.job.offsets_host = q.in.offsets_host;

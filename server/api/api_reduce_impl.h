@@ -59,6 +59,16 @@ int reduce_input_shm(wp_app *app, const wp_req *req, const cJSON *shm, wp_type t
                      reduce_input *in, wp_err *err);
 int reduce_input_offsets(const cJSON *list, reduce_input *in, wp_err *err);
 
+/* api_reduce_input2.c: the second input of a map over y ("data2", "data2_b64", "buffer2", "shm2") */
+/* Which one the body names: *value NULL when none; 400 when two. */
+int reduce_second_form(const cJSON *body, const cJSON **value, const char **name, wp_err *err);
+/* Reads it as type t for a job on be whose first input has `count` elements (400 naming it otherwise). */
+int reduce_input_second(wp_app *app, const wp_req *req, const cJSON *body, wp_type t, wp_backend *be, uint64_t count,
+                        reduce_input *in2, wp_err *err);
+/* map(x_i, y_i) for i < n in s->type (y from in2, read back from the device when it is there): "check"'s
+ * input. The caller frees it; NULL with err. */
+uint8_t *reduce_map_host(const wp_spec *s, const uint8_t *x, reduce_input *in2, uint64_t n, wp_err *err);
+
 /* api_reduce_check.c: "check" of a value (reductions), an index (argmin, argmax), an array */
 cJSON *reduce_check_value(const wp_spec *s, const uint8_t *host, uint64_t n, const wp_reduce_result *r);
 cJSON *reduce_check_arg(const wp_spec *s, const uint8_t *host, uint64_t n, const wp_reduce_result *r);

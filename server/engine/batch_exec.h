@@ -43,6 +43,7 @@ int wp_batch_run_warp(struct wp_app *app, wp_backend *be, void *fn, const wp_spe
 typedef struct {
     wp_reduce_job job;
     const void *in_host;
+    const void *in2_host; /* a map over y: the second input on the host (n elements), or in job.in2; runs alone */
     const uint64_t *offsets_host;
     uint8_t *out_host;
     wp_reduce_result res;

@@ -50,15 +50,20 @@ static bool one_value(const wp_family *f) { return f->data_out == WP_DATA_VALUE 
 static int run_alone(wp_app *app, wp_backend *be, wp_batch_reduce *j, wp_err *err) {
     wp_reduce_job job = j->job;
     const size_t esize = wp_type_size(job.spec->type);
-    wp_buf *in = NULL, *offsets = NULL;
+    wp_buf *in = NULL, *in2 = NULL, *offsets = NULL;
     int rc = 0;
     uint64_t t0 = wp_now_ns();
     if (j->in_host) {
         in = wp_buf_alloc(be, (size_t)job.n * esize, err);
         rc = in ? wp_buf_write(in, 0, j->in_host, (size_t)job.n * esize, err) : -1;
         job.in = in;
-        j->upload_us = wp_us_since(t0);
     }
+    if (rc == 0 && j->in2_host) {
+        in2 = wp_buf_alloc(be, (size_t)job.n * esize, err);
+        rc = in2 ? wp_buf_write(in2, 0, j->in2_host, (size_t)job.n * esize, err) : -1;
+        job.in2 = in2;
+    }
+    if (j->in_host || j->in2_host) j->upload_us = wp_us_since(t0);
     if (rc == 0 && j->offsets_host) {
         size_t bytes = (size_t)(job.groups + 1) * sizeof(uint64_t);
         offsets = wp_buf_alloc(be, bytes, err);
@@ -73,6 +78,7 @@ static int run_alone(wp_app *app, wp_backend *be, wp_batch_reduce *j, wp_err *er
         if (rc) wp_reduce_result_free(&j->res);
     }
     wp_buf_free(in);
+    wp_buf_free(in2);
     wp_buf_free(offsets);
     return rc;
 }
@@ -371,6 +377,7 @@ static bool batchable(wp_app *app, wp_backend *be, const wp_batch_reduce *j) {
     if (!app->batcher || !app->batch_mem || wp_batcher_max(app->batcher) < 2) return false;
     if (!f || !(f->flags & WP_F_DATA) || !f->plan || (f->flags & WP_F_NO_INPUT)) return false;
     if (job->out || job->repeat > 1 || job->graph || job->n * esize > WP_BATCH_INPUT_MAX) return false;
+    if (job->in2 || j->in2_host || s->data.map_y) return false; /* the batch layout has one input per job */
     if (!j->in_host && !(job->in && !wp_buf_shards(job->in) && wp_buf_backend(job->in) == be &&
                          job->n <= wp_buf_size(job->in) / esize))
         return false;

@@ -154,6 +154,15 @@ int wp_reduce_check(wp_backend *b, const wp_reduce_job *job, wp_err *err) {
             return WP_FAIL(err, 400, "out_of_range", "count", "%llu elements do not fit a buffer of %zu bytes",
                            (unsigned long long)job->n, wp_buf_size(job->in));
     }
+    if (s->data.map_y != (job->in2 != NULL)) /* the second input and a map that reads it come together */
+        return WP_FAIL(err, 400, s->data.map_y ? "missing_field" : "unknown_field", s->data.map_y ? "map" : "data2",
+                       s->data.map_y ? "the map reads y: give a second input (data2, data2_b64, buffer2 or shm2)"
+                                     : "a second input is read only by a map over y");
+    if (job->in2 && (wp_buf_backend(job->in2) != b || job->n > wp_buf_size(job->in2) / esize))
+        return WP_FAIL(err, 400, "bad_length", "data2", "the second input needs %llu elements on %s",
+                       (unsigned long long)job->n, wp_backend_name(b));
+    if (job->in2 && (wp_buf_shards(job->in2) || (job->in && wp_buf_shards(job->in))))
+        return WP_FAIL(err, 400, "shard_unsupported", "buffer2", "a map over two inputs takes no sharded buffer");
     if (f->flags & WP_F_SEGMENTS) {
         if (!job->offsets || wp_buf_backend(job->offsets) != b ||
             wp_buf_size(job->offsets) < (job->groups + 1) * sizeof(uint64_t))
@@ -363,6 +372,7 @@ static int reduce_run(struct wp_app *app, wp_backend *b, const wp_reduce_job *jo
     uint8_t result[16] = {0};
     if (rc == 0 && plan.grid > 0) {
         p.in = job->in ? wp_buf_addr(job->in) : 0;
+        p.in2 = job->in2 ? wp_buf_addr(job->in2) : 0;
         p.aux = job->offsets ? wp_buf_addr(job->offsets) : 0;
         if (f->flags & WP_F_NO_INPUT) p.aux = job->gen_first; /* generate: the first element's index */
         if (!one_value) p.out = wp_buf_addr(res->out);

@@ -24,6 +24,9 @@ void wp_reduce_engine_close(wp_reduce_engine *e); /* frees the pooled scratch: c
 typedef struct {
     const wp_spec *spec;
     const wp_buf *in; /* n elements of spec->type; NULL for generate */
+    /* a map over y (spec->data.map_y): the second input, n elements of spec->type on the same backend,
+     * not sharded (nor then is in); NULL otherwise */
+    const wp_buf *in2;
     uint64_t n;
     const wp_buf *offsets; /* segmented_reduce: groups + 1 uint64 offsets, non-decreasing, last <= n */
     uint64_t groups;

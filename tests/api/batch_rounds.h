@@ -231,6 +231,13 @@ static void data_rounds(const char *host, int port) {
         {"/v1/scan", "\"family\":\"warp_scan\",\"type\":\"f32\",\"op\":\"max\",\"width\":16", true, false, 200},
         {"/v1/scan", "\"family\":\"block_scan\",\"type\":\"i64\",\"op\":\"sum\",\"block\":128", false, false, 400},
         {"/v1/scan", "\"family\":\"stencil\",\"type\":\"f32\",\"radius\":2", true, false, 250},
+        /* maps over one input (issue 21) batch like any kernel: the _batch entries read through the map */
+        {"/v1/reduce", "\"family\":\"device_reduce\",\"type\":\"f32\",\"op\":\"sum\",\"map\":\"x*x\"", true, false,
+         300},
+        {"/v1/reduce", "\"family\":\"argmax\",\"type\":\"f32\",\"map\":\"abs(x)\"", true, false, 600},
+        {"/v1/reduce", "\"family\":\"warp_reduce\",\"type\":\"i32\",\"map\":\"x > 0 ? 1 : 0\",\"width\":8", false,
+         false, 300},
+        {"/v1/scan", "\"family\":\"device_scan\",\"type\":\"f32\",\"op\":\"sum\",\"map\":\"x*x\"", true, false, 1000},
     };
     static char bodies[8][BODY_MAX];
     char list[BODY_MAX - 512];

@@ -73,6 +73,18 @@ else:
                     warpd.array_bytes(np.zeros(2, dtype=bad))
                 self.assertIn(bad, str(e.exception))
 
+        def test_map_and_dot_of_arrays(self):
+            rng = np.random.default_rng(21)
+            a = rng.integers(-50, 50, size=3000).astype(np.int32)
+            b = rng.integers(-50, 50, size=3000).astype(np.int32)
+            self.assertEqual(int(self.c.dot(a, b)), int(np.dot(a.astype(np.int64), b.astype(np.int64))))
+            self.assertEqual(int(self.c.reduce(a, map="x*x")["value"]), int((a.astype(np.int64) ** 2).sum()))
+            self.assertEqual(int(self.c.reduce(a, op="max", map="abs(x)")["value"]), int(np.abs(a).max()))
+            got = self.c.scan(a[:100], map="x*y", data2=b[:100])
+            np.testing.assert_array_equal(got, np.cumsum(a[:100] * b[:100], dtype=np.int32))
+            f = rng.random(1000).astype(np.float32)
+            self.assertAlmostEqual(float(self.c.dot(f, f)), float(np.dot(f.astype(np.float64), f)), delta=1e-3)
+
         def test_reduce_every_dtype(self):
             rng = np.random.default_rng(5)
             for name, t in DTYPES:

@@ -202,6 +202,39 @@ class LiveIssue3(unittest.TestCase):
         self.assertEqual(cm.exception.status, 404)
 
 
+# ---------------------------------------------------------------- live daemon: map and dot (issue 21)
+class LiveMap(unittest.TestCase):
+    def setUp(self):
+        self.c = Client(URL)
+
+    def test_map_reduce_and_scan(self):
+        xs = [1.5, -2.0, 3.0, -4.25]
+        r = self.c.reduce(xs, map="x*x")
+        self.assertEqual(r["map"], "(x * x)")
+        self.assertEqual(r["value"], sum(x * x for x in xs))  # exact in f32 for these values
+        self.assertEqual(self.c.reduce(xs, op="max", map="abs(x)")["value"], 4.25)
+        self.assertEqual(self.c.reduce([3, -1, 0, 7], type="i32", map="x > 0 ? 1 : 0")["value"], 2)
+        got = self.c.scan([1, 2, 3], type="i32", map="x*x")["data"]
+        self.assertEqual(got, [1, 1 + 4, 1 + 4 + 9])
+
+    def test_dot_and_second_inputs(self):
+        a, b = [1.0, 2.0, 3.0], [4.0, -5.0, 0.5]
+        self.assertEqual(self.c.dot(a, b), sum(x * y for x, y in zip(a, b)))
+        self.assertEqual(self.c.dot(a, b, full=True)["map"], "(x * y)")
+        self.assertEqual(self.c.reduce(a, map="x*y + 1", data2=pack(b, "f32"))["value"],
+                         sum(x * y + 1 for x, y in zip(a, b)))
+        ida, idb = self.c.buffer_put(a, type="f32")["id"], self.c.buffer_put(b, type="f32")["id"]
+        self.assertEqual(self.c.dot(None, None, buffer=ida, buffer2=idb), sum(x * y for x, y in zip(a, b)))
+        with self.assertRaises(WarpdError) as cm:
+            self.c.dot([1.0, 2.0], [1.0])
+        self.assertEqual((cm.exception.status, cm.exception.field), (400, "data2"))
+        with self.assertRaises(WarpdError) as cm:
+            self.c.reduce([1.0], map="x*w")
+        self.assertEqual((cm.exception.status, cm.exception.code, cm.exception.field), (400, "bad_map", "map"))
+        with self.assertRaises(ValueError):
+            self.c.reduce([1.0], map="x*y", data2=[1.0], buffer2=idb)
+
+
 # ---------------------------------------------------------------- request shapes (recording stub)
 class _Stub(http.server.BaseHTTPRequestHandler):
     log = []
@@ -465,6 +498,15 @@ class Cli(unittest.TestCase):
         self.assertEqual(r["output"], [2 * (31 - i) for i in range(32)])
         p = self.cli("warp", "--family", "ballot", "--args", 'pred={"op":"between","lo":42,"hi":53}', "--iota", "128", "--json")
         self.assertEqual(json.loads(p.stdout)["output"][40], "0x001ff800")
+
+    def test_map_and_dot(self):
+        r = json.loads(self.cli("reduce", "--data", "1,2,3", "--op", "dot", "--data2", "4,-5,6", "--json").stdout)
+        self.assertEqual((r["value"], r["map"]), (4 - 10 + 18, "(x * y)"))
+        r = json.loads(self.cli("scan", "--type", "i32", "--data", "1,-2,3", "--map", "x*x", "--json").stdout)
+        self.assertEqual(r["data"], [1, 5, 14])
+        p = self.cli("reduce", "--data", "1,2", "--map", "x*q", ok=False)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("map", p.stderr)
 
     def test_compile_info_families_health_metrics(self):
         out = self.cli("compile", "--family", "warp_allreduce", "--type", "f32", "--op", "max", "--ptx").stdout

@@ -1,6 +1,6 @@
 /* fuzz_expr.c — libFuzzer harness for kernels/expr.c: any bytes, parsed for every type; what parses
  * is re-parsed from its canonical text (when that fits the input limit), emitted as C++, copied and evaluated on a few
- * values.
+ * values; and as a map (wp_map_parse: x and y), re-parsed from its canonical text and written as a functor.
  * Built and run by make fuzz / make test (tests/fuzz/run.sh, with tests/fuzz/expr.dict). */
 #include <stdlib.h>
 #include <string.h>
@@ -40,12 +40,34 @@ static void exercise(const char *text, wp_type t) {
     wp_op_free(&op);
 }
 
+/* The same bytes as a map (x, and y when has_y): parses to itself again, and its functor is written. */
+static void exercise_map(const char *text, wp_type t, bool has_y) {
+    wp_op map, again;
+    wp_err err = {0};
+    if (wp_map_parse(text, t, has_y, "map", &map, &err)) {
+        if (err.status != 400 || strcmp(err.field, "map") != 0) abort();
+        return;
+    }
+    if (!has_y && wp_map_uses_y(&map)) abort();
+    char definition[16384];
+    if (wp_map_cxx(&map, definition, sizeof definition)) abort();
+    if (strlen(map.text) <= WP_EXPR_MAX_LEN) {
+        if (wp_map_parse(map.text, t, true, "map", &again, &err) || strcmp(again.text, map.text) != 0) abort();
+        if (wp_op_apply(&map, t, probe_values[1], probe_values[2]) !=
+            wp_op_apply(&again, t, probe_values[1], probe_values[2]))
+            abort();
+        wp_op_free(&again);
+    }
+    wp_op_free(&map);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char *text = malloc(size + 1);
     if (!text) return 0;
     memcpy(text, data, size);
     text[size] = 0;
     for (int t = 0; t < WP_TYPE_COUNT; t++) exercise(text, (wp_type)t);
+    exercise_map(text, size & 1 ? WP_I64 : WP_F32, size & 2); /* one map per input: the harness keeps its pace */
     free(text);
     return 0;
 }
