@@ -424,7 +424,7 @@ async function run({ keepFrame = false } = {}) {
     if (!keepFrame) frameIx = 0;
     render();
     updateUrl();
-    if (s.step && STEPPERS[s.family]) await startSteps(s.stepFrame ?? frameIx);
+    if (s.step && STEPPERS[s.family] && !body.map && !body.data2) await startSteps(s.stepFrame ?? frameIx);
     else setStepUi();
     if ($('source-box').open) loadSource();
     document.body.dataset.state = 'done';
@@ -580,7 +580,8 @@ function renderRequest() {
 
 // ---------------------------------------------------------------- step-through
 function setStepUi() {
-  const can = !!STEPPERS[state.family] && !!fam.warp_allreduce && !!fam[STEPPERS[state.family].shuffle] && fam[state.family].input !== false;
+  const can = !!STEPPERS[state.family] && !!fam.warp_allreduce && !!fam[STEPPERS[state.family].shuffle] && fam[state.family].input !== false &&
+    !(lastRun && (lastRun.body.map || lastRun.body.data2)); // the frames shuffle the values as given, not mapped
   $('stepper').hidden = !can;
   $('step-toggle').setAttribute('aria-pressed', String(!!frames));
   $('step-toggle').textContent = frames ? 'Show the result' : 'Step through';

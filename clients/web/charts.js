@@ -30,8 +30,9 @@ function fit(t, s, w, px) {
 /** resp: {counts: ["12", ...], in_range, out_of_range, edges: [bins+1 numbers]}. */
 export function renderHistogram(resp, body) {
   const counts = (resp.counts || []).map(Number);
-  const edges = resp.edges || [];
   const B = counts.length;
+  const [rlo, rhi] = body.range || [0, 1]; // numpy's edges, should an answer leave them out
+  const edges = resp.edges || Array.from({ length: B + 1 }, (_, i) => rlo + ((rhi - rlo) * i) / B);
   const pitch = B <= 8 ? 56 : B <= 32 ? 28 : Math.max(1, 640 / B);
   const L = 48, T = 18, H = 150, PW = B * pitch;
   const W = L + PW + 24;
