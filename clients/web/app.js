@@ -12,7 +12,7 @@ import { STEPPERS, computeFrames, checkFrames } from './steps.js';
 import { compareRequest, lostWrites, compareLanes } from './compare.js';
 import { runnable, dataArgs, dataBody, asLanes } from './datajob.js';
 import { authHeaders, onUnauthorized, storedToken } from './token.js';
-import { chartKind, takesMap, usesDdof, needsY, applyFields, asChart } from './datafields.js';
+import { chartKind, takesMap, usesDdof, needsY, opsOf, applyFields, asChart } from './datafields.js';
 import { renderChart } from './charts.js';
 
 const $ = (id) => document.getElementById(id);
@@ -92,7 +92,7 @@ function toHash(s) {
   if (s.input.kind === 'random') p.set('seed', s.input.seed);
   if (s.active !== ALL) p.set('active', maskHex(s.active));
   if (s.backend) p.set('backend', s.backend);
-  if (usesDdof(s.op) && s.ddof) p.set('ddof', s.ddof);
+  if (usesDdof(s.op, f) && s.ddof) p.set('ddof', s.ddof);
   if (takesMap(f) && s.map) p.set('map', s.map);
   if (takesMap(f) && s.data2.kind) p.set('y', s.data2.kind);
   if (takesMap(f) && s.data2.kind === 'values') p.set('yvalues', s.data2.values);
@@ -207,7 +207,7 @@ function fillFamilyControls(f) {
   $('op-field').hidden = !f.ops;
   const dl = $('op-list');
   dl.innerHTML = '';
-  for (const op of f.ops || []) option(dl, op);
+  for (const op of opsOf(f)) option(dl, op);
   $('op').placeholder = f.expr ? 'sum or a+b' : '';
   $('transform-field').hidden = !takesMap(f);
   $('mask-field').hidden = false;
@@ -254,7 +254,7 @@ function writeForm(s) {
 }
 /** ddof with var and std; the second input's values when typed. */
 function showOpFields() {
-  $('ddof-field').hidden = $('op-field').hidden || !usesDdof($('op').value.trim());
+  $('ddof-field').hidden = $('op-field').hidden || !usesDdof($('op').value.trim(), fam[$('family').value]);
   $('data2-field').hidden = $('data2-kind').value !== 'values';
 }
 function showInputFields() {

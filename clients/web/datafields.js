@@ -16,11 +16,18 @@ export function chartKind(f) {
   return null;
 }
 
-/** Families whose request takes "map" and a second input: the operator jobs of /v1/reduce and /v1/scan
- *  (not the histogram nor reduce_by_key, which draw their own answers). */
-export const takesMap = (f) => !!(f && f.data && f.ops && !chartKind(f) && /^\/v1\/(reduce|scan)$/.test(f.data.endpoint || '') && f.data.map !== false);
-/** "ddof" goes with var and std only (SHAPES.md). */
-export const usesDdof = (op) => op === 'var' || op === 'std';
+/** Families whose request takes "map" and a second input: those whose data.map says so; from a daemon
+ *  that does not say, the operator jobs of /v1/reduce and /v1/scan (not the histogram nor reduce_by_key,
+ *  which draw their own answers). */
+export function takesMap(f) {
+  if (!f || !f.data || chartKind(f)) return false;
+  if (typeof f.data.map === 'boolean') return f.data.map;
+  return !!f.ops && /^\/v1\/(reduce|scan)$/.test(f.data.endpoint || '');
+}
+/** "ddof" goes with the ops the family's stats.ddof_ops names (var and std, SHAPES.md). */
+export const usesDdof = (op, f = null) => (f && f.stats && Array.isArray(f.stats.ddof_ops) ? f.stats.ddof_ops.includes(op) : op === 'var' || op === 'std');
+/** The operators to offer: the family's, and "dot" (map x*y, op sum) where it takes a map. */
+export const opsOf = (f) => [...(f.ops || []), ...(f.ops && takesMap(f) && !f.ops.includes('dot') ? ['dot'] : [])];
 /** dot is map x*y, op sum: it needs y, as a map that names y does. */
 export const needsY = (op, map) => op === 'dot' || /(^|[^A-Za-z0-9_])y([^A-Za-z0-9_]|$)/.test(map || '');
 
@@ -88,7 +95,7 @@ function addFields(f, s, body, values2) {
     body.keys = { type: 'i32', data: typeof k === 'number' ? new Array(n).fill(k) : k };
     return body;
   }
-  if (usesDdof(body.op) && Number(s.ddof) === 1) body.ddof = 1;
+  if (usesDdof(body.op, f) && Number(s.ddof) === 1) body.ddof = 1;
   if (takesMap(f) && s.map) body.map = s.map;
   if (values2) body.data2 = values2;
   return body;

@@ -620,7 +620,7 @@ test('issue 21 in the playground: statistics with ddof, map and dot, a histogram
   await page.route('**/v1/reduce', canned.reduce);
   await open('#family=device_reduce&type=i32&width=32&op=sum&input=iota&lanes=32');
   const ops = await page.$$eval('#op-list option', (os) => os.map((o) => o.value));
-  for (const op of STAT_OPS) assert.ok(ops.includes(op), `op ${op} offered`);
+  for (const op of [...STAT_OPS, 'dot']) assert.ok(ops.includes(op), `op ${op} offered`);
   const names = await page.$$eval('#family option', (os) => os.map((o) => o.value));
   assert.ok(names.includes('histogram') && names.includes('reduce_by_key'), 'the new families are offered');
   assert.ok(await page.isVisible('#transform-field'), 'device_reduce takes a map and a second input');
