@@ -12,6 +12,8 @@ const NS = 'http://www.w3.org/2000/svg';
 const RUN_FILLS = ['#dbeafe', '#fee2e2', '#dcfce7', '#fef3c7', '#ede9fe', '#fce7f3', '#cffafe', '#ffedd5'];
 const RUN_STROKES = ['#1d4ed8', '#b91c1c', '#15803d', '#a16207', '#6d28d9', '#be185d', '#0e7490', '#c2410c'];
 const MAX_ELEMS = 96; // elements drawn of a reduce_by_key input; the table has every run
+const MAX_BARS = 512; // bars drawn of a histogram
+const MAX_ROWS = 1024; // table rows of a histogram
 
 function el(name, attrs = {}, parent = null, text = null) {
   const e = document.createElementNS(NS, name);
@@ -27,48 +29,63 @@ function fit(t, s, w, px) {
   return t;
 }
 
-/** resp: {counts: ["12", ...], in_range, out_of_range, edges: [bins+1 numbers]}. */
+/** resp: {counts: ["12", ...], in_range, out_of_range, edges: [bins+1 numbers]}. Past MAX_BARS bins, a bar
+ *  stands for `per` neighbouring bins (data-bins) and the table lists the bins that counted something. */
 export function renderHistogram(resp, body) {
   const counts = (resp.counts || []).map(Number);
   const B = counts.length;
   const [rlo, rhi] = body.range || [0, 1]; // numpy's edges, should an answer leave them out
   const edges = resp.edges || Array.from({ length: B + 1 }, (_, i) => rlo + ((rhi - rlo) * i) / B);
-  const pitch = B <= 8 ? 56 : B <= 32 ? 28 : Math.max(1, 640 / B);
-  const L = 48, T = 18, H = 150, PW = B * pitch;
+  const per = Math.max(1, Math.ceil(B / MAX_BARS));
+  const D = Math.ceil(B / per); // bars drawn
+  const bins = Array.from({ length: D }, (_, j) => {
+    const start = j * per, end = Math.min(B, start + per);
+    let c = 0;
+    for (let i = start; i < end; i++) c += counts[i];
+    return { start, end, count: per === 1 ? resp.counts[j] : String(c), c };
+  });
+  const pitch = D <= 8 ? 56 : D <= 32 ? 28 : Math.max(1, 640 / D);
+  const L = 48, T = 18, H = 150, PW = D * pitch;
   const W = L + PW + 24;
-  const max = Math.max(1, ...counts);
+  const max = Math.max(1, ...bins.map((b) => b.c));
   const svg = el('svg', { xmlns: NS, class: 'chart histogram', role: 'img', width: W, height: T + H + 26, viewBox: `0 0 ${W} ${T + H + 26}` });
   el('text', { x: L - 6, y: T + 4, 'text-anchor': 'end', class: 'axis-label' }, svg, String(max));
   el('text', { x: L - 6, y: T + H + 4, 'text-anchor': 'end', class: 'axis-label' }, svg, '0');
   el('text', { x: 2, y: T + H / 2, class: 'row-label' }, svg, 'count');
   const bars = el('g', { class: 'bars' }, svg);
-  counts.forEach((c, i) => {
-    const h = (c / max) * H;
-    const x = L + i * pitch;
-    const lo = edges[i], hi = edges[i + 1];
-    const g = el('g', { class: 'bin', 'data-bin': i, 'data-count': resp.counts[i], 'data-lo': lo, 'data-hi': hi }, bars);
-    el('title', {}, g, `bin ${i}: [${fullValue(lo)}, ${fullValue(hi)}${i === B - 1 ? ']' : ')'} — ${resp.counts[i]}`);
-    el('rect', { x: x + (pitch > 3 ? 1 : 0), y: T + H - h, width: Math.max(0.5, pitch - (pitch > 3 ? 2 : 0)), height: h, class: 'bar' }, g);
-    if (B <= 32) el('text', { x: x + pitch / 2, y: T + H - h - 3, 'text-anchor': 'middle', class: 'count' }, g, String(resp.counts[i]));
+  const gap = pitch > 3 ? 1 : 0;
+  bins.forEach((b, j) => {
+    const h = (b.c / max) * H;
+    const x = L + j * pitch;
+    const lo = edges[b.start], hi = edges[b.end];
+    const g = el('g', { class: 'bin', 'data-bin': b.start, 'data-bins': per > 1 ? b.end - b.start : null, 'data-count': b.count,
+      'data-lo': lo, 'data-hi': hi }, bars);
+    const name = per > 1 ? `bins ${b.start}–${b.end - 1}` : `bin ${b.start}`;
+    el('title', {}, g, `${name}: [${fullValue(lo)}, ${fullValue(hi)}${b.end === B ? ']' : ')'} — ${b.count}`);
+    el('rect', { x: x + gap, y: T + H - h, width: Math.max(0.5, pitch - 2 * gap), height: h, class: 'bar' }, g);
+    if (D <= 32) el('text', { x: x + pitch / 2, y: T + H - h - 3, 'text-anchor': 'middle', class: 'count' }, g, b.count);
   });
   el('line', { x1: L, y1: T + H + 0.5, x2: L + PW, y2: T + H + 0.5, class: 'axis' }, svg);
   el('line', { x1: L - 0.5, y1: T, x2: L - 0.5, y2: T + H, class: 'axis' }, svg);
-  // edges: a tick for each (up to 64), a label for every k-th so they do not overlap, the last always
-  const step = Math.max(1, Math.ceil((B + 1) / Math.max(2, Math.floor(PW / 40))));
-  edges.forEach((e, i) => {
-    const x = L + i * pitch;
-    if (B <= 64) el('line', { x1: x, y1: T + H, x2: x, y2: T + H + 4, class: 'axis' }, svg);
-    if (i % step && i !== B) return;
-    if (i !== B && B - i < step) return; // the last label would overlap this one
-    el('text', { x, y: T + H + 16, 'text-anchor': 'middle', class: 'edge', 'data-edge': i, 'data-value': e }, svg, fmtValue(e));
-  });
+  // edges at the bars' sides: a tick for each (up to 64 bars), a label for every k-th so they do not
+  // overlap, the last always
+  const step = Math.max(1, Math.ceil((D + 1) / Math.max(2, Math.floor(PW / 40))));
+  for (let j = 0; j <= D; j++) {
+    const x = L + j * pitch, i = Math.min(B, j * per);
+    if (D <= 64) el('line', { x1: x, y1: T + H, x2: x, y2: T + H + 4, class: 'axis' }, svg);
+    if ((j % step && j !== D) || (j !== D && D - j < step)) continue; // the last label would overlap this one
+    el('text', { x, y: T + H + 16, 'text-anchor': 'middle', class: 'edge', 'data-edge': i, 'data-value': edges[i] }, svg, fmtValue(edges[i]));
+  }
   const lo = edges[0], hi = edges[B];
   const caption = `${resp.in_range} in range [${fullValue(lo)}, ${fullValue(hi)}] · ${resp.out_of_range} out of range ` +
-    `(outside or NaN) · ${B} bin${B === 1 ? '' : 's'}, each [lo, hi), the last closed`;
+    `(outside or NaN) · ${B} bin${B === 1 ? '' : 's'}, each [lo, hi), the last closed` + (per > 1 ? ` · ${per} bins a bar` : '');
   svg.setAttribute('aria-label', `histogram of ${body.data.length} values in ${B} bins: ${caption}`);
-  el('desc', {}, svg, counts.map((c, i) => `bin ${i} ${c}`).join(', '));
-  const rows = counts.map((c, i) => `<tr><td>${i}</td><td>${esc(fullValue(edges[i]))}</td><td>${esc(fullValue(edges[i + 1]))}${i === B - 1 ? ']' : ')'}</td><td>${esc(resp.counts[i])}</td></tr>`);
-  const table = `<table><thead><tr><th>bin</th><th>from</th><th>to</th><th>count</th></tr></thead><tbody>${rows.join('')}</tbody></table>`;
+  const listed = counts.map((c, i) => i).filter((i) => B <= MAX_ROWS || counts[i] > 0).slice(0, MAX_ROWS);
+  el('desc', {}, svg, listed.slice(0, 64).map((i) => `bin ${i} ${resp.counts[i]}`).join(', '));
+  const rows = listed.map((i) => `<tr><td>${i}</td><td>${esc(fullValue(edges[i]))}</td><td>${esc(fullValue(edges[i + 1]))}${i === B - 1 ? ']' : ')'}</td>` +
+    `<td>${esc(resp.counts[i])}</td></tr>`);
+  const note = listed.length < B ? `<caption>the ${listed.length} bins that counted something, of ${B}</caption>` : '';
+  const table = `<table>${note}<thead><tr><th>bin</th><th>from</th><th>to</th><th>count</th></tr></thead><tbody>${rows.join('')}</tbody></table>`;
   return { svg, caption, table };
 }
 
