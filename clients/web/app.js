@@ -60,7 +60,9 @@ function defaultsFor(f, keep = {}) {
   for (const a of f.args || []) if (a.name !== 'pred') args[a.name] = String(a.default ?? 0);
   const type = f.types.includes(keep.type) ? keep.type : f.types.includes('i32') ? 'i32' : f.types[0];
   const width = f.widths.includes(keep.width) ? keep.width : Math.max(...f.widths);
-  const op = f.ops ? (keep.op && (f.ops.includes(keep.op) || f.expr) ? keep.op : f.ops[0]) : '';
+  // an operator is kept where the family lists it, an expression where it takes expressions
+  const ops = opsOf(f);
+  const op = f.ops ? (keep.op && (ops.includes(keep.op) || (f.expr && !/^\w+$/.test(keep.op))) ? keep.op : f.ops[0]) : '';
   return {
     family: f.name, type, width, mask: keep.mask ?? ALL, op, args,
     pred: keep.pred ?? { op: 'gt', value: '15', lo: '0', hi: '16' },

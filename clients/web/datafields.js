@@ -11,7 +11,7 @@ import { parseArg } from './util.js';
 /** The drawing a family's answer gets: 'histogram', 'runs' (reduce_by_key), or null (lanes). */
 export function chartKind(f) {
   if (!f || !f.data) return null;
-  if (f.name === 'histogram' || f.data.result === 'histogram') return 'histogram';
+  if (f.name === 'histogram' || f.data.result === 'histogram' || f.data.result === 'counts') return 'histogram';
   if (f.name === 'reduce_by_key' || f.data.result === 'runs' || f.data.result === 'by_key') return 'runs';
   return null;
 }
