@@ -694,3 +694,31 @@ test('issue 21 in the playground: statistics with ddof, map and dot, a histogram
   assert.ok(await page.evaluate(() => document.documentElement.scrollWidth) <= 390);
   noProblems();
 });
+
+test('datafields.js: the issue-21 fields of a request, as SHAPES.md writes them (no browser)', async () => {
+  const { applyFields, takesMap, usesDdof, opsOf, chartKind, autoRange } = await import(new URL('../../clients/web/datafields.js', import.meta.url));
+  const dr = { name: 'device_reduce', ops: ['sum', 'var'], data: { endpoint: '/v1/reduce', result: 'value' } };
+  const hist = { name: 'histogram', data: { endpoint: '/v1/reduce', result: 'counts' } };
+  const rbk = { name: 'reduce_by_key', ops: ['sum'], data: { endpoint: '/v1/reduce', result: 'runs', map: false } };
+  const stencil = { name: 'stencil', data: { endpoint: '/v1/scan', result: 'each' } };
+  const body = (f, s, y = null, data = [3, 1, 2]) => applyFields(f, { args: {}, ...s }, { family: f.name, type: 'f32', op: s.op, data }, y);
+  // ddof only with var/std, only when 1; data last, data2 after it
+  assert.deepEqual(Object.keys(body(dr, { op: 'var', ddof: 1 })), ['family', 'type', 'op', 'ddof', 'data']);
+  assert.equal(body(dr, { op: 'sum', ddof: 1 }).ddof, undefined);
+  assert.equal(body(dr, { op: 'var', ddof: 0 }).ddof, undefined);
+  assert.deepEqual(Object.keys(body(dr, { op: 'dot', map: '' }, [4, 5, 6])), ['family', 'type', 'op', 'data', 'data2']);
+  assert.equal(body(dr, { op: 'sum', map: 'x*x' }).map, 'x*x');
+  assert.equal(body({ ...dr, data: { ...dr.data, map: false } }, { op: 'sum', map: 'x*x' }).map, undefined, 'no map where data.map is false');
+  // the histogram: bins and range; an empty range is numpy's (min, max) of the finite values
+  assert.deepEqual(body(hist, { args: { bins: '3', lo: '', hi: '' } }, null, [2, 'NaN', -1, 5]), { family: 'histogram', type: 'f32', bins: 3, range: [-1, 5], data: [2, 'NaN', -1, 5] });
+  assert.deepEqual(autoRange([4, 4]), [3.5, 4.5]);
+  assert.throws(() => body(hist, { args: { bins: '4', lo: 'x' } }), /lo/);
+  // reduce_by_key: keys from a formula in t, i32
+  assert.deepEqual(body(rbk, { op: 'sum', args: { keys: 't/2' } }, null, [1, 2, 3, 4, 5]).keys, { type: 'i32', data: [0, 0, 1, 1, 2] });
+  assert.deepEqual(body(rbk, { op: 'sum', args: { keys: '7' } }, null, [1, 2]).keys, { type: 'i32', data: [7, 7] });
+  // which family takes what
+  assert.deepEqual([takesMap(dr), takesMap(hist), takesMap(rbk), takesMap(stencil)], [true, false, false, false]);
+  assert.deepEqual([chartKind(dr), chartKind(hist), chartKind(rbk)], [null, 'histogram', 'runs']);
+  assert.deepEqual(opsOf(dr), ['sum', 'var', 'dot']);
+  assert.deepEqual([usesDdof('std'), usesDdof('mean'), usesDdof('mean', { stats: { ddof_ops: ['mean'] } })], [true, false, true]);
+});
