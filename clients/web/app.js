@@ -453,6 +453,7 @@ function activeList(n) {
 function render() {
   const { resp, input, family: f } = lastRun;
   if (resp.chart) return renderChartRun();
+  document.querySelector('#table-box summary').textContent = 'Lane table';
   const frame = frames ? frames[frameIx] : null;
   const model = frame
     ? { n: resp.lanes, elems: 1, width: resp.width, mask: parseMask(resp.mask ?? ALL), maskApplies: f.mask && !f.data, tiled: false,
@@ -482,6 +483,7 @@ function renderChartRun() {
   $('compare').hidden = true;
   renderSummary();
   $('lane-table').innerHTML = c.table;
+  document.querySelector('#table-box summary').textContent = lastRun.resp.chart === 'histogram' ? 'Bin table' : 'Run table';
   renderRequest();
 }
 

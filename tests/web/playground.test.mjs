@@ -654,6 +654,7 @@ test('issue 21 in the playground: statistics with ddof, map and dot, a histogram
   assert.equal(await runBy(() => page.click('#run')), '');
   assert.deepEqual([sent.at(-1).map, sent.at(-1).data, sent.at(-1).data2], ['x*x', [1, 2, 3, 4], undefined]);
   assert.equal(byLane(await outs()).get(0).value, 30);
+  assert.match(page.url(), /&map=x\*x/);
 
   // histogram: 4 bins over [0, 8): bars, edges on the axis, totals in and out of range
   assert.equal(await runBy(() => page.selectOption('#family', 'histogram')), '');
@@ -676,6 +677,7 @@ test('issue 21 in the playground: statistics with ddof, map and dot, a histogram
   assert.deepEqual([edges[0], edges.at(-1)], ['0', '8']);
   assert.match(await page.textContent('#legend'), /^9 in range \[0, 8\] · 3 out of range/);
   assert.equal(await page.$$eval('#lane-table tbody tr', (r) => r.length), 4);
+  assert.equal(await page.textContent('#table-box summary'), 'Bin table');
   await shot('histogram');
 
   // reduce_by_key: keys t/3 over 0..9 are runs 0 0 0 1 1 1 2 2 2 3; each run's sum 9k + 3 (the last: 9)
