@@ -584,12 +584,12 @@ function renderRequest() {
 
 // ---------------------------------------------------------------- step-through
 function setStepUi() {
-  const can = !!STEPPERS[state.family] && !!fam.warp_allreduce && !!fam[STEPPERS[state.family].shuffle] && fam[state.family].input !== false &&
-    !(lastRun && (lastRun.body.map || lastRun.body.data2)); // the frames shuffle the values as given, not mapped
+  const can = !!STEPPERS[state.family] && !!fam.warp_allreduce && !!fam[STEPPERS[state.family].shuffle] && fam[state.family].input !== false;
   $('stepper').hidden = !can;
   $('step-toggle').setAttribute('aria-pressed', String(!!frames));
   $('step-toggle').textContent = frames ? 'Show the result' : 'Step through';
   $('step-nav').hidden = !frames;
+  if (lastRun && (lastRun.body.map || lastRun.body.data2)) $('stepper').hidden = true; // frames shuffle the values unmapped
   if (!frames) { $('step-label').textContent = can ? 'one frame per shuffle step' : ''; $('step-label').className = ''; return; }
   $('step-range').max = frames.length - 1;
   $('step-range').value = frameIx;
