@@ -2,7 +2,8 @@
 // the form, draws the result (diagram.js), steps through shuffle loops (steps.js), shows the compiled
 // source from POST /v1/compile, and keeps the whole state in the URL hash so a link reproduces it.
 // AMD's ds_permute / ds_bpermute (emulator only) are drawn next to the CUDA __shfl_sync that does the
-// same move (compare.js).
+// same move (compare.js). Issue 21's fields (ddof, map, a second input, histogram bins and range,
+// reduce_by_key keys) are datafields.js; the histogram and by-key answers are drawn by charts.js.
 
 import { LANES, bit, maskHex, parseMask, parseArg, parseValues, fullValue, ranges } from './util.js';
 import { availablePresets } from './presets.js';
@@ -11,6 +12,8 @@ import { STEPPERS, computeFrames, checkFrames } from './steps.js';
 import { compareRequest, lostWrites, compareLanes } from './compare.js';
 import { runnable, dataArgs, dataBody, asLanes } from './datajob.js';
 import { authHeaders, onUnauthorized, storedToken } from './token.js';
+import { chartKind, takesMap, usesDdof, needsY, opsOf, applyFields, asChart } from './datafields.js';
+import { renderChart } from './charts.js';
 
 const $ = (id) => document.getElementById(id);
 const ALL = 0xffffffff;
@@ -57,12 +60,15 @@ function defaultsFor(f, keep = {}) {
   for (const a of f.args || []) if (a.name !== 'pred') args[a.name] = String(a.default ?? 0);
   const type = f.types.includes(keep.type) ? keep.type : f.types.includes('i32') ? 'i32' : f.types[0];
   const width = f.widths.includes(keep.width) ? keep.width : Math.max(...f.widths);
-  const op = f.ops ? (keep.op && (f.ops.includes(keep.op) || f.expr) ? keep.op : f.ops[0]) : '';
+  // an operator is kept where the family lists it, an expression where it takes expressions
+  const ops = opsOf(f);
+  const op = f.ops ? (keep.op && (ops.includes(keep.op) || (f.expr && !/^\w+$/.test(keep.op))) ? keep.op : f.ops[0]) : '';
   return {
     family: f.name, type, width, mask: keep.mask ?? ALL, op, args,
     pred: keep.pred ?? { op: 'gt', value: '15', lo: '0', hi: '16' },
     input: { kind: 'iota', lanes: f.wave ? width : 32, elems: 1, seed: 1, values: '', ...(keep.input || {}) },
     active: keep.active ?? ALL, backend: keep.backend ?? '', step: false,
+    ddof: keep.ddof ?? 0, map: keep.map ?? '', data2: keep.data2 ?? { kind: '', values: '' },
   };
 }
 
@@ -88,6 +94,10 @@ function toHash(s) {
   if (s.input.kind === 'random') p.set('seed', s.input.seed);
   if (s.active !== ALL) p.set('active', maskHex(s.active));
   if (s.backend) p.set('backend', s.backend);
+  if (usesDdof(s.op, f) && s.ddof) p.set('ddof', s.ddof);
+  if (takesMap(f) && s.map) p.set('map', s.map);
+  if (takesMap(f) && s.data2.kind) p.set('y', s.data2.kind);
+  if (takesMap(f) && s.data2.kind === 'values') p.set('yvalues', s.data2.values);
   if (s.step) p.set('step', frameIx);
   return p.toString();
 }
@@ -106,6 +116,9 @@ function fromHash(hash) {
     lanes: num('lanes', 32), elems: num('elems', 1), seed: num('seed', 1), values: p.get('values') ?? '' };
   if (p.has('active')) s.active = parseMask(p.get('active')) ?? ALL;
   s.backend = p.get('backend') ?? '';
+  s.ddof = num('ddof', 0) === 1 ? 1 : 0;
+  s.map = p.get('map') ?? '';
+  s.data2 = { kind: ['iota', 'random', 'values'].includes(p.get('y')) ? p.get('y') : '', values: p.get('yvalues') ?? '' };
   s.step = p.has('step');
   s.stepFrame = num('step', 0);
   return s;
@@ -196,8 +209,9 @@ function fillFamilyControls(f) {
   $('op-field').hidden = !f.ops;
   const dl = $('op-list');
   dl.innerHTML = '';
-  for (const op of f.ops || []) option(dl, op);
+  for (const op of opsOf(f)) option(dl, op);
   $('op').placeholder = f.expr ? 'sum or a+b' : '';
+  $('transform-field').hidden = !takesMap(f);
   $('mask-field').hidden = false;
   $('mask').disabled = !f.mask || !!f.data;
   $('mask-field').title = f.mask && !f.data ? '' : `${f.name} takes no member mask (${f.data ? 'a data-parallel job' : 'every active lane calls it'})`;
@@ -234,7 +248,16 @@ function writeForm(s) {
   $('active').value = maskHex(s.active);
   paintBits('active-bits', s.active);
   $('backend').value = s.backend;
+  $('ddof').value = String(s.ddof || 0);
+  $('map').value = s.map || '';
+  $('data2-kind').value = s.data2.kind, $('data2').value = s.data2.values;
+  showOpFields();
   markInvalid(null);
+}
+/** ddof with var and std; the second input's values when typed. */
+function showOpFields() {
+  $('ddof-field').hidden = $('op-field').hidden || !usesDdof($('op').value.trim(), fam[$('family').value]);
+  $('data2-field').hidden = $('data2-kind').value !== 'values';
 }
 function showInputFields() {
   const k = $('input-kind').value;
@@ -261,6 +284,9 @@ function readForm() {
   if (act === null) throw new ApiError(0, 'bad_active', 'active', `"${$('active').value}" is not a 32-bit hex mask`);
   s.active = act;
   s.backend = $('backend').value;
+  s.ddof = Number($('ddof').value) === 1 ? 1 : 0;
+  s.map = $('map').value.trim();
+  s.data2 = { kind: $('data2-kind').value, values: $('data2').value };
   state = s;
   return s;
 }
@@ -318,6 +344,20 @@ async function dataValues(input, type, n) {
   return r.input;
 }
 
+/** The values of the second input y (data2) of a map or dot job, as long as x; null when there is none. */
+async function secondInput(f, s, n) {
+  if (!takesMap(f)) return null;
+  const kind = s.data2.kind;
+  if (!kind) {
+    if (needsY(s.op, s.map)) throw new ApiError(0, 'bad_input', 'data2', `${s.op === 'dot' ? 'dot' : 'a map in y'} needs a second input y`);
+    return null;
+  }
+  if (kind === 'values') {
+    try { return parseValues(s.data2.values); } catch (e) { throw new ApiError(0, 'bad_input', 'data2', e.message); }
+  }
+  return dataValues(kind === 'random' ? { random: n, seed: s.input.seed + 1 } : { iota: n }, s.type, n);
+}
+
 /** The CUDA __shfl_sync equivalent of a ds_permute / ds_bpermute run (compare.js), or null. */
 async function runCompare(body, resp, f) {
   const req = fam.shfl && compareRequest(f, body, resp);
@@ -330,7 +370,9 @@ async function runCompare(body, resp, f) {
 function markInvalid(field) {
   for (const e of document.querySelectorAll('[aria-invalid]')) e.removeAttribute('aria-invalid');
   if (!field) return null;
-  const map = { family: 'family', type: 'type', width: 'width', mask: 'mask', op: 'op', active: 'active', backend: 'backend' };
+  const map = { family: 'family', type: 'type', width: 'width', mask: 'mask', op: 'op', active: 'active', backend: 'backend',
+    ddof: 'ddof', map: 'map', data2: $('data2-kind').value === 'values' ? 'data2' : 'data2-kind', data2_b64: 'data2-kind',
+    bins: 'arg-bins', range: 'arg-lo', lo: 'arg-lo', hi: 'arg-hi', keys: 'arg-keys' };
   let id = map[field.split(/[.[]/)[0]];
   if (field.startsWith('args.pred.')) id = 'pred-' + field.split('.')[2].replace(/\[.*/, '');
   else if (field.startsWith('args.')) id = 'arg-' + field.slice(5).replace(/\[.*/, '');
@@ -371,7 +413,9 @@ async function run({ keepFrame = false } = {}) {
     let body = req.body, resp;
     if (f.data) {
       body = dataBody(f, s, await dataValues(req.input, s.type, req.n));
-      resp = asLanes(f, body, await post(req.endpoint, body));
+      try { applyFields(f, s, body, await secondInput(f, s, body.data.length)); } catch (e) { throw e instanceof ApiError ? e : new ApiError(0, 'bad_input', e.field || 'input', e.message); }
+      const answer = await post(req.endpoint, body);
+      resp = chartKind(f) ? asChart(f, body, answer) : asLanes(f, body, answer);
     } else resp = await post(req.endpoint, body);
     const ms = performance.now() - t0;
     const cmp = await runCompare(body, resp, f).catch((e) => ({ error: e }));
@@ -382,7 +426,7 @@ async function run({ keepFrame = false } = {}) {
     if (!keepFrame) frameIx = 0;
     render();
     updateUrl();
-    if (s.step && STEPPERS[s.family]) await startSteps(s.stepFrame ?? frameIx);
+    if (s.step && STEPPERS[s.family] && !body.map && !body.data2) await startSteps(s.stepFrame ?? frameIx);
     else setStepUi();
     if ($('source-box').open) loadSource();
     document.body.dataset.state = 'done';
@@ -408,6 +452,8 @@ function activeList(n) {
 
 function render() {
   const { resp, input, family: f } = lastRun;
+  if (resp.chart) return renderChartRun();
+  document.querySelector('#table-box summary').textContent = 'Lane table';
   const frame = frames ? frames[frameIx] : null;
   const model = frame
     ? { n: resp.lanes, elems: 1, width: resp.width, mask: parseMask(resp.mask ?? ALL), maskApplies: f.mask && !f.data, tiled: false,
@@ -426,6 +472,18 @@ function render() {
   renderCompare();
   renderSummary();
   renderTable(model);
+  renderRequest();
+}
+
+/** A histogram or reduce_by_key answer: its chart, its totals under it, its bins or runs in the table. */
+function renderChartRun() {
+  const c = renderChart(lastRun.resp, lastRun.body);
+  $('diagram').replaceChildren(c.svg);
+  $('legend').textContent = c.caption;
+  $('compare').hidden = true;
+  renderSummary();
+  $('lane-table').innerHTML = c.table;
+  document.querySelector('#table-box summary').textContent = lastRun.resp.chart === 'histogram' ? 'Bin table' : 'Run table';
   renderRequest();
 }
 
@@ -531,6 +589,7 @@ function setStepUi() {
   $('step-toggle').setAttribute('aria-pressed', String(!!frames));
   $('step-toggle').textContent = frames ? 'Show the result' : 'Step through';
   $('step-nav').hidden = !frames;
+  if (lastRun && (lastRun.body.map || lastRun.body.data2)) $('stepper').hidden = true; // frames shuffle the values unmapped
   if (!frames) { $('step-label').textContent = can ? 'one frame per shuffle step' : ''; $('step-label').className = ''; return; }
   $('step-range').max = frames.length - 1;
   $('step-range').value = frameIx;
@@ -669,6 +728,8 @@ function wire() {
     if (p) applyPreset(p);
   });
   $('input-kind').addEventListener('change', showInputFields);
+  $('op').addEventListener('input', showOpFields);
+  $('data2-kind').addEventListener('change', showOpFields);
   for (const k of ['mask', 'active']) {
     $(k).addEventListener('input', () => { const m = parseMask($(k).value); if (m !== null) paintBits(k + '-bits', m); });
   }
@@ -706,6 +767,7 @@ function wire() {
 function readFormLoose() {
   return { type: $('type').value, width: Number($('width').value), mask: parseMask($('mask').value) ?? ALL,
     active: parseMask($('active').value) ?? ALL, backend: $('backend').value, op: $('op').value,
+    ddof: Number($('ddof').value) === 1 ? 1 : 0, map: $('map').value.trim(), data2: { kind: $('data2-kind').value, values: $('data2').value },
     input: { kind: $('input-kind').value, lanes: Number($('lanes').value) || 32, elems: Number($('elems').value) || 1,
       seed: Number($('seed').value) || 0, values: $('values').value } };
 }
@@ -715,7 +777,9 @@ async function start() {
   try {
     const [fl, inf] = await Promise.all([call('GET', '/v1/families'), call('GET', '/v1/info')]);
     // Warp primitives, and the data families with an endpoint; their extra fields become arguments.
-    families = fl.families.filter(runnable).map((f) => (f.data ? { ...f, args: [...(f.args || []), ...dataArgs(f)] } : f));
+    // A data family's own fields replace an argument of the same name that the daemon lists.
+    const withData = (f, extra) => ({ ...f, args: [...(f.args || []).filter((a) => !extra.some((d) => d.name === a.name)), ...extra] });
+    families = fl.families.filter(runnable).map((f) => (f.data ? withData(f, dataArgs(f)) : f));
     info = inf;
   } catch (e) {
     $('server').textContent = e.status === 401 ? 'the daemon needs its token: reload to give it' : 'cannot reach the daemon';

@@ -3,7 +3,10 @@
 // endpoint (POST /v1/reduce or /v1/scan) and what it returns (one value, one per group, one per
 // element). Here a run becomes that endpoint's request over the lanes' values, and its answer becomes
 // the per-lane shape the diagram draws (output, defined, undefined_reason), so warp_reduce and
-// warp_scan step through like warp_allreduce. No DOM here.
+// warp_scan step through like warp_allreduce. The histogram and reduce_by_key families (issue 21) take
+// fields of their own and draw their own answers (datafields.js, charts.js). No DOM here.
+
+import { extraArgs } from './datafields.js';
 
 /** Families the playground can run: warp primitives, and data families with an HTTP endpoint. */
 export const runnable = (f) => !f.data || /^\/v1\//.test(f.data.endpoint || '');
@@ -18,6 +21,7 @@ export function dataArgs(f) {
     out.push({ name: 'weights', default: '', per_lane: false, field: 'numbers', hint: '2·radius+1 numbers; empty: equal weights' });
   }
   if (d.scan) out.push({ name: 'exclusive', default: 0, min: 0, max: 1, per_lane: false, field: 'bool' });
+  out.push(...extraArgs(f)); // sent by datafields.js applyFields
   return out;
 }
 
@@ -27,6 +31,7 @@ export function dataBody(f, s, values) {
   if (f.ops) body.op = s.op || f.ops[0];
   if (f.data.width_groups) body.width = s.width;
   for (const a of dataArgs(f)) {
+    if (a.extra) continue;
     const text = String(s.args[a.name] ?? '').trim();
     if (text === '') continue;
     if (a.field === 'number') body[a.name] = Number(text);
@@ -57,7 +62,7 @@ export function asLanes(f, body, resp) {
   const n = body.data.length;
   const out = new Array(n).fill(null), defined = new Array(n).fill(false), reason = new Array(n).fill('partial');
   const lanes = resultLanes(f, body, resp, n);
-  const values = f.data.result === 'each' || f.data.result === 'groups' ? resp.data || [] : [resp.value];
+  const values = f.data.result === 'each' || f.data.result === 'groups' ? resp.data || [] : [resp.value ?? resp.result];
   lanes.forEach((t, k) => {
     if (t >= n) return;
     out[t] = values[k] ?? null, defined[t] = true, reason[t] = null;

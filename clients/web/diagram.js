@@ -160,12 +160,13 @@ export function renderDiagram(model) {
     const bandWhy = runs.length ? (vertical ? 92 : 24) : 0;
     const panelBottom = yWhy + bandWhy;
 
-    // Width segments: shaded bands behind both rows.
-    for (let s = 0; s < G; s += W) {
-      if (base + s > last) break;
+    // Width segments: shaded bands behind both rows. A width that does not divide the panel (a logical
+    // warp of 7) has groups that run on into the next panel: each is cut at the panel's edges.
+    for (let s0 = Math.floor(base / W) * W; s0 <= last; s0 += W) {
+      const s = Math.max(s0, base) - base, e = Math.min(s0 + W - 1, last) - base;
       const x = LM + s * P - 2;
-      el('rect', { x, y: yIn - 4, width: Math.min(W, last - base - s + 1) * P + 1, height: yOut + hOut + 4 - (yIn - 4),
-        fill: (s / W) % 2 ? '#e8eef9' : '#f4f7fc', stroke: '#c7d2e6', 'stroke-dasharray': '3 3', class: 'segment',
+      el('rect', { x, y: yIn - 4, width: (e - s + 1) * P + 1, height: yOut + hOut + 4 - (yIn - 4),
+        fill: (s0 / W) % 2 ? '#e8eef9' : '#f4f7fc', stroke: '#c7d2e6', 'stroke-dasharray': '3 3', class: 'segment',
         'data-start': base + s }, g);
     }
     el('text', { x: 2, y: yLane, class: 'row-label' }, g, 'lane');

@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
+import { STAT_OPS, issue21Routes } from './canned.mjs';
 
 const BASE = process.env.WARPD_URL || 'http://127.0.0.1:8080';
 // a second daemon, started with --token-file (run.sh): the playground must ask for its token
@@ -579,4 +580,147 @@ test('CORS: a page of an --allow-origin origin calls the API with the token; ano
     other.srv.close();
     fs.rmSync(dir, { recursive: true, force: true });
   }
+});
+
+// ---------------------------------------------------------------- issue 21: a phone, new ops and families
+test('phone width (390×844): no horizontal scroll, the result under the form, before and after runs', T, async () => {
+  await page.setViewportSize({ width: 390, height: 844 });
+  const fits = async (what) => {
+    const [sw, form, result] = await page.evaluate(() => [document.documentElement.scrollWidth,
+      document.getElementById('controls').getBoundingClientRect().toJSON(), document.getElementById('result').getBoundingClientRect().toJSON()]);
+    assert.ok(sw <= 390, `${what}: the page is ${sw} px wide at 390`);
+    assert.ok(result.top >= form.bottom, `${what}: the result pane (top ${result.top}) is not under the form (bottom ${form.bottom})`);
+    assert.ok(result.left < 30 && result.right <= 390, `${what}: the result pane spans ${result.left}–${result.right}`);
+  };
+  // a link to a family this daemon lacks opens the default drawing (a warp shuffle), not a broken page
+  await open(have('histogram') ? '' : '#family=histogram&type=f32&arg.bins=4');
+  assert.equal(await page.inputValue('#family'), 'shfl_xor');
+  assert.equal((await outs()).length, 32);
+  await fits('the first page (shfl_xor)');
+  // a reduce, with every panel open
+  assert.equal(await runBy(() => page.selectOption('#family', 'device_reduce')), '');
+  assert.equal(byLane(await outs()).get(0).value, 496);
+  for (const box of ['#table-box', '#request-box']) await page.click(`${box} summary`);
+  await fits('after a reduce');
+  // a drawing wider than the screen scrolls inside its own box
+  const box = await page.evaluate(() => { const d = document.getElementById('diagram'); return [d.scrollWidth, d.clientWidth]; });
+  assert.ok(box[0] > box[1], `the lane diagram keeps its pitch and scrolls in its box (${box})`);
+  assert.equal(await runBy(() => page.selectOption('#preset', 'butterfly')), '');
+  await fits('after the butterfly shuffle');
+  await shot('phone-390');
+  noProblems();
+});
+
+const have = (name) => families.some((f) => f.name === name);
+test('issue 21 in the playground: statistics with ddof, map and dot, a histogram, reduce_by_key (canned answers)', T, async () => {
+  // The daemon may not have these yet: what it lacks of the families list and their answers come from
+  // page.route (canned.mjs), shaped as SHAPES.md says; what it has, it answers.
+  const canned = issue21Routes(), sent = canned.sent;
+  await page.route('**/v1/families', canned.families);
+  await page.route('**/v1/reduce', canned.reduce);
+  await open('#family=device_reduce&type=i32&width=32&op=sum&input=iota&lanes=32');
+  const ops = await page.$$eval('#op-list option', (os) => os.map((o) => o.value));
+  for (const op of [...STAT_OPS, 'dot']) assert.ok(ops.includes(op), `op ${op} offered`);
+  const names = await page.$$eval('#family option', (os) => os.map((o) => o.value));
+  assert.ok(names.includes('histogram') && names.includes('reduce_by_key'), 'the new families are offered');
+  assert.ok(await page.isVisible('#transform-field'), 'device_reduce takes a map and a second input');
+
+  // var with ddof 1 over 0..31: the sample variance, 88 (sum of (t - 15.5)² / 31)
+  assert.ok(await page.isHidden('#ddof-field'));
+  await page.fill('#op', 'var');
+  assert.ok(await page.isVisible('#ddof-field'), 'ddof shows with var');
+  await page.selectOption('#ddof', '1');
+  assert.equal(await runBy(() => page.click('#run')), '');
+  assert.deepEqual([sent.at(-1).op, sent.at(-1).ddof], ['var', 1]);
+  assert.equal(byLane(await outs()).get(0).value, 88);
+  assert.match(await page.textContent('#request'), /"op":"var","ddof":1/);
+  assert.match(page.url(), /op=var&.*ddof=1/);
+  // dot needs y: asked for, then sent as data2 (iota): Σ t² = 10416
+  await page.fill('#op', 'dot');
+  assert.ok(await page.isHidden('#ddof-field'));
+  assert.match(await runBy(() => page.click('#run')), /data2.*second input/);
+  assert.equal(await page.getAttribute('#data2-kind', 'aria-invalid'), 'true');
+  await page.selectOption('#data2-kind', 'iota');
+  assert.equal(await runBy(() => page.click('#run')), '');
+  assert.deepEqual(sent.at(-1).data2, iota(32));
+  assert.equal(sent.at(-1).ddof, undefined, 'ddof goes with var and std only');
+  assert.equal(byLane(await outs()).get(0).value, 10416);
+  // a map: sum of x*x over typed values
+  await page.fill('#op', 'sum');
+  await page.selectOption('#data2-kind', '');
+  await page.fill('#map', 'x*x');
+  await page.selectOption('#input-kind', 'values');
+  await page.fill('#values', '1, 2, 3, 4');
+  assert.equal(await runBy(() => page.click('#run')), '');
+  assert.deepEqual([sent.at(-1).map, sent.at(-1).data, sent.at(-1).data2], ['x*x', [1, 2, 3, 4], undefined]);
+  assert.equal(byLane(await outs()).get(0).value, 30);
+  assert.match(page.url(), /&map=x\*x/);
+
+  // histogram: 4 bins over [0, 8): bars, edges on the axis, totals in and out of range
+  assert.equal(await runBy(() => page.selectOption('#family', 'histogram')), '');
+  assert.ok(await page.isHidden('#transform-field'));
+  await page.selectOption('#type', 'f32');
+  await page.selectOption('#input-kind', 'values');
+  const xs = [0, 1, 1.5, 2, 3.99, 4, 7.5, 8, 9, -1, 'NaN', 5];
+  await page.fill('#values', xs.join(', '));
+  await page.fill('#arg-bins', '4');
+  await page.fill('#arg-lo', '0');
+  await page.fill('#arg-hi', '8');
+  assert.equal(await runBy(() => page.click('#run')), '');
+  assert.deepEqual([sent.at(-1).bins, sent.at(-1).range, sent.at(-1).data.length], [4, [0, 8], 12]);
+  const bars = await page.$$eval('#diagram svg.histogram g.bin', (gs) => gs.map((g) => [Number(g.dataset.lo), Number(g.dataset.hi), g.dataset.count,
+    g.querySelector('rect').getBoundingClientRect().height]));
+  // by bin: [0,2) 0 1 1.5; [2,4) 2 3.99; [4,6) 4 5; [6,8] 7.5 8 — out: 9, -1, NaN
+  assert.deepEqual(bars.map((b) => b.slice(0, 3)), [[0, 2, '3'], [2, 4, '2'], [4, 6, '2'], [6, 8, '2']]);
+  assert.ok(Math.abs(bars[0][3] / bars[1][3] - 1.5) < 0.01, `bar heights follow the counts (${bars.map((b) => b[3])})`);
+  const edges = await page.$$eval('#diagram svg.histogram text.edge', (ts) => ts.map((t) => t.textContent));
+  assert.deepEqual([edges[0], edges.at(-1)], ['0', '8']);
+  assert.match(await page.textContent('#legend'), /^9 in range \[0, 8\] · 3 out of range/);
+  assert.equal(await page.$$eval('#lane-table tbody tr', (r) => r.length), 4);
+  assert.equal(await page.textContent('#table-box summary'), 'Bin table');
+  await shot('histogram');
+
+  // reduce_by_key: keys t/3 over 0..9 are runs 0 0 0 1 1 1 2 2 2 3; each run's sum 9k + 3 (the last: 9)
+  assert.equal(await runBy(() => page.selectOption('#family', 'reduce_by_key')), '');
+  await page.selectOption('#input-kind', 'iota');
+  await page.fill('#lanes', '10');
+  await page.fill('#arg-keys', 't/3');
+  assert.equal(await runBy(() => page.click('#run')), '');
+  assert.deepEqual(sent.at(-1).keys, { type: 'i32', data: [0, 0, 0, 1, 1, 1, 2, 2, 2, 3] });
+  const runs = await page.$$eval('#diagram svg.runs g.run', (gs) => gs.map((g) => [g.dataset.key, Number(g.dataset.start), Number(g.dataset.end), JSON.parse(g.dataset.value)]));
+  assert.deepEqual(runs, [0, 1, 2, 3].map((k) => [String(k), 3 * k, Math.min(9, 3 * k + 2), k < 3 ? 9 * k + 3 : 9]));
+  assert.match(await page.textContent('#legend'), /^4 runs of equal consecutive keys over 10 elements/);
+  await shot('reduce-by-key');
+  // on a phone, the chart scrolls in its box and the page does not
+  await page.setViewportSize({ width: 390, height: 844 });
+  assert.ok(await page.evaluate(() => document.documentElement.scrollWidth) <= 390);
+  noProblems();
+});
+
+test('datafields.js: the issue-21 fields of a request, as SHAPES.md writes them (no browser)', async () => {
+  const { applyFields, takesMap, usesDdof, opsOf, chartKind, autoRange } = await import(new URL('../../clients/web/datafields.js', import.meta.url));
+  const dr = { name: 'device_reduce', ops: ['sum', 'var'], data: { endpoint: '/v1/reduce', result: 'value' } };
+  const hist = { name: 'histogram', data: { endpoint: '/v1/reduce', result: 'counts' } };
+  const rbk = { name: 'reduce_by_key', ops: ['sum'], data: { endpoint: '/v1/reduce', result: 'runs', map: false } };
+  const stencil = { name: 'stencil', data: { endpoint: '/v1/scan', result: 'each' } };
+  const body = (f, s, y = null, data = [3, 1, 2]) => applyFields(f, { args: {}, ...s }, { family: f.name, type: 'f32', op: s.op, data }, y);
+  // ddof only with var/std, only when 1; data last, data2 after it
+  assert.deepEqual(Object.keys(body(dr, { op: 'var', ddof: 1 })), ['family', 'type', 'op', 'ddof', 'data']);
+  assert.equal(body(dr, { op: 'sum', ddof: 1 }).ddof, undefined);
+  assert.equal(body(dr, { op: 'var', ddof: 0 }).ddof, undefined);
+  assert.deepEqual(Object.keys(body(dr, { op: 'dot', map: '' }, [4, 5, 6])), ['family', 'type', 'op', 'data', 'data2']);
+  assert.equal(body(dr, { op: 'sum', map: 'x*x' }).map, 'x*x');
+  assert.equal(body({ ...dr, data: { ...dr.data, map: false } }, { op: 'sum', map: 'x*x' }).map, undefined, 'no map where data.map is false');
+  // the histogram: bins and range; an empty range is numpy's (min, max) of the finite values
+  assert.deepEqual(body(hist, { args: { bins: '3', lo: '', hi: '' } }, null, [2, 'NaN', -1, 5]), { family: 'histogram', type: 'f32', bins: 3, range: [-1, 5], data: [2, 'NaN', -1, 5] });
+  assert.deepEqual(autoRange([4, 4]), [3.5, 4.5]);
+  assert.throws(() => body(hist, { args: { bins: '4', lo: 'x' } }), /lo/);
+  // reduce_by_key: keys from a formula in t, i32
+  assert.deepEqual(body(rbk, { op: 'sum', args: { keys: 't/2' } }, null, [1, 2, 3, 4, 5]).keys, { type: 'i32', data: [0, 0, 1, 1, 2] });
+  assert.deepEqual(body(rbk, { op: 'sum', args: { keys: '7' } }, null, [1, 2]).keys, { type: 'i32', data: [7, 7] });
+  // which family takes what
+  assert.deepEqual([takesMap(dr), takesMap(hist), takesMap(rbk), takesMap(stencil)], [true, false, false, false]);
+  assert.deepEqual([chartKind(dr), chartKind(hist), chartKind(rbk)], [null, 'histogram', 'runs']);
+  assert.deepEqual(opsOf(dr), ['sum', 'var', 'dot']);
+  assert.deepEqual([usesDdof('std'), usesDdof('mean'), usesDdof('mean', { stats: { ddof_ops: ['mean'] } })], [true, false, true]);
 });
