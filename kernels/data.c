@@ -32,7 +32,7 @@ wp_type wp_data_acc_type(const wp_spec *s) {
 }
 
 wp_type wp_data_kernel_type(const wp_spec *s) {
-    if (!(s->family->flags & WP_F_OP)) return s->type;
+    if (!(s->family->flags & WP_F_OP) || s->data.stat) return s->type; /* statistics: signedness matters */
     switch (s->op.kind) {
     case WP_OP_SUM:
     case WP_OP_PROD:
@@ -132,6 +132,11 @@ int wp_block_device_reduce(const wp_spec *s, uint64_t n) {
 
 void wp_plan_device_reduce(const wp_spec *s, uint64_t n, uint64_t groups, wp_data_plan *out) {
     (void)groups;
+    if (s->data.stat) { /* kernels/stats.h: accumulators of up to 32 bytes fill the partial slots (no gmem tree) */
+        plan_grid_reduce(s, n, WP_STAT_ACC_BYTES, out);
+        out->scratch_bytes = (size_t)WP_REDUCE_GRID_MAX * WP_STAT_ACC_BYTES;
+        return;
+    }
     plan_grid_reduce(s, n, wp_type_size(wp_data_acc_type(s)), out);
 }
 

@@ -38,7 +38,10 @@ enum {
     WP_F_ACCUM = 1u << 13,       /* f16/bf16 accumulate in f32 unless "accumulate":"native" */
     /* `width` is the wave size (32 or 64, AMD): lanes form waves of `width` threads instead of warps of
      * 32; src[] counts lanes within the wave. Used with WP_F_NO_MASK (EXEC is the active lanes). */
-    WP_F_WAVE = 1u << 14
+    WP_F_WAVE = 1u << 14,
+    /* `op` may also name a statistic or norm (mean, var, std, norm1, norm2, norminf, count_nonzero:
+     * kernels/stats.h), run by the stats kernels (templates/stats.cuh) over the family's pass. */
+    WP_F_STATS = 1u << 15
 };
 
 typedef enum {

@@ -20,6 +20,7 @@ typedef struct {
     bool exclusive;  /* scans */
     int radius;      /* stencil: 1..WP_STENCIL_MAX_RADIUS */
     bool batched; /* the kernel's batched entry (<kernel>_batch: many jobs in one grid, server/engine/batch_reduce.c) */
+    int stat;     /* WP_F_STATS: a statistic or norm named as the op (WP_STAT_*, kernels/stats.h); 0: an operator */
 } wp_data_spec;
 
 typedef struct wp_spec {

@@ -59,6 +59,12 @@ int reduce_input_shm(wp_app *app, const wp_req *req, const cJSON *shm, wp_type t
                      reduce_input *in, wp_err *err);
 int reduce_input_offsets(const cJSON *list, reduce_input *in, wp_err *err);
 
+/* api_reduce_check.c: a statistic's (op mean, var, ...: kernels/stats.h) "ddof" (0 by default; 400 naming
+ * it unless 0 or 1 with var or std), its answer ("value" in its value type, "value_type") and its check */
+int reduce_stat_ddof(const cJSON *body, const wp_spec *s, int *ddof, wp_err *err);
+int reduce_stat_result(cJSON *o, const wp_spec *s, const wp_reduce_result *r, int ddof);
+cJSON *reduce_check_stat(const wp_spec *s, const uint8_t *host, uint64_t n, const wp_reduce_result *r, int ddof);
+
 /* api_reduce_check.c: "check" of a value (reductions), an index (argmin, argmax), an array */
 cJSON *reduce_check_value(const wp_spec *s, const uint8_t *host, uint64_t n, const wp_reduce_result *r);
 cJSON *reduce_check_arg(const wp_spec *s, const uint8_t *host, uint64_t n, const wp_reduce_result *r);
