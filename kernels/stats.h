@@ -33,7 +33,7 @@ typedef enum {
 
 /* templates/stats.cuh's accumulators. */
 typedef struct {
-    double c, k, s1, s2; /* count, shift, sum(x - k), sum((x - k)^2) */
+    double c, k, s1, s2; /* count, shift (an element), sum(x - k), sum((x - k)^2) */
 } wp_moments;
 typedef struct {
     double med, big, small; /* norm2: LAPACK dnrm2's three sums of squares */
@@ -84,14 +84,10 @@ static inline void wp_moments_combine(wp_moments *a, const wp_moments *b) {
         return;
     }
     if (b->c == 0.0) return;
-    const double ma = a->k + a->s1 / a->c, mb = b->k + b->s1 / b->c;
-    const double qa = a->s2 - a->s1 * (a->s1 / a->c), qb = b->s2 - b->s1 * (b->s1 / b->c);
-    const double n = a->c + b->c, d = mb - ma;
-    const double ac = a->c;
-    a->c = n;
-    a->k = ma + d * (b->c / n);
-    a->s1 = 0.0;
-    a->s2 = (qa + qb) + (d * d) * (ac * (b->c / n));
+    const double d = b->k - a->k; /* b's sums moved to a's shift */
+    a->c = a->c + b->c;
+    a->s1 = a->s1 + (b->s1 + b->c * d);
+    a->s2 = a->s2 + (b->s2 + d * (2.0 * b->s1 + b->c * d));
 }
 
 /* One accumulator of kind sacc (WP_SACC_*) combined into another: raw bytes, any alignment. */

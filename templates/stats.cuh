@@ -12,8 +12,10 @@
 
 /* Count, shift and the shifted sums: the elements folded are c values x with sum(x - k) = s1 and
  * sum((x - k)^2) = s2. One element is {1, x, -0, -0}. A thread adds each next element to its shifted
- * sums (the first element is the shift: no division); threads, blocks and parts meet by Chan's
- * update, which re-centres on the joint mean (k = mean, s1 = 0, s2 = M2). */
+ * sums (its first element is the shift: two adds and a multiply, no division); threads, blocks and
+ * parts meet by Chan's pairwise update written for shifted sums: b's sums move to a's shift. The shift
+ * is always an element, never a rounded mean, so the error depends on how far elements lie from the
+ * mean in standard deviations, not on the data's offset (docs/semantics.md). */
 struct wp_moments {
     double c, k, s1, s2;
 };
@@ -119,13 +121,12 @@ struct wp_op_moments {
         }
         if (a.c == 0.0) return b;
         if (b.c == 0.0) return a;
-        const double ma = a.k + a.s1 / a.c, mb = b.k + b.s1 / b.c;
-        const double qa = a.s2 - a.s1 * (a.s1 / a.c), qb = b.s2 - b.s1 * (b.s1 / b.c);
-        const double n = a.c + b.c, d = mb - ma;
-        r.c = n;
-        r.k = ma + d * (b.c / n);
-        r.s1 = 0.0;
-        r.s2 = (qa + qb) + (d * d) * (a.c * (b.c / n));
+        /* b's sums moved to a's shift (both shifts are elements: d is about the data's spread) */
+        const double d = b.k - a.k;
+        r.c = a.c + b.c;
+        r.k = a.k;
+        r.s1 = a.s1 + (b.s1 + b.c * d);
+        r.s2 = a.s2 + (b.s2 + d * (2.0 * b.s1 + b.c * d));
         return r;
     }
 };
