@@ -114,7 +114,8 @@ int main(int argc, char **argv) {
             break;
         }
         double v, sum_us = time_op("sum", in, n, trials, &v);
-        if (sum_us > 0) printf("%-14s   2^%-2d %10.1f %9.1f %7.2f %.9g\n", "sum", lg, sum_us, n * 4 / sum_us / 1e3, 1.0, v);
+        if (sum_us > 0)
+            printf("%-14s   2^%-2d %10.1f %9.1f %7.2f %.9g\n", "sum", lg, sum_us, n * 4 / sum_us / 1e3, 1.0, v);
         for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
             double us = time_op(ops[k], in, n, trials, &v);
             if (us <= 0 || sum_us <= 0) continue;

@@ -67,8 +67,8 @@ static uint64_t hard_elem(uint64_t *s, wp_type t, int stat) {
     return wp_value_from_double(t, v);
 }
 
-static int run_on(wp_app *app, wp_backend *b, const wp_spec *s, const uint8_t *host, uint64_t n,
-                  wp_reduce_result *r, wp_err *err) {
+static int run_on(wp_app *app, wp_backend *b, const wp_spec *s, const uint8_t *host, uint64_t n, wp_reduce_result *r,
+                  wp_err *err) {
     size_t bytes = (size_t)n * wp_type_size(s->type);
     wp_buf *in = wp_buf_alloc(b, bytes ? bytes : 16, err);
     int rc = in && !wp_buf_write(in, 0, host, bytes, err) ? 0 : -1;
