@@ -8,31 +8,10 @@
 #include "data.h"
 #include "spec.h"
 
-static const char *const stat_names[WP_STAT_KINDS] = {
-    [WP_STAT_MEAN] = "mean",
-    [WP_STAT_VAR] = "var",
-    [WP_STAT_STD] = "std",
-    [WP_STAT_NORM1] = "norm1",
-    [WP_STAT_NORM2] = "norm2",
-    [WP_STAT_NORMINF] = "norminf",
-    [WP_STAT_COUNT_NONZERO] = "count_nonzero",
-};
-
 int wp_stat_parse(const char *name) {
     for (int k = 1; name && k < WP_STAT_KINDS; k++)
-        if (!strcmp(name, stat_names[k])) return k;
+        if (!strcmp(name, wp_stat_name(k))) return k;
     return WP_STAT_NONE;
-}
-
-const char *wp_stat_name(int stat) { return stat > 0 && stat < WP_STAT_KINDS ? stat_names[stat] : "none"; }
-
-const char *wp_stat_acc_name(int sacc) {
-    static const char *const names[] = {[WP_SACC_MOMENTS] = "moments",
-                                        [WP_SACC_ABS_SUM] = "abs_sum",
-                                        [WP_SACC_SQ_SUM] = "sq_sum",
-                                        [WP_SACC_ABS_MAX] = "abs_max",
-                                        [WP_SACC_NONZERO] = "nonzero"};
-    return sacc >= WP_SACC_MOMENTS && sacc <= WP_SACC_NONZERO ? names[sacc] : "none";
 }
 
 bool wp_stat_takes_ddof(int stat) { return stat == WP_STAT_VAR || stat == WP_STAT_STD; }

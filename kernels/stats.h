@@ -44,10 +44,8 @@ typedef struct {
 #define WP_NRM2_SSML 0x1p537
 #define WP_NRM2_SBIG 0x1p-538
 
-int wp_stat_parse(const char *name);    /* WP_STAT_*, or WP_STAT_NONE for any other name */
-const char *wp_stat_name(int stat);     /* "var" */
-const char *wp_stat_acc_name(int sacc); /* the kernel key's op: "moments", "abs_sum", ... */
-bool wp_stat_takes_ddof(int stat);      /* var, std */
+int wp_stat_parse(const char *name); /* WP_STAT_*, or WP_STAT_NONE for any other name */
+bool wp_stat_takes_ddof(int stat);   /* var, std */
 /* The answer's type for elements of type t: floats their own (count_nonzero u64), integers f64 (u64). */
 wp_type wp_stat_value_type(int stat, wp_type t);
 /* The answer (raw bits of wp_stat_value_type) from the accumulator of all the elements. Empty: mean,
@@ -59,6 +57,17 @@ void wp_emu_device_stats(const struct wp_spec *s, const wp_data_params *p, const
 /* The float64 reference of "check": a two-pass mean and variance in long double, the norms in long
  * double, the count exactly; the same empty and ddof rules. */
 double wp_stat_reference(int stat, wp_type t, const void *host, uint64_t n, int ddof);
+
+/* The names (inline: the spec's key and checks use them on every job's way, kernels/spec.c). */
+static inline const char *wp_stat_name(int stat) { /* "var" */
+    static const char *const names[WP_STAT_KINDS] = {"none",  "mean",  "var",     "std",
+                                                     "norm1", "norm2", "norminf", "count_nonzero"};
+    return stat >= 0 && stat < WP_STAT_KINDS ? names[stat] : "none";
+}
+static inline const char *wp_stat_acc_name(int sacc) { /* the kernel key's op: "moments", "abs_sum", ... */
+    static const char *const names[] = {"none", "moments", "abs_sum", "sq_sum", "abs_max", "nonzero"};
+    return sacc >= WP_SACC_MOMENTS && sacc <= WP_SACC_NONZERO ? names[sacc] : "none";
+}
 
 /* WP_SACC_*: what a statistic's kernel folds. */
 static inline int wp_stat_acc(int stat) {
