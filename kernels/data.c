@@ -132,9 +132,9 @@ int wp_block_device_reduce(const wp_spec *s, uint64_t n) {
 
 void wp_plan_device_reduce(const wp_spec *s, uint64_t n, uint64_t groups, wp_data_plan *out) {
     (void)groups;
-    if (s->data.stat) { /* kernels/stats.h: accumulators of up to 32 bytes fill the partial slots (no gmem tree) */
+    if (s->data.stat) { /* kernels/stats.h: a partial of up to 32 bytes per block (no gmem tree after them) */
         plan_grid_reduce(s, n, WP_STAT_ACC_BYTES, out);
-        out->scratch_bytes = (size_t)WP_REDUCE_GRID_MAX * WP_STAT_ACC_BYTES;
+        out->scratch_bytes = (size_t)(out->grid ? out->grid : 1) * WP_STAT_ACC_BYTES;
         return;
     }
     plan_grid_reduce(s, n, wp_type_size(wp_data_acc_type(s)), out);

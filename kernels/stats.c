@@ -1,9 +1,12 @@
 /* stats.c — device_reduce's statistics and norms on the host (stats.h): names, the answer made from
  * an accumulator, the emulator of wp_device_stats (templates/stats.cuh) in the device's combining
- * order, and the long-double reference of "check". */
+ * order (its blocks on up to 8 CPU threads, joined before it returns), and the long-double reference
+ * of "check". */
 #include "stats.h"
 
+#include <pthread.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "data.h"
 #include "spec.h"
@@ -166,21 +169,82 @@ static void stat_group(const stat_emu *e, int strategy, unsigned char *v, int bl
     stat_tree(e, v, warps);
 }
 
+/* Blocks b0 .. b1 - 1: each block's threads, then its block combine, into partials. */
+typedef struct {
+    const stat_emu *e;
+    int strategy;
+    unsigned b0, b1, grid, block, vec;
+    uint64_t n, nv;
+    unsigned char *partials;
+    bool done;
+} stat_range;
+
+static bool stat_blocks(stat_range *r) {
+    unsigned char *vals = calloc(r->block, WP_STAT_ACC_BYTES);
+    if (!vals) return false;
+    const uint64_t tile = (uint64_t)WP_REDUCE_UNROLL * r->block;
+    for (unsigned b = r->b0; b < r->b1; b++) {
+        for (unsigned t = 0; t < r->block; t++)
+            thread_fold(r->e, b, t, r->grid, r->block, r->n, r->vec, vals + (size_t)t * WP_STAT_ACC_BYTES);
+        const uint64_t left = r->nv - (uint64_t)b * tile; /* threads with a first vector */
+        stat_group(r->e, r->strategy, vals, (int)r->block, left < r->block ? (int)left : (int)r->block);
+        memcpy(r->partials + (size_t)b * WP_STAT_ACC_BYTES, vals, WP_STAT_ACC_BYTES);
+    }
+    free(vals);
+    return true;
+}
+
+static void *stat_blocks_thread(void *arg) {
+    stat_range *r = arg;
+    r->done = stat_blocks(r);
+    return NULL;
+}
+
+#define STAT_EMU_PAR_MIN (1u << 16) /* elements below which one thread folds every block */
+#define STAT_EMU_THREADS_MAX 8
+
+/* Every block's partial, on up to STAT_EMU_THREADS_MAX threads (each block depends on nothing else, so
+ * the bits are the same on any number of cores); a range whose thread did not start is folded here. */
+static bool stat_all_blocks(const stat_range *all) {
+    long cpus = all->n < STAT_EMU_PAR_MIN ? 1 : sysconf(_SC_NPROCESSORS_ONLN);
+    unsigned k = cpus < 2 ? 1 : (unsigned)(cpus < STAT_EMU_THREADS_MAX ? cpus : STAT_EMU_THREADS_MAX);
+    if (k > all->grid) k = all->grid;
+    stat_range r[STAT_EMU_THREADS_MAX];
+    pthread_t tid[STAT_EMU_THREADS_MAX];
+    bool started[STAT_EMU_THREADS_MAX] = {false};
+    for (unsigned i = 0; i < k; i++) {
+        r[i] = *all;
+        r[i].b0 = (unsigned)((uint64_t)all->grid * i / k);
+        r[i].b1 = (unsigned)((uint64_t)all->grid * (i + 1) / k);
+        r[i].done = false;
+        if (i > 0) started[i] = pthread_create(&tid[i], NULL, stat_blocks_thread, &r[i]) == 0;
+    }
+    bool ok = stat_blocks(&r[0]);
+    for (unsigned i = 1; i < k; i++) {
+        if (started[i]) pthread_join(tid[i], NULL);
+        if (!r[i].done) ok = stat_blocks(&r[i]) && ok;
+    }
+    return ok;
+}
+
 void wp_emu_device_stats(const struct wp_spec *s, const wp_data_params *p, const struct wp_data_plan *plan) {
     stat_emu e = {.type = s->type, .sacc = wp_stat_acc(s->data.stat), .in = (const void *)(uintptr_t)p->in};
     const unsigned vec = 16 / (unsigned)wp_type_size(s->type), grid = plan->grid, block = plan->block;
-    const uint64_t n = p->n, nv = (n + vec - 1) / vec, tile = (uint64_t)WP_REDUCE_UNROLL * block;
+    const uint64_t n = p->n;
     unsigned char *out = (unsigned char *)(uintptr_t)p->out;
     memset(out, 0, WP_STAT_ACC_BYTES);
     unsigned char *vals = calloc(block, WP_STAT_ACC_BYTES), *partials = calloc(grid ? grid : 1, WP_STAT_ACC_BYTES);
-    if (!vals || !partials || grid == 0) goto done;
-    for (unsigned b = 0; b < grid; b++) {
-        for (unsigned t = 0; t < block; t++)
-            thread_fold(&e, b, t, grid, block, n, vec, vals + (size_t)t * WP_STAT_ACC_BYTES);
-        const uint64_t left = nv - (uint64_t)b * tile; /* threads with a first vector */
-        stat_group(&e, s->data.strategy, vals, (int)block, left < block ? (int)left : (int)block);
-        memcpy(partials + (size_t)b * WP_STAT_ACC_BYTES, vals, WP_STAT_ACC_BYTES);
-    }
+    stat_range all = {.e = &e,
+                      .strategy = s->data.strategy,
+                      .b0 = 0,
+                      .b1 = grid,
+                      .grid = grid,
+                      .block = block,
+                      .vec = vec,
+                      .n = n,
+                      .nv = (n + vec - 1) / vec,
+                      .partials = partials};
+    if (!vals || !partials || grid == 0 || !stat_all_blocks(&all)) goto done;
     if (grid == 1) {
         memcpy(out, partials, WP_STAT_ACC_BYTES);
     } else { /* the last block: thread t folds partials t, t + block, ... */
