@@ -210,21 +210,25 @@ template <typename T> struct wp_stat_kind<T, WP_SACC_NONZERO> {
     typedef wp_op_count op;
 };
 
-/* Double accumulators hold more registers than device_reduce's: 1024 threads per SM (64 registers)
- * still keep 64 KiB of loads in flight per SM. */
-#define WP_STATS_MIN_BLOCKS(BLOCK) ((BLOCK) >= 64 ? 1024 / (BLOCK) : 16)
+/* Threads per SM the launch bounds ask for, by accumulator (NVRTC's -Xptxas=-v, BLOCK 512, sm_90): the
+ * moments (8 registers of state beside 16 of loads) and norm2's three sums need 64 and 54 registers to
+ * spill nothing: 1024 threads, 64 KiB of loads in flight per SM; at 40 both spill. The one-word ones fit
+ * 32, as device_reduce's own: 2048 threads. */
+#define WP_STATS_THREADS_PER_SM(VARIANT) ((VARIANT) == WP_SACC_MOMENTS || (VARIANT) == WP_SACC_SQ_SUM ? 1024 : 2048)
+#define WP_STATS_MIN_BLOCKS(BLOCK, VARIANT)                                                                            \
+    ((BLOCK) >= 64 ? WP_STATS_THREADS_PER_SM(VARIANT) / (BLOCK) : WP_STATS_THREADS_PER_SM(VARIANT) / 64)
 
 /* kernel<T, A, WIDTH, BLOCK, STRAT, VARIANT, Op> like every data kernel; A and Op are unused (the
  * accumulator and combine come from VARIANT). */
 template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
-__global__ void __launch_bounds__(BLOCK, WP_STATS_MIN_BLOCKS(BLOCK)) wp_device_stats(wp_data_params p) {
+__global__ void __launch_bounds__(BLOCK, WP_STATS_MIN_BLOCKS(BLOCK, VARIANT)) wp_device_stats(wp_data_params p) {
     typedef wp_stat_kind<T, VARIANT> K;
     wp_grid_wait();
     wp_device_reduce_run<T, BLOCK, STRAT, typename K::op, typename K::make>(p, blockIdx.x, gridDim.x,
                                                                             typename K::op());
 }
 template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
-__global__ void __launch_bounds__(BLOCK, WP_STATS_MIN_BLOCKS(BLOCK)) wp_device_stats_batch(wp_data_params p) {
+__global__ void __launch_bounds__(BLOCK, WP_STATS_MIN_BLOCKS(BLOCK, VARIANT)) wp_device_stats_batch(wp_data_params p) {
     typedef wp_stat_kind<T, VARIANT> K;
     wp_data_params q;
     unsigned G;
