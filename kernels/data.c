@@ -32,7 +32,8 @@ wp_type wp_data_acc_type(const wp_spec *s) {
 }
 
 wp_type wp_data_kernel_type(const wp_spec *s) {
-    if (!(s->family->flags & WP_F_OP) || s->data.map.expr) return s->type; /* a map sees the signed type */
+    if (!(s->family->flags & WP_F_OP) || s->data.map.expr || s->data.stat)
+        return s->type; /* a map, a statistic: the signed type matters */
     switch (s->op.kind) {
     case WP_OP_SUM:
     case WP_OP_PROD:
@@ -132,6 +133,11 @@ int wp_block_device_reduce(const wp_spec *s, uint64_t n) {
 
 void wp_plan_device_reduce(const wp_spec *s, uint64_t n, uint64_t groups, wp_data_plan *out) {
     (void)groups;
+    if (s->data.stat) { /* kernels/stats.h: a partial of up to 32 bytes per block (no gmem tree after them) */
+        plan_grid_reduce(s, n, WP_STAT_ACC_BYTES, out);
+        out->scratch_bytes = (size_t)(out->grid ? out->grid : 1) * WP_STAT_ACC_BYTES;
+        return;
+    }
     plan_grid_reduce(s, n, wp_type_size(wp_data_acc_type(s)), out);
 }
 

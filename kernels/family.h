@@ -41,7 +41,10 @@ enum {
     WP_F_WAVE = 1u << 14,
     /* takes "map" (transform-reduce): an expression over x (and y, a second input) applied to each
      * element before the operator (wp_data_spec.map) */
-    WP_F_MAP = 1u << 15
+    WP_F_MAP = 1u << 15,
+    /* `op` may also name a statistic or norm (mean, var, std, norm1, norm2, norminf, count_nonzero:
+     * kernels/stats.h), run by the stats kernels (templates/stats.cuh) over the family's pass. */
+    WP_F_STATS = 1u << 16
 };
 
 typedef enum {

@@ -13,6 +13,7 @@
 #include "data.h"
 #include "reduce_emu.h"
 #include "spec.h"
+#include "stats.h"
 
 uint64_t wp_remu_apply(const wp_remu *c, uint64_t a, uint64_t b) { return wp_op_apply(c->op, c->acc, a, b); }
 
@@ -151,6 +152,10 @@ static bool fold_all_blocks(const block_range *all) {
 }
 
 void wp_emu_device_reduce(const wp_spec *s, const wp_data_params *p, const wp_data_plan *plan) {
+    if (s->data.stat) { /* a statistic: its accumulator, the same order (stats.c) */
+        wp_emu_device_stats(s, p, plan);
+        return;
+    }
     wp_remu c;
     wp_remu_init(&c, s, p);
     unsigned vec = 16 / (unsigned)wp_type_size(s->type), grid = plan->grid, block = plan->block;

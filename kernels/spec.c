@@ -3,6 +3,7 @@
 #include "spec.h"
 
 #include "data.h"
+#include "stats.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -94,6 +95,21 @@ int wp_spec_validate(wp_spec *s, wp_err *err) {
 
 static bool redux_op(wp_op_kind k) { return k != WP_OP_PROD && k != WP_OP_EXPR; }
 
+/* A statistic (kernels/stats.h): its family runs it, by a tree (its accumulator has no atomics and
+ * its partials fill the grid's partial slots: no gmem tree after them); it always accumulates in
+ * double, so "accumulate" does not apply. */
+static int stats_check(wp_spec *s, wp_err *err) {
+    wp_data_spec *d = &s->data;
+    if (!(s->family->flags & WP_F_STATS) || d->stat <= WP_STAT_NONE || d->stat >= WP_STAT_KINDS)
+        return WP_FAIL(err, 400, "op_not_allowed", "op", "family %s runs no statistic", s->family->name);
+    if (d->strategy != WP_STRAT_SHFL_DOWN && d->strategy != WP_STRAT_SHFL_XOR && d->strategy != WP_STRAT_SMEM)
+        return WP_FAIL(err, 400, "strategy_not_allowed", "strategy",
+                       "op %s runs with strategy shfl_down, shfl_xor or smem (not %s)", wp_stat_name(d->stat),
+                       wp_strategy_name(d->strategy));
+    d->native = false;
+    return 0;
+}
+
 /* The data-family fields: strategy (resolved from auto), block, accumulate, exclusive, radius. */
 static int validate_data(wp_spec *s, wp_err *err) {
     const wp_family *f = s->family;
@@ -121,6 +137,7 @@ static int validate_data(wp_spec *s, wp_err *err) {
     if (d->strategy == WP_STRAT_ATOMIC && s->op.kind == WP_OP_EXPR)
         return WP_FAIL(err, 400, "strategy_not_allowed", "strategy",
                        "strategy atomic needs a builtin operator (an expression has no identity to start from)");
+    if (d->stat && stats_check(s, err)) return -1;
     if (d->block == 0) {
         d->block = f->block_default;
         d->block_auto = true;
@@ -193,6 +210,8 @@ static int spec_map_from_json(const cJSON *obj, bool dot, wp_spec *out, wp_err *
         return WP_FAIL(err, 400, "unknown_field", "map", "family %s takes no map", out->family->name);
     if (v && dot) return WP_FAIL(err, 400, "bad_map", "map", "op dot is the map x*y with op sum: give map or dot");
     if (v && !cJSON_IsString(v)) return WP_FAIL(err, 400, "wrong_type", "map", "map must be a string");
+    if (v && out->data.stat) /* the stats kernels read the elements themselves (templates/stats.cuh) */
+        return WP_FAIL(err, 400, "bad_map", "map", "op %s takes no map", out->op.text);
     if (!v && !dot) return 0;
     if (wp_map_parse(v ? v->valuestring : "x*y", out->type, true, "map", &out->data.map, err)) return -1;
     out->data.map_y = wp_map_uses_y(&out->data.map);
@@ -248,7 +267,13 @@ int wp_spec_from_json(const cJSON *obj, const char *arch, wp_spec *out, wp_err *
             dot = true;
             text = "sum";
         }
-        if (wp_op_parse(text, out->type, "op", &out->op, err)) return -1;
+        if ((f->flags & WP_F_STATS) && (out->data.stat = wp_stat_parse(text)) != WP_STAT_NONE) {
+            /* a statistic: the operator slot holds its name (the stats kernels take no functor) */
+            if (wp_op_parse("sum", out->type, "op", &out->op, err)) return -1;
+            snprintf(out->op.text, sizeof out->op.text, "%s", text);
+        } else if (wp_op_parse(text, out->type, "op", &out->op, err)) {
+            return -1;
+        }
     } else if (op) {
         return WP_FAIL(err, 400, "unknown_field", "op", "family %s takes no op", f->name);
     }
@@ -286,7 +311,8 @@ int wp_spec_copy(wp_spec *dst, const wp_spec *src) {
 static int data_key_text(const wp_spec *s, char *buf, size_t n) {
     const wp_family *f = s->family;
     char op[sizeof s->op.text + sizeof s->data.map.text + 16] = "", width[16] = "", variant[24] = "";
-    if (f->flags & WP_F_OP) snprintf(op, sizeof op, "/op=%s", s->op.text);
+    if (f->flags & WP_F_OP) /* a statistic: its accumulator's name (mean, var and std share one kernel) */
+        snprintf(op, sizeof op, "/op=%s", s->data.stat ? wp_stat_acc_name(wp_stat_acc(s->data.stat)) : s->op.text);
     if (s->data.map.expr) snprintf(op + strlen(op), sizeof op - strlen(op), "/map=%s", s->data.map.text);
     if (f->flags & WP_F_WIDTH_GROUP) snprintf(width, sizeof width, "/w%d", s->width);
     if (f->flags & WP_F_SCAN) snprintf(variant, sizeof variant, "/%s", s->data.exclusive ? "exclusive" : "inclusive");
@@ -318,7 +344,12 @@ static int data_name_expr(const wp_spec *s, char *buf, size_t n, char *prelude, 
             return -1;
     }
     int variant = (f->flags & WP_F_SCAN) ? s->data.exclusive : s->data.radius;
-    int len = snprintf(buf, n, "%s%s<%s, %s, %d, %d, %d, %d, %s >", f->kernel, s->data.batched ? "_batch" : "",
+    const char *kernel = f->kernel;
+    if (s->data.stat) { /* templates/stats.cuh: the accumulator is the variant */
+        kernel = "wp_device_stats";
+        variant = wp_stat_acc(s->data.stat);
+    }
+    int len = snprintf(buf, n, "%s%s<%s, %s, %d, %d, %d, %d, %s >", kernel, s->data.batched ? "_batch" : "",
                        wp_type_cxx(t), wp_type_cxx(acc), s->width, s->data.block, s->data.strategy, variant, op_type);
     return (len < 0 || (size_t)len >= n) ? -1 : 0;
 }

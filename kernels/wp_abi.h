@@ -91,4 +91,10 @@ typedef struct wp_data_params {
 
 enum { WP_GEN_IOTA = 0, WP_GEN_RANDOM, WP_GEN_CONSTANT };
 
+/* device_reduce's statistics and norms (kernels/stats.h, templates/stats.cuh): the accumulator a
+ * stats kernel folds (its VARIANT). mean, var and std share the moments; norm1 folds |x| sums,
+ * norm2 squares, norminf |x| maxima, count_nonzero a count. Every one fits WP_STAT_ACC_BYTES. */
+enum { WP_SACC_MOMENTS = 1, WP_SACC_ABS_SUM, WP_SACC_SQ_SUM, WP_SACC_ABS_MAX, WP_SACC_NONZERO };
+#define WP_STAT_ACC_BYTES 32
+
 #endif

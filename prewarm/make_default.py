@@ -5,7 +5,8 @@
 
 The set: every warp family that compiles (not the emulator-only ones) x every type it takes, at
 width 32 with its default operator; plus device_reduce and device_scan for every type x builtin
-operator (bitwise ones for integer types only). tests/api/prewarm.sh checks the file still covers
+operator (bitwise ones for integer types only); plus device_reduce's statistics and norms for every
+type, one op per kernel (mean, var and std share one: mean stands for the three). tests/api/prewarm.sh checks the file still covers
 exactly that."""
 import json
 import sys
@@ -13,6 +14,7 @@ import sys
 BITWISE = {"and", "or", "xor"}
 FLOATS = {"f32", "f64", "f16", "bf16"}
 DATA_FAMILIES = ["device_reduce", "device_scan"]
+SAME_KERNEL_AS_MEAN = {"var", "std"}
 
 
 def default_set(families):
@@ -25,11 +27,16 @@ def default_set(families):
     by_name = {f["name"]: f for f in families}
     for name in DATA_FAMILIES:
         f = by_name[name]
+        stats = f.get("stats", {}).get("ops", [])
         for t in f["types"]:
             for op in f["ops"]:
-                if op in BITWISE and t in FLOATS:
+                if op in BITWISE and t in FLOATS or op in stats:
                     continue
                 specs.append({"family": name, "type": t, "op": op})
+        for t in f["types"]:
+            for op in stats:
+                if op not in SAME_KERNEL_AS_MEAN:
+                    specs.append({"family": name, "type": t, "op": op})
     # Transform-reduce (issue 21): sums of squares, dot products and a scan of squares in f32 and f64.
     for name, spec in MAP_SPECS:
         if name in by_name and by_name[name].get("data", {}).get("map"):
@@ -46,7 +53,8 @@ def main():
     families = json.load(sys.stdin)["families"]
     doc = {
         "description": "warpd's default prewarm set (prewarm/make_default.py): every warp family x type at "
-        "width 32, and device_reduce / device_scan for every type x builtin operator",
+        "width 32, and device_reduce / device_scan for every type x builtin operator, and device_reduce's "
+        "statistics and norms for every type (one op per kernel)",
         "specs": default_set(families),
     }
     out = json.dumps(doc, indent=1)

@@ -320,3 +320,7 @@ __global__ void __launch_bounds__(BLOCK) wp_segmented_reduce_batch(wp_data_param
     const unsigned bid = wp_batch_job(p, q, G);
     wp_segmented_run<T, A, BLOCK, STRAT, Op>(q, bid);
 }
+
+/* The statistics and norms (op mean, var, std, norm1, norm2, norminf, count_nonzero): this pass over
+ * their accumulators. */
+#include "stats.cuh"

@@ -88,7 +88,7 @@ NUMPY_TYPES = {"int32": "i32", "uint32": "u32", "int64": "i64", "uint64": "u64",
                "float64": "f64", "float16": "f16", "bfloat16": "bf16"}
 # reduce/scan fields a raw body can carry as query arguments (server/api/api_reduce.c); others go as JSON
 _RAW_QUERY_FIELDS = {"family", "strategy", "block", "width", "accumulate", "exclusive", "inclusive", "init",
-                     "radius", "backend", "check", "output", "compile", "map"}
+                     "radius", "backend", "check", "output", "compile", "map", "ddof"}
 
 
 class WarpdError(Exception):
@@ -1213,19 +1213,21 @@ class Client:
         return got if full else got["value"]
 
     def reduce(self, data=None, type=None, op="sum", *, data_b64=None, buffer=None, generate=None, raw=None,
-               strategy=None, check=None, progress=None, transport=None, map=None, data2=None, buffer2=None,
-               **extra):
+               strategy=None, check=None, ddof=None, progress=None, transport=None, map=None, data2=None,
+               buffer2=None, **extra):
         """POST /v1/reduce. One of: data (a list, inline JSON; or a numpy array, sent raw; or a CuPy array or
         PyTorch CUDA tensor), data_b64 (bytes or base64 text), buffer (id), generate ({"kind": "random",
         "n": N, "seed": S}), raw (bytes or a binary file, sent as application/octet-stream). type: f32
         unless given (an array's comes from its dtype). transport: how an array goes (see Client; lists,
         bytes and files always go by HTTP). Returns {"value", "count", "backend", "strategy", "key",
         "timing", ...}; for an array in, results that are arrays (segmented_reduce, per-group) also come as
-        "data", a numpy array. map: an expression over x applied to each element first ("x*x", "abs(x)",
-        "x > 0 ? 1 : 0"); over y too with a second input data2 (a list or array of the same type and
-        length) or buffer2 (an id); op="dot" is map x*y, op sum."""
+        "data", a numpy array. op may name a statistic or norm: "mean", "var", "std" (ddof=0 or 1, numpy's),
+        "norm1", "norm2", "norminf", "count_nonzero": c.reduce(a, op="var", ddof=1)["value"] (docs/api.md).
+        map: an expression over x applied to each element first ("x*x", "abs(x)", "x > 0 ? 1 : 0"); over y
+        too with a second input data2 (a list or array of the same type and length) or buffer2 (an id);
+        op="dot" is map x*y, op sum."""
         t = self._transport(transport)
-        extra = dict(strategy=strategy, check=check, map=map, **extra)
+        extra = dict(strategy=strategy, check=check, ddof=ddof, map=map, **extra)
         x = raw if data is None else data
         self._second_input(x, data2, buffer2, type, extra)
         kind = _gpu_kind(x) if x is not None else None
@@ -1757,7 +1759,9 @@ def _print_warp(r):
 def _data_args(p):
     p.add_argument("file", nargs="?", help="raw little-endian elements ('-' for stdin), sent as octet-stream")
     p.add_argument("--type", default="f32", choices=sorted(ELEM_SIZE))
-    p.add_argument("--op", default="sum", help="sum prod min max and or xor, or an expression in a and b")
+    p.add_argument("--op", default="sum", help="sum prod min max and or xor, or an expression in a and b; reduce "
+                   "also mean var std norm1 norm2 norminf count_nonzero")
+    p.add_argument("--ddof", type=int, choices=[0, 1], help="var, std: the divisor is count - ddof (default 0)")
     p.add_argument("--data", help="inline values: 1,2,3 or a JSON list")
     p.add_argument("--b64", action="store_true", help="send FILE as data_b64 inside JSON instead of a raw body")
     p.add_argument("--buffer", help="the id of a buffer uploaded with 'buffers put'")
@@ -1782,6 +1786,8 @@ def _generate(text):
 
 def _run_data(c, kind, a):
     extra = {"strategy": a.strategy, "check": True if a.check else None, "map": a.map}
+    if a.ddof is not None:
+        extra["ddof"] = a.ddof
     if a.data2 is not None:
         extra["data2"] = _list(a.data2)
     if a.buffer2 is not None:

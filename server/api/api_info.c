@@ -8,6 +8,7 @@
 #include "engine/prewarm.h"
 #include "jsonval.h"
 #include "kernels/data.h"
+#include "kernels/stats.h"
 
 void wp_api_health(void *appv, const wp_req *req, wp_resp *resp) {
     (void)appv, (void)req;
@@ -117,6 +118,20 @@ void wp_api_info(void *appv, const wp_req *req, wp_resp *resp) {
 static const char *const out_names[] = {"value", "bool", "mask", "mask_pred"};
 static const char *const op_names[] = {"sum", "prod", "min", "max", "and", "or", "xor"};
 
+/* A family's statistics and norms (kernels/stats.h): more names for "op", and which take "ddof". */
+static void stats_json(cJSON *o, cJSON *ops) {
+    cJSON *st = cJSON_AddObjectToObject(o, "stats");
+    cJSON *names = cJSON_AddArrayToObject(st, "ops"), *with_ddof = cJSON_AddArrayToObject(st, "ddof_ops");
+    for (int k = WP_STAT_NONE + 1; k < WP_STAT_KINDS; k++) {
+        cJSON_AddItemToArray(ops, cJSON_CreateString(wp_stat_name(k)));
+        cJSON_AddItemToArray(names, cJSON_CreateString(wp_stat_name(k)));
+        if (wp_stat_takes_ddof(k)) cJSON_AddItemToArray(with_ddof, cJSON_CreateString(wp_stat_name(k)));
+    }
+    cJSON *ddof = cJSON_AddArrayToObject(st, "ddof");
+    cJSON_AddItemToArray(ddof, cJSON_CreateNumber(0));
+    cJSON_AddItemToArray(ddof, cJSON_CreateNumber(1));
+}
+
 /* The schema of a data-parallel family (kernels/data.h): what /v1/reduce or /v1/scan take for it. */
 static void data_family_json(cJSON *o, const wp_family *f) {
     static const char *const outs[] = {
@@ -199,6 +214,7 @@ static cJSON *family_json(const wp_family *f) {
         for (int k = 0; k < 7; k++)
             if (f->ops & WP_OPBIT(k)) cJSON_AddItemToArray(ops, cJSON_CreateString(op_names[k]));
         cJSON_AddBoolToObject(o, "expr", (f->ops & WP_OPBIT(WP_OP_EXPR)) != 0);
+        if (f->flags & WP_F_STATS) stats_json(o, ops);
     }
     cJSON_AddStringToObject(o, "output", out_names[f->out]);
     cJSON *bk = cJSON_AddArrayToObject(o, "backends");

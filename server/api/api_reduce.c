@@ -33,7 +33,7 @@ static const char *const body_fields[] = {
     "family",    "type",     "op",     "strategy",  "block",   "width",   "accumulate", "exclusive",
     "inclusive", "init",     "radius", "weights",   "offsets", "backend", "data",       "data_b64",
     "buffer",    "generate", "check",  "output",    "compile", "count",   "device",     "profile",
-    "shm",       "map",      "data2",  "data2_b64", "buffer2", "shm2",    NULL};
+    "shm",       "map",      "data2",  "data2_b64", "buffer2", "shm2",    "ddof",       NULL};
 
 static bool is_octet_stream(const char *s) {
     return s && !strncmp(s, "application/octet-stream", 24) && (!s[24] || s[24] == ';' || s[24] == ' ');
@@ -66,6 +66,7 @@ typedef struct {
     wp_buffer_info binfo;
     wp_backend *be;
     bool check;
+    int ddof; /* var, std: "ddof" 0 or 1 */
     reduce_input in;
     reduce_input in2;    /* a map over y: the second input (api_reduce_input2.c) */
     wp_batch_reduce job; /* the job and its results (batch_exec.h) */
@@ -251,6 +252,7 @@ static int parse_job(wp_app *app, reduce_req *q) {
         return WP_FAIL(&q->err, 400, "unknown_field", "init", "family %s takes no init", q->f->name);
     if (iv && wp_json_to_bits(iv, q->spec.type, "init", &job->init, &q->err)) return -1;
     job->has_init = iv != NULL;
+    if (reduce_stat_ddof(q->body, &q->spec, &q->ddof, &q->err)) return -1;
     return parse_weights(q, job);
 }
 
@@ -387,6 +389,7 @@ static int finish_output(reduce_req *q) {
 static int add_result(wp_app *app, reduce_req *q, cJSON *o) {
     const wp_reduce_result *r = &q->job.res;
     const wp_type t = q->spec.type;
+    if (q->spec.data.stat) return reduce_stat_result(o, &q->spec, r, q->ddof);
     if (q->f->data_out == WP_DATA_VALUE || q->f->data_out == WP_DATA_ARG) {
         cJSON_AddItemToObject(o, "value", r->has_value ? wp_json_from_bits(t, r->value) : cJSON_CreateNull());
         if (q->f->data_out == WP_DATA_ARG) wp_json_num_k(o, "index", (double)r->index);
@@ -444,7 +447,8 @@ static int add_check(reduce_req *q, cJSON *o) {
     if (q->spec.data.map.expr && !(mapped = reduce_map_host(&q->spec, in->data, &q->in2, in->count, &q->err)))
         return -1;
     const uint8_t *data = mapped ? mapped : in->data;
-    cJSON *c = q->f->data_out == WP_DATA_VALUE ? reduce_check_value(&q->spec, data, in->count, r)
+    cJSON *c = q->spec.data.stat ? reduce_check_stat(&q->spec, data, in->count, r, q->ddof)
+               : q->f->data_out == WP_DATA_VALUE ? reduce_check_value(&q->spec, data, in->count, r)
                : q->f->data_out == WP_DATA_ARG ? reduce_check_arg(&q->spec, data, in->count, r)
                : q->out_host ? reduce_check_array(&q->spec, data, in->count, q->out_host, r->out_count, in,
                                                   job->has_init, job->init)
@@ -473,7 +477,7 @@ static cJSON *respond(wp_app *app, reduce_req *q) {
         cJSON_Delete(o);
         return NULL;
     }
-    if (f->flags & WP_F_ACCUM && (s->type == WP_F16 || s->type == WP_BF16))
+    if (f->flags & WP_F_ACCUM && (s->type == WP_F16 || s->type == WP_BF16) && !s->data.stat)
         wp_json_str_k(o, "accumulate", s->data.native ? "native" : "f32");
     wp_json_str_k(o, "backend", wp_backend_name(q->be));
     wp_json_str_k(o, "device", wp_backend_facts(q->be)->name);

@@ -5,6 +5,7 @@
 
 #include "api_reduce_impl.h"
 #include "jsonval.h"
+#include "kernels/stats.h"
 
 /* ---- the float64 (integers: exact) reference of "check" ---- */
 
@@ -141,5 +142,48 @@ cJSON *reduce_check_array(const wp_spec *s, const uint8_t *host, uint64_t n, con
     }
     cJSON *o = cJSON_CreateObject();
     ref_error_json(o, s, &e);
+    return o;
+}
+
+/* ---- statistics and norms (kernels/stats.h) ---- */
+
+int reduce_stat_ddof(const cJSON *body, const wp_spec *s, int *ddof, wp_err *err) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, "ddof");
+    *ddof = 0;
+    if (!v) return 0;
+    if (!wp_stat_takes_ddof(s->data.stat))
+        return WP_FAIL(err, 400, "unknown_field", "ddof", "ddof goes with op var or std (the op is %s)", s->op.text);
+    if (!cJSON_IsNumber(v) || (v->valuedouble != 0 && v->valuedouble != 1))
+        return WP_FAIL(err, 400, "bad_value", "ddof", "ddof must be 0 or 1 (the divisor is count - ddof)");
+    *ddof = (int)v->valuedouble;
+    return 0;
+}
+
+int reduce_stat_result(cJSON *o, const wp_spec *s, const wp_reduce_result *r, int ddof) {
+    const int stat = s->data.stat;
+    const wp_type vt = wp_stat_value_type(stat, s->type);
+    cJSON_AddItemToObject(o, "value", wp_json_from_bits(vt, wp_stat_finish(stat, s->type, r->stat_acc, ddof)));
+    wp_json_str_k(o, "value_type", wp_type_name(vt));
+    if (wp_stat_takes_ddof(stat)) wp_json_num_k(o, "ddof", ddof);
+    wp_json_str_k(wp_json_obj_k(o, "accumulator"), "type", stat == WP_STAT_COUNT_NONZERO ? "u64" : "f64");
+    return 0;
+}
+
+cJSON *reduce_check_stat(const wp_spec *s, const uint8_t *host, uint64_t n, const wp_reduce_result *r, int ddof) {
+    const int stat = s->data.stat;
+    const wp_type vt = wp_stat_value_type(stat, s->type);
+    const double ref = wp_stat_reference(stat, s->type, host, n, ddof);
+    const double got = wp_value_to_double(vt, wp_stat_finish(stat, s->type, r->stat_acc, ddof));
+    cJSON *o = cJSON_CreateObject();
+    if (stat == WP_STAT_COUNT_NONZERO) {
+        cJSON_AddItemToObject(o, "reference", wp_json_from_bits(WP_U64, (uint64_t)ref));
+        wp_json_bool_k(o, "exact", got == ref);
+        return o;
+    }
+    cJSON_AddItemToObject(o, "reference", wp_json_from_bits(WP_F64, wp_f64_bits(ref)));
+    double abs_err = isnan(got) && isnan(ref) ? 0 : fabs(got - ref), rel = ref != 0 ? abs_err / fabs(ref) : abs_err;
+    if (isnan(abs_err)) abs_err = rel = INFINITY; /* one is NaN, the other not */
+    wp_json_num_k(o, "abs_error", abs_err);
+    wp_json_num_k(o, "rel_error", rel);
     return o;
 }

@@ -68,6 +68,11 @@ int reduce_input_second(wp_app *app, const wp_req *req, const cJSON *body, wp_ty
 /* map(x_i, y_i) for i < n in s->type (y from in2, read back from the device when it is there): "check"'s
  * input. The caller frees it; NULL with err. */
 uint8_t *reduce_map_host(const wp_spec *s, const uint8_t *x, reduce_input *in2, uint64_t n, wp_err *err);
+/* api_reduce_check.c: a statistic's (op mean, var, ...: kernels/stats.h) "ddof" (0 by default; 400 naming
+ * it unless 0 or 1 with var or std), its answer ("value" in its value type, "value_type") and its check */
+int reduce_stat_ddof(const cJSON *body, const wp_spec *s, int *ddof, wp_err *err);
+int reduce_stat_result(cJSON *o, const wp_spec *s, const wp_reduce_result *r, int ddof);
+cJSON *reduce_check_stat(const wp_spec *s, const uint8_t *host, uint64_t n, const wp_reduce_result *r, int ddof);
 
 /* api_reduce_check.c: "check" of a value (reductions), an index (argmin, argmax), an array */
 cJSON *reduce_check_value(const wp_spec *s, const uint8_t *host, uint64_t n, const wp_reduce_result *r);

@@ -231,7 +231,10 @@ static void item_results(reduce_item *it, const unsigned char *h, const wp_ready
     uint64_t ident = 0;
     bool has_ident = (f->flags & WP_F_OP) && wp_op_identity(&s->op, acc, &ident);
     const unsigned char *result = h + it->head_at + HEAD_RESULT;
-    if (f->data_out == WP_DATA_VALUE) {
+    if (s->data.stat) { /* a statistic's accumulator (zeros for no elements) */
+        r->has_value = true;
+        if (j->job.n > 0) memcpy(r->stat_acc, result, sizeof r->stat_acc);
+    } else if (f->data_out == WP_DATA_VALUE) {
         r->has_value = j->job.n > 0 || has_ident;
         r->acc_value = j->job.n > 0 ? wp_data_load(acc, result, 0) : ident;
         r->value = wp_data_from_acc(t, acc, r->acc_value);

@@ -204,7 +204,7 @@ static void default_weights(const wp_reduce_job *job, wp_type acc, int radius, d
 
 /* Runs the planned launch on cuda: scratch, the atomic start value, the launch, the result slot. */
 static int run_cuda(struct wp_app *app, wp_backend *b, const wp_spec *s, void *fn, const wp_data_plan *plan,
-                    wp_data_params *p, uint64_t ident, const wp_reduce_job *job, uint8_t result[16],
+                    wp_data_params *p, uint64_t ident, const wp_reduce_job *job, uint8_t result[WP_STAT_ACC_BYTES],
                     wp_reduce_result *res, wp_err *err) {
     int repeat = job->repeat;
     const wp_family *f = s->family;
@@ -259,7 +259,8 @@ static int run_cuda(struct wp_app *app, wp_backend *b, const wp_spec *s, void *f
     }
     /* one value: its slot comes back in the launch's own wait (one round trip, not two) */
     if (rc == 0 && one_value)
-        rc = wp_backend_launch_read(b, fns, ls, repeat, &res->kernel_us, sc->buf, WP_SCRATCH_RESULT, result, 16, err);
+        rc = wp_backend_launch_read(b, fns, ls, repeat, &res->kernel_us, sc->buf, WP_SCRATCH_RESULT, result,
+                                    WP_STAT_ACC_BYTES, err);
     else if (rc == 0)
         rc = wp_backend_launch(b, fns, ls, repeat, &res->kernel_us, err);
     res->kernel_us /= repeat;
@@ -369,7 +370,7 @@ static int reduce_run(struct wp_app *app, wp_backend *b, const wp_reduce_job *jo
 
     bool one_value = f->data_out == WP_DATA_VALUE || f->data_out == WP_DATA_ARG;
     int rc = one_value ? 0 : reduce_output(b, job, &plan, t, res, err);
-    uint8_t result[16] = {0};
+    uint8_t result[WP_STAT_ACC_BYTES] = {0}; /* one value, an {accumulator, index} or a statistic's accumulator */
     if (rc == 0 && plan.grid > 0) {
         p.in = job->in ? wp_buf_addr(job->in) : 0;
         p.in2 = job->in2 ? wp_buf_addr(job->in2) : 0;
@@ -391,7 +392,10 @@ static int reduce_run(struct wp_app *app, wp_backend *b, const wp_reduce_job *jo
         wp_reduce_result_free(res);
         return -1;
     }
-    if (f->data_out == WP_DATA_VALUE) {
+    if (s->data.stat) {
+        res->has_value = true;
+        memcpy(res->stat_acc, result, sizeof res->stat_acc);
+    } else if (f->data_out == WP_DATA_VALUE) {
         res->has_value = job->n > 0 || has_ident;
         res->acc_value = job->n > 0 ? wp_data_load(acc, result, 0) : ident;
         res->value = wp_data_from_acc(t, acc, res->acc_value);

@@ -55,6 +55,9 @@ typedef struct {
     wp_type acc_type; /* the accumulator type, and its bits */
     uint64_t acc_value;
     int64_t index; /* argmin/argmax: the element's index; -1 when there is none */
+    /* a statistic (spec->data.stat, kernels/stats.h): the accumulator of every element read (zeros for
+     * none), which wp_stat_finish turns into the answer; has_value is then always true */
+    unsigned char stat_acc[WP_STAT_ACC_BYTES];
     /* WP_DATA_EACH and WP_DATA_GROUPS: the results (job->out, or the engine's: the caller frees it) */
     wp_buf *out;
     bool out_owned;     /* out was allocated by the engine */

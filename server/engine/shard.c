@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "app.h"
+#include "kernels/stats.h"
 
 typedef struct {
     struct wp_app *app;
@@ -90,6 +91,22 @@ static void result_from(wp_reduce_result *res, const part_run *parts, int n, uin
     res->count = count;
 }
 
+/* A statistic's accumulators, combined in part order as the kernel combines its blocks' (stats.h). */
+static void stat_parts(wp_reduce_result *res, const part_run *parts, int n) {
+    const int sacc = wp_stat_acc(parts[0].job.spec->data.stat);
+    bool have = false;
+    memset(res->stat_acc, 0, sizeof res->stat_acc);
+    for (int i = 0; i < n; i++) {
+        if (!parts[i].ran || !parts[i].job.n) continue; /* nothing read: an empty accumulator */
+        if (have)
+            wp_stat_combine(sacc, res->stat_acc, parts[i].res.stat_acc);
+        else
+            memcpy(res->stat_acc, parts[i].res.stat_acc, sizeof res->stat_acc);
+        have = true;
+    }
+    res->has_value = true;
+}
+
 static int reduce_parts(struct wp_app *app, const wp_reduce_job *job, wp_reduce_result *res, wp_err *err) {
     const wp_spec *s = job->spec;
     const int n = wp_buf_shards(job->in);
@@ -120,6 +137,7 @@ static int reduce_parts(struct wp_app *app, const wp_reduce_job *job, wp_reduce_
         res->has_value = have;
         res->acc_value = acc;
         res->value = wp_data_from_acc(s->type, res->acc_type, acc);
+        if (s->data.stat) stat_parts(res, parts, n);
     }
     parts_free(parts, n);
     return rc;

@@ -220,6 +220,8 @@ static void data_rounds(const char *host, int port) {
         {"/v1/reduce", "\"family\":\"device_reduce\",\"type\":\"f64\",\"op\":\"min\",\"strategy\":\"gmem\"", true,
          false, 200},
         {"/v1/reduce", "\"family\":\"device_reduce\",\"type\":\"f16\",\"op\":\"sum\"", true, false, 100},
+        {"/v1/reduce", "\"family\":\"device_reduce\",\"type\":\"f32\",\"op\":\"var\",\"ddof\":1", true, false, 300},
+        {"/v1/reduce", "\"family\":\"device_reduce\",\"type\":\"i32\",\"op\":\"count_nonzero\"", false, false, 400},
         {"/v1/reduce", "\"family\":\"argmin\",\"type\":\"f32\"", true, false, 700},
         {"/v1/reduce", "\"family\":\"argmax\",\"type\":\"i64\"", false, false, 400},
         {"/v1/reduce", "\"family\":\"warp_reduce\",\"type\":\"f32\",\"op\":\"sum\",\"width\":8", true, false, 300},
@@ -315,6 +317,8 @@ static void big_rounds(const char *host, int port) {
     } cases[] = {
         {"/v1/reduce", "\"family\":\"device_reduce\",\"type\":\"f32\",\"op\":\"sum\"", 'f', 16384},
         {"/v1/reduce", "\"family\":\"device_reduce\",\"type\":\"i32\",\"op\":\"sum\",\"block\":128", 'i', 16000},
+        {"/v1/reduce", "\"family\":\"device_reduce\",\"type\":\"f32\",\"op\":\"std\"", 'f', 16384},
+        {"/v1/reduce", "\"family\":\"device_reduce\",\"type\":\"f64\",\"op\":\"norm2\",\"block\":128", 'd', 8000},
         {"/v1/reduce", "\"family\":\"argmin\",\"type\":\"f32\"", 'f', 16000},
         {"/v1/reduce", "\"family\":\"argmax\",\"type\":\"f64\"", 'd', 8000},
         {"/v1/reduce", "\"family\":\"warp_reduce\",\"type\":\"i32\",\"op\":\"max\"", 'i', 16000},

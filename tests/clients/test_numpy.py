@@ -180,6 +180,20 @@ else:
             for bid in (b["id"], c["id"]):
                 self.c.buffer_delete(bid)
 
+        def test_stats_within_the_stated_bound_of_numpy(self):
+            # docs/api.md: an f32 answer within 2^-22 relative of the exact value; naive f32 sums fail here
+            rng = np.random.default_rng(21)
+            a = (1e4 + rng.standard_normal(50001)).astype(np.float32)
+            x = a.astype(np.float64)
+            for op, kw, ref in (("mean", {}, x.mean()), ("var", {"ddof": 1}, x.var(ddof=1)), ("std", {}, x.std()),
+                                ("norm1", {}, np.abs(x).sum()), ("norm2", {}, np.linalg.norm(x)),
+                                ("norminf", {}, np.abs(x).max())):
+                r = self.c.reduce(a, op=op, **kw)
+                self.assertEqual(r["value_type"], "f32", op)
+                self.assertLessEqual(abs(as_number(r["value"]) - ref), 2.0**-22 * abs(ref), op)
+            d = a - np.float32(1e4)
+            self.assertEqual(int(self.c.reduce(d, op="count_nonzero")["value"]), int(np.count_nonzero(d)))
+
         def test_pack_and_to_array(self):
             a = np.array([1.5, -2.0], dtype=np.float32)
             self.assertEqual(warpd.pack(a, "f32"), warpd.pack([1.5, -2.0], "f32"))

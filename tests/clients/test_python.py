@@ -165,6 +165,17 @@ class LiveIssue3(unittest.TestCase):
             self.c.reduce([1.0], type="f32", op="xor")
         self.assertEqual(cm.exception.status, 400)
 
+    def test_reduce_stats(self):
+        self.need("POST", "/v1/reduce")
+        vals = [2, 4, 4, 4, 5, 5, 7, 9]
+        self.assertEqual(self.c.reduce(vals, type="f64", op="var")["value"], 4.0)
+        self.assertEqual(self.c.reduce(vals, type="f64", op="var", ddof=1)["value"], 32 / 7)
+        self.assertEqual(self.c.reduce(raw=pack(vals, "f32"), type="f32", op="std", ddof=0)["value"], 2.0)
+        self.assertEqual(self.c.reduce(vals, type="i32", op="count_nonzero")["value"], "8")
+        with self.assertRaises(WarpdError) as cm:
+            self.c.reduce(vals, type="f32", op="var", ddof=2)
+        self.assertEqual((cm.exception.status, cm.exception.field), (400, "ddof"))
+
     def test_scan(self):
         self.need("POST", "/v1/scan")
         r = self.c.scan([1, 2, 3, 4], type="i32", op="sum")

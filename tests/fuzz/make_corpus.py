@@ -47,7 +47,16 @@ warp = requests('POST', r'/v1/warp')
 reduce = requests('POST', r'/v1/reduce(\?.*)?')
 scan = requests('POST', r'/v1/scan(\?.*)?')
 write('warp', warp)
-write('reduce', reduce + [b's' + b for b in scan])
+# device_reduce's statistics and norms (issue 21): every op, ddof right and wrong, the cases' own first
+stats_cases = json.load(open(os.path.join(ROOT, 'tests', 'api', 'cases', 'stats.json')))
+stats = [json.dumps(c['body'], separators=(',', ':')).encode() for c in stats_cases if c.get('method') == 'POST']
+stats += [b'{"op":"var","ddof":1,"generate":{"kind":"random","n":5000,"seed":2}}',
+          b'{"type":"f16","op":"std","ddof":0,"data":[1,"NaN",-0,65504]}',
+          b'{"type":"u64","op":"norm2","data_b64":"//////////8BAAAAAAAAAA=="}',
+          b'{"type":"f64","op":"norminf","strategy":"smem","data":["Infinity",-1e308]}',
+          b'{"op":"count_nonzero","ddof":1,"data":[0]}', b'{"op":"var","ddof":"x","data":[1,2]}',
+          b'{"op":"mean","family":"segmented_reduce","data":[1],"offsets":[0,1]}']
+write('reduce', reduce + [b's' + b for b in scan] + stats)
 write('compile', requests('POST', r'/v1/compile') + warp[:10])
 write('buffers', requests('PUT', r'/v1/buffers'))
 write('jobs', requests('POST', r'/v1/jobs'))
@@ -71,5 +80,6 @@ write('expr', [b'sum', b'a+b*2', b' a + ( b * 2 ) ', b'max(a,b)', b'min(a, b) ^ 
 # URL harness: a selector byte (fuzz_url.c's table), the rest of the path or query, then \n and a raw body
 write('url', [b'\x00b-123', b'\x01nope', b'\x02j-1', b'\x03j-1/x', b'\x04state=done', b'\x04state=bogus',
               b'\x05type=f32&ttl=60\n' + bytes(16), b'\x05type=u8&backend=emu\nabc', b'\x06type=f32&op=sum\n' + bytes(16),
-              b'\x06type=i32&op=max&output=b64\n' + bytes(8), b'\x07type=i32&op=sum&exclusive=true\n' + bytes(12),
+              b'\x06type=i32&op=max&output=b64\n' + bytes(8), b'\x06type=f32&op=var&ddof=1\n' + bytes(16),
+              b'\x06type=f64&op=norm2&ddof=2\n' + bytes(16), b'\x07type=i32&op=sum&exclusive=true\n' + bytes(12),
               b'\x08data=raw', b'\x08data=1', b'\x08data=b64', b'\x08data=json&x=%00'])

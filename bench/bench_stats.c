@@ -1,0 +1,137 @@
+/* bench_stats.c — device_reduce's statistics and norms (issue 21: mean, var, std, norm2, count_nonzero,
+ * and norm1, norminf) against device_reduce's own sum, f32 resident on the GPU, n = 2^24, 2^26, 2^28,
+ * 2^30 (--max-log2 N lowers the top). Each op runs through the engine (server/engine/reduce.c, its
+ * kernels from templates/ by NVRTC) as R launches back to back, timed together (kernel_us per launch);
+ * the median of TRIALS such runs is kept. Prints GB/s (bytes read / time) and the ratio to sum's at the
+ * same n, the goal being >= 0.9. Says SKIPPED without a GPU.
+ *   bench_stats [--max-log2 N] [--trials T] */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/app.h"
+#include "engine/reduce.h"
+#include "kernels/stats.h"
+
+#define TRIALS 7
+
+static wp_app app;
+
+static int spec_for(const char *op, wp_spec *s, wp_err *err) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "family", "device_reduce");
+    cJSON_AddStringToObject(o, "type", "f32");
+    cJSON_AddStringToObject(o, "op", op);
+    int rc = wp_spec_from_json(o, app.arch, s, err);
+    cJSON_Delete(o);
+    return rc;
+}
+
+static int fill(wp_buf *buf, uint64_t n, wp_err *err) {
+    wp_spec s = {.family = wp_family_find("generate"), .type = WP_F32, .width = 32, .mask = 0xffffffffu};
+    snprintf(s.arch, sizeof s.arch, "%s", app.arch);
+    if (wp_spec_validate(&s, err)) return -1;
+    wp_reduce_job job = {.spec = &s, .n = n, .gen_kind = WP_GEN_RANDOM, .seed = 21, .out = buf};
+    wp_reduce_result r;
+    int rc = wp_reduce_run(&app, app.cuda, &job, &r, err);
+    wp_reduce_result_free(&r);
+    return rc;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median microseconds per launch of op over n elements, or -1 (the error printed). */
+static double time_op(const char *op, wp_buf *in, uint64_t n, int trials, double *value) {
+    wp_spec s;
+    wp_err err = {0};
+    if (spec_for(op, &s, &err)) {
+        printf("%s: %s\n", op, err.msg);
+        return -1;
+    }
+    const int repeat = n >= (1ull << 28) ? 10 : 40;
+    double us[32];
+    int got = 0;
+    for (int t = -1; t < trials && t < 32; t++) { /* t = -1: the compile and a warm-up */
+        wp_reduce_job job = {.spec = &s, .in = in, .n = n, .repeat = t < 0 ? 1 : repeat};
+        wp_reduce_result r = {0};
+        if (wp_reduce_run(&app, app.cuda, &job, &r, &err)) {
+            printf("%s: %s\n", op, err.msg);
+            wp_spec_free(&s);
+            return -1;
+        }
+        if (t < 0 && value) /* the answer of one launch (repeats would add twice into nothing: all recompute) */
+            *value = s.data.stat ? wp_value_to_double(wp_stat_value_type(s.data.stat, WP_F32),
+                                                      wp_stat_finish(s.data.stat, WP_F32, r.stat_acc, 0))
+                                 : wp_value_to_double(WP_F32, r.value);
+        if (t >= 0) us[got++] = r.kernel_us;
+        wp_reduce_result_free(&r);
+    }
+    wp_spec_free(&s);
+    qsort(us, (size_t)got, sizeof us[0], cmp_double);
+    return us[got / 2];
+}
+
+int main(int argc, char **argv) {
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    int max_log2 = 30, trials = TRIALS;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--max-log2")) max_log2 = atoi(argv[i + 1]);
+        if (!strcmp(argv[i], "--trials")) trials = atoi(argv[i + 1]);
+    }
+    wp_err err = {0};
+    app.cuda = wp_backend_cuda_open(0, &err);
+    if (!app.cuda) {
+        printf("SKIPPED: no CUDA device (%s)\n", err.msg);
+        return 0;
+    }
+    wp_device_info di;
+    wp_backend_info(app.cuda, &di);
+    snprintf(app.arch, sizeof app.arch, "sm_%d", di.sm);
+    app.emu = wp_backend_emu_open();
+    app.preferred = app.cuda;
+    app.max_elements = 1ull << 40;
+    app.reduce = wp_reduce_engine_open();
+    app.jit = wp_jit_open(WP_DEFAULT_TEMPLATES, WP_DEFAULT_CUDA_HOME "/include", &err);
+    if (app.jit) app.cache = wp_cache_open(NULL, 256u << 20, &err);
+    if (!app.jit || !app.cache || !app.reduce) {
+        printf("setup: %s\n", err.msg);
+        return 1;
+    }
+    printf("device: %s (sm_%d, %d SMs); f32 resident, median of %d runs of back-to-back launches\n", di.name, di.sm,
+           di.sms, trials);
+    static const char *const ops[] = {"mean", "var", "std", "norm2", "count_nonzero", "norm1", "norminf"};
+    printf("%-14s %6s %10s %9s %7s %s\n", "op", "n", "us", "GB/s", "x sum", "value");
+    int below = 0;
+    for (int lg = 24; lg <= max_log2; lg += 2) {
+        const uint64_t n = 1ull << lg;
+        wp_buf *in = wp_buf_alloc(app.cuda, (size_t)n * 4, &err);
+        if (!in || fill(in, n, &err)) {
+            printf("2^%d: %s\n", lg, err.msg);
+            wp_buf_free(in);
+            break;
+        }
+        double v, sum_us = time_op("sum", in, n, trials, &v);
+        if (sum_us > 0)
+            printf("%-14s   2^%-2d %10.1f %9.1f %7.2f %.9g\n", "sum", lg, sum_us, n * 4 / sum_us / 1e3, 1.0, v);
+        for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
+            double us = time_op(ops[k], in, n, trials, &v);
+            if (us <= 0 || sum_us <= 0) continue;
+            const double ratio = sum_us / us;
+            const bool goal = k < 5; /* issue 21's five */
+            if (goal && ratio < 0.9) below++;
+            printf("%-14s   2^%-2d %10.1f %9.1f %7.2f %.9g%s\n", ops[k], lg, us, n * 4 / us / 1e3, ratio, v,
+                   goal && ratio < 0.9 ? "  (below 0.9)" : "");
+        }
+        wp_buf_free(in);
+    }
+    printf("%d of the goal's ops below 0.9x sum\n", below);
+    wp_reduce_engine_close(app.reduce);
+    wp_cache_close(app.cache);
+    wp_jit_close(app.jit);
+    wp_backend_close(app.cuda);
+    wp_backend_close(app.emu);
+    return 0;
+}
