@@ -221,8 +221,7 @@ static const wp_family *const families[] = {
              "reduce the whole array to one value in one launch: blocks reduce 16-byte vectors, the last block "
              "(atomic ticket) combines their partials in a fixed order",
              WP_F_OP | WP_F_ACCUM | WP_F_MAP | WP_F_STATS, WP_T_ALL, WP_W_32, STRATS_REDUCE, WP_STRAT_SHFL_DOWN,
-             WP_DATA_VALUE,
-             wp_plan_device_reduce, wp_emu_device_reduce, .block_for = wp_block_device_reduce),
+             WP_DATA_VALUE, wp_plan_device_reduce, wp_emu_device_reduce, .block_for = wp_block_device_reduce),
     DATA_ROW("device_scan", "scan.cu", "wp_device_scan",
              "inclusive or exclusive scan of the whole array in one pass (decoupled look-back with a fixed fold)",
              WP_F_OP | WP_F_ACCUM | WP_F_SCAN | WP_F_MAP, WP_T_ALL, WP_W_32, STRATS_SCAN, WP_STRAT_SHFL_UP,

@@ -24,7 +24,7 @@ typedef struct {
      * NULL when there is none. map_y: it reads y, an element of the job's second input (wp_reduce_job.in2). */
     wp_op map;
     bool map_y;
-    int stat;     /* WP_F_STATS: a statistic or norm named as the op (WP_STAT_*, kernels/stats.h); 0: an operator */
+    int stat; /* WP_F_STATS: a statistic or norm named as the op (WP_STAT_*, kernels/stats.h); 0: an operator */
 } wp_data_spec;
 
 typedef struct wp_spec {

@@ -447,9 +447,9 @@ static int add_check(reduce_req *q, cJSON *o) {
     if (q->spec.data.map.expr && !(mapped = reduce_map_host(&q->spec, in->data, &q->in2, in->count, &q->err)))
         return -1;
     const uint8_t *data = mapped ? mapped : in->data;
-    cJSON *c = q->spec.data.stat ? reduce_check_stat(&q->spec, data, in->count, r, q->ddof)
+    cJSON *c = q->spec.data.stat                 ? reduce_check_stat(&q->spec, data, in->count, r, q->ddof)
                : q->f->data_out == WP_DATA_VALUE ? reduce_check_value(&q->spec, data, in->count, r)
-               : q->f->data_out == WP_DATA_ARG ? reduce_check_arg(&q->spec, data, in->count, r)
+               : q->f->data_out == WP_DATA_ARG   ? reduce_check_arg(&q->spec, data, in->count, r)
                : q->out_host ? reduce_check_array(&q->spec, data, in->count, q->out_host, r->out_count, in,
                                                   job->has_init, job->init)
                              : cJSON_CreateObject();
