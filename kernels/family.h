@@ -18,6 +18,10 @@ struct wp_data_params;
 #define WP_W_32 0x20u
 #define WP_W_64 0x40u /* WP_F_WAVE families only: an AMD wave64 */
 #define WP_WAVE_MAX 64
+/* Any integer width 1..32, not only powers of two (CUB's logical warps: the data-parallel warp_reduce
+ * and warp_scan). The shuffle primitives keep the power-of-two rule: it is the hardware's. */
+#define WP_W_ANY 0x80u
+#define WP_W_ANY_MAX 32
 
 enum {
     WP_F_OP = 1u << 0,       /* takes `op` (builtin list or expression) */

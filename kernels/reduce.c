@@ -38,6 +38,15 @@ uint64_t wp_remu_tree(const wp_remu *c, uint64_t *v, int valid) {
     return v[0];
 }
 
+/* tree_up(valid), CUB's order for a logical warp of any width (WarpReduceSmem, and the shuffle reduce
+ * of CCCL's warp_reduce_impl): for o = 1, 2, 4, .., lane l takes op(v[l], v[l+o]) when l + o < valid.
+ * Lane 0 only ever reads lanes that are multiples of 2o, so only those are computed here. */
+uint64_t wp_remu_tree_up(const wp_remu *c, uint64_t *v, int valid) {
+    for (int o = 1; o < valid; o <<= 1)
+        for (int l = 0; l + o < valid; l += 2 * o) v[l] = wp_remu_apply(c, v[l], v[l + o]);
+    return v[0];
+}
+
 /* A left fold from the identity: the atomic strategies' order in the emulator. */
 static uint64_t fold_from_identity(const wp_remu *c, const uint64_t *v, int count) {
     uint64_t acc = c->ident;
@@ -50,6 +59,7 @@ uint64_t wp_remu_group_reduce(const wp_remu *c, int strategy, uint64_t *v, int g
     if (valid <= 0) return 0;
     bool tree_all = strategy == WP_STRAT_SMEM || strategy == WP_STRAT_GMEM;
     if (group <= 32 && strategy == WP_STRAT_ATOMIC) return fold_from_identity(c, v, valid);
+    if (group < 32 && (group & (group - 1))) return wp_remu_tree_up(c, v, valid); /* a logical warp of any width */
     if (group <= 32 || tree_all) return wp_remu_tree(c, v, valid);
     /* per warp (tree: shfl_down, shfl_xor and redux agree), then over the warps' results */
     uint64_t warp_results[32];

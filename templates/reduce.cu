@@ -211,10 +211,53 @@ WP_DEV void wp_group_reduce_run(const wp_data_params &p, const unsigned bid) {
     if ((threadIdx.x & (GROUP - 1)) == 0 && valid > 0) out[g] = wp_convert<T>(r);
 }
 
+/* warp_reduce at a width W that is not a power of two: logical warps (wp_block.cuh). Warp w of the grid
+ * takes R = WP_LW_ROWS rows of LANES elements from w * R * LANES, all R loaded before the first shuffle;
+ * lane `lane` of row r holds element w * R * LANES + r * LANES + lane, of group element / W. */
+template <typename T, typename A, int W, int BLOCK, int STRAT, class Op>
+WP_DEV void wp_lw_reduce_run(const wp_data_params &p, const unsigned bid) {
+    __shared__ __align__(16) unsigned char shared_raw[BLOCK * sizeof(A)];
+    A *shared = (A *)shared_raw;
+    constexpr int R = WP_LW_ROWS, LANES = wp_lw<W>::LANES;
+    Op op;
+    const T *in = (const T *)p.in;
+    T *out = (T *)p.out;
+    const unsigned long long n = p.n;
+    const int lane = wp_lane();
+    const bool holds = lane < LANES;
+    const int l = holds ? lane % W : 0;
+    /* the first element of this lane's logical warp in row 0 */
+    const unsigned long long base =
+        ((unsigned long long)bid * BLOCK + threadIdx.x) / 32 * (unsigned long long)(R * LANES) + (lane - l);
+    A v[R];
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        const unsigned long long i = base + (unsigned long long)(r * LANES + l);
+        v[r] = holds && i < n ? wp_convert<A>(in[i]) : wp_zero<A>();
+    }
+    A *gmem = (A *)p.scratch + (unsigned long long)bid * BLOCK;
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        const unsigned long long gbase = base + (unsigned long long)(r * LANES);
+        const int valid = !holds || gbase >= n ? 0 : (n - gbase < W ? (int)(n - gbase) : W);
+        const A res = wp_lw_reduce<A, W, BLOCK, STRAT, Op>(v[r], l, valid, op, shared, gmem, wp_from_bits64<A>(p.init));
+        if (l == 0 && valid > 0) out[gbase / W] = wp_convert<T>(res);
+    }
+}
+
+/* Groups of WIDTH: warp segments for a power of two, logical warps for any other width. */
+template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, class Op>
+WP_DEV void wp_width_reduce_run(const wp_data_params &p, const unsigned bid) {
+    if constexpr ((WIDTH & (WIDTH - 1)) == 0)
+        wp_group_reduce_run<T, A, WIDTH, BLOCK, STRAT, Op>(p, bid);
+    else
+        wp_lw_reduce_run<T, A, WIDTH, BLOCK, STRAT, Op>(p, bid);
+}
+
 template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
 __global__ void __launch_bounds__(BLOCK) wp_warp_reduce(wp_data_params p) {
     wp_grid_entry();
-    wp_group_reduce_run<T, A, WIDTH, BLOCK, STRAT, Op>(p, blockIdx.x);
+    wp_width_reduce_run<T, A, WIDTH, BLOCK, STRAT, Op>(p, blockIdx.x);
 }
 template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
 __global__ void __launch_bounds__(BLOCK) wp_block_reduce(wp_data_params p) {
@@ -277,7 +320,7 @@ __global__ void __launch_bounds__(BLOCK) wp_warp_reduce_batch(wp_data_params p) 
     wp_data_params q;
     unsigned G;
     const unsigned bid = wp_batch_job(p, q, G);
-    wp_group_reduce_run<T, A, WIDTH, BLOCK, STRAT, Op>(q, bid);
+    wp_width_reduce_run<T, A, WIDTH, BLOCK, STRAT, Op>(q, bid);
 }
 template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
 __global__ void __launch_bounds__(BLOCK) wp_block_reduce_batch(wp_data_params p) {

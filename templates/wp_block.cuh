@@ -337,6 +337,83 @@ template <typename A, int GROUP, int BLOCK, class Op> WP_DEV A wp_group_prev(A v
     }
 }
 
+/* ---- logical warps of any width (CUB's LOGICAL_WARP_THREADS 1..32) ------------------------------
+ * A width W that is not a power of two cannot tile the warp's shuffle segments, so each warp holds
+ * PER_WARP = 32 / W whole logical warps on lanes 0 .. LANES - 1; its last 32 mod W lanes hold none (they
+ * still take part in every shuffle and barrier, with l = 0 and nothing valid). l is the lane within the
+ * logical warp, valid how many of its lanes (a prefix) hold an element. The order is CUB's for logical
+ * warps (docs/semantics.md, kernels/reduce.c wp_remu_tree_up): reduce, for o = 1, 2, 4, .. < W lane l
+ * takes op(v[l], v[l+o]) when l + o < valid (the result in lane 0); scan, Hillis-Steele as at every
+ * width. shfl_down/shfl_up read lane +- o of the whole warp, which is in the same logical warp whenever
+ * the condition holds. shfl_xor is refused for these widths (kernels/spec.c): xor partners leave the group. */
+template <int W> struct wp_lw {
+    static constexpr int PER_WARP = 32 / W;
+    static constexpr int LANES = PER_WARP * W;
+};
+
+template <typename A, int W, int BLOCK, int STRAT, class Op>
+WP_DEV A wp_lw_reduce(A v, int l, int valid, Op op, A *shared, A *gmem, A ident) {
+    static_assert(W >= 1 && W < 32 && (W & (W - 1)) != 0, "wp_lw_reduce: a width that is not a power of two");
+    const int t = threadIdx.x, lane = wp_lane();
+    if constexpr (STRAT == WP_STRAT_SMEM || STRAT == WP_STRAT_GMEM) {
+        A *slots = STRAT == WP_STRAT_SMEM ? shared : gmem; /* slot t + o is in t's logical warp when used */
+        slots[t] = v;
+        __syncthreads();
+#pragma unroll
+        for (int o = 1; o < W; o <<= 1) { /* lane 0 reads only multiples of 2o: no slot read and written at once */
+            if ((l & (2 * o - 1)) == 0 && l + o < valid) slots[t] = op(slots[t], slots[t + o]);
+            __syncthreads();
+        }
+        const A r = slots[t];
+        __syncthreads();
+        return r;
+    } else if constexpr (STRAT == WP_STRAT_ATOMIC) {
+        const bool holds = lane < wp_lw<W>::LANES;
+        A *slot = &shared[(t / 32) * wp_lw<W>::PER_WARP + (holds ? lane / W : 0)];
+        if (holds && l == 0) *slot = ident;
+        __syncthreads();
+        if (holds && l < valid) wp_atomic_combine(slot, v, op);
+        __syncthreads();
+        const A r = *slot;
+        __syncthreads();
+        return r;
+    } else if constexpr (STRAT == WP_STRAT_REDUX) { /* i32/u32 builtins: the order cannot matter */
+        if (l < valid) v = wp_redux_sync<Op>::run(((1u << valid) - 1u) << (lane - l), v);
+        return v;
+    } else {
+#pragma unroll
+        for (int o = 1; o < W; o <<= 1) {
+            const A other = wp_any_shfl_down<32>(v, o);
+            if (l + o < valid) v = op(v, other);
+        }
+        return v;
+    }
+}
+
+/* Inclusive scan of each logical warp (lanes past valid may hold anything: they only feed later lanes). */
+template <typename A, int W, int STRAT, class Op> WP_DEV A wp_lw_scan(A v, int l, Op op, A *shared) {
+    if constexpr (STRAT == WP_STRAT_SMEM) {
+        const int t = threadIdx.x;
+        shared[t] = v;
+        __syncthreads();
+#pragma unroll
+        for (int o = 1; o < W; o <<= 1) {
+            const A left = l >= o ? shared[t - o] : v;
+            __syncthreads();
+            if (l >= o) shared[t] = v = op(left, v);
+            __syncthreads();
+        }
+        return v;
+    } else {
+#pragma unroll
+        for (int o = 1; o < W; o <<= 1) {
+            const A left = wp_any_shfl_up<32>(v, o);
+            if (l >= o) v = op(left, v);
+        }
+        return v;
+    }
+}
+
 /* ---- packed element loads/stores: 16-byte vectors ------------------------------------------- */
 
 template <typename T> struct wp_vec {

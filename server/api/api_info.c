@@ -156,7 +156,9 @@ static cJSON *family_json(const wp_family *f) {
     for (int t = 0; t < WP_TYPE_COUNT; t++)
         if (f->types & WP_TBIT(t)) cJSON_AddItemToArray(types, cJSON_CreateString(wp_type_name((wp_type)t)));
     cJSON *widths = cJSON_AddArrayToObject(o, "widths");
-    for (int l = 0; (1 << l) <= WP_WAVE_MAX; l++)
+    for (int w = 1; w <= WP_W_ANY_MAX && (f->widths & WP_W_ANY); w++) /* every integer 1..32: logical warps */
+        cJSON_AddItemToArray(widths, cJSON_CreateNumber(w));
+    for (int l = 0; (1 << l) <= WP_WAVE_MAX && !(f->widths & WP_W_ANY); l++)
         if (f->widths & (1u << l)) cJSON_AddItemToArray(widths, cJSON_CreateNumber(1 << l));
     cJSON_AddBoolToObject(o, "wave", (f->flags & WP_F_WAVE) != 0); /* width is an AMD wave size */
     cJSON_AddBoolToObject(o, "mask", !(f->flags & WP_F_NO_MASK));
