@@ -59,7 +59,6 @@ uint64_t wp_remu_group_reduce(const wp_remu *c, int strategy, uint64_t *v, int g
     if (valid <= 0) return 0;
     bool tree_all = strategy == WP_STRAT_SMEM || strategy == WP_STRAT_GMEM;
     if (group <= 32 && strategy == WP_STRAT_ATOMIC) return fold_from_identity(c, v, valid);
-    if (group < 32 && (group & (group - 1))) return wp_remu_tree_up(c, v, valid); /* a logical warp of any width */
     if (group <= 32 || tree_all) return wp_remu_tree(c, v, valid);
     /* per warp (tree: shfl_down, shfl_xor and redux agree), then over the warps' results */
     uint64_t warp_results[32];
@@ -236,13 +235,16 @@ void wp_emu_group_reduce(const wp_spec *s, const wp_data_params *p, const wp_dat
     wp_remu c;
     wp_remu_init(&c, s, p);
     int group = (s->family->flags & WP_F_WIDTH_GROUP) ? s->width : s->data.block;
+    bool logical_warp = (s->family->flags & WP_F_WIDTH_GROUP) && (group & (group - 1));
     uint64_t *vals = calloc((size_t)group, sizeof *vals);
     if (!vals) return;
     for (uint64_t g = 0; g < plan->groups; g++) {
         uint64_t base = g * (uint64_t)group;
         int valid = p->n - base < (uint64_t)group ? (int)(p->n - base) : group;
         for (int i = 0; i < valid; i++) vals[i] = wp_remu_elem(&c, base + (uint64_t)i);
-        uint64_t r = wp_remu_group_reduce(&c, c.strategy, vals, group, valid);
+        uint64_t r = logical_warp && c.strategy != WP_STRAT_ATOMIC
+                         ? wp_remu_tree_up(&c, vals, valid) /* CUB's order for a logical warp of any width */
+                         : wp_remu_group_reduce(&c, c.strategy, vals, group, valid);
         wp_data_store(s->type, (void *)(uintptr_t)p->out, g, wp_data_from_acc(s->type, c.acc, r));
     }
     free(vals);

@@ -134,7 +134,10 @@ static int validate_data(wp_spec *s, wp_err *err) {
         d->block = f->block_default;
         d->block_auto = true;
     }
-    if (d->block < 32 || d->block > 1024 || (d->block & (d->block - 1)))
+    if ((f->flags & WP_F_BLOCK_GROUP) && (d->block < 1 || d->block > WP_GROUP_BLOCK_MAX))
+        return WP_FAIL(err, 400, "bad_block", "block", "block %d is not an integer 1..%d (the group size of %s)",
+                       d->block, WP_GROUP_BLOCK_MAX, f->name);
+    if (!(f->flags & WP_F_BLOCK_GROUP) && (d->block < 32 || d->block > 1024 || (d->block & (d->block - 1))))
         return WP_FAIL(err, 400, "bad_block", "block", "block %d is not a power of two 32..1024", d->block);
     if (!(f->flags & WP_F_ACCUM) || (s->type != WP_F16 && s->type != WP_BF16)) d->native = false;
     if (!(f->flags & WP_F_SCAN)) d->exclusive = false;
@@ -167,9 +170,12 @@ int wp_spec_data_from_json(const cJSON *obj, wp_spec *out, wp_err *err) {
     v = cJSON_GetObjectItemCaseSensitive(obj, "block");
     if (v) {
         if (!cJSON_IsNumber(v) || !is_int(v->valuedouble))
-            return WP_FAIL(err, 400, "bad_block", "block", "block must be a power of two 32..1024");
+            return WP_FAIL(err, 400, "bad_block", "block",
+                           "block must be a power of two 32..1024 (block_reduce, block_scan: an integer 1..1024)");
         d->block = (int)v->valuedouble;
-        if (d->block <= 0) return WP_FAIL(err, 400, "bad_block", "block", "block must be a power of two 32..1024");
+        if (d->block <= 0)
+            return WP_FAIL(err, 400, "bad_block", "block",
+                           "block must be a power of two 32..1024 (block_reduce, block_scan: an integer 1..1024)");
     }
     v = cJSON_GetObjectItemCaseSensitive(obj, "accumulate");
     if (v) {

@@ -259,10 +259,37 @@ __global__ void __launch_bounds__(BLOCK) wp_warp_reduce(wp_data_params p) {
     wp_grid_entry();
     wp_width_reduce_run<T, A, WIDTH, BLOCK, STRAT, Op>(p, blockIdx.x);
 }
+/* block_reduce with a group of G threads, G not a power of two of at least 32 (wp_block.cuh, "blocks of
+ * any size"): block b reduces elements b * G .. b * G + G - 1 in a block of WP_ROUND32(G) threads. */
+template <typename T, typename A, int G, int STRAT, class Op>
+WP_DEV void wp_anyblock_reduce_run(const wp_data_params &p, const unsigned bid) {
+    constexpr int L = WP_ROUND32(G);
+    __shared__ __align__(16) unsigned char shared_raw[L * sizeof(A)];
+    A *shared = (A *)shared_raw;
+    Op op;
+    const T *in = (const T *)p.in;
+    const unsigned long long n = p.n, gbase = (unsigned long long)bid * G, i = gbase + threadIdx.x;
+    const int gvalid = gbase >= n ? 0 : (n - gbase < G ? (int)(n - gbase) : G);
+    const bool mine = threadIdx.x < G;
+    const A v = mine && i < n ? wp_convert<A>(in[i]) : wp_zero<A>();
+    A *gmem = (A *)p.scratch + (unsigned long long)bid * L;
+    const A r = wp_anyblock_reduce<A, G, STRAT, Op>(v, mine ? gvalid : 0, op, shared, gmem, wp_from_bits64<A>(p.init));
+    if (threadIdx.x == 0 && gvalid > 0) ((T *)p.out)[bid] = wp_convert<T>(r);
+}
+
+/* Groups of BLOCK: the block itself for a power of two of at least 32, else a rounded-up block. */
+template <typename T, typename A, int BLOCK, int STRAT, class Op>
+WP_DEV void wp_block_reduce_any_run(const wp_data_params &p, const unsigned bid) {
+    if constexpr (wp_is_pow2_block<BLOCK>::value)
+        wp_group_reduce_run<T, A, BLOCK, BLOCK, STRAT, Op>(p, bid);
+    else
+        wp_anyblock_reduce_run<T, A, BLOCK, STRAT, Op>(p, bid);
+}
+
 template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
-__global__ void __launch_bounds__(BLOCK) wp_block_reduce(wp_data_params p) {
+__global__ void __launch_bounds__(WP_ROUND32(BLOCK)) wp_block_reduce(wp_data_params p) {
     wp_grid_entry();
-    wp_group_reduce_run<T, A, BLOCK, BLOCK, STRAT, Op>(p, blockIdx.x);
+    wp_block_reduce_any_run<T, A, BLOCK, STRAT, Op>(p, blockIdx.x);
 }
 
 /* One warp per segment [offsets[s], offsets[s+1]): lane l folds elements start + l, start + l + 32, ...
@@ -323,11 +350,11 @@ __global__ void __launch_bounds__(BLOCK) wp_warp_reduce_batch(wp_data_params p) 
     wp_width_reduce_run<T, A, WIDTH, BLOCK, STRAT, Op>(q, bid);
 }
 template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
-__global__ void __launch_bounds__(BLOCK) wp_block_reduce_batch(wp_data_params p) {
+__global__ void __launch_bounds__(WP_ROUND32(BLOCK)) wp_block_reduce_batch(wp_data_params p) {
     wp_data_params q;
     unsigned G;
     const unsigned bid = wp_batch_job(p, q, G);
-    wp_group_reduce_run<T, A, BLOCK, BLOCK, STRAT, Op>(q, bid);
+    wp_block_reduce_any_run<T, A, BLOCK, STRAT, Op>(q, bid);
 }
 template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
 __global__ void __launch_bounds__(BLOCK) wp_segmented_reduce_batch(wp_data_params p) {

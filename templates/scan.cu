@@ -81,10 +81,39 @@ __global__ void __launch_bounds__(BLOCK) wp_warp_scan(wp_data_params p) {
     wp_grid_entry();
     wp_width_scan_run<T, A, WIDTH, BLOCK, STRAT, VARIANT, Op>(p, blockIdx.x);
 }
+/* block_scan with a group of G threads, G not a power of two of at least 32: block b scans elements
+ * b * G .. b * G + G - 1 in a block of WP_ROUND32(G) threads; inclusive, exclusive and init as above. */
+template <typename T, typename A, int G, int STRAT, int EXCL, class Op>
+WP_DEV void wp_anyblock_scan_run(const wp_data_params &p, const unsigned bid) {
+    __shared__ __align__(16) unsigned char shared_raw[WP_ROUND32(G) * sizeof(A)];
+    A *shared = (A *)shared_raw;
+    Op op;
+    const T *in = (const T *)p.in;
+    const unsigned long long i = (unsigned long long)bid * G + threadIdx.x;
+    const bool mine = threadIdx.x < G && i < p.n;
+    A prev;
+    const A inc = wp_anyblock_scan<A, G, STRAT, Op>(mine ? wp_convert<A>(in[i]) : wp_zero<A>(), op, shared, &prev);
+    const A init = wp_from_bits64<A>(p.init);
+    A r;
+    if constexpr (EXCL)
+        r = threadIdx.x == 0 ? init : (p.has_init ? op(init, prev) : prev);
+    else
+        r = p.has_init ? op(init, inc) : inc;
+    if (mine) ((T *)p.out)[i] = wp_convert<T>(r);
+}
+
+template <typename T, typename A, int BLOCK, int STRAT, int EXCL, class Op>
+WP_DEV void wp_block_scan_any_run(const wp_data_params &p, const unsigned bid) {
+    if constexpr (wp_is_pow2_block<BLOCK>::value)
+        wp_group_scan_run<T, A, BLOCK, BLOCK, STRAT, EXCL, Op>(p, bid);
+    else
+        wp_anyblock_scan_run<T, A, BLOCK, STRAT, EXCL, Op>(p, bid);
+}
+
 template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
-__global__ void __launch_bounds__(BLOCK) wp_block_scan(wp_data_params p) {
+__global__ void __launch_bounds__(WP_ROUND32(BLOCK)) wp_block_scan(wp_data_params p) {
     wp_grid_entry();
-    wp_group_scan_run<T, A, BLOCK, BLOCK, STRAT, VARIANT, Op>(p, blockIdx.x);
+    wp_block_scan_any_run<T, A, BLOCK, STRAT, VARIANT, Op>(p, blockIdx.x);
 }
 
 /* ---- device_scan ------------------------------------------------------------------------------
@@ -460,11 +489,11 @@ __global__ void __launch_bounds__(BLOCK) wp_warp_scan_batch(wp_data_params p) {
     wp_width_scan_run<T, A, WIDTH, BLOCK, STRAT, VARIANT, Op>(q, bid);
 }
 template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
-__global__ void __launch_bounds__(BLOCK) wp_block_scan_batch(wp_data_params p) {
+__global__ void __launch_bounds__(WP_ROUND32(BLOCK)) wp_block_scan_batch(wp_data_params p) {
     wp_data_params q;
     unsigned G;
     const unsigned bid = wp_batch_job(p, q, G);
-    wp_group_scan_run<T, A, BLOCK, BLOCK, STRAT, VARIANT, Op>(q, bid);
+    wp_block_scan_any_run<T, A, BLOCK, STRAT, VARIANT, Op>(q, bid);
 }
 template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int EXCL, class Op>
 __global__ void __launch_bounds__(BLOCK) wp_device_scan_batch(wp_data_params p) {

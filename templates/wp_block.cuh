@@ -414,6 +414,106 @@ template <typename A, int W, int STRAT, class Op> WP_DEV A wp_lw_scan(A v, int l
     }
 }
 
+/* ---- blocks of any size (CUB's BlockReduce/BlockScan take any block size) ------------------------
+ * block_reduce / block_scan with a group of G threads, G not a power of two of at least 32: the group
+ * runs in a block of WP_ROUND32(G) threads, whose threads G.. hold nothing (valid 0). The order is the
+ * block combine of docs/semantics.md, as for a power of two: tree per warp of 32 (valid lanes first), then
+ * tree over the warps' results; smem/gmem one tree over the group; scans Hillis-Steele per warp, then over
+ * the warps' totals. A shuffle tree or scan of fewer than 32 runs in a segment of P = the power of two
+ * >= its count: lane 0 (a scan's first lanes) gets the same pairs as over exactly the count. */
+#define WP_ROUND32(G) (((G) + 31) / 32 * 32)
+template <int X> struct wp_pow2_ceil {
+    static constexpr int value = 2 * wp_pow2_ceil<(X + 1) / 2>::value;
+};
+template <> struct wp_pow2_ceil<1> { static constexpr int value = 1; };
+template <int G> struct wp_is_pow2_block { static constexpr bool value = G >= 32 && (G & (G - 1)) == 0; };
+
+/* valid: the group's count for its threads, 0 for threads G..; the result in thread 0. */
+template <typename A, int G, int STRAT, class Op>
+WP_DEV A wp_anyblock_reduce(A v, int valid, Op op, A *shared, A *gmem, A ident) {
+    constexpr int P = wp_pow2_ceil<G>::value;
+    const int t = threadIdx.x, lane = wp_lane(), w = t / 32;
+    if constexpr (STRAT == WP_STRAT_SMEM || STRAT == WP_STRAT_GMEM) {
+        A *slots = STRAT == WP_STRAT_SMEM ? shared : gmem;
+        slots[t] = v;
+        __syncthreads();
+#pragma unroll 1
+        for (int o = P / 2; o > 0; o >>= 1) {
+            if (t < o && t + o < valid) slots[t] = op(slots[t], slots[t + o]);
+            __syncthreads();
+        }
+        const A r = slots[t];
+        __syncthreads();
+        return r;
+    } else if constexpr (STRAT == WP_STRAT_ATOMIC) {
+        if (t == 0) shared[0] = ident;
+        __syncthreads();
+        if constexpr (G <= 32) {
+            if (t < valid) wp_atomic_combine(shared, v, op);
+        } else {
+            const A r = wp_warp_tree<A, 32, WP_STRAT_SHFL_DOWN, Op>(v, valid - 32 * w, op);
+            if (lane == 0 && 32 * w < valid) wp_atomic_combine(shared, r, op);
+        }
+        __syncthreads();
+        const A r = shared[0];
+        __syncthreads();
+        return r;
+    } else if constexpr (G < 32) {
+        return wp_warp_reduce_valid<A, P, STRAT, Op>(v, valid, op);
+    } else {
+        constexpr int WP2 = wp_pow2_ceil<(G + 31) / 32>::value;
+        const int warp_valid = valid - 32 * w;
+        const A r = wp_warp_reduce_valid<A, 32, STRAT, Op>(v, warp_valid < 32 ? warp_valid : 32, op);
+        if (lane == 0) shared[w] = r;
+        __syncthreads();
+        A total = r;
+        if (w == 0) {
+            const int warps_valid = (valid + 31) / 32;
+            total = wp_warp_reduce_valid<A, WP2, STRAT, Op>(lane < warps_valid ? shared[lane] : wp_zero<A>(), warps_valid, op);
+        }
+        __syncthreads();
+        return total;
+    }
+}
+
+/* Inclusive scan of the group; *prev gets the previous thread's inclusive value (garbage in thread 0). */
+template <typename A, int G, int STRAT, class Op> WP_DEV A wp_anyblock_scan(A v, Op op, A *shared, A *prev) {
+    constexpr int P = wp_pow2_ceil<G>::value;
+    const int t = threadIdx.x;
+    if constexpr (STRAT == WP_STRAT_SMEM) {
+        shared[t] = v;
+        __syncthreads();
+#pragma unroll 1
+        for (int o = 1; o < G; o <<= 1) {
+            const A left = t >= o ? shared[t - o] : v;
+            __syncthreads();
+            if (t >= o) shared[t] = v = op(left, v);
+            __syncthreads();
+        }
+    } else if constexpr (G < 32) {
+        v = wp_warp_scan_hs<A, P, Op>(v, op);
+    } else {
+        constexpr int WARPS = (G + 31) / 32;
+        const int lane = wp_lane(), w = t / 32;
+        v = wp_warp_scan_hs<A, 32, Op>(v, op);
+        if (lane == 31) shared[w] = v;
+        __syncthreads();
+        if (w == 0) {
+            A total = lane < WARPS ? shared[lane] : wp_zero<A>();
+            total = wp_warp_scan_hs<A, 32, Op>(total, op);
+            if (lane < WARPS) shared[lane] = total;
+        }
+        __syncthreads();
+        if (w > 0) v = op(shared[w - 1], v);
+        __syncthreads();
+    }
+    shared[t] = v;
+    __syncthreads();
+    *prev = t ? shared[t - 1] : v;
+    __syncthreads();
+    return v;
+}
+
 /* ---- packed element loads/stores: 16-byte vectors ------------------------------------------- */
 
 template <typename T> struct wp_vec {

@@ -137,6 +137,10 @@ static void data_family_json(cJSON *o, const wp_family *f) {
     for (int b = 32; b <= 1024; b *= 2) cJSON_AddItemToArray(blocks, cJSON_CreateNumber(b));
     cJSON_AddBoolToObject(d, "width_groups", (f->flags & WP_F_WIDTH_GROUP) != 0);
     cJSON_AddBoolToObject(d, "block_groups", (f->flags & WP_F_BLOCK_GROUP) != 0);
+    if (f->flags & WP_F_BLOCK_GROUP) { /* the group: any block 1..1024 (CUB's BlockReduce/BlockScan) */
+        cJSON_AddNumberToObject(d, "block_min", 1);
+        cJSON_AddNumberToObject(d, "block_max", WP_GROUP_BLOCK_MAX);
+    }
     cJSON_AddBoolToObject(d, "segments", (f->flags & WP_F_SEGMENTS) != 0);
     cJSON_AddBoolToObject(d, "scan", (f->flags & WP_F_SCAN) != 0);        /* exclusive/inclusive, init */
     cJSON_AddBoolToObject(d, "accumulate", (f->flags & WP_F_ACCUM) != 0); /* f16/bf16: "f32" or "native" */

@@ -8,11 +8,14 @@
  * and smem for i32 sum and f32 "a - b", inclusive and exclusive, with and without init (an expression's
  * exclusive scan always with one), and f64 / f16 sum on shfl_up. Each runs on cuda and on emu over the
  * same random data at n in {0, 1, W - 1, 1000, 65537, 1000003}: short last groups, several rows and warps,
- * many blocks. A case is one (kernel, n). Without a CUDA device it says SKIPPED and passes.
+ * many blocks. Also block_reduce (shfl_down, shfl_xor, smem, gmem on f32 "a - b"; atomic and redux on i32
+ * sum) and block_scan (shfl_up and smem: f32 "a - b" inclusive, i32 sum exclusive) at blocks 1, 3, 7, 8,
+ * 31, 33, 63, 100, 255, 1000: groups that are not a power of two of at least 32, in a block rounded up to
+ * a whole warp. A case is one (kernel, n). Without a CUDA device it says SKIPPED and passes.
  *
  *   test_gpu_anywidth [--threads N] [--quick] [--dry-run]
  * --dry-run compiles every kernel and runs only the emulator (a machine without a GPU); --quick keeps
- * widths 3, 7, 8, 31 and fewer sizes. */
+ * widths 3, 7, 8, 31, blocks 7 and 100, and fewer sizes. */
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -32,7 +35,7 @@
 typedef struct {
     const char *family, *op;
     wp_type type;
-    int strategy, width;
+    int strategy, width, block; /* block: block_reduce/block_scan's group (0: the family's default) */
     bool exclusive, has_init;
     int passed, failed;
 } kcase;
@@ -65,7 +68,7 @@ static bool spec_fill(const kcase *k, const char *arch, wp_spec *s) {
     s->type = k->type;
     s->width = k->width;
     s->mask = 0xffffffffu;
-    s->data = (wp_data_spec){.strategy = k->strategy, .exclusive = k->exclusive};
+    s->data = (wp_data_spec){.strategy = k->strategy, .exclusive = k->exclusive, .block = k->block};
     snprintf(s->arch, sizeof s->arch, "%s", arch);
     wp_err err = {0};
     if (!s->family || wp_op_parse(k->op, k->type, "op", &s->op, &err)) return false;
@@ -114,6 +117,29 @@ static void list_cases(run_ctx *ctx, int sm) {
         add(ctx, s, WP_F64, "sum", WP_STRAT_SHFL_UP, w, false, false);
         add(ctx, s, WP_F16, "sum", WP_STRAT_SHFL_UP, w, true, true);
     }
+    /* block_reduce / block_scan at block sizes that are not powers of two of at least 32 (the group) */
+    static const int blocks_full[] = {1, 3, 7, 8, 31, 33, 63, 100, 255, 1000}, blocks_quick[] = {7, 100};
+    const int *blocks = ctx->quick ? blocks_quick : blocks_full;
+    const int n_blocks = ctx->quick ? 2 : 10;
+    static const int reduce_strats[] = {WP_STRAT_SHFL_DOWN, WP_STRAT_SHFL_XOR, WP_STRAT_SMEM, WP_STRAT_GMEM};
+    for (int b = 0; b < n_blocks; b++) {
+        for (int i = 0; i < 4; i++) {
+            add(ctx, "block_reduce", WP_F32, "a - b", reduce_strats[i], 32, false, false);
+            ctx->cases[ctx->n_cases - 1].block = blocks[b];
+        }
+        add(ctx, "block_reduce", WP_I32, "sum", WP_STRAT_ATOMIC, 32, false, false);
+        ctx->cases[ctx->n_cases - 1].block = blocks[b];
+        if (sm >= 80) {
+            add(ctx, "block_reduce", WP_I32, "sum", WP_STRAT_REDUX, 32, false, false);
+            ctx->cases[ctx->n_cases - 1].block = blocks[b];
+        }
+        for (int st = 0; st < 2; st++) {
+            add(ctx, "block_scan", WP_F32, "a - b", st ? WP_STRAT_SMEM : WP_STRAT_SHFL_UP, 32, false, st != 0);
+            ctx->cases[ctx->n_cases - 1].block = blocks[b];
+            add(ctx, "block_scan", WP_I32, "sum", st ? WP_STRAT_SMEM : WP_STRAT_SHFL_UP, 32, true, st != 0);
+            ctx->cases[ctx->n_cases - 1].block = blocks[b];
+        }
+    }
 }
 
 static void note(run_ctx *ctx, kcase *k, uint64_t n, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
@@ -125,9 +151,9 @@ static void note(run_ctx *ctx, kcase *k, uint64_t n, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    printf("  mismatch %s/%s op=%s %s w%d%s%s n=%llu: %s\n", k->family, wp_type_name(k->type), k->op,
-           wp_strategy_name(k->strategy), k->width, k->exclusive ? " exclusive" : "", k->has_init ? " init" : "",
-           (unsigned long long)n, msg);
+    printf("  mismatch %s/%s op=%s %s w%d b%d%s%s n=%llu: %s\n", k->family, wp_type_name(k->type), k->op,
+           wp_strategy_name(k->strategy), k->width, k->block, k->exclusive ? " exclusive" : "",
+           k->has_init ? " init" : "", (unsigned long long)n, msg);
 }
 
 /* The job on backend b over host's n elements; *out gets the output array (malloc'd), *len its bytes. */
@@ -175,7 +201,8 @@ static void run_case(run_ctx *ctx, kcase *k) {
         note(ctx, k, 0, "the spec does not validate");
         return;
     }
-    const uint64_t sizes[] = {0, 1, (uint64_t)k->width - 1, 1000, 65537, 1000003};
+    const uint64_t group = (uint64_t)(k->block ? k->block : k->width); /* a group short of one element */
+    const uint64_t sizes[] = {0, 1, group - 1, 1000, 65537, 1000003};
     const int n_sizes = ctx->quick ? 4 : 6;
     uint64_t seed = 0x5eedda7aull ^ (uint64_t)(k - ctx->cases) * 0x9e3779b97f4a7c15ull;
     for (int si = 0; si < n_sizes; si++) {
@@ -210,8 +237,8 @@ static void *worker(void *arg) {
 
 static int report(run_ctx *ctx, uint64_t t0) {
     int passed = 0, failed = 0;
-    const char *fams[] = {"warp_reduce", "warp_scan"};
-    for (int f = 0; f < 2; f++) {
+    const char *fams[] = {"warp_reduce", "warp_scan", "block_reduce", "block_scan"};
+    for (int f = 0; f < 4; f++) {
         int kernels = 0, p = 0, fl = 0;
         for (int i = 0; i < ctx->n_cases; i++)
             if (!strcmp(ctx->cases[i].family, fams[f]))

@@ -315,6 +315,90 @@ static void test_strategies(void) {
     free(host);
 }
 
+/* ---- block_reduce / block_scan at any block size (CUB's BlockReduce/BlockScan) ---- */
+
+/* The block combine of docs/semantics.md in float: a tree over the group (smem, gmem), or a tree per warp
+ * of 32 (valid lanes first) and then a tree over the warps' results (shuffles). */
+static float block_combine_ref(float *v, int valid, bool one_tree) {
+    if (one_tree || valid <= 32) return tree_f32(OP_SUB, v, valid, 32);
+    float warps[32];
+    int n_warps = (valid + 31) / 32;
+    for (int w = 0; w < n_warps; w++)
+        warps[w] = tree_f32(OP_SUB, v + 32 * w, valid - 32 * w < 32 ? valid - 32 * w : 32, 32);
+    return tree_f32(OP_SUB, warps, n_warps, 32);
+}
+
+/* Hillis-Steele over the group (smem, or 32 and fewer), or per warp, over the warps' totals, then
+ * op(total of the warps before, v). */
+static void block_scan_ref(float *v, int valid, bool one_scan) {
+    if (one_scan || valid <= 32) {
+        hs_f32(OP_SUB, v, valid);
+        return;
+    }
+    float totals[32];
+    int n_warps = (valid + 31) / 32;
+    for (int w = 0; w < n_warps; w++) {
+        int wv = valid - 32 * w < 32 ? valid - 32 * w : 32;
+        hs_f32(OP_SUB, v + 32 * w, wv);
+        totals[w] = v[32 * w + wv - 1];
+    }
+    hs_f32(OP_SUB, totals, n_warps);
+    for (int i = 32; i < valid; i++) v[i] = totals[i / 32 - 1] - v[i];
+}
+
+static bool check_block(const wp_spec *s, const float *x, uint64_t n, const uint8_t *out, uint64_t count) {
+    const int g = s->data.block;
+    const bool one = s->data.strategy == WP_STRAT_SMEM || s->data.strategy == WP_STRAT_GMEM;
+    const bool scan = s->family->flags & WP_F_SCAN;
+    float v[1024];
+    if (count != (scan ? n : (n + (uint64_t)g - 1) / (uint64_t)g)) return false;
+    for (uint64_t from = 0; from < n; from += (uint64_t)g) {
+        int valid = n - from < (uint64_t)g ? (int)(n - from) : g;
+        memcpy(v, x + from, (size_t)valid * sizeof *v);
+        if (scan) {
+            block_scan_ref(v, valid, one);
+            if (memcmp(v, out + from * 4, (size_t)valid * 4)) return false;
+        } else {
+            float r = block_combine_ref(v, valid, one);
+            if (memcmp(&r, out + from / (uint64_t)g * 4, 4)) return false;
+        }
+    }
+    return true;
+}
+
+static void test_block_sizes(void) {
+    T_CASE("block_reduce/block_scan any block");
+    static const int blocks[] = {1, 3, 7, 31, 33, 63, 100, 255, 1000, 1024};
+    const uint64_t n = 2500;
+    float *x = malloc(n * sizeof *x);
+    fill(WP_F32, x, n, 2024);
+    for (size_t bi = 0; bi < WP_ARRAY_LEN(blocks); bi++)
+        for (int fam = 0; fam < 2; fam++)
+            for (int st = 1; st < WP_STRAT_COUNT; st++) {
+                wp_spec s;
+                const char *family = fam ? "block_scan" : "block_reduce";
+                if (st == WP_STRAT_REDUX || st == WP_STRAT_ATOMIC) continue; /* f32 "a - b": not allowed */
+                if (!make_spec(family, WP_F32, "a - b", st, 32, false, &s)) continue;
+                wp_spec_free(&s);
+                memset(&s, 0, sizeof s);
+                s.family = wp_family_find(family);
+                s.type = WP_F32;
+                s.width = 32;
+                s.mask = 0xffffffffu;
+                s.data = (wp_data_spec){.strategy = st, .block = blocks[bi]};
+                snprintf(s.arch, sizeof s.arch, "sm_90");
+                wp_err err = {0};
+                bool ok = wp_op_parse("a - b", WP_F32, "op", &s.op, &err) == 0 && wp_spec_validate(&s, &err) == 0;
+                uint8_t *out = NULL;
+                uint64_t count = 0;
+                ok = ok && run(&s, x, n, false, 0, &out, &count) && check_block(&s, x, n, out, count);
+                CHECKF(ok, "%s f32 a - b block %d %s %s", family, blocks[bi], wp_strategy_name(st), err.msg);
+                free(out);
+                wp_spec_free(&s);
+            }
+    free(x);
+}
+
 /* ---- the widths the spec refuses, and what the family table says ---- */
 
 static void expect_width_error(const char *json, const char *code, const char *field) {
@@ -366,6 +450,14 @@ static void test_bad_widths(void) {
                        "strategy_not_allowed", "strategy");
     expect_width_ok("{\"family\":\"warp_reduce\",\"type\":\"f32\",\"width\":8,\"strategy\":\"shfl_xor\"}", 8);
     expect_width_ok("{\"family\":\"warp_reduce\",\"type\":\"i32\",\"width\":7,\"strategy\":\"redux\"}", 7);
+    /* block_reduce / block_scan take any block 1..1024 (the group); the others keep powers of two 32..1024 */
+    expect_width_ok("{\"family\":\"block_reduce\",\"type\":\"f32\",\"block\":100}", 32);
+    expect_width_ok("{\"family\":\"block_scan\",\"type\":\"f32\",\"block\":7}", 32);
+    expect_width_error("{\"family\":\"block_reduce\",\"type\":\"f32\",\"block\":1025}", "bad_block", "block");
+    expect_width_error("{\"family\":\"block_scan\",\"type\":\"f32\",\"block\":0}", "bad_block", "block");
+    expect_width_error("{\"family\":\"block_scan\",\"type\":\"f32\",\"block\":7.5}", "bad_block", "block");
+    expect_width_error("{\"family\":\"device_reduce\",\"type\":\"f32\",\"block\":100}", "bad_block", "block");
+    expect_width_error("{\"family\":\"warp_reduce\",\"type\":\"f32\",\"block\":100}", "bad_block", "block");
     CHECK(wp_family_find("warp_reduce")->widths & WP_W_ANY);
     CHECK(wp_family_find("warp_scan")->widths & WP_W_ANY);
     CHECK(!(wp_family_find("shfl")->widths & WP_W_ANY));
@@ -380,6 +472,7 @@ int main(void) {
     test_reduce_widths();
     test_scan_widths();
     test_strategies();
+    test_block_sizes();
     test_bad_widths();
     wp_backend_close(app.emu);
     return t_done("anywidth");

@@ -88,12 +88,41 @@ cases.append(scan("warp_scan f32 'a - b' width 6: Hillis-Steele", {"family": "wa
     {"data": [v for g in groups(xs, 6) for v in hs(g, fsub)]}))
 cases.append(scan("warp_scan width 7 smem", {"family": "warp_scan", "type": "i32", "op": "max", "width": 7, "strategy": "smem", "data": [3, 1, 4, 1, 5, 9, 2, 6, 5, 3]},
     {"data": [3, 3, 4, 4, 5, 9, 9, 6, 6, 6], "strategy": "smem"}))
+# ---- block_reduce / block_scan at any block size (CUB's BlockReduce/BlockScan): the group is `block` ----
+def tree(v, op):
+    """The halving tree: for o = P/2 .. 1 (P the power of two >= len), slot i < o takes op(v[i], v[i+o])."""
+    v, p = list(v), 1
+    while p < len(v): p *= 2
+    o = p // 2
+    while o > 0:
+        for i in range(o):
+            if i + o < len(v): v[i] = op(v[i], v[i + o])
+        o //= 2
+    return v[0]
+def block_combine(g, op):
+    """Tree per warp of 32, then tree over the warps' results (docs/semantics.md)."""
+    return tree([tree(g[i:i + 32], op) for i in range(0, len(g), 32)], op)
+ys = [f32(((i * 37) % 101) / 8 - 6) for i in range(250)]
+cases.append(red("block_reduce block 7 (one partial warp per group)", {"family": "block_reduce", "type": "i32", "op": "sum", "block": 7, "data": ints},
+    {"data": [isum(g) for g in groups(ints, 7)], "block": 32, "key": "block_reduce/u32/op=sum/shfl_down/b7/sm_90"}))
+cases.append(red("block_reduce block 100 f32 'a - b': per warp, then over the warps", {"family": "block_reduce", "type": "f32", "op": "a - b", "block": 100, "data": ys},
+    {"data": [block_combine(g, fsub) for g in groups(ys, 100)], "block": 128, "grid": 3}))
+cases.append(red("block_reduce block 100 smem: one tree over the group", {"family": "block_reduce", "type": "f32", "op": "a - b", "block": 100, "strategy": "smem", "data": ys},
+    {"data": [tree(g, fsub) for g in groups(ys, 100)]}))
+cases.append(scan("block_scan block 3 exclusive", {"family": "block_scan", "type": "i32", "op": "sum", "block": 3, "exclusive": True, "data": ints[:8]},
+    {"data": [sum(g[:i]) for g in groups(ints[:8], 3) for i in range(len(g))], "block": 32}))
+cases.append(scan("block_scan block 40 inclusive", {"family": "block_scan", "type": "i32", "op": "sum", "block": 40, "data": list(range(100))},
+    {"data": [sum(g[:i + 1]) for g in groups(list(range(100)), 40) for i in range(len(g))], "block": 64}))
+cases.append(err("/v1/reduce", "block_reduce block 1025", {"family": "block_reduce", "type": "i32", "block": 1025, "data": [1]}, "bad_block", "block"))
+cases.append(err("/v1/scan", "block_scan block 0", {"family": "block_scan", "type": "i32", "block": 0, "data": [1]}, "bad_block", "block"))
+cases.append(err("/v1/reduce", "device_reduce keeps powers of two", {"type": "i32", "block": 100, "data": [1]}, "bad_block", "block"))
 # ---- what each family takes, and what it refuses ----
 cases.append(case("families: warp_reduce takes every width 1..32", "/v1/families", None, None, method="GET") |
     {"expect": {"status": 200, "body_contains": [
         '"kernel":"wp_warp_reduce","types":["i32","u32","i64","u64","f32","f64","f16","bf16"],"widths":[' + ",".join(map(str, range(1, 33))) + "]",
         '"kernel":"wp_warp_scan","types":["i32","u32","i64","u64","f32","f64","f16","bf16"],"widths":[' + ",".join(map(str, range(1, 33))) + "]",
-        '"kernel":"wp_shfl_xor","types":["i32","u32","i64","u64","f32","f64","f16","bf16"],"widths":[1,2,4,8,16,32]']}})
+        '"kernel":"wp_shfl_xor","types":["i32","u32","i64","u64","f32","f64","f16","bf16"],"widths":[1,2,4,8,16,32]',
+        '"block_groups":true,"block_min":1,"block_max":1024']}})
 for bad in (0, 33, 7.5, -3, 64):
     cases.append(err("/v1/reduce", f"warp_reduce width {bad}", {"family": "warp_reduce", "type": "i32", "width": bad, "data": [1]}, "bad_width", "width"))
 cases.append(err("/v1/scan", "warp_scan width 40", {"family": "warp_scan", "type": "i32", "width": 40, "data": [1]}, "bad_width", "width"))
