@@ -28,7 +28,7 @@ gpu_tasks=(
   "tune|(ONLY= REDUCE_SWEEP=...)|device_reduce or device_scan against CUB for the tree and each sweep setting"
   "scan|NAME=SCAN_CU...|A/B of templates/scan.cu variants: device_scan against CUB and the cold prewarm"
   "prewarm|[SET.json] [ROUNDS]|cold warpd --prewarm --exit, an OLD build against this one, alternating"
-  "anywidth|[test|bench|all]|warp_reduce/warp_scan at every width 1..32 cuda = emu (direct, batched); time per element at 7, 8, 31, 32"
+  "anywidth|[test|bench|all]|warp_* at every width 1..32, block_* at any block: cuda = emu; time per element at widths 7, 8, 31, 32"
 )
 
 gpu_usage() {

@@ -1,5 +1,6 @@
 # anywidth — issue 21 item 5 (CUB's logical warps at any width) in one call: build; test_gpu_anywidth
-# (warp_reduce and warp_scan at every width 1..32, cuda against emu bit for bit, every strategy);
+# (warp_reduce and warp_scan at every width 1..32, block_reduce and block_scan at blocks that are not
+# powers of two, cuda against emu bit for bit, every strategy);
 # anywidth_http.py (the same widths as small concurrent HTTP jobs, so they run batched, cuda against
 # emu); the power-of-two regression (test_gpu_reduce --quick for warp_reduce, warp_scan); then
 # bench_anywidth: warp_reduce and warp_scan time per element at widths 7, 8, 31, 32, f32, 2^24 and 2^28
