@@ -148,10 +148,30 @@ void wp_plan_arg(const wp_spec *s, uint64_t n, uint64_t groups, wp_data_plan *ou
 
 static int group_size(const wp_spec *s) { return (s->family->flags & WP_F_WIDTH_GROUP) ? s->width : s->data.block; }
 
+/* Threads a group family launches for n elements: one per element, except for logical warps of a width
+ * W that is not a power of two, where each warp holds 32 / W whole groups (its last 32 mod W lanes hold
+ * none) in each of WP_LW_ROWS rows (templates/wp_block.cuh, "logical warps of any width"). */
+static uint64_t group_threads(const wp_spec *s, uint64_t n) {
+    const int w = s->width;
+    if (!(s->family->flags & WP_F_WIDTH_GROUP) || !(w & (w - 1))) return n;
+    return ceil_div(n, (uint64_t)(32 / w) * (uint64_t)w * WP_LW_ROWS) * 32;
+}
+
+/* The launch of a group family: warp groups, group_threads over blocks of `block`; block groups, one
+ * block per group, of the group's size rounded up to a whole warp (threads past the group hold nothing). */
+static void plan_group_launch(const wp_spec *s, uint64_t n, wp_data_plan *out) {
+    plan_init(s, out);
+    if (s->family->flags & WP_F_BLOCK_GROUP) {
+        out->block = (unsigned)(s->data.block + 31) / 32 * 32;
+        out->grid = (unsigned)ceil_div(n, (uint64_t)s->data.block);
+    } else {
+        out->grid = (unsigned)ceil_div(group_threads(s, n), out->block);
+    }
+}
+
 void wp_plan_group_reduce(const wp_spec *s, uint64_t n, uint64_t groups, wp_data_plan *out) {
     (void)groups;
-    plan_init(s, out);
-    out->grid = (unsigned)ceil_div(n, out->block);
+    plan_group_launch(s, n, out);
     out->groups = ceil_div(n, (uint64_t)group_size(s));
     out->scratch_bytes = gmem_bytes(s, (uint64_t)out->grid * out->block, wp_type_size(wp_data_acc_type(s)));
     out->out_bytes = (size_t)out->groups * wp_type_size(s->type);
@@ -167,8 +187,7 @@ void wp_plan_segmented(const wp_spec *s, uint64_t n, uint64_t groups, wp_data_pl
 
 void wp_plan_group_scan(const wp_spec *s, uint64_t n, uint64_t groups, wp_data_plan *out) {
     (void)groups;
-    plan_init(s, out);
-    out->grid = (unsigned)ceil_div(n, out->block);
+    plan_group_launch(s, n, out);
     out->groups = ceil_div(n, (uint64_t)group_size(s));
     out->out_bytes = (size_t)n * wp_type_size(s->type);
 }

@@ -18,6 +18,13 @@ struct wp_data_params;
 #define WP_W_32 0x20u
 #define WP_W_64 0x40u /* WP_F_WAVE families only: an AMD wave64 */
 #define WP_WAVE_MAX 64
+/* Any integer width 1..32, not only powers of two (CUB's logical warps: the data-parallel warp_reduce
+ * and warp_scan). The shuffle primitives keep the power-of-two rule: it is the hardware's. */
+#define WP_W_ANY 0x80u
+#define WP_W_ANY_MAX 32
+/* block_reduce / block_scan (WP_F_BLOCK_GROUP): the group is `block` threads, any integer 1..this, as CUB's
+ * BlockReduce/BlockScan take any block size; it runs in a block of that many threads rounded up to 32. */
+#define WP_GROUP_BLOCK_MAX 1024
 
 enum {
     WP_F_OP = 1u << 0,       /* takes `op` (builtin list or expression) */

@@ -44,6 +44,15 @@ uint64_t wp_remu_tree(const wp_remu *c, uint64_t *v, int valid) {
     return v[0];
 }
 
+/* tree_up(valid), CUB's order for a logical warp of any width (WarpReduceSmem, and the shuffle reduce
+ * of CCCL's warp_reduce_impl): for o = 1, 2, 4, .., lane l takes op(v[l], v[l+o]) when l + o < valid.
+ * Lane 0 only ever reads lanes that are multiples of 2o, so only those are computed here. */
+uint64_t wp_remu_tree_up(const wp_remu *c, uint64_t *v, int valid) {
+    for (int o = 1; o < valid; o <<= 1)
+        for (int l = 0; l + o < valid; l += 2 * o) v[l] = wp_remu_apply(c, v[l], v[l + o]);
+    return v[0];
+}
+
 /* A left fold from the identity: the atomic strategies' order in the emulator. */
 static uint64_t fold_from_identity(const wp_remu *c, const uint64_t *v, int count) {
     uint64_t acc = c->ident;
@@ -236,13 +245,16 @@ void wp_emu_group_reduce(const wp_spec *s, const wp_data_params *p, const wp_dat
     wp_remu c;
     wp_remu_init(&c, s, p);
     int group = (s->family->flags & WP_F_WIDTH_GROUP) ? s->width : s->data.block;
+    bool logical_warp = (s->family->flags & WP_F_WIDTH_GROUP) && (group & (group - 1));
     uint64_t *vals = calloc((size_t)group, sizeof *vals);
     if (!vals) return;
     for (uint64_t g = 0; g < plan->groups; g++) {
         uint64_t base = g * (uint64_t)group;
         int valid = p->n - base < (uint64_t)group ? (int)(p->n - base) : group;
         for (int i = 0; i < valid; i++) vals[i] = wp_remu_elem(&c, base + (uint64_t)i);
-        uint64_t r = wp_remu_group_reduce(&c, c.strategy, vals, group, valid);
+        uint64_t r = logical_warp && c.strategy != WP_STRAT_ATOMIC
+                         ? wp_remu_tree_up(&c, vals, valid) /* CUB's order for a logical warp of any width */
+                         : wp_remu_group_reduce(&c, c.strategy, vals, group, valid);
         wp_data_store(s->type, (void *)(uintptr_t)p->out, g, wp_data_from_acc(s->type, c.acc, r));
     }
     free(vals);

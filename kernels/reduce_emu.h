@@ -24,6 +24,9 @@ uint64_t wp_remu_apply(const wp_remu *c, uint64_t a, uint64_t b); /* op(a, b) in
 uint64_t wp_remu_elem(const wp_remu *c, uint64_t i);              /* element i (mapped) as an accumulator */
 /* tree(valid) over v[0..valid): the result (v[0]); clobbers v. */
 uint64_t wp_remu_tree(const wp_remu *c, uint64_t *v, int valid);
+/* tree_up(valid) over v[0..valid): CUB's order for a logical warp of a width that is not a power of two
+ * (docs/semantics.md); clobbers v. */
+uint64_t wp_remu_tree_up(const wp_remu *c, uint64_t *v, int valid);
 /* wp_group_reduce of templates/wp_block.cuh for a group of `group` threads, the first `valid` holding v. */
 uint64_t wp_remu_group_reduce(const wp_remu *c, int strategy, uint64_t *v, int group, int valid);
 

@@ -12,6 +12,12 @@
 
 /* 1..32; 64 only where the family's row allows it (WP_W_64: AMD wave64, emulator only). */
 static bool is_pow2_width(double w) { return w == 1 || w == 2 || w == 4 || w == 8 || w == 16 || w == 32 || w == 64; }
+/* A width a request may name for family f: a power of two (checked against the row later), or, where
+ * the row takes any width (WP_W_ANY), every integer 1..32. */
+static bool width_in_json_range(const wp_family *f, double w) {
+    if ((f->widths & WP_W_ANY) && w >= 1 && w <= WP_W_ANY_MAX && w == (double)(int)w) return true;
+    return is_pow2_width(w);
+}
 static int log2i(int w) {
     int l = 0;
     while ((1 << l) < w) l++;
@@ -78,9 +84,13 @@ int wp_spec_validate(wp_spec *s, wp_err *err) {
         return WP_FAIL(err, 400, "type_not_allowed", "type", "type %s is not allowed for family %s (allowed: %s)",
                        wp_type_name(s->type), f->name, allowed);
     }
-    if (!is_pow2_width(s->width))
+    if ((f->widths & WP_W_ANY) && s->width >= 1 && s->width <= WP_W_ANY_MAX) {
+        /* any width 1..32 (CUB's logical warps) */
+    } else if ((f->widths & WP_W_ANY) && !is_pow2_width(s->width)) {
+        return WP_FAIL(err, 400, "bad_width", "width", "width %d is not an integer 1..%d", s->width, WP_W_ANY_MAX);
+    } else if (!is_pow2_width(s->width)) {
         return WP_FAIL(err, 400, "bad_width", "width", "width %d is not a power of two 1..32", s->width);
-    if (!(f->widths & (1u << log2i(s->width))))
+    } else if (!(f->widths & (1u << log2i(s->width))))
         return WP_FAIL(err, 400, "bad_width", "width", "width %d is not allowed for family %s", s->width, f->name);
     if ((f->flags & WP_F_NO_MASK) && s->mask != 0xffffffffu)
         return WP_FAIL(err, 400, "bad_mask", "mask", "family %s takes no member mask: mask must be 0xffffffff",
@@ -134,6 +144,11 @@ static int validate_data(wp_spec *s, wp_err *err) {
     if (d->strategy == WP_STRAT_REDUX && (!(WP_T_32 & WP_TBIT(s->type)) || !redux_op(s->op.kind)))
         return WP_FAIL(err, 400, "strategy_not_allowed", "strategy",
                        "strategy redux needs i32 or u32 and one of sum min max and or xor");
+    if (d->strategy == WP_STRAT_SHFL_XOR && (s->width & (s->width - 1)))
+        return WP_FAIL(err, 400, "strategy_not_allowed", "strategy",
+                       "strategy shfl_xor needs a power-of-two width (a lane's xor partner leaves a group of %d); "
+                       "shfl_down, smem, gmem, redux and atomic take any width",
+                       s->width);
     if (d->strategy == WP_STRAT_ATOMIC && s->op.kind == WP_OP_EXPR)
         return WP_FAIL(err, 400, "strategy_not_allowed", "strategy",
                        "strategy atomic needs a builtin operator (an expression has no identity to start from)");
@@ -142,7 +157,10 @@ static int validate_data(wp_spec *s, wp_err *err) {
         d->block = f->block_default;
         d->block_auto = true;
     }
-    if (d->block < 32 || d->block > 1024 || (d->block & (d->block - 1)))
+    if ((f->flags & WP_F_BLOCK_GROUP) && (d->block < 1 || d->block > WP_GROUP_BLOCK_MAX))
+        return WP_FAIL(err, 400, "bad_block", "block", "block %d is not an integer 1..%d (the group size of %s)",
+                       d->block, WP_GROUP_BLOCK_MAX, f->name);
+    if (!(f->flags & WP_F_BLOCK_GROUP) && (d->block < 32 || d->block > 1024 || (d->block & (d->block - 1))))
         return WP_FAIL(err, 400, "bad_block", "block", "block %d is not a power of two 32..1024", d->block);
     if (!(f->flags & WP_F_ACCUM) || (s->type != WP_F16 && s->type != WP_BF16)) d->native = false;
     if (!(f->flags & WP_F_SCAN)) d->exclusive = false;
@@ -175,9 +193,12 @@ int wp_spec_data_from_json(const cJSON *obj, wp_spec *out, wp_err *err) {
     v = cJSON_GetObjectItemCaseSensitive(obj, "block");
     if (v) {
         if (!cJSON_IsNumber(v) || !is_int(v->valuedouble))
-            return WP_FAIL(err, 400, "bad_block", "block", "block must be a power of two 32..1024");
+            return WP_FAIL(err, 400, "bad_block", "block",
+                           "block must be a power of two 32..1024 (block_reduce, block_scan: an integer 1..1024)");
         d->block = (int)v->valuedouble;
-        if (d->block <= 0) return WP_FAIL(err, 400, "bad_block", "block", "block must be a power of two 32..1024");
+        if (d->block <= 0)
+            return WP_FAIL(err, 400, "bad_block", "block",
+                           "block must be a power of two 32..1024 (block_reduce, block_scan: an integer 1..1024)");
     }
     v = cJSON_GetObjectItemCaseSensitive(obj, "accumulate");
     if (v) {
@@ -246,8 +267,12 @@ int wp_spec_from_json(const cJSON *obj, const char *arch, wp_spec *out, wp_err *
     const cJSON *w = cJSON_GetObjectItemCaseSensitive(obj, "width");
     if (w) {
         if (!cJSON_IsNumber(w)) return WP_FAIL(err, 400, "wrong_type", "width", "width must be a number");
-        if (!is_pow2_width(w->valuedouble))
+        if (!width_in_json_range(f, w->valuedouble)) {
+            if (f->widths & WP_W_ANY)
+                return WP_FAIL(err, 400, "bad_width", "width", "width %g is not an integer 1..%d", w->valuedouble,
+                               WP_W_ANY_MAX);
             return WP_FAIL(err, 400, "bad_width", "width", "width %g is not a power of two 1..32", w->valuedouble);
+        }
         out->width = (int)w->valuedouble;
     }
 

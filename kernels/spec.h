@@ -30,7 +30,7 @@ typedef struct {
 typedef struct wp_spec {
     const wp_family *family;
     wp_type type;
-    int width;         /* 1..32, power of two */
+    int width;         /* 1..32, power of two (any integer 1..32 where the row has WP_W_ANY) */
     uint32_t mask;     /* member mask */
     wp_op op;          /* families with WP_F_OP; kind WP_OP_SUM otherwise (unused) */
     char arch[16];     /* "sm_90" */

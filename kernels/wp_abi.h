@@ -62,6 +62,10 @@ enum {
  * 128 measured faster than 64 on H100 (bench/RESULTS.md): half the tiles, half the look-backs. */
 #define WP_SCAN_THREAD_BYTES 128
 #define WP_STENCIL_MAX_RADIUS 4
+/* warp_reduce / warp_scan at a width W that is not a power of two (logical warps: each warp holds
+ * 32 / W whole groups): each thread holds this many elements, rows of the warp's tile, all loaded
+ * before the first shuffle so that as many loads are in flight. Not part of any combining order. */
+#define WP_LW_ROWS 4
 
 /* device_scan tile status: one record per tile from p.scratch, stamped (epoch << 2 | WP_TILE_*). An
  * accumulator of up to 4 bytes: one 8-byte word, the stamp in its high half and the value's bits in

@@ -230,15 +230,85 @@ WP_DEV void wp_group_reduce_run(const wp_data_params &p, const unsigned bid) {
     if ((threadIdx.x & (GROUP - 1)) == 0 && valid > 0) out[g] = wp_convert<T>(r);
 }
 
+/* warp_reduce at a width W that is not a power of two: logical warps (wp_block.cuh). Warp w of the grid
+ * takes R = WP_LW_ROWS rows of LANES elements from w * R * LANES, all R loaded before the first shuffle;
+ * lane `lane` of row r holds element w * R * LANES + r * LANES + lane, of group element / W. */
+template <typename T, typename A, int W, int BLOCK, int STRAT, class Op>
+WP_DEV void wp_lw_reduce_run(const wp_data_params &p, const unsigned bid) {
+    __shared__ __align__(16) unsigned char shared_raw[BLOCK * sizeof(A)];
+    A *shared = (A *)shared_raw;
+    constexpr int R = WP_LW_ROWS, LANES = wp_lw<W>::LANES;
+    Op op;
+    const T *in = (const T *)p.in;
+    T *out = (T *)p.out;
+    const unsigned long long n = p.n;
+    const int lane = wp_lane();
+    const bool holds = lane < LANES;
+    const int l = holds ? lane % W : 0;
+    /* the first element of this lane's logical warp in row 0 */
+    const unsigned long long base =
+        ((unsigned long long)bid * BLOCK + threadIdx.x) / 32 * (unsigned long long)(R * LANES) + (lane - l);
+    A v[R];
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        const unsigned long long i = base + (unsigned long long)(r * LANES + l);
+        v[r] = holds && i < n ? wp_convert<A>(in[i]) : wp_zero<A>();
+    }
+    A *gmem = (A *)p.scratch + (unsigned long long)bid * BLOCK;
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        const unsigned long long gbase = base + (unsigned long long)(r * LANES);
+        const int valid = !holds || gbase >= n ? 0 : (n - gbase < W ? (int)(n - gbase) : W);
+        const A res = wp_lw_reduce<A, W, BLOCK, STRAT, Op>(v[r], l, valid, op, shared, gmem, wp_from_bits64<A>(p.init));
+        if (l == 0 && valid > 0) out[gbase / W] = wp_convert<T>(res);
+    }
+}
+
+/* Groups of WIDTH: warp segments for a power of two, logical warps for any other width. */
+template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, class Op>
+WP_DEV void wp_width_reduce_run(const wp_data_params &p, const unsigned bid) {
+    if constexpr ((WIDTH & (WIDTH - 1)) == 0)
+        wp_group_reduce_run<T, A, WIDTH, BLOCK, STRAT, Op>(p, bid);
+    else
+        wp_lw_reduce_run<T, A, WIDTH, BLOCK, STRAT, Op>(p, bid);
+}
+
 template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
 __global__ void __launch_bounds__(BLOCK) wp_warp_reduce(wp_data_params p) {
     wp_grid_entry();
-    wp_group_reduce_run<T, A, WIDTH, BLOCK, STRAT, Op>(p, blockIdx.x);
+    wp_width_reduce_run<T, A, WIDTH, BLOCK, STRAT, Op>(p, blockIdx.x);
 }
+/* block_reduce with a group of G threads, G not a power of two of at least 32 (wp_block.cuh, "blocks of
+ * any size"): block b reduces elements b * G .. b * G + G - 1 in a block of WP_ROUND32(G) threads. */
+template <typename T, typename A, int G, int STRAT, class Op>
+WP_DEV void wp_anyblock_reduce_run(const wp_data_params &p, const unsigned bid) {
+    constexpr int L = WP_ROUND32(G);
+    __shared__ __align__(16) unsigned char shared_raw[L * sizeof(A)];
+    A *shared = (A *)shared_raw;
+    Op op;
+    const T *in = (const T *)p.in;
+    const unsigned long long n = p.n, gbase = (unsigned long long)bid * G, i = gbase + threadIdx.x;
+    const int gvalid = gbase >= n ? 0 : (n - gbase < G ? (int)(n - gbase) : G);
+    const bool mine = threadIdx.x < G;
+    const A v = mine && i < n ? wp_convert<A>(in[i]) : wp_zero<A>();
+    A *gmem = (A *)p.scratch + (unsigned long long)bid * L;
+    const A r = wp_anyblock_reduce<A, G, STRAT, Op>(v, mine ? gvalid : 0, op, shared, gmem, wp_from_bits64<A>(p.init));
+    if (threadIdx.x == 0 && gvalid > 0) ((T *)p.out)[bid] = wp_convert<T>(r);
+}
+
+/* Groups of BLOCK: the block itself for a power of two of at least 32, else a rounded-up block. */
+template <typename T, typename A, int BLOCK, int STRAT, class Op>
+WP_DEV void wp_block_reduce_any_run(const wp_data_params &p, const unsigned bid) {
+    if constexpr (wp_is_pow2_block<BLOCK>::value)
+        wp_group_reduce_run<T, A, BLOCK, BLOCK, STRAT, Op>(p, bid);
+    else
+        wp_anyblock_reduce_run<T, A, BLOCK, STRAT, Op>(p, bid);
+}
+
 template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
-__global__ void __launch_bounds__(BLOCK) wp_block_reduce(wp_data_params p) {
+__global__ void __launch_bounds__(WP_ROUND32(BLOCK)) wp_block_reduce(wp_data_params p) {
     wp_grid_entry();
-    wp_group_reduce_run<T, A, BLOCK, BLOCK, STRAT, Op>(p, blockIdx.x);
+    wp_block_reduce_any_run<T, A, BLOCK, STRAT, Op>(p, blockIdx.x);
 }
 
 /* One warp per segment [offsets[s], offsets[s+1]): lane l folds elements start + l, start + l + 32, ...
@@ -304,14 +374,14 @@ __global__ void __launch_bounds__(BLOCK) wp_warp_reduce_batch(wp_data_params p) 
     wp_data_params q;
     unsigned G;
     const unsigned bid = wp_batch_job(p, q, G);
-    wp_group_reduce_run<T, A, WIDTH, BLOCK, STRAT, Op>(q, bid);
+    wp_width_reduce_run<T, A, WIDTH, BLOCK, STRAT, Op>(q, bid);
 }
 template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
-__global__ void __launch_bounds__(BLOCK) wp_block_reduce_batch(wp_data_params p) {
+__global__ void __launch_bounds__(WP_ROUND32(BLOCK)) wp_block_reduce_batch(wp_data_params p) {
     wp_data_params q;
     unsigned G;
     const unsigned bid = wp_batch_job(p, q, G);
-    wp_group_reduce_run<T, A, BLOCK, BLOCK, STRAT, Op>(q, bid);
+    wp_block_reduce_any_run<T, A, BLOCK, STRAT, Op>(q, bid);
 }
 template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
 __global__ void __launch_bounds__(BLOCK) wp_segmented_reduce_batch(wp_data_params p) {

@@ -32,15 +32,91 @@ WP_DEV void wp_group_scan_run(const wp_data_params &p, const unsigned bid) {
     if (i < p.n) out[i] = wp_convert<T>(r);
 }
 
+/* warp_scan at a width W that is not a power of two: logical warps (wp_block.cuh), rows as in reduce.cu's
+ * wp_lw_reduce_run; inclusive, exclusive and init as in wp_group_scan_run. */
+template <typename T, typename A, int W, int BLOCK, int STRAT, int EXCL, class Op>
+WP_DEV void wp_lw_scan_run(const wp_data_params &p, const unsigned bid) {
+    __shared__ __align__(16) unsigned char shared_raw[BLOCK * sizeof(A)];
+    A *shared = (A *)shared_raw;
+    constexpr int R = WP_LW_ROWS, LANES = wp_lw<W>::LANES;
+    Op op;
+    const T *in = (const T *)p.in;
+    T *out = (T *)p.out;
+    const unsigned long long n = p.n;
+    const int lane = wp_lane();
+    const bool holds = lane < LANES;
+    const int l = holds ? lane % W : 0;
+    const unsigned long long base =
+        ((unsigned long long)bid * BLOCK + threadIdx.x) / 32 * (unsigned long long)(R * LANES) + lane;
+    A v[R];
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        const unsigned long long i = base + (unsigned long long)(r * LANES);
+        v[r] = holds && i < n ? wp_convert<A>(in[i]) : wp_zero<A>();
+    }
+    const A init = wp_from_bits64<A>(p.init);
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        const unsigned long long i = base + (unsigned long long)(r * LANES);
+        const A inc = wp_lw_scan<A, W, STRAT, Op>(v[r], l, op, shared);
+        A res;
+        if constexpr (EXCL) {
+            const A prev = wp_any_shfl_up<32>(inc, 1); /* lane l - 1 of the same logical warp when l > 0 */
+            res = l == 0 ? init : (p.has_init ? op(init, prev) : prev);
+        } else {
+            res = p.has_init ? op(init, inc) : inc;
+        }
+        if (holds && i < n) out[i] = wp_convert<T>(res);
+    }
+}
+
+/* Groups of WIDTH: warp segments for a power of two, logical warps for any other width. */
+template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int EXCL, class Op>
+WP_DEV void wp_width_scan_run(const wp_data_params &p, const unsigned bid) {
+    if constexpr ((WIDTH & (WIDTH - 1)) == 0)
+        wp_group_scan_run<T, A, WIDTH, BLOCK, STRAT, EXCL, Op>(p, bid);
+    else
+        wp_lw_scan_run<T, A, WIDTH, BLOCK, STRAT, EXCL, Op>(p, bid);
+}
+
 template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
 __global__ void __launch_bounds__(BLOCK) wp_warp_scan(wp_data_params p) {
     wp_grid_entry();
-    wp_group_scan_run<T, A, WIDTH, BLOCK, STRAT, VARIANT, Op>(p, blockIdx.x);
+    wp_width_scan_run<T, A, WIDTH, BLOCK, STRAT, VARIANT, Op>(p, blockIdx.x);
 }
+/* block_scan with a group of G threads, G not a power of two of at least 32: block b scans elements
+ * b * G .. b * G + G - 1 in a block of WP_ROUND32(G) threads; inclusive, exclusive and init as above. */
+template <typename T, typename A, int G, int STRAT, int EXCL, class Op>
+WP_DEV void wp_anyblock_scan_run(const wp_data_params &p, const unsigned bid) {
+    __shared__ __align__(16) unsigned char shared_raw[WP_ROUND32(G) * sizeof(A)];
+    A *shared = (A *)shared_raw;
+    Op op;
+    const T *in = (const T *)p.in;
+    const unsigned long long i = (unsigned long long)bid * G + threadIdx.x;
+    const bool mine = threadIdx.x < G && i < p.n;
+    A prev;
+    const A inc = wp_anyblock_scan<A, G, STRAT, Op>(mine ? wp_convert<A>(in[i]) : wp_zero<A>(), op, shared, &prev);
+    const A init = wp_from_bits64<A>(p.init);
+    A r;
+    if constexpr (EXCL)
+        r = threadIdx.x == 0 ? init : (p.has_init ? op(init, prev) : prev);
+    else
+        r = p.has_init ? op(init, inc) : inc;
+    if (mine) ((T *)p.out)[i] = wp_convert<T>(r);
+}
+
+template <typename T, typename A, int BLOCK, int STRAT, int EXCL, class Op>
+WP_DEV void wp_block_scan_any_run(const wp_data_params &p, const unsigned bid) {
+    if constexpr (wp_is_pow2_block<BLOCK>::value)
+        wp_group_scan_run<T, A, BLOCK, BLOCK, STRAT, EXCL, Op>(p, bid);
+    else
+        wp_anyblock_scan_run<T, A, BLOCK, STRAT, EXCL, Op>(p, bid);
+}
+
 template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
-__global__ void __launch_bounds__(BLOCK) wp_block_scan(wp_data_params p) {
+__global__ void __launch_bounds__(WP_ROUND32(BLOCK)) wp_block_scan(wp_data_params p) {
     wp_grid_entry();
-    wp_group_scan_run<T, A, BLOCK, BLOCK, STRAT, VARIANT, Op>(p, blockIdx.x);
+    wp_block_scan_any_run<T, A, BLOCK, STRAT, VARIANT, Op>(p, blockIdx.x);
 }
 
 /* ---- device_scan ------------------------------------------------------------------------------
@@ -438,14 +514,14 @@ __global__ void __launch_bounds__(BLOCK) wp_warp_scan_batch(wp_data_params p) {
     wp_data_params q;
     unsigned G;
     const unsigned bid = wp_batch_job(p, q, G);
-    wp_group_scan_run<T, A, WIDTH, BLOCK, STRAT, VARIANT, Op>(q, bid);
+    wp_width_scan_run<T, A, WIDTH, BLOCK, STRAT, VARIANT, Op>(q, bid);
 }
 template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
-__global__ void __launch_bounds__(BLOCK) wp_block_scan_batch(wp_data_params p) {
+__global__ void __launch_bounds__(WP_ROUND32(BLOCK)) wp_block_scan_batch(wp_data_params p) {
     wp_data_params q;
     unsigned G;
     const unsigned bid = wp_batch_job(p, q, G);
-    wp_group_scan_run<T, A, BLOCK, BLOCK, STRAT, VARIANT, Op>(q, bid);
+    wp_block_scan_any_run<T, A, BLOCK, STRAT, VARIANT, Op>(q, bid);
 }
 template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int EXCL, class Op>
 __global__ void __launch_bounds__(BLOCK) wp_device_scan_batch(wp_data_params p) {

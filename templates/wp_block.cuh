@@ -337,6 +337,183 @@ template <typename A, int GROUP, int BLOCK, class Op> WP_DEV A wp_group_prev(A v
     }
 }
 
+/* ---- logical warps of any width (CUB's LOGICAL_WARP_THREADS 1..32) ------------------------------
+ * A width W that is not a power of two cannot tile the warp's shuffle segments, so each warp holds
+ * PER_WARP = 32 / W whole logical warps on lanes 0 .. LANES - 1; its last 32 mod W lanes hold none (they
+ * still take part in every shuffle and barrier, with l = 0 and nothing valid). l is the lane within the
+ * logical warp, valid how many of its lanes (a prefix) hold an element. The order is CUB's for logical
+ * warps (docs/semantics.md, kernels/reduce.c wp_remu_tree_up): reduce, for o = 1, 2, 4, .. < W lane l
+ * takes op(v[l], v[l+o]) when l + o < valid (the result in lane 0); scan, Hillis-Steele as at every
+ * width. shfl_down/shfl_up read lane +- o of the whole warp, which is in the same logical warp whenever
+ * the condition holds. shfl_xor is refused for these widths (kernels/spec.c): xor partners leave the group. */
+template <int W> struct wp_lw {
+    static constexpr int PER_WARP = 32 / W;
+    static constexpr int LANES = PER_WARP * W;
+};
+
+template <typename A, int W, int BLOCK, int STRAT, class Op>
+WP_DEV A wp_lw_reduce(A v, int l, int valid, Op op, A *shared, A *gmem, A ident) {
+    static_assert(W >= 1 && W < 32 && (W & (W - 1)) != 0, "wp_lw_reduce: a width that is not a power of two");
+    const int t = threadIdx.x, lane = wp_lane();
+    if constexpr (STRAT == WP_STRAT_SMEM || STRAT == WP_STRAT_GMEM) {
+        A *slots = STRAT == WP_STRAT_SMEM ? shared : gmem; /* slot t + o is in t's logical warp when used */
+        slots[t] = v;
+        __syncthreads();
+#pragma unroll
+        for (int o = 1; o < W; o <<= 1) { /* lane 0 reads only multiples of 2o: no slot read and written at once */
+            if ((l & (2 * o - 1)) == 0 && l + o < valid) slots[t] = op(slots[t], slots[t + o]);
+            __syncthreads();
+        }
+        const A r = slots[t];
+        __syncthreads();
+        return r;
+    } else if constexpr (STRAT == WP_STRAT_ATOMIC) {
+        const bool holds = lane < wp_lw<W>::LANES;
+        A *slot = &shared[(t / 32) * wp_lw<W>::PER_WARP + (holds ? lane / W : 0)];
+        if (holds && l == 0) *slot = ident;
+        __syncthreads();
+        if (holds && l < valid) wp_atomic_combine(slot, v, op);
+        __syncthreads();
+        const A r = *slot;
+        __syncthreads();
+        return r;
+    } else if constexpr (STRAT == WP_STRAT_REDUX) { /* i32/u32 builtins: the order cannot matter */
+        if (l < valid) v = wp_redux_sync<Op>::run(((1u << valid) - 1u) << (lane - l), v);
+        return v;
+    } else {
+#pragma unroll
+        for (int o = 1; o < W; o <<= 1) {
+            const A other = wp_any_shfl_down<32>(v, o);
+            if (l + o < valid) v = op(v, other);
+        }
+        return v;
+    }
+}
+
+/* Inclusive scan of each logical warp (lanes past valid may hold anything: they only feed later lanes). */
+template <typename A, int W, int STRAT, class Op> WP_DEV A wp_lw_scan(A v, int l, Op op, A *shared) {
+    if constexpr (STRAT == WP_STRAT_SMEM) {
+        const int t = threadIdx.x;
+        shared[t] = v;
+        __syncthreads();
+#pragma unroll
+        for (int o = 1; o < W; o <<= 1) {
+            const A left = l >= o ? shared[t - o] : v;
+            __syncthreads();
+            if (l >= o) shared[t] = v = op(left, v);
+            __syncthreads();
+        }
+        return v;
+    } else {
+#pragma unroll
+        for (int o = 1; o < W; o <<= 1) {
+            const A left = wp_any_shfl_up<32>(v, o);
+            if (l >= o) v = op(left, v);
+        }
+        return v;
+    }
+}
+
+/* ---- blocks of any size (CUB's BlockReduce/BlockScan take any block size) ------------------------
+ * block_reduce / block_scan with a group of G threads, G not a power of two of at least 32: the group
+ * runs in a block of WP_ROUND32(G) threads, whose threads G.. hold nothing (valid 0). The order is the
+ * block combine of docs/semantics.md, as for a power of two: tree per warp of 32 (valid lanes first), then
+ * tree over the warps' results; smem/gmem one tree over the group; scans Hillis-Steele per warp, then over
+ * the warps' totals. A shuffle tree or scan of fewer than 32 runs in a segment of P = the power of two
+ * >= its count: lane 0 (a scan's first lanes) gets the same pairs as over exactly the count. */
+#define WP_ROUND32(G) (((G) + 31) / 32 * 32)
+template <int X> struct wp_pow2_ceil {
+    static constexpr int value = 2 * wp_pow2_ceil<(X + 1) / 2>::value;
+};
+template <> struct wp_pow2_ceil<1> { static constexpr int value = 1; };
+template <int G> struct wp_is_pow2_block { static constexpr bool value = G >= 32 && (G & (G - 1)) == 0; };
+
+/* valid: the group's count for its threads, 0 for threads G..; the result in thread 0. */
+template <typename A, int G, int STRAT, class Op>
+WP_DEV A wp_anyblock_reduce(A v, int valid, Op op, A *shared, A *gmem, A ident) {
+    constexpr int P = wp_pow2_ceil<G>::value;
+    const int t = threadIdx.x, lane = wp_lane(), w = t / 32;
+    if constexpr (STRAT == WP_STRAT_SMEM || STRAT == WP_STRAT_GMEM) {
+        A *slots = STRAT == WP_STRAT_SMEM ? shared : gmem;
+        slots[t] = v;
+        __syncthreads();
+#pragma unroll 1
+        for (int o = P / 2; o > 0; o >>= 1) {
+            if (t < o && t + o < valid) slots[t] = op(slots[t], slots[t + o]);
+            __syncthreads();
+        }
+        const A r = slots[t];
+        __syncthreads();
+        return r;
+    } else if constexpr (STRAT == WP_STRAT_ATOMIC) {
+        if (t == 0) shared[0] = ident;
+        __syncthreads();
+        if constexpr (G <= 32) {
+            if (t < valid) wp_atomic_combine(shared, v, op);
+        } else {
+            const A r = wp_warp_tree<A, 32, WP_STRAT_SHFL_DOWN, Op>(v, valid - 32 * w, op);
+            if (lane == 0 && 32 * w < valid) wp_atomic_combine(shared, r, op);
+        }
+        __syncthreads();
+        const A r = shared[0];
+        __syncthreads();
+        return r;
+    } else if constexpr (G < 32) {
+        return wp_warp_reduce_valid<A, P, STRAT, Op>(v, valid, op);
+    } else {
+        constexpr int WP2 = wp_pow2_ceil<(G + 31) / 32>::value;
+        const int warp_valid = valid - 32 * w;
+        const A r = wp_warp_reduce_valid<A, 32, STRAT, Op>(v, warp_valid < 32 ? warp_valid : 32, op);
+        if (lane == 0) shared[w] = r;
+        __syncthreads();
+        A total = r;
+        if (w == 0) {
+            const int warps_valid = (valid + 31) / 32;
+            total = wp_warp_reduce_valid<A, WP2, STRAT, Op>(lane < warps_valid ? shared[lane] : wp_zero<A>(), warps_valid, op);
+        }
+        __syncthreads();
+        return total;
+    }
+}
+
+/* Inclusive scan of the group; *prev gets the previous thread's inclusive value (garbage in thread 0). */
+template <typename A, int G, int STRAT, class Op> WP_DEV A wp_anyblock_scan(A v, Op op, A *shared, A *prev) {
+    constexpr int P = wp_pow2_ceil<G>::value;
+    const int t = threadIdx.x;
+    if constexpr (STRAT == WP_STRAT_SMEM) {
+        shared[t] = v;
+        __syncthreads();
+#pragma unroll 1
+        for (int o = 1; o < G; o <<= 1) {
+            const A left = t >= o ? shared[t - o] : v;
+            __syncthreads();
+            if (t >= o) shared[t] = v = op(left, v);
+            __syncthreads();
+        }
+    } else if constexpr (G < 32) {
+        v = wp_warp_scan_hs<A, P, Op>(v, op);
+    } else {
+        constexpr int WARPS = (G + 31) / 32;
+        const int lane = wp_lane(), w = t / 32;
+        v = wp_warp_scan_hs<A, 32, Op>(v, op);
+        if (lane == 31) shared[w] = v;
+        __syncthreads();
+        if (w == 0) {
+            A total = lane < WARPS ? shared[lane] : wp_zero<A>();
+            total = wp_warp_scan_hs<A, 32, Op>(total, op);
+            if (lane < WARPS) shared[lane] = total;
+        }
+        __syncthreads();
+        if (w > 0) v = op(shared[w - 1], v);
+        __syncthreads();
+    }
+    shared[t] = v;
+    __syncthreads();
+    *prev = t ? shared[t - 1] : v;
+    __syncthreads();
+    return v;
+}
+
 /* ---- packed element loads/stores: 16-byte vectors ------------------------------------------- */
 
 template <typename T> struct wp_vec {

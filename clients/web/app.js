@@ -584,7 +584,8 @@ function renderRequest() {
 
 // ---------------------------------------------------------------- step-through
 function setStepUi() {
-  const can = !!STEPPERS[state.family] && !!fam.warp_allreduce && !!fam[STEPPERS[state.family].shuffle] && fam[state.family].input !== false;
+  const can = !!STEPPERS[state.family] && !!fam.warp_allreduce && !!fam[STEPPERS[state.family].shuffle] && fam[state.family].input !== false
+    && ((state.width || 32) & ((state.width || 32) - 1)) === 0; // a logical warp of 7 has no shuffle segments to step through
   $('stepper').hidden = !can;
   $('step-toggle').setAttribute('aria-pressed', String(!!frames));
   $('step-toggle').textContent = frames ? 'Show the result' : 'Step through';

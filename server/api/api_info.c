@@ -152,6 +152,10 @@ static void data_family_json(cJSON *o, const wp_family *f) {
     for (int b = 32; b <= 1024; b *= 2) cJSON_AddItemToArray(blocks, cJSON_CreateNumber(b));
     cJSON_AddBoolToObject(d, "width_groups", (f->flags & WP_F_WIDTH_GROUP) != 0);
     cJSON_AddBoolToObject(d, "block_groups", (f->flags & WP_F_BLOCK_GROUP) != 0);
+    if (f->flags & WP_F_BLOCK_GROUP) { /* the group: any block 1..1024 (CUB's BlockReduce/BlockScan) */
+        cJSON_AddNumberToObject(d, "block_min", 1);
+        cJSON_AddNumberToObject(d, "block_max", WP_GROUP_BLOCK_MAX);
+    }
     cJSON_AddBoolToObject(d, "segments", (f->flags & WP_F_SEGMENTS) != 0);
     cJSON_AddBoolToObject(d, "scan", (f->flags & WP_F_SCAN) != 0);        /* exclusive/inclusive, init */
     cJSON_AddBoolToObject(d, "accumulate", (f->flags & WP_F_ACCUM) != 0); /* f16/bf16: "f32" or "native" */
@@ -173,7 +177,9 @@ static cJSON *family_json(const wp_family *f) {
     for (int t = 0; t < WP_TYPE_COUNT; t++)
         if (f->types & WP_TBIT(t)) cJSON_AddItemToArray(types, cJSON_CreateString(wp_type_name((wp_type)t)));
     cJSON *widths = cJSON_AddArrayToObject(o, "widths");
-    for (int l = 0; (1 << l) <= WP_WAVE_MAX; l++)
+    for (int w = 1; w <= WP_W_ANY_MAX && (f->widths & WP_W_ANY); w++) /* every integer 1..32: logical warps */
+        cJSON_AddItemToArray(widths, cJSON_CreateNumber(w));
+    for (int l = 0; (1 << l) <= WP_WAVE_MAX && !(f->widths & WP_W_ANY); l++)
         if (f->widths & (1u << l)) cJSON_AddItemToArray(widths, cJSON_CreateNumber(1 << l));
     cJSON_AddBoolToObject(o, "wave", (f->flags & WP_F_WAVE) != 0); /* width is an AMD wave size */
     cJSON_AddBoolToObject(o, "mask", !(f->flags & WP_F_NO_MASK));

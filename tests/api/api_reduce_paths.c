@@ -442,7 +442,7 @@ static void test_streamed(void) {
     hc_resp_free(&r);
     CHECK(call("POST", "/v1/reduce?type=f32&op=xor", raw_hdr, f, n, 0, &r) == 0 && is_error(&r, 400, "bad_op", "op"));
     hc_resp_free(&r);
-    CHECK(call("POST", "/v1/scan?type=i32&op=sum&block=100&family=block_scan", raw_hdr, f, n, 0, &r) == 0 &&
+    CHECK(call("POST", "/v1/scan?type=i32&op=sum&block=2000&family=block_scan", raw_hdr, f, n, 0, &r) == 0 &&
           is_error(&r, 400, "bad_block", "block"));
     hc_resp_free(&r);
     CHECK(call("POST", "/v1/reduce?type=f32&op=sum&backend=cuda", raw_hdr, f, n, 0, &r) == 0 && r.status == 409);

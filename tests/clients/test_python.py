@@ -601,5 +601,33 @@ class LiveUnixSocket(unittest.TestCase):
         self.assertEqual((cm.exception.status, cm.exception.code), (0, "connection_failed"))
 
 
+# ---------------------------------------------------------------- live daemon: any-width warp collectives
+class LiveAnyWidth(unittest.TestCase):
+    """warp_reduce / warp_scan at widths that are not powers of two (issue 21 item 5) through reduce()/scan()'s
+    keyword arguments: groups of `width`, the last one short; 400 bad_width naming width past 32."""
+
+    def setUp(self):
+        self.c = Client(URL)
+
+    def test_reduce_and_scan_width_7(self):
+        xs = list(range(1, 21))
+        r = self.c.reduce(xs, type="i32", op="sum", family="warp_reduce", width=7)
+        self.assertEqual((r["data"], r["width"]), ([sum(xs[0:7]), sum(xs[7:14]), sum(xs[14:])], 7))
+        r = self.c.reduce(raw=pack(xs, "i32"), type="i32", op="max", family="warp_reduce", width=6)
+        self.assertEqual(unpack(base64.b64decode(r["data_b64"]), "i32"), [6, 12, 18, 20])
+        s = self.c.scan(xs[:8], type="i32", op="sum", family="warp_scan", width=3, exclusive=True)
+        self.assertEqual(s["data"], [0, 1, 3, 0, 4, 9, 0, 7])
+
+    def test_widths_listed_and_refused(self):
+        fams = {f["name"]: f for f in self.c.families()}
+        self.assertEqual(fams["warp_reduce"]["widths"], list(range(1, 33)))
+        self.assertEqual(fams["warp_scan"]["widths"], list(range(1, 33)))
+        self.assertEqual(fams["shfl_xor"]["widths"], [1, 2, 4, 8, 16, 32])
+        for bad in (0, 33, 7.5):
+            with self.assertRaises(WarpdError) as cm:
+                self.c.reduce([1], type="i32", family="warp_reduce", width=bad)
+            self.assertEqual((cm.exception.status, cm.exception.code, cm.exception.field), (400, "bad_width", "width"))
+
+
 if __name__ == "__main__":
     unittest.main()

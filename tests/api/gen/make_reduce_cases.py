@@ -145,7 +145,7 @@ cases.append(case("raw body not a multiple of the element size", "/v1/reduce?typ
 cases.append(case("raw body: an unknown type, answered before the body", "/v1/reduce?type=f99&op=sum", None,
     {"error": {"code": "unknown_type", "field": "type", "message": STR}}, 400,
     headers={"Content-Type": "application/octet-stream"}, body_text="AAAABBBB"))
-cases.append(case("raw body: a bad block for the family", "/v1/scan?family=block_scan&type=i32&op=sum&block=100", None,
+cases.append(case("raw body: a bad block for the family", "/v1/scan?family=block_scan&type=i32&op=sum&block=2000", None,
     {"error": {"code": "bad_block", "field": "block", "message": STR}}, 400,
     headers={"Content-Type": "application/octet-stream"}, body_text="AAAABBBB"))
 c = case("raw body, chunked (gathered, not streamed)", "/v1/reduce?type=u32&op=max", None, {"value": 0x43434343, "count": 3},
