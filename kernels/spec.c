@@ -131,6 +131,30 @@ static int validate_data(wp_spec *s, wp_err *err) {
     } else {
         d->radius = 0;
     }
+    if (!(f->flags & WP_F_KEYS))
+        d->keys = 0;
+    else if (!wp_type_is_int(d->keys))
+        return WP_FAIL(err, 400, "bad_type", "keys.type", "keys must be of an integer type (i32 u32 i64 u64), not %s",
+                       wp_type_name(d->keys));
+    return 0;
+}
+
+/* "keys": {"type": T, ...} of a WP_F_KEYS family (i32 when absent: /v1/compile, prewarm; /v1/reduce
+ * asks for keys itself). */
+static int keys_from_json(const cJSON *obj, wp_data_spec *d, wp_err *err) {
+    d->keys = WP_I32;
+    const cJSON *keys = cJSON_GetObjectItemCaseSensitive(obj, "keys");
+    if (!keys) return 0;
+    if (!cJSON_IsObject(keys))
+        return WP_FAIL(err, 400, "wrong_type", "keys",
+                       "keys must be an object: {\"type\", \"data\"}, {\"type\", \"data_b64\"}, {\"buffer\"} or "
+                       "{\"shm\"}");
+    const cJSON *ty = cJSON_GetObjectItemCaseSensitive(keys, "type");
+    if (!ty) return 0;
+    const int t = cJSON_IsString(ty) ? wp_type_parse(ty->valuestring) : -1;
+    if (t < 0 || !wp_type_is_int((wp_type)t))
+        return WP_FAIL(err, 400, "bad_type", "keys.type", "keys.type must be an integer type: i32 u32 i64 u64");
+    d->keys = (wp_type)t;
     return 0;
 }
 
@@ -176,7 +200,7 @@ int wp_spec_data_from_json(const cJSON *obj, wp_spec *out, wp_err *err) {
             return WP_FAIL(err, 400, "bad_radius", "radius", "radius must be an integer 1..%d", WP_STENCIL_MAX_RADIUS);
         d->radius = (int)v->valuedouble;
     }
-    return 0;
+    return (out->family->flags & WP_F_KEYS) ? keys_from_json(obj, d, err) : 0;
 }
 
 int wp_spec_from_json(const cJSON *obj, const char *arch, wp_spec *out, wp_err *err) {
@@ -262,6 +286,7 @@ static int data_key_text(const wp_spec *s, char *buf, size_t n) {
     if (f->flags & WP_F_WIDTH_GROUP) snprintf(width, sizeof width, "/w%d", s->width);
     if (f->flags & WP_F_SCAN) snprintf(variant, sizeof variant, "/%s", s->data.exclusive ? "exclusive" : "inclusive");
     if (f->flags & WP_F_RADIUS) snprintf(variant, sizeof variant, "/r%d", s->data.radius);
+    if (f->flags & WP_F_KEYS) snprintf(variant, sizeof variant, "/k%d", 8 * (int)wp_type_size(s->data.keys));
     int len = snprintf(buf, n, "%s/%s%s%s/%s/b%d%s%s/%s%s", f->name, wp_type_name(wp_data_kernel_type(s)), width, op,
                        wp_strategy_name(s->data.strategy), s->data.block, s->data.native ? "/acc=native" : "", variant,
                        s->arch, s->data.batched ? "/batch" : "");
@@ -279,7 +304,9 @@ static int data_name_expr(const wp_spec *s, char *buf, size_t n, char *prelude, 
     } else {
         snprintf(op_type, sizeof op_type, "wp_op_sum<%s>", wp_type_cxx(acc));
     }
-    int variant = (f->flags & WP_F_SCAN) ? s->data.exclusive : s->data.radius;
+    int variant = (f->flags & WP_F_SCAN)   ? s->data.exclusive
+                  : (f->flags & WP_F_KEYS) ? (int)wp_type_size(s->data.keys) /* KEYBYTES */
+                                           : s->data.radius;
     int len = snprintf(buf, n, "%s%s<%s, %s, %d, %d, %d, %d, %s >", f->kernel, s->data.batched ? "_batch" : "",
                        wp_type_cxx(t), wp_type_cxx(acc), s->width, s->data.block, s->data.strategy, variant, op_type);
     return (len < 0 || (size_t)len >= n) ? -1 : 0;

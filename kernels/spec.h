@@ -19,6 +19,7 @@ typedef struct {
     bool native;     /* f16/bf16 accumulate in the type itself instead of f32 */
     bool exclusive;  /* scans */
     int radius;      /* stencil: 1..WP_STENCIL_MAX_RADIUS */
+    wp_type keys;    /* WP_F_KEYS: the keys' type, an integer type (the kernel compares their bits) */
     bool batched; /* the kernel's batched entry (<kernel>_batch: many jobs in one grid, server/engine/batch_reduce.c) */
 } wp_data_spec;
 
