@@ -200,7 +200,10 @@ int wp_spec_data_from_json(const cJSON *obj, wp_spec *out, wp_err *err) {
             return WP_FAIL(err, 400, "bad_radius", "radius", "radius must be an integer 1..%d", WP_STENCIL_MAX_RADIUS);
         d->radius = (int)v->valuedouble;
     }
-    return (out->family->flags & WP_F_KEYS) ? keys_from_json(obj, d, err) : 0;
+    if (out->family->flags & WP_F_KEYS) return keys_from_json(obj, d, err);
+    if (cJSON_GetObjectItemCaseSensitive(obj, "keys"))
+        return WP_FAIL(err, 400, "unknown_field", "keys", "only reduce_by_key takes keys");
+    return 0;
 }
 
 int wp_spec_from_json(const cJSON *obj, const char *arch, wp_spec *out, wp_err *err) {
