@@ -28,6 +28,7 @@ gpu_tasks=(
   "tune|(ONLY= REDUCE_SWEEP=...)|device_reduce or device_scan against CUB for the tree and each sweep setting"
   "scan|NAME=SCAN_CU...|A/B of templates/scan.cu variants: device_scan against CUB and the cold prewarm"
   "prewarm|[SET.json] [ROUNDS]|cold warpd --prewarm --exit, an OLD build against this one, alternating"
+  "bykey||reduce_by_key: bench_bykey against CUB ReduceByKey (2^24..2^28), test_gpu_bykey (cuda == emu)"
 )
 
 gpu_usage() {

@@ -1,5 +1,6 @@
 /* bykey.cu — reduce_by_key (CUB's DeviceReduce::ReduceByKey): every run of equal consecutive keys
- * reduced to one value, in one pass with a decoupled look-back (scan.cu's, over pairs). Keys are
+ * reduced to one value, in one pass with a decoupled look-back (scan.cu's algorithm over pairs, written
+ * out here: NVRTC is given the .cuh headers only, not another template). Keys are
  * compared as raw bits of KEYBYTES (4 or 8) bytes; values are T, combined in A.
  * kernel<T, A, WIDTH, BLOCK, STRAT, KEYBYTES, Op>: p.in the values, p.aux the keys, p.out the run
  * values, p.seed the run keys (addresses), p.counter where the number of runs goes (u64), p.scratch
@@ -20,7 +21,11 @@
  *  4. each thread walks its elements again from (tile prefix) + (thread prefix): an element that
  *     starts a run writes the key of the run and the value of the run before it; the thread holding
  *     the last element writes the last run's value and the number of runs. */
-#include "scan.cu"
+#include "wp_block.cuh"
+
+#define WP_BYKEY_LANE_TILES 2 /* tiles each lane of the look-back warp reads per window */
+#define WP_BYKEY_DEPTH 512    /* tiles of aggregates a look-back stashes before it waits for a prefix */
+#define WP_BYKEY_STAGE_MAX 32768 /* shared bytes a block may use for the transpose (else direct loads) */
 
 /* A piece of the sequence: how many runs start in it, and its elements after the last start, folded. */
 template <typename A> struct wp_kv {
@@ -53,7 +58,7 @@ template <typename A> WP_DEV wp_kv<A> wp_kv_shfl_up(wp_kv<A> x, int o) {
 /* The tile status of a pair (WP_BYKEY_RECORD bytes): the stamp (4 bytes, then 4 unused), the
  * aggregate (runs, v bits), the inclusive prefix (runs, v bits); the stamp is written last behind a
  * release store, as scan.cu's wide records. */
-template <typename A> struct wp_tile_status<wp_kv<A>, false> {
+template <typename A> struct wp_kv_status {
     static_assert(sizeof(A) <= 8, "a pair record holds 8-byte values");
     static WP_DEV unsigned long long *record(const wp_data_params &p, unsigned long long tile) {
         return (unsigned long long *)(p.scratch + tile * WP_BYKEY_RECORD);
@@ -62,12 +67,12 @@ template <typename A> struct wp_tile_status<wp_kv<A>, false> {
         unsigned long long *r = record(p, tile) + (level == WP_TILE_PREFIX ? 3 : 1);
         r[0] = v.runs;
         r[1] = wp_bits64<A>(v.v);
-        wp_st_release((unsigned *)record(p, tile), wp_tile_epoch(p) << 2 | (unsigned)level);
+        wp_st_release((unsigned *)record(p, tile), (p.epoch & 0x3fffffffu) << 2 | (unsigned)level);
     }
     static WP_DEV bool read(const wp_data_params &p, unsigned long long tile, wp_kv<A> *v, bool *prefix) {
         const unsigned long long *r = record(p, tile);
         const unsigned st = wp_ld_acquire((const unsigned *)r);
-        if ((st >> 2) != wp_tile_epoch(p)) return false;
+        if ((st >> 2) != (p.epoch & 0x3fffffffu)) return false;
         *prefix = (st & 3u) == WP_TILE_PREFIX;
         const unsigned long long *q = r + (*prefix ? 3 : 1);
         v->runs = wp_ld_gpu(q);
@@ -75,6 +80,81 @@ template <typename A> struct wp_tile_status<wp_kv<A>, false> {
         return true;
     }
 };
+
+/* The tile's exclusive prefix P_tile-1, by one whole warp for a tile > 0 that has published its
+ * aggregate (scan.cu's wp_scan_lookback, over pairs): a window is the W = 32 * K tiles below `top` (lane
+ * l, slot k: distance 32k + l); it waits until the window holds a prefix with every nearer tile
+ * published, or every tile published and no prefix, then stashes the window and moves one back. The
+ * result is the left fold P_j + A_j+1 + .. + A_tile-1 — exactly P_tile-1 of the chain P_i = P_i-1 + A_i,
+ * whichever j it found — the same in every lane. */
+template <typename A, class Op>
+WP_DEV wp_kv<A> wp_bykey_lookback(const wp_data_params &p, unsigned long long tile, wp_kv_op<A, Op> op,
+                                  wp_kv<A> *stash) {
+    typedef wp_kv<A> kv;
+    typedef wp_kv_status<A> status;
+    constexpr int K = WP_BYKEY_LANE_TILES, W = 32 * K, WINDOWS = WP_BYKEY_DEPTH / W;
+    const int lane = wp_lane();
+    long long top = (long long)tile - 1;
+    int win = 0;
+    for (;;) {
+        kv v[K];
+        bool ready[K], pre[K];
+#pragma unroll
+        for (int k = 0; k < K; k++) {
+            v[k] = wp_zero<kv>();
+            ready[k] = pre[k] = false;
+        }
+        int dp; /* distance of the nearest prefix; -1: none in the window */
+        for (;;) {
+#pragma unroll
+            for (int k = 0; k < K; k++) {
+                const long long idx = top - (32 * k + lane);
+                if (!ready[k]) ready[k] = idx < 0 || status::read(p, (unsigned long long)idx, &v[k], &pre[k]);
+            }
+            bool complete = true;
+            dp = -1;
+#pragma unroll
+            for (int k = 0; k < K; k++) {
+                const unsigned pb = __ballot_sync(WP_FULL_MASK, pre[k]), rb = __ballot_sync(WP_FULL_MASK, ready[k]);
+                if (dp < 0) {
+                    if (pb) {
+                        const int l = __ffs(pb) - 1;
+                        const unsigned need = l == 31 ? WP_FULL_MASK : (2u << l) - 1u;
+                        complete = complete && (rb & need) == need;
+                        dp = 32 * k + l;
+                    } else {
+                        complete = complete && rb == WP_FULL_MASK;
+                    }
+                }
+            }
+            if (complete) break;
+        }
+        kv *s = stash + win * W;
+#pragma unroll
+        for (int k = 0; k < K; k++) s[32 * k + lane] = v[k];
+        __syncwarp();
+        if (dp >= 0) {
+            kv acc = s[dp];
+            for (int d = dp - 1; d >= 0; d--) acc = op(acc, s[d]);
+            for (int w = win - 1; w >= 0; w--)
+                for (int d = W - 1; d >= 0; d--) acc = op(acc, stash[w * W + d]);
+            return acc;
+        }
+        if (win < WINDOWS - 1) { /* all aggregates: keep them, look further back */
+            win++;
+            top -= W;
+        } /* else the stash is full: poll this window again until a prefix shows up */
+    }
+}
+
+/* The shared-memory transpose of a warp's 32 * VECS 16-byte vectors (scan.cu's layout): thread t's
+ * vector v sits at t * VECS + (v ^ f(t)), so both the blocked and the striped accesses hit 8 distinct
+ * 16-byte bank groups per quarter warp. */
+template <int VECS> WP_DEV int wp_bykey_slot(int c) {
+    const int t = c / VECS, v = c % VECS;
+    const int f = VECS >= 8 ? (t & 7) : ((t / (8 / VECS)) & (VECS - 1));
+    return t * VECS + (v ^ f);
+}
 
 /* A thread's ITEMS consecutive elements of an array of W (raw words): a full warp of a staged block
  * loads its 32 * ITEMS elements as striped 16-byte vectors and transposes them through ws (scan.cu's
@@ -90,11 +170,11 @@ WP_DEV void wp_bykey_load(const W *in, unsigned long long base, unsigned long lo
         for (int k = 0; k < VECS; k++) r[k] = __ldg(src + 32 * k + lane);
         __syncwarp(); /* the lanes are done reading ws's previous contents */
 #pragma unroll
-        for (int k = 0; k < VECS; k++) ws[wp_stage_slot<VECS>(32 * k + lane)] = r[k];
+        for (int k = 0; k < VECS; k++) ws[wp_bykey_slot<VECS>(32 * k + lane)] = r[k];
         __syncwarp();
 #pragma unroll
         for (int v = 0; v < VECS; v++) {
-            const uint4 q = ws[wp_stage_slot<VECS>(lane * VECS + v)];
+            const uint4 q = ws[wp_bykey_slot<VECS>(lane * VECS + v)];
             memcpy(&x[v * PER_VEC], &q, 16);
         }
     } else if (!STAGED && cnt == ITEMS) {
@@ -125,15 +205,15 @@ WP_DEV void wp_reduce_by_key_run(const wp_data_params &p, const unsigned long lo
     typedef typename wp_key_word<KEYBYTES>::type K;
     typedef typename wp_val_word<T>::type VW;
     typedef wp_kv<A> kv;
-    typedef wp_tile_status<kv> status;
+    typedef wp_kv_status<A> status;
     constexpr int ITEMS = WP_BYKEY_ITEMS, WARPS = BLOCK / 32;
     constexpr int STAGE = (int)(sizeof(K) > sizeof(VW) ? sizeof(K) : sizeof(VW)); /* vectors per thread */
     constexpr unsigned long long TILE = (unsigned long long)BLOCK * ITEMS;
-    constexpr bool STAGED = BLOCK * STAGE * 16 <= WP_SCAN_STAGE_MAX;
+    constexpr bool STAGED = BLOCK * STAGE * 16 <= WP_BYKEY_STAGE_MAX;
     static_assert(sizeof(VW) == sizeof(T), "values load as their raw words");
     __shared__ uint4 stage[STAGED ? BLOCK * STAGE : 1];
     __shared__ kv totals[WARPS];
-    __shared__ kv stash[WP_LOOKBACK_DEPTH];
+    __shared__ kv stash[WP_BYKEY_DEPTH];
     __shared__ kv prefix_sh;
     __shared__ bool has_prefix_sh;
     wp_kv_op<A, Op> kop;
@@ -201,7 +281,7 @@ WP_DEV void wp_reduce_by_key_run(const wp_data_params &p, const unsigned long lo
             if (lane == 0) status::publish(p, 0, WP_TILE_PREFIX, tile_agg);
         } else {
             if (lane == 0) status::publish(p, tile, WP_TILE_AGGREGATE, tile_agg);
-            excl = wp_scan_lookback<kv, wp_kv_op<A, Op> >(p, tile, kop, stash);
+            excl = wp_bykey_lookback<A, Op>(p, tile, kop, stash);
             if (lane == 0) status::publish(p, tile, WP_TILE_PREFIX, kop(excl, tile_agg));
         }
         if (lane == 0) {

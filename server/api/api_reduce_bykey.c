@@ -20,6 +20,7 @@ typedef struct {
     wp_buf *out_keys, *out_values; /* room for n runs (owned) */
     uint8_t *host_keys, *host_values;
     wp_bykey_result res;
+    double download_us; /* the runs read back or copied into their buffers */
 } bykey_req;
 
 static void bykey_free(wp_app *app, bykey_req *k) {
@@ -76,7 +77,7 @@ static int read_keys(wp_app *app, const wp_req *req, const cJSON *body, wp_spec 
                 *id = cJSON_GetObjectItemCaseSensitive(keys, "buffer"),
                 *shm = cJSON_GetObjectItemCaseSensitive(keys, "shm");
     static const char *const fields[] = {"type", "data", "data_b64", "buffer", "shm", NULL};
-    if (wp_json_only(keys, "keys", fields, err)) return -1;
+    if (wp_json_only(keys, "keys.", fields, err)) return -1;
     if (!!data + !!b64 + !!id + !!shm != 1)
         return WP_FAIL(err, 400, data || b64 || id || shm ? "bad_request" : "missing_field", "keys",
                        "keys takes exactly one of data, data_b64, buffer, shm");
@@ -161,7 +162,7 @@ static int result_host(cJSON *o, const char *name, const char *name_b64, const w
 
 static int add_results(wp_app *app, wp_backend *be, const wp_spec *s, data_form form, bykey_req *k, cJSON *o,
                        wp_err *err) {
-    const uint64_t runs = k->res.runs;
+    const uint64_t runs = k->res.runs, t0 = wp_now_ns();
     wp_json_num_k(o, "runs", (double)runs);
     if (form == FORM_BUFFER) {
         cJSON *kb = result_buffer(app, be, k->out_keys, s->data.keys, runs, err);
@@ -170,14 +171,18 @@ static int add_results(wp_app *app, wp_backend *be, const wp_spec *s, data_form 
         cJSON *vb = result_buffer(app, be, k->out_values, s->type, runs, err);
         if (!vb) return -1;
         cJSON_AddItemToObject(o, "data", vb);
+        k->download_us = wp_us_since(t0);
         return 0;
     }
     if (form == FORM_JSON && runs > WP_BYKEY_JSON_MAX)
         return WP_FAIL(err, 413, "too_many_for_json", "output",
                        "%llu runs are too many for JSON (at most %u): ask for output b64 or buffer",
                        (unsigned long long)runs, WP_BYKEY_JSON_MAX);
-    if (result_host(o, "keys", "keys_b64", k->out_keys, s->data.keys, runs, form, &k->host_keys, err)) return -1;
-    return result_host(o, "data", "data_b64", k->out_values, s->type, runs, form, &k->host_values, err);
+    if (result_host(o, "keys", "keys_b64", k->out_keys, s->data.keys, runs, form, &k->host_keys, err) ||
+        result_host(o, "data", "data_b64", k->out_values, s->type, runs, form, &k->host_values, err))
+        return -1;
+    k->download_us = wp_us_since(t0);
+    return 0;
 }
 
 static cJSON *respond(wp_app *app, const wp_req *req, const reduce_bykey_args *a, bykey_req *k, data_form form,
@@ -204,7 +209,10 @@ static cJSON *respond(wp_app *app, const wp_req *req, const reduce_bykey_args *a
     wp_json_str_k(o, "key", r->key_text);
     if (r->hash[0]) wp_json_str_k(o, "hash", r->hash);
     wp_json_str_k(o, "cache", r->compiled ? wp_source_name(r->source) : "none");
+    wp_json_num_k(wp_json_obj_k(o, "batch"), "size", 1); /* never batched: one job, one launch */
     cJSON *t = wp_json_obj_k(o, "timing");
+    const uint64_t t_body = req->t_body_ns ? req->t_body_ns : req->t_start_ns;
+    wp_json_num_k(t, "receive_us", (double)(t_body - req->t_start_ns) / 1e3);
     wp_json_num_k(t, "parse_us", a->parse_us);
     wp_json_num_k(t, "upload_us", a->data->upload_us + k->keys.upload_us + upload_us);
     wp_json_num_k(t, "key_us", r->key_us);
@@ -212,6 +220,7 @@ static cJSON *respond(wp_app *app, const wp_req *req, const reduce_bykey_args *a
     wp_json_num_k(t, "compile_ms", r->compile_ms);
     wp_json_num_k(t, "load_us", r->load_us);
     wp_json_num_k(t, "kernel_us", r->kernel_us);
+    wp_json_num_k(t, "download_us", k->download_us);
     wp_json_num_k(t, "total_us", wp_us_since(req->t_start_ns));
     return o;
 }
