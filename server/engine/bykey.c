@@ -79,7 +79,10 @@ static int bykey_cuda(wp_backend *b, void *fn, const wp_data_plan *plan, const w
         ps[i].epoch = (unsigned)i + 1;
         params[i] = &ps[i];
         fns[i] = fn;
-        ls[i] = (wp_launch){.grid = {plan->grid, 1, 1}, .block = {plan->block, 1, 1}, .params = &params[i]};
+        /* a programmatic dependent of the launch before it, as every data kernel (reduce.c): the next
+         * launch's tiles wait in griddepcontrol.wait and read only records of their own epoch */
+        ls[i] = (wp_launch){
+            .grid = {plan->grid, 1, 1}, .block = {plan->block, 1, 1}, .params = &params[i], .flags = WP_LAUNCH_OVERLAP};
     }
     uint64_t runs = 0;
     if (rc == 0) rc = wp_backend_launch_read(b, fns, ls, repeat, &res->kernel_us, scratch, 0, &runs, sizeof runs, err);
