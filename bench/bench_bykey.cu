@@ -5,8 +5,9 @@
 // (its tile-state init kernel and its main kernel: one call). Both are timed with CUDA events around
 // R back-to-back calls, first call (compile, warm-up) excluded, the median of 5 turns alternating warpd
 // and CUB. GB/s counts the bytes read (keys and values: 8 per element). Each size also checks that
-// both find the same runs and keys, and values within 1e-4 relative (the orders differ).
-//   bench_bykey [--run N] [--log2 A,B,...] [--repeat R]
+// both find the same runs and keys, and values within 1e-4 relative (the orders differ). Below the table,
+// warpd's time per call at other block sizes (the default is 256), to tune the family's default.
+//   bench_bykey [--run N] [--log2 A,B,...] [--repeat R] [--blocks B,B,...]   (--blocks "": none)
 #include <cub/cub.cuh>
 #include <cuda/std/functional>
 #include <cuda_runtime.h>
@@ -42,7 +43,7 @@ static double median(std::vector<double> v) {
 
 int main(int argc, char **argv) {
     int run = 1000, repeat = 20;
-    std::vector<int> logs = {24, 26, 28};
+    std::vector<int> logs = {24, 26, 28}, blocks = {128, 512, 1024};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--run") && i + 1 < argc)
             run = atoi(argv[++i]);
@@ -51,8 +52,11 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--log2") && i + 1 < argc) {
             logs.clear();
             for (char *t = strtok(argv[++i], ","); t; t = strtok(NULL, ",")) logs.push_back(atoi(t));
+        } else if (!strcmp(argv[i], "--blocks") && i + 1 < argc) {
+            blocks.clear();
+            for (char *t = strtok(argv[++i], ","); t; t = strtok(NULL, ",")) blocks.push_back(atoi(t));
         } else {
-            fprintf(stderr, "usage: %s [--run N] [--log2 A,B,...] [--repeat R]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--run N] [--log2 A,B,...] [--repeat R] [--blocks B,B,...]\n", argv[0]);
             return 2;
         }
     }
@@ -100,7 +104,7 @@ int main(int argc, char **argv) {
         CHECK_CUDA(cudaDeviceSynchronize());
         double us = 0;
         unsigned long long runs = 0;
-        if (wpb_run_bykey("f32", "i32", "sum", keys, vals, n, ok, ov, 1, &us, &runs, why, sizeof why)) {
+        if (wpb_run_bykey("f32", "i32", "sum", 0, keys, vals, n, ok, ov, 1, &us, &runs, why, sizeof why)) {
             printf("2^%d: warpd: %s\n", lg, why);
             failures++;
             break;
@@ -110,7 +114,7 @@ int main(int argc, char **argv) {
         CHECK_CUDA(cudaEventCreate(&e1));
         std::vector<double> ours, theirs;
         for (int turn = 0; turn < 5; turn++) {
-            wpb_run_bykey("f32", "i32", "sum", keys, vals, n, ok, ov, repeat, &us, &runs, why, sizeof why);
+            wpb_run_bykey("f32", "i32", "sum", 0, keys, vals, n, ok, ov, repeat, &us, &runs, why, sizeof why);
             ours.push_back(us);
             CHECK_CUDA(cudaEventRecord(e0));
             for (int r = 0; r < repeat; r++) cub_call();
@@ -138,6 +142,18 @@ int main(int argc, char **argv) {
         const double mo = median(ours), mc = median(theirs), bytes = 8.0 * (double)n;
         printf("2^%-4d %8llu | %10.1f %8.0f | %10.1f %8.0f | %5.2fx | %s\n", lg, runs, mo, bytes / mo / 1e3, mc,
                bytes / mc / 1e3, mc / mo, same ? "same runs" : "MISMATCH");
+        for (int b : blocks) { // the same job at another block size: the median of 3 turns
+            std::vector<double> t;
+            for (int turn = 0; turn < 3; turn++)
+                if (wpb_run_bykey("f32", "i32", "sum", b, keys, vals, n, ok, ov, turn ? repeat : 1, &us, &runs, why,
+                                  sizeof why) == 0 && turn)
+                    t.push_back(us);
+            if (t.empty())
+                printf("       block %4d: %s\n", b, why);
+            else
+                printf("       block %4d: %10.1f us %8.0f GB/s (%.2fx CUB)\n", b, median(t), bytes / median(t) / 1e3,
+                       mc / median(t));
+        }
         CHECK_CUDA(cudaFree(temp));
         CHECK_CUDA(cudaFree(c_keys));
         CHECK_CUDA(cudaFree(c_vals));

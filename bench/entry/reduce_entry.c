@@ -121,13 +121,13 @@ int wpb_run_block(const char *family, const char *type, const char *op, int bloc
     return rc;
 }
 
-int wpb_run_bykey(const char *type, const char *key_type, const char *op, void *keys, void *in, unsigned long long n,
-                  void *out_keys, void *out_values, int repeat, double *kernel_us, unsigned long long *runs, char *why,
-                  unsigned long why_len) {
+int wpb_run_bykey(const char *type, const char *key_type, const char *op, int block, void *keys, void *in,
+                  unsigned long long n, void *out_keys, void *out_values, int repeat, double *kernel_us,
+                  unsigned long long *runs, char *why, unsigned long why_len) {
     wp_spec s;
     wp_err err = {0};
     const int kt = wp_type_parse(key_type);
-    int rc = spec_for("reduce_by_key", type, op, env_block, &s, &err); /* keys i32 */
+    int rc = spec_for("reduce_by_key", type, op, block ? block : env_block, &s, &err); /* keys i32 */
     if (rc == 0) {
         s.data.keys = kt < 0 ? WP_F32 : (wp_type)kt; /* an unknown name: refused as not an integer type */
         rc = wp_spec_validate(&s, &err);

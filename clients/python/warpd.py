@@ -7,6 +7,7 @@
     r = c.warp("shfl_xor", width=16, args={"lane_mask": 1}, input={"iota": 32})
     r["output"]  # [1, 0, 3, 2, ...]
     c.reduce([1.5, 2, 3], type="f32", op="sum")["value"]
+    c.reduce_by_key([1, 1, 2], [1.5, 2, 3], op="sum")  # (keys, values) of each run of equal keys
 
 With numpy installed (optional), reduce/scan/buffer_put also take numpy arrays, sent as raw bytes
 straight from the array's memory (no list), their warpd type from the dtype (int32 → i32, ...,
