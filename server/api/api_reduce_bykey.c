@@ -112,10 +112,10 @@ static int device_input(wp_backend *be, const reduce_input *in, size_t esize, wp
     return 0;
 }
 
-/* "output": json (default), b64 or buffer. */
-static int output_form(const cJSON *body, data_form *form, wp_err *err) {
+/* "output": json, b64 or buffer; by default the values' form, as other arrays (b64 for data_b64). */
+static int output_form(const cJSON *body, data_form in_form, data_form *form, wp_err *err) {
     const cJSON *o = cJSON_GetObjectItemCaseSensitive(body, "output");
-    const char *v = !o ? "json" : cJSON_IsString(o) ? o->valuestring : "";
+    const char *v = o ? (cJSON_IsString(o) ? o->valuestring : "") : in_form == FORM_B64 ? "b64" : "json";
     *form = !strcmp(v, "json")     ? FORM_JSON
             : !strcmp(v, "b64")    ? FORM_B64
             : !strcmp(v, "buffer") ? FORM_BUFFER
@@ -231,7 +231,7 @@ int reduce_bykey(wp_app *app, const wp_req *req, wp_resp *resp, const reduce_byk
     double upload_us = 0;
     const wp_buf *keys = NULL, *values = NULL;
     const uint64_t n = a->data->count;
-    int rc = output_form(a->body, &form, err);
+    int rc = output_form(a->body, a->data->form, &form, err);
     if (rc == 0 && a->check)
         rc = WP_FAIL(err, 400, "bad_value", "check", "reduce_by_key has no \"check\": its results are exact per run");
     if (rc == 0) rc = read_keys(app, req, a->body, a->spec, a->be, n, &k, err);
