@@ -24,7 +24,9 @@ typedef enum {
     WP_DATA_VALUE,  /* one accumulator value (device_reduce) */
     WP_DATA_GROUPS, /* one T per group (warp/block groups, segments) */
     WP_DATA_EACH,   /* one T per element (scans, stencil, generate) */
-    WP_DATA_ARG     /* one {accumulator value, int64 index} pair (argmin/argmax) */
+    WP_DATA_ARG,    /* one {accumulator value, int64 index} pair (argmin/argmax) */
+    WP_DATA_RUNS    /* reduce_by_key: a key and a T per run of equal keys, and the number of runs
+                       (server/engine/bykey.c runs it, not wp_reduce_run) */
 } wp_data_out;
 
 /* A launch plan: what the engine allocates and how it launches. */
@@ -91,5 +93,8 @@ void wp_emu_group_scan(const struct wp_spec *s, const wp_data_params *p, const w
 void wp_emu_device_scan(const struct wp_spec *s, const wp_data_params *p, const wp_data_plan *plan);
 void wp_emu_stencil(const struct wp_spec *s, const wp_data_params *p, const wp_data_plan *plan);
 void wp_emu_generate(const struct wp_spec *s, const wp_data_params *p, const wp_data_plan *plan);
+/* reduce_by_key (bykey.c): out_bytes is room for n runs' values (the keys' twin is the engine's). */
+void wp_plan_reduce_by_key(const struct wp_spec *s, uint64_t n, uint64_t groups, wp_data_plan *out);
+void wp_emu_reduce_by_key(const struct wp_spec *s, const wp_data_params *p, const wp_data_plan *plan);
 
 #endif

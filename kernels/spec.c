@@ -172,6 +172,30 @@ static int validate_data(wp_spec *s, wp_err *err) {
     } else {
         d->radius = 0;
     }
+    if (!(f->flags & WP_F_KEYS))
+        d->keys = 0;
+    else if (!wp_type_is_int(d->keys))
+        return WP_FAIL(err, 400, "bad_type", "keys.type", "keys must be of an integer type (i32 u32 i64 u64), not %s",
+                       wp_type_name(d->keys));
+    return 0;
+}
+
+/* "keys": {"type": T, ...} of a WP_F_KEYS family (i32 when absent: /v1/compile, prewarm; /v1/reduce
+ * asks for keys itself). */
+static int keys_from_json(const cJSON *obj, wp_data_spec *d, wp_err *err) {
+    d->keys = WP_I32;
+    const cJSON *keys = cJSON_GetObjectItemCaseSensitive(obj, "keys");
+    if (!keys) return 0;
+    if (!cJSON_IsObject(keys))
+        return WP_FAIL(err, 400, "wrong_type", "keys",
+                       "keys must be an object: {\"type\", \"data\"}, {\"type\", \"data_b64\"}, {\"buffer\"} or "
+                       "{\"shm\"}");
+    const cJSON *ty = cJSON_GetObjectItemCaseSensitive(keys, "type");
+    if (!ty) return 0;
+    const int t = cJSON_IsString(ty) ? wp_type_parse(ty->valuestring) : -1;
+    if (t < 0 || !wp_type_is_int((wp_type)t))
+        return WP_FAIL(err, 400, "bad_type", "keys.type", "keys.type must be an integer type: i32 u32 i64 u64");
+    d->keys = (wp_type)t;
     return 0;
 }
 
@@ -220,6 +244,9 @@ int wp_spec_data_from_json(const cJSON *obj, wp_spec *out, wp_err *err) {
             return WP_FAIL(err, 400, "bad_radius", "radius", "radius must be an integer 1..%d", WP_STENCIL_MAX_RADIUS);
         d->radius = (int)v->valuedouble;
     }
+    if (out->family->flags & WP_F_KEYS) return keys_from_json(obj, d, err);
+    if (cJSON_GetObjectItemCaseSensitive(obj, "keys"))
+        return WP_FAIL(err, 400, "unknown_field", "keys", "only reduce_by_key takes keys");
     return 0;
 }
 
@@ -342,6 +369,7 @@ static int data_key_text(const wp_spec *s, char *buf, size_t n) {
     if (f->flags & WP_F_WIDTH_GROUP) snprintf(width, sizeof width, "/w%d", s->width);
     if (f->flags & WP_F_SCAN) snprintf(variant, sizeof variant, "/%s", s->data.exclusive ? "exclusive" : "inclusive");
     if (f->flags & WP_F_RADIUS) snprintf(variant, sizeof variant, "/r%d", s->data.radius);
+    if (f->flags & WP_F_KEYS) snprintf(variant, sizeof variant, "/k%d", 8 * (int)wp_type_size(s->data.keys));
     int len = snprintf(buf, n, "%s/%s%s%s/%s/b%d%s%s/%s%s", f->name, wp_type_name(wp_data_kernel_type(s)), width, op,
                        wp_strategy_name(s->data.strategy), s->data.block, s->data.native ? "/acc=native" : "", variant,
                        s->arch, s->data.batched ? "/batch" : "");
@@ -368,7 +396,9 @@ static int data_name_expr(const wp_spec *s, char *buf, size_t n, char *prelude, 
             wp_map_cxx(&s->data.map, prelude + used, pn - used))
             return -1;
     }
-    int variant = (f->flags & WP_F_SCAN) ? s->data.exclusive : s->data.radius;
+    int variant = (f->flags & WP_F_SCAN)   ? s->data.exclusive
+                  : (f->flags & WP_F_KEYS) ? (int)wp_type_size(s->data.keys) /* KEYBYTES */
+                                           : s->data.radius;
     const char *kernel = f->kernel;
     if (s->data.stat) { /* templates/stats.cuh: the accumulator is the variant */
         kernel = "wp_device_stats";

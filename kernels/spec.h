@@ -19,6 +19,7 @@ typedef struct {
     bool native;     /* f16/bf16 accumulate in the type itself instead of f32 */
     bool exclusive;  /* scans */
     int radius;      /* stencil: 1..WP_STENCIL_MAX_RADIUS */
+    wp_type keys;    /* WP_F_KEYS: the keys' type, an integer type (the kernel compares their bits) */
     bool batched; /* the kernel's batched entry (<kernel>_batch: many jobs in one grid, server/engine/batch_reduce.c) */
     /* WP_F_MAP families: "map", an expression over x (and y) applied to each element first; map.expr is
      * NULL when there is none. map_y: it reads y, an element of the job's second input (wp_reduce_job.in2). */

@@ -66,6 +66,12 @@ enum {
  * 32 / W whole groups): each thread holds this many elements, rows of the warp's tile, all loaded
  * before the first shuffle so that as many loads are in flight. Not part of any combining order. */
 #define WP_LW_ROWS 4
+/* reduce_by_key (templates/bykey.cu, kernels/bykey.c): elements each thread folds (a tile is BLOCK
+ * times this), and the bytes of a tile's status record: a stamp word, then the aggregate and the
+ * inclusive prefix, each a (runs, value bits) pair. Parameters: in the values, aux the keys, out the
+ * runs' values, seed the runs' keys (an address), counter where the number of runs goes (u64). */
+#define WP_BYKEY_ITEMS 16
+#define WP_BYKEY_RECORD 40
 
 /* device_scan tile status: one record per tile from p.scratch, stamped (epoch << 2 | WP_TILE_*). An
  * accumulator of up to 4 bytes: one 8-byte word, the stamp in its high half and the value's bits in

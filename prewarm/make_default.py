@@ -6,8 +6,8 @@
 The set: every warp family that compiles (not the emulator-only ones) x every type it takes, at
 width 32 with its default operator; plus device_reduce and device_scan for every type x builtin
 operator (bitwise ones for integer types only); plus device_reduce's statistics and norms for every
-type, one op per kernel (mean, var and std share one: mean stands for the three). tests/api/prewarm.sh checks the file still covers
-exactly that."""
+type, one op per kernel (mean, var and std share one: mean stands for the three); plus reduce_by_key with
+i32 keys: f32 sum and max, i32 sum. tests/api/prewarm.sh checks the file still covers exactly that."""
 import json
 import sys
 
@@ -42,6 +42,10 @@ def default_set(families):
         if name in by_name and by_name[name].get("data", {}).get("map"):
             for t in ("f32", "f64"):
                 specs.append({"family": name, "type": t, **spec})
+    if "reduce_by_key" in by_name:
+        for t in ["f32", "i32"]:
+            for op in ["sum", "max"] if t == "f32" else ["sum"]:
+                specs.append({"family": "reduce_by_key", "type": t, "op": op, "keys": {"type": "i32"}})
     return specs
 
 
@@ -54,7 +58,7 @@ def main():
     doc = {
         "description": "warpd's default prewarm set (prewarm/make_default.py): every warp family x type at "
         "width 32, and device_reduce / device_scan for every type x builtin operator, and device_reduce's "
-        "statistics and norms for every type (one op per kernel)",
+        "statistics and norms for every type (one op per kernel); reduce_by_key (i32 keys): f32 sum and max, i32 sum",
         "specs": default_set(families),
     }
     out = json.dumps(doc, indent=1)

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "engine/app.h"
+#include "engine/bykey.h"
 #include "engine/reduce.h"
 
 static wp_app bench_app; /* the benchmark program's one engine (a program, not the daemon) */
@@ -116,6 +117,31 @@ int wpb_run_block(const char *family, const char *type, const char *op, int bloc
         snprintf(why, why_len, "%s", err.msg);
     }
     wp_reduce_result_free(&r);
+    wp_spec_free(&s);
+    return rc;
+}
+
+int wpb_run_bykey(const char *type, const char *key_type, const char *op, int block, void *keys, void *in,
+                  unsigned long long n, void *out_keys, void *out_values, int repeat, double *kernel_us,
+                  unsigned long long *runs, char *why, unsigned long why_len) {
+    wp_spec s;
+    wp_err err = {0};
+    const int kt = wp_type_parse(key_type);
+    int rc = spec_for("reduce_by_key", type, op, block ? block : env_block, &s, &err); /* keys i32 */
+    if (rc == 0) {
+        s.data.keys = kt < 0 ? WP_F32 : (wp_type)kt; /* an unknown name: refused as not an integer type */
+        rc = wp_spec_validate(&s, &err);
+    }
+    wp_bykey_job job = {
+        .spec = &s, .keys = keys, .in = in, .n = n, .out_keys = out_keys, .out_values = out_values, .repeat = repeat};
+    wp_bykey_result r = {0};
+    if (rc == 0) rc = wp_bykey_run(&bench_app, bench_app.cuda, &job, &r, &err);
+    if (rc == 0) {
+        *kernel_us = r.kernel_us;
+        *runs = r.runs;
+    } else {
+        snprintf(why, why_len, "%s", err.msg);
+    }
     wp_spec_free(&s);
     return rc;
 }

@@ -37,6 +37,14 @@ int wpb_run_block(const char *family, const char *type, const char *op, int bloc
                   void *out, int repeat, double *kernel_us, unsigned long long *value, char *why,
                   unsigned long why_len);
 
+/* reduce_by_key (engine/bykey.h): values of type over keys of key_type, both n long, at a block size (0:
+ * the family's default, or WARPD_BLOCK's); the runs' keys and values go to out_keys and out_values (room
+ * for n each); *runs gets their count. repeat launches back to back, *kernel_us the time per launch.
+ * Returns 0, or -1 with the message in why. */
+int wpb_run_bykey(const char *type, const char *key_type, const char *op, int block, void *keys, void *in,
+                  unsigned long long n, void *out_keys, void *out_values, int repeat, double *kernel_us,
+                  unsigned long long *runs, char *why, unsigned long why_len);
+
 #ifdef __cplusplus
 }
 #endif

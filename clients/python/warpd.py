@@ -7,6 +7,7 @@
     r = c.warp("shfl_xor", width=16, args={"lane_mask": 1}, input={"iota": 32})
     r["output"]  # [1, 0, 3, 2, ...]
     c.reduce([1.5, 2, 3], type="f32", op="sum")["value"]
+    c.reduce_by_key([1, 1, 2], [1.5, 2, 3], op="sum")  # (keys, values) of each run of equal keys
 
 With numpy installed (optional), reduce/scan/buffer_put also take numpy arrays, sent as raw bytes
 straight from the array's memory (no list), their warpd type from the dtype (int32 → i32, ...,
@@ -1270,6 +1271,37 @@ class Client:
             got = to_array(got, type or "f32")
             return _fill(out, got) if out is not None else got
         return got
+
+    def reduce_by_key(self, keys, values, op="sum", *, type=None, key_type=None, output=None, **extra):
+        """POST /v1/reduce with family reduce_by_key: each run of equal consecutive keys reduced to one value
+        with op (CUB's ReduceByKey). keys and values: lists or numpy arrays of one length (an array's type
+        comes from its dtype; else values f32 and keys i32 unless type / key_type say), or buffer ids (str).
+        Returns (run keys, run values): numpy arrays when numpy is there, else lists. output="buffer":
+        the two new buffers' ids instead. Extra fields (block, accumulate, backend, ...) go in the body."""
+        def form(x, t, default):
+            if isinstance(x, str):
+                return {"buffer": x}, t
+            if _is_array(x):
+                raw, t = array_bytes(x, t)
+                return {"type": t, "data_b64": base64.b64encode(raw).decode("ascii")}, t
+            t = t or default
+            wide = t in ("i64", "u64")  # 64-bit integers travel as strings (exact past 2^53)
+            return {"type": t, "data": [str(_number(v, t)) if wide else v for v in x]}, t
+
+        kform, key_type = form(keys, key_type, "i32")
+        vform, type = form(values, type, "f32")
+        body = {"family": "reduce_by_key", "op": op, "keys": kform, **{k: v for k, v in extra.items() if v is not None}}
+        body.update(vform)  # type and data / data_b64, or buffer
+        if type:
+            body["type"] = type
+        body["output"] = output or ("b64" if _np is not None else "json")
+        got = self._json("POST", "/v1/reduce", body)
+        if output == "buffer":
+            return got["keys"]["buffer"], got["data"]["buffer"]
+        kt, vt = got["keys_type"], got["type"]
+        if "keys_b64" in got:
+            return (to_array(base64.b64decode(got["keys_b64"]), kt), to_array(base64.b64decode(got["data_b64"]), vt))
+        return ([_number(v, kt) for v in got["keys"]], [_number(v, vt) for v in got["data"]])
 
     # -- device-resident buffers
     def buffer_put(self, data, type=None, ttl=None, progress=None, transport=None):

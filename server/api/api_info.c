@@ -134,8 +134,11 @@ static void stats_json(cJSON *o, cJSON *ops) {
 
 /* The schema of a data-parallel family (kernels/data.h): what /v1/reduce or /v1/scan take for it. */
 static void data_family_json(cJSON *o, const wp_family *f) {
-    static const char *const outs[] = {
-        [WP_DATA_VALUE] = "value", [WP_DATA_GROUPS] = "groups", [WP_DATA_EACH] = "each", [WP_DATA_ARG] = "value_index"};
+    static const char *const outs[] = {[WP_DATA_VALUE] = "value",
+                                       [WP_DATA_GROUPS] = "groups",
+                                       [WP_DATA_EACH] = "each",
+                                       [WP_DATA_ARG] = "value_index",
+                                       [WP_DATA_RUNS] = "runs"};
     cJSON *d = cJSON_AddObjectToObject(o, "data");
     cJSON_AddStringToObject(d, "endpoint",
                             (f->flags & WP_F_NO_INPUT)               ? "generate input"
@@ -161,6 +164,12 @@ static void data_family_json(cJSON *o, const wp_family *f) {
     cJSON_AddBoolToObject(d, "accumulate", (f->flags & WP_F_ACCUM) != 0); /* f16/bf16: "f32" or "native" */
     /* "map" (transform-reduce, over x and y: a second input), and "op": "dot" where there is an op */
     cJSON_AddBoolToObject(d, "map", (f->flags & WP_F_MAP) != 0);
+    cJSON_AddBoolToObject(d, "keys", (f->flags & WP_F_KEYS) != 0); /* reduce_by_key: "keys", an integer array */
+    if (f->flags & WP_F_KEYS) {
+        cJSON *kt = cJSON_AddArrayToObject(d, "key_types");
+        for (int t = 0; t < WP_TYPE_COUNT; t++)
+            if (wp_type_is_int((wp_type)t)) cJSON_AddItemToArray(kt, cJSON_CreateString(wp_type_name((wp_type)t)));
+    }
     if (f->flags & WP_F_RADIUS) {
         cJSON_AddNumberToObject(d, "radius_min", 1);
         cJSON_AddNumberToObject(d, "radius_max", WP_STENCIL_MAX_RADIUS);

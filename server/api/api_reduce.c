@@ -25,15 +25,15 @@
 
 #define WP_REDUCE_JSON_MAX (1u << 22) /* elements a JSON result may hold; more: base64, raw or a buffer */
 
-static const char *const reduce_families[] = {"device_reduce",    "warp_reduce", "block_reduce", "argmin", "argmax",
-                                              "segmented_reduce", NULL};
+static const char *const reduce_families[] = {"device_reduce", "warp_reduce",      "block_reduce",  "argmin",
+                                              "argmax",        "segmented_reduce", "reduce_by_key", NULL};
 static const char *const scan_families[] = {"device_scan", "warp_scan", "block_scan", "stencil", NULL};
 
 static const char *const body_fields[] = {
-    "family",    "type",     "op",     "strategy",  "block",   "width",   "accumulate", "exclusive",
-    "inclusive", "init",     "radius", "weights",   "offsets", "backend", "data",       "data_b64",
-    "buffer",    "generate", "check",  "output",    "compile", "count",   "device",     "profile",
-    "shm",       "map",      "data2",  "data2_b64", "buffer2", "shm2",    "ddof",       NULL};
+    "family",    "type",    "op",      "strategy", "block",   "width",   "accumulate", "exclusive", "inclusive",
+    "init",      "radius",  "weights", "offsets",  "backend", "data",    "data_b64",   "buffer",    "generate",
+    "check",     "output",  "compile", "count",    "device",  "profile", "shm",        "map",       "data2",
+    "data2_b64", "buffer2", "shm2",    "ddof",     "keys",    NULL};
 
 static bool is_octet_stream(const char *s) {
     return s && !strncmp(s, "application/octet-stream", 24) && (!s[24] || s[24] == ';' || s[24] == ' ');
@@ -135,7 +135,8 @@ static int parse_family_form(reduce_req *q) {
     if (fam && (!cJSON_IsString(fam) || !listed(allowed, fam->valuestring)))
         return WP_FAIL(&q->err, 400, "bad_family", "family", "%s runs %s", q->scan ? "/v1/scan" : "/v1/reduce",
                        q->scan ? "device_scan, warp_scan, block_scan or stencil"
-                               : "device_reduce, warp_reduce, block_reduce, argmin, argmax or segmented_reduce");
+                               : "device_reduce, warp_reduce, block_reduce, argmin, argmax, segmented_reduce or "
+                                 "reduce_by_key");
     if (!fam) wp_json_str_k(q->body, "family", allowed[0]);
     q->f = wp_family_find(cJSON_GetObjectItemCaseSensitive(q->body, "family")->valuestring);
     q->data = cJSON_GetObjectItemCaseSensitive(q->body, "data");
@@ -508,6 +509,10 @@ static bool handle(wp_app *app, const wp_req *req, wp_resp *resp, bool scan, raw
     q.inline_run = req->may_defer;
     bool ok = false;
     int rc = q.inline_run && req->body_len > WP_REDUCE_INLINE_MAX ? 1 : parse_job(app, &q);
+    const bool by_key = rc == 0 && (q.f->flags & WP_F_KEYS); /* reduce_by_key: api_reduce_bykey.c, on a worker */
+    if (by_key && q.raw)
+        rc = WP_FAIL(&q.err, 400, "missing_field", "keys", "reduce_by_key takes a JSON body with keys");
+    if (rc == 0 && by_key && q.inline_run) rc = 1;
     if (rc == 0 && check_only) {
         check_only->type = q.spec.type;
         check_only->be = q.be;
@@ -515,6 +520,19 @@ static bool handle(wp_app *app, const wp_req *req, wp_resp *resp, bool scan, raw
         return true;
     }
     if (rc == 0) rc = read_input(app, &q);
+    if (rc == 0 && by_key) {
+        const reduce_bykey_args a = {.body = q.body,
+                                     .spec = &q.spec,
+                                     .be = q.be,
+                                     .data = &q.in,
+                                     .compile = q.job.job.compile_on_emu,
+                                     .check = q.check,
+                                     .parse_us = wp_us_since(req->t_body_ns ? req->t_body_ns : req->t_start_ns)};
+        ok = reduce_bykey(app, req, resp, &a, &q.err) == 0;
+        if (!ok) wp_resp_error(resp, &q.err);
+        req_free(app, &q);
+        return ok;
+    }
     if (rc == 0) {
         q.job.job.n = q.in.count;
         q.job.job.in = q.in.in;

@@ -5,6 +5,7 @@
 #define WP_API_REDUCE_IMPL_H
 
 #include "api.h"
+#include "engine/bykey.h"
 
 #define WP_REDUCE_INLINE_MAX (64u << 10) /* bytes of input (or of body) a job may have to run on the HTTP thread */
 
@@ -77,6 +78,18 @@ cJSON *reduce_check_stat(const wp_spec *s, const uint8_t *host, uint64_t n, cons
 /* api_reduce_check.c: "check" of a value (reductions), an index (argmin, argmax), an array */
 cJSON *reduce_check_value(const wp_spec *s, const uint8_t *host, uint64_t n, const wp_reduce_result *r);
 cJSON *reduce_check_arg(const wp_spec *s, const uint8_t *host, uint64_t n, const wp_reduce_result *r);
+/* api_reduce_bykey.c: reduce_by_key (WP_F_KEYS), once api_reduce.c has its spec, backend and data:
+ * reads "keys", runs the job (engine/bykey.h) and answers in resp. 0, or -1 with err. */
+typedef struct {
+    const cJSON *body;
+    wp_spec *spec; /* its keys' type may be set from a keys buffer's */
+    wp_backend *be;
+    const reduce_input *data;
+    bool compile, check;
+    double parse_us;
+} reduce_bykey_args;
+int reduce_bykey(wp_app *app, const wp_req *req, wp_resp *resp, const reduce_bykey_args *a, wp_err *err);
+
 cJSON *reduce_check_array(const wp_spec *s, const uint8_t *host, uint64_t n, const uint8_t *out, uint64_t out_count,
                           const reduce_input *in, bool has_init, uint64_t init);
 

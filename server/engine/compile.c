@@ -14,10 +14,10 @@
 
 static const char *const compile_fields[] = {"family", "type",       "width",     "mask",      "op",     "strategy",
                                              "block",  "accumulate", "exclusive", "inclusive", "radius", "ptx",
-                                             "source", "sass",       "map",       NULL};
+                                             "source", "sass",       "map",       "keys",      NULL};
 /* The fields only data families (device_reduce, ...) take: the kernel /v1/reduce or /v1/scan would run. */
-static const char *const data_fields[] = {"strategy",  "block",  "accumulate", "exclusive",
-                                          "inclusive", "radius", "map",        NULL};
+static const char *const data_fields[] = {"strategy", "block", "accumulate", "exclusive", "inclusive",
+                                          "radius",   "map",   "keys",       NULL};
 
 /* A data-family field sent with a warp family: refused by name rather than ignored. */
 static int no_data_fields(const cJSON *body, const wp_family *f, wp_err *err) {

@@ -144,6 +144,8 @@ int wp_reduce_check(wp_backend *b, const wp_reduce_job *job, wp_err *err) {
     if (!f || !(f->flags & WP_F_DATA) || !f->plan || !f->data_emulate)
         return WP_FAIL(err, 400, "not_a_data_family", "family", "family %s is not a data-parallel job",
                        f ? f->name : "(none)");
+    if (f->flags & WP_F_KEYS) /* two inputs, two outputs: engine/bykey.c runs it */
+        return WP_FAIL(err, 400, "not_a_data_family", "family", "family %s runs through wp_bykey_run", f->name);
     size_t esize = wp_type_size(s->type);
     if (!(f->flags & WP_F_NO_INPUT)) {
         if (!job->in && job->n) return WP_FAIL(err, 400, "missing_field", "data", "no input data");

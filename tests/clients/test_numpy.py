@@ -163,6 +163,21 @@ else:
             self.assertEqual((u.dtype, u.tolist()), (np.uint64, [2**40, 2**41]))
             self.assertIsInstance(self.c.scan(a, op="sum", raw_out=True), bytes)  # raw_out still gives bytes
 
+        def test_reduce_by_key_arrays(self):
+            keys = np.repeat(np.array([7, 3, 7, -1], dtype=np.int64), [2, 1000, 3, 1])
+            vals = np.arange(keys.size, dtype=np.float32) * np.float32(0.5)
+            rk, rv = self.c.reduce_by_key(keys, vals, op="sum")
+            self.assertEqual((rk.dtype, rk.tolist()), (np.int64, [7, 3, 7, -1]))
+            starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+            want = np.add.reduceat(vals.astype(np.float64), starts)  # halves: exact in f32 and f64
+            self.assertEqual((rv.dtype, rv.tolist()), (np.float32, want.tolist()))
+            mk, mv = self.c.reduce_by_key(np.array([1, 1, 2], dtype=np.uint32), np.array([4, 9, 2], dtype=np.int16)
+                                          .astype(np.int32), op="max")
+            self.assertEqual((mk.tolist(), mv.tolist()), ([1, 2], [9, 2]))
+            with self.assertRaises(WarpdError) as e:
+                self.c.reduce_by_key(np.array([1.0, 2.0]), np.array([1.0, 2.0]))
+            self.assertEqual((e.exception.status, e.exception.field), (400, "keys.type"))
+
         def test_json_fields_fall_back_to_b64(self):
             a = np.array([1, 2, 3, 4, 5, 6], dtype=np.int32)
             r = self.c.reduce(a, family="segmented_reduce", op="sum", offsets=[0, 2, 6])

@@ -76,6 +76,19 @@ class LiveCore(unittest.TestCase):
         self.assertIn("version", info["nvrtc"])
         self.assertEqual(info["limits"]["max_lanes"], 1024)
 
+    def test_reduce_by_key(self):
+        keys, vals = self.c.reduce_by_key([1, 1, 2, 2, 2, 1], [1, 2, 3, 4, 5, 6])  # f32 sums over i32 keys
+        self.assertEqual(([int(k) for k in keys], [float(v) for v in vals]), ([1, 2, 1], [3.0, 12.0, 6.0]))
+        keys, vals = self.c.reduce_by_key([2**60, 2**60, 5], [-3, 4, 9], op="min", type="i64", key_type="u64")
+        self.assertEqual(([int(k) for k in keys], [int(v) for v in vals]), ([2**60, 5], [-3, 9]))
+        keys, vals = self.c.reduce_by_key([], [])
+        self.assertEqual((len(keys), len(vals)), (0, 0))
+        kb, vb = self.c.reduce_by_key([4, 4, 5], [1, 2, 3], output="buffer")
+        self.assertTrue(kb.startswith("b-") and vb.startswith("b-"))
+        with self.assertRaises(WarpdError) as e:
+            self.c.reduce_by_key([1, 2, 3], [1.0, 2.0])
+        self.assertEqual((e.exception.status, e.exception.code, e.exception.field), (400, "bad_length", "keys"))
+
     def test_families(self):
         fams = self.c.families()
         names = [f["name"] for f in fams]

@@ -57,6 +57,16 @@ stats += [b'{"op":"var","ddof":1,"generate":{"kind":"random","n":5000,"seed":2}}
           b'{"op":"count_nonzero","ddof":1,"data":[0]}', b'{"op":"var","ddof":"x","data":[1,2]}',
           b'{"op":"mean","family":"segmented_reduce","data":[1],"offsets":[0,1]}']
 write('reduce', reduce + [b's' + b for b in scan] + stats)
+# reduce_by_key: keys in each form (hand-made: the cases' first PER bodies came before it)
+BYKEY = [
+    {"family": "reduce_by_key", "type": "f32", "op": "sum", "data": [1, 2, 3, 4, 5, 6], "keys": {"type": "i32", "data": [1, 1, 2, 2, 2, 1]}},
+    {"family": "reduce_by_key", "type": "i64", "op": "max", "data": [1, -2, 3, "-9007199254740993"], "keys": {"type": "u64", "data": ["18446744073709551615", 2, 2, 1]}},
+    {"family": "reduce_by_key", "type": "f16", "op": "a - b", "data": [0.5, 0.25, 2], "keys": {"type": "i32", "data_b64": "AAAAAAAAAAABAAAA"}, "output": "b64"},
+    {"family": "reduce_by_key", "type": "i32", "op": "sum", "generate": {"kind": "random", "n": 5000, "seed": 3}, "keys": {"type": "i32", "data": [1]}, "output": "buffer"},
+    {"family": "reduce_by_key", "type": "f32", "data": [1, 2], "keys": {"buffer": "b-0000000000000000", "type": "i64"}},
+    {"family": "reduce_by_key", "type": "f32", "data": [], "keys": {"type": "i32", "data": []}, "block": 32},
+]
+write('reduce', [json.dumps(s, separators=(',', ':')).encode() for s in BYKEY])
 write('compile', requests('POST', r'/v1/compile') + warp[:10])
 write('buffers', requests('PUT', r'/v1/buffers'))
 write('jobs', requests('POST', r'/v1/jobs'))

@@ -98,6 +98,7 @@ static int collect_specs(wp_spec *specs) {
         int widths[2] = {32, small};
         for (int t = 0; t < WP_TYPE_COUNT; t++) {
             if (!(f->types & WP_TBIT(t))) continue;
+            if ((f->flags & WP_F_KEYS) && t != WP_F32) continue; /* reduce_by_key: f32 (test_gpu_bykey: all) */
             for (int wi = 0; wi < 2; wi++) {
                 if (!widths[wi] || !(f->widths & (1u << __builtin_ctz((unsigned)widths[wi])))) continue;
                 for (int oi = 0; oi < (f->flags & WP_F_OP ? 3 : 1); oi++) {
