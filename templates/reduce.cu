@@ -233,8 +233,10 @@ WP_DEV void wp_group_reduce_run(const wp_data_params &p, const unsigned bid) {
 /* warp_reduce at a width W that is not a power of two: logical warps (wp_block.cuh). Warp w of the grid
  * takes R = WP_LW_ROWS rows of LANES elements from w * R * LANES, all R loaded before the first shuffle;
  * lane `lane` of row r holds element w * R * LANES + r * LANES + lane, of group element / W. */
-template <typename T, typename A, int W, int BLOCK, int STRAT, class Op>
+template <typename T, typename A, int W, int BLOCK, int STRAT, class OpM>
 WP_DEV void wp_lw_reduce_run(const wp_data_params &p, const unsigned bid) {
+    typedef typename wp_split<OpM>::op Op; /* a map (wp_map.cuh) applies where elements are read */
+    typedef typename wp_split<OpM>::map Map;
     __shared__ __align__(16) unsigned char shared_raw[BLOCK * sizeof(A)];
     A *shared = (A *)shared_raw;
     constexpr int R = WP_LW_ROWS, LANES = wp_lw<W>::LANES;
@@ -252,7 +254,7 @@ WP_DEV void wp_lw_reduce_run(const wp_data_params &p, const unsigned bid) {
 #pragma unroll
     for (int r = 0; r < R; r++) {
         const unsigned long long i = base + (unsigned long long)(r * LANES + l);
-        v[r] = holds && i < n ? wp_convert<A>(in[i]) : wp_zero<A>();
+        v[r] = holds && i < n ? wp_convert<A>(wp_map_at<Map>(p, in, i)) : wp_zero<A>();
     }
     A *gmem = (A *)p.scratch + (unsigned long long)bid * BLOCK;
 #pragma unroll
@@ -280,8 +282,10 @@ __global__ void __launch_bounds__(BLOCK) wp_warp_reduce(wp_data_params p) {
 }
 /* block_reduce with a group of G threads, G not a power of two of at least 32 (wp_block.cuh, "blocks of
  * any size"): block b reduces elements b * G .. b * G + G - 1 in a block of WP_ROUND32(G) threads. */
-template <typename T, typename A, int G, int STRAT, class Op>
+template <typename T, typename A, int G, int STRAT, class OpM>
 WP_DEV void wp_anyblock_reduce_run(const wp_data_params &p, const unsigned bid) {
+    typedef typename wp_split<OpM>::op Op; /* a map (wp_map.cuh) applies where elements are read */
+    typedef typename wp_split<OpM>::map Map;
     constexpr int L = WP_ROUND32(G);
     __shared__ __align__(16) unsigned char shared_raw[L * sizeof(A)];
     A *shared = (A *)shared_raw;
@@ -290,7 +294,7 @@ WP_DEV void wp_anyblock_reduce_run(const wp_data_params &p, const unsigned bid) 
     const unsigned long long n = p.n, gbase = (unsigned long long)bid * G, i = gbase + threadIdx.x;
     const int gvalid = gbase >= n ? 0 : (n - gbase < G ? (int)(n - gbase) : G);
     const bool mine = threadIdx.x < G;
-    const A v = mine && i < n ? wp_convert<A>(in[i]) : wp_zero<A>();
+    const A v = mine && i < n ? wp_convert<A>(wp_map_at<Map>(p, in, i)) : wp_zero<A>();
     A *gmem = (A *)p.scratch + (unsigned long long)bid * L;
     const A r = wp_anyblock_reduce<A, G, STRAT, Op>(v, mine ? gvalid : 0, op, shared, gmem, wp_from_bits64<A>(p.init));
     if (threadIdx.x == 0 && gvalid > 0) ((T *)p.out)[bid] = wp_convert<T>(r);

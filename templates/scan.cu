@@ -34,8 +34,10 @@ WP_DEV void wp_group_scan_run(const wp_data_params &p, const unsigned bid) {
 
 /* warp_scan at a width W that is not a power of two: logical warps (wp_block.cuh), rows as in reduce.cu's
  * wp_lw_reduce_run; inclusive, exclusive and init as in wp_group_scan_run. */
-template <typename T, typename A, int W, int BLOCK, int STRAT, int EXCL, class Op>
+template <typename T, typename A, int W, int BLOCK, int STRAT, int EXCL, class OpM>
 WP_DEV void wp_lw_scan_run(const wp_data_params &p, const unsigned bid) {
+    typedef typename wp_split<OpM>::op Op; /* a map (wp_map.cuh) applies where elements are read */
+    typedef typename wp_split<OpM>::map Map;
     __shared__ __align__(16) unsigned char shared_raw[BLOCK * sizeof(A)];
     A *shared = (A *)shared_raw;
     constexpr int R = WP_LW_ROWS, LANES = wp_lw<W>::LANES;
@@ -52,7 +54,7 @@ WP_DEV void wp_lw_scan_run(const wp_data_params &p, const unsigned bid) {
 #pragma unroll
     for (int r = 0; r < R; r++) {
         const unsigned long long i = base + (unsigned long long)(r * LANES);
-        v[r] = holds && i < n ? wp_convert<A>(in[i]) : wp_zero<A>();
+        v[r] = holds && i < n ? wp_convert<A>(wp_map_at<Map>(p, in, i)) : wp_zero<A>();
     }
     const A init = wp_from_bits64<A>(p.init);
 #pragma unroll
@@ -86,8 +88,10 @@ __global__ void __launch_bounds__(BLOCK) wp_warp_scan(wp_data_params p) {
 }
 /* block_scan with a group of G threads, G not a power of two of at least 32: block b scans elements
  * b * G .. b * G + G - 1 in a block of WP_ROUND32(G) threads; inclusive, exclusive and init as above. */
-template <typename T, typename A, int G, int STRAT, int EXCL, class Op>
+template <typename T, typename A, int G, int STRAT, int EXCL, class OpM>
 WP_DEV void wp_anyblock_scan_run(const wp_data_params &p, const unsigned bid) {
+    typedef typename wp_split<OpM>::op Op; /* a map (wp_map.cuh) applies where elements are read */
+    typedef typename wp_split<OpM>::map Map;
     __shared__ __align__(16) unsigned char shared_raw[WP_ROUND32(G) * sizeof(A)];
     A *shared = (A *)shared_raw;
     Op op;
@@ -95,7 +99,7 @@ WP_DEV void wp_anyblock_scan_run(const wp_data_params &p, const unsigned bid) {
     const unsigned long long i = (unsigned long long)bid * G + threadIdx.x;
     const bool mine = threadIdx.x < G && i < p.n;
     A prev;
-    const A inc = wp_anyblock_scan<A, G, STRAT, Op>(mine ? wp_convert<A>(in[i]) : wp_zero<A>(), op, shared, &prev);
+    const A inc = wp_anyblock_scan<A, G, STRAT, Op>(mine ? wp_convert<A>(wp_map_at<Map>(p, in, i)) : wp_zero<A>(), op, shared, &prev);
     const A init = wp_from_bits64<A>(p.init);
     A r;
     if constexpr (EXCL)
