@@ -38,7 +38,8 @@ enum {
     WP_F_ACCUM = 1u << 13,       /* f16/bf16 accumulate in f32 unless "accumulate":"native" */
     /* `width` is the wave size (32 or 64, AMD): lanes form waves of `width` threads instead of warps of
      * 32; src[] counts lanes within the wave. Used with WP_F_NO_MASK (EXEC is the active lanes). */
-    WP_F_WAVE = 1u << 14
+    WP_F_WAVE = 1u << 14,
+    WP_F_BINS = 1u << 24 /* histogram: "bins" and "range" (kernels/hist.h); counts, no op */
 };
 
 typedef enum {
