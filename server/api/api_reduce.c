@@ -25,14 +25,14 @@
 
 #define WP_REDUCE_JSON_MAX (1u << 22) /* elements a JSON result may hold; more: base64, raw or a buffer */
 
-static const char *const reduce_families[] = {"device_reduce",    "warp_reduce", "block_reduce", "argmin", "argmax",
-                                              "segmented_reduce", NULL};
+static const char *const reduce_families[] = {"device_reduce", "warp_reduce",      "block_reduce", "argmin",
+                                              "argmax",        "segmented_reduce", "histogram",    NULL};
 static const char *const scan_families[] = {"device_scan", "warp_scan", "block_scan", "stencil", NULL};
 
 static const char *const body_fields[] = {
-    "family", "type",   "op",      "strategy", "block",   "width",   "accumulate", "exclusive", "inclusive",
-    "init",   "radius", "weights", "offsets",  "backend", "data",    "data_b64",   "buffer",    "generate",
-    "check",  "output", "compile", "count",    "device",  "profile", "shm",        NULL};
+    "family",  "type",    "op",      "strategy", "block", "width",    "accumulate", "exclusive", "inclusive", "init",
+    "radius",  "weights", "offsets", "backend",  "data",  "data_b64", "buffer",     "generate",  "check",     "output",
+    "compile", "count",   "device",  "profile",  "shm",   "bins",     "range",      NULL};
 
 static bool is_octet_stream(const char *s) {
     return s && !strncmp(s, "application/octet-stream", 24) && (!s[24] || s[24] == ';' || s[24] == ' ');
@@ -70,6 +70,7 @@ typedef struct {
     data_form out_form;
     bool array;            /* the family writes an array (scans, per-group results) */
     wp_data_plan plan;     /* for the output's size */
+    wp_hist hist;          /* histogram: its binning (kernels/hist.h) */
     wp_buf *out_buf;       /* "output":"buffer": created in the registry */
     uint8_t *out_host;     /* an array result, downloaded */
     wp_region *out_region; /* "output":{"shm":...}: the result goes there (at out_offset) */
@@ -131,7 +132,8 @@ static int parse_family_form(reduce_req *q) {
     if (fam && (!cJSON_IsString(fam) || !listed(allowed, fam->valuestring)))
         return WP_FAIL(&q->err, 400, "bad_family", "family", "%s runs %s", q->scan ? "/v1/scan" : "/v1/reduce",
                        q->scan ? "device_scan, warp_scan, block_scan or stencil"
-                               : "device_reduce, warp_reduce, block_reduce, argmin, argmax or segmented_reduce");
+                               : "device_reduce, warp_reduce, block_reduce, argmin, argmax, segmented_reduce or "
+                                 "histogram");
     if (!fam) wp_json_str_k(q->body, "family", allowed[0]);
     q->f = wp_family_find(cJSON_GetObjectItemCaseSensitive(q->body, "family")->valuestring);
     q->data = cJSON_GetObjectItemCaseSensitive(q->body, "data");
@@ -233,7 +235,7 @@ static int parse_job(wp_app *app, reduce_req *q) {
         return WP_FAIL(&q->err, 400, "unknown_field", "init", "family %s takes no init", q->f->name);
     if (iv && wp_json_to_bits(iv, q->spec.type, "init", &job->init, &q->err)) return -1;
     job->has_init = iv != NULL;
-    return parse_weights(q, job);
+    return parse_weights(q, job) || reduce_hist_parse(q->body, &q->spec, &q->hist, job, &q->err) ? -1 : 0;
 }
 
 /* The data, by its form: read onto the host (data, data_b64, a raw body in memory), already on the
@@ -260,7 +262,7 @@ static int read_input(wp_app *app, reduce_req *q) {
     const cJSON *offs = cJSON_GetObjectItemCaseSensitive(q->body, "offsets");
     if (q->f->flags & WP_F_SEGMENTS) return reduce_input_offsets(offs, in, &q->err);
     if (offs) return WP_FAIL(&q->err, 400, "unknown_field", "offsets", "only segmented_reduce takes offsets");
-    return 0;
+    return q->f->flags & WP_F_BINS ? reduce_hist_input(&q->hist, in, &q->err) : 0;
 }
 
 /* "output": a form's name, or {"shm": {"id", "offset"}} (a region of the caller's: api_shm.c). */
@@ -347,7 +349,8 @@ static int plan_output(wp_app *app, reduce_req *q) {
         q->out_buf = wp_buffers_create_like(app->buffers, q->in.held, q->be, q->spec.type, out_count, &q->err);
         if (!q->out_buf) return -1;
         q->job.job.out = q->out_buf;
-    } else if (q->array && !(q->out_host = malloc(q->plan.out_bytes ? q->plan.out_bytes : 1))) {
+    } else if ((q->array || q->f->data_out == WP_DATA_COUNTS) &&
+               !(q->out_host = malloc(q->plan.out_bytes ? q->plan.out_bytes : 1))) {
         return WP_FAIL(&q->err, 500, "out_of_memory", "", "out of memory");
     }
     q->job.out_host = q->out_host;
@@ -367,6 +370,7 @@ static int finish_output(reduce_req *q) {
 static int add_result(wp_app *app, reduce_req *q, cJSON *o) {
     const wp_reduce_result *r = &q->job.res;
     const wp_type t = q->spec.type;
+    if (q->f->data_out == WP_DATA_COUNTS) return reduce_hist_result(o, &q->hist, q->out_host, q->in.count, &q->err);
     if (q->f->data_out == WP_DATA_VALUE || q->f->data_out == WP_DATA_ARG) {
         cJSON_AddItemToObject(o, "value", r->has_value ? wp_json_from_bits(t, r->value) : cJSON_CreateNull());
         if (q->f->data_out == WP_DATA_ARG) wp_json_num_k(o, "index", (double)r->index);
@@ -420,8 +424,9 @@ static int add_check(reduce_req *q, cJSON *o) {
     }
     const wp_reduce_result *r = &q->job.res;
     const wp_reduce_job *job = &q->job.job;
-    cJSON *c = q->f->data_out == WP_DATA_VALUE ? reduce_check_value(&q->spec, in->data, in->count, r)
-               : q->f->data_out == WP_DATA_ARG ? reduce_check_arg(&q->spec, in->data, in->count, r)
+    cJSON *c = q->f->data_out == WP_DATA_VALUE    ? reduce_check_value(&q->spec, in->data, in->count, r)
+               : q->f->data_out == WP_DATA_ARG    ? reduce_check_arg(&q->spec, in->data, in->count, r)
+               : q->f->data_out == WP_DATA_COUNTS ? reduce_hist_check(&q->hist, in->data, in->count, q->out_host)
                : q->out_host ? reduce_check_array(&q->spec, in->data, in->count, q->out_host, r->out_count, in,
                                                   job->has_init, job->init)
                              : cJSON_CreateObject();
