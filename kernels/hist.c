@@ -1,13 +1,13 @@
-/* hist.c — the histogram family (hist.h): numpy's edges, the choice between the kernel's two ways of
- * finding a bin, its launch plan, and its CPU reference (the emulator), which finds every bin the way
- * templates/histogram.cu does, so the counts are the kernel's and numpy's.
+/* hist.c — the histogram family (hist.h): numpy's edges, the kernel's binning parameters, its launch
+ * plan, and its CPU reference (the emulator), which finds every bin the way templates/histogram.cu
+ * does, so the counts are the kernel's and numpy's.
  *
- * Why the fast way is exact when chosen: g(v) = (v - edge[0]) * scale, each step rounded once in E,
- * never decreases as v grows. So if for every inner edge e = edge[i] (i = 1..bins-1) g(e) >= i and
- * g(the value of the input type just below e) < i, then floor(g(v)) is i exactly for every v in
- * [edge[i], edge[i + 1]), and min(floor(g), bins - 1) is numpy's bin for every v in range.
- * wp_hist_setup checks that for a few scales next to bins / (last - first); where none passes (edges
- * rounded far from evenly spaced, a scale that overflows) the kernel binary-searches the edges. */
+ * Why the fast way is exact: x(v) = (v - edge[0]) * scale, each step rounded once in E, never
+ * decreases as v grows. The host computes D = max over every edge j of |x(edge[j]) - j|. For v in
+ * range with i = floor(x(v)): if x(v) - i > D then x(v) > x(edge[i]), so v > edge[i]; if i + 1 - x(v)
+ * > D then x(v) < x(edge[i + 1]), so v < edge[i + 1]: i is v's bin. Otherwise v's bin is i - 1, i or
+ * i + 1 (as |x - bin| <= 1 + D), settled against the edges. With D about 1e-5 bins (the usual), one
+ * value in tens of thousands reads an edge; where D would be 1/4 or more, every value searches. */
 #include "hist.h"
 
 #include <math.h>
@@ -15,7 +15,7 @@
 
 #include "spec.h"
 
-#define HIST_SCALE_TRIES 5           /* the scale, one and two steps of E up and down */
+#define HIST_SLACK_MAX 0.25          /* D at or above this: WP_HIST_SEARCH */
 #define HIST_ITEMS 16                /* elements each thread takes at least, before the grid grows */
 #define HIST_GRID_MAX 1024           /* blocks at most ... */
 #define HIST_GRID_MIN_CAP 256        /* ... and at least this cap however many bins each block flushes */
@@ -57,17 +57,6 @@ double wp_hist_edge(const wp_hist *h, uint64_t i) {
     return round_edge(h->edge_type, y);
 }
 
-/* The value of the input type just below e (a value of E): where the fast check looks. */
-static double below(wp_type t, double e) {
-    if (t == WP_F32) return (double)nextafterf((float)e, -INFINITY);
-    if (t == WP_F16 || t == WP_BF16) {
-        uint16_t b = t == WP_F16 ? wp_f32_to_f16((float)e) : wp_f32_to_bf16((float)e);
-        b = (b & 0x7fffu) == 0 ? 0x8001u : (b & 0x8000u) ? (uint16_t)(b + 1) : (uint16_t)(b - 1);
-        return (double)(t == WP_F16 ? wp_f16_to_f32(b) : wp_bf16_to_f32(b));
-    }
-    return nextafter(e, -INFINITY); /* f64; for the integers a stricter check than needed */
-}
-
 /* g(v) in E, rounded as the kernel rounds it. */
 static double fast_g(const wp_hist *h, double scale, double v) {
     if (h->edge_type == WP_F64) {
@@ -78,36 +67,27 @@ static double fast_g(const wp_hist *h, double scale, double v) {
     return (double)(d * (float)scale);
 }
 
-static int fast_ok(const wp_hist *h, double scale) {
-    for (uint64_t i = 1; i < h->bins; i++) {
-        const double e = wp_hist_edge(h, i);
-        if (!(fast_g(h, scale, e) >= (double)i) || !(fast_g(h, scale, below(h->type, e)) < (double)i)) return 0;
+/* D for scale s: the largest |x(edge[j]) - j|, infinity when NaN. */
+static double slack(const wp_hist *h, double scale) {
+    double d = 0;
+    for (uint64_t j = 0; j <= h->bins; j++) {
+        const double off = fabs(fast_g(h, scale, wp_hist_edge(h, j)) - (double)j);
+        if (!(off <= d)) d = off;
     }
-    return 1;
-}
-
-/* The next value of E from s toward +inf (up) or -inf. */
-static double step_scale(wp_type et, double s, int up) {
-    if (et == WP_F64) return nextafter(s, up ? INFINITY : -INFINITY);
-    return (double)nextafterf((float)s, up ? INFINITY : -INFINITY);
+    return d == d ? d : INFINITY;
 }
 
 static void pick_mode(wp_hist *h) {
-    const double s0 = h->edge_type == WP_F64 ? (double)h->bins / (h->last - h->first)
-                                             : (double)(float)((double)h->bins / (h->last - h->first));
-    double up = s0, down = s0;
-    h->mode = WP_HIST_SEARCH;
-    for (int k = 0; k < HIST_SCALE_TRIES; k++) {
-        double s = k == 0    ? s0
-                   : (k & 1) ? (up = step_scale(h->edge_type, up, 1))
-                             : (down = step_scale(h->edge_type, down, 0));
-        if (isfinite(s) && s > 0 && fast_ok(h, s)) {
-            h->scale = s;
-            h->mode = WP_HIST_FAST;
-            return;
-        }
+    h->scale = (double)h->bins / (h->last - h->first);
+    if (h->edge_type != WP_F64) h->scale = (double)(float)h->scale;
+    h->slack = isfinite(h->scale) ? slack(h, h->scale) : INFINITY;
+    h->mode = h->slack < HIST_SLACK_MAX ? WP_HIST_FAST : WP_HIST_SEARCH;
+    if (h->mode == WP_HIST_SEARCH) h->slack = 0;
+    if (h->edge_type != WP_F64) { /* D as a float, rounded up: the kernel compares in float */
+        float d = (float)h->slack;
+        if ((double)d < h->slack) d = nextafterf(d, INFINITY);
+        h->slack = (double)d;
     }
-    h->scale = s0;
 }
 
 int wp_hist_setup(wp_type t, uint64_t bins, double lo, double hi, wp_hist *h, wp_err *err) {
@@ -147,6 +127,7 @@ void wp_hist_weights(const wp_hist *h, double *weights) {
     weights[WP_HIST_W_LAST] = h->last;
     weights[WP_HIST_W_SCALE] = h->scale;
     weights[WP_HIST_W_MODE] = h->mode;
+    weights[WP_HIST_W_SLACK] = h->slack;
 }
 
 /* The element as a value of E (widened to double): numpy's astype(float64) for the integers. */
@@ -210,22 +191,32 @@ void wp_plan_histogram(const wp_spec *s, uint64_t n, uint64_t groups, wp_data_pl
     out->out_bytes = (size_t)bins * sizeof(uint64_t);
 }
 
-/* The kernel's bin of v (in range): the fast formula in E, or the search of the edges table. */
+/* The kernel's bin of v (in range): the fast formula in E with its slack, or the search of the edges. */
 static uint64_t emu_bin(wp_type et, const wp_data_params *p, uint64_t bins, double v) {
-    const double *w = p->weights;
+    const double *w = p->weights, *edges = (const double *)(uintptr_t)p->aux;
     if (w[WP_HIST_W_MODE] == WP_HIST_FAST) {
-        double g;
+        double x, below, above;
         if (et == WP_F64) {
-            double d = v - w[WP_HIST_W_FIRST];
-            g = d * w[WP_HIST_W_SCALE];
+            const double d = v - w[WP_HIST_W_FIRST];
+            x = d * w[WP_HIST_W_SCALE];
         } else {
-            float d = (float)v - (float)w[WP_HIST_W_FIRST];
-            g = (double)(d * (float)w[WP_HIST_W_SCALE]);
+            const float d = (float)v - (float)w[WP_HIST_W_FIRST];
+            x = (double)(d * (float)w[WP_HIST_W_SCALE]);
         }
-        return g < (double)(bins - 1) ? (uint64_t)g : bins - 1;
+        uint64_t i = x < (double)(bins - 1) ? (uint64_t)x : bins - 1;
+        if (et == WP_F64) {
+            below = x - (double)i;
+            above = (double)(i + 1) - x;
+        } else {
+            below = (double)((float)x - (float)i);
+            above = (double)((float)(i + 1) - (float)x);
+        }
+        if (below > w[WP_HIST_W_SLACK] && above > w[WP_HIST_W_SLACK]) return i;
+        while (i > 0 && v < edges[i]) i--; /* one step at most (the top comment) */
+        while (i + 1 < bins && v >= edges[i + 1]) i++;
+        return i;
     }
-    const double *edges = (const double *)(uintptr_t)p->aux;
-    uint64_t lo = 0, hi = bins - 1; /* the last edge <= v among edge[0 .. bins - 1] */
+    uint64_t lo = 0, hi = bins - 1; /* the last of edge[0 .. bins - 1] <= v */
     while (lo < hi) {
         const uint64_t mid = lo + (hi - lo + 1) / 2;
         if (edges[mid] <= v)

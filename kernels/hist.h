@@ -19,13 +19,14 @@ typedef struct {
     uint64_t bins;
     double lo, hi, step; /* the range asked for and linspace's step, (hi - lo) / bins */
     double first, last;  /* edge[0] and edge[bins], values of E */
-    double scale;        /* WP_HIST_FAST: a value of E */
+    double scale, slack; /* WP_HIST_FAST: values of E (wp_abi.h) */
     int mode;            /* WP_HIST_FAST or WP_HIST_SEARCH */
 } wp_hist;
 
 /* Checks bins (1..WP_HIST_BINS_MAX) and range (finite, lo < hi, its edges finite in E and strictly
  * increasing: a range too narrow for the type's resolution is 400 bad_bins, where numpy would go on
- * with repeated edges) and picks the mode. 0, or -1 with a 400 naming "bins" or "range". */
+ * with repeated edges) and picks the mode (WP_HIST_FAST where the slack is small). 0, or -1 with a 400 naming "bins" or
+ * "range". */
 int wp_hist_setup(wp_type t, uint64_t bins, double lo, double hi, wp_hist *h, wp_err *err);
 /* Edge i (0..bins) as numpy computes it, a value of E widened to double. */
 double wp_hist_edge(const wp_hist *h, uint64_t i);

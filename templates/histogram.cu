@@ -5,8 +5,9 @@
  *           then adds its non-zero counts to out[] with one 64-bit global atomic each;
  *   atomic: each value adds 1 to out[bin] with a 64-bit global atomic (any number of bins).
  * A value is compared in E (f32 for f32/f16/bf16, f64 for f64 and the integers); it counts when
- * first <= v <= last (NaN never). Its bin: WP_HIST_FAST, (v - first) * scale rounded in E at each step
- * (never an FMA), clamped to bins - 1; WP_HIST_SEARCH, a binary search of the edges at p.aux. Blocks
+ * first <= v <= last (NaN never). Its bin: WP_HIST_FAST, x = (v - first) * scale rounded in E at each
+ * step (never an FMA), floor(x) clamped to bins - 1, checked against the edges at p.aux only when x is
+ * within the slack of an integer; WP_HIST_SEARCH, a binary search of the edges (wp_abi.h). Blocks
  * read 16-byte vectors, grid-stride, four in flight per thread; counts are integers, so the result
  * is the same whatever order the atomics land in. out[] is zeroed by the engine before the launch. */
 #include "wp_block.cuh"
@@ -34,12 +35,17 @@ template <> struct wp_hist_cmp<__nv_bfloat16> {
 WP_DEV float wp_hist_g(float v, float first, float scale) { return __fmul_rn(__fsub_rn(v, first), scale); }
 WP_DEV double wp_hist_g(double v, double first, double scale) { return __dmul_rn(__dsub_rn(v, first), scale); }
 
-/* The bin of v, first <= v <= last. */
+/* The bin of v, first <= v <= last (kernels/hist.c's emu_bin, step for step). */
 template <typename E>
-WP_DEV unsigned wp_hist_bin(E v, E first, E scale, unsigned bins, bool fast, const double *edges) {
+WP_DEV unsigned wp_hist_bin(E v, E first, E scale, E slack, unsigned bins, bool fast, const double *edges) {
     if (fast) {
-        const E g = wp_hist_g(v, first, scale);
-        return g < (E)(bins - 1) ? (unsigned)g : bins - 1;
+        const E x = wp_hist_g(v, first, scale);
+        unsigned i = x < (E)(bins - 1) ? (unsigned)x : bins - 1;
+        if (x - (E)i > slack && (E)(i + 1) - x > slack) return i;
+        const double dv = (double)v; /* near an edge: settle it against the edges, one step at most */
+        while (i > 0 && dv < __ldg(edges + i)) i--;
+        while (i + 1 < bins && dv >= __ldg(edges + i + 1)) i++;
+        return i;
     }
     unsigned lo = 0, hi = bins - 1; /* the last of edge[0 .. bins - 1] <= v */
     const double dv = (double)v;
@@ -55,7 +61,7 @@ WP_DEV unsigned wp_hist_bin(E v, E first, E scale, unsigned bins, bool fast, con
 
 template <typename T, int STRAT> struct wp_hist_counter {
     typedef typename wp_hist_cmp<T>::E E;
-    E first, last, scale;
+    E first, last, scale, slack;
     unsigned bins;
     bool fast;
     const double *edges;
@@ -64,7 +70,7 @@ template <typename T, int STRAT> struct wp_hist_counter {
     WP_DEV void add(T x) const {
         const E v = wp_hist_cmp<T>::of(x);
         if (!(v >= first && v <= last)) return;
-        const unsigned b = wp_hist_bin<E>(v, first, scale, bins, fast, edges);
+        const unsigned b = wp_hist_bin<E>(v, first, scale, slack, bins, fast, edges);
         if (STRAT == WP_STRAT_SMEM)
             atomicAdd(smem + b, 1u);
         else
@@ -87,6 +93,7 @@ __global__ void __launch_bounds__(BLOCK) wp_histogram(wp_data_params p) {
     c.first = (E)p.weights[WP_HIST_W_FIRST];
     c.last = (E)p.weights[WP_HIST_W_LAST];
     c.scale = (E)p.weights[WP_HIST_W_SCALE];
+    c.slack = (E)p.weights[WP_HIST_W_SLACK];
     c.fast = p.weights[WP_HIST_W_MODE] == WP_HIST_FAST;
     c.bins = (unsigned)p.groups;
     c.edges = (const double *)p.aux;

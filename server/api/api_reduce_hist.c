@@ -75,7 +75,6 @@ int reduce_hist_parse(const cJSON *body, wp_spec *spec, wp_hist *h, wp_reduce_jo
 
 int reduce_hist_input(const wp_hist *h, reduce_input *in, wp_err *err) {
     in->groups = h->bins;
-    if (h->mode != WP_HIST_SEARCH) return 0;
     in->offsets_host = malloc((size_t)(h->bins + 1) * sizeof(uint64_t)); /* the edges, as doubles */
     if (!in->offsets_host) return WP_FAIL(err, 500, "out_of_memory", "range", "out of memory");
     for (uint64_t i = 0; i <= h->bins; i++) {

@@ -67,7 +67,7 @@ cJSON *reduce_check_array(const wp_spec *s, const uint8_t *host, uint64_t n, con
                           const reduce_input *in, bool has_init, uint64_t init);
 
 /* api_reduce_hist.c: the histogram family. parse: "bins" and "range" into h and the job (for any other
- * family: 400 if they are given); input: in->groups and, when the kernel searches, the edges table;
+ * family: 400 if they are given); input: in->groups and the edges (bins + 1 doubles, the kernel's aux);
  * result: the answer's counts, totals and edges; check: the counts against a plain search. */
 int reduce_hist_parse(const cJSON *body, wp_spec *spec, wp_hist *h, wp_reduce_job *job, wp_err *err);
 int reduce_hist_input(const wp_hist *h, reduce_input *in, wp_err *err);

@@ -164,10 +164,9 @@ int wp_reduce_check(wp_backend *b, const wp_reduce_job *job, wp_err *err) {
                                    (s->data.strategy == WP_STRAT_SMEM && job->groups > WP_HIST_SMEM_BINS)))
         return WP_FAIL(err, 400, "bad_bins", "bins", "bins must be 1..%u (1..%u with strategy smem)", WP_HIST_BINS_MAX,
                        WP_HIST_SMEM_BINS);
-    if ((f->flags & WP_F_BINS) && job->weights[WP_HIST_W_MODE] == WP_HIST_SEARCH &&
-        (!job->offsets || wp_buf_backend(job->offsets) != b ||
-         wp_buf_size(job->offsets) < (job->groups + 1) * sizeof(double)))
-        return WP_FAIL(err, 400, "bad_offsets", "range", "a histogram that searches its edges needs them on %s",
+    if ((f->flags & WP_F_BINS) && (!job->offsets || wp_buf_backend(job->offsets) != b ||
+                                   wp_buf_size(job->offsets) < (job->groups + 1) * sizeof(double)))
+        return WP_FAIL(err, 400, "bad_offsets", "range", "a histogram needs its bins + 1 edges on %s",
                        wp_backend_name(b));
     if (s->data.strategy == WP_STRAT_REDUX && !is_emu(b)) {
         const wp_device_info di = *wp_backend_facts(b);
