@@ -28,6 +28,7 @@ gpu_tasks=(
   "tune|(ONLY= REDUCE_SWEEP=...)|device_reduce or device_scan against CUB for the tree and each sweep setting"
   "scan|NAME=SCAN_CU...|A/B of templates/scan.cu variants: device_scan against CUB and the cold prewarm"
   "prewarm|[SET.json] [ROUNDS]|cold warpd --prewarm --exit, an OLD build against this one, alternating"
+  "hist|(FULL=1 ROUNDS=N)|histogram: test_gpu_hist, numpy on a cuda daemon, bench_hist against CUB, cp.histogram"
 )
 
 gpu_usage() {
