@@ -5,7 +5,8 @@
 
 The set: every warp family that compiles (not the emulator-only ones) x every type it takes, at
 width 32 with its default operator; plus device_reduce and device_scan for every type x builtin
-operator (bitwise ones for integer types only). tests/api/prewarm.sh checks the file still covers
+operator (bitwise ones for integer types only); and histogram for every type at the block it runs
+(512: strategy smem, and atomic for f32, the one past 12288 bins). tests/api/prewarm.sh checks the file still covers
 exactly that."""
 import json
 import sys
@@ -30,6 +31,10 @@ def default_set(families):
                 if op in BITWISE and t in FLOATS:
                     continue
                 specs.append({"family": name, "type": t, "op": op})
+    if "histogram" in by_name:
+        for t in by_name["histogram"]["types"]:
+            specs.append({"family": "histogram", "type": t, "block": 512, "strategy": "smem"})
+        specs.append({"family": "histogram", "type": "f32", "block": 512, "strategy": "atomic"})
     return specs
 
 
@@ -37,7 +42,7 @@ def main():
     families = json.load(sys.stdin)["families"]
     doc = {
         "description": "warpd's default prewarm set (prewarm/make_default.py): every warp family x type at "
-        "width 32, and device_reduce / device_scan for every type x builtin operator",
+        "width 32, device_reduce / device_scan for every type x builtin operator, and histogram for every type",
         "specs": default_set(families),
     }
     out = json.dumps(doc, indent=1)
