@@ -255,7 +255,7 @@ static int hist_parts(struct wp_app *app, wp_backend *b, const wp_reduce_job *jo
         parts[i].job.in = wp_buf_shard(job->in, i, NULL);
         parts[i].job.n = count;
         parts[i].job.out = NULL;
-        parts[i].job.offsets = NULL;        /* its own copy below, freed at the end */
+        parts[i].job.offsets = NULL; /* its own copy below, freed at the end */
         parts[i].ran = count > 0 || i == 0; /* part 0 answers an empty input: zero counts */
         if (parts[i].ran && !(parts[i].job.offsets = edges_on(parts[i].b, job, edges, err))) rc = -1;
     }
