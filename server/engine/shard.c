@@ -6,8 +6,6 @@
  *   device_scan:   the parts' totals (device_reduce, at once), their exclusive scan on the host in
  *                  part order, then every part scanned at once starting from its carry-in (the scan's
  *                  init): correct across part boundaries. The result is sharded like the input.
- *   histogram:     every part counted at once on its device (its edges copied there); the parts'
- *                  counts added on the host (integers: exact), into one buffer on the caller's backend.
  * Other families take a plain buffer (400 "shard_unsupported").
  * Owns: nothing past one call (the threads it starts are joined before it returns). */
 #include "shard.h"
@@ -228,71 +226,17 @@ static int scan_parts(struct wp_app *app, const wp_reduce_job *job, wp_reduce_re
     return rc;
 }
 
-/* The bins + 1 edges of a histogram job on backend b (a copy through the host when they live elsewhere). */
-static wp_buf *edges_on(wp_backend *b, const wp_reduce_job *job, const double *host, wp_err *err) {
-    const size_t bytes = (size_t)(job->groups + 1) * sizeof(double);
-    wp_buf *e = wp_buf_alloc(b, bytes, err);
-    if (e && wp_buf_write(e, 0, host, bytes, err)) {
-        wp_buf_free(e);
-        e = NULL;
-    }
-    return e;
-}
-
-static int hist_parts(struct wp_app *app, wp_backend *b, const wp_reduce_job *job, wp_reduce_result *res, wp_err *err) {
-    const int n = wp_buf_shards(job->in);
-    const size_t esize = wp_type_size(job->spec->type), bins = (size_t)job->groups;
-    part_run parts[WP_BUF_SHARDS_MAX];
-    memset(parts, 0, sizeof parts);
-    double *edges = malloc((bins + 1) * sizeof *edges);
-    uint64_t *sum = calloc(bins ? bins : 1, sizeof *sum), *part = malloc((bins ? bins : 1) * sizeof *part);
-    int rc = edges && sum && part ? 0 : WP_FAIL(err, 500, "out_of_memory", "", "out of memory");
-    if (rc == 0) rc = wp_buf_read(job->offsets, 0, edges, (bins + 1) * sizeof *edges, err);
-    for (int i = 0; rc == 0 && i < n; i++) {
-        uint64_t first, count;
-        part_range(job->in, i, esize, job->n, &first, &count);
-        parts[i] = (part_run){.app = app, .b = wp_buf_backend(wp_buf_shard(job->in, i, NULL)), .job = *job};
-        parts[i].job.in = wp_buf_shard(job->in, i, NULL);
-        parts[i].job.n = count;
-        parts[i].job.out = NULL;
-        parts[i].job.offsets = NULL; /* its own copy below, freed at the end */
-        parts[i].ran = count > 0 || i == 0; /* part 0 answers an empty input: zero counts */
-        if (parts[i].ran && !(parts[i].job.offsets = edges_on(parts[i].b, job, edges, err))) rc = -1;
-    }
-    if (rc == 0) rc = run_parts(parts, n, err);
-    for (int i = 0; rc == 0 && i < n; i++) {
-        if (!parts[i].ran) continue;
-        rc = wp_buf_read(parts[i].res.out, 0, part, bins * sizeof *part, err);
-        for (size_t k = 0; rc == 0 && k < bins; k++) sum[k] += part[k];
-    }
-    if (rc == 0) {
-        result_from(res, parts, n, job->n);
-        res->out_count = bins;
-        res->out = job->out;
-        if (!res->out && (res->out = wp_buf_alloc(b, bins * sizeof *sum, err))) res->out_owned = true;
-        rc = res->out ? wp_buf_write(res->out, 0, sum, bins * sizeof *sum, err) : -1;
-    }
-    for (int i = 0; i < n; i++) wp_buf_free((wp_buf *)parts[i].job.offsets);
-    parts_free(parts, n);
-    free(edges);
-    free(sum);
-    free(part);
-    return rc;
-}
-
-static int shard_run(struct wp_app *app, wp_backend *b, const wp_reduce_job *job, wp_reduce_result *res, wp_err *err) {
+static int shard_run(struct wp_app *app, const wp_reduce_job *job, wp_reduce_result *res, wp_err *err) {
     const wp_family *f = job->spec->family;
     if (!strcmp(f->name, "device_reduce")) return reduce_parts(app, job, res, err);
     if (!strcmp(f->name, "device_scan")) return scan_parts(app, job, res, err);
-    if (f->data_out == WP_DATA_COUNTS) return hist_parts(app, b, job, res, err);
     return WP_FAIL(err, 400, "shard_unsupported", "buffer",
-                   "family %s does not run over a sharded buffer (device_reduce, device_scan and histogram do)",
-                   f->name);
+                   "family %s does not run over a sharded buffer (device_reduce and device_scan do)", f->name);
 }
 
 int wp_reduce_run(struct wp_app *app, wp_backend *b, const wp_reduce_job *job, wp_reduce_result *res, wp_err *err) {
     if (!job->in || !wp_buf_shards(job->in)) return wp_reduce_run_local(app, b, job, res, err);
     memset(res, 0, sizeof *res); /* every part on its own device */
     res->index = -1;
-    return wp_reduce_check(b, job, err) ? -1 : shard_run(app, b, job, res, err);
+    return wp_reduce_check(b, job, err) ? -1 : shard_run(app, job, res, err);
 }
