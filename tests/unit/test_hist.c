@@ -84,13 +84,14 @@ static void test_bins(void) {
     static const double ranges[][2] = {{0, 1},     {-1, 1},       {0.1, 0.7},   {-3.3, 7.7},     {1000, 1001},
                                        {0, 1e-38}, {-1e30, 1e30}, {1, 1.0001},  {-2.5, -0.5},    {0.3, 100.9},
                                        {-1e-3, 0}, {7, 13},       {1e-5, 2e-5}, {-65000, 65000}, {123.456, 789.012}};
-    static const uint64_t bins_list[] = {1, 2, 3, 7, 10, 100, 255, 256, 1000, 4096, 12289, 65536};
+    static const uint64_t bins_list[] = {1, 2, 3, 7, 10, 100, 255, 256, 1000, 4096, 65536};
     uint64_t *vals = malloc(200000 * sizeof *vals);
     uint64_t seed = 21, fast = 0, search = 0;
     T_CASE("bins: fast formula and edge search against a plain search");
     for (int t = 0; vals && t < WP_TYPE_COUNT; t++)
         for (size_t r = 0; r < sizeof ranges / sizeof ranges[0]; r++)
             for (size_t b = 0; b < sizeof bins_list / sizeof bins_list[0]; b++) {
+                if (bins_list[b] > 4096 && t != WP_F32 && t != WP_I32) continue; /* the most bins: two types */
                 double lo = ranges[r][0], hi = ranges[r][1];
                 if (wp_type_is_int((wp_type)t)) lo = floor(lo * 1000), hi = ceil(hi * 1000) + 17;
                 wp_hist h;
