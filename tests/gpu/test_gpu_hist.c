@@ -6,7 +6,7 @@
  * (server/engine/reduce.c) runs the kernel on cuda and the emulator on emu over the same adversarial
  * values (tests/unit/hist_values.h: every edge and its neighbours one raw bit step away, -0.0, NaN,
  * +-inf, denormals, extremes) plus random ones, at sizes that take the vector loop, its tail and the
- * element loop; and once a large input (2^24 + 3 f32). Every count must
+ * element loop; and three large inputs (2^24 + 3 values; --quick: 2^22 + 3). Every count must
  * be the emulator's and the reference's; the counts against numpy itself are the API cases' and
  * tests/api/gen/make_hist_cases.py --live's (bench/gpu/hist.sh runs it on a cuda daemon).
  * Without a CUDA device it says SKIPPED and passes; --dry-run compiles each kernel and checks emu only.
@@ -149,7 +149,10 @@ int main(int argc, char **argv) {
                 if (bins <= 4096 || bins > WP_HIST_SMEM_BINS)
                     one(&app, (wp_type)t, lo, hi, bins, WP_STRAT_ATOMIC, n_random, dry);
             }
-    if (!quick) one(&app, WP_F32, -3.3, 7.7, 256, WP_STRAT_SMEM, (1u << 24) + 3, dry); /* a large input */
+    const uint64_t large = (quick ? 1u << 22 : 1u << 24) + 3; /* many blocks, each many vectors */
+    one(&app, WP_F32, -3.3, 7.7, 256, WP_STRAT_SMEM, large, dry);
+    one(&app, WP_F32, 0, 1, 65536, WP_STRAT_ATOMIC, large, dry);
+    one(&app, WP_F16, -2, 3, 1000, WP_STRAT_SMEM, large, dry);
     printf("gpu_hist: %d passed, %d failed\n", passed, failed);
     wp_reduce_engine_close(app.reduce);
     wp_cache_close(app.cache);
