@@ -33,6 +33,7 @@ gpu_tasks=(
   "map|(MAX_LOG2=30)|transform-reduce: test_gpu_map, sum vs map x*x GB/s 2^24..2^30, dot 2^28 TB/s, CUB, CuPy"
   "anywidth|[test|bench|all]|warp_* at every width 1..32, block_* at any block: cuda = emu; time per element at widths 7, 8, 31, 32"
   "bykey||reduce_by_key: bench_bykey against CUB ReduceByKey (2^24..2^28), test_gpu_bykey (cuda == emu)"
+  "hist|(FULL=1 ROUNDS=N)|histogram: test_gpu_hist, numpy on a cuda daemon, bench_hist against CUB, cp.histogram"
 )
 
 gpu_usage() {

@@ -48,7 +48,13 @@ wp_type wp_data_kernel_type(const wp_spec *s) {
 
 bool wp_data_order_free(const wp_spec *s) { return wp_type_is_int(s->type) && s->op.kind != WP_OP_EXPR; }
 
-bool wp_data_deterministic(const wp_spec *s) { return s->data.strategy != WP_STRAT_ATOMIC || wp_data_order_free(s); }
+size_t wp_data_out_size(const wp_spec *s) {
+    return s->family->data_out == WP_DATA_COUNTS ? sizeof(uint64_t) : wp_type_size(s->type);
+}
+
+bool wp_data_deterministic(const wp_spec *s) {
+    return s->family->data_out == WP_DATA_COUNTS || s->data.strategy != WP_STRAT_ATOMIC || wp_data_order_free(s);
+}
 
 uint64_t wp_data_to_acc(wp_type t, wp_type acc, uint64_t bits) {
     if (t == acc) return bits;

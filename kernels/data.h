@@ -25,8 +25,9 @@ typedef enum {
     WP_DATA_GROUPS, /* one T per group (warp/block groups, segments) */
     WP_DATA_EACH,   /* one T per element (scans, stencil, generate) */
     WP_DATA_ARG,    /* one {accumulator value, int64 index} pair (argmin/argmax) */
-    WP_DATA_RUNS    /* reduce_by_key: a key and a T per run of equal keys, and the number of runs
+    WP_DATA_RUNS,   /* reduce_by_key: a key and a T per run of equal keys, and the number of runs
                        (server/engine/bykey.c runs it, not wp_reduce_run) */
+    WP_DATA_COUNTS  /* one uint64 count per group (histogram: per bin), zeroed before the run */
 } wp_data_out;
 
 /* A launch plan: what the engine allocates and how it launches. */
@@ -61,6 +62,9 @@ wp_type wp_data_kernel_type(const struct wp_spec *s);
 bool wp_data_order_free(const struct wp_spec *s);
 /* Whether the strategy's result is the same every run: not atomic, or an order-free operator. */
 bool wp_data_deterministic(const struct wp_spec *s);
+
+/* Bytes of one result the family writes to p->out: 8 for counts, else the spec's type's. */
+size_t wp_data_out_size(const struct wp_spec *s);
 
 /* Host element <-> accumulator conversions (exact widening; rounding to nearest even back). */
 uint64_t wp_data_to_acc(wp_type t, wp_type acc, uint64_t bits);

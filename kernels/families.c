@@ -6,6 +6,7 @@
 
 #include "data.h"
 #include "expr.h"
+#include "hist.h"
 #include "lanes.h"
 
 #define BOTH (WP_BACKEND_CUDA | WP_BACKEND_EMU)
@@ -268,6 +269,11 @@ static const wp_family *const families[] = {
     DATA_ROW("generate", "generate.cu", "wp_generate",
              "fill n elements on the device: iota, random (seeded, counter-based) or a constant", WP_F_NO_INPUT,
              WP_T_ALL, WP_W_32, STRATS_SHFL, WP_STRAT_SHFL_DOWN, WP_DATA_EACH, wp_plan_generate, wp_emu_generate),
+    DATA_ROW("histogram", "histogram.cu", "wp_histogram",
+             "numpy's np.histogram(x, bins, range): counts of `bins` equal bins over [lo, hi] (the last closed), "
+             "exactly numpy's at the edges; smem: per-block counts (bins <= 12288), atomic: global atomics",
+             WP_F_BINS, WP_T_ALL, WP_W_32, WP_STRATBIT(WP_STRAT_SMEM) | WP_STRATBIT(WP_STRAT_ATOMIC), WP_STRAT_SMEM,
+             WP_DATA_COUNTS, wp_plan_histogram, wp_emu_histogram, .block_for = wp_block_histogram),
 };
 
 const wp_family *wp_family_find(const char *name) {

@@ -52,7 +52,8 @@ enum {
     /* `op` may also name a statistic or norm (mean, var, std, norm1, norm2, norminf, count_nonzero:
      * kernels/stats.h), run by the stats kernels (templates/stats.cuh) over the family's pass. */
     WP_F_STATS = 1u << 16,
-    WP_F_KEYS = 1u << 17 /* reduce_by_key: a second input of integer keys ("keys"), runs of equal keys */
+    WP_F_KEYS = 1u << 17, /* reduce_by_key: a second input of integer keys ("keys"), runs of equal keys */
+    WP_F_BINS = 1u << 18  /* histogram: "bins" and "range" (kernels/hist.h); counts, no op */
 };
 
 typedef enum {

@@ -106,5 +106,18 @@ enum { WP_GEN_IOTA = 0, WP_GEN_RANDOM, WP_GEN_CONSTANT };
  * norm2 squares, norminf |x| maxima, count_nonzero a count. Every one fits WP_STAT_ACC_BYTES. */
 enum { WP_SACC_MOMENTS = 1, WP_SACC_ABS_SUM, WP_SACC_SQ_SUM, WP_SACC_ABS_MAX, WP_SACC_NONZERO };
 #define WP_STAT_ACC_BYTES 32
+/* histogram (templates/histogram.cu, kernels/hist.c): numpy's uniform bins. The bins are p.groups,
+ * p.aux the bins + 1 edges (doubles), p.out bins unsigned long long counts (zeroed before the launch);
+ * p.weights the binning, values of the compare type E (f32 for f32/f16/bf16, f64 for f64 and the
+ * integers): the first and last edges, the scale, the mode and the slack D. A value v, first <= v <= last,
+ * finds its bin by
+ *   WP_HIST_FAST:   x = (v - first) * scale in E (each step rounded once), i = min(floor(x), bins - 1);
+ *                   i is the bin when x - i > D and i + 1 - x > D (D bounds |x(edge j) - j| over every
+ *                   edge: the host computed it), else i is corrected by one against the edges;
+ *   WP_HIST_SEARCH: a binary search of the edges (where D would be 1/4 or more). */
+enum { WP_HIST_W_FIRST = 0, WP_HIST_W_LAST = 1, WP_HIST_W_SCALE = 2, WP_HIST_W_MODE = 3, WP_HIST_W_SLACK = 4 };
+enum { WP_HIST_FAST = 0, WP_HIST_SEARCH = 1 };
+#define WP_HIST_BINS_MAX (1u << 20) /* the most bins a request may ask for */
+#define WP_HIST_SMEM_BINS 12288     /* strategy smem: up to this many u32 counts per block (48 KiB) */
 
 #endif

@@ -7,7 +7,8 @@ The set: every warp family that compiles (not the emulator-only ones) x every ty
 width 32 with its default operator; plus device_reduce and device_scan for every type x builtin
 operator (bitwise ones for integer types only); plus device_reduce's statistics and norms for every
 type, one op per kernel (mean, var and std share one: mean stands for the three); plus reduce_by_key with
-i32 keys: f32 sum and max, i32 sum. tests/api/prewarm.sh checks the file still covers exactly that."""
+i32 keys: f32 sum and max, i32 sum; and histogram for every type at the block it runs (512: strategy smem,
+and atomic for f32, the one past 12288 bins). tests/api/prewarm.sh checks the file still covers exactly that."""
 import json
 import sys
 
@@ -46,6 +47,10 @@ def default_set(families):
         for t in ["f32", "i32"]:
             for op in ["sum", "max"] if t == "f32" else ["sum"]:
                 specs.append({"family": "reduce_by_key", "type": t, "op": op, "keys": {"type": "i32"}})
+    if "histogram" in by_name:
+        for t in by_name["histogram"]["types"]:
+            specs.append({"family": "histogram", "type": t, "block": 512, "strategy": "smem"})
+        specs.append({"family": "histogram", "type": "f32", "block": 512, "strategy": "atomic"})
     return specs
 
 
@@ -58,7 +63,8 @@ def main():
     doc = {
         "description": "warpd's default prewarm set (prewarm/make_default.py): every warp family x type at "
         "width 32, and device_reduce / device_scan for every type x builtin operator, and device_reduce's "
-        "statistics and norms for every type (one op per kernel); reduce_by_key (i32 keys): f32 sum and max, i32 sum",
+        "statistics and norms for every type (one op per kernel); reduce_by_key (i32 keys): f32 sum and max, i32 "
+        "sum; histogram for every type",
         "specs": default_set(families),
     }
     out = json.dumps(doc, indent=1)

@@ -10,6 +10,7 @@
 #include "engine/app.h"
 #include "engine/bykey.h"
 #include "engine/reduce.h"
+#include "kernels/hist.h"
 
 static wp_app bench_app; /* the benchmark program's one engine (a program, not the daemon) */
 static char device_name[160];
@@ -142,6 +143,53 @@ int wpb_run_bykey(const char *type, const char *key_type, const char *op, int bl
     } else {
         snprintf(why, why_len, "%s", err.msg);
     }
+    wp_spec_free(&s);
+    return rc;
+}
+
+int wpb_histogram(const char *type, unsigned bins, double lo, double hi, const char *strategy, void *in,
+                  unsigned long long n, int repeat, double *kernel_us, unsigned long long *counts, const char **binning,
+                  char *why, unsigned long why_len) {
+    wp_spec s;
+    wp_err err = {0};
+    wp_hist h;
+    wp_buf *edges = NULL;
+    wp_reduce_result r = {0};
+    int rc = spec_for("histogram", type, NULL, 0, &s, &err);
+    if (rc == 0) rc = wp_hist_setup(s.type, bins, lo, hi, &h, &err);
+    if (rc == 0) {
+        s.data.strategy = strategy                    ? wp_strategy_parse(strategy)
+                          : bins <= WP_HIST_SMEM_BINS ? WP_STRAT_SMEM
+                                                      : WP_STRAT_ATOMIC;
+        rc = wp_spec_validate(&s, &err);
+    }
+    double *e = rc == 0 ? malloc((size_t)(bins + 1) * sizeof *e) : NULL;
+    if (rc == 0 && !e) rc = WP_FAIL(&err, 500, "out_of_memory", "", "out of memory");
+    for (unsigned i = 0; rc == 0 && i <= bins; i++) e[i] = wp_hist_edge(&h, i);
+    if (rc == 0 && !(edges = wp_buf_alloc(bench_app.cuda, (size_t)(bins + 1) * sizeof *e, &err))) rc = -1;
+    if (rc == 0) rc = wp_buf_write(edges, 0, e, (size_t)(bins + 1) * sizeof *e, &err);
+    wp_reduce_job job = {.spec = &s,
+                         .in = in,
+                         .n = n,
+                         .groups = bins,
+                         .offsets = edges,
+                         .has_weights = true,
+                         .repeat = repeat,
+                         .overlap_below = overlap_below};
+    if (rc == 0) {
+        wp_hist_weights(&h, job.weights);
+        rc = wp_reduce_run(&bench_app, bench_app.cuda, &job, &r, &err);
+    }
+    if (rc == 0 && counts && repeat <= 1) rc = wp_buf_read(r.out, 0, counts, (size_t)bins * sizeof *counts, &err);
+    if (rc == 0) {
+        *kernel_us = r.kernel_us;
+        if (binning) *binning = h.mode == WP_HIST_FAST ? "fast" : "search";
+    } else {
+        snprintf(why, why_len, "%s", err.msg);
+    }
+    wp_reduce_result_free(&r);
+    wp_buf_free(edges);
+    free(e);
     wp_spec_free(&s);
     return rc;
 }

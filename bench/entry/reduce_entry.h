@@ -45,6 +45,14 @@ int wpb_run_bykey(const char *type, const char *key_type, const char *op, int bl
                   unsigned long long n, void *out_keys, void *out_values, int repeat, double *kernel_us,
                   unsigned long long *runs, char *why, unsigned long why_len);
 
+/* The histogram family: bins equal bins over [lo, hi] of n elements of type at in, `repeat` launches
+ * back to back (the counts, zeroed once, then add up over the repeats); strategy "smem", "atomic" or
+ * NULL (by bins, as the daemon picks). counts (bins u64, may be NULL) get the counts of the last call
+ * made with repeat 1. *binning gets "fast" or "search". Returns 0, or -1 with the message in why. */
+int wpb_histogram(const char *type, unsigned bins, double lo, double hi, const char *strategy, void *in,
+                  unsigned long long n, int repeat, double *kernel_us, unsigned long long *counts, const char **binning,
+                  char *why, unsigned long why_len);
+
 #ifdef __cplusplus
 }
 #endif

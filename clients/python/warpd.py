@@ -1304,6 +1304,41 @@ class Client:
         return ([_number(v, kt) for v in got["keys"]], [_number(v, vt) for v in got["data"]])
 
     # -- device-resident buffers
+    def histogram(self, a=None, bins=10, range=None, *, type=None, buffer=None, generate=None, strategy=None,
+                  check=None, answer=False, **extra):
+        """numpy's np.histogram(a, bins, range=(lo, hi)) on the daemon (POST /v1/reduce, family histogram):
+        equal bins, count for count numpy's. a: a numpy array (sent raw, its type from the dtype) or a list
+        (JSON; type f32 unless given); or buffer=ID, or generate={"kind": ..., "n": N}. range is required
+        (numpy's default, the data's min and max, would be a pass of its own). Returns (counts, edges) as
+        numpy does: counts a uint64 array, edges bins + 1 values of the compare type (float32 for f32,
+        float16 for f16, else float64); lists without numpy. answer=True adds the whole answer (in_range,
+        out_of_range, backend, timing, ...) as a third item."""
+        if range is None:
+            raise ValueError("histogram needs range=(lo, hi)")
+        lo, hi = (float(v) for v in range)
+        fields = {k: v for k, v in dict(strategy=strategy, check=check, **extra).items() if v is not None}
+        if _is_array(a):  # raw bytes from the array's memory, the fields as query arguments
+            view, t = array_bytes(a, type)
+            query = {"family": "histogram", "type": t, "bins": int(bins), "range": f"{lo!r},{hi!r}",
+                     **{k: (json.dumps(v) if isinstance(v, bool) else v) for k, v in fields.items()}}
+            _, _, payload = self.request("POST", "/v1/reduce", raw=view, query=query)
+        else:
+            body = {"family": "histogram", "bins": int(bins), "range": [lo, hi], **fields}
+            if type is not None or buffer is None:
+                body["type"] = type or "f32"
+            given = [(k, v) for k, v in (("data", a), ("buffer", buffer), ("generate", generate)) if v is not None]
+            if len(given) != 1:
+                raise ValueError("give one of a, buffer, generate")
+            body[given[0][0]] = list(a) if given[0][0] == "data" else given[0][1]
+            _, _, payload = self.request("POST", "/v1/reduce", body)
+        self._count("http")
+        ans = json.loads(payload)
+        counts, edges = [int(c) for c in ans["counts"]], ans["edges"]
+        if _np is not None:
+            edge_dtype = {"f32": _np.float32, "f16": _np.float16}.get(ans.get("edge_type"), _np.float64)
+            counts, edges = _np.array(counts, dtype=_np.uint64), _np.array(edges, dtype=_np.float64).astype(edge_dtype)
+        return (counts, edges, ans) if answer else (counts, edges)
+
     def buffer_put(self, data, type=None, ttl=None, progress=None, transport=None):
         """PUT /v1/buffers: a list (sent as JSON), bytes / a binary file (sent raw) or a numpy array (sent raw
         from its memory, or through a region as reduce's; type from its dtype unless given); a CuPy array

@@ -134,11 +134,9 @@ static void stats_json(cJSON *o, cJSON *ops) {
 
 /* The schema of a data-parallel family (kernels/data.h): what /v1/reduce or /v1/scan take for it. */
 static void data_family_json(cJSON *o, const wp_family *f) {
-    static const char *const outs[] = {[WP_DATA_VALUE] = "value",
-                                       [WP_DATA_GROUPS] = "groups",
-                                       [WP_DATA_EACH] = "each",
-                                       [WP_DATA_ARG] = "value_index",
-                                       [WP_DATA_RUNS] = "runs"};
+    static const char *const outs[] = {
+        [WP_DATA_VALUE] = "value",     [WP_DATA_GROUPS] = "groups", [WP_DATA_EACH] = "each",
+        [WP_DATA_ARG] = "value_index", [WP_DATA_RUNS] = "runs",     [WP_DATA_COUNTS] = "counts"};
     cJSON *d = cJSON_AddObjectToObject(o, "data");
     cJSON_AddStringToObject(d, "endpoint",
                             (f->flags & WP_F_NO_INPUT)               ? "generate input"
@@ -173,6 +171,12 @@ static void data_family_json(cJSON *o, const wp_family *f) {
     if (f->flags & WP_F_RADIUS) {
         cJSON_AddNumberToObject(d, "radius_min", 1);
         cJSON_AddNumberToObject(d, "radius_max", WP_STENCIL_MAX_RADIUS);
+    }
+    if (f->flags & WP_F_BINS) { /* histogram: "bins" and "range": [lo, hi] */
+        cJSON_AddNumberToObject(d, "bins_min", 1);
+        cJSON_AddNumberToObject(d, "bins_max", WP_HIST_BINS_MAX);
+        cJSON_AddNumberToObject(d, "bins_smem_max", WP_HIST_SMEM_BINS);
+        cJSON_AddBoolToObject(d, "range", 1);
     }
 }
 

@@ -25,15 +25,15 @@
 
 #define WP_REDUCE_JSON_MAX (1u << 22) /* elements a JSON result may hold; more: base64, raw or a buffer */
 
-static const char *const reduce_families[] = {"device_reduce", "warp_reduce",      "block_reduce",  "argmin",
-                                              "argmax",        "segmented_reduce", "reduce_by_key", NULL};
+static const char *const reduce_families[] = {"device_reduce",    "warp_reduce",   "block_reduce", "argmin", "argmax",
+                                              "segmented_reduce", "reduce_by_key", "histogram",    NULL};
 static const char *const scan_families[] = {"device_scan", "warp_scan", "block_scan", "stencil", NULL};
 
 static const char *const body_fields[] = {
     "family",    "type",    "op",      "strategy", "block",   "width",   "accumulate", "exclusive", "inclusive",
     "init",      "radius",  "weights", "offsets",  "backend", "data",    "data_b64",   "buffer",    "generate",
     "check",     "output",  "compile", "count",    "device",  "profile", "shm",        "map",       "data2",
-    "data2_b64", "buffer2", "shm2",    "ddof",     "keys",    NULL};
+    "data2_b64", "buffer2", "shm2",    "ddof",     "keys",    "bins",    "range",      NULL};
 
 static bool is_octet_stream(const char *s) {
     return s && !strncmp(s, "application/octet-stream", 24) && (!s[24] || s[24] == ';' || s[24] == ' ');
@@ -73,6 +73,7 @@ typedef struct {
     data_form out_form;
     bool array;            /* the family writes an array (scans, per-group results) */
     wp_data_plan plan;     /* for the output's size */
+    wp_hist hist;          /* histogram: its binning (kernels/hist.h) */
     wp_buf *out_buf;       /* "output":"buffer": created in the registry */
     uint8_t *out_host;     /* an array result, downloaded */
     wp_region *out_region; /* "output":{"shm":...}: the result goes there (at out_offset) */
@@ -136,7 +137,7 @@ static int parse_family_form(reduce_req *q) {
         return WP_FAIL(&q->err, 400, "bad_family", "family", "%s runs %s", q->scan ? "/v1/scan" : "/v1/reduce",
                        q->scan ? "device_scan, warp_scan, block_scan or stencil"
                                : "device_reduce, warp_reduce, block_reduce, argmin, argmax, segmented_reduce or "
-                                 "reduce_by_key");
+                                 "reduce_by_key, histogram");
     if (!fam) wp_json_str_k(q->body, "family", allowed[0]);
     q->f = wp_family_find(cJSON_GetObjectItemCaseSensitive(q->body, "family")->valuestring);
     q->data = cJSON_GetObjectItemCaseSensitive(q->body, "data");
@@ -254,7 +255,7 @@ static int parse_job(wp_app *app, reduce_req *q) {
     if (iv && wp_json_to_bits(iv, q->spec.type, "init", &job->init, &q->err)) return -1;
     job->has_init = iv != NULL;
     if (reduce_stat_ddof(q->body, &q->spec, &q->ddof, &q->err)) return -1;
-    return parse_weights(q, job);
+    return parse_weights(q, job) || reduce_hist_parse(q->body, &q->spec, &q->hist, job, &q->err) ? -1 : 0;
 }
 
 /* The data, by its form: read onto the host (data, data_b64, a raw body in memory), already on the
@@ -283,7 +284,7 @@ static int read_input(wp_app *app, reduce_req *q) {
     const cJSON *offs = cJSON_GetObjectItemCaseSensitive(q->body, "offsets");
     if (q->f->flags & WP_F_SEGMENTS) return reduce_input_offsets(offs, in, &q->err);
     if (offs) return WP_FAIL(&q->err, 400, "unknown_field", "offsets", "only segmented_reduce takes offsets");
-    return 0;
+    return q->f->flags & WP_F_BINS ? reduce_hist_input(&q->hist, in, &q->err) : 0;
 }
 
 /* "output": a form's name, or {"shm": {"id", "offset"}} (a region of the caller's: api_shm.c). */
@@ -370,7 +371,8 @@ static int plan_output(wp_app *app, reduce_req *q) {
         q->out_buf = wp_buffers_create_like(app->buffers, q->in.held, q->be, q->spec.type, out_count, &q->err);
         if (!q->out_buf) return -1;
         q->job.job.out = q->out_buf;
-    } else if (q->array && !(q->out_host = malloc(q->plan.out_bytes ? q->plan.out_bytes : 1))) {
+    } else if ((q->array || q->f->data_out == WP_DATA_COUNTS) &&
+               !(q->out_host = malloc(q->plan.out_bytes ? q->plan.out_bytes : 1))) {
         return WP_FAIL(&q->err, 500, "out_of_memory", "", "out of memory");
     }
     q->job.out_host = q->out_host;
@@ -391,6 +393,7 @@ static int add_result(wp_app *app, reduce_req *q, cJSON *o) {
     const wp_reduce_result *r = &q->job.res;
     const wp_type t = q->spec.type;
     if (q->spec.data.stat) return reduce_stat_result(o, &q->spec, r, q->ddof);
+    if (q->f->data_out == WP_DATA_COUNTS) return reduce_hist_result(o, &q->hist, q->out_host, q->in.count, &q->err);
     if (q->f->data_out == WP_DATA_VALUE || q->f->data_out == WP_DATA_ARG) {
         cJSON_AddItemToObject(o, "value", r->has_value ? wp_json_from_bits(t, r->value) : cJSON_CreateNull());
         if (q->f->data_out == WP_DATA_ARG) wp_json_num_k(o, "index", (double)r->index);
@@ -448,9 +451,10 @@ static int add_check(reduce_req *q, cJSON *o) {
     if (q->spec.data.map.expr && !(mapped = reduce_map_host(&q->spec, in->data, &q->in2, in->count, &q->err)))
         return -1;
     const uint8_t *data = mapped ? mapped : in->data;
-    cJSON *c = q->spec.data.stat                 ? reduce_check_stat(&q->spec, data, in->count, r, q->ddof)
-               : q->f->data_out == WP_DATA_VALUE ? reduce_check_value(&q->spec, data, in->count, r)
-               : q->f->data_out == WP_DATA_ARG   ? reduce_check_arg(&q->spec, data, in->count, r)
+    cJSON *c = q->spec.data.stat                  ? reduce_check_stat(&q->spec, data, in->count, r, q->ddof)
+               : q->f->data_out == WP_DATA_VALUE  ? reduce_check_value(&q->spec, data, in->count, r)
+               : q->f->data_out == WP_DATA_ARG    ? reduce_check_arg(&q->spec, data, in->count, r)
+               : q->f->data_out == WP_DATA_COUNTS ? reduce_hist_check(&q->hist, data, in->count, q->out_host)
                : q->out_host ? reduce_check_array(&q->spec, data, in->count, q->out_host, r->out_count, in,
                                                   job->has_init, job->init)
                              : cJSON_CreateObject();

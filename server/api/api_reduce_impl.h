@@ -6,6 +6,7 @@
 
 #include "api.h"
 #include "engine/bykey.h"
+#include "kernels/hist.h"
 
 #define WP_REDUCE_INLINE_MAX (64u << 10) /* bytes of input (or of body) a job may have to run on the HTTP thread */
 
@@ -92,5 +93,13 @@ int reduce_bykey(wp_app *app, const wp_req *req, wp_resp *resp, const reduce_byk
 
 cJSON *reduce_check_array(const wp_spec *s, const uint8_t *host, uint64_t n, const uint8_t *out, uint64_t out_count,
                           const reduce_input *in, bool has_init, uint64_t init);
+
+/* api_reduce_hist.c: the histogram family. parse: "bins" and "range" into h and the job (for any other
+ * family: 400 if they are given); input: in->groups and the edges (bins + 1 doubles, the kernel's aux);
+ * result: the answer's counts, totals and edges; check: the counts against a plain search. */
+int reduce_hist_parse(const cJSON *body, wp_spec *spec, wp_hist *h, wp_reduce_job *job, wp_err *err);
+int reduce_hist_input(const wp_hist *h, reduce_input *in, wp_err *err);
+int reduce_hist_result(cJSON *o, const wp_hist *h, const uint8_t *counts_host, uint64_t n, wp_err *err);
+cJSON *reduce_hist_check(const wp_hist *h, const uint8_t *host, uint64_t n, const uint8_t *counts_host);
 
 #endif

@@ -19,7 +19,8 @@ static const struct {
 } query_fields[] = {{"family", 's'}, {"type", 's'},       {"op", 's'},        {"strategy", 's'},  {"block", 'n'},
                     {"width", 'n'},  {"accumulate", 's'}, {"exclusive", 'b'}, {"inclusive", 'b'}, {"init", 'v'},
                     {"radius", 'n'}, {"backend", 's'},    {"check", 'b'},     {"output", 's'},    {"compile", 'b'},
-                    {"device", 'n'}, {"profile", 'b'},    {"map", 's'},       {"ddof", 'n'}};
+                    {"device", 'n'}, {"profile", 'b'},    {"map", 's'},       {"ddof", 'n'},      {"bins", 'n'},
+                    {"range", 's'}};
 
 void reduce_input_free(wp_app *app, reduce_input *in) {
     free(in->host);

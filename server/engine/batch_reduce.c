@@ -49,7 +49,7 @@ static bool one_value(const wp_family *f) { return f->data_out == WP_DATA_VALUE 
 
 static int run_alone(wp_app *app, wp_backend *be, wp_batch_reduce *j, wp_err *err) {
     wp_reduce_job job = j->job;
-    const size_t esize = wp_type_size(job.spec->type);
+    const size_t esize = wp_type_size(job.spec->type), out_size = wp_data_out_size(job.spec);
     wp_buf *in = NULL, *in2 = NULL, *offsets = NULL;
     int rc = 0;
     uint64_t t0 = wp_now_ns();
@@ -73,7 +73,7 @@ static int run_alone(wp_app *app, wp_backend *be, wp_batch_reduce *j, wp_err *er
     if (rc == 0) rc = wp_reduce_run(app, be, &job, &j->res, err);
     if (rc == 0 && j->out_host && !job.out && j->res.out) {
         t0 = wp_now_ns();
-        rc = wp_buf_read(j->res.out, 0, j->out_host, (size_t)j->res.out_count * esize, err);
+        rc = wp_buf_read(j->res.out, 0, j->out_host, (size_t)j->res.out_count * out_size, err);
         j->download_us = wp_us_since(t0);
         if (rc) wp_reduce_result_free(&j->res);
     }
@@ -379,6 +379,7 @@ static bool batchable(wp_app *app, wp_backend *be, const wp_batch_reduce *j) {
     const size_t esize = wp_type_size(s->type);
     if (!app->batcher || !app->batch_mem || wp_batcher_max(app->batcher) < 2) return false;
     if (!f || !(f->flags & WP_F_DATA) || !f->plan || (f->flags & WP_F_NO_INPUT)) return false;
+    if (f->data_out == WP_DATA_COUNTS) return false; /* histogram: its edges table and zeroed counts, alone */
     if (job->out || job->repeat > 1 || job->graph || job->n * esize > WP_BATCH_INPUT_MAX) return false;
     if (job->in2 || j->in2_host || s->data.map_y) return false; /* the batch layout has one input per job */
     if (!j->in_host && !(job->in && !wp_buf_shards(job->in) && wp_buf_backend(job->in) == be &&

@@ -171,6 +171,14 @@ int wp_reduce_check(wp_backend *b, const wp_reduce_job *job, wp_err *err) {
             return WP_FAIL(err, 400, "bad_offsets", "offsets", "segmented_reduce needs groups + 1 offsets on %s",
                            wp_backend_name(b));
     }
+    if ((f->flags & WP_F_BINS) && (job->groups < 1 || job->groups > WP_HIST_BINS_MAX ||
+                                   (s->data.strategy == WP_STRAT_SMEM && job->groups > WP_HIST_SMEM_BINS)))
+        return WP_FAIL(err, 400, "bad_bins", "bins", "bins must be 1..%u (1..%u with strategy smem)", WP_HIST_BINS_MAX,
+                       WP_HIST_SMEM_BINS);
+    if ((f->flags & WP_F_BINS) && (!job->offsets || wp_buf_backend(job->offsets) != b ||
+                                   wp_buf_size(job->offsets) < (job->groups + 1) * sizeof(double)))
+        return WP_FAIL(err, 400, "bad_offsets", "range", "a histogram needs its bins + 1 edges on %s",
+                       wp_backend_name(b));
     if (s->data.strategy == WP_STRAT_REDUX && !is_emu(b)) {
         const wp_device_info di = *wp_backend_facts(b);
         if (di.sm < 80)
@@ -317,9 +325,9 @@ static int reduce_kernel(struct wp_app *app, wp_backend *b, const wp_spec *s, co
 }
 
 /* An array result's buffer: the job's (checked) or a new one the result owns. */
-static int reduce_output(wp_backend *b, const wp_reduce_job *job, const wp_data_plan *plan, wp_type t,
+static int reduce_output(wp_backend *b, const wp_reduce_job *job, const wp_data_plan *plan, const wp_spec *s,
                          wp_reduce_result *res, wp_err *err) {
-    res->out_count = plan->out_bytes / wp_type_size(t);
+    res->out_count = plan->out_bytes / wp_data_out_size(s);
     if (job->out) {
         res->out = job->out;
         if (wp_buf_size(job->out) < plan->out_bytes || wp_buf_backend(job->out) != b)
@@ -365,13 +373,15 @@ static int reduce_run(struct wp_app *app, wp_backend *b, const wp_reduce_job *jo
     }
     if (f->flags & WP_F_NO_INPUT) p.init = job->constant; /* generate */
     if (f->flags & WP_F_RADIUS) default_weights(job, acc, s->data.radius, p.weights);
+    if (f->flags & WP_F_BINS) memcpy(p.weights, job->weights, sizeof p.weights); /* the binning (hist.h) */
 
     wp_ready_kernel rk = {0};
     int got = reduce_kernel(app, b, s, job, emu, res, &rk, err);
     if (got) return got;
 
     bool one_value = f->data_out == WP_DATA_VALUE || f->data_out == WP_DATA_ARG;
-    int rc = one_value ? 0 : reduce_output(b, job, &plan, t, res, err);
+    int rc = one_value ? 0 : reduce_output(b, job, &plan, s, res, err);
+    if (rc == 0 && f->data_out == WP_DATA_COUNTS) rc = wp_buf_memset(res->out, 0, 0, plan.out_bytes, err);
     uint8_t result[WP_STAT_ACC_BYTES] = {0}; /* one value, an {accumulator, index} or a statistic's accumulator */
     if (rc == 0 && plan.grid > 0) {
         p.in = job->in ? wp_buf_addr(job->in) : 0;

@@ -32,7 +32,9 @@ typedef struct {
     uint64_t groups;
     bool has_init; /* scans: start from init (raw bits of spec->type) */
     uint64_t init;
-    bool has_weights; /* stencil: 2*radius+1 weights (default: all 1/(2r+1)) */
+    bool has_weights; /* stencil: 2*radius+1 weights (default: all 1/(2r+1)); histogram: its binning
+                         (wp_hist_weights, kernels/hist.h), groups = bins, offsets = its edges
+                         (bins + 1 doubles) */
     double weights[2 * WP_STENCIL_MAX_RADIUS + 1];
     int gen_kind; /* generate: WP_GEN_*, seed, constant (raw bits of spec->type) */
     uint64_t seed, constant;

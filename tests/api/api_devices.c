@@ -415,6 +415,10 @@ static void test_sharded_one(int n) {
     o = req("POST", "/v1/reduce", body, &st);
     CHECKF(st == 400 && !strcmp(err_code(o), "shard_unsupported"), "argmax over shards: %d", st);
     cJSON_Delete(o);
+    snprintf(body, sizeof body, "{\"buffer\":\"%s\",\"family\":\"histogram\",\"bins\":4,\"range\":[0,1]}", id);
+    o = req("POST", "/v1/reduce", body, &st);
+    CHECKF(st == 400 && !strcmp(err_code(o), "shard_unsupported"), "histogram over shards: %d", st);
+    cJSON_Delete(o);
     delete_buffer(id);
 }
 

@@ -62,6 +62,48 @@ def route_missing(client, method, path):
     return False
 
 
+# ---------------------------------------------------------------- live daemon: histogram (issue 21)
+class LiveHistogram(unittest.TestCase):
+    """c.histogram(a, bins, range) returns numpy's (counts, edges), with numpy or without it."""
+
+    def setUp(self):
+        self.c = Client(URL)
+
+    def tearDown(self):
+        self.c.close()
+
+    def test_list_input(self):
+        counts, edges, ans = self.c.histogram([0, 0.1, 0.25, 0.5, 0.99, 1, 1.5, -0.0], 4, (0, 1), answer=True)
+        self.assertEqual([int(c) for c in counts], [3, 1, 1, 2])  # 0.25 opens bin 1; 1 closes the last
+        self.assertEqual([float(e) for e in edges], [0, 0.25, 0.5, 0.75, 1])
+        self.assertEqual((ans["in_range"], ans["out_of_range"]), ("7", "1"))
+
+    def test_like_numpy(self):
+        try:
+            import numpy as np
+        except ImportError:
+            return  # without numpy: test_list_input is the check
+        e = np.linspace(0.1, 0.7, 257).astype(np.float32)
+        x = np.concatenate([e, np.nextafter(e, np.float32(2)), np.nextafter(e, np.float32(-2)),
+                            np.array([np.nan, np.inf, -np.inf, -0.0, 1e-45], np.float32)])
+        counts, edges = self.c.histogram(x, 256, (0.1, 0.7))
+        want_counts, want_edges = np.histogram(x, 256, range=(0.1, 0.7))
+        self.assertEqual(counts.dtype, np.uint64)
+        self.assertTrue(np.array_equal(counts, want_counts))
+        self.assertTrue(np.array_equal(edges, want_edges))
+
+    def test_errors_name_the_field(self):
+        c = self.c
+        with self.assertRaises(WarpdError) as e:
+            c.histogram([1.0], 0, (0, 1))
+        self.assertEqual(e.exception.field, "bins")
+        with self.assertRaises(WarpdError) as e:
+            c.histogram([1.0], 4, (1, 1))
+        self.assertEqual(e.exception.field, "range")
+        with self.assertRaises(ValueError):
+            c.histogram([1.0], 4)
+
+
 # ---------------------------------------------------------------- live daemon: core endpoints
 class LiveCore(unittest.TestCase):
     def setUp(self):

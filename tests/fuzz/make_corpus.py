@@ -93,3 +93,15 @@ write('url', [b'\x00b-123', b'\x01nope', b'\x02j-1', b'\x03j-1/x', b'\x04state=d
               b'\x06type=i32&op=max&output=b64\n' + bytes(8), b'\x06type=f32&op=var&ddof=1\n' + bytes(16),
               b'\x06type=f64&op=norm2&ddof=2\n' + bytes(16), b'\x07type=i32&op=sum&exclusive=true\n' + bytes(12),
               b'\x08data=raw', b'\x08data=1', b'\x08data=b64', b'\x08data=json&x=%00'])
+
+# histogram (issue 21): bins and range, valid and not, JSON and a raw body's query (the url harness)
+hist = [{"family": "histogram", "type": t, "bins": b, "range": r, "data": d}
+        for t, b, r, d in [("f32", 4, [0, 1], [0, 0.25, 1, 1.5, "nan"]), ("f16", 7, [-2.5, -0.5], [-1, -2.5]),
+                           ("i64", 3, [-10, 10], [-10, 0, 10, "9223372036854775807"]), ("f32", 0, [0, 1], [1]),
+                           ("f32", 3, [1, 1], [1]), ("f32", 3, [0, 1e-44], [0]), ("f32", 20000, [0, 1], [0.5]),
+                           ("f64", 5, [0, 1e308], [1e300]), ("f32", 2, "0,1", [0.5]), ("bf16", 256, [0, 1], [])]]
+hist.append({"family": "histogram", "type": "f32", "bins": 16, "range": [0, 1], "strategy": "atomic",
+             "generate": {"kind": "random", "n": 1000, "seed": 1}, "check": True})
+write('reduce', [json.dumps(h, separators=(',', ':')).encode() for h in hist])
+write('url', [b'\x06family=histogram&type=f32&bins=4&range=0,1\n' + bytes(16),
+              b'\x06family=histogram&type=f32&bins=4&range=1\n' + bytes(8)])

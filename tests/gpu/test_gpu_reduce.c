@@ -133,6 +133,7 @@ static int list_cases(run_ctx *ctx, const char *only, int sm) {
         const wp_family *f = families[fi];
         if (!(f->flags & WP_F_DATA) || (only && strcmp(only, f->name))) continue;
         if (f->flags & WP_F_KEYS) continue; /* reduce_by_key: test_gpu_bykey.c */
+        if (f->flags & WP_F_BINS) continue; /* histogram: bins and a range to give, test_gpu_hist.c */
         const int *widths = (f->flags & WP_F_WIDTH_GROUP) ? (ctx->quick ? widths_quick : widths_full) : (int[]){32};
         int n_widths = (f->flags & WP_F_WIDTH_GROUP) ? (ctx->quick ? 1 : 3) : 1;
         /* device_scan: one warp, staged tiles up to 32 KiB (256, 512) and direct loads (1024) */
