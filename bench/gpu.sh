@@ -21,6 +21,7 @@ gpu_tasks=(
   "multi|(on 2+ GPUs)|sharded and per-device buffers: 2^31 reduce speed-up, concurrent reduces, 1 GiB uploads"
   "upload|(CONN_MEMORY=...)|1 GiB raw PUT /v1/buffers to device 0 per --conn-memory, GB/s"
   "shm|(SHM_BYTES= RUNS=)|1 GiB f32 in a registered region reduced, against HTTP and the pinned copy; IPC"
+  "issue21||every issue 21 piece in ~8 minutes: the five cuda = emu tests (quick), the benches at 2^24..2^28, ipclat"
   "ipclat|(FLAGSETS= N=)|a repeated CUDA IPC reduce from Python taken apart: client phases, bare socket, daemon, wrk"
   "floor||loopback HTTP floor: nginx's fixed 200 and warpd's GET /v1/health at 1 and 256 connections"
   "threads|[warpd flags...]|CPU seconds per warpd thread name under wrk at 256 connections"
