@@ -69,6 +69,12 @@ static inline const char *wp_stat_acc_name(int sacc) { /* the kernel key's op: "
     return sacc >= WP_SACC_MOMENTS && sacc <= WP_SACC_NONZERO ? names[sacc] : "none";
 }
 
+/* The bytes of accumulator sacc (WP_SACC_*) the kernel writes: the rest of WP_STAT_ACC_BYTES is never
+ * written (a read of it would see what the buffer held before). */
+static inline size_t wp_stat_acc_bytes(int sacc) {
+    return sacc == WP_SACC_MOMENTS ? sizeof(wp_moments) : sacc == WP_SACC_SQ_SUM ? sizeof(wp_sqsum) : 8;
+}
+
 /* WP_SACC_*: what a statistic's kernel folds. */
 static inline int wp_stat_acc(int stat) {
     return stat == WP_STAT_MEAN || stat == WP_STAT_VAR || stat == WP_STAT_STD ? WP_SACC_MOMENTS

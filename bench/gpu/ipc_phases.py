@@ -23,9 +23,9 @@ marks = {}
 orig = warpd.Client._exchange
 
 
-def timed_exchange(conn, method, target, data, headers):
+def timed_exchange(conn, method, target, data, headers, spin_us=0):
     marks["x0"] = time.perf_counter_ns()
-    r = orig(conn, method, target, data, headers)
+    r = orig(conn, method, target, data, headers, spin_us)
     marks["x1"] = time.perf_counter_ns()
     marks["body"] = data
     marks["head"] = headers
@@ -44,6 +44,12 @@ for _ in range(R):
     post.append((t1 - marks["x1"]) / 1e3)
     total.append(ans["timing"]["total_us"])
 warpd.Client._exchange = staticmethod(orig)
+c0 = warpd.Client(url, spin_us=0)  # the same without polling the socket (sleeps in recv at once)
+c0.reduce(a)
+nospin = []
+for _ in range(R):
+    t0 = time.perf_counter_ns(); c0.reduce(a); nospin.append((time.perf_counter_ns() - t0) / 1e3)
+c0.close()
 prof = [c._json("POST", "/v1/reduce", {"op": "sum", "buffer": json.loads(marks["body"])["buffer"], "profile": True})
         for _ in range(21)]
 kern = med([p["timing"]["kernel_us"] for p in prof])
@@ -90,6 +96,7 @@ print(f"  Client.reduce   {med(whole):6.0f} us  (over the kernel {med(whole) - k
 print(f"    before        {med(pre):6.1f} us")
 print(f"    exchange      {med(wire):6.1f} us")
 print(f"    after         {med(post):6.1f} us")
+print(f"  spin_us=0       {med(nospin):6.0f} us  (over the kernel {med(nospin) - kern:.0f}; default spin_us {warpd.SPIN_US})")
 print(f"  bare socket     {med(bare):6.0f} us  (over the kernel {med(bare) - kern:.0f})")
 print(f"  daemon total_us {med(total):6.0f} us  (over the kernel {med(total) - kern:.0f})")
 print(f"  steps: cuCtxSynchronize {sync:.1f}, __cuda_array_interface__ {cai:.1f}, device.id {dev:.1f}, "

@@ -72,6 +72,7 @@ _STRUCT = {"i32": "i", "u32": "I", "i64": "q", "u64": "Q", "f32": "f", "f64": "d
 PROGRESS_MIN_BYTES = 1 << 20  # uploads at least this large show a progress bar (CLI)
 SHM_AUTO_MIN_BYTES = 1 << 20  # transport "auto": a numpy array this large goes through a pooled region
 SHM_POOL_KEEP = 2             # idle pooled regions a client keeps for the next calls (more are freed)
+SPIN_US = 2000                # a request polls its socket this long for the answer before it sleeps (Client spin_us)
 IPC_CACHE_MAX = 64            # CUDA IPC buffers a client keeps registered (least recently used go first)
 IPC_ALIGN = 16                # a CUDA array goes by IPC from an address that is a multiple of this: the
                               # daemon's kernels load 16-byte vectors (templates/reduce.cu), so another start
@@ -808,11 +809,30 @@ class _UnixHTTPConnection(http.client.HTTPConnection):
         self.sock = sock
 
 
+def _spin_recv(sock, spin_us, timeout):
+    """What the socket has within spin_us, polled without sleeping (b"" when nothing came: the caller
+    then sleeps in recv as usual); the socket's timeout is put back."""
+    sock.settimeout(0.0)
+    end = time.perf_counter() + spin_us * 1e-6
+    try:
+        while True:
+            try:
+                got = sock.recv(65536)
+                if not got:
+                    raise http.client.RemoteDisconnected("the server closed the connection without an answer")
+                return got
+            except (BlockingIOError, InterruptedError):
+                if time.perf_counter() > end:
+                    return b""
+    finally:
+        sock.settimeout(timeout)
+
+
 class Client:
     """One warpd daemon. Methods return the decoded JSON answer (dict) unless said otherwise."""
 
     def __init__(self, base_url=None, timeout=120.0, token=None, *, transport="auto", shm_prefix="/warpd",
-                 shm_mode=None, shm_group=None):
+                 shm_mode=None, shm_group=None, spin_us=SPIN_US):
         """transport: how numpy and CUDA arrays reach the daemon unless a call says otherwise — "auto" (a
         shared() array's region, CUDA IPC for GPU arrays, a pooled region for numpy arrays of at least
         SHM_AUTO_MIN_BYTES, when the daemon is local; HTTP otherwise or when the daemon refuses), "http",
@@ -821,9 +841,13 @@ class Client:
         shm_mode: the objects' permissions (default 0600: a daemon of another user cannot map them, and
         "auto" then goes by HTTP); shm_group: a group name or id the objects are given, with mode 0660 by
         default: "warpd-shm" lets the Debian package's daemon (its DynamicUser is in that group) map them,
-        when this user is a member (adduser USER warpd-shm)."""
+        when this user is a member (adduser USER warpd-shm). spin_us: how long a request on a kept
+        plain-HTTP or Unix-socket connection polls its socket for the answer before it sleeps in recv (a
+        thread woken from recv comes back tens of microseconds later on a cold core: a repeated CUDA IPC
+        reduce, issue 22); 0 sleeps at once. It spends that much of one CPU at most per request."""
         self.base = (base_url or os.environ.get("WARPD") or DEFAULT_URL).rstrip("/")
         self.timeout = timeout
+        self.spin_us = spin_us
         self.token = token or os.environ.get("WARPD_TOKEN") or None  # sent as Authorization: Bearer
         if transport not in TRANSPORTS:
             raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}, not {transport!r}")
@@ -966,7 +990,8 @@ class Client:
                     status, rheaders, payload, closing = self._http_client_exchange(conn, method, target, data,
                                                                                     headers, reused)
                 else:
-                    status, rheaders, payload, closing = self._exchange(conn, method, target, data, headers)
+                    status, rheaders, payload, closing = self._exchange(conn, method, target, data, headers,
+                                                                        self.spin_us)
             except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
                 self._forget(conn, kept)
                 if reused and attempt == 0:
@@ -1010,7 +1035,7 @@ class Client:
         return resp.status, {k.title(): v for k, v in resp.getheaders()}, payload, resp.will_close
 
     @staticmethod
-    def _exchange(conn, method, target, data, headers):
+    def _exchange(conn, method, target, data, headers, spin_us=0):
         """One request and its answer on conn's socket, written and read by hand: one sendall, then the
         status line, the headers and a Content-Length (or chunked) body. http.client's parsing is most of
         a small request's time in Python (a repeated CUDA IPC reduce: issue 22). Returns (status, headers,
@@ -1028,7 +1053,7 @@ class Client:
             sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + (bytes(data) if data else b""))
         except (BrokenPipeError, ConnectionResetError):
             pass  # an answer before the whole body (413, ...) may still be there: read it
-        buf = bytearray()
+        buf = bytearray(_spin_recv(sock, spin_us, conn.timeout) if spin_us > 0 else b"")
         while b"\r\n\r\n" not in buf:
             got = sock.recv(65536)
             if not got:

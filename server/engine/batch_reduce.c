@@ -22,6 +22,7 @@
 #include "batch.h"
 #include "batch_exec.h"
 #include "bgbuild.h"
+#include "kernels/stats.h"
 #include "util/log.h"
 
 #define HEAD_BYTES 256  /* reduce.c's WP_SCRATCH_HEAD: counters, then the result slot */
@@ -233,7 +234,8 @@ static void item_results(reduce_item *it, const unsigned char *h, const wp_ready
     const unsigned char *result = h + it->head_at + HEAD_RESULT;
     if (s->data.stat) { /* a statistic's accumulator (zeros for no elements) */
         r->has_value = true;
-        if (j->job.n > 0) memcpy(r->stat_acc, result, sizeof r->stat_acc);
+        memset(r->stat_acc, 0, sizeof r->stat_acc); /* what the kernel writes, the rest zero (as the emulator's) */
+        if (j->job.n > 0) memcpy(r->stat_acc, result, wp_stat_acc_bytes(wp_stat_acc(s->data.stat)));
     } else if (f->data_out == WP_DATA_VALUE) {
         r->has_value = j->job.n > 0 || has_ident;
         r->acc_value = j->job.n > 0 ? wp_data_load(acc, result, 0) : ident;

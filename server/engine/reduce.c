@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "app.h"
+#include "kernels/stats.h"
 #include "util/sha256.h"
 
 #define WP_SCRATCH_HEAD 256
@@ -270,7 +271,8 @@ static int run_cuda(struct wp_app *app, wp_backend *b, const wp_spec *s, void *f
     /* one value: its slot comes back in the launch's own wait (one round trip, not two) */
     if (rc == 0 && one_value)
         rc = wp_backend_launch_read(b, fns, ls, repeat, &res->kernel_us, sc->buf, WP_SCRATCH_RESULT, result,
-                                    WP_STAT_ACC_BYTES, err);
+                                    job->spec->data.stat ? wp_stat_acc_bytes(wp_stat_acc(job->spec->data.stat)) : 16,
+                                    err); /* what the kernel writes, no more (result is zeroed) */
     else if (rc == 0)
         rc = wp_backend_launch(b, fns, ls, repeat, &res->kernel_us, err);
     res->kernel_us /= repeat;
