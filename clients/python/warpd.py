@@ -712,6 +712,8 @@ def _gpu_kind(x):
         return "torch" if getattr(x, "is_cuda", False) else None
     if mod.startswith("numpy") or isinstance(x, (list, tuple, bytes, bytearray, memoryview, str, dict)):
         return None
+    if mod.startswith("cupy") and isinstance(getattr(type(x), "__cuda_array_interface__", None), property):
+        return "cupy"  # a CuPy array: its interface (a new dict each time) is read once, by _GpuArray
     try:
         if getattr(x, "__cuda_array_interface__", None) is None:
             return None
@@ -807,6 +809,10 @@ class _UnixHTTPConnection(http.client.HTTPConnection):
             sock.close()
             raise
         self.sock = sock
+
+
+_JSON_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)  # request bodies (made once)
+_HEADER_NAMES = {}  # an answer's header names as received -> titled (_exchange)
 
 
 def _spin_recv(sock, spin_us, timeout):
@@ -931,7 +937,7 @@ class Client:
         headers = {}
         data = None
         if body is not None:
-            data = json.dumps(body, separators=(",", ":"), allow_nan=False).encode()
+            data = _JSON_ENCODER.encode(body).encode()
             headers["Content-Type"] = "application/json"
         elif raw is not None:
             headers["Content-Type"] = content_type or "application/octet-stream"
@@ -1042,15 +1048,18 @@ class Client:
         body, whether the server closes the connection)."""
         if conn.sock is None:
             conn.connect()
-        host = conn.host if ":" not in conn.host else f"[{conn.host}]"
-        head = [f"{method} {target} HTTP/1.1", f"Host: {host}:{conn.port}" if conn.port else f"Host: {host}",
-                "Accept-Encoding: identity"]
-        head += [f"{k}: {v}" for k, v in headers.items()]
+        host = getattr(conn, "warpd_host_line", None)
+        if host is None:  # "Host: ..." once per connection
+            name = conn.host if ":" not in conn.host else f"[{conn.host}]"
+            host = conn.warpd_host_line = f"Host: {name}:{conn.port}" if conn.port else f"Host: {name}"
+        head = f"{method} {target} HTTP/1.1\r\n{host}\r\nAccept-Encoding: identity\r\n"
+        for k, v in headers.items():
+            head += f"{k}: {v}\r\n"
         if data is not None or method in ("POST", "PUT"):
-            head.append(f"Content-Length: {len(data) if data is not None else 0}")
+            head += f"Content-Length: {len(data) if data is not None else 0}\r\n"
         sock = conn.sock
         try:
-            sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + (bytes(data) if data else b""))
+            sock.sendall((head + "\r\n").encode("latin-1") + (bytes(data) if data else b""))
         except (BrokenPipeError, ConnectionResetError):
             pass  # an answer before the whole body (413, ...) may still be there: read it
         buf = bytearray(_spin_recv(sock, spin_us, conn.timeout) if spin_us > 0 else b"")
@@ -1069,7 +1078,12 @@ class Client:
         rheaders = {}
         for line in lines[1:]:
             k, _, v = line.partition(":")
-            rheaders[k.strip().title()] = v.strip()
+            t = _HEADER_NAMES.get(k)
+            if t is None:  # a name not seen before: titled, and kept for next time (a few dozen at most)
+                t = k.strip().title()
+                if len(_HEADER_NAMES) < 256:
+                    _HEADER_NAMES[k] = t
+            rheaders[t] = v.strip()
         closing = rheaders.get("Connection", "").lower() == "close"
 
         def more():
@@ -1111,7 +1125,7 @@ class Client:
             return {}
         if "json" not in headers.get("Content-Type", "json"):
             return payload
-        return json.loads(payload)
+        return json.loads(payload.decode("utf-8"))  # the daemon writes UTF-8 (a str skips json's detection)
 
     # -- read-only endpoints
     def health(self):

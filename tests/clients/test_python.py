@@ -104,6 +104,27 @@ class LiveHistogram(unittest.TestCase):
             c.histogram([1.0], 4)
 
 
+# ---------------------------------------------------------------- the socket poll before recv (Client spin_us)
+class SpinRecv(unittest.TestCase):
+    """_spin_recv gives what arrives within spin_us, else b"" (the caller then sleeps in recv), raises when
+    the peer closed, and puts the socket's timeout back."""
+
+    def test_spin(self):
+        import http.client
+        import socket
+        a, b = socket.socketpair()
+        with a, b:
+            a.settimeout(5.0)
+            self.assertEqual(warpd._spin_recv(a, 300, 5.0), b"")
+            self.assertEqual(a.gettimeout(), 5.0)
+            b.sendall(b"HTTP/1.1 200 OK\r\n")
+            self.assertEqual(warpd._spin_recv(a, 2_000_000, 5.0), b"HTTP/1.1 200 OK\r\n")
+            b.close()
+            with self.assertRaises(http.client.RemoteDisconnected):
+                warpd._spin_recv(a, 2_000_000, 5.0)
+            self.assertEqual(a.gettimeout(), 5.0)
+
+
 # ---------------------------------------------------------------- live daemon: core endpoints
 class LiveCore(unittest.TestCase):
     def setUp(self):
@@ -117,6 +138,13 @@ class LiveCore(unittest.TestCase):
         self.assertIn(info["backend"], ("emu", "cuda"))
         self.assertIn("version", info["nvrtc"])
         self.assertEqual(info["limits"]["max_lanes"], 1024)
+
+    def test_spin_or_not_same_answer(self):
+        for spin in (0, warpd.SPIN_US):  # polling the socket first (the default) or sleeping in recv at once
+            c = Client(URL, spin_us=spin)
+            self.assertEqual(c.reduce([1, 2, 3.5])["value"], 6.5)
+            self.assertEqual(c.health(), {"status": "ok"})
+            c.close()
 
     def test_reduce_by_key(self):
         keys, vals = self.c.reduce_by_key([1, 1, 2, 2, 2, 1], [1, 2, 3, 4, 5, 6])  # f32 sums over i32 keys
