@@ -216,7 +216,7 @@ static void default_weights(const wp_reduce_job *job, wp_type acc, int radius, d
 /* Runs the planned launch on cuda: scratch, the atomic start value, the launch, the result slot. */
 static int run_cuda(struct wp_app *app, wp_backend *b, const wp_spec *s, void *fn, const wp_data_plan *plan,
                     wp_data_params *p, uint64_t ident, const wp_reduce_job *job, uint8_t result[WP_STAT_ACC_BYTES],
-                    wp_reduce_result *res, wp_err *err) {
+                    size_t result_len, wp_reduce_result *res, wp_err *err) {
     int repeat = job->repeat;
     const wp_family *f = s->family;
     scratch *sc = scratch_take(app->reduce, b, WP_SCRATCH_HEAD + plan->scratch_bytes, err);
@@ -270,9 +270,8 @@ static int run_cuda(struct wp_app *app, wp_backend *b, const wp_spec *s, void *f
     }
     /* one value: its slot comes back in the launch's own wait (one round trip, not two) */
     if (rc == 0 && one_value)
-        rc = wp_backend_launch_read(b, fns, ls, repeat, &res->kernel_us, sc->buf, WP_SCRATCH_RESULT, result,
-                                    job->spec->data.stat ? wp_stat_acc_bytes(wp_stat_acc(job->spec->data.stat)) : 16,
-                                    err); /* what the kernel writes, no more (result is zeroed) */
+        rc = wp_backend_launch_read(b, fns, ls, repeat, &res->kernel_us, sc->buf, WP_SCRATCH_RESULT, result, result_len,
+                                    err);
     else if (rc == 0)
         rc = wp_backend_launch(b, fns, ls, repeat, &res->kernel_us, err);
     res->kernel_us /= repeat;
@@ -382,6 +381,8 @@ static int reduce_run(struct wp_app *app, wp_backend *b, const wp_reduce_job *jo
     if (got) return got;
 
     bool one_value = f->data_out == WP_DATA_VALUE || f->data_out == WP_DATA_ARG;
+    /* the bytes of the result slot the kernel writes: a statistic's accumulator leaves the rest unwritten */
+    const size_t result_len = s->data.stat ? wp_stat_acc_bytes(wp_stat_acc(s->data.stat)) : 16;
     int rc = one_value ? 0 : reduce_output(b, job, &plan, s, res, err);
     if (rc == 0 && f->data_out == WP_DATA_COUNTS) rc = wp_buf_memset(res->out, 0, 0, plan.out_bytes, err);
     uint8_t result[WP_STAT_ACC_BYTES] = {0}; /* one value, an {accumulator, index} or a statistic's accumulator */
@@ -397,7 +398,7 @@ static int reduce_run(struct wp_app *app, wp_backend *b, const wp_reduce_job *jo
             f->data_emulate(s, &p, &plan);
             res->kernel_us = wp_us_since(t0);
         } else {
-            rc = run_cuda(app, b, s, rk.fn, &plan, &p, ident, job, result, res, err);
+            rc = run_cuda(app, b, s, rk.fn, &plan, &p, ident, job, result, result_len, res, err);
         }
         if (rc == 0) wp_metrics_observe_kernel(app->metrics, f->name, wp_backend_name(b), res->kernel_us / 1e6);
     }
