@@ -213,7 +213,8 @@ static void default_weights(const wp_reduce_job *job, wp_type acc, int radius, d
     }
 }
 
-/* Runs the planned launch on cuda: scratch, the atomic start value, the launch, the result slot. */
+/* Runs the planned launch on cuda: scratch, the atomic start value, the launch, the result slot (its
+ * first result_len bytes: what the kernel writes; a statistic's accumulator leaves the rest unwritten). */
 static int run_cuda(struct wp_app *app, wp_backend *b, const wp_spec *s, void *fn, const wp_data_plan *plan,
                     wp_data_params *p, uint64_t ident, const wp_reduce_job *job, uint8_t result[WP_STAT_ACC_BYTES],
                     size_t result_len, wp_reduce_result *res, wp_err *err) {
@@ -381,8 +382,7 @@ static int reduce_run(struct wp_app *app, wp_backend *b, const wp_reduce_job *jo
     if (got) return got;
 
     bool one_value = f->data_out == WP_DATA_VALUE || f->data_out == WP_DATA_ARG;
-    /* the bytes of the result slot the kernel writes: a statistic's accumulator leaves the rest unwritten */
-    const size_t result_len = s->data.stat ? wp_stat_acc_bytes(wp_stat_acc(s->data.stat)) : 16;
+    const size_t result_len = s->data.stat ? wp_stat_acc_bytes(wp_stat_acc(s->data.stat)) : 16; /* run_cuda */
     int rc = one_value ? 0 : reduce_output(b, job, &plan, s, res, err);
     if (rc == 0 && f->data_out == WP_DATA_COUNTS) rc = wp_buf_memset(res->out, 0, 0, plan.out_bytes, err);
     uint8_t result[WP_STAT_ACC_BYTES] = {0}; /* one value, an {accumulator, index} or a statistic's accumulator */
