@@ -219,6 +219,9 @@ static int run_cuda(struct wp_app *app, wp_backend *b, const wp_spec *s, void *f
                     wp_reduce_result *res, wp_err *err) {
     int repeat = job->repeat;
     const wp_family *f = s->family;
+    /* what a one-value kernel writes, no more (result is zeroed): a statistic's accumulator, else a value
+     * and an index (asked here, before the backend's calls: tests/layout/walk.py counts the returns) */
+    const size_t result_bytes = s->data.stat ? wp_stat_acc_bytes(wp_stat_acc(s->data.stat)) : 16;
     scratch *sc = scratch_take(app->reduce, b, WP_SCRATCH_HEAD + plan->scratch_bytes, err);
     if (!sc) return -1;
     uint64_t base = wp_buf_addr(sc->buf);
@@ -271,8 +274,7 @@ static int run_cuda(struct wp_app *app, wp_backend *b, const wp_spec *s, void *f
     /* one value: its slot comes back in the launch's own wait (one round trip, not two) */
     if (rc == 0 && one_value)
         rc = wp_backend_launch_read(b, fns, ls, repeat, &res->kernel_us, sc->buf, WP_SCRATCH_RESULT, result,
-                                    job->spec->data.stat ? wp_stat_acc_bytes(wp_stat_acc(job->spec->data.stat)) : 16,
-                                    err); /* what the kernel writes, no more (result is zeroed) */
+                                    result_bytes, err);
     else if (rc == 0)
         rc = wp_backend_launch(b, fns, ls, repeat, &res->kernel_us, err);
     res->kernel_us /= repeat;
