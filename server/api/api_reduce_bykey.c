@@ -33,10 +33,16 @@ static void bykey_free(wp_app *app, bykey_req *k) {
     free(k->host_values);
 }
 
-/* An input error's field said under "keys." ("data[3]" -> "keys.data[3]"). */
+/* An input error's field said under "keys." ("data[3]" -> "keys.data[3]"), and its message where it
+ * starts with that field ("data[3]: ..." -> "keys.data[3]: ..."). */
 static int keys_field(wp_err *err) {
-    char field[sizeof err->field];
+    char field[sizeof err->field], msg[sizeof err->msg];
+    const size_t n = strlen(err->field);
     if (strncmp(err->field, "keys", 4)) {
+        if (n && !strncmp(err->msg, err->field, n)) {
+            snprintf(msg, sizeof msg, "keys.%.250s", err->msg);
+            snprintf(err->msg, sizeof err->msg, "%s", msg);
+        }
         snprintf(field, sizeof field, "keys.%.58s", err->field);
         snprintf(err->field, sizeof err->field, "%s", field);
     }
