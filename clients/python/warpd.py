@@ -1238,6 +1238,12 @@ class Client:
         if _is_array(data2):
             if type is None and _is_array(first):
                 type = array_bytes(first[:0] if first.ndim else first.reshape(1)[:0], None)[1]
+            if type is None and data2.dtype.kind in "iuf" and data2.dtype.name != "float32":
+                # the first's type is the server's to say (a list or generate: f32, a buffer: its own): a
+                # float32 array goes as bytes (the default type), another as a list read in that type
+                wide = data2.dtype.kind in "iu" and data2.dtype.itemsize == 8  # exact past 2^53 as strings
+                extra["data2"] = [str(v) for v in data2.reshape(-1).tolist()] if wide else data2.reshape(-1).tolist()
+                return
             view, _ = array_bytes(data2, type)
             extra["data2_b64"] = base64.b64encode(view).decode()
         elif isinstance(data2, (bytes, bytearray, memoryview)):

@@ -136,8 +136,8 @@ static int parse_family_form(reduce_req *q) {
     if (fam && (!cJSON_IsString(fam) || !listed(allowed, fam->valuestring)))
         return WP_FAIL(&q->err, 400, "bad_family", "family", "%s runs %s", q->scan ? "/v1/scan" : "/v1/reduce",
                        q->scan ? "device_scan, warp_scan, block_scan or stencil"
-                               : "device_reduce, warp_reduce, block_reduce, argmin, argmax, segmented_reduce or "
-                                 "reduce_by_key, histogram");
+                               : "device_reduce, warp_reduce, block_reduce, argmin, argmax, segmented_reduce, "
+                                 "reduce_by_key or histogram");
     if (!fam) wp_json_str_k(q->body, "family", allowed[0]);
     q->f = wp_family_find(cJSON_GetObjectItemCaseSensitive(q->body, "family")->valuestring);
     q->data = cJSON_GetObjectItemCaseSensitive(q->body, "data");

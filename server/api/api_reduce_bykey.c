@@ -33,10 +33,16 @@ static void bykey_free(wp_app *app, bykey_req *k) {
     free(k->host_values);
 }
 
-/* An input error's field said under "keys." ("data[3]" -> "keys.data[3]"). */
+/* An input error's field said under "keys." ("data[3]" -> "keys.data[3]"), and its message where it
+ * starts with that field ("data[3]: ..." -> "keys.data[3]: ..."). */
 static int keys_field(wp_err *err) {
-    char field[sizeof err->field];
+    char field[sizeof err->field], msg[sizeof err->msg];
+    const size_t n = strlen(err->field);
     if (strncmp(err->field, "keys", 4)) {
+        if (n && !strncmp(err->msg, err->field, n)) {
+            snprintf(msg, sizeof msg, "keys.%.250s", err->msg);
+            snprintf(err->msg, sizeof err->msg, "%s", msg);
+        }
         snprintf(field, sizeof field, "keys.%.58s", err->field);
         snprintf(err->field, sizeof err->field, "%s", field);
     }
@@ -125,21 +131,47 @@ static int output_form(const cJSON *body, data_form in_form, data_form *form, wp
     return 0;
 }
 
-/* One result array as a new buffer of the registry: {"buffer": ID, "type", "count"}. */
-static cJSON *result_buffer(wp_app *app, wp_backend *be, const wp_buf *src, wp_type t, uint64_t runs, wp_err *err) {
-    wp_buffer_info info;
+/* One result array copied into a new buffer of the registry, not yet committed (NULL: err says why). */
+static wp_buf *result_buffer(wp_app *app, wp_backend *be, const wp_buf *src, wp_type t, uint64_t runs, wp_err *err) {
     wp_buf *b = wp_buffers_create(app->buffers, be, t, runs, err);
-    if (!b) return NULL;
-    if (runs && wp_buf_copy(b, 0, src, 0, (size_t)runs * wp_type_size(t), err)) {
+    if (b && runs && wp_buf_copy(b, 0, src, 0, (size_t)runs * wp_type_size(t), err)) {
         wp_buffers_abort(app->buffers, b);
         return NULL;
     }
-    if (wp_buffers_commit(app->buffers, b, 0, &info, err)) return NULL; /* commit frees it on failure */
-    cJSON *o = cJSON_CreateObject();
-    wp_json_str_k(o, "buffer", info.id);
-    wp_json_str_k(o, "type", wp_type_name(info.type));
-    wp_json_num_k(o, "count", (double)info.count);
-    return o;
+    return b;
+}
+
+/* A created buffer committed into o[name] = {"buffer": ID, "type", "count"} (commit frees it on failure). */
+static int result_commit(wp_app *app, wp_buf *b, cJSON *o, const char *name, wp_buffer_info *info, wp_err *err) {
+    if (wp_buffers_commit(app->buffers, b, 0, info, err)) return -1;
+    cJSON *r = wp_json_obj_k(o, name);
+    wp_json_str_k(r, "buffer", info->id);
+    wp_json_str_k(r, "type", wp_type_name(info->type));
+    wp_json_num_k(r, "count", (double)info->count);
+    return 0;
+}
+
+/* "output": "buffer": both arrays made (and charged to the quota) before either is committed, so a
+ * refusal (507 quota_exceeded for the values) leaves no buffer behind that the answer does not name. */
+static int result_buffers(wp_app *app, wp_backend *be, const wp_spec *s, const bykey_req *k, cJSON *o, wp_err *err) {
+    const uint64_t runs = k->res.runs;
+    wp_buf *kb = result_buffer(app, be, k->out_keys, s->data.keys, runs, err);
+    wp_buf *vb = kb ? result_buffer(app, be, k->out_values, s->type, runs, err) : NULL;
+    if (!vb) {
+        if (kb) wp_buffers_abort(app->buffers, kb);
+        return -1;
+    }
+    wp_buffer_info ki;
+    if (result_commit(app, kb, o, "keys", &ki, err)) {
+        wp_buffers_abort(app->buffers, vb);
+        return -1;
+    }
+    wp_buffer_info vi;
+    if (result_commit(app, vb, o, "data", &vi, err)) {
+        wp_buffers_delete(app->buffers, ki.id, &vi, &(wp_err){0});
+        return -1;
+    }
+    return 0;
 }
 
 /* One result array read back: a JSON list (name) or base64 (name_b64). */
@@ -165,12 +197,7 @@ static int add_results(wp_app *app, wp_backend *be, const wp_spec *s, data_form 
     const uint64_t runs = k->res.runs, t0 = wp_now_ns();
     wp_json_num_k(o, "runs", (double)runs);
     if (form == FORM_BUFFER) {
-        cJSON *kb = result_buffer(app, be, k->out_keys, s->data.keys, runs, err);
-        if (!kb) return -1;
-        cJSON_AddItemToObject(o, "keys", kb);
-        cJSON *vb = result_buffer(app, be, k->out_values, s->type, runs, err);
-        if (!vb) return -1;
-        cJSON_AddItemToObject(o, "data", vb);
+        if (result_buffers(app, be, s, k, o, err)) return -1;
         k->download_us = wp_us_since(t0);
         return 0;
     }

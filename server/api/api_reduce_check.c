@@ -151,6 +151,9 @@ int reduce_stat_ddof(const cJSON *body, const wp_spec *s, int *ddof, wp_err *err
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, "ddof");
     *ddof = 0;
     if (!v) return 0;
+    if (!(s->family->flags & WP_F_OP)) /* histogram, argmin, argmax: no op, so no statistic */
+        return WP_FAIL(err, 400, "unknown_field", "ddof", "ddof goes with op var or std (family %s takes no op)",
+                       s->family->name);
     if (!wp_stat_takes_ddof(s->data.stat))
         return WP_FAIL(err, 400, "unknown_field", "ddof", "ddof goes with op var or std (the op is %s)", s->op.text);
     if (!cJSON_IsNumber(v) || (v->valuedouble != 0 && v->valuedouble != 1))

@@ -85,6 +85,22 @@ else:
             f = rng.random(1000).astype(np.float32)
             self.assertAlmostEqual(float(self.c.dot(f, f)), float(np.dot(f.astype(np.float64), f)), delta=1e-3)
 
+        def test_dot_of_a_list_and_an_array(self):
+            # The first input gives the type: a list is f32 unless type= says, a buffer its own, whatever
+            # data2's dtype (float64 here, numpy's default, was sent as 8-byte elements: 400 on data2_b64).
+            r = self.c.dot([1, 2, 3], np.array([1.5, 2.0, 3.0]), full=True)
+            self.assertEqual((r["type"], float(r["value"])), ("f32", 14.5))
+            self.assertEqual(float(self.c.dot([1, 2], np.array([3, 4], dtype=np.float32))), 11.0)  # as bytes
+            r = self.c.dot([1, 2, 3], np.array([4, 5, 6]), type="i64", full=True)
+            self.assertEqual((r["type"], int(r["value"])), ("i64", 32))
+            f64 = self.c.buffer_put([1.0, 2.0], type="f64")["id"]
+            r = self.c.reduce(buffer=f64, op="dot", data2=np.array([3, 4], dtype=np.int32))
+            self.assertEqual((r["type"], float(r["value"])), ("f64", 11.0))
+            i64 = self.c.buffer_put(["0", "0"], type="i64")["id"]
+            big = np.array([2**60 + 1, 1], dtype=np.int64)  # exact past 2^53: sent as strings
+            r = self.c.reduce(buffer=i64, map="x+y", data2=big)
+            self.assertEqual((r["type"], int(r["value"])), ("i64", 2**60 + 2))
+
         def test_reduce_every_dtype(self):
             rng = np.random.default_rng(5)
             for name, t in DTYPES:
