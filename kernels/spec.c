@@ -354,7 +354,11 @@ int wp_spec_copy(wp_spec *dst, const wp_spec *src) {
     dst->op.expr = NULL;
     dst->data.map.expr = NULL;
     if (src->data.map.expr && wp_op_copy(&dst->data.map, &src->data.map)) return -1;
-    if (src->family && (src->family->flags & WP_F_OP)) return wp_op_copy(&dst->op, &src->op);
+    if (src->family && (src->family->flags & WP_F_OP) && wp_op_copy(&dst->op, &src->op)) {
+        if (dst->data.map.expr) wp_op_free(&dst->data.map); /* nothing of dst is left to free on failure */
+        dst->data.map.expr = NULL;
+        return -1;
+    }
     return 0;
 }
 
