@@ -3,7 +3,9 @@
  * (grid, block, scratch and output sizes), which the CUDA launch and the emulator both follow. */
 #include "data.h"
 
+#include <pthread.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "spec.h"
 
@@ -226,4 +228,43 @@ void wp_plan_generate(const wp_spec *s, uint64_t n, uint64_t groups, wp_data_pla
     out->grid = (unsigned)(blocks < WP_GENERATE_GRID_MAX ? blocks : WP_GENERATE_GRID_MAX);
     out->groups = n;
     out->out_bytes = (size_t)n * wp_type_size(s->type);
+}
+
+#define EMU_PAR_MIN (1u << 16) /* elements below which one thread folds every block */
+#define EMU_THREADS_MAX 8
+
+typedef struct {
+    bool (*fold)(const void *ctx, unsigned b0, unsigned b1);
+    const void *ctx;
+    unsigned b0, b1;
+    bool done;
+} emu_range;
+
+static void *emu_range_thread(void *arg) {
+    emu_range *r = arg;
+    r->done = r->fold(r->ctx, r->b0, r->b1);
+    return NULL;
+}
+
+bool wp_emu_blocks(uint64_t n, unsigned grid, bool (*fold)(const void *ctx, unsigned b0, unsigned b1),
+                   const void *ctx) {
+    long cpus = n < EMU_PAR_MIN ? 1 : sysconf(_SC_NPROCESSORS_ONLN);
+    unsigned k = cpus < 2 ? 1 : (unsigned)(cpus < EMU_THREADS_MAX ? cpus : EMU_THREADS_MAX);
+    if (k > grid) k = grid;
+    emu_range r[EMU_THREADS_MAX];
+    pthread_t tid[EMU_THREADS_MAX];
+    bool started[EMU_THREADS_MAX] = {false};
+    for (unsigned i = 0; i < k; i++) {
+        r[i] = (emu_range){.fold = fold,
+                           .ctx = ctx,
+                           .b0 = (unsigned)((uint64_t)grid * i / k),
+                           .b1 = (unsigned)((uint64_t)grid * (i + 1) / k)};
+        if (i > 0) started[i] = pthread_create(&tid[i], NULL, emu_range_thread, &r[i]) == 0;
+    }
+    bool ok = k == 0 || fold(ctx, r[0].b0, r[0].b1);
+    for (unsigned i = 1; i < k; i++) {
+        if (started[i]) pthread_join(tid[i], NULL);
+        if (!r[i].done) ok = fold(ctx, r[i].b0, r[i].b1) && ok;
+    }
+    return ok;
 }

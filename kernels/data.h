@@ -101,4 +101,11 @@ void wp_emu_generate(const struct wp_spec *s, const wp_data_params *p, const wp_
 void wp_plan_reduce_by_key(const struct wp_spec *s, uint64_t n, uint64_t groups, wp_data_plan *out);
 void wp_emu_reduce_by_key(const struct wp_spec *s, const wp_data_params *p, const wp_data_plan *plan);
 
+/* The emulators' blocks in parallel (device_reduce's, reduce.c; a statistic's, stats.c): fold(ctx, b0, b1)
+ * over blocks [0, grid) in ranges, on up to 8 threads (one when n < 2^16 elements: sysconf reads /sys on
+ * every call, a fifth of a small request's CPU). Each block depends on nothing else, so the bits are the
+ * same on any number of cores; a range whose thread did not start or whose fold failed (out of memory) is
+ * folded again here. False when a fold still fails. */
+bool wp_emu_blocks(uint64_t n, unsigned grid, bool (*fold)(const void *ctx, unsigned b0, unsigned b1), const void *ctx);
+
 #endif

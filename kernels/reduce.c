@@ -3,12 +3,10 @@
  * order step for step (docs/semantics.md), so integers and floats alike come out with the GPU's bits;
  * atomic is the exception: there the emulator takes the blocks (or warps) in index order, one of
  * the orders the GPU may take. Also the tree helpers scan.c shares. device_reduce folds its blocks on
- * up to WP_EMU_THREADS_MAX CPU threads (each block's partial depends on nothing else; the combine
+ * up to 8 CPU threads (wp_emu_blocks, data.c: each block's partial depends on nothing else; the combine
  * stays in order), so the result is the same bits on any number of cores. */
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "data.h"
 #include "reduce_emu.h"
@@ -104,19 +102,15 @@ static bool thread_fold(const wp_remu *c, unsigned b, unsigned t, unsigned grid,
     return has;
 }
 
-#define WP_EMU_PAR_MIN (1u << 16) /* elements below which one thread folds every block */
-#define WP_EMU_THREADS_MAX 8
-
 /* Blocks b0 .. b1 - 1 of a device_reduce: each block's threads, then its block combine, into partials. */
 typedef struct {
     const wp_remu *c;
     int bstrat;
     unsigned b0, b1, grid, block, vec;
     uint64_t n, nv, *partials;
-    bool done;
 } block_range;
 
-static bool fold_blocks(block_range *r) {
+static bool fold_blocks(const block_range *r) {
     uint64_t *vals = calloc(r->block, sizeof *vals);
     if (!vals) return false;
     for (unsigned b = r->b0; b < r->b1; b++) {
@@ -129,35 +123,12 @@ static bool fold_blocks(block_range *r) {
     return true;
 }
 
-static void *fold_blocks_thread(void *arg) {
-    block_range *r = arg;
-    r->done = fold_blocks(r);
-    return NULL;
-}
-
-/* Every block's partial, on as many threads as the machine has (up to WP_EMU_THREADS_MAX); a range
- * whose thread could not start or allocate is folded here afterwards. False when out of memory. */
-static bool fold_all_blocks(const block_range *all) {
-    /* sysconf reads /sys on every call (a fifth of a small request's CPU): asked only when it matters */
-    long cpus = all->n < WP_EMU_PAR_MIN ? 1 : sysconf(_SC_NPROCESSORS_ONLN);
-    unsigned k = cpus < 2 ? 1 : (unsigned)(cpus < WP_EMU_THREADS_MAX ? cpus : WP_EMU_THREADS_MAX);
-    if (k > all->grid) k = all->grid;
-    block_range r[WP_EMU_THREADS_MAX];
-    pthread_t tid[WP_EMU_THREADS_MAX];
-    bool started[WP_EMU_THREADS_MAX] = {false};
-    for (unsigned i = 0; i < k; i++) {
-        r[i] = *all;
-        r[i].b0 = (unsigned)((uint64_t)all->grid * i / k);
-        r[i].b1 = (unsigned)((uint64_t)all->grid * (i + 1) / k);
-        r[i].done = false;
-        if (i > 0) started[i] = pthread_create(&tid[i], NULL, fold_blocks_thread, &r[i]) == 0;
-    }
-    bool ok = fold_blocks(&r[0]);
-    for (unsigned i = 1; i < k; i++) {
-        if (started[i]) pthread_join(tid[i], NULL);
-        if (!r[i].done) ok = fold_blocks(&r[i]) && ok;
-    }
-    return ok;
+/* wp_emu_blocks' fold: blocks b0 .. b1 - 1 of the job all (a block_range over every block). */
+static bool fold_range(const void *all, unsigned b0, unsigned b1) {
+    block_range r = *(const block_range *)all;
+    r.b0 = b0;
+    r.b1 = b1;
+    return fold_blocks(&r);
 }
 
 void wp_emu_device_reduce(const wp_spec *s, const wp_data_params *p, const wp_data_plan *plan) {
@@ -182,7 +153,7 @@ void wp_emu_device_reduce(const wp_spec *s, const wp_data_params *p, const wp_da
                        .n = n,
                        .nv = nv,
                        .partials = partials};
-    if (!fold_all_blocks(&all)) goto done;
+    if (!wp_emu_blocks(n, grid, fold_range, &all)) goto done;
     uint64_t result;
     if (grid == 1) {
         result = partials[0];

@@ -4,9 +4,7 @@
  * of "check". */
 #include "stats.h"
 
-#include <pthread.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 #include "data.h"
 #include "spec.h"
@@ -176,10 +174,9 @@ typedef struct {
     unsigned b0, b1, grid, block, vec;
     uint64_t n, nv;
     unsigned char *partials;
-    bool done;
 } stat_range;
 
-static bool stat_blocks(stat_range *r) {
+static bool stat_blocks(const stat_range *r) {
     unsigned char *vals = calloc(r->block, WP_STAT_ACC_BYTES);
     if (!vals) return false;
     const uint64_t tile = (uint64_t)WP_REDUCE_UNROLL * r->block;
@@ -194,37 +191,12 @@ static bool stat_blocks(stat_range *r) {
     return true;
 }
 
-static void *stat_blocks_thread(void *arg) {
-    stat_range *r = arg;
-    r->done = stat_blocks(r);
-    return NULL;
-}
-
-#define STAT_EMU_PAR_MIN (1u << 16) /* elements below which one thread folds every block */
-#define STAT_EMU_THREADS_MAX 8
-
-/* Every block's partial, on up to STAT_EMU_THREADS_MAX threads (each block depends on nothing else, so
- * the bits are the same on any number of cores); a range whose thread did not start is folded here. */
-static bool stat_all_blocks(const stat_range *all) {
-    long cpus = all->n < STAT_EMU_PAR_MIN ? 1 : sysconf(_SC_NPROCESSORS_ONLN);
-    unsigned k = cpus < 2 ? 1 : (unsigned)(cpus < STAT_EMU_THREADS_MAX ? cpus : STAT_EMU_THREADS_MAX);
-    if (k > all->grid) k = all->grid;
-    stat_range r[STAT_EMU_THREADS_MAX];
-    pthread_t tid[STAT_EMU_THREADS_MAX];
-    bool started[STAT_EMU_THREADS_MAX] = {false};
-    for (unsigned i = 0; i < k; i++) {
-        r[i] = *all;
-        r[i].b0 = (unsigned)((uint64_t)all->grid * i / k);
-        r[i].b1 = (unsigned)((uint64_t)all->grid * (i + 1) / k);
-        r[i].done = false;
-        if (i > 0) started[i] = pthread_create(&tid[i], NULL, stat_blocks_thread, &r[i]) == 0;
-    }
-    bool ok = stat_blocks(&r[0]);
-    for (unsigned i = 1; i < k; i++) {
-        if (started[i]) pthread_join(tid[i], NULL);
-        if (!r[i].done) ok = stat_blocks(&r[i]) && ok;
-    }
-    return ok;
+/* wp_emu_blocks' fold: blocks b0 .. b1 - 1 of the job all (a stat_range over every block). */
+static bool stat_range_fold(const void *all, unsigned b0, unsigned b1) {
+    stat_range r = *(const stat_range *)all;
+    r.b0 = b0;
+    r.b1 = b1;
+    return stat_blocks(&r);
 }
 
 void wp_emu_device_stats(const struct wp_spec *s, const wp_data_params *p, const struct wp_data_plan *plan) {
@@ -244,7 +216,7 @@ void wp_emu_device_stats(const struct wp_spec *s, const wp_data_params *p, const
                       .n = n,
                       .nv = (n + vec - 1) / vec,
                       .partials = partials};
-    if (!vals || !partials || grid == 0 || !stat_all_blocks(&all)) goto done;
+    if (!vals || !partials || grid == 0 || !wp_emu_blocks(n, grid, stat_range_fold, &all)) goto done;
     if (grid == 1) {
         memcpy(out, partials, WP_STAT_ACC_BYTES);
     } else { /* the last block: thread t folds partials t, t + block, ... */
