@@ -16,9 +16,11 @@ endif
 
 WARN      := -Wall -Wextra -Werror
 CFLAGS    ?= -O2 -g
+# Where the binaries find the kernel templates (bench/ab.sh builds variants with a relative one).
+TEMPLATES_DIR ?= $(abspath templates)
 ALL_CFLAGS := -std=c11 $(WARN) $(CFLAGS) -ffp-contract=off -D_GNU_SOURCE -MMD -MP -I. -Iserver \
               -I$(CUDA_HOME)/include $(PKG_CFLAGS) \
-              -DWP_DEFAULT_TEMPLATES=\"$(abspath templates)\" -DWP_DEFAULT_WEB=\"$(abspath clients/web)\" \
+              -DWP_DEFAULT_TEMPLATES=\"$(TEMPLATES_DIR)\" -DWP_DEFAULT_WEB=\"$(abspath clients/web)\" \
               -DWP_DEFAULT_CUDA_HOME=\"$(CUDA_HOME)\"
 LDLIBS    := $(PKG_LIBS) -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lnvrtc -ldl -lpthread -lm
 SAN       := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined

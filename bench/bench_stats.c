@@ -4,7 +4,7 @@
  * kernels from templates/ by NVRTC) as R launches back to back, timed together (kernel_us per launch);
  * the median of TRIALS such runs is kept. Prints GB/s (bytes read / time) and the ratio to sum's at the
  * same n, the goal being >= 0.9. Says SKIPPED without a GPU.
- *   bench_stats [--max-log2 N] [--trials T] */
+ *   bench_stats [--max-log2 N] [--min-log2 N] [--trials T] [--ops mean,var,...] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +36,14 @@ static int fill(wp_buf *buf, uint64_t n, wp_err *err) {
     int rc = wp_reduce_run(&app, app.cuda, &job, &r, err);
     wp_reduce_result_free(&r);
     return rc;
+}
+
+/* Whether name is an item of the comma list. */
+static int listed(const char *list, const char *name) {
+    const size_t len = strlen(name);
+    for (const char *p = list; p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+        if (!strncmp(p, name, len) && (p[len] == ',' || p[len] == 0)) return 1;
+    return 0;
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -76,10 +84,13 @@ static double time_op(const char *op, wp_buf *in, uint64_t n, int trials, double
 
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
-    int max_log2 = 30, trials = TRIALS;
+    int max_log2 = 30, min_log2 = 24, trials = TRIALS;
+    const char *only = NULL; /* --ops: a comma list of the ops to time (sum always) */
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--max-log2")) max_log2 = atoi(argv[i + 1]);
+        if (!strcmp(argv[i], "--min-log2")) min_log2 = atoi(argv[i + 1]);
         if (!strcmp(argv[i], "--trials")) trials = atoi(argv[i + 1]);
+        if (!strcmp(argv[i], "--ops")) only = argv[i + 1];
     }
     wp_err err = {0};
     app.cuda = wp_backend_cuda_open(0, &err);
@@ -105,7 +116,7 @@ int main(int argc, char **argv) {
     static const char *const ops[] = {"mean", "var", "std", "norm2", "count_nonzero", "norm1", "norminf"};
     printf("%-14s %6s %10s %9s %7s %s\n", "op", "n", "us", "GB/s", "x sum", "value");
     int below = 0;
-    for (int lg = 24; lg <= max_log2; lg += 2) {
+    for (int lg = min_log2; lg <= max_log2; lg += 2) {
         const uint64_t n = 1ull << lg;
         wp_buf *in = wp_buf_alloc(app.cuda, (size_t)n * 4, &err);
         if (!in || fill(in, n, &err)) {
@@ -117,6 +128,7 @@ int main(int argc, char **argv) {
         if (sum_us > 0)
             printf("%-14s   2^%-2d %10.1f %9.1f %7.2f %.9g\n", "sum", lg, sum_us, n * 4 / sum_us / 1e3, 1.0, v);
         for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
+            if (only && !listed(only, ops[k])) continue;
             double us = time_op(ops[k], in, n, trials, &v);
             if (us <= 0 || sum_us <= 0) continue;
             const double ratio = sum_us / us;

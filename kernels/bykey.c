@@ -19,6 +19,12 @@ static kv kv_add(const wp_remu *c, kv a, kv b) {
     return (kv){a.runs + b.runs, b.runs ? b.v : wp_remu_apply(c, a.v, b.v)};
 }
 
+int wp_block_reduce_by_key(const wp_spec *s, uint64_t n) {
+    (void)s;
+    (void)n;
+    return 512;
+}
+
 void wp_plan_reduce_by_key(const wp_spec *s, uint64_t n, uint64_t groups, wp_data_plan *out) {
     (void)groups;
     memset(out, 0, sizeof *out);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "spec.h"
+#include "stats.h"
 
 static const char *const strategy_names[WP_STRAT_COUNT] = {
     [WP_STRAT_GMEM] = "gmem",           [WP_STRAT_SMEM] = "smem",   [WP_STRAT_SHFL_XOR] = "shfl_xor",
@@ -111,13 +112,15 @@ static size_t gmem_bytes(const wp_spec *s, uint64_t threads, size_t slot) {
     return s->data.strategy == WP_STRAT_GMEM ? (size_t)threads * slot : 0;
 }
 
-static void plan_grid_reduce(const wp_spec *s, uint64_t n, size_t acc_bytes, wp_data_plan *out) {
+/* wave: the fewest blocks once there are more tiles than that (WP_REDUCE_GRID_WAVE, or
+ * WP_STATS_GRID_WAVE for the statistics whose kernels hold half the threads an SM). */
+static void plan_grid_reduce(const wp_spec *s, uint64_t n, size_t acc_bytes, uint64_t wave, wp_data_plan *out) {
     plan_init(s, out);
     uint64_t nv = ceil_div(n, 16 / wp_type_size(s->type));
     uint64_t blocks = ceil_div(nv, (uint64_t)out->block * WP_REDUCE_MIN_VECS); /* one tile each */
-    if (blocks > WP_REDUCE_GRID_WAVE) {
+    if (blocks > wave) {
         blocks /= WP_REDUCE_TILES_PER_BLOCK;
-        blocks = blocks < WP_REDUCE_GRID_WAVE ? WP_REDUCE_GRID_WAVE : blocks;
+        blocks = blocks < wave ? wave : blocks;
         blocks = blocks > WP_REDUCE_GRID_MAX ? WP_REDUCE_GRID_MAX : blocks;
     }
     out->grid = (unsigned)blocks;
@@ -139,19 +142,30 @@ int wp_block_device_reduce(const wp_spec *s, uint64_t n) {
     return 512;
 }
 
+void wp_plan_fit_device(wp_data_plan *plan, int sms) {
+    const uint64_t by_threads = 2048 / (plan->block ? plan->block : 1);
+    const uint64_t by_smem = (228u << 10) / ((uint64_t)plan->smem + 1024); /* 1 KiB a block is the system's */
+    uint64_t per_sm = by_threads < by_smem ? by_threads : by_smem;
+    per_sm = per_sm < 1 ? 1 : per_sm > 32 ? 32 : per_sm;
+    const uint64_t cap = (uint64_t)(sms > 0 ? sms : 1) * per_sm;
+    if (plan->grid > cap) plan->grid = (unsigned)cap;
+}
+
 void wp_plan_device_reduce(const wp_spec *s, uint64_t n, uint64_t groups, wp_data_plan *out) {
     (void)groups;
     if (s->data.stat) { /* kernels/stats.h: a partial of up to 32 bytes per block (no gmem tree after them) */
-        plan_grid_reduce(s, n, WP_STAT_ACC_BYTES, out);
+        const int sacc = wp_stat_acc(s->data.stat);
+        const bool wide = sacc == WP_SACC_MOMENTS || sacc == WP_SACC_SQ_SUM;
+        plan_grid_reduce(s, n, WP_STAT_ACC_BYTES, wide ? WP_STATS_GRID_WAVE : WP_REDUCE_GRID_WAVE, out);
         out->scratch_bytes = (size_t)(out->grid ? out->grid : 1) * WP_STAT_ACC_BYTES;
         return;
     }
-    plan_grid_reduce(s, n, wp_type_size(wp_data_acc_type(s)), out);
+    plan_grid_reduce(s, n, wp_type_size(wp_data_acc_type(s)), WP_REDUCE_GRID_WAVE, out);
 }
 
 void wp_plan_arg(const wp_spec *s, uint64_t n, uint64_t groups, wp_data_plan *out) {
     (void)groups;
-    plan_grid_reduce(s, n, 16, out); /* {value, int64 index} */
+    plan_grid_reduce(s, n, 16, WP_REDUCE_GRID_WAVE, out); /* {value, int64 index} */
 }
 
 static int group_size(const wp_spec *s) { return (s->family->flags & WP_F_WIDTH_GROUP) ? s->width : s->data.block; }

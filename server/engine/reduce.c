@@ -363,6 +363,7 @@ static int reduce_run(struct wp_app *app, wp_backend *b, const wp_reduce_job *jo
 
     wp_data_plan plan;
     f->plan(s, job->n, job->groups, &plan);
+    if ((f->flags & WP_F_BINS) && !emu) wp_plan_fit_device(&plan, wp_backend_facts(b)->sms);
     res->grid = plan.grid;
     res->block = plan.block;
 

@@ -125,6 +125,75 @@ class SpinRecv(unittest.TestCase):
             self.assertEqual(a.gettimeout(), 5.0)
 
 
+class LiveLeanIpc(unittest.TestCase):
+    """Client._ipc_reduce_fast, the lean path of a repeated CUDA IPC reduce (issue 22), against the live
+    daemon without a GPU: a stand-in array (its "IPC buffer" a buffer put on the daemon, the driver's calls
+    recorded) takes it once the general path has kept the connection; a 404 (the buffer gone), another
+    transport, keyword arguments and a closed connection take the general path, with the same answers."""
+
+    class _Drv:
+        def __init__(self):
+            self.calls = []
+
+        @contextlib.contextmanager
+        def context(self, device):
+            self.calls.append(("context", device))
+            yield
+
+        def synchronize(self):
+            self.calls.append(("synchronize",))
+
+        def allocation_id(self, ptr):
+            return 77
+
+    class _Arr:  # what _GpuArray makes of a CUDA array
+        def __init__(self, x, kind, drv_fn):
+            self.ptr, self.count, self.type, self.device, self.kind = 1 << 20, 4, "f32", 0, kind
+
+    def setUp(self):
+        self.c = Client(URL)
+        self.bid = self.c.buffer_put([1.5, 2.5, 3.5, 4.5], type="f32")["id"]
+        self.drv = self._Drv()
+        res = self.c._resources()
+        res.cuda = self.drv
+        seen = (77, 0, 1 << 20, 4, "f32")
+        res.ipc_seen[seen] = ("handle", 0, 0, 4, "f32")
+        res.ipc[res.ipc_seen[seen]] = self.bid
+        self.c.health()  # the general path: this thread's connection is kept
+        patches = [unittest.mock.patch.object(warpd, "_gpu_kind", lambda x: "cupy" if x == "gpu" else None),
+                   unittest.mock.patch.object(warpd, "_GpuArray", self._Arr)]
+        for p in patches:
+            p.start()
+            self.addCleanup(p.stop)
+        self.addCleanup(self.c.close)
+
+    def test_lean_answer(self):
+        got = self.c._ipc_reduce_fast("gpu", "sum")
+        self.assertIsNotNone(got)
+        self.assertEqual((got["value"], got["count"]), (12, 4))
+        self.assertEqual(self.drv.calls, [("context", 0), ("synchronize",)])
+        self.assertEqual(self.c._ipc_reduce_fast("gpu", "max")["value"], 4.5)
+        self.assertEqual(self.c.counts["ipc"], 2)
+        self.assertIsNotNone(self.c._tls.conn)  # still kept
+        self.assertIsNone(self.c._ipc_reduce_fast([1, 2], "sum"))  # not a GPU array
+
+    def test_falls_back(self):
+        self.assertIsNone(self.c._ipc_reduce_fast("gpu", "no_such_op"))  # 400: the general path answers it
+        self.assertIsNone(getattr(self.c._tls, "conn", None))  # the connection dropped after a non-200
+        self.assertIsNone(self.c._ipc_reduce_fast("gpu", "sum"))  # no kept connection: nothing sent
+        self.c.health()
+        self.c.buffer_delete(self.bid)
+        self.assertIsNone(self.c._ipc_reduce_fast("gpu", "sum"))  # 404 unknown_buffer
+        self.c.health()
+        self.c._tls.conn.sock.close()
+        self.assertIsNone(self.c._ipc_reduce_fast("gpu", "sum"))  # a closed socket
+        http_only = Client(URL, transport="http")
+        self.addCleanup(http_only.close)
+        http_only._res = self.c._res
+        http_only.health()
+        self.assertIsNone(http_only._ipc_reduce_fast("gpu", "sum"))
+
+
 # ---------------------------------------------------------------- live daemon: core endpoints
 class LiveCore(unittest.TestCase):
     def setUp(self):

@@ -158,11 +158,28 @@ def checks():
         log.append((method, path))
         return orig(method, path, body, **kw)
     auto.request = spy
+    fast = []
+    orig_fast = auto._fast_exchange
+
+    def spy_fast(conn, req):
+        got = orig_fast(conn, req)
+        fast.append(got is not None)
+        return got
+    auto._fast_exchange = spy_fast
     values = {auto.reduce(x)["value"] for _ in range(10)}
     check(len(values) == 1, f"{fw}: ten reduces of one array gave {values}")
     check(log.count(("PUT", "/v1/buffers")) == 1, f"{fw}: {log.count(('PUT', '/v1/buffers'))} PUTs for ten reduces")
-    check(log.count(("POST", "/v1/reduce")) == 10, f"{fw}: {log.count(('POST', '/v1/reduce'))} POSTs for ten reduces")
-    check(auto.counts["ipc"] == 10 and auto.ipc_refused is None, f"{fw}: auto: counts {auto.counts}, "
+    check(log.count(("POST", "/v1/reduce")) == 1 and fast == [True] * 9,
+          f"{fw}: ten reduces: {log.count(('POST', '/v1/reduce'))} POSTs by request(), the lean path {fast} "
+          "(want 1, then 9 lean)")
+    # the buffer gone on the daemon: the lean path's 404 falls back, the general path makes it again
+    bid = next(iter(auto._res.ipc.values()))
+    http.request("DELETE", f"/v1/buffers/{bid}")
+    again = auto.reduce(x)["value"]
+    check(again in values and fast[-1] is False and log.count(("PUT", "/v1/buffers")) == 2,
+          f"{fw}: after DELETE of {bid}: value {again} (want {values}), lean path {fast[-1:]}, "
+          f"{log.count(('PUT', '/v1/buffers'))} PUTs (want 2)")
+    check(auto.counts["ipc"] == 11 and auto.ipc_refused is None, f"{fw}: auto: counts {auto.counts}, "
           f"refused {auto.ipc_refused}")
     ids = list(auto._res.ipc.values())
     held = {b["id"] for b in http.buffers().get("buffers", [])}

@@ -110,7 +110,28 @@ static void test_bins(void) {
     free(vals);
 }
 
+/* wp_plan_fit_device (data.c): the grid cut to the blocks a device holds at once, never raised. */
+static void test_fit_device(void) {
+    T_CASE("fit_device");
+    wp_data_plan p = {.grid = 1024, .block = 512, .smem = 1024};
+    wp_plan_fit_device(&p, 132); /* 4 blocks of 512 an SM by threads; 228 KiB / 2 KiB by shared memory */
+    CHECKF(p.grid == 528, "grid %u", p.grid);
+    p = (wp_data_plan){.grid = 1024, .block = 512, .smem = 48u << 10};
+    wp_plan_fit_device(&p, 132); /* 48 KiB of counts: 4 an SM */
+    CHECKF(p.grid == 528, "grid %u", p.grid);
+    p = (wp_data_plan){.grid = 1024, .block = 1024, .smem = 0};
+    wp_plan_fit_device(&p, 100);
+    CHECKF(p.grid == 200, "grid %u", p.grid);
+    p = (wp_data_plan){.grid = 7, .block = 512, .smem = 1024};
+    wp_plan_fit_device(&p, 132); /* a small grid stays */
+    CHECKF(p.grid == 7, "grid %u", p.grid);
+    p = (wp_data_plan){.grid = 1024, .block = 64, .smem = 0};
+    wp_plan_fit_device(&p, 0); /* no count known: one SM's worth, 32 blocks at most */
+    CHECKF(p.grid == 32, "grid %u", p.grid);
+}
+
 int main(void) {
+    test_fit_device();
     test_setup_errors();
     test_edges();
     test_bins();
