@@ -7,7 +7,7 @@ The set: every warp family that compiles (not the emulator-only ones) x every ty
 width 32 with its default operator; plus device_reduce and device_scan for every type x builtin
 operator (bitwise ones for integer types only); plus device_reduce's statistics and norms for every
 type, one op per kernel (mean, var and std share one: mean stands for the three); plus reduce_by_key with
-i32 keys: f32 sum and max, i32 sum; and histogram for every type at the block it runs (512: strategy smem,
+i32 keys: f32 sum and max, i32 sum (at block 512, the one it runs); and histogram for every type at the block it runs (512: strategy smem,
 and atomic for f32, the one past 12288 bins). tests/api/prewarm.sh checks the file still covers exactly that."""
 import json
 import sys
@@ -46,7 +46,7 @@ def default_set(families):
     if "reduce_by_key" in by_name:
         for t in ["f32", "i32"]:
             for op in ["sum", "max"] if t == "f32" else ["sum"]:
-                specs.append({"family": "reduce_by_key", "type": t, "op": op, "keys": {"type": "i32"}})
+                specs.append({"family": "reduce_by_key", "type": t, "op": op, "block": 512, "keys": {"type": "i32"}})
     if "histogram" in by_name:
         for t in by_name["histogram"]["types"]:
             specs.append({"family": "histogram", "type": t, "block": 512, "strategy": "smem"})

@@ -37,20 +37,20 @@ static int bykey_check(wp_backend *b, const wp_bykey_job *job, wp_err *err) {
 }
 
 /* The kernel: from the cache (compiled if need be), or on emu without compile_on_emu its key alone. */
-static int bykey_kernel(struct wp_app *app, wp_backend *b, const wp_bykey_job *job, bool emu, wp_bykey_result *res,
-                        wp_ready_kernel *rk, wp_err *err) {
+static int bykey_kernel(struct wp_app *app, wp_backend *b, const wp_bykey_job *job, const wp_spec *s, bool emu,
+                        wp_bykey_result *res, wp_ready_kernel *rk, wp_err *err) {
     if (emu && !job->compile_on_emu) {
         uint8_t key[32];
         wp_err key_err = {0};
         const uint64_t t0 = wp_now_ns();
-        if (app->jit && wp_jit_key(app->jit, job->spec, key, res->key_text, sizeof res->key_text, &key_err) == 0)
+        if (app->jit && wp_jit_key(app->jit, s, key, res->key_text, sizeof res->key_text, &key_err) == 0)
             wp_hex(key, 32, res->hash);
         else
-            wp_spec_key_text(job->spec, res->key_text, sizeof res->key_text);
+            wp_spec_key_text(s, res->key_text, sizeof res->key_text);
         res->key_us = wp_us_since(t0);
         return 0;
     }
-    if (wp_app_kernel_get(app, job->spec, b, rk, err)) return -1;
+    if (wp_app_kernel_get(app, s, b, rk, err)) return -1;
     memcpy(res->key_text, rk->key_text, sizeof res->key_text);
     memcpy(res->hash, rk->hash, sizeof res->hash);
     res->source = rk->source;
@@ -99,13 +99,19 @@ static int bykey_cuda(wp_backend *b, void *fn, const wp_data_plan *plan, const w
 static int bykey_run(struct wp_app *app, wp_backend *b, const wp_bykey_job *job, wp_bykey_result *res, wp_err *err) {
     if (bykey_check(b, job, err)) return -1;
     const wp_spec *s = job->spec;
+    wp_spec sized; /* the spec with the block the family picks for n, when the request named none */
+    if (s->data.block_auto && s->family->block_for) {
+        sized = *s;
+        sized.data.block = s->family->block_for(s, job->n);
+        s = &sized;
+    }
     const bool emu = !strcmp(wp_backend_name(b), "emu");
     wp_data_plan plan;
     s->family->plan(s, job->n, 0, &plan);
     res->grid = plan.grid;
     res->block = plan.block;
     wp_ready_kernel rk = {0};
-    if (bykey_kernel(app, b, job, emu, res, &rk, err)) return -1;
+    if (bykey_kernel(app, b, job, s, emu, res, &rk, err)) return -1;
     int rc = 0;
     if (plan.grid > 0) {
         wp_data_params p = {.n = job->n, .groups = plan.groups, .in = wp_buf_addr(job->in)};
