@@ -56,22 +56,50 @@ template <typename A> WP_DEV wp_kv<A> wp_kv_shfl_up(wp_kv<A> x, int o) {
     return x;
 }
 
-/* The tile status of a pair (WP_BYKEY_RECORD bytes): the stamp (4 bytes, then 4 unused), the
- * aggregate (runs, v bits), the inclusive prefix (runs, v bits); the stamp is written last behind a
- * release store, as scan.cu's wide records. */
+/* The tile status of a pair (WP_BYKEY_RECORD bytes). Narrow (values of at most 4 bytes, n < 2^32, so a
+ * prefix's run count fits 32 bits): two 64-bit words, each stamped in its high half (epoch << 2 |
+ * level), the value's bits and the run count in the low halves; a reader takes both words with two
+ * loads at once (one round trip) and keeps them when the stamps agree (a torn read, one word of the
+ * aggregate and one of the prefix, differs and is read again). Wide: the stamp (4 bytes, then 4
+ * unused), the aggregate (runs, v bits), the inclusive prefix (runs, v bits); the stamp is written
+ * last behind a release store, as scan.cu's wide records, and read first with an acquire load. The
+ * scratch is zeroed before a job (engine/bykey.c) and epochs start at 1: a zero word is never valid. */
 template <typename A> struct wp_kv_status {
     static_assert(sizeof(A) <= 8, "a pair record holds 8-byte values");
     static WP_DEV unsigned long long *record(const wp_data_params &p, unsigned long long tile) {
         return (unsigned long long *)(p.scratch + tile * WP_BYKEY_RECORD);
     }
+    static WP_DEV bool narrow(const wp_data_params &p) { return sizeof(A) <= 4 && p.n <= 0xffffffffull; }
+    static WP_DEV unsigned stamp(const wp_data_params &p, int level) {
+        return (p.epoch & 0x3fffffffu) << 2 | (unsigned)level;
+    }
     static WP_DEV void publish(const wp_data_params &p, unsigned long long tile, int level, wp_kv<A> v) {
+        if (narrow(p)) {
+            const unsigned long long st = (unsigned long long)stamp(p, level) << 32;
+            unsigned long long *r = record(p, tile);
+            const unsigned long long w0 = st | (unsigned)wp_bits64<A>(v.v), w1 = st | (unsigned)v.runs;
+            asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(r), "l"(w0) : "memory");
+            asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(r + 1), "l"(w1) : "memory");
+            return;
+        }
         unsigned long long *r = record(p, tile) + (level == WP_TILE_PREFIX ? 3 : 1);
         r[0] = v.runs;
         r[1] = wp_bits64<A>(v.v);
-        wp_st_release((unsigned *)record(p, tile), (p.epoch & 0x3fffffffu) << 2 | (unsigned)level);
+        wp_st_release((unsigned *)record(p, tile), stamp(p, level));
     }
     static WP_DEV bool read(const wp_data_params &p, unsigned long long tile, wp_kv<A> *v, bool *prefix) {
         const unsigned long long *r = record(p, tile);
+        if (narrow(p)) {
+            unsigned long long w0, w1;
+            asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(w0) : "l"(r) : "memory");
+            asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(w1) : "l"(r + 1) : "memory");
+            const unsigned s0 = (unsigned)(w0 >> 32), s1 = (unsigned)(w1 >> 32);
+            if (s0 != s1 || (s0 >> 2) != (p.epoch & 0x3fffffffu)) return false;
+            *prefix = (s0 & 3u) == WP_TILE_PREFIX;
+            v->runs = (unsigned)w1;
+            v->v = wp_from_bits64<A>((unsigned)w0);
+            return true;
+        }
         const unsigned st = wp_ld_acquire((const unsigned *)r);
         if ((st >> 2) != (p.epoch & 0x3fffffffu)) return false;
         *prefix = (st & 3u) == WP_TILE_PREFIX;
