@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """ipc_phases.py — where the Python client's time goes in a repeated CUDA IPC reduce (issue 22: wall
 time per call <= kernel time + 100 us).
-  python3 bench/gpu/ipc_phases.py URL [N]     (N: f32 elements, default 2^28)
+  python3 bench/gpu/ipc_phases.py URL [N]     (N: f32 elements, default 2^28; URL http://... or unix:PATH)
 Prints medians (of 201 calls) of: warpd.Client.reduce(a) whole; its parts (before the exchange: the
 array, the context, the sync, the buffer lookup, the JSON; the exchange on the socket; after it); the same
 request's bytes sent by a bare Python socket loop; the daemon's own total_us; the kernel; and the cost of
@@ -69,12 +69,18 @@ prof = [c._json("POST", "/v1/reduce", {"op": "sum", "buffer": json.loads(marks["
 kern = med([p["timing"]["kernel_us"] for p in prof])
 
 # the same bytes from a bare socket loop (no client at all)
-u = urllib.parse.urlparse(url)
 body = marks["body"]
-req = (f"POST /v1/reduce HTTP/1.1\r\nHost: {u.hostname}:{u.port}\r\nContent-Type: application/json\r\n"
+if url.startswith("unix:"):  # warpd --listen unix:PATH
+    host = "localhost"
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(url[5:])
+else:
+    u = urllib.parse.urlparse(url)
+    host = f"{u.hostname}:{u.port}"
+    s = socket.create_connection((u.hostname, u.port))
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+req = (f"POST /v1/reduce HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
        f"Content-Length: {len(body)}\r\n\r\n").encode() + body
-s = socket.create_connection((u.hostname, u.port))
-s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 bare = []
 for _ in range(R):
     t0 = time.perf_counter_ns()
