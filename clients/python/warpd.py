@@ -648,6 +648,25 @@ class _CudaDriver:
         """`with drv.context(d):` device d's primary context is current inside."""
         return self._Current(self, self._primary(device))
 
+    def sync_allocation(self, device, ptr):
+        """What `with context(device): synchronize(); allocation_id(ptr)` does, in fewer Python steps (the
+        lean path of a repeated IPC reduce): device's primary context made current if it is not, its work
+        waited for, the unique id of the allocation holding ptr."""
+        ctx = self._ctx.get(device)
+        ctx = ctx[1] if ctx is not None else self._primary(device)
+        cur, v = ctypes.c_void_p(), ctypes.c_uint64()
+        self._check(self._get_current(ctypes.byref(cur)), "cuCtxGetCurrent")
+        pushed = cur.value != ctx
+        if pushed:
+            self._check(self._push(ctx), "cuCtxPushCurrent")
+        try:
+            self._check(self._sync(), "cuCtxSynchronize")
+            self._check(self._attr(ctypes.byref(v), 7, ptr), "cuPointerGetAttribute")
+        finally:
+            if pushed:
+                self._pop(ctypes.byref(ctypes.c_void_p()))
+        return v.value
+
     def synchronize(self):
         """Waits for the current context's work (the framework's kernels that wrote an array)."""
         self._check(self._sync(), "cuCtxSynchronize")
@@ -720,6 +739,28 @@ def _gpu_kind(x):
     except Exception:  # a framework may raise anything for a host object
         return None
     return "cupy" if mod.startswith("cupy") else "cai"
+
+
+_LEAN_KINDS = {}  # type -> "cupy" or "torch": the types _lean_facts has seen
+
+
+def _lean_facts(x):
+    """(ptr, count, warpd type, device) of a non-empty C-contiguous CuPy array or CUDA tensor of a warpd
+    type, read from its attributes (no __cuda_array_interface__ dict); None for anything else (the lean
+    path of a repeated IPC reduce then steps aside)."""
+    kind = _LEAN_KINDS.get(type(x))
+    if kind is None:
+        kind = _gpu_kind(x)
+        if kind not in ("cupy", "torch"):
+            return None
+        _LEAN_KINDS[type(x)] = kind
+    if kind == "cupy":
+        if not x.flags.c_contiguous or not x.size:
+            return None
+        return x.data.ptr, x.size, _TYPESTR_TYPES.get(x.dtype.str), x.device.id
+    if not x.is_cuda or not x.is_contiguous() or not x.numel():
+        return None
+    return x.data_ptr(), x.numel(), _TORCH_TYPES.get(str(x.dtype)), x.device.index or 0
 
 
 class _GpuArray:
@@ -1727,18 +1768,15 @@ class Client:
         if conn is None or conn.sock is None or isinstance(conn, http.client.HTTPSConnection) or \
                 self.transport not in ("auto", "ipc") or self.ipc_refused is not None or self._res is None:
             return None
-        kind = _gpu_kind(x)
-        if kind is None:
+        facts = _lean_facts(x)
+        if facts is None or facts[2] is None or facts[0] % IPC_ALIGN:
             return None
-        g = _GpuArray(x, kind, self._driver)
-        if g.type is None or not g.count or g.ptr % IPC_ALIGN:
-            return None
+        ptr, count, ty, device = facts
         res, drv = self._res, self._res.cuda
         if drv is None:
             return None
-        with drv.context(g.device):
-            drv.synchronize()  # the framework's writes to g are done before the daemon reads it
-            seen = (drv.allocation_id(g.ptr), g.device, g.ptr, g.count, g.type)
+        # the framework's writes to x are done before the daemon reads it; the allocation's unique id
+        seen = (drv.sync_allocation(device, ptr), device, ptr, count, ty)
         with res.lock:
             key = res.ipc_seen.get(seen)
             bid = res.ipc.get(key) if key is not None else None

@@ -135,20 +135,13 @@ class LiveLeanIpc(unittest.TestCase):
         def __init__(self):
             self.calls = []
 
-        @contextlib.contextmanager
-        def context(self, device):
-            self.calls.append(("context", device))
-            yield
-
-        def synchronize(self):
-            self.calls.append(("synchronize",))
-
-        def allocation_id(self, ptr):
+        def sync_allocation(self, device, ptr):
+            self.calls.append(("sync_allocation", device, ptr))
             return 77
 
-    class _Arr:  # what _GpuArray makes of a CUDA array
-        def __init__(self, x, kind, drv_fn):
-            self.ptr, self.count, self.type, self.device, self.kind = 1 << 20, 4, "f32", 0, kind
+    @staticmethod
+    def _facts(x):  # what _lean_facts reads of a CUDA array: (ptr, count, type, device)
+        return (1 << 20, 4, "f32", 0) if x == "gpu" else None
 
     def setUp(self):
         self.c = Client(URL)
@@ -160,8 +153,7 @@ class LiveLeanIpc(unittest.TestCase):
         res.ipc_seen[seen] = ("handle", 0, 0, 4, "f32")
         res.ipc[res.ipc_seen[seen]] = self.bid
         self.c.health()  # the general path: this thread's connection is kept
-        patches = [unittest.mock.patch.object(warpd, "_gpu_kind", lambda x: "cupy" if x == "gpu" else None),
-                   unittest.mock.patch.object(warpd, "_GpuArray", self._Arr)]
+        patches = [unittest.mock.patch.object(warpd, "_lean_facts", self._facts)]
         for p in patches:
             p.start()
             self.addCleanup(p.stop)
@@ -171,11 +163,16 @@ class LiveLeanIpc(unittest.TestCase):
         got = self.c._ipc_reduce_fast("gpu", "sum")
         self.assertIsNotNone(got)
         self.assertEqual((got["value"], got["count"]), (12, 4))
-        self.assertEqual(self.drv.calls, [("context", 0), ("synchronize",)])
+        self.assertEqual(self.drv.calls, [("sync_allocation", 0, 1 << 20)])
         self.assertEqual(self.c._ipc_reduce_fast("gpu", "max")["value"], 4.5)
         self.assertEqual(self.c.counts["ipc"], 2)
         self.assertIsNotNone(self.c._tls.conn)  # still kept
         self.assertIsNone(self.c._ipc_reduce_fast([1, 2], "sum"))  # not a GPU array
+
+    def test_through_reduce(self):  # Client.reduce takes the lean path once the buffer is known
+        self.assertEqual(self.c.reduce("gpu")["value"], 12)
+        self.assertEqual(self.c.counts["ipc"], 1)
+        self.assertEqual(len(self.drv.calls), 1)
 
     def test_falls_back(self):
         self.assertIsNone(self.c._ipc_reduce_fast("gpu", "no_such_op"))  # 400: the general path answers it
