@@ -875,6 +875,18 @@ def _spin_recv(sock, spin_us, timeout):
         sock.settimeout(timeout)
 
 
+def _recv_head(sock, spin_us, timeout):
+    """An answer's bytes through the end of its head (the blank line), and what came after it: polled
+    for spin_us first (_spin_recv), then read as they come."""
+    buf = bytearray(_spin_recv(sock, spin_us, timeout) if spin_us > 0 else b"")
+    while b"\r\n\r\n" not in buf:
+        got = sock.recv(65536)
+        if not got:
+            raise http.client.RemoteDisconnected("the server closed the connection without an answer")
+        buf += got
+    return buf
+
+
 class Client:
     """One warpd daemon. Methods return the decoded JSON answer (dict) unless said otherwise."""
 
@@ -1104,12 +1116,7 @@ class Client:
             sock.sendall((head + "\r\n").encode("latin-1") + (bytes(data) if data else b""))
         except (BrokenPipeError, ConnectionResetError):
             pass  # an answer before the whole body (413, ...) may still be there: read it
-        buf = bytearray(_spin_recv(sock, spin_us, conn.timeout) if spin_us > 0 else b"")
-        while b"\r\n\r\n" not in buf:
-            got = sock.recv(65536)
-            if not got:
-                raise http.client.RemoteDisconnected("the server closed the connection without an answer")
-            buf += got
+        buf = _recv_head(sock, spin_us, conn.timeout)
         end = buf.index(b"\r\n\r\n")
         lines = bytes(buf[:end]).decode("latin-1").split("\r\n")
         body = buf[end + 4:]
@@ -1812,12 +1819,7 @@ class Client:
         sock = conn.sock
         try:
             sock.sendall(req)
-            buf = _spin_recv(sock, self.spin_us, conn.timeout) if self.spin_us > 0 else b""
-            while b"\r\n\r\n" not in buf:
-                got = sock.recv(65536)
-                if not got:
-                    raise http.client.RemoteDisconnected("closed")
-                buf += got
+            buf = _recv_head(sock, self.spin_us, conn.timeout)
             end = buf.index(b"\r\n\r\n")
             head = buf[:end]
             i = head.find(b"\r\nContent-Length:")
