@@ -342,6 +342,13 @@ static int reduce_output(wp_backend *b, const wp_reduce_job *job, const wp_data_
     return 0;
 }
 
+/* The family's launch plan for the job; a histogram's grid on cuda cut to what the device holds at once
+ * (its counts do not depend on the grid). */
+static void plan_job(wp_backend *b, const wp_spec *s, const wp_reduce_job *job, bool emu, wp_data_plan *plan) {
+    s->family->plan(s, job->n, job->groups, plan);
+    if ((s->family->flags & WP_F_BINS) && !emu) wp_plan_fit_device(plan, wp_backend_facts(b)->sms);
+}
+
 static int reduce_run(struct wp_app *app, wp_backend *b, const wp_reduce_job *job, wp_reduce_result *res, wp_err *err) {
     memset(res, 0, sizeof *res);
     res->index = -1;
@@ -362,8 +369,7 @@ static int reduce_run(struct wp_app *app, wp_backend *b, const wp_reduce_job *jo
     res->count = job->n;
 
     wp_data_plan plan;
-    f->plan(s, job->n, job->groups, &plan);
-    if ((f->flags & WP_F_BINS) && !emu) wp_plan_fit_device(&plan, wp_backend_facts(b)->sms);
+    plan_job(b, s, job, emu, &plan);
     res->grid = plan.grid;
     res->block = plan.block;
 
