@@ -98,9 +98,10 @@ void wp_emu_device_scan(const struct wp_spec *s, const wp_data_params *p, const 
 void wp_emu_stencil(const struct wp_spec *s, const wp_data_params *p, const wp_data_plan *plan);
 void wp_emu_generate(const struct wp_spec *s, const wp_data_params *p, const wp_data_plan *plan);
 /* For a family whose result does not depend on the grid (histogram: integer counts), on a device of
- * sms multiprocessors: the plan's grid cut to the blocks resident at once (2048 threads and 228 KiB of
- * shared memory an SM), so no block waits for a second wave. H100, histogram of 2^24 f32 in 256 bins:
- * 8 % faster than 1024 blocks (bench/RESULTS.md). The emulator keeps the plan as it is. */
+ * sms multiprocessors: the plan's grid cut to the blocks resident at once by threads and shared memory
+ * (2048 threads and 228 KiB an SM, the H100's and H200's; registers are not counted: a kernel of more
+ * than 32 a thread may still need a second wave). H100, histogram of 2^24 f32 in 256 bins: 8 % faster
+ * than 1024 blocks (bench/RESULTS.md). The emulator keeps the plan as it is. */
 void wp_plan_fit_device(wp_data_plan *plan, int sms);
 /* reduce_by_key (bykey.c): out_bytes is room for n runs' values (the keys' twin is the engine's). */
 void wp_plan_reduce_by_key(const struct wp_spec *s, uint64_t n, uint64_t groups, wp_data_plan *out);

@@ -16,7 +16,7 @@
 #include "spec.h"
 
 #define HIST_SLACK_MAX 0.25          /* D at or above this: WP_HIST_SEARCH */
-#define HIST_ITEMS 16                /* elements each thread takes at least, before the grid grows */
+#define HIST_VECS 4                  /* 16-byte vectors each thread takes at least (a tile), before the grid grows */
 #define HIST_GRID_MAX 1024           /* blocks at most ... */
 #define HIST_GRID_MIN_CAP 256        /* ... and at least this cap however many bins each block flushes */
 #define HIST_FLUSH_BUDGET (1u << 20) /* smem: counts all blocks flush, grid * bins, about at most */
@@ -184,7 +184,7 @@ void wp_plan_histogram(const wp_spec *s, uint64_t n, uint64_t groups, wp_data_pl
         cap = cap < HIST_GRID_MIN_CAP ? HIST_GRID_MIN_CAP : cap > HIST_GRID_MAX ? HIST_GRID_MAX : cap;
         out->smem = (unsigned)(bins * sizeof(uint32_t));
     }
-    const uint64_t per_block = (uint64_t)out->block * HIST_ITEMS;
+    const uint64_t per_block = (uint64_t)out->block * HIST_VECS * (16 / wp_type_size(s->type)); /* a tile */
     const uint64_t blocks = (n + per_block - 1) / per_block;
     out->grid = (unsigned)(blocks < cap ? blocks : cap);
     out->groups = bins;

@@ -1773,7 +1773,8 @@ class Client:
         the exchange (a reduce can run twice), and reduce takes the general path."""
         conn = getattr(self._tls, "conn", None)
         if conn is None or conn.sock is None or isinstance(conn, http.client.HTTPSConnection) or \
-                self.transport not in ("auto", "ipc") or self.ipc_refused is not None or self._res is None:
+                self.transport not in ("auto", "ipc") or self.ipc_refused is not None or self._res is None or \
+                not self.is_local():
             return None
         facts = _lean_facts(x)
         if facts is None or facts[2] is None or facts[0] % IPC_ALIGN:
@@ -1782,8 +1783,10 @@ class Client:
         res, drv = self._res, self._res.cuda
         if drv is None:
             return None
-        # the framework's writes to x are done before the daemon reads it; the allocation's unique id
-        seen = (drv.sync_allocation(device, ptr), device, ptr, count, ty)
+        try:  # the framework's writes to x are done before the daemon reads it; the allocation's unique id
+            seen = (drv.sync_allocation(device, ptr), device, ptr, count, ty)
+        except CudaError:
+            return None  # the general path decides (a copy to the host, or the error)
         with res.lock:
             key = res.ipc_seen.get(seen)
             bid = res.ipc.get(key) if key is not None else None
@@ -1794,7 +1797,7 @@ class Client:
         host = getattr(conn, "warpd_host_line", None)
         if host is None:
             return None
-        rkey = (conn.warpd_origin, host, bid, op)
+        rkey = (self.base, self.token, conn.warpd_origin, host, bid, op)
         req = self._fast_req.get(rkey)
         if req is None:
             url = self.base + "/v1/reduce"
@@ -1839,6 +1842,9 @@ class Client:
         except (OSError, ValueError, http.client.HTTPException):
             self._drop_connection()
             return None
+        except BaseException:  # interrupted (Ctrl-C) mid-exchange: the connection holds half a request
+            self._drop_connection()
+            raise
 
     def _ipc_job(self, path, g, op, extra, scan, out):
         drv = self._driver()

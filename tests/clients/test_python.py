@@ -169,6 +169,29 @@ class LiveLeanIpc(unittest.TestCase):
         self.assertIsNotNone(self.c._tls.conn)  # still kept
         self.assertIsNone(self.c._ipc_reduce_fast([1, 2], "sum"))  # not a GPU array
 
+    def test_interrupted(self):  # Ctrl-C mid-exchange: raised, and the half-used connection is not kept
+        with unittest.mock.patch.object(warpd, "_recv_head", side_effect=KeyboardInterrupt):
+            with self.assertRaises(KeyboardInterrupt):
+                self.c._ipc_reduce_fast("gpu", "sum")
+        self.assertIsNone(getattr(self.c._tls, "conn", None))
+        self.assertEqual(self.c.reduce([1, 2, 3], type="f32")["value"], 6)  # a new connection answers
+
+    def test_driver_error(self):  # the driver refuses the array: the general path decides
+        def refuse(device, ptr):
+            raise warpd.CudaError("cuPointerGetAttribute failed")
+        self.drv.sync_allocation = refuse
+        self.assertIsNone(self.c._ipc_reduce_fast("gpu", "sum"))
+        self.assertIsNotNone(self.c._tls.conn)  # nothing was sent
+
+    def test_token_in_request(self):  # the request's bytes follow the token in use
+        self.assertIsNotNone(self.c._ipc_reduce_fast("gpu", "sum"))
+        self.c.token = "t0ken"
+        got = []
+        orig = self.c._fast_exchange
+        self.c._fast_exchange = lambda conn, req: got.append(req) or orig(conn, req)
+        self.c._ipc_reduce_fast("gpu", "sum")
+        self.assertIn(b"Authorization: Bearer t0ken\r\n", got[0])
+
     def test_through_reduce(self):  # Client.reduce takes the lean path once the buffer is known
         self.assertEqual(self.c.reduce("gpu")["value"], 12)
         self.assertEqual(self.c.counts["ipc"], 1)

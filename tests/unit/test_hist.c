@@ -116,9 +116,9 @@ static void test_fit_device(void) {
     wp_data_plan p = {.grid = 1024, .block = 512, .smem = 1024};
     wp_plan_fit_device(&p, 132); /* 4 blocks of 512 an SM by threads; 228 KiB / 2 KiB by shared memory */
     CHECKF(p.grid == 528, "grid %u", p.grid);
-    p = (wp_data_plan){.grid = 1024, .block = 512, .smem = 48u << 10};
-    wp_plan_fit_device(&p, 132); /* 48 KiB of counts: 4 an SM */
-    CHECKF(p.grid == 528, "grid %u", p.grid);
+    p = (wp_data_plan){.grid = 1024, .block = 256, .smem = 64u << 10};
+    wp_plan_fit_device(&p, 132); /* 8 blocks of 256 by threads, but 64 KiB of counts: 3 an SM */
+    CHECKF(p.grid == 396, "grid %u", p.grid);
     p = (wp_data_plan){.grid = 1024, .block = 1024, .smem = 0};
     wp_plan_fit_device(&p, 100);
     CHECKF(p.grid == 200, "grid %u", p.grid);
