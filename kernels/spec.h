@@ -50,6 +50,14 @@ int wp_spec_validate(wp_spec *s, wp_err *err); /* checks a filled-in spec agains
 int wp_spec_data_from_json(const cJSON *obj, wp_spec *out, wp_err *err);
 void wp_spec_free(wp_spec *s);
 int wp_spec_copy(wp_spec *dst, const wp_spec *src);
+/* s with the block its family picks for n (block_for) when the request named none (block_auto): s
+ * itself, or a shallow copy in *sized (sharing s's operator and map) with that block. */
+static inline const wp_spec *wp_spec_sized(const wp_spec *s, uint64_t n, wp_spec *sized) {
+    if (!s->data.block_auto || !s->family->block_for) return s;
+    *sized = *s;
+    sized->data.block = s->family->block_for(s, n);
+    return sized;
+}
 
 /* What the compiler is given of a spec fits these (jit.c's buffers); wp_spec_validate refuses a spec
  * whose operator makes either longer (400 bad_op), so a valid spec never fails there. */

@@ -652,19 +652,11 @@ class _CudaDriver:
         """What `with context(device): synchronize(); allocation_id(ptr)` does, in fewer Python steps (the
         lean path of a repeated IPC reduce): device's primary context made current if it is not, its work
         waited for, the unique id of the allocation holding ptr."""
-        ctx = self._ctx.get(device)
-        ctx = ctx[1] if ctx is not None else self._primary(device)
-        cur, v = ctypes.c_void_p(), ctypes.c_uint64()
-        self._check(self._get_current(ctypes.byref(cur)), "cuCtxGetCurrent")
-        pushed = cur.value != ctx
-        if pushed:
-            self._check(self._push(ctx), "cuCtxPushCurrent")
-        try:
+        ctx = self._ctx.get(device)  # without _primary's lock once it is known
+        v = ctypes.c_uint64()
+        with self._Current(self, ctx[1] if ctx is not None else self._primary(device)):
             self._check(self._sync(), "cuCtxSynchronize")
             self._check(self._attr(ctypes.byref(v), 7, ptr), "cuPointerGetAttribute")
-        finally:
-            if pushed:
-                self._pop(ctypes.byref(ctypes.c_void_p()))
         return v.value
 
     def synchronize(self):

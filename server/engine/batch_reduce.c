@@ -405,7 +405,8 @@ int wp_batch_run_reduce(wp_app *app, wp_backend *be, wp_batch_reduce *j, wp_err 
     reduce_item it = {.app = app, .be = be, .j = j, .untimed_ok = untimed_ok};
     if (wp_spec_copy(&it.sized, j->job.spec)) return WP_FAIL(err, 500, "out_of_memory", "", "out of memory");
     const wp_family *f = it.sized.family;
-    if (it.sized.data.block_auto && f->block_for) it.sized.data.block = f->block_for(&it.sized, j->job.n);
+    wp_spec picked;
+    it.sized = *wp_spec_sized(&it.sized, j->job.n, &picked); /* the block for n (its pointers stay it.sized's) */
     f->plan(&it.sized, j->job.n, j->job.groups, &it.plan);
     char spec_key[WP_SPEC_KEY_MAX];
     int rc;

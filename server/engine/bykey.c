@@ -98,13 +98,8 @@ static int bykey_cuda(wp_backend *b, void *fn, const wp_data_plan *plan, const w
 
 static int bykey_run(struct wp_app *app, wp_backend *b, const wp_bykey_job *job, wp_bykey_result *res, wp_err *err) {
     if (bykey_check(b, job, err)) return -1;
-    const wp_spec *s = job->spec;
-    wp_spec sized; /* the spec with the block the family picks for n, when the request named none */
-    if (s->data.block_auto && s->family->block_for) {
-        sized = *s;
-        sized.data.block = s->family->block_for(s, job->n);
-        s = &sized;
-    }
+    wp_spec sized;
+    const wp_spec *s = wp_spec_sized(job->spec, job->n, &sized);
     const bool emu = !strcmp(wp_backend_name(b), "emu");
     wp_data_plan plan;
     s->family->plan(s, job->n, 0, &plan);

@@ -353,14 +353,9 @@ static int reduce_run(struct wp_app *app, wp_backend *b, const wp_reduce_job *jo
     memset(res, 0, sizeof *res);
     res->index = -1;
     if (wp_reduce_check(b, job, err)) return -1;
-    const wp_spec *s = job->spec;
+    wp_spec sized;
+    const wp_spec *s = wp_spec_sized(job->spec, job->n, &sized);
     const wp_family *f = s->family;
-    wp_spec sized; /* the spec with the block the family picks for n, when the request named none */
-    if (s->data.block_auto && f->block_for) {
-        sized = *s;
-        sized.data.block = f->block_for(s, job->n);
-        s = &sized;
-    }
     const wp_type t = s->type, acc = wp_data_acc_type(s);
     const bool emu = is_emu(b);
     res->acc_type = acc;
