@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "engine/batch.h"
+#include "engine/channels.h"
 #include "engine/prewarm.h"
 #include "http/http_loop.h"
 #include "util/log.h"
@@ -115,11 +116,14 @@ static void usage(FILE *f) {
             "                       memory); more gets 413 shm_quota\n"
             "  --shm-remote         take regions from peers that are not local too (default: a Unix socket or\n"
             "                       loopback only)\n"
+            "  --channels-max N     doorbell channels open at once (POST /v1/channels: a local client's calls\n"
+            "                       through its own region instead of a socket; default %d, 0: none)\n"
             "  --version, --help\n",
             DEFAULT_PORT, DEFAULT_CACHE_MB, WP_DEFAULT_TEMPLATES, WP_DEFAULT_WEB, MIN_DEFAULT_THREADS,
             MAX_DEFAULT_THREADS, WP_BUSY_POLL_DEFAULT_US, DEFAULT_MAX_BODY, DEFAULT_CONN_MEMORY, DEFAULT_MAX_DEPTH,
             DEFAULT_MAX_QUEUE, DEFAULT_MAX_JOBS, DEFAULT_JOB_WORKERS, DEFAULT_JOB_TTL_S, DEFAULT_BUFFER_TTL_S,
-            MAX_BUFFER_TTL_S, DEFAULT_MAX_ELEMENTS, DEFAULT_EMU_MAX_ELEMENTS, WP_BATCH_MAX_DEFAULT, DEFAULT_STREAMS);
+            MAX_BUFFER_TTL_S, DEFAULT_MAX_ELEMENTS, DEFAULT_EMU_MAX_ELEMENTS, WP_BATCH_MAX_DEFAULT, DEFAULT_STREAMS,
+            WP_CHANNELS_DEFAULT_MAX);
 }
 
 static int parse_num(const char *flag, const char *v, long long lo, long long hi, long long *out) {
@@ -308,6 +312,7 @@ static const opt_spec flag_table[] = {
     F_CUSTOM("--shm-prefix", parse_shm_prefix),
     F_BYTES("--shm-max", shm_max),
     F_SWITCH("--shm-remote", shm_remote),
+    F_INT("--channels-max", channels_max, 0, 1024),
     F_STRING("--devices", devices),
     F_INT("--emu-devices", emu_devices, 1, WP_MAX_DEVICES),
     F_INT("--streams-per-device", streams_per_device, 1, 64),
@@ -466,7 +471,8 @@ void wp_options_defaults(wp_options *o) {
                       .cache_disk_max = DEFAULT_CACHE_DISK_MAX,
                       .streams_per_device = DEFAULT_STREAMS,
                       .emu_devices = 1,
-                      .shm_prefix = "/warpd"};
+                      .shm_prefix = "/warpd",
+                      .channels_max = WP_CHANNELS_DEFAULT_MAX};
 }
 
 /* After the flags: the access rules made whole (a token, or loopback only), and the defaults that

@@ -65,6 +65,7 @@ typedef struct {
     bool shm_off, shm_remote;   /* --shm off, --shm-remote */
     const char *shm_prefix;     /* --shm-prefix */
     unsigned long long shm_max; /* --shm-max; 0: a quarter of the host's memory */
+    int channels_max;           /* --channels-max: doorbell channels open at once; 0: none */
     const char *devices;        /* --devices: "all" or "0,2,..."; NULL: --device's, else all */
     bool device_given;
     int emu_devices;

@@ -138,6 +138,10 @@ static const wp_route routes[] = {
     {"GET", "/v1/shm", wp_api_shm_list, WP_ROUTE_INLINE, NULL},
     {"GET", "/v1/shm/", wp_api_shm_get, WP_ROUTE_INLINE | WP_ROUTE_PREFIX, NULL},
     {"DELETE", "/v1/shm/", wp_api_shm_delete, WP_ROUTE_WORK | WP_ROUTE_PREFIX, NULL},
+    {"POST", "/v1/channels", wp_api_channels_add, WP_ROUTE_WORK, NULL},
+    {"GET", "/v1/channels", wp_api_channels_list, WP_ROUTE_INLINE, NULL},
+    {"GET", "/v1/channels/", wp_api_channel_get, WP_ROUTE_INLINE | WP_ROUTE_PREFIX, NULL},
+    {"DELETE", "/v1/channels/", wp_api_channel_delete, WP_ROUTE_WORK | WP_ROUTE_PREFIX, NULL},
     {"GET", "/", wp_api_static, WP_ROUTE_INLINE | WP_ROUTE_PREFIX, NULL},
     {NULL, NULL, NULL, 0, NULL},
 };
@@ -285,6 +289,13 @@ static int open_regions(const wp_options *o, wp_app *app, wp_err *err) {
         fprintf(stderr, "warpd: cannot open the shared-memory regions: %s\n", err->msg);
         return -1;
     }
+    if (!o->channels_max) return 0;
+    wp_channels_config cc = {
+        .max_channels = (unsigned)o->channels_max, .max_body = o->max_body, .serve = wp_api_channel_serve, .ctx = app};
+    if (!(app->channels = wp_channels_open(&cc, err))) {
+        fprintf(stderr, "warpd: cannot open the channels: %s\n", err->msg);
+        return -1;
+    }
     return 0;
 }
 
@@ -409,6 +420,7 @@ static void teardown(wp_app *app, wp_access *access, wp_reqlog *reqlog) {
     wp_access_free(access);         /* after HTTP: nothing checks requests any more */
     wp_prewarm_stop(app->prewarm);  /* before the cache closes: it compiles into it */
     wp_jobs_close(app->jobs);       /* after HTTP: nothing submits any more */
+    wp_channels_close(app->channels); /* after HTTP (nothing opens one); their requests end first */
     wp_bgbuild_close(app->bgbuild); /* after HTTP and jobs (nothing asks), before the cache and backends */
     app->bgbuild = NULL;
     wp_buffers_close(app->buffers);      /* after jobs: nothing holds a buffer any more */

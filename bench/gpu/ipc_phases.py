@@ -6,7 +6,7 @@ Prints medians (of 201 calls) of: warpd.Client.reduce(a) whole; its parts (befor
 array, the context, the sync, the buffer lookup, the JSON; the exchange on the socket; after it); the same
 request's bytes sent by a bare Python socket loop; the daemon's own total_us; the kernel; and the cost of
 single steps (cuCtxSynchronize, __cuda_array_interface__, json)."""
-import json, socket, statistics, sys, time, urllib.parse
+import json, os, socket, statistics, sys, time, urllib.parse
 import cupy as cp
 sys.path.insert(0, "clients/python")
 import warpd
@@ -15,7 +15,8 @@ url = sys.argv[1]
 n = int(sys.argv[2]) if len(sys.argv) > 2 else 1 << 28
 a = cp.ones(n, dtype=cp.float32)
 cp.cuda.Device().synchronize()
-c = warpd.Client(url)
+CHANNEL = os.environ.get("CHANNEL", "1") != "0"  # CHANNEL=0: the lean path over HTTP (no doorbell channel)
+c = warpd.Client(url, channel=CHANNEL)
 c.reduce(a)
 R = 201
 med = statistics.median
@@ -44,8 +45,21 @@ def timed_fast(self, conn, req):  # the lean path of a repeated IPC reduce (Clie
     return r
 
 
+orig_call = warpd._Channel.call
+
+
+def timed_call(self, path, body, spin_us, timeout):  # the lean path through a doorbell channel
+    marks["x0"] = time.perf_counter_ns()
+    r = orig_call(self, path, body, spin_us, timeout)
+    marks["x1"] = time.perf_counter_ns()
+    marks["body"] = body
+    marks["chan"] = marks.get("chan", 0) + (r is not None)
+    return r
+
+
 warpd.Client._exchange = staticmethod(timed_exchange)
 warpd.Client._fast_exchange = timed_fast
+warpd._Channel.call = timed_call
 whole, pre, wire, post, total = [], [], [], [], []
 for _ in range(R):
     t0 = time.perf_counter_ns()
@@ -58,6 +72,7 @@ for _ in range(R):
     total.append(ans["timing"]["total_us"])
 warpd.Client._exchange = staticmethod(orig)
 warpd.Client._fast_exchange = orig_fast
+warpd._Channel.call = orig_call
 c0 = warpd.Client(url, spin_us=0)  # the same without polling the socket (sleeps in recv at once)
 c0.reduce(a)
 nospin = []
@@ -113,7 +128,7 @@ jd = each(lambda: json.dumps({"op": "sum", "buffer": "b1234567"}))
 jl = each(lambda: json.loads(json.dumps(ans)))
 print(f"2^{n.bit_length() - 1} f32, median of {R}: kernel {kern:.0f} us")
 print(f"  Client.reduce   {med(whole):6.0f} us  (over the kernel {med(whole) - kern:.0f}; "
-      f"{marks.get('lean', 0)} of {R} by the lean path)")
+      f"{marks.get('lean', 0)} of {R} by the lean path over HTTP, {marks.get('chan', 0)} through a channel)")
 print(f"    before        {med(pre):6.1f} us")
 print(f"    exchange      {med(wire):6.1f} us")
 print(f"    after         {med(post):6.1f} us")

@@ -73,6 +73,8 @@ PROGRESS_MIN_BYTES = 1 << 20  # uploads at least this large show a progress bar 
 SHM_AUTO_MIN_BYTES = 1 << 20  # transport "auto": a numpy array this large goes through a pooled region
 SHM_POOL_KEEP = 2             # idle pooled regions a client keeps for the next calls (more are freed)
 SPIN_US = 2000                # a request polls its socket this long for the answer before it sleeps (Client spin_us)
+CHANNEL_BYTES = 1 << 16       # a doorbell channel's region (POST /v1/channels): 30 KiB requests and answers
+CHANNEL_SPIN_US = 1000        # the daemon's channel thread polls this long after each request before it sleeps
 IPC_CACHE_MAX = 64            # CUDA IPC buffers a client keeps registered (least recently used go first)
 IPC_ALIGN = 16                # a CUDA array goes by IPC from an address that is a multiple of this: the
                               # daemon's kernels load 16-byte vectors (templates/reduce.cu), so another start
@@ -393,6 +395,134 @@ class _Region:
             pass  # an array still uses the mapping: it is unmapped when the last one goes
 
 
+# A doorbell channel's words (the daemon's engine/channels.h has the layout): byte offsets in its region.
+_CH_REQ_SEQ, _CH_REQ_ROUTE, _CH_TAKEN, _CH_DAEMON_SLEEPING = 64, 68, 128, 132
+_CH_ANS_SEQ, _CH_ANS_STATUS, _CH_CLIENT_SLEEPING = 192, 196, 256
+_CH_ROUTES = {"/v1/reduce": 1, "/v1/scan": 2}
+_U32 = struct.Struct("<I")
+_U32x2 = struct.Struct("<II")
+_SYS_FUTEX = 202  # x86-64
+_CH_GONE_S = 1.0  # a request the daemon has not taken after this long: the channel is gone
+
+
+class _Futex:
+    """FUTEX_WAIT / FUTEX_WAKE on a word of a shared mapping (non-private: the daemon is another process)."""
+    _libc = None
+
+    class _Timespec(ctypes.Structure):
+        _fields_ = [("tv_sec", ctypes.c_long), ("tv_nsec", ctypes.c_long)]
+
+    @classmethod
+    def _syscall(cls):
+        if cls._libc is None:
+            cls._libc = ctypes.CDLL(None, use_errno=True)
+            cls._libc.syscall.restype = ctypes.c_long
+        return cls._libc.syscall
+
+    @classmethod
+    def wake(cls, addr):
+        cls._syscall()(ctypes.c_long(_SYS_FUTEX), ctypes.c_void_p(addr), ctypes.c_int(1), ctypes.c_int(1),
+                       None, None, ctypes.c_int(0))
+
+    @classmethod
+    def wait(cls, addr, val, seconds):
+        ts = cls._Timespec(int(seconds), int((seconds % 1) * 1e9))
+        cls._syscall()(ctypes.c_long(_SYS_FUTEX), ctypes.c_void_p(addr), ctypes.c_int(0), ctypes.c_uint(val),
+                       ctypes.byref(ts), None, ctypes.c_int(0))
+
+
+def _channels_usable():
+    """Doorbell channels need Linux futexes and a machine whose plain loads and stores are ordered as the
+    daemon's atomics expect of this side (x86-64: a store is seen after the stores before it)."""
+    import platform
+    return sys.platform.startswith("linux") and platform.machine() in ("x86_64", "AMD64")
+
+
+class _Channel:
+    """A doorbell channel (POST /v1/channels) in a region of ours: call() writes a request's JSON body into
+    the region, bumps req_seq (waking the daemon's channel thread if it sleeps), and polls ans_seq for
+    spin_us, then sleeps on it (futex) until the answer is there — no socket, no HTTP. One call at a time
+    (call returns None when another thread holds it, the body is too large, or the channel is gone: the
+    caller then goes by HTTP). close() deletes the channel and releases the region."""
+
+    def __init__(self, region, info, remote):
+        self.region, self.id, self.remote = region, info["id"], remote
+        self.ttl_s, self.last = info["ttl_s"], time.monotonic()
+        lay = info["layout"]
+        self.req_off, self.req_max = lay["request_offset"], lay["request_bytes"]
+        self.ans_off, self.ans_max = lay["answer_offset"], lay["answer_bytes"]
+        self.mm, self.addr = region.mm, region.addr
+        self.seq = _U32.unpack_from(self.mm, _CH_REQ_SEQ)[0]
+        self.lock = threading.Lock()
+        self.dead = False
+
+    def _u32(self, off):
+        return _U32.unpack_from(self.mm, off)[0]
+
+    def call(self, path, body, spin_us, timeout):
+        """(status, answer bytes), or None: not sent (busy, too large, gone) or not taken in time."""
+        route = _CH_ROUTES.get(path)
+        if route is None or len(body) > self.req_max or self.dead or not self.lock.acquire(blocking=False):
+            return None
+        try:
+            if time.monotonic() - self.last > self.ttl_s / 2 and not self.alive():
+                self.dead = True  # closed by the daemon after ttl_s idle, or the daemon restarted
+                return None
+            self.last = time.monotonic()
+            mm, seq = self.mm, (self.seq + 1) & 0xFFFFFFFF
+            mm[self.req_off:self.req_off + len(body)] = body
+            _U32x2.pack_into(mm, _CH_REQ_ROUTE, route, len(body))
+            _U32.pack_into(mm, _CH_REQ_SEQ, seq)  # after the bytes (x86-64 keeps stores in order)
+            self.seq = seq
+            if self._u32(_CH_DAEMON_SLEEPING):
+                _Futex.wake(self.addr + _CH_REQ_SEQ)
+            if not self._wait(seq, spin_us, timeout):
+                self.dead = True
+                return None
+            n = self._u32(_CH_ANS_STATUS + 4)
+            return self._u32(_CH_ANS_STATUS), bytes(mm[self.ans_off:self.ans_off + min(n, self.ans_max)])
+        finally:
+            self.lock.release()
+
+    def _wait(self, seq, spin_us, timeout):
+        """Until ans_seq is seq: polled for spin_us, then slept on. False when the daemon did not take the
+        request within _CH_GONE_S; TimeoutError after timeout seconds."""
+        u32, t0 = self._u32, time.perf_counter()
+        end, asked = t0 + spin_us * 1e-6, False
+        while u32(_CH_ANS_SEQ) != seq:
+            now = time.perf_counter()
+            if now < end:
+                continue
+            if u32(_CH_TAKEN) != seq and now - t0 > 0.05:  # not taken: is the channel still there?
+                if now - t0 > _CH_GONE_S or (not asked and not self.alive()):
+                    return False
+                asked = True
+            if timeout is not None and now - t0 > timeout:
+                self.dead = True
+                raise TimeoutError(f"no answer on channel {self.id} within {timeout} s")
+            _U32.pack_into(self.mm, _CH_CLIENT_SLEEPING, 1)
+            if u32(_CH_ANS_SEQ) != seq:
+                _Futex.wait(self.addr + _CH_ANS_SEQ, u32(_CH_ANS_SEQ), 0.05)
+            _U32.pack_into(self.mm, _CH_CLIENT_SLEEPING, 0)
+        return True
+
+    def alive(self):
+        """GET /v1/channels/{id} answers 200."""
+        try:
+            self.remote._json("GET", "/v1/channels/" + urllib.parse.quote(self.id, safe=""))
+            return True
+        except (WarpdError, OSError):
+            return False
+
+    def close(self):
+        self.dead = True
+        try:
+            self.remote._json("DELETE", "/v1/channels/" + urllib.parse.quote(self.id, safe=""))
+        except (WarpdError, OSError):
+            pass
+        self.region.release()
+
+
 def _pool_size(need):
     """A pooled region's size for `need` bytes: whole MiB, and past 8 MiB within 1/8 of a power of two."""
     step = max(1 << 20, 1 << max(0, need.bit_length() - 4))
@@ -466,6 +596,8 @@ class _Resources:
         self.ipc = collections.OrderedDict()  # (handle b64, device, offset, count, type) → buffer id
         self.ipc_seen = {}  # (allocation id, device, address, count, type) → that key
         self.cuda = None  # _CudaDriver (tests put a stand-in here)
+        self.channel = None  # _Channel: a doorbell for repeated small calls (Client._channel)
+        self.channel_refused = None  # why the daemon gave none ("403 channels_disabled"), or None
 
     def new_region(self, size):
         """A registered region of `size` bytes: the object made, mapped, then POST /v1/shm."""
@@ -493,7 +625,38 @@ class _Resources:
         for bid in ids:
             self.delete_buffer(bid)
 
+    def open_channel(self):
+        """A doorbell channel in a new region of CHANNEL_BYTES (made once; None when refused)."""
+        with self.lock:
+            if self.channel is not None or self.channel_refused is not None:
+                return self.channel
+        r = self.new_region(CHANNEL_BYTES)
+        try:
+            info = self.remote._json("POST", "/v1/channels", {"shm": {"id": r.id}, "spin_us": CHANNEL_SPIN_US})
+        except WarpdError as e:
+            r.release()
+            with self.lock:
+                self.channel_refused = f"{e.status} {e.code}"
+            return None
+        except BaseException:
+            r.release()
+            raise
+        ch = _Channel(r, info, self.remote)
+        with self.lock:
+            if self.channel is None:
+                self.channel, ch = ch, None
+        if ch is not None:  # another thread's came first
+            ch.close()
+        return self.channel
+
+    def drop_channel(self):
+        with self.lock:
+            ch, self.channel = self.channel, None
+        if ch is not None:
+            ch.close()
+
     def close(self):
+        self.drop_channel()
         self.pool.close()
         with self.lock:
             regions, self.shared = self.shared, ()
@@ -504,6 +667,7 @@ class _Resources:
             cuda, self.cuda = self.cuda, None
         if cuda is not None and hasattr(cuda, "close"):
             cuda.close()
+        self.remote._drop_connection()  # this thread's kept connection of the requests above
 
 
 def _native(dt):
@@ -883,7 +1047,7 @@ class Client:
     """One warpd daemon. Methods return the decoded JSON answer (dict) unless said otherwise."""
 
     def __init__(self, base_url=None, timeout=120.0, token=None, *, transport="auto", shm_prefix="/warpd",
-                 shm_mode=None, shm_group=None, spin_us=SPIN_US):
+                 shm_mode=None, shm_group=None, spin_us=SPIN_US, channel=True):
         """transport: how numpy and CUDA arrays reach the daemon unless a call says otherwise — "auto" (a
         shared() array's region, CUDA IPC for GPU arrays, a pooled region for numpy arrays of at least
         SHM_AUTO_MIN_BYTES, when the daemon is local; HTTP otherwise or when the daemon refuses), "http",
@@ -895,10 +1059,14 @@ class Client:
         when this user is a member (adduser USER warpd-shm). spin_us: how long a request on a kept
         plain-HTTP or Unix-socket connection polls its socket for the answer before it sleeps in recv (a
         thread woken from recv comes back tens of microseconds later on a cold core: a repeated CUDA IPC
-        reduce, issue 22); 0 sleeps at once. It spends that much of one CPU at most per request."""
+        reduce, issue 22); 0 sleeps at once. It spends that much of one CPU at most per request. channel:
+        a repeated reduce of a CUDA array (its IPC buffer known) goes through a doorbell channel (POST
+        /v1/channels: the request and answer pass through a small region of ours, no socket) when the
+        daemon is local and gives one; False keeps it on HTTP."""
         self.base = (base_url or os.environ.get("WARPD") or DEFAULT_URL).rstrip("/")
         self.timeout = timeout
         self.spin_us = spin_us
+        self.channel = channel
         self.token = token or os.environ.get("WARPD_TOKEN") or None  # sent as Authorization: Bearer
         if transport not in TRANSPORTS:
             raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}, not {transport!r}")
@@ -1791,6 +1959,7 @@ class Client:
             return None
         rkey = (self.base, self.token, conn.warpd_origin, host, bid, op)
         req = self._fast_req.get(rkey)
+        body = None
         if req is None:
             url = self.base + "/v1/reduce"
             if not url.startswith(conn.warpd_origin):
@@ -1802,11 +1971,36 @@ class Client:
             if len(self._fast_req) >= 4 * IPC_CACHE_MAX:
                 self._fast_req.clear()
             self._fast_req[rkey] = req
+        ch = self._channel(res)
+        if ch is not None:
+            body = body or req[req.index(b"\r\n\r\n") + 4:]
+            got = ch.call("/v1/reduce", body, self.spin_us, conn.timeout)
+            if got is not None:
+                if got[0] != 200:
+                    return None  # the general path asks again by HTTP and raises the daemon's error
+                self._count("ipc")
+                return json.loads(got[1].decode("utf-8"))
+            if ch.dead:
+                res.drop_channel()
         got = self._fast_exchange(conn, req)
         if got is None:
             return None
         self._count("ipc")
         return json.loads(got.decode("utf-8"))
+
+    def _channel(self, res):
+        """The client's doorbell channel, opened on first use (None: off, refused, or not for this machine)."""
+        if not self.channel or not _channels_usable():
+            return None
+        ch = res.channel
+        if ch is not None:
+            return ch
+        try:
+            return res.open_channel()
+        except (WarpdError, OSError) as e:  # no region could be made or registered: HTTP from now on
+            with res.lock:
+                res.channel_refused = str(e)
+            return None
 
     def _fast_exchange(self, conn, req):
         """One request on conn's socket: the answer's body when it is a 200 with a Content-Length and the

@@ -13,6 +13,11 @@ cJSON *wp_api_parse_body(wp_app *app, const wp_req *req, wp_err *err);
 /* Whether req may use a shared-memory region (api_shm.c): 403 "shm_disabled" under --shm off, 403
  * "shm_remote" from a peer that is not local without --shm-remote; field names the request's field. */
 int wp_api_shm_allowed(const wp_app *app, const wp_req *req, const char *field, wp_err *err);
+/* The region that the object {"id", "offset", "count"} named field ("shm", "output.shm") names, held
+ * (wp_region_put it), and its offset (default 0): the check above, 400 "wrong_type" / "missing_field" /
+ * "unknown_field" naming field.key, 404 "unknown_shm" naming field.id. */
+wp_region *wp_api_shm_hold(wp_app *app, const wp_req *req, const cJSON *at, const char *field, uint64_t *offset,
+                           wp_err *err);
 /* A region as a job's input, "shm": {"id", "offset", "count"} of elements of t: the check above, the
  * region held (wp_region_put it), *offset (default 0; a multiple of the element size) and *count
  * (default: every whole element to the region's end) checked against it: 400 "out_of_range" naming
@@ -51,6 +56,13 @@ void wp_api_shm_add(void *app, const wp_req *req, wp_resp *resp); /* api_shm.c *
 void wp_api_shm_list(void *app, const wp_req *req, wp_resp *resp);
 void wp_api_shm_get(void *app, const wp_req *req, wp_resp *resp);
 void wp_api_shm_delete(void *app, const wp_req *req, wp_resp *resp);
+void wp_api_channels_add(void *app, const wp_req *req, wp_resp *resp); /* api_channel.c */
+void wp_api_channels_list(void *app, const wp_req *req, wp_resp *resp);
+void wp_api_channel_get(void *app, const wp_req *req, wp_resp *resp);
+void wp_api_channel_delete(void *app, const wp_req *req, wp_resp *resp);
+/* A channel's request run as POST /v1/reduce or /v1/scan from a local peer (engine/channels.h's serve). */
+void wp_api_channel_serve(void *app, unsigned route, const char *body, size_t len, int *status, char **answer,
+                          size_t *answer_len);
 void wp_api_cache_list(void *app, const wp_req *req, wp_resp *resp); /* api_cache.c */
 void wp_api_cache_get(void *app, const wp_req *req, wp_resp *resp);
 void wp_api_cache_delete(void *app, const wp_req *req, wp_resp *resp);

@@ -144,8 +144,8 @@ static const char *const use_fields[] = {"id", "offset", "count", NULL};
 
 /* The object {"id", "offset", ...} named `field` ("shm", "output.shm"; its keys' errors name field.key):
  * the held region and offset. */
-static wp_region *hold_at(wp_app *app, const wp_req *req, const cJSON *at, const char *field, uint64_t *offset,
-                          wp_err *err) {
+wp_region *wp_api_shm_hold(wp_app *app, const wp_req *req, const cJSON *at, const char *field, uint64_t *offset,
+                           wp_err *err) {
     char prefix[48];
     snprintf(prefix, sizeof prefix, "%.40s.", field);
     if (wp_api_shm_allowed(app, req, field, err)) return NULL;
@@ -172,7 +172,7 @@ static wp_region *hold_at(wp_app *app, const wp_req *req, const cJSON *at, const
 
 wp_region *wp_api_shm_input(wp_app *app, const wp_req *req, const cJSON *shm, wp_type t, uint64_t *offset,
                             uint64_t *count, wp_err *err) {
-    wp_region *g = hold_at(app, req, shm, "shm", offset, err);
+    wp_region *g = wp_api_shm_hold(app, req, shm, "shm", offset, err);
     if (!g) return NULL;
     wp_region_info r;
     wp_region_describe(g, &r);
@@ -202,7 +202,7 @@ wp_region *wp_api_shm_output(wp_app *app, const wp_req *req, const cJSON *shm, u
                 "an output region takes id and offset; the count is the result's");
         return NULL;
     }
-    wp_region *g = hold_at(app, req, shm, "output.shm", offset, err);
+    wp_region *g = wp_api_shm_hold(app, req, shm, "output.shm", offset, err);
     if (!g) return NULL;
     wp_region_info r;
     wp_region_describe(g, &r);

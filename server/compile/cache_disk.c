@@ -40,12 +40,6 @@ struct wp_disk {
     bool scanning; /* one rescan at a time; others use the index as it is */
 };
 
-double wp_unix_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 void wp_disk_path(const char *dir, const uint8_t key[32], char *out, size_t n) {
     char hex[65];
     wp_hex(key, 32, hex);

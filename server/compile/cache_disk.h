@@ -69,6 +69,4 @@ typedef struct {
 } wp_disk_stats;
 void wp_disk_stats_get(wp_disk *d, wp_disk_stats *out);
 
-double wp_unix_now(void);
-
 #endif

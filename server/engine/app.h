@@ -9,6 +9,7 @@
 #include "batch.h"
 #include "batch_exec.h"
 #include "buffers.h"
+#include "channels.h"
 #include "compile/cache.h"
 #include "compile/jit.h"
 #include "http/http.h"
@@ -45,6 +46,7 @@ typedef struct wp_app {
     wp_buffers *buffers;      /* device-resident buffers (buffers.c): /v1/buffers */
     wp_regions *regions;      /* shared-memory regions (regions.c): /v1/shm; NULL under --shm off */
     bool shm_remote;          /* --shm-remote: regions from peers that are not local too */
+    wp_channels *channels;    /* doorbell channels in regions (channels.c): /v1/channels; NULL when off */
     wp_reduce_engine *reduce; /* data-parallel jobs (reduce.c): /v1/reduce, /v1/scan */
     uint64_t max_elements;    /* largest n of a reduce/scan job (413 beyond) */
     /* largest n a generate may ask of the emulator, in reduce, scan and buffers (413 beyond):

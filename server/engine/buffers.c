@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 
 #define WP_BUFFERS_REAP_PERIOD_MS 1000 /* the reaper looks at least this often */
@@ -35,26 +34,16 @@ struct wp_buffers {
     pthread_cond_t reap_cv; /* stopping */
     entry *head, *tail;
     uint64_t bytes, live; /* bytes of every entry; visible entries */
-    uint64_t created, deleted, expired, rejected_quota, id_counter;
+    uint64_t created, deleted, expired, rejected_quota;
     bool stopping;
     pthread_t reaper;
     bool reaper_started;
 };
 
-static double unix_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* Unguessable ids, so one client cannot walk another's data. With bs->mu held. */
 static void make_id(wp_buffers *bs, char out[WP_BUFFER_ID_LEN]) {
-    uint64_t r;
-    if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r) {
-        r = wp_now_ns() ^ (++bs->id_counter * 0x9E3779B97F4A7C15ull);
-        r ^= r >> 31, r *= 0xBF58476D1CE4E5B9ull, r ^= r >> 27;
-    }
-    snprintf(out, WP_BUFFER_ID_LEN, "b-%016llx", (unsigned long long)r);
+    (void)bs;
+    snprintf(out, WP_BUFFER_ID_LEN, "b-%016llx", (unsigned long long)wp_random_u64());
 }
 
 static entry *find_id(wp_buffers *bs, const char *id) {
@@ -322,7 +311,7 @@ int wp_buffers_commit(wp_buffers *bs, wp_buf *buf, double ttl_s, wp_buffer_info 
     while (find_id(bs, e->id));
     e->state = ENTRY_LIVE;
     e->ttl_s = ttl_s > 0 ? ttl_s : bs->cfg.ttl_s;
-    e->created = unix_now();
+    e->created = wp_unix_now();
     e->last_use_ns = wp_now_ns();
     bs->live++;
     bs->created++;

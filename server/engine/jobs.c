@@ -66,12 +66,6 @@ struct wp_jobs {
 
 /* ---------- small helpers ---------- */
 
-static double unix_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* RFC 3339 UTC with milliseconds: "2025-01-31T12:34:56.789Z". */
 static cJSON *time_json(double t) {
     if (t <= 0) return cJSON_CreateNull();
@@ -145,7 +139,7 @@ static void queue_remove(wp_jobs *j, wp_job *job) {
 
 /* Stamps the end of a job (its state is set by the caller). */
 static void finish(wp_job *job, int status) {
-    job->finished = unix_now();
+    job->finished = wp_unix_now();
     job->finished_ns = wp_now_ns();
     job->status = status;
     atomic_store(&job->progress, WP_JOBS_PROGRESS_SCALE);
@@ -257,7 +251,7 @@ static void *worker_main(void *arg) {
         if (!j->qhead) j->qtail = NULL;
         job->qnext = NULL;
         set_state(j, job, JOB_RUNNING);
-        job->started = unix_now();
+        job->started = wp_unix_now();
         job->started_ns = wp_now_ns();
         pthread_mutex_unlock(&j->mu);
         run_job(j, job);
@@ -376,7 +370,7 @@ int wp_jobs_submit(wp_jobs *j, const char *kind, const char *request, size_t req
     job->body = body;
     job->body_len = request_len;
     job->peer_local = peer_local;
-    job->created = unix_now();
+    job->created = wp_unix_now();
     job->created_ns = wp_now_ns();
     job->state = JOB_QUEUED;
 

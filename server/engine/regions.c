@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -181,9 +180,7 @@ static int map_region(wp_region *g, uint64_t offset, wp_err *err) {
 }
 
 static void new_id(char *id) {
-    uint64_t r = 0;
-    if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r) r = (uint64_t)time(NULL) ^ (uint64_t)(uintptr_t)id;
-    snprintf(id, WP_REGION_ID_LEN, "shm-%016" PRIx64, r);
+    snprintf(id, WP_REGION_ID_LEN, "shm-%016" PRIx64, wp_random_u64());
 }
 
 static void publish(wp_regions *rs, wp_region *g) {
@@ -320,6 +317,18 @@ void wp_region_describe(const wp_region *g, wp_region_info *out) {
     pthread_mutex_lock(&g->owner->mu); /* users changes under it */
     *out = g->info;
     pthread_mutex_unlock(&g->owner->mu);
+}
+
+bool wp_region_listed(wp_region *g) {
+    pthread_mutex_lock(&g->owner->mu);
+    const bool listed = g->listed;
+    pthread_mutex_unlock(&g->owner->mu);
+    return listed;
+}
+
+unsigned char *wp_region_span(wp_region *g, uint64_t offset, uint64_t len) {
+    const uint64_t size = g->info.bytes;
+    return offset <= size && len <= size - offset ? g->base + offset : NULL;
 }
 
 /* ---- copies ---- */

@@ -67,6 +67,12 @@ void wp_regions_stats_get(wp_regions *rs, wp_regions_stats *out);
 wp_region *wp_regions_hold(wp_regions *rs, const char *id, const char *field, wp_err *err);
 void wp_region_put(wp_region *g);
 void wp_region_describe(const wp_region *g, wp_region_info *out);
+/* Whether the region is still listed (no DELETE since it was held). */
+bool wp_region_listed(wp_region *g);
+/* The mapped bytes [offset, offset + len) for a caller that reads and writes them itself (a doorbell,
+ * engine/channels.c), or NULL when out of range. Every touch of them must run under util/sigbus.h's
+ * guard: the object's owner may truncate it at any time. */
+unsigned char *wp_region_span(wp_region *g, uint64_t offset, uint64_t len);
 /* Bytes [offset, offset + len) of the region into buf at buf_offset, or the other way. The range is the
  * caller's to check (wp_region_info.bytes); 409 "region_truncated" (field `field`) when the object no
  * longer holds the mapping, before or during the copy; 403 "read_only" for a write into a read-only one. */

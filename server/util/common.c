@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 
 int wp_err_set(wp_err *e, int status, const char *code, const char *field, const char *fmt, ...) {
@@ -74,4 +75,18 @@ uint64_t wp_mem_available(void) {
         if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) break;
     fclose(f);
     return (uint64_t)kb * 1024;
+}
+
+uint64_t wp_random_u64(void) {
+    uint64_t r;
+    if (getrandom(&r, sizeof r, GRND_NONBLOCK) == (ssize_t)sizeof r) return r;
+    r = wp_now_ns() ^ (uint64_t)clock();
+    r ^= r >> 31, r *= 0xBF58476D1CE4E5B9ull, r ^= r >> 27;
+    return r;
+}
+
+double wp_unix_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }

@@ -38,14 +38,28 @@ int wp_sigbus_install(void) {
     return install_rc;
 }
 
-/* The copy itself, apart so that nothing the jump skips lives in wp_guarded_copy's frame. */
-static void copy_bytes(void *dst, const void *src, size_t n) { memcpy(dst, src, n); }
-
-int wp_guarded_copy(void *dst, const void *src, size_t n) {
+/* fn apart from the caller, so that nothing the jump skips lives in wp_guarded_run's frame but env. */
+int wp_guarded_run(void (*fn)(void *), void *arg) {
     sigjmp_buf env;
-    if (sigsetjmp(env, 1)) return -1; /* came back from the handler: the copy faulted */
+    if (sigsetjmp(env, 1)) return -1; /* came back from the handler: fn faulted */
     guard = &env;
-    copy_bytes(dst, src, n);
+    fn(arg);
     guard = NULL;
     return 0;
+}
+
+typedef struct {
+    void *dst;
+    const void *src;
+    size_t n;
+} copy_args;
+
+static void copy_bytes(void *arg) {
+    const copy_args *a = arg;
+    memcpy(a->dst, a->src, a->n);
+}
+
+int wp_guarded_copy(void *dst, const void *src, size_t n) {
+    copy_args a = {dst, src, n};
+    return wp_guarded_run(copy_bytes, &a);
 }

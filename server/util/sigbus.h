@@ -15,5 +15,9 @@ int wp_sigbus_install(void);
 /* memcpy(dst, src, n), except that a SIGBUS on either side ends it: returns 0, or -1 when the copy
  * faulted (dst then holds a part of the bytes). Needs wp_sigbus_install first (else a fault kills). */
 int wp_guarded_copy(void *dst, const void *src, size_t n);
+/* fn(arg), except that a SIGBUS inside it ends it: returns 0, or -1 when it faulted. fn may touch shared
+ * mappings many times (a doorbell's spin, engine/channels.c) at the cost of one guard; it must not take
+ * locks, allocate or hold anything a jump out of it would leak. Needs wp_sigbus_install first. */
+int wp_guarded_run(void (*fn)(void *), void *arg);
 
 #endif

@@ -143,8 +143,10 @@ class LiveLeanIpc(unittest.TestCase):
     def _facts(x):  # what _lean_facts reads of a CUDA array: (ptr, count, type, device)
         return (1 << 20, 4, "f32", 0) if x == "gpu" else None
 
+    channel = False  # the HTTP form of the lean path (LiveChannel: the doorbell's)
+
     def setUp(self):
-        self.c = Client(URL)
+        self.c = Client(URL, channel=self.channel)
         self.bid = self.c.buffer_put([1.5, 2.5, 3.5, 4.5], type="f32")["id"]
         self.drv = self._Drv()
         res = self.c._resources()
@@ -212,6 +214,95 @@ class LiveLeanIpc(unittest.TestCase):
         http_only._res = self.c._res
         http_only.health()
         self.assertIsNone(http_only._ipc_reduce_fast("gpu", "sum"))
+
+
+class LiveChannel(LiveLeanIpc):
+    """The lean path through a doorbell channel (POST /v1/channels, engine/channels.h): the same answers
+    as HTTP, one channel per client, deleted at close(); a channel closed under the client, a busy one,
+    an error answer and a daemon that gives none take HTTP. The HTTP-only cases of LiveLeanIpc are
+    overridden where the channel changes what they look at."""
+    channel = True
+
+    def _channels(self):
+        return self.c._res.remote._json("GET", "/v1/channels")["channels"]
+
+    def test_lean_answer(self):
+        http = Client(URL, channel=False)
+        self.addCleanup(http.close)
+        want = {op: http.reduce(buffer=self.bid, op=op) for op in ("sum", "max", "min")}
+        for op in ("sum", "max", "min", "sum"):
+            got = self.c._ipc_reduce_fast("gpu", op)
+            self.assertIsNotNone(got)
+            for k in ("value", "count", "type", "family", "hash"):
+                self.assertEqual(got[k], want[op][k], (op, k))
+        ch = self.c._res.channel
+        self.assertIsNotNone(ch)
+        mine = [x for x in self._channels() if x["id"] == ch.id]
+        self.assertEqual((len(mine), mine[0]["requests"]), (1, 4))
+        self.assertEqual(mine[0]["shm"]["id"], ch.region.id)
+        self.assertEqual(self.c.counts["ipc"], 4)
+
+    def test_interrupted(self):  # nothing of HTTP is used: the channel answers
+        self.assertIsNotNone(self.c._ipc_reduce_fast("gpu", "sum"))  # the channel opened (by HTTP)
+        with unittest.mock.patch.object(warpd, "_recv_head", side_effect=KeyboardInterrupt):
+            self.assertEqual(self.c._ipc_reduce_fast("gpu", "sum")["value"], 12)
+
+    def test_token_in_request(self):  # a channel carries the authority of the request that opened it
+        self.assertIsNotNone(self.c._ipc_reduce_fast("gpu", "sum"))
+        self.assertIsNotNone(self.c._res.channel)
+
+    def test_falls_back(self):
+        self.assertIsNone(self.c._ipc_reduce_fast("gpu", "no_such_op"))  # 400 on the channel: the general path
+        with self.assertRaises(WarpdError) as e:
+            self.c.reduce(buffer=self.bid, op="no_such_op")
+        self.assertEqual(e.exception.code, "bad_op")
+        self.c.buffer_delete(self.bid)
+        self.assertIsNone(self.c._ipc_reduce_fast("gpu", "sum"))  # 404 unknown_buffer
+
+    def test_channel_deleted_under_it(self):  # DELETE /v1/channels/{id}: HTTP answers, then a new channel
+        self.assertIsNotNone(self.c._ipc_reduce_fast("gpu", "sum"))
+        old = self.c._res.channel
+        self.c._res.remote._json("DELETE", "/v1/channels/" + old.id)
+        t0 = time.monotonic()
+        self.assertEqual(self.c._ipc_reduce_fast("gpu", "sum")["value"], 12)  # by HTTP, within about 50 ms
+        self.assertLess(time.monotonic() - t0, 0.9)
+        self.assertTrue(old.dead)
+        self.assertIsNone(self.c._res.channel)
+        self.assertEqual(self.c._ipc_reduce_fast("gpu", "max")["value"], 4.5)
+        self.assertIsNot(self.c._res.channel, old)
+        self.assertIn(self.c._res.channel.id, [x["id"] for x in self._channels()])
+
+    def test_busy_goes_by_http(self):  # another thread holds the channel: this call takes HTTP
+        self.assertIsNotNone(self.c._ipc_reduce_fast("gpu", "sum"))
+        ch = self.c._res.channel
+        with ch.lock:
+            self.assertEqual(self.c._ipc_reduce_fast("gpu", "sum")["value"], 12)
+        self.assertEqual([x["requests"] for x in self._channels() if x["id"] == ch.id], [1])
+
+    def test_close_deletes(self):
+        self.assertIsNotNone(self.c._ipc_reduce_fast("gpu", "sum"))
+        ch = self.c._res.channel
+        remote = self.c._res.remote
+        self.c.close()
+        ids = [x["id"] for x in remote._json("GET", "/v1/channels")["channels"]]
+        self.assertNotIn(ch.id, ids)
+        self.assertNotIn(ch.region.id, [x["id"] for x in remote._json("GET", "/v1/shm")["regions"]])
+
+    def test_threads(self):  # four threads share the client: every answer right, HTTP or channel
+        errors = []
+
+        def run():
+            for _ in range(50):
+                got = self.c._ipc_reduce_fast("gpu", "sum")
+                if got is not None and got["value"] != 12:
+                    errors.append(got)
+        ts = [threading.Thread(target=run) for _ in range(4)]
+        self.c._ipc_reduce_fast("gpu", "sum")
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        self.assertEqual(errors, [])
 
 
 # ---------------------------------------------------------------- live daemon: core endpoints

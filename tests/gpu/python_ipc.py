@@ -147,11 +147,16 @@ def checks():
     check(not c._ipc_no_output, 'the daemon refused "output": {"buffer": ID} (SHM_API.md): every scan above came '
           'back as bytes and was copied to the device, not written by the daemon into an IPC buffer')
     check(c.counts["ipc"] > 0 and c.counts["http"] == 0, f"transport ipc: counts {c.counts}")
+    # the repeated reduces above (max after sum of one array) went through the client's doorbell channel
+    ch = c._res.channel
+    served = [x["requests"] for x in http._json("GET", "/v1/channels")["channels"] if ch and x["id"] == ch.id]
+    check(ch is not None and served and served[0] > 0, f"the doorbell channel: {ch and ch.id} served {served} "
+          f"(refused: {c._res.channel_refused})")
     # one PUT per array, one POST per reduce; "auto" takes IPC; close() deletes the buffers
     fw = fws[0]
     x = to_device(fw, host_data(np, "float32", 4096, seed=1), "float32")
     log = []
-    auto = warpd.Client(URL)
+    auto = warpd.Client(URL, channel=False)  # the lean path over HTTP (the channel's: below)
     orig = auto.request
 
     def spy(method, path, body=None, **kw):
@@ -187,6 +192,18 @@ def checks():
     auto.close()
     held = {b["id"] for b in http.buffers().get("buffers", [])}
     check(not set(ids) & held, f"{fw}: close() left {set(ids) & held}")
+    # the same through a doorbell channel: nine of ten reduces by the channel, the same value
+    chc = warpd.Client(URL)
+    got = {chc.reduce(x)["value"] for _ in range(10)}
+    ch = chc._res.channel
+    served = [x["requests"] for x in http._json("GET", "/v1/channels")["channels"] if ch and x["id"] == ch.id]
+    check(got == values and served == [9], f"{fw}: ten reduces by channel: {got} (want {values}), served {served}")
+    http.request("DELETE", f"/v1/buffers/{next(iter(chc._res.ipc.values()))}")
+    again = chc.reduce(x)["value"]  # the channel answers 404: the general path puts the buffer again
+    check(again in values and chc.counts["ipc"] == 11, f"{fw}: channel after DELETE: {again}, counts {chc.counts}")
+    chc.close()
+    left = [x["id"] for x in http._json("GET", "/v1/channels")["channels"] if x["id"] == ch.id]
+    check(not left, f"{fw}: close() left the channel {left}")
     c.close()
     print(f"python_ipc: {passed} passed, {failed} failed")
     return 1 if failed else 0

@@ -1,0 +1,462 @@
+/* channels.c — doorbell channels (channels.h): the listing, each channel's thread, and the doorbell's
+ * words in the client's region, read and written under the SIGBUS guard with atomic loads and stores
+ * (the client is another process: the words are shared memory, the futex calls non-private). */
+#include "channels.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util/sigbus.h"
+
+/* Word offsets of the layout (channels.h). */
+enum {
+    OFF_MAGIC = 0,
+    OFF_VERSION = 8,
+    OFF_REQ_AREA = 12,
+    OFF_REQ_MAX = 16,
+    OFF_ANS_AREA = 20,
+    OFF_ANS_MAX = 24,
+    OFF_REQ_SEQ = 64,
+    OFF_REQ_ROUTE = 68,
+    OFF_REQ_LEN = 72,
+    OFF_TAKEN = 128,
+    OFF_DAEMON_SLEEPING = 132,
+    OFF_ANS_SEQ = 192,
+    OFF_ANS_STATUS = 196,
+    OFF_ANS_LEN = 200,
+    OFF_CLIENT_SLEEPING = 256,
+};
+#define CHANNEL_VERSION 1
+#define TICK_NS 200000000ull /* a sleeping channel looks at its state this often */
+
+typedef struct channel {
+    struct channel *next;
+    wp_channels *owner;
+    wp_region *region;
+    unsigned char *base; /* byte 0 of the channel in the mapping */
+    wp_channel_info info; /* requests, last_used: under the owner's mu */
+    uint32_t last_seq;    /* the req_seq answered last (the channel's thread only) */
+    atomic_bool stop;     /* closed: the thread ends at its next look */
+    atomic_bool sleeping;
+    pthread_t thread;
+} channel;
+
+struct wp_channels {
+    pthread_mutex_t mu;
+    wp_channels_config cfg;
+    channel *head; /* open, oldest first */
+    channel *dead; /* ended by themselves (idle, region gone, truncated): joined and freed by reap */
+    wp_channels_stats st;
+};
+
+/* ---- the shared words ---- */
+
+static uint32_t *word(const channel *c, size_t off) { return (uint32_t *)(void *)(c->base + off); }
+static uint32_t load(const channel *c, size_t off) { return __atomic_load_n(word(c, off), __ATOMIC_ACQUIRE); }
+static void store(const channel *c, size_t off, uint32_t v) { __atomic_store_n(word(c, off), v, __ATOMIC_SEQ_CST); }
+
+static void futex_wait(uint32_t *addr, uint32_t val, uint64_t ns) {
+    struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000ull), .tv_nsec = (long)(ns % 1000000000ull)};
+    syscall(SYS_futex, addr, FUTEX_WAIT, val, &ts, NULL, 0);
+}
+static void futex_wake(uint32_t *addr) { syscall(SYS_futex, addr, FUTEX_WAKE, 1, NULL, NULL, 0); }
+
+/* ---- the channel's thread ---- */
+
+typedef struct {
+    channel *c;
+    bool got; /* a new req_seq */
+} wait_args;
+
+/* Spins on req_seq for spin_us, then sleeps on it for at most a tick (under the guard). */
+static void wait_fn(void *arg) {
+    wait_args *w = arg;
+    channel *c = w->c;
+    const uint64_t until = wp_now_ns() + (uint64_t)c->info.spin_us * 1000u;
+    for (unsigned i = 0;; i++) {
+        if ((w->got = load(c, OFF_REQ_SEQ) != c->last_seq) || atomic_load(&c->stop)) return;
+        if ((i & 63) == 0 && wp_now_ns() >= until) break;
+        __builtin_ia32_pause();
+    }
+    atomic_store(&c->sleeping, true);
+    store(c, OFF_DAEMON_SLEEPING, 1); /* then the client's next req_seq comes with a wake */
+    if (load(c, OFF_REQ_SEQ) == c->last_seq) futex_wait(word(c, OFF_REQ_SEQ), c->last_seq, TICK_NS);
+    store(c, OFF_DAEMON_SLEEPING, 0);
+    atomic_store(&c->sleeping, false);
+    w->got = load(c, OFF_REQ_SEQ) != c->last_seq;
+}
+
+typedef struct {
+    channel *c;
+    uint32_t seq, route, len;
+    char *body; /* malloc'd by the caller: len + 1 bytes */
+} take_args;
+
+static void head_fn(void *arg) {
+    take_args *t = arg;
+    t->seq = load(t->c, OFF_REQ_SEQ);
+    t->route = load(t->c, OFF_REQ_ROUTE);
+    t->len = load(t->c, OFF_REQ_LEN);
+}
+
+static void body_fn(void *arg) {
+    take_args *t = arg;
+    memcpy(t->body, t->c->base + WP_CHANNEL_HEADER, t->len);
+    store(t->c, OFF_TAKEN, t->seq);
+}
+
+typedef struct {
+    channel *c;
+    uint32_t seq;
+    int status;
+    const char *body;
+    size_t len;
+} answer_args;
+
+static void answer_fn(void *arg) {
+    answer_args *a = arg;
+    channel *c = a->c;
+    memcpy(c->base + WP_CHANNEL_HEADER + c->info.request_bytes, a->body, a->len);
+    store(c, OFF_ANS_STATUS, (uint32_t)a->status);
+    store(c, OFF_ANS_LEN, (uint32_t)a->len);
+    store(c, OFF_ANS_SEQ, a->seq); /* after the bytes (release): the client reads them once it sees it */
+    if (load(c, OFF_CLIENT_SLEEPING)) futex_wake(word(c, OFF_ANS_SEQ));
+}
+
+/* An error answer of the channel's own: {"error":{"code","message","field"}}, malloc'd. */
+static char *error_json(const char *code, const char *field, const char *message, size_t *len) {
+    const char *fmt = "{\"error\":{\"code\":\"%s\",\"message\":\"%s\",\"field\":\"%s\"}}";
+    const int n = snprintf(NULL, 0, fmt, code, message, field);
+    char *s = malloc((size_t)n + 1);
+    if (s) snprintf(s, (size_t)n + 1, fmt, code, message, field);
+    *len = s ? (size_t)n : 0;
+    return s;
+}
+
+/* The answer of the request t describes (its body read): the route's handler's, or a refusal. */
+static char *answer_of(channel *c, const take_args *t, int *status, size_t *len) {
+    const wp_channels_config *cfg = &c->owner->cfg;
+    if (t->route != WP_CHANNEL_REDUCE && t->route != WP_CHANNEL_SCAN) {
+        *status = 400;
+        return error_json("bad_route", "req_route", "req_route must be 1 (POST /v1/reduce) or 2 (POST /v1/scan)", len);
+    }
+    char *ans = NULL;
+    cfg->serve(cfg->ctx, t->route, t->body, t->len, status, &ans, len);
+    if (ans && *len <= c->info.answer_bytes) return ans;
+    free(ans);
+    *status = ans ? 413 : 500;
+    return ans ? error_json("answer_too_large", "",
+                            "the answer does not fit the channel's answer area: use a larger channel, an output "
+                            "region, or HTTP",
+                            len)
+               : error_json("out_of_memory", "", "no memory for the answer", len);
+}
+
+static void count_request(channel *c) {
+    pthread_mutex_lock(&c->owner->mu);
+    c->info.requests++;
+    c->info.last_used = wp_unix_now();
+    c->owner->st.requests++;
+    pthread_mutex_unlock(&c->owner->mu);
+}
+
+/* One request: read, served, answered. -1 when the region faulted. */
+static int serve_one(channel *c) {
+    take_args t = {.c = c};
+    if (wp_guarded_run(head_fn, &t)) return -1;
+    const wp_channels_config *cfg = &c->owner->cfg;
+    const bool fits = t.len <= c->info.request_bytes && t.len <= cfg->max_body;
+    char *ans = NULL;
+    size_t len = 0;
+    int status = 413;
+    if (!fits) {
+        t.len = 0;
+        ans = error_json("body_too_large", "req_len", "req_len is larger than the channel's request area", &len);
+    }
+    if (!(t.body = malloc((size_t)t.len + 1)) || wp_guarded_run(body_fn, &t)) {
+        free(t.body);
+        free(ans);
+        return t.body ? -1 : 0; /* no memory: the request stays untaken, the client's wait tells */
+    }
+    t.body[t.len] = 0;
+    if (fits) ans = answer_of(c, &t, &status, &len);
+    answer_args a = {.c = c, .seq = t.seq, .status = status, .body = ans ? ans : "", .len = ans ? len : 0};
+    const int rc = wp_guarded_run(answer_fn, &a);
+    free(t.body);
+    free(ans);
+    c->last_seq = t.seq;
+    count_request(c);
+    return rc;
+}
+
+/* Off the listing (with cs->mu held). */
+static void take_off(wp_channels *cs, channel *c) {
+    for (channel **p = &cs->head; *p; p = &(*p)->next)
+        if (*p == c) {
+            *p = c->next;
+            break;
+        }
+    cs->st.open--;
+    cs->st.closed++;
+}
+
+/* On the channel's own thread, its end not asked by a remove: off the listing, to be reaped. */
+static void end_self(channel *c, bool truncated) {
+    wp_channels *cs = c->owner;
+    pthread_mutex_lock(&cs->mu);
+    if (!atomic_load(&c->stop)) { /* else a remove took it off and joins it */
+        take_off(cs, c);
+        c->next = cs->dead;
+        cs->dead = c;
+        cs->st.truncated += truncated;
+    }
+    pthread_mutex_unlock(&cs->mu);
+}
+
+static bool idle_too_long(channel *c) {
+    pthread_mutex_lock(&c->owner->mu);
+    const bool idle = wp_unix_now() - c->info.last_used > (double)c->info.ttl_s;
+    pthread_mutex_unlock(&c->owner->mu);
+    return idle;
+}
+
+static void *channel_main(void *arg) {
+    channel *c = arg;
+    bool faulted = false;
+    while (!atomic_load(&c->stop)) {
+        wait_args w = {.c = c};
+        if ((faulted = wp_guarded_run(wait_fn, &w) != 0)) break;
+        if (atomic_load(&c->stop)) break;
+        if (w.got && (faulted = serve_one(c) != 0)) break;
+        if (!w.got && (idle_too_long(c) || !wp_region_listed(c->region))) break;
+    }
+    end_self(c, faulted);
+    return NULL;
+}
+
+/* ---- the listing ---- */
+
+wp_channels *wp_channels_open(const wp_channels_config *cfg, wp_err *err) {
+    wp_channels *cs = calloc(1, sizeof *cs);
+    if (!cs || wp_sigbus_install()) {
+        free(cs);
+        WP_FAIL(err, 500, "internal", "", "cannot set up the channels");
+        return NULL;
+    }
+    pthread_mutex_init(&cs->mu, NULL);
+    cs->cfg = *cfg;
+    return cs;
+}
+
+static void channel_free(channel *c) {
+    pthread_join(c->thread, NULL);
+    wp_region_put(c->region);
+    free(c);
+}
+
+/* Joins and frees the channels that ended by themselves. */
+static void reap(wp_channels *cs) {
+    pthread_mutex_lock(&cs->mu);
+    channel *dead = cs->dead;
+    cs->dead = NULL;
+    pthread_mutex_unlock(&cs->mu);
+    while (dead) {
+        channel *next = dead->next;
+        channel_free(dead);
+        dead = next;
+    }
+}
+
+/* Asks c's thread to end (it is off the listing): a sleeping one is woken (a futex wake touches no
+ * byte of the mapping: a truncated object answers EFAULT, not SIGBUS). */
+static void ask_stop(channel *c) {
+    atomic_store(&c->stop, true);
+    futex_wake(word(c, OFF_REQ_SEQ));
+}
+
+void wp_channels_close(wp_channels *cs) {
+    if (!cs) return;
+    pthread_mutex_lock(&cs->mu);
+    channel *open = cs->head;
+    cs->head = NULL;
+    pthread_mutex_unlock(&cs->mu);
+    for (channel *c = open; c; c = c->next) ask_stop(c);
+    while (open) {
+        channel *next = open->next;
+        channel_free(open);
+        open = next;
+    }
+    reap(cs);
+    pthread_mutex_destroy(&cs->mu);
+    free(cs);
+}
+
+/* ---- open, describe, close one ---- */
+
+typedef struct {
+    channel *c;
+    uint32_t seq;
+} init_args;
+
+static void init_fn(void *arg) {
+    init_args *a = arg;
+    channel *c = a->c;
+    memcpy(c->base + OFF_MAGIC, "WARPDCH1", 8);
+    store(c, OFF_VERSION, CHANNEL_VERSION);
+    store(c, OFF_REQ_AREA, WP_CHANNEL_HEADER);
+    store(c, OFF_REQ_MAX, c->info.request_bytes);
+    store(c, OFF_ANS_AREA, WP_CHANNEL_HEADER + c->info.request_bytes);
+    store(c, OFF_ANS_MAX, c->info.answer_bytes);
+    a->seq = load(c, OFF_REQ_SEQ); /* what the client wrote before is no request */
+    store(c, OFF_TAKEN, a->seq);
+    store(c, OFF_DAEMON_SLEEPING, 0);
+    store(c, OFF_ANS_SEQ, a->seq);
+}
+
+/* Where the channel lies in its region: 0, or -1 with err. */
+static int place(channel *c, const wp_channel_args *a, wp_err *err) {
+    wp_region_info ri;
+    wp_region_describe(a->region, &ri);
+    if (ri.read_only)
+        return WP_FAIL(err, 403, "read_only", "shm.id",
+                       "region %s is read-only to the daemon: a channel writes its answers into it", ri.id);
+    if (a->offset > ri.bytes) return WP_FAIL(err, 400, "out_of_range", "shm.offset", "shm.offset is past the region's end");
+    const uint64_t bytes = a->bytes ? a->bytes : ri.bytes - a->offset;
+    if (bytes > ri.bytes - a->offset)
+        return WP_FAIL(err, 400, "out_of_range", "bytes", "bytes reach past the region's end");
+    if (bytes < WP_CHANNEL_MIN_BYTES)
+        return WP_FAIL(err, 400, "out_of_range", "bytes", "a channel needs at least %d bytes of the region",
+                       WP_CHANNEL_MIN_BYTES);
+    c->base = wp_region_span(a->region, a->offset, bytes);
+    if (!c->base || (uintptr_t)c->base % 64)
+        return WP_FAIL(err, 400, "out_of_range", "shm.offset",
+                       "a channel begins 64-byte aligned in memory: shm.offset and the region's offset decide");
+    const uint64_t area = (bytes - WP_CHANNEL_HEADER) / 2 / 64 * 64;
+    c->info.request_bytes = c->info.answer_bytes = area > UINT32_MAX ? UINT32_MAX / 64 * 64 : (uint32_t)area;
+    snprintf(c->info.shm, sizeof c->info.shm, "%s", ri.id);
+    c->info.offset = a->offset;
+    c->info.bytes = bytes;
+    return 0;
+}
+
+static void new_id(char *id) {
+    snprintf(id, WP_CHANNEL_ID_LEN, "ch-%016" PRIx64, wp_random_u64());
+}
+
+/* Starts c's thread and lists it, unless the limit is reached. */
+static int start(wp_channels *cs, channel *c, wp_err *err) {
+    pthread_mutex_lock(&cs->mu);
+    int rc = 0;
+    if (cs->st.open >= cs->cfg.max_channels) {
+        rc = WP_FAIL(err, 429, "too_many_channels", "", "%u channels are open, the most this daemon keeps (--channels-max)",
+                     cs->cfg.max_channels);
+    } else if (pthread_create(&c->thread, NULL, channel_main, c)) {
+        rc = WP_FAIL(err, 500, "internal", "", "cannot start the channel's thread");
+    } else {
+        channel **p = &cs->head;
+        while (*p) p = &(*p)->next;
+        *p = c;
+        cs->st.open++;
+        cs->st.opened++;
+    }
+    pthread_mutex_unlock(&cs->mu);
+    return rc;
+}
+
+int wp_channels_add(wp_channels *cs, const wp_channel_args *a, wp_channel_info *out, wp_err *err) {
+    reap(cs);
+    channel *c = calloc(1, sizeof *c);
+    if (!c) {
+        wp_region_put(a->region);
+        return WP_FAIL(err, 507, "out_of_memory", "", "no memory for a channel");
+    }
+    c->owner = cs;
+    c->region = a->region;
+    c->info.spin_us = a->spin_us;
+    c->info.ttl_s = a->ttl_s;
+    c->info.created = c->info.last_used = wp_unix_now();
+    new_id(c->info.id);
+    init_args in = {.c = c};
+    int rc = place(c, a, err);
+    if (rc == 0 && wp_guarded_run(init_fn, &in))
+        rc = WP_FAIL(err, 409, "region_truncated", "shm.id",
+                     "the object of region %s was truncated below the mapped bytes; register it again", c->info.shm);
+    c->last_seq = in.seq;
+    if (rc == 0) rc = start(cs, c, err);
+    if (rc) {
+        wp_region_put(c->region);
+        free(c);
+        return rc;
+    }
+    if (out) wp_channels_info(cs, c->info.id, out, NULL);
+    return 0;
+}
+
+static channel *find(wp_channels *cs, const char *id) {
+    for (channel *c = cs->head; c; c = c->next)
+        if (!strcmp(c->info.id, id)) return c;
+    return NULL;
+}
+
+static void describe(const channel *c, wp_channel_info *out) {
+    *out = c->info;
+    out->sleeping = atomic_load(&c->sleeping);
+}
+
+static int unknown(const char *id, wp_err *err) {
+    return WP_FAIL(err, 404, "unknown_channel", "id", "no open channel has the id %.40s", id);
+}
+
+int wp_channels_info(wp_channels *cs, const char *id, wp_channel_info *out, wp_err *err) {
+    pthread_mutex_lock(&cs->mu);
+    const channel *c = find(cs, id);
+    if (c) describe(c, out);
+    pthread_mutex_unlock(&cs->mu);
+    return c ? 0 : unknown(id, err);
+}
+
+int wp_channels_remove(wp_channels *cs, const char *id, wp_channel_info *out, wp_err *err) {
+    pthread_mutex_lock(&cs->mu);
+    channel *c = find(cs, id);
+    if (c) {
+        take_off(cs, c);
+        describe(c, out);
+        atomic_store(&c->stop, true); /* under mu: the thread's end_self leaves it to us */
+    }
+    pthread_mutex_unlock(&cs->mu);
+    if (!c) return unknown(id, err);
+    ask_stop(c);
+    channel_free(c);
+    reap(cs);
+    return 0;
+}
+
+int wp_channels_list(wp_channels *cs, wp_channel_info **out, size_t *n, wp_err *err) {
+    reap(cs);
+    pthread_mutex_lock(&cs->mu);
+    size_t k = 0;
+    for (const channel *c = cs->head; c; c = c->next) k++;
+    wp_channel_info *arr = calloc(k ? k : 1, sizeof *arr);
+    size_t i = 0;
+    for (const channel *c = cs->head; arr && c; c = c->next) describe(c, &arr[i++]);
+    pthread_mutex_unlock(&cs->mu);
+    if (!arr) return WP_FAIL(err, 507, "out_of_memory", "", "no memory for the listing");
+    *out = arr;
+    *n = k;
+    return 0;
+}
+
+void wp_channels_stats_get(wp_channels *cs, wp_channels_stats *out) {
+    pthread_mutex_lock(&cs->mu);
+    *out = cs->st;
+    pthread_mutex_unlock(&cs->mu);
+}
