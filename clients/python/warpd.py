@@ -431,11 +431,20 @@ class _Futex:
                        ctypes.byref(ts), None, ctypes.c_int(0))
 
 
-def _channels_usable():
+def _channels_usable_uncached():
     """Doorbell channels need Linux futexes and a machine whose plain loads and stores are ordered as the
     daemon's atomics expect of this side (x86-64: a store is seen after the stores before it)."""
     import platform
     return sys.platform.startswith("linux") and platform.machine() in ("x86_64", "AMD64")
+
+
+_CHANNELS_USABLE = []  # the answer of _channels_usable_uncached, once
+
+
+def _channels_usable():
+    if not _CHANNELS_USABLE:
+        _CHANNELS_USABLE.append(_channels_usable_uncached())
+    return _CHANNELS_USABLE[0]
 
 
 class _Channel:
@@ -456,8 +465,8 @@ class _Channel:
         self.lock = threading.Lock()
         self.dead = False
 
-    def _u32(self, off):
-        return _U32.unpack_from(self.mm, off)[0]
+    def _u32(self, off, unpack=_U32.unpack_from):
+        return unpack(self.mm, off)[0]
 
     def call(self, path, body, spin_us, timeout):
         """(status, answer bytes), or None: not sent (busy, too large, gone) or not taken in time."""
@@ -1085,7 +1094,7 @@ class Client:
         self._res_final = None
         self._lock = threading.Lock()
         self._tls = threading.local()  # each thread's kept connection (_send)
-        self._fast_req = {}  # (origin, host line, buffer id, op) -> a reduce's whole request (_ipc_reduce_fast)
+        self._fast_req = {}  # (origin, host line, buffer id, op) -> (a reduce's whole HTTP request, its JSON body)
 
     # -- lifetime: regions, pooled regions and IPC buffers go at close()
     def close(self):
@@ -1958,8 +1967,7 @@ class Client:
         if host is None:
             return None
         rkey = (self.base, self.token, conn.warpd_origin, host, bid, op)
-        req = self._fast_req.get(rkey)
-        body = None
+        req, body = self._fast_req.get(rkey, (None, None))
         if req is None:
             url = self.base + "/v1/reduce"
             if not url.startswith(conn.warpd_origin):
@@ -1970,10 +1978,9 @@ class Client:
                    f"Content-Type: application/json\r\n{auth}Content-Length: {len(body)}\r\n\r\n").encode() + body
             if len(self._fast_req) >= 4 * IPC_CACHE_MAX:
                 self._fast_req.clear()
-            self._fast_req[rkey] = req
+            self._fast_req[rkey] = (req, body)
         ch = self._channel(res)
         if ch is not None:
-            body = body or req[req.index(b"\r\n\r\n") + 4:]
             got = ch.call("/v1/reduce", body, self.spin_us, conn.timeout)
             if got is not None:
                 if got[0] != 200:
