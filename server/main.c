@@ -417,11 +417,11 @@ static void serve_until_signal(const sigset_t *sigs, wp_reqlog *reqlog, wp_err *
 /* Each part closes after what still uses it. */
 static void teardown(wp_app *app, wp_access *access, wp_reqlog *reqlog) {
     wp_http_stop(app->http);
-    wp_access_free(access);         /* after HTTP: nothing checks requests any more */
-    wp_prewarm_stop(app->prewarm);  /* before the cache closes: it compiles into it */
-    wp_jobs_close(app->jobs);       /* after HTTP: nothing submits any more */
+    wp_access_free(access);           /* after HTTP: nothing checks requests any more */
+    wp_prewarm_stop(app->prewarm);    /* before the cache closes: it compiles into it */
+    wp_jobs_close(app->jobs);         /* after HTTP: nothing submits any more */
     wp_channels_close(app->channels); /* after HTTP (nothing opens one); their requests end first */
-    wp_bgbuild_close(app->bgbuild); /* after HTTP and jobs (nothing asks), before the cache and backends */
+    wp_bgbuild_close(app->bgbuild);   /* after HTTP and jobs (nothing asks), before the cache and backends */
     app->bgbuild = NULL;
     wp_buffers_close(app->buffers);      /* after jobs: nothing holds a buffer any more */
     wp_regions_close(app->regions);      /* likewise a region; before the backends (registrations) */

@@ -397,7 +397,7 @@ class _Region:
 
 # A doorbell channel's words (the daemon's engine/channels.h has the layout): byte offsets in its region.
 _CH_REQ_SEQ, _CH_REQ_ROUTE, _CH_TAKEN, _CH_DAEMON_SLEEPING = 64, 68, 128, 132
-_CH_ANS_SEQ, _CH_ANS_STATUS, _CH_CLIENT_SLEEPING = 192, 196, 256
+_CH_ANS_SEQ, _CH_ANS_STATUS, _CH_ANS_LEN, _CH_ANS_OCTETS, _CH_CLIENT_SLEEPING = 192, 196, 200, 204, 256
 _CH_ROUTES = {"/v1/reduce": 1, "/v1/scan": 2}
 _U32 = struct.Struct("<I")
 _U32x2 = struct.Struct("<II")
@@ -469,7 +469,8 @@ class _Channel:
         return unpack(self.mm, off)[0]
 
     def call(self, path, body, spin_us, timeout):
-        """(status, answer bytes), or None: not sent (busy, too large, gone) or not taken in time."""
+        """(status, answer bytes, True when they are application/octet-stream rather than JSON), or None: not
+        sent (busy, too large, gone) or not taken in time."""
         route = _CH_ROUTES.get(path)
         if route is None or len(body) > self.req_max or self.dead or not self.lock.acquire(blocking=False):
             return None
@@ -488,8 +489,8 @@ class _Channel:
             if not self._wait(seq, spin_us, timeout):
                 self.dead = True
                 return None
-            n = self._u32(_CH_ANS_STATUS + 4)
-            return self._u32(_CH_ANS_STATUS), bytes(mm[self.ans_off:self.ans_off + min(n, self.ans_max)])
+            n = min(self._u32(_CH_ANS_LEN), self.ans_max)
+            return self._u32(_CH_ANS_STATUS), bytes(mm[self.ans_off:self.ans_off + n]), self._u32(_CH_ANS_OCTETS) == 1
         finally:
             self.lock.release()
 
@@ -1983,7 +1984,7 @@ class Client:
         if ch is not None:
             got = ch.call("/v1/reduce", body, self.spin_us, conn.timeout)
             if got is not None:
-                if got[0] != 200:
+                if got[0] != 200 or got[2]:
                     return None  # the general path asks again by HTTP and raises the daemon's error
                 self._count("ipc")
                 return json.loads(got[1].decode("utf-8"))

@@ -58,9 +58,12 @@ static int opt_u32(const cJSON *body, const char *name, long long lo, long long 
 static int parse_add(wp_app *app, const wp_req *req, const cJSON *body, wp_channel_args *a, wp_err *err) {
     if (wp_json_only(body, "", add_fields, err)) return -1;
     const cJSON *shm = cJSON_GetObjectItemCaseSensitive(body, "shm");
-    if (!shm) return WP_FAIL(err, 400, "missing_field", "shm", "shm ({\"id\", \"offset\"}: the channel's region) is required");
+    if (!shm)
+        return WP_FAIL(err, 400, "missing_field", "shm",
+                       "shm ({\"id\", \"offset\"}: the channel's region) is required");
     if (cJSON_GetObjectItemCaseSensitive(shm, "count"))
-        return WP_FAIL(err, 400, "unknown_field", "shm.count", "a channel takes shm.id and shm.offset; its size is bytes");
+        return WP_FAIL(err, 400, "unknown_field", "shm.count",
+                       "a channel takes shm.id and shm.offset; its size is bytes");
     long long bytes = 0;
     const cJSON *b = cJSON_GetObjectItemCaseSensitive(body, "bytes");
     if (b && wp_json_int(b, "bytes", WP_CHANNEL_MIN_BYTES, 1LL << 40, &bytes, err)) return -1;
@@ -149,8 +152,7 @@ void wp_api_channel_delete(void *appv, const wp_req *req, wp_resp *resp) {
     wp_resp_json(resp, 200, o);
 }
 
-void wp_api_channel_serve(void *appv, unsigned route, const char *body, size_t len, int *status, char **answer,
-                          size_t *answer_len) {
+void wp_api_channel_serve(void *appv, unsigned route, const char *body, size_t len, wp_channel_answer *out) {
     const bool scan = route == WP_CHANNEL_SCAN;
     wp_req req = {.method = "POST",
                   .path = scan ? "/v1/scan" : "/v1/reduce",
@@ -169,7 +171,8 @@ void wp_api_channel_serve(void *appv, unsigned route, const char *body, size_t l
         req.may_defer = false;
         (scan ? wp_api_scan : wp_api_reduce)(appv, &req, &resp);
     }
-    *status = resp.status ? resp.status : 500;
-    *answer = resp.body;
-    *answer_len = resp.body_len;
+    *out = (wp_channel_answer){.status = resp.status ? resp.status : 500,
+                               .body = resp.body,
+                               .len = resp.body_len,
+                               .octets = resp.content_type && !strcmp(resp.content_type, "application/octet-stream")};
 }

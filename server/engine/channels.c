@@ -33,6 +33,7 @@ enum {
     OFF_ANS_SEQ = 192,
     OFF_ANS_STATUS = 196,
     OFF_ANS_LEN = 200,
+    OFF_ANS_OCTETS = 204,
     OFF_CLIENT_SLEEPING = 256,
 };
 #define CHANNEL_VERSION 1
@@ -42,7 +43,7 @@ typedef struct channel {
     struct channel *next;
     wp_channels *owner;
     wp_region *region;
-    unsigned char *base; /* byte 0 of the channel in the mapping */
+    unsigned char *base;  /* byte 0 of the channel in the mapping */
     wp_channel_info info; /* requests, last_used: under the owner's mu */
     uint32_t last_seq;    /* the req_seq answered last (the channel's thread only) */
     atomic_bool stop;     /* closed: the thread ends at its next look */
@@ -117,48 +118,44 @@ static void body_fn(void *arg) {
 typedef struct {
     channel *c;
     uint32_t seq;
-    int status;
-    const char *body;
-    size_t len;
+    const wp_channel_answer *ans;
 } answer_args;
 
 static void answer_fn(void *arg) {
     answer_args *a = arg;
     channel *c = a->c;
-    memcpy(c->base + WP_CHANNEL_HEADER + c->info.request_bytes, a->body, a->len);
-    store(c, OFF_ANS_STATUS, (uint32_t)a->status);
-    store(c, OFF_ANS_LEN, (uint32_t)a->len);
+    if (a->ans->len) memcpy(c->base + WP_CHANNEL_HEADER + c->info.request_bytes, a->ans->body, a->ans->len);
+    store(c, OFF_ANS_STATUS, (uint32_t)a->ans->status);
+    store(c, OFF_ANS_LEN, (uint32_t)a->ans->len);
+    store(c, OFF_ANS_OCTETS, a->ans->octets);
     store(c, OFF_ANS_SEQ, a->seq); /* after the bytes (release): the client reads them once it sees it */
     if (load(c, OFF_CLIENT_SLEEPING)) futex_wake(word(c, OFF_ANS_SEQ));
 }
 
-/* An error answer of the channel's own: {"error":{"code","message","field"}}, malloc'd. */
-static char *error_json(const char *code, const char *field, const char *message, size_t *len) {
+/* An error answer of the channel's own: {"error":{"code","message","field"}} (fixed texts, no escapes). */
+static void error_json(wp_channel_answer *a, int status, const char *code, const char *field, const char *message) {
     const char *fmt = "{\"error\":{\"code\":\"%s\",\"message\":\"%s\",\"field\":\"%s\"}}";
     const int n = snprintf(NULL, 0, fmt, code, message, field);
-    char *s = malloc((size_t)n + 1);
-    if (s) snprintf(s, (size_t)n + 1, fmt, code, message, field);
-    *len = s ? (size_t)n : 0;
-    return s;
+    free(a->body);
+    *a = (wp_channel_answer){.status = status, .body = malloc((size_t)n + 1)};
+    if (a->body) snprintf(a->body, (size_t)n + 1, fmt, code, message, field);
+    a->len = a->body ? (size_t)n : 0;
 }
 
-/* The answer of the request t describes (its body read): the route's handler's, or a refusal. */
-static char *answer_of(channel *c, const take_args *t, int *status, size_t *len) {
+/* The answer to the request t describes (its body read): the route's handler's, or a refusal. */
+static void answer_of(channel *c, const take_args *t, wp_channel_answer *a) {
     const wp_channels_config *cfg = &c->owner->cfg;
     if (t->route != WP_CHANNEL_REDUCE && t->route != WP_CHANNEL_SCAN) {
-        *status = 400;
-        return error_json("bad_route", "req_route", "req_route must be 1 (POST /v1/reduce) or 2 (POST /v1/scan)", len);
+        error_json(a, 400, "bad_route", "req_route", "req_route must be 1 (POST /v1/reduce) or 2 (POST /v1/scan)");
+        return;
     }
-    char *ans = NULL;
-    cfg->serve(cfg->ctx, t->route, t->body, t->len, status, &ans, len);
-    if (ans && *len <= c->info.answer_bytes) return ans;
-    free(ans);
-    *status = ans ? 413 : 500;
-    return ans ? error_json("answer_too_large", "",
-                            "the answer does not fit the channel's answer area: use a larger channel, an output "
-                            "region, or HTTP",
-                            len)
-               : error_json("out_of_memory", "", "no memory for the answer", len);
+    cfg->serve(cfg->ctx, t->route, t->body, t->len, a);
+    if (!a->body)
+        error_json(a, 500, "out_of_memory", "", "no memory for the answer");
+    else if (a->len > c->info.answer_bytes)
+        error_json(
+            a, 413, "answer_too_large", "",
+            "the answer does not fit the channel's answer area: use a larger channel, an output region, or HTTP");
 }
 
 static void count_request(channel *c) {
@@ -175,24 +172,22 @@ static int serve_one(channel *c) {
     if (wp_guarded_run(head_fn, &t)) return -1;
     const wp_channels_config *cfg = &c->owner->cfg;
     const bool fits = t.len <= c->info.request_bytes && t.len <= cfg->max_body;
-    char *ans = NULL;
-    size_t len = 0;
-    int status = 413;
+    wp_channel_answer ans = {0};
     if (!fits) {
         t.len = 0;
-        ans = error_json("body_too_large", "req_len", "req_len is larger than the channel's request area", &len);
+        error_json(&ans, 413, "body_too_large", "req_len", "req_len is larger than the channel's request area");
     }
     if (!(t.body = malloc((size_t)t.len + 1)) || wp_guarded_run(body_fn, &t)) {
         free(t.body);
-        free(ans);
+        free(ans.body);
         return t.body ? -1 : 0; /* no memory: the request stays untaken, the client's wait tells */
     }
     t.body[t.len] = 0;
-    if (fits) ans = answer_of(c, &t, &status, &len);
-    answer_args a = {.c = c, .seq = t.seq, .status = status, .body = ans ? ans : "", .len = ans ? len : 0};
+    if (fits) answer_of(c, &t, &ans);
+    answer_args a = {.c = c, .seq = t.seq, .ans = &ans};
     const int rc = wp_guarded_run(answer_fn, &a);
     free(t.body);
-    free(ans);
+    free(ans.body);
     c->last_seq = t.seq;
     count_request(c);
     return rc;
@@ -329,7 +324,8 @@ static int place(channel *c, const wp_channel_args *a, wp_err *err) {
     if (ri.read_only)
         return WP_FAIL(err, 403, "read_only", "shm.id",
                        "region %s is read-only to the daemon: a channel writes its answers into it", ri.id);
-    if (a->offset > ri.bytes) return WP_FAIL(err, 400, "out_of_range", "shm.offset", "shm.offset is past the region's end");
+    if (a->offset > ri.bytes)
+        return WP_FAIL(err, 400, "out_of_range", "shm.offset", "shm.offset is past the region's end");
     const uint64_t bytes = a->bytes ? a->bytes : ri.bytes - a->offset;
     if (bytes > ri.bytes - a->offset)
         return WP_FAIL(err, 400, "out_of_range", "bytes", "bytes reach past the region's end");
@@ -348,17 +344,15 @@ static int place(channel *c, const wp_channel_args *a, wp_err *err) {
     return 0;
 }
 
-static void new_id(char *id) {
-    snprintf(id, WP_CHANNEL_ID_LEN, "ch-%016" PRIx64, wp_random_u64());
-}
+static void new_id(char *id) { snprintf(id, WP_CHANNEL_ID_LEN, "ch-%016" PRIx64, wp_random_u64()); }
 
 /* Starts c's thread and lists it, unless the limit is reached. */
 static int start(wp_channels *cs, channel *c, wp_err *err) {
     pthread_mutex_lock(&cs->mu);
     int rc = 0;
     if (cs->st.open >= cs->cfg.max_channels) {
-        rc = WP_FAIL(err, 429, "too_many_channels", "", "%u channels are open, the most this daemon keeps (--channels-max)",
-                     cs->cfg.max_channels);
+        rc = WP_FAIL(err, 429, "too_many_channels", "",
+                     "%u channels are open, the most this daemon keeps (--channels-max)", cs->cfg.max_channels);
     } else if (pthread_create(&c->thread, NULL, channel_main, c)) {
         rc = WP_FAIL(err, 500, "internal", "", "cannot start the channel's thread");
     } else {

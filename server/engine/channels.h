@@ -17,6 +17,7 @@
  *                              wakes it (FUTEX_WAKE on req_seq) after a new req_seq
  *   192  ans_seq               daemon: = req_seq once the answer's status, length and bytes are written
  *   196  ans_status            daemon: the HTTP status                200 ans_len: answer bytes
+ *   204  ans_octets            daemon: 1 when the answer is application/octet-stream (a raw array), 0 JSON
  *   256  client_sleeping       client: 1 while it sleeps on ans_seq; the daemon then wakes it
  * The request area begins at 4096; the two areas share the rest of the region, half each.
  *
@@ -36,9 +37,9 @@
 #include "regions.h"
 #include "util/common.h"
 
-#define WP_CHANNEL_ID_LEN 24           /* "ch-" + 16 hex digits + NUL, rounded up */
-#define WP_CHANNEL_HEADER 4096         /* bytes before the request area */
-#define WP_CHANNEL_MIN_BYTES 16384     /* a region smaller than this cannot hold a channel */
+#define WP_CHANNEL_ID_LEN 24            /* "ch-" + 16 hex digits + NUL, rounded up */
+#define WP_CHANNEL_HEADER 4096          /* bytes before the request area */
+#define WP_CHANNEL_MIN_BYTES 16384      /* a region smaller than this cannot hold a channel */
 #define WP_CHANNEL_SPIN_DEFAULT_US 1000 /* spin_us when the request names none */
 #define WP_CHANNEL_SPIN_MAX_US 100000
 #define WP_CHANNEL_TTL_DEFAULT_S 600
@@ -49,11 +50,17 @@ typedef struct wp_channels wp_channels; /* opaque */
 
 enum { WP_CHANNEL_REDUCE = 1, WP_CHANNEL_SCAN = 2 }; /* req_route: POST /v1/reduce, POST /v1/scan */
 
-/* Runs one request (route, its NUL-terminated JSON body) as its route's handler would and gives the
- * answer: *status and a malloc'd *body of *len bytes (the caller frees it). Called on the channel's
- * thread, one request at a time per channel. */
-typedef void (*wp_channel_serve)(void *ctx, unsigned route, const char *body, size_t len, int *status,
-                                 char **answer, size_t *answer_len);
+/* An answer: the HTTP status, a malloc'd body of len bytes (NULL: none could be made), its kind. */
+typedef struct {
+    int status;
+    char *body;
+    size_t len;
+    bool octets; /* application/octet-stream (a raw array), else JSON */
+} wp_channel_answer;
+
+/* Runs one request (route, its NUL-terminated JSON body) as its route's handler would and fills *out
+ * (the caller frees out->body). Called on the channel's thread, one request at a time per channel. */
+typedef void (*wp_channel_serve)(void *ctx, unsigned route, const char *body, size_t len, wp_channel_answer *out);
 
 typedef struct {
     unsigned max_channels; /* open at once (429 "too_many_channels" beyond) */
@@ -68,8 +75,8 @@ typedef struct {
     uint64_t offset, bytes;     /* where in the region, how much */
     uint32_t request_bytes, answer_bytes;
     uint32_t spin_us, ttl_s;
-    uint64_t requests;  /* served */
-    bool sleeping;      /* its thread sleeps on the doorbell now */
+    uint64_t requests;         /* served */
+    bool sleeping;             /* its thread sleeps on the doorbell now */
     double created, last_used; /* Unix time (s) */
 } wp_channel_info;
 
@@ -82,9 +89,9 @@ wp_channels *wp_channels_open(const wp_channels_config *cfg, wp_err *err);
 void wp_channels_close(wp_channels *cs);
 
 typedef struct {
-    wp_region *region;  /* held by the caller; the channel takes the hold (also on failure) */
-    uint64_t offset;    /* within the region; a multiple of 64 */
-    uint64_t bytes;     /* 0: to the region's end */
+    wp_region *region; /* held by the caller; the channel takes the hold (also on failure) */
+    uint64_t offset;   /* within the region; a multiple of 64 */
+    uint64_t bytes;    /* 0: to the region's end */
     uint32_t spin_us, ttl_s;
 } wp_channel_args;
 

@@ -179,9 +179,7 @@ static int map_region(wp_region *g, uint64_t offset, wp_err *err) {
     return 0;
 }
 
-static void new_id(char *id) {
-    snprintf(id, WP_REGION_ID_LEN, "shm-%016" PRIx64, wp_random_u64());
-}
+static void new_id(char *id) { snprintf(id, WP_REGION_ID_LEN, "shm-%016" PRIx64, wp_random_u64()); }
 
 static void publish(wp_regions *rs, wp_region *g) {
     pthread_mutex_lock(&rs->mu);

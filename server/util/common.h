@@ -23,8 +23,8 @@ int wp_err_set(wp_err *e, int status, const char *code, const char *field, const
 #define WP_FAIL(e, st, c, f, ...) wp_err_set((e), (st), (c), (f), __VA_ARGS__)
 void wp_err_clear(wp_err *e);
 
-uint64_t wp_now_ns(void);     /* CLOCK_MONOTONIC */
-double wp_unix_now(void);     /* CLOCK_REALTIME, in seconds */
+uint64_t wp_now_ns(void); /* CLOCK_MONOTONIC */
+double wp_unix_now(void); /* CLOCK_REALTIME, in seconds */
 static inline double wp_ms_since(uint64_t t0_ns) { return (double)(wp_now_ns() - t0_ns) / 1e6; }
 static inline double wp_us_since(uint64_t t0_ns) { return (double)(wp_now_ns() - t0_ns) / 1e3; }
 

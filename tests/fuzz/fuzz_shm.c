@@ -1,20 +1,29 @@
 /* fuzz_shm.c — shared-memory regions through their handlers (server/api/api_shm.c, the "shm" input and
  * "output":{"shm":...} of api_reduce.c, "shm" and "cuda_ipc" of api_buffers.c) on the emulator. The first
  * byte picks the route, the rest is its body: 'p' POST /v1/shm, 'b' PUT /v1/buffers, 's' POST /v1/scan,
- * 'g' GET /v1/shm/<rest> and GET /v1/shm; any other input is the body of a POST /v1/reduce. Placeholders in the body
- * become the fixtures' real names and ids, so requests find them: @ID@ a 4096-byte region, @ODD@ 10 bytes at offset 3
- * of another object, @TID@ a region whose object was truncated to nothing (409 region_truncated),
- * @NAME@ an object a POST may map, @LINK@ a symlink to it and @DIR@ a directory (400 not_shared_memory),
+ * 'g' GET /v1/shm/<rest> and GET /v1/shm, 'c' POST /v1/channels (a channel it opens is described and closed),
+ * 'd' a request through the doorbell of a channel opened at start (its first 8 bytes the raw req_route and
+ * req_len words, the rest the request area's bytes: every length, route and body the channel must refuse
+ * or serve; the answer must come, 2xx or 4xx with JSON); any other input is the body of a POST /v1/reduce. Placeholders
+ * in the body become the fixtures' real names and ids, so requests find them: @ID@ a 4096-byte region, @ODD@ 10 bytes
+ * at offset 3 of another object, @TID@ a region whose object was truncated to nothing (409 region_truncated),
+ * @CID@ a 64 KiB region whose first 16 KiB hold the fixture channel, @NAME@ an object a POST may map, @LINK@ a symlink
+ * to it and @DIR@ a directory (400 not_shared_memory),
  * @PREFIX@ the registry's prefix (/warpd-fuzz-<pid>: the harness never
  * reaches anyone else's objects). After every input: each answer 2xx or 4xx with JSON (fuzz_app.h), a
  * region a POST made is read and deleted, no region is still held by a job (users 0), the fixtures are
- * still listed, and buffers are dropped. The fixture objects are unlinked once mapped; @NAME@ exists only
- * during a 'p' input; so nothing stays in /dev/shm (stale ones of a dead harness are removed at start). */
+ * still listed, the fixture channel is the only one open, and buffers are dropped. The fixture objects are unlinked
+ * once mapped; @NAME@ exists only during a 'p' input; so nothing stays in /dev/shm (stale ones of a dead harness are
+ * removed at start). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fuzz_app.h"
@@ -22,10 +31,15 @@
 #define FZ_SHM_DIR "/dev/shm"
 #define FZ_SHM_BYTES 4096
 #define FZ_SHM_QUOTA (1u << 20)
-#define FZ_FIXTURES 3
+#define FZ_FIXTURES 4
+#define FZ_CH_BYTES 65536            /* the channel fixture's region */
+#define FZ_CH_USED 16384             /* what its channel takes */
+#define FZ_CH_WAIT_NS 10000000000ull /* a doorbell's answer comes within this */
 
 static char fz_prefix[48], fz_name[64], fz_link[64], fz_dir[64], fz_id[WP_REGION_ID_LEN], fz_odd[WP_REGION_ID_LEN],
-    fz_tid[WP_REGION_ID_LEN];
+    fz_tid[WP_REGION_ID_LEN], fz_cid[WP_REGION_ID_LEN];
+static unsigned char *fz_ch;      /* the harness's own mapping of @CID@'s object: the client's side */
+static wp_channel_info fz_chinfo; /* the fixture channel */
 
 /* /dev/shm/warpd-fuzz-<pid>... of harnesses no longer running (a crash skips the clean-up). */
 static void remove_stale(void) {
@@ -59,11 +73,22 @@ static void unlink_object(const char *name) {
     unlink(path);
 }
 
-/* A fixture region over a fresh object, unlinked once mapped (the mapping keeps its memory). */
-static void fixture(const char *suffix, size_t bytes, uint64_t offset, int64_t len, bool truncate_it, char *id) {
+/* A fixture region over a fresh object, unlinked once mapped (the mapping keeps its memory); *mine (if
+ * not NULL) the harness's own mapping of the object. */
+static void fixture(const char *suffix, size_t bytes, uint64_t offset, int64_t len, bool truncate_it, char *id,
+                    unsigned char **mine) {
     char name[64];
     snprintf(name, sizeof name, "%s%s", fz_prefix, suffix);
-    make_object(name, bytes);
+    make_object(name, bytes < FZ_SHM_BYTES ? bytes : FZ_SHM_BYTES);
+    if (mine) {
+        char path[128];
+        snprintf(path, sizeof path, FZ_SHM_DIR "%s", name);
+        int fd = open(path, O_RDWR | O_CLOEXEC);
+        if (fd < 0 || ftruncate(fd, (off_t)bytes)) abort();
+        *mine = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        close(fd);
+        if (*mine == MAP_FAILED) abort();
+    }
     wp_region_info info;
     wp_err err = {0};
     if (wp_regions_add(fz_app.regions, name, offset, len, &info, &err)) {
@@ -91,9 +116,21 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     wp_regions_config rc = {.prefix = fz_prefix, .max_bytes = FZ_SHM_QUOTA, .dma = NULL};
     if (!(fz_app.regions = wp_regions_open(&rc, &err))) abort();
     fz_app.shm_remote = true; /* the synthesized requests have no peer: as if from this machine */
-    fixture("-id", FZ_SHM_BYTES, 0, -1, false, fz_id);
-    fixture("-odd", 64, 3, 10, false, fz_odd);
-    fixture("-tid", FZ_SHM_BYTES, 0, -1, true, fz_tid);
+    fixture("-id", FZ_SHM_BYTES, 0, -1, false, fz_id, NULL);
+    fixture("-odd", 64, 3, 10, false, fz_odd, NULL);
+    fixture("-tid", FZ_SHM_BYTES, 0, -1, true, fz_tid, NULL);
+    fixture("-ch", FZ_CH_BYTES, 0, -1, false, fz_cid, &fz_ch);
+    wp_channels_config cc = {
+        .max_channels = 4, .max_body = fz_app.max_body, .serve = wp_api_channel_serve, .ctx = &fz_app};
+    if (!(fz_app.channels = wp_channels_open(&cc, &err))) abort();
+    wp_channel_args ca = {.region = wp_regions_hold(fz_app.regions, fz_cid, "id", &err),
+                          .bytes = FZ_CH_USED,
+                          .spin_us = 200,
+                          .ttl_s = WP_CHANNEL_TTL_MAX_S};
+    if (!ca.region || wp_channels_add(fz_app.channels, &ca, &fz_chinfo, &err)) {
+        fprintf(stderr, "fuzz_shm: cannot open the fixture channel: %s\n", err.msg);
+        abort();
+    }
     return 0;
 }
 
@@ -101,8 +138,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 static char *expand(const uint8_t *data, size_t size, size_t *n) {
     static const struct {
         const char *key, *value;
-    } subs[] = {{"@ID@", fz_id},     {"@ODD@", fz_odd}, {"@TID@", fz_tid},      {"@NAME@", fz_name},
-                {"@LINK@", fz_link}, {"@DIR@", fz_dir}, {"@PREFIX@", fz_prefix}};
+    } subs[] = {{"@ID@", fz_id},     {"@ODD@", fz_odd},   {"@TID@", fz_tid}, {"@CID@", fz_cid},
+                {"@NAME@", fz_name}, {"@LINK@", fz_link}, {"@DIR@", fz_dir}, {"@PREFIX@", fz_prefix}};
     size_t cap = size * 16 + 1, len = 0;
     char *out = malloc(cap);
     if (!out) abort();
@@ -189,6 +226,65 @@ static void get_shm(const char *rest) {
     free(r.body);
 }
 
+/* POST /v1/channels: a channel opened is described, closed, then gone. */
+static void post_channel(const char *body, size_t n) {
+    wp_resp r;
+    cJSON *o = call(wp_api_channels_add, "POST", "/v1/channels", body, n, &r);
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "id");
+    if (r.status == 201) {
+        if (!cJSON_IsString(id) || strncmp(id->valuestring, "ch-", 3))
+            fz_fail("POST /v1/channels", &r, "201 without an id");
+        by_path(wp_api_channel_get, "GET", "/v1/channels/", id->valuestring, 200);
+        by_path(wp_api_channel_delete, "DELETE", "/v1/channels/", id->valuestring, 200);
+        by_path(wp_api_channel_get, "GET", "/v1/channels/", id->valuestring, 404);
+    }
+    cJSON_Delete(o);
+    free(r.body);
+}
+
+/* The fixture channel's words (engine/channels.h's layout). */
+static uint32_t *ch_word(size_t off) { return (uint32_t *)(void *)(fz_ch + off); }
+
+/* One request through the fixture channel's doorbell: route and len as the input gives them (any value),
+ * body into the request area (cut to it); the answer must come and be one a client may get. */
+static void doorbell(const uint8_t *data, size_t size) {
+    uint32_t words[2] = {0, 0};
+    memcpy(words, data, size < sizeof words ? size : sizeof words);
+    size_t skip = size < sizeof words ? size : sizeof words, n = 0;
+    char *body = expand(data + skip, size - skip, &n);
+    if (fz_asks_compile((const uint8_t *)body, n)) { /* as the other routes: nothing compiles per input */
+        free(body);
+        return;
+    }
+    if (n > fz_chinfo.request_bytes) n = fz_chinfo.request_bytes;
+    memcpy(fz_ch + WP_CHANNEL_HEADER, body, n);
+    free(body);
+    __atomic_store_n(ch_word(68), words[0], __ATOMIC_SEQ_CST);
+    __atomic_store_n(ch_word(72), words[1], __ATOMIC_SEQ_CST);
+    const uint32_t seq = __atomic_load_n(ch_word(64), __ATOMIC_SEQ_CST) + 1;
+    __atomic_store_n(ch_word(64), seq, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(ch_word(132), __ATOMIC_SEQ_CST)) syscall(SYS_futex, ch_word(64), FUTEX_WAKE, 1, NULL, NULL, 0);
+    const uint64_t t0 = wp_now_ns();
+    while (__atomic_load_n(ch_word(192), __ATOMIC_ACQUIRE) != seq) {
+        if (wp_now_ns() - t0 > FZ_CH_WAIT_NS) {
+            fprintf(stderr, "fuzz_shm: the doorbell's answer did not come (route %u, len %u)\n", words[0], words[1]);
+            abort();
+        }
+        struct timespec ts = {0, 20000};
+        nanosleep(&ts, NULL);
+    }
+    wp_resp r = {.status = (int)*ch_word(196),
+                 .body_len = *ch_word(200),
+                 .content_type = *ch_word(204) ? "application/octet-stream" : "application/json"};
+    if (r.body_len > fz_chinfo.answer_bytes) fz_fail("the doorbell", &r, "an answer longer than its area");
+    r.body = malloc(r.body_len + 1);
+    if (!r.body) abort();
+    memcpy(r.body, fz_ch + WP_CHANNEL_HEADER + fz_chinfo.request_bytes, r.body_len);
+    r.body[r.body_len] = 0;
+    cJSON_Delete(fz_check_resp("the doorbell", &r));
+    free(r.body);
+}
+
 /* After each input: the fixtures are listed and no job still holds a region. */
 static void check_regions(void) {
     wp_region_info *v = NULL;
@@ -205,15 +301,31 @@ static void check_regions(void) {
     free(v);
     wp_regions_stats st;
     wp_regions_stats_get(fz_app.regions, &st);
-    if (st.bytes != FZ_SHM_BYTES + 10 + FZ_SHM_BYTES) abort(); /* every other mapping gone */
+    if (st.bytes != FZ_SHM_BYTES + 10 + FZ_SHM_BYTES + FZ_CH_BYTES) abort(); /* every other mapping gone */
+    wp_channels_stats cs;
+    wp_channels_stats_get(fz_app.channels, &cs);
+    if (cs.open != 1) {
+        fprintf(stderr, "fuzz_shm: %llu channels open after the input (want the fixture's alone)\n",
+                (unsigned long long)cs.open);
+        abort();
+    }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char route = size ? (char)data[0] : 'r';
-    bool routed = route == 'p' || route == 'b' || route == 'g' || route == 's'; /* else all of it is the body */
+    bool routed = route == 'p' || route == 'b' || route == 'g' || route == 's' || route == 'c' || route == 'd';
+    if (route == 'd') { /* the doorbell: its bytes raw (the words), placeholders in the body only */
+        doorbell(data + 1, size - 1);
+        check_regions();
+        fz_drop_buffers();
+        return 0;
+    }
     size_t n = 0;
     char *body = expand(data + routed, size - routed, &n);
     switch (route) {
+    case 'c':
+        post_channel(body, n);
+        break;
     case 'p':
         post_shm(body, n);
         break;
