@@ -20,7 +20,8 @@ Data where it already is (issue 22), when the daemon is local (loopback or a Uni
     c.reduce(a[1000:])                 # their contiguous slices send {"shm": {id, offset, count}}, no copy
     c.scan(a, out=b)                   # b = c.shared(...): the daemon writes the scan into b
     c.reduce(big_numpy_array)          # >= SHM_AUTO_MIN_BYTES: copied once into a pooled region, not sent
-    c.reduce(cupy_or_torch_cuda_array) # CUDA IPC: the daemon reads the array in place on the GPU
+    c.reduce(cupy_or_torch_cuda_array) # CUDA IPC: the daemon reads the array in place on the GPU; again
+                                       # and again: through a doorbell channel (POST /v1/channels), no socket
 transport= ("auto" default, "http", "shm", "ipc") per call or per Client chooses; "auto" falls back to
 HTTP (and remembers) when the daemon refuses regions or IPC, an explicit choice raises instead.
 Lifetimes: a shared() array's region is unregistered (DELETE /v1/shm/{id}) and its object unlinked
@@ -1934,13 +1935,15 @@ class Client:
         return e.field.startswith("cuda_ipc")  # bad_handle, bad_device: this array only
 
     def _ipc_reduce_fast(self, x, op):
-        """reduce(x, op) for a CUDA array already made an IPC buffer, on this thread's kept plain-HTTP or
-        Unix-socket connection: the array checked and synchronized as _ipc_job does, then the request
-        sent as bytes made once per buffer and op, and a 200 answer with a Content-Length read with no
+        """reduce(x, op) for a CUDA array already made an IPC buffer, once this thread keeps a plain-HTTP or
+        Unix-socket connection: the array checked and synchronized as _ipc_job does, then the request (its
+        bytes made once per buffer and op) sent through the client's doorbell channel (opened on first
+        use; Client channel=), else on the connection, a 200 answer with a Content-Length read with no
         header table (issue 22: a repeated IPC reduce, wall time <= kernel + 100 us; the general path
-        costs 20-40 us more in Python). Anything else — no kept connection, a transport other than auto
-        or ipc, an array never sent, another status, a closed connection — returns None before or after
-        the exchange (a reduce can run twice), and reduce takes the general path."""
+        costs 20-40 us more in Python, a socket 10-60 us more than a channel). Anything else — no kept
+        connection, a transport other than auto or ipc, an array never sent, another status, a closed
+        connection — returns None before or after the exchange (a reduce can run twice), and reduce
+        takes the general path."""
         conn = getattr(self._tls, "conn", None)
         if conn is None or conn.sock is None or isinstance(conn, http.client.HTTPSConnection) or \
                 self.transport not in ("auto", "ipc") or self.ipc_refused is not None or self._res is None or \
@@ -1987,7 +1990,7 @@ class Client:
                 if got[0] != 200 or got[2]:
                     return None  # the general path asks again by HTTP and raises the daemon's error
                 self._count("ipc")
-                return json.loads(got[1].decode("utf-8"))
+                return json.loads(got[1])
             if ch.dead:
                 res.drop_channel()
         got = self._fast_exchange(conn, req)

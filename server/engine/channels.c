@@ -283,6 +283,7 @@ void wp_channels_close(wp_channels *cs) {
     pthread_mutex_lock(&cs->mu);
     channel *open = cs->head;
     cs->head = NULL;
+    for (channel *c = open; c; c = c->next) atomic_store(&c->stop, true); /* under mu: end_self leaves them */
     pthread_mutex_unlock(&cs->mu);
     for (channel *c = open; c; c = c->next) ask_stop(c);
     while (open) {
@@ -346,6 +347,11 @@ static int place(channel *c, const wp_channel_args *a, wp_err *err) {
 
 static void new_id(char *id) { snprintf(id, WP_CHANNEL_ID_LEN, "ch-%016" PRIx64, wp_random_u64()); }
 
+static void describe(const channel *c, wp_channel_info *out) {
+    *out = c->info;
+    out->sleeping = atomic_load(&c->sleeping);
+}
+
 /* Starts c's thread and lists it, unless the limit is reached. */
 static int start(wp_channels *cs, channel *c, wp_err *err) {
     pthread_mutex_lock(&cs->mu);
@@ -385,25 +391,19 @@ int wp_channels_add(wp_channels *cs, const wp_channel_args *a, wp_channel_info *
         rc = WP_FAIL(err, 409, "region_truncated", "shm.id",
                      "the object of region %s was truncated below the mapped bytes; register it again", c->info.shm);
     c->last_seq = in.seq;
+    if (rc == 0 && out) describe(c, out); /* before its thread runs: it may end at once (its region gone) */
     if (rc == 0) rc = start(cs, c, err);
     if (rc) {
         wp_region_put(c->region);
         free(c);
-        return rc;
     }
-    if (out) wp_channels_info(cs, c->info.id, out, NULL);
-    return 0;
+    return rc;
 }
 
 static channel *find(wp_channels *cs, const char *id) {
     for (channel *c = cs->head; c; c = c->next)
         if (!strcmp(c->info.id, id)) return c;
     return NULL;
-}
-
-static void describe(const channel *c, wp_channel_info *out) {
-    *out = c->info;
-    out->sleeping = atomic_load(&c->sleeping);
 }
 
 static int unknown(const char *id, wp_err *err) {
