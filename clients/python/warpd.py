@@ -398,10 +398,11 @@ class _Region:
 
 # A doorbell channel's words (the daemon's engine/channels.h has the layout): byte offsets in its region.
 _CH_REQ_SEQ, _CH_REQ_ROUTE, _CH_TAKEN, _CH_DAEMON_SLEEPING = 64, 68, 128, 132
-_CH_ANS_SEQ, _CH_ANS_STATUS, _CH_ANS_LEN, _CH_ANS_OCTETS, _CH_CLIENT_SLEEPING = 192, 196, 200, 204, 256
+_CH_ANS_SEQ, _CH_ANS_STATUS, _CH_CLIENT_SLEEPING = 192, 196, 256  # ans_len 200, ans_octets 204 follow ans_status
 _CH_ROUTES = {"/v1/reduce": 1, "/v1/scan": 2}
 _U32 = struct.Struct("<I")
 _U32x2 = struct.Struct("<II")
+_U32x3 = struct.Struct("<III")
 _SYS_FUTEX = 202  # x86-64
 _CH_GONE_S = 1.0  # a request the daemon has not taken after this long: the channel is gone
 
@@ -476,10 +477,11 @@ class _Channel:
         if route is None or len(body) > self.req_max or self.dead or not self.lock.acquire(blocking=False):
             return None
         try:
-            if time.monotonic() - self.last > self.ttl_s / 2 and not self.alive():
+            now = time.monotonic()
+            if now - self.last > self.ttl_s / 2 and not self.alive():
                 self.dead = True  # closed by the daemon after ttl_s idle, or the daemon restarted
                 return None
-            self.last = time.monotonic()
+            self.last = now
             mm, seq = self.mm, (self.seq + 1) & 0xFFFFFFFF
             mm[self.req_off:self.req_off + len(body)] = body
             _U32x2.pack_into(mm, _CH_REQ_ROUTE, route, len(body))
@@ -490,8 +492,8 @@ class _Channel:
             if not self._wait(seq, spin_us, timeout):
                 self.dead = True
                 return None
-            n = min(self._u32(_CH_ANS_LEN), self.ans_max)
-            return self._u32(_CH_ANS_STATUS), bytes(mm[self.ans_off:self.ans_off + n]), self._u32(_CH_ANS_OCTETS) == 1
+            status, n, octets = _U32x3.unpack_from(mm, _CH_ANS_STATUS)  # status, len, octets: 196, 200, 204
+            return status, bytes(mm[self.ans_off:self.ans_off + min(n, self.ans_max)]), octets == 1
         finally:
             self.lock.release()
 

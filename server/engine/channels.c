@@ -46,6 +46,7 @@ typedef struct channel {
     unsigned char *base;  /* byte 0 of the channel in the mapping */
     wp_channel_info info; /* requests, last_used: under the owner's mu */
     uint32_t last_seq;    /* the req_seq answered last (the channel's thread only) */
+    char *req;            /* request_bytes + 1: a request's body, copied out of the region */
     atomic_bool stop;     /* closed: the thread ends at its next look */
     atomic_bool sleeping;
     pthread_t thread;
@@ -73,18 +74,36 @@ static void futex_wake(uint32_t *addr) { syscall(SYS_futex, addr, FUTEX_WAKE, 1,
 
 /* ---- the channel's thread ---- */
 
+/* A request as the channel took it. */
 typedef struct {
     channel *c;
-    bool got; /* a new req_seq */
-} wait_args;
+    bool got;                 /* a new req_seq: the rest is set */
+    uint32_t seq, route, len; /* len 0 when the body did not fit (fits false) */
+    bool fits;                /* req_len within the request area and --max-body: its bytes are in c->req */
+} take_args;
 
-/* Spins on req_seq for spin_us, then sleeps on it for at most a tick (under the guard). */
+/* The request now in the region: its words, its body into c->req when it fits, req_taken. */
+static void take(take_args *t) {
+    channel *c = t->c;
+    t->seq = load(c, OFF_REQ_SEQ);
+    t->route = load(c, OFF_REQ_ROUTE);
+    t->len = load(c, OFF_REQ_LEN);
+    t->fits = t->len <= c->info.request_bytes && t->len <= c->owner->cfg.max_body;
+    if (!t->fits) t->len = 0;
+    memcpy(c->req, c->base + WP_CHANNEL_HEADER, t->len);
+    c->req[t->len] = 0;
+    store(c, OFF_TAKEN, t->seq);
+}
+
+/* Spins on req_seq for spin_us, then sleeps on it for at most a tick; takes a request that came. All of
+ * it under the guard: one guard per wait, whatever the spin touches. */
 static void wait_fn(void *arg) {
-    wait_args *w = arg;
-    channel *c = w->c;
+    take_args *t = arg;
+    channel *c = t->c;
     const uint64_t until = wp_now_ns() + (uint64_t)c->info.spin_us * 1000u;
     for (unsigned i = 0;; i++) {
-        if ((w->got = load(c, OFF_REQ_SEQ) != c->last_seq) || atomic_load(&c->stop)) return;
+        if ((t->got = load(c, OFF_REQ_SEQ) != c->last_seq)) return take(t);
+        if (atomic_load(&c->stop)) return;
         if ((i & 63) == 0 && wp_now_ns() >= until) break;
         __builtin_ia32_pause();
     }
@@ -93,26 +112,7 @@ static void wait_fn(void *arg) {
     if (load(c, OFF_REQ_SEQ) == c->last_seq) futex_wait(word(c, OFF_REQ_SEQ), c->last_seq, TICK_NS);
     store(c, OFF_DAEMON_SLEEPING, 0);
     atomic_store(&c->sleeping, false);
-    w->got = load(c, OFF_REQ_SEQ) != c->last_seq;
-}
-
-typedef struct {
-    channel *c;
-    uint32_t seq, route, len;
-    char *body; /* malloc'd by the caller: len + 1 bytes */
-} take_args;
-
-static void head_fn(void *arg) {
-    take_args *t = arg;
-    t->seq = load(t->c, OFF_REQ_SEQ);
-    t->route = load(t->c, OFF_REQ_ROUTE);
-    t->len = load(t->c, OFF_REQ_LEN);
-}
-
-static void body_fn(void *arg) {
-    take_args *t = arg;
-    memcpy(t->body, t->c->base + WP_CHANNEL_HEADER, t->len);
-    store(t->c, OFF_TAKEN, t->seq);
+    if ((t->got = load(c, OFF_REQ_SEQ) != c->last_seq)) take(t);
 }
 
 typedef struct {
@@ -149,7 +149,7 @@ static void answer_of(channel *c, const take_args *t, wp_channel_answer *a) {
         error_json(a, 400, "bad_route", "req_route", "req_route must be 1 (POST /v1/reduce) or 2 (POST /v1/scan)");
         return;
     }
-    cfg->serve(cfg->ctx, t->route, t->body, t->len, a);
+    cfg->serve(cfg->ctx, t->route, c->req, t->len, a);
     if (!a->body)
         error_json(a, 500, "out_of_memory", "", "no memory for the answer");
     else if (a->len > c->info.answer_bytes)
@@ -166,29 +166,17 @@ static void count_request(channel *c) {
     pthread_mutex_unlock(&c->owner->mu);
 }
 
-/* One request: read, served, answered. -1 when the region faulted. */
-static int serve_one(channel *c) {
-    take_args t = {.c = c};
-    if (wp_guarded_run(head_fn, &t)) return -1;
-    const wp_channels_config *cfg = &c->owner->cfg;
-    const bool fits = t.len <= c->info.request_bytes && t.len <= cfg->max_body;
+/* One request, taken: served and answered. -1 when the region faulted. */
+static int serve_one(channel *c, const take_args *t) {
     wp_channel_answer ans = {0};
-    if (!fits) {
-        t.len = 0;
+    if (!t->fits)
         error_json(&ans, 413, "body_too_large", "req_len", "req_len is larger than the channel's request area");
-    }
-    if (!(t.body = malloc((size_t)t.len + 1)) || wp_guarded_run(body_fn, &t)) {
-        free(t.body);
-        free(ans.body);
-        return t.body ? -1 : 0; /* no memory: the request stays untaken, the client's wait tells */
-    }
-    t.body[t.len] = 0;
-    if (fits) answer_of(c, &t, &ans);
-    answer_args a = {.c = c, .seq = t.seq, .ans = &ans};
+    else
+        answer_of(c, t, &ans);
+    answer_args a = {.c = c, .seq = t->seq, .ans = &ans};
     const int rc = wp_guarded_run(answer_fn, &a);
-    free(t.body);
     free(ans.body);
-    c->last_seq = t.seq;
+    c->last_seq = t->seq;
     count_request(c);
     return rc;
 }
@@ -228,11 +216,11 @@ static void *channel_main(void *arg) {
     channel *c = arg;
     bool faulted = false;
     while (!atomic_load(&c->stop)) {
-        wait_args w = {.c = c};
-        if ((faulted = wp_guarded_run(wait_fn, &w) != 0)) break;
+        take_args t = {.c = c};
+        if ((faulted = wp_guarded_run(wait_fn, &t) != 0)) break;
         if (atomic_load(&c->stop)) break;
-        if (w.got && (faulted = serve_one(c) != 0)) break;
-        if (!w.got && (idle_too_long(c) || !wp_region_listed(c->region))) break;
+        if (t.got && (faulted = serve_one(c, &t) != 0)) break;
+        if (!t.got && (idle_too_long(c) || !wp_region_listed(c->region))) break;
     }
     end_self(c, faulted);
     return NULL;
@@ -255,6 +243,7 @@ wp_channels *wp_channels_open(const wp_channels_config *cfg, wp_err *err) {
 static void channel_free(channel *c) {
     pthread_join(c->thread, NULL);
     wp_region_put(c->region);
+    free(c->req);
     free(c);
 }
 
@@ -337,8 +326,14 @@ static int place(channel *c, const wp_channel_args *a, wp_err *err) {
     if (!c->base || (uintptr_t)c->base % 64)
         return WP_FAIL(err, 400, "out_of_range", "shm.offset",
                        "a channel begins 64-byte aligned in memory: shm.offset and the region's offset decide");
-    const uint64_t area = (bytes - WP_CHANNEL_HEADER) / 2 / 64 * 64;
-    c->info.request_bytes = c->info.answer_bytes = area > UINT32_MAX ? UINT32_MAX / 64 * 64 : (uint32_t)area;
+    /* the request area: half the rest, at most --max-body (a longer request is refused anyway); the
+     * answer area: the rest, at most 4 GiB */
+    uint64_t req = (bytes - WP_CHANNEL_HEADER) / 2 / 64 * 64, max_body = c->owner->cfg.max_body / 64 * 64;
+    if (req > max_body) req = max_body;
+    uint64_t ans = (bytes - WP_CHANNEL_HEADER - req) / 64 * 64;
+    if (ans > UINT32_MAX / 64 * 64) ans = UINT32_MAX / 64 * 64;
+    c->info.request_bytes = (uint32_t)req;
+    c->info.answer_bytes = (uint32_t)ans;
     snprintf(c->info.shm, sizeof c->info.shm, "%s", ri.id);
     c->info.offset = a->offset;
     c->info.bytes = bytes;
@@ -387,6 +382,8 @@ int wp_channels_add(wp_channels *cs, const wp_channel_args *a, wp_channel_info *
     new_id(c->info.id);
     init_args in = {.c = c};
     int rc = place(c, a, err);
+    if (rc == 0 && !(c->req = malloc((size_t)c->info.request_bytes + 1)))
+        rc = WP_FAIL(err, 507, "out_of_memory", "", "no memory for a channel");
     if (rc == 0 && wp_guarded_run(init_fn, &in))
         rc = WP_FAIL(err, 409, "region_truncated", "shm.id",
                      "the object of region %s was truncated below the mapped bytes; register it again", c->info.shm);
@@ -395,6 +392,7 @@ int wp_channels_add(wp_channels *cs, const wp_channel_args *a, wp_channel_info *
     if (rc == 0) rc = start(cs, c, err);
     if (rc) {
         wp_region_put(c->region);
+        free(c->req);
         free(c);
     }
     return rc;

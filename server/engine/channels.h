@@ -19,7 +19,7 @@
  *   196  ans_status            daemon: the HTTP status                200 ans_len: answer bytes
  *   204  ans_octets            daemon: 1 when the answer is application/octet-stream (a raw array), 0 JSON
  *   256  client_sleeping       client: 1 while it sleeps on ans_seq; the daemon then wakes it
- * The request area begins at 4096; the two areas share the rest of the region, half each.
+ * The request area begins at 4096 and takes half the rest (at most --max-body); the answer area the rest.
  *
  * Owns: wp_channels, each channel's thread and its hold on the region. A channel's thread spins on
  * req_seq for spin_us after each request, then sleeps on it (futex), waking every 200 ms to see whether

@@ -38,10 +38,12 @@ int wp_sigbus_install(void) {
     return install_rc;
 }
 
-/* fn apart from the caller, so that nothing the jump skips lives in wp_guarded_run's frame but env. */
+/* fn apart from the caller, so that nothing the jump skips lives in wp_guarded_run's frame but env. The
+ * signal mask is not saved (no system call per guard): the handler runs with SA_NODEFER and an empty
+ * sa_mask, so jumping out of it leaves the thread's mask as it was. */
 int wp_guarded_run(void (*fn)(void *), void *arg) {
     sigjmp_buf env;
-    if (sigsetjmp(env, 1)) return -1; /* came back from the handler: fn faulted */
+    if (sigsetjmp(env, 0)) return -1; /* came back from the handler: fn faulted */
     guard = &env;
     fn(arg);
     guard = NULL;
