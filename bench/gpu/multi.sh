@@ -33,7 +33,7 @@ field() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eva
 med_kernel() { # buffer id -> median timing.kernel_us of 10 reduces (the first, which may compile, not counted)
   curl -s -o /dev/null -H 'Content-Type: application/json' -d "{\"buffer\":\"$1\",\"op\":\"sum\"}" "$base/v1/reduce"
   for _ in $(seq 10); do
-    curl -s -H 'Content-Type: application/json' -d "{\"buffer\":\"$1\",\"op\":\"sum\"}" "$base/v1/reduce" |
+    curl -s -H 'Content-Type: application/json' -d "{\"buffer\":\"$1\",\"op\":\"sum\",\"profile\":true}" "$base/v1/reduce" |
       python3 -c 'import json,sys; print(json.load(sys.stdin)["timing"]["kernel_us"])'
   done | sort -g | sed -n 5p
 }

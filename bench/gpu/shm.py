@@ -79,7 +79,7 @@ def main():
             r = request(conn, "POST", "/v1/reduce", body)
             shm_t.append(time.perf_counter() - t0)
             value = r["value"]
-        kernel_us = r["timing"].get("kernel_us")
+        kernel_us = r["timing"].get("kernel_us") or r["timing"].get("device_us")  # device_us: untimed (no profile)
         raw = open(path, "rb").read()
         http_t = []
         for _ in range(min(runs, 3)):

@@ -48,8 +48,11 @@ static bool one_value(const wp_family *f) { return f->data_out == WP_DATA_VALUE 
 
 /* ---- alone: today's path ---- */
 
-static int run_alone(wp_app *app, wp_backend *be, wp_batch_reduce *j, wp_err *err) {
+/* untimed_ok: the request asked no timing; a one-value job over data already on the device then runs
+ * without timing events (a host input's upload is timed, as the docs say of every job run alone). */
+static int run_alone(wp_app *app, wp_backend *be, wp_batch_reduce *j, bool untimed_ok, wp_err *err) {
     wp_reduce_job job = j->job;
+    job.untimed = untimed_ok && !j->in_host && !j->in2_host && !j->offsets_host;
     const size_t esize = wp_type_size(job.spec->type), out_size = wp_data_out_size(job.spec);
     wp_buf *in = NULL, *in2 = NULL, *offsets = NULL;
     int rc = 0;
@@ -72,6 +75,7 @@ static int run_alone(wp_app *app, wp_backend *be, wp_batch_reduce *j, wp_err *er
         job.offsets = offsets;
     }
     if (rc == 0) rc = wp_reduce_run(app, be, &job, &j->res, err);
+    if (rc == 0 && j->res.untimed) j->untimed = true, j->device_us = j->res.device_us;
     if (rc == 0 && j->out_host && !job.out && j->res.out) {
         t0 = wp_now_ns();
         rc = wp_buf_read(j->res.out, 0, j->out_host, (size_t)j->res.out_count * out_size, err);
@@ -366,7 +370,8 @@ static void reduce_batch(wp_batch_job *const *jobs, int n) {
     } else {
         if (tried && got < 0)
             wp_log(n > 1 ? WP_LOG_WARN : WP_LOG_DEBUG, "no batched kernel (%s): %d jobs run alone", kerr.msg, n);
-        for (int i = 0; i < n; i++) items[i]->rc = run_alone(items[i]->app, items[i]->be, items[i]->j, &items[i]->err);
+        for (int i = 0; i < n; i++) /* timed, as a lone small job has always been (tests/gpu/test_gpu_batch.c) */
+            items[i]->rc = run_alone(items[i]->app, items[i]->be, items[i]->j, false, &items[i]->err);
     }
     wp_app_kernel_put(lead->app, &rk);
 }
@@ -401,7 +406,7 @@ int wp_batch_run_reduce(wp_app *app, wp_backend *be, wp_batch_reduce *j, wp_err 
     const bool untimed_ok = j->untimed;
     j->untimed = false; /* until a batched launch says otherwise */
     j->device_us = 0;
-    if (!batchable(app, be, j)) return run_alone(app, be, j, err);
+    if (!batchable(app, be, j)) return run_alone(app, be, j, untimed_ok, err);
     reduce_item it = {.app = app, .be = be, .j = j, .untimed_ok = untimed_ok};
     if (wp_spec_copy(&it.sized, j->job.spec)) return WP_FAIL(err, 500, "out_of_memory", "", "out of memory");
     const wp_family *f = it.sized.family;
@@ -411,7 +416,7 @@ int wp_batch_run_reduce(wp_app *app, wp_backend *be, wp_batch_reduce *j, wp_err 
     char spec_key[WP_SPEC_KEY_MAX];
     int rc;
     if (wp_spec_key_text(&it.sized, spec_key, sizeof spec_key) < 0) {
-        rc = run_alone(app, be, j, err);
+        rc = run_alone(app, be, j, untimed_ok, err);
     } else {
         wp_batch_job bj = {.owner = be, .run = reduce_batch, .payload = &it, .no_wait = j->job.memory_only};
         snprintf(bj.key, sizeof bj.key, "data|%s|smem%u|m%d|c%d", spec_key, it.plan.smem, j->job.memory_only,

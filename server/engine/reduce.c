@@ -269,11 +269,18 @@ static int run_cuda(struct wp_app *app, wp_backend *b, const wp_spec *s, void *f
                             .params = &params[i],
                             .flags = (overlap ? WP_LAUNCH_OVERLAP : 0u) | (graph && i == 0 ? WP_LAUNCH_GRAPH : 0u)};
     }
-    /* one value: its slot comes back in the launch's own wait (one round trip, not two) */
-    if (rc == 0 && one_value)
-        rc = wp_backend_launch_read(b, fns, ls, repeat, &res->kernel_us, sc->buf, WP_SCRATCH_RESULT, result, result_len,
-                                    err);
-    else if (rc == 0)
+    /* one value: its slot comes back in the launch's own wait (one round trip, not two); untimed (no
+     * events) when the job asks */
+    if (rc == 0 && one_value) {
+        wp_launch_io io = {.buf = sc->buf,
+                           .read_offset = WP_SCRATCH_RESULT,
+                           .read_len = result_len,
+                           .dst = result,
+                           .untimed = job->untimed};
+        wp_run_timing t;
+        rc = wp_backend_launch_io(b, fns, ls, repeat, &io, &t, err);
+        res->kernel_us = t.kernel_us, res->untimed = t.untimed, res->device_us = t.device_us;
+    } else if (rc == 0)
         rc = wp_backend_launch(b, fns, ls, repeat, &res->kernel_us, err);
     res->kernel_us /= repeat;
     free(ps);
@@ -402,7 +409,8 @@ static int reduce_run(struct wp_app *app, wp_backend *b, const wp_reduce_job *jo
         } else {
             rc = run_cuda(app, b, s, rk.fn, &plan, &p, ident, job, result, result_len, res, err);
         }
-        if (rc == 0) wp_metrics_observe_kernel(app->metrics, f->name, wp_backend_name(b), res->kernel_us / 1e6);
+        const double us = res->untimed ? res->device_us : res->kernel_us; /* an upper bound when untimed */
+        if (rc == 0) wp_metrics_observe_kernel(app->metrics, f->name, wp_backend_name(b), us / 1e6);
     }
     wp_app_kernel_put(app, &rk);
     if (rc) {

@@ -48,6 +48,8 @@ typedef struct {
     bool graph;             /* benchmarks (cuda): the repeats captured as one CUDA graph and replayed */
     uint64_t overlap_below; /* benchmarks: programmatic dependent launch (WP_LAUNCH_OVERLAP) only for
                                inputs under this many bytes (1: never); 0: always, the default */
+    bool untimed;           /* cuda, a one-value family: no timing events (they cost 12-29 us a call on an
+                               H100 host); res.untimed, kernel_us 0, device_us the round trip */
 } wp_reduce_job;
 
 typedef struct {
@@ -73,6 +75,8 @@ typedef struct {
     wp_source source; /* where the kernel came from; compiled is false when nothing was compiled */
     bool compiled;
     double key_us, cache_us, compile_ms, load_us, kernel_us;
+    bool untimed;     /* job.untimed was honoured: kernel_us is 0 and device_us the launch's round trip */
+    double device_us; /* untimed: from the launch to its result on the host's clock */
 } wp_reduce_result;
 
 /* Runs a job whose buffers are not sharded on b, one device (shard.h's wp_reduce_run is the entry for

@@ -120,6 +120,7 @@ static int reduce_parts(struct wp_app *app, const wp_reduce_job *job, wp_reduce_
         parts[i] = (part_run){.app = app, .b = wp_buf_backend(wp_buf_shard(job->in, i, NULL)), .job = *job};
         parts[i].job.in = wp_buf_shard(job->in, i, NULL);
         parts[i].job.n = count;
+        parts[i].job.untimed = false; /* the parts' kernel_us: the slowest is the answer's */
         parts[i].ran = count > 0;
         if (count > 0 && any < 0) any = i;
     }

@@ -137,6 +137,16 @@ if start "cuda on the mock, --batch-window-us 20000" --batch-window-us 20000; th
   check "buffer: raw PUT 201 on cuda" '[ "$code" = 201 ] && [ -n "$id" ] && grep -q "\"backend\":\"cuda\"" "$tmp/put"'
   curl -s -o "$tmp/got" -H 'Accept: application/octet-stream' "$url/v1/buffers/$id"
   check "buffer: GET returns the bytes exactly" 'cmp -s "$tmp/bytes" "$tmp/got"'
+  # A one-value reduce over a buffer too large to batch runs alone, and untimed unless profiled (no
+  # timing events: kernel_us null, device_us the round trip); with "profile": true it is timed.
+  head -c 262144 /dev/urandom >"$tmp/big"
+  curl -s -o "$tmp/put" -X PUT -H 'Content-Type: application/octet-stream' --data-binary @"$tmp/big" "$url/v1/buffers?type=u32"
+  big=$(grep -oE '"id":"[^"]*"' "$tmp/put" | head -n 1 | sed 's/"id":"//; s/"$//')
+  code=$(post /v1/reduce "{\"buffer\":\"$big\",\"op\":\"max\"}"); got=$(timing)
+  check "timing: a lone one-value reduce over a buffer, no profile: kernel_us null, device_us a number ($got)" \
+    '[ "$code" = 200 ] && [ "$got" = "n n n v" ] && ! grep -q "/batch\"" "$tmp/body"'
+  code=$(post /v1/reduce "{\"buffer\":\"$big\",\"op\":\"max\",\"profile\":true}"); got=$(timing)
+  check "timing: the same with \"profile\": true is timed: kernel_us a number ($got)" '[ "$code" = 200 ] && [ "$got" = "v v v n" ]'
   stop "idle daemon"
 fi
 
