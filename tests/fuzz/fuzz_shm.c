@@ -177,6 +177,22 @@ static void by_path(wp_handler fn, const char *method, const char *prefix, const
     free(r.body);
 }
 
+/* After a POST's answer r (its JSON o): a thing it made (201) has an id with the prefix, is described,
+ * deleted, then gone (404). Frees o and r's body. */
+static void made_then_gone(const char *what, wp_resp *r, cJSON *o, const char *id_prefix, wp_handler get,
+                           wp_handler del, const char *path) {
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "id");
+    if (r->status == 201) {
+        if (!cJSON_IsString(id) || strncmp(id->valuestring, id_prefix, strlen(id_prefix)))
+            fz_fail(what, r, "201 without an id");
+        by_path(get, "GET", path, id->valuestring, 200);
+        by_path(del, "DELETE", path, id->valuestring, 200);
+        by_path(get, "GET", path, id->valuestring, 404);
+    }
+    cJSON_Delete(o);
+    free(r->body);
+}
+
 /* POST /v1/shm, with @NAME@, @LINK@ and @DIR@ there for the time of the call: a region made is described,
  * then deleted (the quota never fills). */
 static void post_shm(const char *body, size_t n) {
@@ -191,16 +207,7 @@ static void post_shm(const char *body, size_t n) {
     unlink_object(fz_name);
     unlink(path);
     rmdir(dir);
-    const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "id");
-    if (r.status == 201) {
-        if (!cJSON_IsString(id) || strncmp(id->valuestring, "shm-", 4))
-            fz_fail("POST /v1/shm", &r, "201 without an id");
-        by_path(wp_api_shm_get, "GET", "/v1/shm/", id->valuestring, 200);
-        by_path(wp_api_shm_delete, "DELETE", "/v1/shm/", id->valuestring, 200);
-        by_path(wp_api_shm_get, "GET", "/v1/shm/", id->valuestring, 404);
-    }
-    cJSON_Delete(o);
-    free(r.body);
+    made_then_gone("POST /v1/shm", &r, o, "shm-", wp_api_shm_get, wp_api_shm_delete, "/v1/shm/");
 }
 
 static void put_buffer(const char *body, size_t n) {
@@ -230,16 +237,7 @@ static void get_shm(const char *rest) {
 static void post_channel(const char *body, size_t n) {
     wp_resp r;
     cJSON *o = call(wp_api_channels_add, "POST", "/v1/channels", body, n, &r);
-    const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "id");
-    if (r.status == 201) {
-        if (!cJSON_IsString(id) || strncmp(id->valuestring, "ch-", 3))
-            fz_fail("POST /v1/channels", &r, "201 without an id");
-        by_path(wp_api_channel_get, "GET", "/v1/channels/", id->valuestring, 200);
-        by_path(wp_api_channel_delete, "DELETE", "/v1/channels/", id->valuestring, 200);
-        by_path(wp_api_channel_get, "GET", "/v1/channels/", id->valuestring, 404);
-    }
-    cJSON_Delete(o);
-    free(r.body);
+    made_then_gone("POST /v1/channels", &r, o, "ch-", wp_api_channel_get, wp_api_channel_delete, "/v1/channels/");
 }
 
 /* The fixture channel's words (engine/channels.h's layout). */
