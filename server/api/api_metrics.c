@@ -92,7 +92,8 @@ static void write_cache(FILE *f, const wp_cache_stats *cs) {
                     tiers, removed, 2);
 }
 
-/* Async jobs (jobs.c) and device-resident buffers (buffers.c). */
+/* Async jobs (jobs.c), device-resident buffers (buffers.c), shared-memory regions (regions.c) and doorbell
+ * channels (channels.c). */
 static void write_jobs_buffers(FILE *f, wp_app *app) {
     wp_jobs_stats js;
     wp_jobs_stats_get(app->jobs, &js);
@@ -131,6 +132,14 @@ static void write_jobs_buffers(FILE *f, wp_app *app) {
     C("warpd_shm_rejected_quota_total", "Regions refused with 413 (--shm-max).", rs.refused_quota);
     C("warpd_shm_truncated_total", "Region copies refused with 409 because the object was truncated under them.",
       rs.truncated);
+    if (!app->channels) return;
+    wp_channels_stats cs;
+    wp_channels_stats_get(app->channels, &cs);
+    G("warpd_channels", "Doorbell channels open (POST /v1/channels).", cs.open);
+    C("warpd_channels_opened_total", "Doorbell channels opened since start.", cs.opened);
+    C("warpd_channel_requests_total", "Requests served through doorbell channels.", cs.requests);
+    C("warpd_channels_truncated_total", "Channels closed because their region's object was truncated under them.",
+      cs.truncated);
 }
 
 /* Dynamic batching (batch.h), compiles running, background builds (bgbuild.h). */

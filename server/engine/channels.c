@@ -357,6 +357,7 @@ static int start(wp_channels *cs, channel *c, wp_err *err) {
     } else if (pthread_create(&c->thread, NULL, channel_main, c)) {
         rc = WP_FAIL(err, 500, "internal", "", "cannot start the channel's thread");
     } else {
+        pthread_setname_np(c->thread, "wp-channel"); /* top -H, perf and gdb show what each thread is */
         channel **p = &cs->head;
         while (*p) p = &(*p)->next;
         *p = c;

@@ -213,6 +213,10 @@ def main_checks():
           f"a sleeping channel (spin_us 0) is woken by FUTEX_WAKE (asleep {asleep}, {time.monotonic() - t0:.3f} s)")
     served = call("GET", "/v1/channels/" + ch["id"])[1]["requests"]
     check(served == 8 * 4 + 7, f"requests counts what the channel served ({served})")
+    with urllib.request.urlopen(URL + "/metrics", timeout=10) as f:
+        m = dict(l.rsplit(" ", 1) for l in f.read().decode().splitlines() if l.startswith("warpd_channel"))
+    check(m.get("warpd_channels") == "2" and m.get("warpd_channels_opened_total") == "2" and
+          int(m.get("warpd_channel_requests_total", 0)) == served + 1, f"/metrics: the channels' series ({m})")
     post_refusals(rid)
     # DELETE; the region deleted under a channel; ttl_s; truncation
     st, gone, _ = call("DELETE", "/v1/channels/" + ch3["id"])
