@@ -23,6 +23,6 @@ for fl in "${sets[@]}"; do
     echo "== daemon flags: ${fl:-(defaults)}; client: $([ $ch = 1 ] && echo "doorbell channel" || echo "HTTP (CHANNEL=0)")"
     CHANNEL=$ch python3 bench/gpu/ipc_phases.py "http://127.0.0.1:$port" "${N:-268435456}" 2>&1 | tee -a "$OUT/ipclat.txt"
   done
-  WRK=$WRK python3 bench/gpu/ipc_lat.py "http://127.0.0.1:$port" "${N:-268435456}" 2>&1 | grep -E "wrk" | tee -a "$OUT/ipclat.txt"
+  WRK=$WRK python3 bench/gpu/ipc_lat.py "http://127.0.0.1:$port" "${N:-268435456}" 2>&1 | grep -E "wrk|PUT.open" | tee -a "$OUT/ipclat.txt"
   kill $pid; wait $pid 2>/dev/null
 done
