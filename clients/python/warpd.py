@@ -75,6 +75,7 @@ SHM_AUTO_MIN_BYTES = 1 << 20  # transport "auto": a numpy array this large goes 
 SHM_POOL_KEEP = 2             # idle pooled regions a client keeps for the next calls (more are freed)
 SPIN_US = 2000                # a request polls its socket this long for the answer before it sleeps (Client spin_us)
 CHANNEL_BYTES = 1 << 16       # a doorbell channel's region (POST /v1/channels): 30 KiB requests and answers
+CHANNEL_RETRY_S = 30.0        # a daemon that had no channel to give (429, quota) is asked again this much later
 CHANNEL_SPIN_US = 1000        # the daemon's channel thread polls this long after each request before it sleeps
 IPC_CACHE_MAX = 64            # CUDA IPC buffers a client keeps registered (least recently used go first)
 IPC_ALIGN = 16                # a CUDA array goes by IPC from an address that is a multiple of this: the
@@ -477,6 +478,8 @@ class _Channel:
         if route is None or len(body) > self.req_max or self.dead or not self.lock.acquire(blocking=False):
             return None
         try:
+            if self.dead:  # closed while this thread waited for the lock: the mapping may be gone
+                return None
             now = time.monotonic()
             if now - self.last > self.ttl_s / 2 and not self.alive():
                 self.dead = True  # closed by the daemon after ttl_s idle, or the daemon restarted
@@ -498,24 +501,33 @@ class _Channel:
             self.lock.release()
 
     def _wait(self, seq, spin_us, timeout):
-        """Until ans_seq is seq: polled for spin_us, then slept on. False when the daemon did not take the
-        request within _CH_GONE_S; TimeoutError after timeout seconds."""
+        """Until ans_seq is seq: polled for spin_us, then slept on. False when the channel is gone (the daemon
+        has not taken the request within _CH_GONE_S, or GET /v1/channels/{id} no longer answers: closed,
+        expired, the daemon stopped); TimeoutError after timeout seconds."""
         u32, t0 = self._u32, time.perf_counter()
-        end, asked = t0 + spin_us * 1e-6, False
+        end, rewoken, asked = t0 + spin_us * 1e-6, False, t0
         while u32(_CH_ANS_SEQ) != seq:
             now = time.perf_counter()
+            if not rewoken and now - t0 > 0.001:
+                # the bump and the look at daemon_sleeping are a store then a load, which the CPU may
+                # reorder: a daemon that fell asleep just then has missed its wake; a second one costs little
+                if u32(_CH_TAKEN) != seq:
+                    _Futex.wake(self.addr + _CH_REQ_SEQ)
+                rewoken = True
             if now < end:
                 continue
-            if u32(_CH_TAKEN) != seq and now - t0 > 0.05:  # not taken: is the channel still there?
-                if now - t0 > _CH_GONE_S or (not asked and not self.alive()):
+            taken = u32(_CH_TAKEN) == seq
+            if (not taken and now - t0 > _CH_GONE_S) or (now - asked > (0.05 if not taken else 1.0)):
+                if (not taken and now - t0 > _CH_GONE_S) or not self.alive():
                     return False
-                asked = True
+                asked = time.perf_counter()
             if timeout is not None and now - t0 > timeout:
                 self.dead = True
                 raise TimeoutError(f"no answer on channel {self.id} within {timeout} s")
             _U32.pack_into(self.mm, _CH_CLIENT_SLEEPING, 1)
-            if u32(_CH_ANS_SEQ) != seq:
-                _Futex.wait(self.addr + _CH_ANS_SEQ, u32(_CH_ANS_SEQ), 0.05)
+            v = u32(_CH_ANS_SEQ)  # the value the sleep compares: an answer after this read wakes it
+            if v != seq:
+                _Futex.wait(self.addr + _CH_ANS_SEQ, v, 0.05)
             _U32.pack_into(self.mm, _CH_CLIENT_SLEEPING, 0)
         return True
 
@@ -528,7 +540,8 @@ class _Channel:
             return False
 
     def close(self):
-        self.dead = True
+        with self.lock:  # a call in flight on another thread ends first: the mapping goes below
+            self.dead = True
         try:
             self.remote._json("DELETE", "/v1/channels/" + urllib.parse.quote(self.id, safe=""))
         except (WarpdError, OSError):
@@ -611,6 +624,7 @@ class _Resources:
         self.cuda = None  # _CudaDriver (tests put a stand-in here)
         self.channel = None  # _Channel: a doorbell for repeated small calls (Client._channel)
         self.channel_refused = None  # why the daemon gave none ("403 channels_disabled"), or None
+        self.channel_retry = 0.0  # time.monotonic() before which no channel is asked for again
 
     def new_region(self, size):
         """A registered region of `size` bytes: the object made, mapped, then POST /v1/shm."""
@@ -641,15 +655,18 @@ class _Resources:
     def open_channel(self):
         """A doorbell channel in a new region of CHANNEL_BYTES (made once; None when refused)."""
         with self.lock:
-            if self.channel is not None or self.channel_refused is not None:
+            if self.channel is not None or self.channel_refused is not None or time.monotonic() < self.channel_retry:
                 return self.channel
-        r = self.new_region(CHANNEL_BYTES)
+        try:
+            r = self.new_region(CHANNEL_BYTES)
+        except WarpdError as e:
+            self._channel_refused(e)
+            return None
         try:
             info = self.remote._json("POST", "/v1/channels", {"shm": {"id": r.id}, "spin_us": CHANNEL_SPIN_US})
         except WarpdError as e:
             r.release()
-            with self.lock:
-                self.channel_refused = f"{e.status} {e.code}"
+            self._channel_refused(e)
             return None
         except BaseException:
             r.release()
@@ -661,6 +678,15 @@ class _Resources:
         if ch is not None:  # another thread's came first
             ch.close()
         return self.channel
+
+    def _channel_refused(self, e):
+        """A daemon that will never give one (403: off or not for this peer; 404/405: too old for channels)
+        is not asked again; a full one (429, 413 shm_quota, 5xx) in CHANNEL_RETRY_S."""
+        with self.lock:
+            if e.status in (403, 404, 405) or (e.status == 400 and e.code in _SHM_REFUSALS):
+                self.channel_refused = f"{e.status} {e.code}"
+            else:
+                self.channel_retry = time.monotonic() + CHANNEL_RETRY_S
 
     def drop_channel(self):
         with self.lock:
@@ -2010,9 +2036,9 @@ class Client:
             return ch
         try:
             return res.open_channel()
-        except (WarpdError, OSError) as e:  # no region could be made or registered: HTTP from now on
+        except OSError:  # no region could be made (a full /dev/shm): HTTP, and another try later
             with res.lock:
-                res.channel_refused = str(e)
+                res.channel_retry = time.monotonic() + CHANNEL_RETRY_S
             return None
 
     def _fast_exchange(self, conn, req):

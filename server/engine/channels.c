@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -38,6 +39,13 @@ enum {
 };
 #define CHANNEL_VERSION 1
 #define TICK_NS 200000000ull /* a sleeping channel looks at its state this often */
+#if defined(__x86_64__) || defined(__i386__)
+#define CPU_RELAX() __builtin_ia32_pause()
+#elif defined(__aarch64__)
+#define CPU_RELAX() __asm__ __volatile__("yield")
+#else
+#define CPU_RELAX() ((void)0)
+#endif
 
 typedef struct channel {
     struct channel *next;
@@ -46,6 +54,7 @@ typedef struct channel {
     unsigned char *base;  /* byte 0 of the channel in the mapping */
     wp_channel_info info; /* requests, last_used: under the owner's mu */
     uint32_t last_seq;    /* the req_seq answered last (the channel's thread only) */
+    uint64_t last_ns;     /* wp_now_ns of the last request (or the open): the idle clock, under mu */
     char *req;            /* request_bytes + 1: a request's body, copied out of the region */
     atomic_bool stop;     /* closed: the thread ends at its next look */
     atomic_bool sleeping;
@@ -57,20 +66,24 @@ struct wp_channels {
     wp_channels_config cfg;
     channel *head; /* open, oldest first */
     channel *dead; /* ended by themselves (idle, region gone, truncated): joined and freed by reap */
+    bool stopping; /* wp_channels_stop ran: no channel opens any more */
     wp_channels_stats st;
 };
 
 /* ---- the shared words ---- */
 
 static uint32_t *word(const channel *c, size_t off) { return (uint32_t *)(void *)(c->base + off); }
-static uint32_t load(const channel *c, size_t off) { return __atomic_load_n(word(c, off), __ATOMIC_ACQUIRE); }
+/* Sequentially consistent both ways: each side's "store my word, then load the other's" (the sleeping
+ * flags against the seq words) needs its store seen before its load. */
+static uint32_t load(const channel *c, size_t off) { return __atomic_load_n(word(c, off), __ATOMIC_SEQ_CST); }
 static void store(const channel *c, size_t off, uint32_t v) { __atomic_store_n(word(c, off), v, __ATOMIC_SEQ_CST); }
 
 static void futex_wait(uint32_t *addr, uint32_t val, uint64_t ns) {
     struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000ull), .tv_nsec = (long)(ns % 1000000000ull)};
     syscall(SYS_futex, addr, FUTEX_WAIT, val, &ts, NULL, 0);
 }
-static void futex_wake(uint32_t *addr) { syscall(SYS_futex, addr, FUTEX_WAKE, 1, NULL, NULL, 0); }
+/* Every waiter: the word is the client's too, and another waiter of its own must not take the wake. */
+static void futex_wake(uint32_t *addr) { syscall(SYS_futex, addr, FUTEX_WAKE, INT_MAX, NULL, NULL, 0); }
 
 /* ---- the channel's thread ---- */
 
@@ -105,11 +118,12 @@ static void wait_fn(void *arg) {
         if ((t->got = load(c, OFF_REQ_SEQ) != c->last_seq)) return take(t);
         if (atomic_load(&c->stop)) return;
         if ((i & 63) == 0 && wp_now_ns() >= until) break;
-        __builtin_ia32_pause();
+        CPU_RELAX();
     }
     atomic_store(&c->sleeping, true);
     store(c, OFF_DAEMON_SLEEPING, 1); /* then the client's next req_seq comes with a wake */
-    if (load(c, OFF_REQ_SEQ) == c->last_seq) futex_wait(word(c, OFF_REQ_SEQ), c->last_seq, TICK_NS);
+    if (load(c, OFF_REQ_SEQ) == c->last_seq && !atomic_load(&c->stop)) /* a stop's wake before the wait: seen */
+        futex_wait(word(c, OFF_REQ_SEQ), c->last_seq, TICK_NS);
     store(c, OFF_DAEMON_SLEEPING, 0);
     atomic_store(&c->sleeping, false);
     if ((t->got = load(c, OFF_REQ_SEQ) != c->last_seq)) take(t);
@@ -162,6 +176,7 @@ static void count_request(channel *c) {
     pthread_mutex_lock(&c->owner->mu);
     c->info.requests++;
     c->info.last_used = wp_unix_now();
+    c->last_ns = wp_now_ns();
     c->owner->st.requests++;
     pthread_mutex_unlock(&c->owner->mu);
 }
@@ -173,11 +188,11 @@ static int serve_one(channel *c, const take_args *t) {
         error_json(&ans, 413, "body_too_large", "req_len", "req_len is larger than the channel's request area");
     else
         answer_of(c, t, &ans);
+    count_request(c); /* before the answer: a client that has it sees it counted */
     answer_args a = {.c = c, .seq = t->seq, .ans = &ans};
     const int rc = wp_guarded_run(answer_fn, &a);
     free(ans.body);
     c->last_seq = t->seq;
-    count_request(c);
     return rc;
 }
 
@@ -196,18 +211,27 @@ static void take_off(wp_channels *cs, channel *c) {
 static void end_self(channel *c, bool truncated) {
     wp_channels *cs = c->owner;
     pthread_mutex_lock(&cs->mu);
-    if (!atomic_load(&c->stop)) { /* else a remove took it off and joins it */
+    const bool mine = !atomic_load(&c->stop); /* else a remove or a stop took it off and joins it */
+    if (mine) {
         take_off(cs, c);
-        c->next = cs->dead;
-        cs->dead = c;
         cs->st.truncated += truncated;
     }
+    pthread_mutex_unlock(&cs->mu);
+    if (!mine) return;
+    /* the region and the body's buffer go now (the quota, the mapping), the thread's join at a reap */
+    wp_region_put(c->region);
+    c->region = NULL;
+    free(c->req);
+    c->req = NULL;
+    pthread_mutex_lock(&cs->mu);
+    c->next = cs->dead;
+    cs->dead = c;
     pthread_mutex_unlock(&cs->mu);
 }
 
 static bool idle_too_long(channel *c) {
     pthread_mutex_lock(&c->owner->mu);
-    const bool idle = wp_unix_now() - c->info.last_used > (double)c->info.ttl_s;
+    const bool idle = wp_now_ns() - c->last_ns > (uint64_t)c->info.ttl_s * 1000000000u;
     pthread_mutex_unlock(&c->owner->mu);
     return idle;
 }
@@ -267,12 +291,15 @@ static void ask_stop(channel *c) {
     futex_wake(word(c, OFF_REQ_SEQ));
 }
 
-void wp_channels_close(wp_channels *cs) {
+void wp_channels_stop(wp_channels *cs) {
     if (!cs) return;
     pthread_mutex_lock(&cs->mu);
+    cs->stopping = true;
     channel *open = cs->head;
     cs->head = NULL;
     for (channel *c = open; c; c = c->next) atomic_store(&c->stop, true); /* under mu: end_self leaves them */
+    cs->st.closed += cs->st.open;
+    cs->st.open = 0;
     pthread_mutex_unlock(&cs->mu);
     for (channel *c = open; c; c = c->next) ask_stop(c);
     while (open) {
@@ -281,6 +308,11 @@ void wp_channels_close(wp_channels *cs) {
         open = next;
     }
     reap(cs);
+}
+
+void wp_channels_close(wp_channels *cs) {
+    if (!cs) return;
+    wp_channels_stop(cs);
     pthread_mutex_destroy(&cs->mu);
     free(cs);
 }
@@ -330,8 +362,9 @@ static int place(channel *c, const wp_channel_args *a, wp_err *err) {
      * answer area: the rest, at most 4 GiB */
     uint64_t req = (bytes - WP_CHANNEL_HEADER) / 2 / 64 * 64, max_body = c->owner->cfg.max_body / 64 * 64;
     if (req > max_body) req = max_body;
+    if (req > UINT32_MAX / 2 / 64 * 64) req = UINT32_MAX / 2 / 64 * 64; /* the offsets stay 32-bit words */
     uint64_t ans = (bytes - WP_CHANNEL_HEADER - req) / 64 * 64;
-    if (ans > UINT32_MAX / 64 * 64) ans = UINT32_MAX / 64 * 64;
+    if (ans > UINT32_MAX / 2 / 64 * 64) ans = UINT32_MAX / 2 / 64 * 64;
     c->info.request_bytes = (uint32_t)req;
     c->info.answer_bytes = (uint32_t)ans;
     snprintf(c->info.shm, sizeof c->info.shm, "%s", ri.id);
@@ -347,14 +380,33 @@ static void describe(const channel *c, wp_channel_info *out) {
     out->sleeping = atomic_load(&c->sleeping);
 }
 
-/* Starts c's thread and lists it, unless the limit is reached. */
+/* Whether c's span meets an open channel's in the same region (with cs->mu held). */
+static bool overlaps(const wp_channels *cs, const channel *c) {
+    for (const channel *o = cs->head; o; o = o->next)
+        if (o->region == c->region && c->info.offset < o->info.offset + o->info.bytes &&
+            o->info.offset < c->info.offset + c->info.bytes)
+            return true;
+    return false;
+}
+
+/* Under cs->mu, so no other open can race it: the limit, a span of its own, the header written, the
+ * thread started and listed. */
 static int start(wp_channels *cs, channel *c, wp_err *err) {
     pthread_mutex_lock(&cs->mu);
     int rc = 0;
-    if (cs->st.open >= cs->cfg.max_channels) {
+    init_args in = {.c = c};
+    if (cs->stopping) {
+        rc = WP_FAIL(err, 503, "shutting_down", "", "the daemon is stopping");
+    } else if (cs->st.open >= cs->cfg.max_channels) {
         rc = WP_FAIL(err, 429, "too_many_channels", "",
                      "%u channels are open, the most this daemon keeps (--channels-max)", cs->cfg.max_channels);
-    } else if (pthread_create(&c->thread, NULL, channel_main, c)) {
+    } else if (overlaps(cs, c)) {
+        rc = WP_FAIL(err, 409, "channel_overlap", "shm.offset",
+                     "another open channel holds bytes of region %s in this span", c->info.shm);
+    } else if (wp_guarded_run(init_fn, &in)) {
+        rc = WP_FAIL(err, 409, "region_truncated", "shm.id",
+                     "the object of region %s was truncated below the mapped bytes; register it again", c->info.shm);
+    } else if ((c->last_seq = in.seq, c->last_ns = wp_now_ns(), pthread_create(&c->thread, NULL, channel_main, c))) {
         rc = WP_FAIL(err, 500, "internal", "", "cannot start the channel's thread");
     } else {
         pthread_setname_np(c->thread, "wp-channel"); /* top -H, perf and gdb show what each thread is */
@@ -381,14 +433,9 @@ int wp_channels_add(wp_channels *cs, const wp_channel_args *a, wp_channel_info *
     c->info.ttl_s = a->ttl_s;
     c->info.created = c->info.last_used = wp_unix_now();
     new_id(c->info.id);
-    init_args in = {.c = c};
     int rc = place(c, a, err);
     if (rc == 0 && !(c->req = malloc((size_t)c->info.request_bytes + 1)))
         rc = WP_FAIL(err, 507, "out_of_memory", "", "no memory for a channel");
-    if (rc == 0 && wp_guarded_run(init_fn, &in))
-        rc = WP_FAIL(err, 409, "region_truncated", "shm.id",
-                     "the object of region %s was truncated below the mapped bytes; register it again", c->info.shm);
-    c->last_seq = in.seq;
     if (rc == 0 && out) describe(c, out); /* before its thread runs: it may end at once (its region gone) */
     if (rc == 0) rc = start(cs, c, err);
     if (rc) {

@@ -25,8 +25,9 @@
  * req_seq for spin_us after each request, then sleeps on it (futex), waking every 200 ms to see whether
  * it was closed, its region deleted, or it stood idle for ttl_s. Every touch of the region runs under
  * util/sigbus.h's guard: an object truncated under a channel closes it (counted), never the daemon.
- * Any thread may call any function; wp_channels_close after the HTTP threads stopped and before the
- * engine the handlers use. */
+ * Any thread may call any function. Shutdown: wp_channels_stop before the HTTP server stops (a channel's
+ * request asks the server how busy it is) and before the engine the handlers use; wp_channels_close once
+ * nothing can call in any more. */
 #ifndef WP_CHANNELS_H
 #define WP_CHANNELS_H
 
@@ -85,7 +86,10 @@ typedef struct {
 } wp_channels_stats;
 
 wp_channels *wp_channels_open(const wp_channels_config *cfg, wp_err *err);
-/* Stops every channel's thread (a request it runs finishes first) and puts its region. */
+/* Stops every channel's thread (a request it runs finishes first) and puts its region; from then on
+ * wp_channels_add answers 503 "shutting_down". */
+void wp_channels_stop(wp_channels *cs);
+/* wp_channels_stop, then frees cs. */
 void wp_channels_close(wp_channels *cs);
 
 typedef struct {
@@ -97,7 +101,9 @@ typedef struct {
 
 /* Opens a channel: writes the header, starts its thread. 400 "out_of_range" (field "shm.offset" or
  * "bytes": not inside the region, misaligned, under WP_CHANNEL_MIN_BYTES), 403 "read_only" (field
- * "shm.id"), 409 "region_truncated", 429 "too_many_channels", 500 on a thread that cannot start. */
+ * "shm.id"), 409 "channel_overlap" (field "shm.offset": an open channel holds bytes of the span; nothing
+ * of the region is written then), 409 "region_truncated", 429 "too_many_channels", 503 "shutting_down",
+ * 500 on a thread that cannot start. */
 int wp_channels_add(wp_channels *cs, const wp_channel_args *a, wp_channel_info *out, wp_err *err);
 /* 404 "unknown_channel" (field "id"). */
 int wp_channels_info(wp_channels *cs, const char *id, wp_channel_info *out, wp_err *err);

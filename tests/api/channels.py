@@ -18,6 +18,7 @@ sleeps), the answer read once ans_seq matches. Run by tests/api/channels.sh, whi
   MODE shmoff:   (--shm off) 403 shm_disabled.
   MODE token:    (--token-file) 401 without the token; with it, a channel serves requests.
   MODE readonly: (the daemon as another user) a region it may only read: 403 read_only.
+  MODE hammer:   (tests/api/mockcuda.sh) a buffer reduced through a channel until the daemon stops.
   MODE leave:    opens channels (one mid-sleep) and leaves them open: the daemon must stop cleanly.
 Prints "channels: N passed, N failed"."""
 import base64
@@ -226,12 +227,37 @@ def main_checks():
     st, _, _ = call("DELETE", "/v1/shm/" + rid2)
     rid4, _, mm4 = region("deleted")
     st, ch4, _ = open_channel(rid4, spin_us=0)
+    mapped = call("GET", "/v1/shm")[1]["bytes_mapped"]
     call("DELETE", "/v1/shm/" + rid4)
     check(wait_gone(ch4["id"]), "a channel whose region is deleted closes within a tick")
+    t0, now = time.monotonic(), mapped
+    while time.monotonic() - t0 < 1 and now != mapped - 65536:
+        now = call("GET", "/v1/shm")[1]["bytes_mapped"]
+        time.sleep(0.02)
+    check(now == mapped - 65536, f"its mapping goes with it, no other request needed (bytes_mapped {mapped} -> {now})")
+    overlap_checks()
     rid5, _, mm5 = region("ttl")
     st, ch5, _ = open_channel(rid5, spin_us=0, ttl_s=1)
     check(st == 201 and wait_gone(ch5["id"], 3.0), "a channel idle for ttl_s (1) closes")
     trunc(d)
+
+
+def overlap_checks():  # two channels never share bytes; one beside another is fine
+    rid, _, mm = region("overlap")
+    a = call("POST", "/v1/channels", {"shm": {"id": rid}, "bytes": 16384, "spin_us": 0})
+    d = Doorbell(mm, a[1])
+    before = (u32(mm, 64), u32(mm, 192))
+    refused(*call("POST", "/v1/channels", {"shm": {"id": rid, "offset": 8192}, "bytes": 16384})[:2], 409,
+            "channel_overlap", "shm.offset", "a channel over another's bytes")
+    refused(*call("POST", "/v1/channels", {"shm": {"id": rid}})[:2], 409, "channel_overlap", "shm.offset",
+            "a channel at the same offset")
+    check((u32(mm, 64), u32(mm, 192)) == before and bytes(mm[0:8]) == b"WARPDCH1",
+          "the refused opens wrote nothing into the open channel's words")
+    b = call("POST", "/v1/channels", {"shm": {"id": rid, "offset": 16384}, "bytes": 16384, "spin_us": 0})
+    cst, cans = d.ask(1, {"type": "i32", "op": "sum", "data": [4, 5]})
+    check(a[0] == 201 and b[0] == 201 and cst == 200 and cans["value"] == 9, "a channel right after another: both serve")
+    for x in (a, b):
+        call("DELETE", "/v1/channels/" + x[1]["id"])
 
 
 def wait_gone(cid, limit=1.0):
@@ -318,6 +344,20 @@ def token_checks():
     check(st == 201 and cst == 200 and cans["value"] == 6, "with the token: opened, and its requests served")
 
 
+def hammer():  # (the mock driver's cuda) reduce a buffer through a channel until the daemon goes away
+    rid, _, mm = region("hammer")
+    st, b, _ = call("PUT", "/v1/buffers", {"type": "u32", "generate": {"kind": "iota", "n": 1 << 16}})
+    st2, ch, _ = open_channel(rid, spin_us=1000)
+    d = Doorbell(mm, ch)
+    warm = d.ask(1, {"buffer": b["id"], "op": "max"}, timeout=60.0)[0]  # the first compiles the kernel
+    check(st == 201 and st2 == 201 and warm == 200, f"hammer: a buffer and a channel, a first reduce ({warm})")
+    print("hammering", flush=True)
+    n = 0
+    while d.ask(1, {"buffer": b["id"], "op": "max"}, timeout=2.0)[0] == 200:
+        n += 1
+    check(n > 0, f"hammer: {n} reduces through the channel before the daemon stopped")
+
+
 def leave_checks():
     for i, spin in enumerate((0, 100000)):
         rid, _, mm = region(f"leave{i}")
@@ -329,7 +369,7 @@ def leave_checks():
 try:
     {"main": main_checks, "limit": limit_checks, "off": lambda: off_checks("channels_disabled"),
      "shmoff": lambda: off_checks("shm_disabled"), "token": token_checks, "leave": leave_checks,
-     "readonly": readonly_checks}[MODE]()
+     "readonly": readonly_checks, "hammer": hammer}[MODE]()
 except Exception as e:  # noqa: BLE001 — a crash is a failure, with its reason
     import traceback
     traceback.print_exc()

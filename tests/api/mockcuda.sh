@@ -219,6 +219,20 @@ if start "cuda on the mock, MOCKCUDA_FAIL_AFTER=3 (a sticky error, then a contex
 fi
 unset MOCKCUDA_FAIL_AFTER
 
+# ---- a doorbell channel's requests while the daemon stops: its threads end before the HTTP server (a
+# channel's cuda request asks the server how busy it is), so SIGTERM mid-stream is clean ----
+if start "cuda on the mock, a channel hammered through SIGTERM"; then
+  python3 tests/api/channels.py "$url" "warpd-mockch-$$" hammer >"$tmp/hammer" 2>&1 &
+  hpid=$!
+  for _ in $(seq 100); do grep -q hammering "$tmp/hammer" && break; sleep 0.05; done
+  sleep 0.3
+  stop "SIGTERM while a channel serves reduces"
+  wait $hpid
+  check "the hammer ran reduces through the channel until then ($(grep -o '[0-9]* reduces' "$tmp/hammer"))" \
+    'grep -q "^channels: [1-9][0-9]* passed, 0 failed" "$tmp/hammer"'
+  rm -f /dev/shm/warpd-mockch-$$-*
+fi
+
 # ---- issue 22 on the mock: shared-memory regions registered with the driver, CUDA IPC buffers ----
 # A region is page-locked with cuMemHostRegister (registered: true) and unregistered on DELETE and at
 # exit; jobs over it answer (values are garbage: no kernel runs); PUT /v1/buffers copies it for real. A

@@ -288,6 +288,26 @@ class LiveChannel(LiveLeanIpc):
         self.assertNotIn(ch.id, ids)
         self.assertNotIn(ch.region.id, [x["id"] for x in remote._json("GET", "/v1/shm")["regions"]])
 
+    def test_taken_then_gone(self):  # the daemon took the request, then went away: back to HTTP within ~1 s
+        self.assertIsNotNone(self.c._ipc_reduce_fast("gpu", "sum"))
+        ch = self.c._res.channel
+        seq = (ch.seq + 1) & 0xFFFFFFFF
+        warpd._U32.pack_into(ch.mm, warpd._CH_TAKEN, seq)  # as if taken; no answer will come
+        with unittest.mock.patch.object(ch, "alive", return_value=False):
+            t0 = time.monotonic()
+            self.assertFalse(ch._wait(seq, 0, 30))
+            self.assertLess(time.monotonic() - t0, 2.5)
+
+    def test_refusals(self):  # a daemon that will never give one is not asked again; a full one later
+        res = self.c._res
+        res._channel_refused(WarpdError(429, "too_many_channels"))
+        self.assertIsNone(res.channel_refused)
+        self.assertGreater(res.channel_retry, time.monotonic() + 10)
+        self.assertIsNone(res.open_channel())  # not asked before the retry time
+        res.channel_retry = 0.0
+        res._channel_refused(WarpdError(403, "channels_disabled"))
+        self.assertEqual(res.channel_refused, "403 channels_disabled")
+
     def test_threads(self):  # four threads share the client: every answer right, HTTP or channel
         errors = []
 
