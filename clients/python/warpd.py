@@ -401,9 +401,8 @@ class _Region:
 _CH_REQ_SEQ, _CH_REQ_ROUTE, _CH_TAKEN, _CH_DAEMON_SLEEPING = 64, 68, 128, 132
 _CH_ANS_SEQ, _CH_ANS_STATUS, _CH_CLIENT_SLEEPING = 192, 196, 256  # ans_len 200, ans_octets 204 follow ans_status
 _CH_ROUTES = {"/v1/reduce": 1, "/v1/scan": 2}
-_U32 = struct.Struct("<I")
-_U32x2 = struct.Struct("<II")
-_U32x3 = struct.Struct("<III")
+_CH_WORDS = 512  # the header's words a client reads and writes (a memoryview of 32-bit words over them: one
+                 # store a word; struct.pack_into zeroes its bytes first, so another process could read 0)
 _SYS_FUTEX = 202  # x86-64
 _CH_GONE_S = 1.0  # a request the daemon has not taken after this long: the channel is gone
 
@@ -464,12 +463,13 @@ class _Channel:
         self.req_off, self.req_max = lay["request_offset"], lay["request_bytes"]
         self.ans_off, self.ans_max = lay["answer_offset"], lay["answer_bytes"]
         self.mm, self.addr = region.mm, region.addr
-        self.seq = _U32.unpack_from(self.mm, _CH_REQ_SEQ)[0]
+        self.words = memoryview(region.mm)[:_CH_WORDS].cast("I")  # released at close(), before the mapping
+        self.seq = self.words[_CH_REQ_SEQ >> 2]
         self.lock = threading.Lock()
         self.dead = False
 
-    def _u32(self, off, unpack=_U32.unpack_from):
-        return unpack(self.mm, off)[0]
+    def _u32(self, off):
+        return self.words[off >> 2]
 
     def call(self, path, body, spin_us, timeout):
         """(status, answer bytes, True when they are application/octet-stream rather than JSON), or None: not
@@ -485,17 +485,18 @@ class _Channel:
                 self.dead = True  # closed by the daemon after ttl_s idle, or the daemon restarted
                 return None
             self.last = now
-            mm, seq = self.mm, (self.seq + 1) & 0xFFFFFFFF
+            mm, w, seq = self.mm, self.words, (self.seq + 1) & 0xFFFFFFFF
             mm[self.req_off:self.req_off + len(body)] = body
-            _U32x2.pack_into(mm, _CH_REQ_ROUTE, route, len(body))
-            _U32.pack_into(mm, _CH_REQ_SEQ, seq)  # after the bytes (x86-64 keeps stores in order)
+            w[_CH_REQ_ROUTE >> 2], w[(_CH_REQ_ROUTE >> 2) + 1] = route, len(body)  # req_route, req_len
+            w[_CH_REQ_SEQ >> 2] = seq  # after the bytes (x86-64 keeps stores in order)
             self.seq = seq
             if self._u32(_CH_DAEMON_SLEEPING):
                 _Futex.wake(self.addr + _CH_REQ_SEQ)
             if not self._wait(seq, spin_us, timeout):
                 self.dead = True
                 return None
-            status, n, octets = _U32x3.unpack_from(mm, _CH_ANS_STATUS)  # status, len, octets: 196, 200, 204
+            i = _CH_ANS_STATUS >> 2
+            status, n, octets = w[i], w[i + 1], w[i + 2]  # ans_status, ans_len, ans_octets: 196, 200, 204
             return status, bytes(mm[self.ans_off:self.ans_off + min(n, self.ans_max)]), octets == 1
         finally:
             self.lock.release()
@@ -524,11 +525,11 @@ class _Channel:
             if timeout is not None and now - t0 > timeout:
                 self.dead = True
                 raise TimeoutError(f"no answer on channel {self.id} within {timeout} s")
-            _U32.pack_into(self.mm, _CH_CLIENT_SLEEPING, 1)
+            self.words[_CH_CLIENT_SLEEPING >> 2] = 1
             v = u32(_CH_ANS_SEQ)  # the value the sleep compares: an answer after this read wakes it
             if v != seq:
                 _Futex.wait(self.addr + _CH_ANS_SEQ, v, 0.05)
-            _U32.pack_into(self.mm, _CH_CLIENT_SLEEPING, 0)
+            self.words[_CH_CLIENT_SLEEPING >> 2] = 0
         return True
 
     def alive(self):
@@ -542,6 +543,7 @@ class _Channel:
     def close(self):
         with self.lock:  # a call in flight on another thread ends first: the mapping goes below
             self.dead = True
+            self.words.release()
         try:
             self.remote._json("DELETE", "/v1/channels/" + urllib.parse.quote(self.id, safe=""))
         except (WarpdError, OSError):

@@ -88,6 +88,10 @@ def u32(mm, off):
     return struct.unpack_from("<I", mm, off)[0]
 
 
+def words(mm):  # the header as 32-bit words: one store a word (struct.pack_into zeroes the bytes first)
+    return memoryview(mm)[:512].cast("I")
+
+
 class Doorbell:
     """The client's side of a channel at byte 0 of mm (layout: engine/channels.h)."""
 
@@ -96,15 +100,18 @@ class Doorbell:
         lay = info["layout"]
         self.rq, self.rmax, self.aq, self.amax = (lay["request_offset"], lay["request_bytes"],
                                                   lay["answer_offset"], lay["answer_bytes"])
-        self.addr = ctypes.addressof(ctypes.c_char.from_buffer(mm))
+        c = ctypes.c_char.from_buffer(mm)
+        self.addr = ctypes.addressof(c)
+        del c
+        self.w = words(mm)
 
     def send(self, route, body, length=None):
         mm = self.mm
         b = body if isinstance(body, bytes) else json.dumps(body).encode()
         mm[self.rq:self.rq + len(b)] = b
-        struct.pack_into("<II", mm, 68, route, len(b) if length is None else length)
-        seq = (u32(mm, 64) + 1) & 0xFFFFFFFF
-        struct.pack_into("<I", mm, 64, seq)
+        self.w[17], self.w[18] = route, len(b) if length is None else length  # req_route, req_len
+        seq = (self.w[16] + 1) & 0xFFFFFFFF
+        self.w[16] = seq  # req_seq, after the rest
         if u32(mm, 132):  # the daemon sleeps on req_seq: wake it
             LIBC.syscall(ctypes.c_long(202), ctypes.c_void_p(self.addr + 64), ctypes.c_int(1), ctypes.c_int(1),
                          None, None, ctypes.c_int(0))

@@ -292,7 +292,7 @@ class LiveChannel(LiveLeanIpc):
         self.assertIsNotNone(self.c._ipc_reduce_fast("gpu", "sum"))
         ch = self.c._res.channel
         seq = (ch.seq + 1) & 0xFFFFFFFF
-        warpd._U32.pack_into(ch.mm, warpd._CH_TAKEN, seq)  # as if taken; no answer will come
+        ch.words[warpd._CH_TAKEN >> 2] = seq  # as if taken; no answer will come
         with unittest.mock.patch.object(ch, "alive", return_value=False):
             t0 = time.monotonic()
             self.assertFalse(ch._wait(seq, 0, 30))
