@@ -79,7 +79,8 @@ def main():
             r = request(conn, "POST", "/v1/reduce", body)
             shm_t.append(time.perf_counter() - t0)
             value = r["value"]
-        kernel_us = r["timing"].get("kernel_us") or r["timing"].get("device_us")  # device_us: untimed (no profile)
+        kernel_us = r["timing"].get("kernel_us")
+        kernel = f"kernel {kernel_us} us" if kernel_us is not None else f"device {r['timing'].get('device_us')} us (untimed)"
         raw = open(path, "rb").read()
         http_t = []
         for _ in range(min(runs, 3)):
@@ -110,7 +111,7 @@ def main():
         rows.append(("shm reduce, end to end", gbs(shm_t)))
         rows.append(("http raw body reduce", gbs(http_t)))
         print(f"{nbytes >> 20} MiB f32, sum {value}; register {reg_ms:.1f} ms (registered: {reg['registered']}); "
-              f"kernel {kernel_us} us")
+              f"{kernel}")
         print(f"{'path':28} {'median GB/s':>12} {'best GB/s':>10}")
         for label, v in rows:
             if v:

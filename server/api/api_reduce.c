@@ -106,7 +106,8 @@ static void add_timing(cJSON *o, const reduce_req *q) {
     wp_json_num_k(t, "receive_us", (double)(t_body - req->t_start_ns) / 1e3);
     wp_json_num_k(t, "parse_us", q->parse_us);
     const bool timed = !q->job.untimed; /* else the device's steps are null, and device_us says the round trip */
-    wp_json_add_number_or_null(t, "upload_us", timed, q->in.upload_us + q->job.upload_us);
+    /* a region's copy to the device (q->in.upload_us) is the host's own measure: there untimed too */
+    wp_json_add_number_or_null(t, "upload_us", timed || q->in.upload_us > 0, q->in.upload_us + q->job.upload_us);
     if (q->in.form == FORM_GENERATE) wp_json_num_k(t, "generate_us", q->in.generate_us);
     wp_json_num_k(t, "key_us", r->key_us);
     wp_json_num_k(t, "cache_us", r->cache_us);

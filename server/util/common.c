@@ -79,7 +79,7 @@ uint64_t wp_mem_available(void) {
 
 uint64_t wp_random_u64(void) {
     uint64_t r;
-    if (getrandom(&r, sizeof r, GRND_NONBLOCK) == (ssize_t)sizeof r) return r;
+    if (getrandom(&r, sizeof r, 0) == (ssize_t)sizeof r) return r; /* blocks only until the pool is first ready */
     r = wp_now_ns() ^ (uint64_t)clock();
     r ^= r >> 31, r *= 0xBF58476D1CE4E5B9ull, r ^= r >> 27;
     return r;
