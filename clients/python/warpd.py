@@ -49,6 +49,7 @@ import argparse
 import base64
 import collections
 import ctypes
+import functools
 import http.client
 import io
 import ipaddress
@@ -433,20 +434,12 @@ class _Futex:
                        ctypes.byref(ts), None, ctypes.c_int(0))
 
 
-def _channels_usable_uncached():
+@functools.lru_cache(maxsize=None)  # asked on every lean call: once
+def _channels_usable():
     """Doorbell channels need Linux futexes and a machine whose plain loads and stores are ordered as the
     daemon's atomics expect of this side (x86-64: a store is seen after the stores before it)."""
     import platform
     return sys.platform.startswith("linux") and platform.machine() in ("x86_64", "AMD64")
-
-
-_CHANNELS_USABLE = []  # the answer of _channels_usable_uncached, once
-
-
-def _channels_usable():
-    if not _CHANNELS_USABLE:
-        _CHANNELS_USABLE.append(_channels_usable_uncached())
-    return _CHANNELS_USABLE[0]
 
 
 class _Channel:

@@ -61,7 +61,7 @@ void wp_api_channels_list(void *app, const wp_req *req, wp_resp *resp);
 void wp_api_channel_get(void *app, const wp_req *req, wp_resp *resp);
 void wp_api_channel_delete(void *app, const wp_req *req, wp_resp *resp);
 /* A channel's request run as POST /v1/reduce or /v1/scan from a local peer (engine/channels.h's serve). */
-void wp_api_channel_serve(void *app, unsigned route, const char *body, size_t len, wp_channel_answer *out);
+void wp_api_channel_serve(void *app, unsigned route, const char *body, size_t len, wp_resp *out);
 void wp_api_cache_list(void *app, const wp_req *req, wp_resp *resp); /* api_cache.c */
 void wp_api_cache_get(void *app, const wp_req *req, wp_resp *resp);
 void wp_api_cache_delete(void *app, const wp_req *req, wp_resp *resp);

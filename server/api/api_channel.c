@@ -152,7 +152,7 @@ void wp_api_channel_delete(void *appv, const wp_req *req, wp_resp *resp) {
     wp_resp_json(resp, 200, o);
 }
 
-void wp_api_channel_serve(void *appv, unsigned route, const char *body, size_t len, wp_channel_answer *out) {
+void wp_api_channel_serve(void *appv, unsigned route, const char *body, size_t len, wp_resp *out) {
     const bool scan = route == WP_CHANNEL_SCAN;
     wp_req req = {.method = "POST",
                   .path = scan ? "/v1/scan" : "/v1/reduce",
@@ -163,16 +163,13 @@ void wp_api_channel_serve(void *appv, unsigned route, const char *body, size_t l
                   .t_start_ns = wp_now_ns(),
                   .may_defer = true, /* as on an HTTP thread: a cached kernel answers at once */
                   .peer_local = true};
-    wp_resp resp = {0};
-    (scan ? wp_api_scan : wp_api_reduce)(appv, &req, &resp);
-    if (resp.defer) { /* what a worker would do next, here: this thread is the channel's own */
-        free(resp.body);
-        resp = (wp_resp){0};
+    *out = (wp_resp){0};
+    (scan ? wp_api_scan : wp_api_reduce)(appv, &req, out);
+    if (out->defer) { /* what a worker would do next, here: this thread is the channel's own */
+        free(out->body);
+        *out = (wp_resp){0};
         req.may_defer = false;
-        (scan ? wp_api_scan : wp_api_reduce)(appv, &req, &resp);
+        (scan ? wp_api_scan : wp_api_reduce)(appv, &req, out);
     }
-    *out = (wp_channel_answer){.status = resp.status ? resp.status : 500,
-                               .body = resp.body,
-                               .len = resp.body_len,
-                               .octets = resp.content_type && !strcmp(resp.content_type, "application/octet-stream")};
+    if (!out->status) out->status = 500;
 }

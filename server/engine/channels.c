@@ -132,44 +132,44 @@ static void wait_fn(void *arg) {
 typedef struct {
     channel *c;
     uint32_t seq;
-    const wp_channel_answer *ans;
+    const wp_resp *ans;
 } answer_args;
 
 static void answer_fn(void *arg) {
     answer_args *a = arg;
     channel *c = a->c;
-    if (a->ans->len) memcpy(c->base + WP_CHANNEL_HEADER + c->info.request_bytes, a->ans->body, a->ans->len);
-    store(c, OFF_ANS_STATUS, (uint32_t)a->ans->status);
-    store(c, OFF_ANS_LEN, (uint32_t)a->ans->len);
-    store(c, OFF_ANS_OCTETS, a->ans->octets);
+    const wp_resp *r = a->ans;
+    const bool octets = r->content_type && !strcmp(r->content_type, "application/octet-stream");
+    if (r->body_len) memcpy(c->base + WP_CHANNEL_HEADER + c->info.request_bytes, r->body, r->body_len);
+    store(c, OFF_ANS_STATUS, (uint32_t)r->status);
+    store(c, OFF_ANS_LEN, (uint32_t)r->body_len);
+    store(c, OFF_ANS_OCTETS, octets);
     store(c, OFF_ANS_SEQ, a->seq); /* after the bytes (release): the client reads them once it sees it */
     if (load(c, OFF_CLIENT_SLEEPING)) futex_wake(word(c, OFF_ANS_SEQ));
 }
 
-/* An error answer of the channel's own: {"error":{"code","message","field"}} (fixed texts, no escapes). */
-static void error_json(wp_channel_answer *a, int status, const char *code, const char *field, const char *message) {
-    const char *fmt = "{\"error\":{\"code\":\"%s\",\"message\":\"%s\",\"field\":\"%s\"}}";
-    const int n = snprintf(NULL, 0, fmt, code, message, field);
-    free(a->body);
-    *a = (wp_channel_answer){.status = status, .body = malloc((size_t)n + 1)};
-    if (a->body) snprintf(a->body, (size_t)n + 1, fmt, code, message, field);
-    a->len = a->body ? (size_t)n : 0;
+/* A refusal of the channel's own, as an HTTP route answers one (http/http.h's wp_resp_error). */
+static void refuse(wp_resp *r, int status, const char *code, const char *field, const char *message) {
+    free(r->body);
+    *r = (wp_resp){0};
+    wp_err e;
+    WP_FAIL(&e, status, code, field, "%s", message);
+    wp_resp_error(r, &e);
 }
 
 /* The answer to the request t describes (its body read): the route's handler's, or a refusal. */
-static void answer_of(channel *c, const take_args *t, wp_channel_answer *a) {
+static void answer_of(channel *c, const take_args *t, wp_resp *r) {
     const wp_channels_config *cfg = &c->owner->cfg;
     if (t->route != WP_CHANNEL_REDUCE && t->route != WP_CHANNEL_SCAN) {
-        error_json(a, 400, "bad_route", "req_route", "req_route must be 1 (POST /v1/reduce) or 2 (POST /v1/scan)");
+        refuse(r, 400, "bad_route", "req_route", "req_route must be 1 (POST /v1/reduce) or 2 (POST /v1/scan)");
         return;
     }
-    cfg->serve(cfg->ctx, t->route, c->req, t->len, a);
-    if (!a->body)
-        error_json(a, 500, "out_of_memory", "", "no memory for the answer");
-    else if (a->len > c->info.answer_bytes)
-        error_json(
-            a, 413, "answer_too_large", "",
-            "the answer does not fit the channel's answer area: use a larger channel, an output region, or HTTP");
+    cfg->serve(cfg->ctx, t->route, c->req, t->len, r);
+    if (!r->body)
+        refuse(r, 500, "out_of_memory", "", "no memory for the answer");
+    else if (r->body_len > c->info.answer_bytes)
+        refuse(r, 413, "answer_too_large", "",
+               "the answer does not fit the channel's answer area: use a larger channel, an output region, or HTTP");
 }
 
 static void count_request(channel *c) {
@@ -183,9 +183,9 @@ static void count_request(channel *c) {
 
 /* One request, taken: served and answered. -1 when the region faulted. */
 static int serve_one(channel *c, const take_args *t) {
-    wp_channel_answer ans = {0};
+    wp_resp ans = {0};
     if (!t->fits)
-        error_json(&ans, 413, "body_too_large", "req_len", "req_len is larger than the channel's request area");
+        refuse(&ans, 413, "body_too_large", "req_len", "req_len is larger than the channel's request area");
     else
         answer_of(c, t, &ans);
     count_request(c); /* before the answer: a client that has it sees it counted */
@@ -271,17 +271,22 @@ static void channel_free(channel *c) {
     free(c);
 }
 
+/* Joins and frees every channel of a list taken off the listing. */
+static void free_all(channel *list) {
+    while (list) {
+        channel *next = list->next;
+        channel_free(list);
+        list = next;
+    }
+}
+
 /* Joins and frees the channels that ended by themselves. */
 static void reap(wp_channels *cs) {
     pthread_mutex_lock(&cs->mu);
     channel *dead = cs->dead;
     cs->dead = NULL;
     pthread_mutex_unlock(&cs->mu);
-    while (dead) {
-        channel *next = dead->next;
-        channel_free(dead);
-        dead = next;
-    }
+    free_all(dead);
 }
 
 /* Asks c's thread to end (it is off the listing): a sleeping one is woken (a futex wake touches no
@@ -302,11 +307,7 @@ void wp_channels_stop(wp_channels *cs) {
     cs->st.open = 0;
     pthread_mutex_unlock(&cs->mu);
     for (channel *c = open; c; c = c->next) ask_stop(c);
-    while (open) {
-        channel *next = open->next;
-        channel_free(open);
-        open = next;
-    }
+    free_all(open);
     reap(cs);
 }
 

@@ -35,6 +35,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "http/http.h"
 #include "regions.h"
 #include "util/common.h"
 
@@ -51,17 +52,10 @@ typedef struct wp_channels wp_channels; /* opaque */
 
 enum { WP_CHANNEL_REDUCE = 1, WP_CHANNEL_SCAN = 2 }; /* req_route: POST /v1/reduce, POST /v1/scan */
 
-/* An answer: the HTTP status, a malloc'd body of len bytes (NULL: none could be made), its kind. */
-typedef struct {
-    int status;
-    char *body;
-    size_t len;
-    bool octets; /* application/octet-stream (a raw array), else JSON */
-} wp_channel_answer;
-
-/* Runs one request (route, its NUL-terminated JSON body) as its route's handler would and fills *out
- * (the caller frees out->body). Called on the channel's thread, one request at a time per channel. */
-typedef void (*wp_channel_serve)(void *ctx, unsigned route, const char *body, size_t len, wp_channel_answer *out);
+/* Runs one request (route, its NUL-terminated JSON body) as its route's handler would and fills *out,
+ * an answer as an HTTP handler gives it (the caller frees out->body; out->defer is never set). Called on
+ * the channel's thread, one request at a time per channel. */
+typedef void (*wp_channel_serve)(void *ctx, unsigned route, const char *body, size_t len, wp_resp *out);
 
 typedef struct {
     unsigned max_channels; /* open at once (429 "too_many_channels" beyond) */
