@@ -85,6 +85,9 @@ typedef struct {
  * wp_app_kernel_put. */
 int wp_app_kernel_get(wp_app *app, const wp_spec *s, wp_backend *b, wp_ready_kernel *out, wp_err *err);
 void wp_app_kernel_put(wp_app *app, wp_ready_kernel *rk);
+/* The kernel's key alone (a job on emu that compiles nothing): key_text (n bytes) and hash (hex, "" when
+ * there is no compiler to hash it); returns the microseconds it took. */
+double wp_app_kernel_key(wp_app *app, const wp_spec *s, char *key_text, size_t n, char hash[65]);
 /* From the memory cache only, loaded on b whatever thread asks: returns 1 (nothing held) when the
  * kernel is not in memory. */
 int wp_app_kernel_memory(wp_app *app, const wp_spec *s, wp_backend *b, wp_ready_kernel *out, wp_err *err);

@@ -40,9 +40,8 @@ struct wp_buffers {
     bool reaper_started;
 };
 
-/* Unguessable ids, so one client cannot walk another's data. With bs->mu held. */
-static void make_id(wp_buffers *bs, char out[WP_BUFFER_ID_LEN]) {
-    (void)bs;
+/* Unguessable ids, so one client cannot walk another's data. */
+static void make_id(char out[WP_BUFFER_ID_LEN]) {
     snprintf(out, WP_BUFFER_ID_LEN, "b-%016llx", (unsigned long long)wp_random_u64());
 }
 
@@ -307,7 +306,7 @@ int wp_buffers_commit(wp_buffers *bs, wp_buf *buf, double ttl_s, wp_buffer_info 
         pthread_mutex_unlock(&bs->mu);
         return WP_FAIL(err, 500, "internal", "", "wp_buffers_commit: not a created buffer");
     }
-    do make_id(bs, e->id);
+    do make_id(e->id); /* bs->mu held: find_id sees every id */
     while (find_id(bs, e->id));
     e->state = ENTRY_LIVE;
     e->ttl_s = ttl_s > 0 ? ttl_s : bs->cfg.ttl_s;

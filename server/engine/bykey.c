@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "app.h"
-#include "util/sha256.h"
 
 #define WP_BYKEY_HEAD 256 /* scratch: the runs count (8 bytes) at 0, the tile status from here */
 
@@ -40,14 +39,7 @@ static int bykey_check(wp_backend *b, const wp_bykey_job *job, wp_err *err) {
 static int bykey_kernel(struct wp_app *app, wp_backend *b, const wp_bykey_job *job, const wp_spec *s, bool emu,
                         wp_bykey_result *res, wp_ready_kernel *rk, wp_err *err) {
     if (emu && !job->compile_on_emu) {
-        uint8_t key[32];
-        wp_err key_err = {0};
-        const uint64_t t0 = wp_now_ns();
-        if (app->jit && wp_jit_key(app->jit, s, key, res->key_text, sizeof res->key_text, &key_err) == 0)
-            wp_hex(key, 32, res->hash);
-        else
-            wp_spec_key_text(s, res->key_text, sizeof res->key_text);
-        res->key_us = wp_us_since(t0);
+        res->key_us = wp_app_kernel_key(app, s, res->key_text, sizeof res->key_text, res->hash);
         return 0;
     }
     if (wp_app_kernel_get(app, s, b, rk, err)) return -1;

@@ -57,6 +57,17 @@ static int kernel_get(wp_app *app, const wp_spec *s, wp_backend *b, bool memory_
     return 0;
 }
 
+double wp_app_kernel_key(wp_app *app, const wp_spec *s, char *key_text, size_t n, char hash[65]) {
+    uint8_t key[32];
+    wp_err err = {0};
+    const uint64_t t0 = wp_now_ns();
+    if (app && app->jit && wp_jit_key(app->jit, s, key, key_text, n, &err) == 0)
+        wp_hex(key, 32, hash);
+    else
+        wp_spec_key_text(s, key_text, n);
+    return wp_us_since(t0);
+}
+
 int wp_app_kernel_get(wp_app *app, const wp_spec *s, wp_backend *b, wp_ready_kernel *out, wp_err *err) {
     return kernel_get(app, s, b, false, NULL, out, err);
 }

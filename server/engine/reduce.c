@@ -16,7 +16,6 @@
 
 #include "app.h"
 #include "kernels/stats.h"
-#include "util/sha256.h"
 
 #define WP_SCRATCH_HEAD 256
 #define WP_SCRATCH_RESULT 192 /* after the tickets: 1 + up to 32 counters (templates/reduce.cu) */
@@ -196,16 +195,6 @@ int wp_reduce_check(wp_backend *b, const wp_reduce_job *job, wp_err *err) {
 
 /* ---- the run ---- */
 
-static void fill_key(struct wp_app *app, const wp_spec *s, wp_reduce_result *res, wp_err *err) {
-    uint8_t key[32];
-    uint64_t t0 = wp_now_ns();
-    if (app && app->jit && wp_jit_key(app->jit, s, key, res->key_text, sizeof res->key_text, err) == 0)
-        wp_hex(key, 32, res->hash);
-    else
-        wp_spec_key_text(s, res->key_text, sizeof res->key_text);
-    res->key_us = wp_us_since(t0);
-}
-
 static void default_weights(const wp_reduce_job *job, wp_type acc, int radius, double *w) {
     for (int k = 0; k <= 2 * radius; k++) {
         double v = job->has_weights ? job->weights[k] : 1.0 / (2 * radius + 1);
@@ -318,8 +307,7 @@ int wp_reduce_run_local(struct wp_app *app, wp_backend *b, const wp_reduce_job *
 static int reduce_kernel(struct wp_app *app, wp_backend *b, const wp_spec *s, const wp_reduce_job *job, bool emu,
                          wp_reduce_result *res, wp_ready_kernel *rk, wp_err *err) {
     if (emu && !job->compile_on_emu) {
-        wp_err key_err = {0};
-        fill_key(app, s, res, &key_err);
+        res->key_us = wp_app_kernel_key(app, s, res->key_text, sizeof res->key_text, res->hash);
         return 0;
     }
     int got = job->memory_only ? wp_app_kernel_peek(app, s, b, rk, err) : wp_app_kernel_get(app, s, b, rk, err);
