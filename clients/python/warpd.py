@@ -423,8 +423,8 @@ class _Futex:
         return cls._libc.syscall
 
     @classmethod
-    def wake(cls, addr):
-        cls._syscall()(ctypes.c_long(_SYS_FUTEX), ctypes.c_void_p(addr), ctypes.c_int(1), ctypes.c_int(1),
+    def wake(cls, addr):  # every waiter, as the daemon wakes: a waiter of someone else's cannot take it
+        cls._syscall()(ctypes.c_long(_SYS_FUTEX), ctypes.c_void_p(addr), ctypes.c_int(1), ctypes.c_int(0x7FFFFFFF),
                        None, None, ctypes.c_int(0))
 
     @classmethod
