@@ -23,6 +23,7 @@ gpu_tasks=(
   "shm|(SHM_BYTES= RUNS=)|1 GiB f32 in a registered region reduced, against HTTP and the pinned copy; IPC"
   "issue21||every issue 21 piece in ~8 minutes: the five cuda = emu tests (quick), the benches at 2^24..2^28, ipclat"
   "ipclat|(FLAGSETS= N=)|a repeated CUDA IPC reduce from Python taken apart: client phases, bare socket, daemon, wrk"
+  "hotpath|(MODES= FLAGS= PROFILE=1 STARTS=)|the request path table: nginx, health, tiny reduce and warp on cuda and emu at 1/64/256 connections, ratios"
   "floor||loopback HTTP floor: nginx's fixed 200 and warpd's GET /v1/health at 1 and 256 connections"
   "threads|[warpd flags...]|CPU seconds per warpd thread name under wrk at 256 connections"
   "batch|[test|bench|all]|dynamic batching: test_gpu_batch and template checks, then bench_batch"

@@ -362,22 +362,75 @@ int wp_spec_copy(wp_spec *dst, const wp_spec *src) {
     return 0;
 }
 
+/* The key text's appender: every job's key is built this way, and snprintf cost several µs a job.
+ * key_put* append to k->buf while it fits; k->len counts every byte, so an overflow shows at the end. */
+typedef struct {
+    char *buf;
+    size_t n, len;
+} key_buf;
+static void key_put(key_buf *k, const char *str) {
+    for (; *str; str++, k->len++)
+        if (k->len + 1 < k->n) k->buf[k->len] = *str;
+}
+static void key_int(key_buf *k, long long v) {
+    char digits[24];
+    int i = (int)sizeof digits;
+    unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
+    digits[--i] = 0;
+    do digits[--i] = (char)('0' + u % 10);
+    while ((u /= 10) && i > 1);
+    if (v < 0) digits[--i] = '-';
+    key_put(k, digits + i);
+}
+static void key_hex8(key_buf *k, uint32_t v) { /* 0x%08x */
+    char hex[11] = "0x";
+    for (int i = 0; i < 8; i++) hex[2 + i] = "0123456789abcdef"[(v >> (28 - 4 * i)) & 15];
+    hex[10] = 0;
+    key_put(k, hex);
+}
+static int key_end(key_buf *k) {
+    if (k->n) k->buf[k->len + 1 < k->n ? k->len : k->n - 1] = 0;
+    return k->len + 1 > k->n ? -1 : (int)k->len;
+}
+
 /* device_reduce/f16/op=sum/shfl_down/b256/acc=native/sm_90: what a data kernel bakes in (the kernel's
  * type: an i32 sum names u32, wp_data_kernel_type). */
 static int data_key_text(const wp_spec *s, char *buf, size_t n) {
     const wp_family *f = s->family;
-    char op[sizeof s->op.text + sizeof s->data.map.text + 16] = "", width[16] = "", variant[24] = "";
-    if (f->flags & WP_F_OP) /* a statistic: its accumulator's name (mean, var and std share one kernel) */
-        snprintf(op, sizeof op, "/op=%s", s->data.stat ? wp_stat_acc_name(wp_stat_acc(s->data.stat)) : s->op.text);
-    if (s->data.map.expr) snprintf(op + strlen(op), sizeof op - strlen(op), "/map=%s", s->data.map.text);
-    if (f->flags & WP_F_WIDTH_GROUP) snprintf(width, sizeof width, "/w%d", s->width);
-    if (f->flags & WP_F_SCAN) snprintf(variant, sizeof variant, "/%s", s->data.exclusive ? "exclusive" : "inclusive");
-    if (f->flags & WP_F_RADIUS) snprintf(variant, sizeof variant, "/r%d", s->data.radius);
-    if (f->flags & WP_F_KEYS) snprintf(variant, sizeof variant, "/k%d", 8 * (int)wp_type_size(s->data.keys));
-    int len = snprintf(buf, n, "%s/%s%s%s/%s/b%d%s%s/%s%s", f->name, wp_type_name(wp_data_kernel_type(s)), width, op,
-                       wp_strategy_name(s->data.strategy), s->data.block, s->data.native ? "/acc=native" : "", variant,
-                       s->arch, s->data.batched ? "/batch" : "");
-    return (len < 0 || (size_t)len >= n) ? -1 : len;
+    key_buf k = {buf, n, 0};
+    key_put(&k, f->name);
+    key_put(&k, "/");
+    key_put(&k, wp_type_name(wp_data_kernel_type(s)));
+    if (f->flags & WP_F_WIDTH_GROUP) {
+        key_put(&k, "/w");
+        key_int(&k, s->width);
+    }
+    if (f->flags & WP_F_OP) { /* a statistic: its accumulator's name (mean, var and std share one kernel) */
+        key_put(&k, "/op=");
+        key_put(&k, s->data.stat ? wp_stat_acc_name(wp_stat_acc(s->data.stat)) : s->op.text);
+    }
+    if (s->data.map.expr) {
+        key_put(&k, "/map=");
+        key_put(&k, s->data.map.text);
+    }
+    key_put(&k, "/");
+    key_put(&k, wp_strategy_name(s->data.strategy));
+    key_put(&k, "/b");
+    key_int(&k, s->data.block);
+    if (s->data.native) key_put(&k, "/acc=native");
+    if (f->flags & WP_F_KEYS) {
+        key_put(&k, "/k");
+        key_int(&k, 8 * (int)wp_type_size(s->data.keys));
+    } else if (f->flags & WP_F_RADIUS) {
+        key_put(&k, "/r");
+        key_int(&k, s->data.radius);
+    } else if (f->flags & WP_F_SCAN) {
+        key_put(&k, s->data.exclusive ? "/exclusive" : "/inclusive");
+    }
+    key_put(&k, "/");
+    key_put(&k, s->arch);
+    if (s->data.batched) key_put(&k, "/batch");
+    return key_end(&k);
 }
 
 /* kernel<T, A, WIDTH, BLOCK, STRAT, VARIANT, Op>: one shape for every data kernel. */
@@ -414,15 +467,22 @@ static int data_name_expr(const wp_spec *s, char *buf, size_t n, char *prelude, 
 }
 
 int wp_spec_key_text(const wp_spec *s, char *buf, size_t n) {
-    int len;
     if (s->family->flags & WP_F_DATA) return data_key_text(s, buf, n);
-    if (s->family->flags & WP_F_OP)
-        len = snprintf(buf, n, "%s/%s/w%d/m0x%08x/op=%s/%s", s->family->name, wp_type_name(s->type), s->width, s->mask,
-                       s->op.text, s->arch);
-    else
-        len = snprintf(buf, n, "%s/%s/w%d/m0x%08x/%s", s->family->name, wp_type_name(s->type), s->width, s->mask,
-                       s->arch);
-    return (len < 0 || (size_t)len >= n) ? -1 : len;
+    key_buf k = {buf, n, 0}; /* shfl_xor/i32/w32/m0xffffffff[/op=sum]/sm_90 */
+    key_put(&k, s->family->name);
+    key_put(&k, "/");
+    key_put(&k, wp_type_name(s->type));
+    key_put(&k, "/w");
+    key_int(&k, s->width);
+    key_put(&k, "/m");
+    key_hex8(&k, s->mask);
+    if (s->family->flags & WP_F_OP) {
+        key_put(&k, "/op=");
+        key_put(&k, s->op.text);
+    }
+    key_put(&k, "/");
+    key_put(&k, s->arch);
+    return key_end(&k);
 }
 
 int wp_spec_name_expr(const wp_spec *s, char *buf, size_t n, char *prelude, size_t pn) {

@@ -104,6 +104,7 @@ static void add_timing(cJSON *o, const reduce_req *q) {
     cJSON *t = wp_json_obj_k(o, "timing");
     uint64_t t_body = req->t_body_ns ? req->t_body_ns : req->t_start_ns;
     wp_json_num_k(t, "receive_us", (double)(t_body - req->t_start_ns) / 1e3);
+    wp_json_num_k(t, "handoff_us", wp_req_handoff_us(req));
     wp_json_num_k(t, "parse_us", q->parse_us);
     const bool timed = !q->job.untimed; /* else the device's steps are null, and device_us says the round trip */
     /* a region's copy to the device (q->in.upload_us) is the host's own measure: there untimed too */
@@ -117,6 +118,26 @@ static void add_timing(cJSON *o, const reduce_req *q) {
     wp_json_add_number_or_null(t, "download_us", timed, q->job.download_us);
     if (q->job.device_us > 0) wp_json_num_k(t, "device_us", q->job.device_us);
     wp_json_num_k(t, "total_us", wp_us_since(req->t_start_ns));
+}
+
+/* The same stages for the Server-Timing header (http_resp.c adds the body's arrival, the hand-off, the
+ * answer and the total). */
+static void note_stages(wp_resp *resp, const reduce_req *q) {
+    const wp_reduce_result *r = &q->job.res;
+    wp_resp_stage(resp, "parse", q->parse_us);
+    wp_resp_stage(resp, "upload", q->in.upload_us + q->job.upload_us);
+    if (q->in.form == FORM_GENERATE) wp_resp_stage(resp, "generate", q->in.generate_us);
+    wp_resp_stage(resp, "key", r->key_us);
+    wp_resp_stage(resp, "cache", r->cache_us - r->compile_ms * 1e3); /* cache_us holds the compile */
+    wp_resp_stage(resp, "compile", r->compile_ms * 1e3);
+    wp_resp_stage(resp, "load", r->load_us);
+    if (q->job.untimed) {
+        wp_resp_stage(resp, "device", q->job.device_us);
+    } else {
+        wp_resp_stage(resp, "kernel", r->kernel_us);
+        wp_resp_stage(resp, "download", q->job.download_us);
+    }
+    resp->stages.t_done_ns = wp_now_ns();
 }
 
 /* The body as a JSON object (a raw body: its query), checked for unknown fields. */
@@ -532,7 +553,7 @@ static bool handle(wp_app *app, const wp_req *req, wp_resp *resp, bool scan, raw
                                      .data = &q.in,
                                      .compile = q.job.job.compile_on_emu,
                                      .check = q.check,
-                                     .parse_us = wp_us_since(req->t_body_ns ? req->t_body_ns : req->t_start_ns)};
+                                     .parse_us = wp_us_since(wp_req_t_handler(req))};
         ok = reduce_bykey(app, req, resp, &a, &q.err) == 0;
         if (!ok) wp_resp_error(resp, &q.err);
         req_free(app, &q);
@@ -546,12 +567,12 @@ static bool handle(wp_app *app, const wp_req *req, wp_resp *resp, bool scan, raw
         q.job.job.groups = q.in.groups;
         q.job.in_host = q.in.data;
         q.job.offsets_host = q.in.offsets_host;
-        const uint64_t t_body = req->t_body_ns ? req->t_body_ns : req->t_start_ns;
-        q.parse_us = wp_us_since(t_body); /* from the last byte of the body */
+        q.parse_us = wp_us_since(wp_req_t_handler(req)); /* from the handler's start (after the hand-off) */
         rc = plan_output(app, &q);
     }
     if (rc == 0) rc = wp_batch_run_reduce(app, q.be, &q.job, &q.err);
     if (rc == 0) rc = finish_output(&q);
+    if (rc == 0) note_stages(resp, &q);
     if (rc == 0)
         wp_resp_note_kernel(resp, wp_backend_name(q.be), q.job.res.compiled ? wp_source_name(q.job.res.source) : "none",
                             q.f->name, q.job.res.hash);

@@ -240,6 +240,7 @@ static cJSON *respond(wp_app *app, const wp_req *req, const reduce_bykey_args *a
     cJSON *t = wp_json_obj_k(o, "timing");
     const uint64_t t_body = req->t_body_ns ? req->t_body_ns : req->t_start_ns;
     wp_json_num_k(t, "receive_us", (double)(t_body - req->t_start_ns) / 1e3);
+    wp_json_num_k(t, "handoff_us", wp_req_handoff_us(req));
     wp_json_num_k(t, "parse_us", a->parse_us);
     wp_json_num_k(t, "upload_us", a->data->upload_us + k->keys.upload_us + upload_us);
     wp_json_num_k(t, "key_us", r->key_us);

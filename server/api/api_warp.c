@@ -433,7 +433,7 @@ static int warp_run(wp_app *app, wp_backend *be, const wp_spec *spec, const warp
 
 /* The 200 answer: the lanes, the spec, where it ran, the kernel, the batch and the timings. */
 static cJSON *warp_answer(const wp_spec *spec, const warp_input *w, const warp_runs *r, wp_backend *be,
-                          const wp_ready_kernel *rk, double parse_us, uint64_t t_start_ns) {
+                          const wp_ready_kernel *rk, double parse_us, const wp_req *req) {
     cJSON *o = build_lanes(spec, w, r->on_cuda ? &r->dev : &r->emu, &r->emu);
     add_spec_fields(o, spec);
     wp_json_num_k(o, "lanes", w->n);
@@ -451,6 +451,9 @@ static cJSON *warp_answer(const wp_spec *spec, const warp_input *w, const warp_r
     wp_json_num_k(wp_json_obj_k(o, "batch"), "size", r->batch_size);
     cJSON *t = wp_json_obj_k(o, "timing");
     const wp_run_timing *rt = r->on_cuda ? &r->dev_t : &r->emu_t;
+    const uint64_t t_body = req->t_body_ns ? req->t_body_ns : req->t_start_ns;
+    wp_json_num_k(t, "receive_us", (double)(t_body - req->t_start_ns) / 1e3);
+    wp_json_num_k(t, "handoff_us", wp_req_handoff_us(req));
     wp_json_num_k(t, "parse_us", parse_us);
     wp_json_num_k(t, "key_us", rk->key_us);
     wp_json_num_k(t, "cache_us", rk->cache_us);
@@ -462,8 +465,27 @@ static cJSON *warp_answer(const wp_spec *spec, const warp_input *w, const warp_r
     wp_json_add_number_or_null(t, "download_us", !rt->untimed, rt->download_us);
     if (rt->device_us > 0) wp_json_num_k(t, "device_us", rt->device_us);
     wp_json_num_k(t, "emulate_us", r->emu_t.kernel_us);
-    wp_json_num_k(t, "total_us", wp_us_since(t_start_ns));
+    wp_json_num_k(t, "total_us", wp_us_since(req->t_start_ns));
     return o;
+}
+
+/* The same stages for the Server-Timing header (http_resp.c adds arrival, hand-off, answer, total). */
+static void note_stages(wp_resp *resp, const warp_runs *r, const wp_ready_kernel *rk, double parse_us) {
+    const wp_run_timing *rt = r->on_cuda ? &r->dev_t : &r->emu_t;
+    wp_resp_stage(resp, "parse", parse_us);
+    wp_resp_stage(resp, "key", rk->key_us);
+    wp_resp_stage(resp, "cache", rk->cache_us - rk->compile_ms * 1e3); /* cache_us holds the compile */
+    wp_resp_stage(resp, "compile", rk->compile_ms * 1e3);
+    wp_resp_stage(resp, "load", rk->load_us);
+    if (rt->untimed) {
+        wp_resp_stage(resp, "device", rt->device_us);
+    } else {
+        wp_resp_stage(resp, "upload", rt->upload_us);
+        wp_resp_stage(resp, "kernel", rt->kernel_us);
+        wp_resp_stage(resp, "download", rt->download_us);
+    }
+    wp_resp_stage(resp, "emulate", r->emu_t.kernel_us);
+    resp->stages.t_done_ns = wp_now_ns();
 }
 
 void wp_api_warp(void *appv, const wp_req *req, wp_resp *resp) {
@@ -480,7 +502,7 @@ void wp_api_warp(void *appv, const wp_req *req, wp_resp *resp) {
         wp_spec_from_json(body, app->arch, &spec, &err) || wp_app_backend(app, body, spec.family, &be, &err) ||
         parse_warp_input(body, &spec, &w, &err) || wp_json_bool(body, "profile", &profile, &err))
         goto fail;
-    double parse_us = wp_us_since(req->t_start_ns);
+    double parse_us = wp_us_since(wp_req_t_handler(req));
     if (spec.family->backends & WP_BACKEND_CUDA) {
         if (req->may_defer) { /* on the HTTP thread: only with a kernel already in memory */
             int rc = wp_app_may_run_inline(app, be) ? wp_app_kernel_peek(app, &spec, be, &rk, &err) : 1;
@@ -494,7 +516,8 @@ void wp_api_warp(void *appv, const wp_req *req, wp_resp *resp) {
         }
     }
     if (warp_run(app, be, &spec, &w, &rk, req->may_defer, profile, &runs, &err)) goto fail;
-    wp_resp_json(resp, 200, warp_answer(&spec, &w, &runs, be, &rk, parse_us, req->t_start_ns));
+    note_stages(resp, &runs, &rk, parse_us);
+    wp_resp_json(resp, 200, warp_answer(&spec, &w, &runs, be, &rk, parse_us, req));
     wp_resp_note_kernel(resp, wp_backend_name(be), rk.kernel ? wp_source_name(rk.source) : "none", spec.family->name,
                         rk.kernel ? rk.hash : NULL);
     goto done;

@@ -1,9 +1,10 @@
 /* jit.c — NVRTC: turns a spec into a cubin. At open it reads every template (*.cu), every header
  * (*.cuh and wp_abi.h) and fingerprints each template with the headers it includes; after that the
- * wp_jit is read-only (but for the compile slots and the key memo, each behind its own lock), so any
- * number of compiles (each its own nvrtcProgram) run at once.
- * Owns: wp_jit, its key memo, wp_artifact. Knows nothing of caching or of how a cubin is loaded. */
+ * wp_jit is read-only (but for the compile slots, behind their lock, and the key memo: lock-free reads, writers under
+ * its lock), so any number of compiles (each its own nvrtcProgram) run at once. Owns: wp_jit, its key memo,
+ * wp_artifact. Knows nothing of caching or of how a cubin is loaded. */
 #include "jit.h"
+#include "jit_memo.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -36,23 +37,6 @@ typedef struct {
     uint8_t digest[32]; /* sha256 over this template and every header it includes, transitively */
 } jit_template;
 
-/* The key memo. Every job asks for its kernel's key (wp_jit_key): the SHA-256 of the compile's inputs,
- * a few µs of a small job's time. The key is a function of exactly the bytes it hashes, so the last
- * keys are kept beside an exact copy of those bytes: a later call whose bytes match gets the kept key,
- * anything else hashes. A slot is picked by a cheap hash of the bytes (memo_hash); inputs longer than a
- * slot (an expression's long prelude) always hash. */
-#define JIT_MEMO_SLOTS 64
-#define JIT_MEMO_BYTES 1536
-typedef struct {
-    size_t len; /* 0: empty */
-    uint8_t key[32];
-    unsigned char bytes[JIT_MEMO_BYTES];
-} jit_memo_slot;
-typedef struct {
-    pthread_mutex_t lock;
-    jit_memo_slot slot[JIT_MEMO_SLOTS];
-} jit_memo;
-
 struct wp_jit {
     char *templates_dir;
     int major, minor;
@@ -70,7 +54,7 @@ struct wp_jit {
     pthread_mutex_t slots_lock;
     pthread_cond_t slot_free;
     int parallel, compiling, compiling_max; /* compiling_max: the most at once so far */
-    jit_memo *memo;                         /* the pointer is fixed at open; the slots change under memo->lock */
+    wp_jit_memo *memo;                      /* the pointer is fixed at open; the slots change under memo->lock */
 };
 
 /* A compile slot: waits while `parallel` programs compile (NVRTC is CPU- and memory-heavy: more at
@@ -264,12 +248,11 @@ wp_jit *wp_jit_open(const char *templates_dir, const char *cuda_include, wp_err 
     }
     pthread_mutex_init(&j->slots_lock, NULL);
     pthread_cond_init(&j->slot_free, NULL);
-    if (!(j->memo = calloc(1, sizeof *j->memo))) {
+    if (!(j->memo = wp_jit_memo_open())) {
         wp_jit_close(j);
         WP_FAIL(err, 500, "out_of_memory", "", "out of memory opening the compiler");
         return NULL;
     }
-    pthread_mutex_init(&j->memo->lock, NULL);
     nvrtcResult r = nvrtcVersion(&j->major, &j->minor);
     if (r != NVRTC_SUCCESS) {
         WP_FAIL(err, 500, "nvrtc_unavailable", "", "nvrtcVersion: %s", nvrtcGetErrorString(r));
@@ -316,10 +299,7 @@ void wp_jit_close(wp_jit *j) {
         free(j->templates[t].file.text);
     }
     free(j->templates_dir);
-    if (j->memo) {
-        pthread_mutex_destroy(&j->memo->lock);
-        free(j->memo);
-    }
+    wp_jit_memo_close(j->memo);
     pthread_cond_destroy(&j->slot_free);
     pthread_mutex_destroy(&j->slots_lock);
     free(j);
@@ -367,27 +347,8 @@ static int jit_inputs_make(const wp_jit *j, const wp_spec *s, jit_inputs *in, wp
     return 0;
 }
 
-/* The bytes a key hashes, field by field (each length-prefixed, as hash_field feeds them): put_field
- * appends one to out (false when it does not fit). */
-typedef struct {
-    unsigned char *out;
-    size_t len, cap;
-    bool fits;
-} jit_preimage;
-static void put_field(jit_preimage *p, const void *data, size_t n) {
-    uint64_t len = n;
-    if (!p->fits || p->len + sizeof len + n > p->cap) {
-        p->fits = false;
-        return;
-    }
-    memcpy(p->out + p->len, &len, sizeof len);
-    memcpy(p->out + p->len + sizeof len, data, n);
-    p->len += sizeof len + n;
-}
-static void put_str(jit_preimage *p, const char *str) { put_field(p, str, strlen(str)); }
-
-/* Every field of the key, in order: into a preimage buffer (pre) or straight into a hash (s). */
-static void key_fields(const wp_jit *j, const jit_inputs *in, jit_preimage *pre, wp_sha256_ctx *s) {
+/* Every field of the key, in order, into the hash s (each length-prefixed: hash_field). */
+static void key_fields(const wp_jit *j, const jit_inputs *in, wp_sha256_ctx *s) {
     const int version[2] = {j->major, j->minor};
     const struct {
         const void *p;
@@ -399,53 +360,28 @@ static void key_fields(const wp_jit *j, const jit_inputs *in, jit_preimage *pre,
              {in->name_expr, strlen(in->name_expr)},
              {in->arch_opt, strlen(in->arch_opt)},
              {version, sizeof version}};
-    for (size_t i = 0; i < WP_ARRAY_LEN(f); i++) pre ? put_field(pre, f[i].p, f[i].n) : hash_field(s, f[i].p, f[i].n);
-    for (int i = 0; i < in->n_opts; i++) pre ? put_str(pre, in->opts[i]) : hash_str(s, in->opts[i]);
-}
-
-/* The memo's slot hash: eight bytes a step (a byte a step cost as much as the rest of the look-up). */
-static uint64_t memo_hash(const unsigned char *b, size_t n) {
-    uint64_t h = 0xcbf29ce484222325ull ^ n;
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t w;
-        memcpy(&w, b + i, sizeof w);
-        h = (h ^ w) * 0x9E3779B97F4A7C15ull;
-        h ^= h >> 29;
-    }
-    for (; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
-    return h ^ (h >> 32);
+    for (size_t i = 0; i < WP_ARRAY_LEN(f); i++) hash_field(s, f[i].p, f[i].n);
+    for (int i = 0; i < in->n_opts; i++) hash_str(s, in->opts[i]);
 }
 
 static void jit_inputs_key(const wp_jit *j, const jit_inputs *in, uint8_t key[32]) {
-    unsigned char bytes[JIT_MEMO_BYTES];
-    jit_preimage pre = {.out = bytes, .cap = sizeof bytes, .fits = true};
-    key_fields(j, in, &pre, NULL);
-    if (!pre.fits) { /* too long to keep: hashed field by field, the same digest */
-        wp_sha256_ctx s;
-        wp_sha256_init(&s);
-        key_fields(j, in, NULL, &s);
-        wp_sha256_final(&s, key);
-        return;
-    }
-    jit_memo_slot *slot = &j->memo->slot[memo_hash(bytes, pre.len) % JIT_MEMO_SLOTS];
-    pthread_mutex_lock(&j->memo->lock);
-    const bool hit = slot->len == pre.len && !memcmp(slot->bytes, bytes, pre.len);
-    if (hit) memcpy(key, slot->key, 32);
-    pthread_mutex_unlock(&j->memo->lock);
-    if (hit) return;
-    wp_sha256(bytes, pre.len, key);
-    pthread_mutex_lock(&j->memo->lock);
-    memcpy(slot->bytes, bytes, pre.len);
-    memcpy(slot->key, key, 32);
-    slot->len = pre.len;
-    pthread_mutex_unlock(&j->memo->lock);
+    wp_sha256_ctx s;
+    wp_sha256_init(&s);
+    key_fields(j, in, &s);
+    wp_sha256_final(&s, key);
 }
 
 int wp_jit_key(const wp_jit *j, const wp_spec *s, uint8_t key[32], char *key_text, size_t kn, wp_err *err) {
+    char text[WP_JIT_MEMO_TEXT];
+    const int len = wp_jit_memo_text(s, text, sizeof text);
+    if (len > 0 && wp_jit_memo_get(j->memo, text, (size_t)len, key)) {
+        if (key_text && kn) snprintf(key_text, kn, "%s", text);
+        return 0;
+    }
     jit_inputs in;
     if (jit_inputs_make(j, s, &in, err)) return -1;
     jit_inputs_key(j, &in, key);
+    if (len > 0) wp_jit_memo_put(j->memo, text, (size_t)len, key);
     if (key_text && kn) snprintf(key_text, kn, "%s", in.key_text);
     return 0;
 }

@@ -194,6 +194,7 @@ void *http_worker_main(void *arg) {
         pthread_mutex_unlock(&h->mu);
         wp_reqlog_dequeued(h->cfg.reqlog, &c->rec);
 
+        c->req.t_handler_ns = wp_now_ns();
         c->route->fn(h->app, &c->req, &c->resp);
         atomic_fetch_sub(&h->workers_busy, 1); /* before the reply can reach the client, so stats never lag it */
         http_resume(c);                        /* from here on c belongs to the MHD thread */
@@ -378,6 +379,7 @@ static enum MHD_Result on_body_done(wp_http *h, wp_call *c, struct MHD_Connectio
     c->req.body_len = c->body_len;
     c->req.sink = c->sink;
     if (c->sink) atomic_fetch_add(&h->streamed_bytes, c->body_len);
+    c->req.t_handler_ns = c->req.t_body_ns;
     if (!(c->route->flags & WP_ROUTE_WORK)) {
         c->route->fn(h->app, &c->req, &c->resp);
         return http_send_resp(h, c, NULL);

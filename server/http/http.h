@@ -19,14 +19,16 @@ typedef struct {
     const char *accept;       /* header or "" */
     const char *body;         /* NUL-terminated copy of the body (NULL when empty) */
     size_t body_len;
-    void *conn;          /* opaque, for wp_req_query; NULL when synthesized (an async job, jobs.c) */
-    uint64_t t_start_ns; /* when the request line arrived */
-    uint64_t t_body_ns;  /* when the whole body was in (0 when synthesized: read as t_start_ns) */
-    bool may_defer;      /* WP_ROUTE_TRY_INLINE, first call: the handler may set resp->defer */
-    bool peer_local;     /* the client is on this machine (a Unix socket or loopback): /v1/shm's check */
-    void *job;           /* the async job that runs this request (jobs.c), NULL on a live connection */
-    void *sink;          /* a streamed body (wp_stream_hooks): what open made, body NULL and body_len
-                            the bytes that went into it; NULL otherwise */
+    void *conn;            /* opaque, for wp_req_query; NULL when synthesized (an async job, jobs.c) */
+    uint64_t t_start_ns;   /* when the request line arrived */
+    uint64_t t_body_ns;    /* when the whole body was in (0 when synthesized: read as t_start_ns) */
+    uint64_t t_handler_ns; /* when this call of the handler began (0 when synthesized: read as t_body_ns);
+                              from t_body_ns to here is the hand-off: a worker's queue, a deferred try */
+    bool may_defer;        /* WP_ROUTE_TRY_INLINE, first call: the handler may set resp->defer */
+    bool peer_local;       /* the client is on this machine (a Unix socket or loopback): /v1/shm's check */
+    void *job;             /* the async job that runs this request (jobs.c), NULL on a live connection */
+    void *sink;            /* a streamed body (wp_stream_hooks): what open made, body NULL and body_len
+                              the bytes that went into it; NULL otherwise */
 } wp_req;
 
 /* Query argument of the request, or NULL (always NULL for a synthesized request: it has no URL). */
@@ -40,6 +42,18 @@ typedef struct {
     char key[65];        /* the kernel's cache hash (hex), "" when none */
 } wp_resp_note;
 
+/* The stages a handler timed, in order (wp_resp_stage): the Server-Timing header carries them, then
+ * "answer" (from t_done_ns, the job's end, to the hand-over of the answer) and "total". */
+#define WP_RESP_STAGES 14
+typedef struct {
+    int n;
+    uint64_t t_done_ns;
+    struct {
+        const char *name; /* static: a token (Server-Timing's metric name) */
+        double us;
+    } s[WP_RESP_STAGES];
+} wp_resp_stages;
+
 typedef struct {
     int status;
     char *body; /* malloc'd; http.c frees it */
@@ -49,6 +63,7 @@ typedef struct {
     char location[128];       /* "" or a Location header */
     bool defer;               /* set by a handler called with may_defer: run me again on a worker */
     wp_resp_note note;        /* for the access log */
+    wp_resp_stages stages;    /* for the Server-Timing header */
 } wp_resp;
 
 /* Fills resp->note (NULLs and "" leave a field unset). */
@@ -60,6 +75,23 @@ static inline void wp_resp_note_kernel(wp_resp *r, const char *backend, const ch
     size_t n = 0;
     for (; hash && hash[n] && n < sizeof r->note.key - 1; n++) r->note.key[n] = hash[n];
     r->note.key[n] = 0;
+}
+
+/* Records a stage for the Server-Timing header (name: a static token such as "parse"). */
+static inline void wp_resp_stage(wp_resp *r, const char *name, double us) {
+    if (r->stages.n < WP_RESP_STAGES) {
+        r->stages.s[r->stages.n].name = name;
+        r->stages.s[r->stages.n++].us = us;
+    }
+}
+/* The start of a handler's own time: t_handler_ns, else the body's arrival, else the request's. */
+static inline uint64_t wp_req_t_handler(const wp_req *q) {
+    return q->t_handler_ns ? q->t_handler_ns : q->t_body_ns ? q->t_body_ns : q->t_start_ns;
+}
+/* The hand-off: from the body's arrival to this call of the handler, in µs (0 when synthesized). */
+static inline double wp_req_handoff_us(const wp_req *q) {
+    const uint64_t body = q->t_body_ns ? q->t_body_ns : q->t_start_ns;
+    return q->t_handler_ns > body ? (double)(q->t_handler_ns - body) / 1e3 : 0.0;
 }
 
 /* Sets a JSON body (takes ownership of obj, prints it unformatted) and status. */

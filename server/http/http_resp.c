@@ -70,6 +70,43 @@ static bool is_json(const char *content_type) { return strncmp(content_type, jso
 static void add_header(void *mr, const char *name, const char *value) { MHD_add_response_header(mr, name, value); }
 
 /* Hands c->resp to libmicrohttpd (which frees the body) and counts it. allow: Allow header or NULL. */
+/* Appends "name;dur=M.MMM" (milliseconds, to the µs) to out at *n; no printf on every request. */
+static void timing_put(char *out, size_t cap, size_t *n, const char *name, double us) {
+    char num[32];
+    unsigned long long v = us > 0 ? (unsigned long long)(us + 0.5) : 0; /* µs */
+    int i = (int)sizeof num;
+    num[--i] = 0;
+    for (int d = 0; d < 3; d++, v /= 10) num[--i] = (char)('0' + v % 10);
+    num[--i] = '.';
+    do num[--i] = (char)('0' + v % 10);
+    while ((v /= 10) && i > 1);
+    const size_t nl = strlen(name), vl = sizeof num - 1 - (size_t)i;
+    if (*n + nl + vl + 8 >= cap) return;
+    if (*n) out[(*n)++] = ',', out[(*n)++] = ' ';
+    memcpy(out + *n, name, nl);
+    memcpy(out + *n + nl, ";dur=", 5);
+    memcpy(out + *n + nl + 5, num + i, vl);
+    *n += nl + 5 + vl;
+    out[*n] = 0;
+}
+
+/* Server-Timing: the body's arrival, the hand-off, the handler's stages, the answer, the total. */
+static void add_server_timing(const wp_call *c, struct MHD_Response *mr) {
+    const wp_req *q = &c->req;
+    const wp_resp_stages *st = &c->resp.stages;
+    const uint64_t now = wp_now_ns(), body = q->t_body_ns ? q->t_body_ns : now;
+    char out[512];
+    size_t n = 0;
+    out[0] = 0;
+    timing_put(out, sizeof out, &n, "receive", (double)(body - q->t_start_ns) / 1e3);
+    if (q->t_handler_ns) timing_put(out, sizeof out, &n, "handoff", wp_req_handoff_us(q));
+    for (int i = 0; i < st->n; i++) timing_put(out, sizeof out, &n, st->s[i].name, st->s[i].us);
+    if (st->t_done_ns && now > st->t_done_ns)
+        timing_put(out, sizeof out, &n, "answer", (double)(now - st->t_done_ns) / 1e3);
+    timing_put(out, sizeof out, &n, "total", (double)(now - q->t_start_ns) / 1e3);
+    MHD_add_response_header(mr, "Server-Timing", out);
+}
+
 enum MHD_Result http_send_resp(wp_http *h, wp_call *c, const char *allow) {
     wp_resp *r = &c->resp;
     if (r->status == 0) http_resp_fail(r, 500, "internal", "", "the handler set no response");
@@ -86,6 +123,7 @@ enum MHD_Result http_send_resp(wp_http *h, wp_call *c, const char *allow) {
     if (allow) MHD_add_response_header(mr, MHD_HTTP_HEADER_ALLOW, allow);
     wp_access_headers(&c->access, add_header, mr);
     MHD_add_response_header(mr, "X-Request-Id", c->rec.id);
+    if (c->req.t_start_ns) add_server_timing(c, mr);
     enum MHD_Result ok = MHD_queue_response(c->mc, (unsigned)r->status, mr);
     MHD_destroy_response(mr);
     if (r->status >= 500)

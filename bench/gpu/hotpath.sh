@@ -1,0 +1,124 @@
+# hotpath — the request path's whole table in one run: nginx's fixed 200, warpd's GET /v1/health, a
+# cached 3-element f32 sum (POST /v1/reduce) and a 32-lane i32 shfl_xor (POST /v1/warp), on cuda and on
+# the emulator, at 1, 64 and 256 connections (req/s, p50, p99), then each route's ratio to the same
+# daemon's health and to nginx; the batch sizes seen; with PROFILE=1 a profile of the cuda daemon under the
+# tiny reduce at 256 connections (top symbols, and CPU seconds per thread name).
+#   bench/gpu.sh hotpath  (BUILD=build; DURATION=4; CONNS="1 64 256"; MODES="cuda emu"; FLAGS="": more
+#                         warpd flags for every mode; NGINX_THREADS=8; PROFILE=1; STARTS=1: daemon starts per mode)
+DURATION=${DURATION:-4}
+CONNS=${CONNS:-1 64 256}
+NGINX=${NGINX:-$(command -v nginx || ls /usr/sbin/nginx /tmp/deps/usr/sbin/nginx 2>/dev/null | head -1)}
+PERF=(env LD_LIBRARY_PATH=$PWD/.perf/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$PWD/.perf/perf")
+[ -x .perf/perf ] || PERF=(perf)
+tmp=$(mktemp -d); pid=
+trap '[ -n "$pid" ] && kill $pid 2>/dev/null; [ -f "$tmp/nginx.pid" ] && kill "$(cat "$tmp/nginx.pid")" 2>/dev/null; rm -rf "$tmp"' EXIT
+make -j16 "$BUILD/warpd" >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+gpu_commit_line
+grep -m1 "model name" /proc/cpuinfo; echo "CPUs: $(nproc)"
+
+REDUCE='{"type":"f32","op":"sum","data":[1.5,2,3]}'
+WARP='{"family":"shfl_xor","type":"i32","width":32,"args":{"lane_mask":1},"input":{"iota":32}}'
+for r in reduce warp; do
+  b=$REDUCE; [ $r = warp ] && b=$WARP
+  printf 'wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\nwrk.body = %s\n' "'$b'" >"$tmp/$r.lua"
+done
+echo 'wrk.method = "GET"' >"$tmp/health.lua"; cp "$tmp/health.lua" "$tmp/nginx.lua"
+
+declare -A RPS P50
+cell() { # label route url conns
+  local t=$(($4 < 8 ? $4 : 8))
+  "$WRK" -t"$t" -c"$4" -d"${DURATION}s" --latency -s "$tmp/$2.lua" "$3" >"$tmp/wrk" 2>&1
+  local rps p50 p99 bad
+  rps=$(awk '/^Requests\/sec/ {print $2}' "$tmp/wrk"); p50=$(awk '$1=="50%" {print $2}' "$tmp/wrk")
+  p99=$(awk '$1=="99%" {print $2}' "$tmp/wrk"); bad=$(awk '/Non-2xx/ {print $NF}' "$tmp/wrk")
+  RPS[$1/$2/$4]=$rps; P50[$1/$2/$4]=$p50
+  printf "%-8s %-7s %5s %12s %10s %10s %7s\n" "$1" "$2" "$4" "${rps:-?}" "${p50:-?}" "${p99:-?}" "${bad:-0}"
+}
+us() { awk -v v="$1" 'BEGIN { if (v ~ /us$/) print v+0; else if (v ~ /ms$/) print v*1000; else if (v ~ /s$/) print v*1e6; else print v }'; }
+
+printf "%-8s %-7s %5s %12s %10s %10s %7s\n" server route conns "req/s" p50 p99 non2xx
+if [ -x "$NGINX" ]; then
+  cat >"$tmp/nginx.conf" <<NGX
+worker_processes ${NGINX_THREADS:-8};
+pid $tmp/nginx.pid;
+error_log $tmp/error.log;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path $tmp; proxy_temp_path $tmp; fastcgi_temp_path $tmp; uwsgi_temp_path $tmp; scgi_temp_path $tmp;
+  server { listen 127.0.0.1:18390; location / { return 200 '{"status":"ok"}'; } }
+}
+NGX
+  if "$NGINX" -e "$tmp/error.log" -c "$tmp/nginx.conf" 2>"$tmp/nginx.err"; then
+    sleep 0.3
+    for c in $CONNS; do cell nginx nginx http://127.0.0.1:18390/ "$c"; done
+    kill "$(cat "$tmp/nginx.pid")"; rm -f "$tmp/nginx.pid"; sleep 0.3
+  else
+    echo "nginx did not start: $(head -c 200 "$tmp/nginx.err")"
+  fi
+else
+  echo "no nginx (carry nginx's .debs)"
+fi
+
+start() { # flags...
+  local port=$((20000 + RANDOM % 20000))
+  # shellcheck disable=SC2086
+  "$BUILD/warpd" --listen 127.0.0.1:$port --no-disk-cache ${FLAGS:-} "$@" >"$tmp/log" 2>&1 &
+  pid=$!
+  base="http://127.0.0.1:$port"
+  for _ in $(seq 200); do curl -sf "$base/v1/ready" >/dev/null && break; sleep 0.05; done
+  curl -s -o /dev/null -H 'Content-Type: application/json' -d "$REDUCE" "$base/v1/reduce"
+  curl -s -o /dev/null -H 'Content-Type: application/json' -d "$WARP" "$base/v1/warp"
+  for r in reduce warp; do "$WRK" -t2 -c16 -d1s -s "$tmp/$r.lua" "$base/v1/$r" >/dev/null 2>&1; done
+  for _ in $(seq 100); do # the batch kernels, built in the background once asked for
+    curl -s "$base/metrics" >"$tmp/m"
+    grep -q '^warpd_background_builds_queued [1-9]' "$tmp/m" || break
+    sleep 0.05
+  done
+}
+stop() { kill $pid 2>/dev/null; wait $pid 2>/dev/null; pid=; }
+batches() {
+  curl -s "$base/metrics" | awk '
+    /^warpd_batches_total / {b=$2} /^warpd_batched_jobs_total / {j=$2}
+    /^warpd_http_answered_inline_total / {i=$2} /^warpd_http_deferred_total / {d=$2}
+    END {printf "#   %s jobs in %s batches (%.2f a batch), %s answered inline, %s deferred\n", j, b, (b > 0 ? j / b : 0), i, d}'
+}
+profile() { # under the tiny reduce at 256 connections
+  "$WRK" -t8 -c256 -d6s -s "$tmp/reduce.lua" "$base/v1/reduce" >/dev/null 2>&1 &
+  sleep 1
+  "${PERF[@]}" record -F 4999 -g -p $pid -o "$tmp/perf.data" -- sleep 2 >/dev/null 2>&1
+  echo "== perf, $1 tiny reduce at 256 connections: self"
+  "${PERF[@]}" report -i "$tmp/perf.data" --no-children --sort dso,sym -g none 2>/dev/null | grep '%' | head -45
+  echo "== with callees"
+  "${PERF[@]}" report -i "$tmp/perf.data" --children --sort sym -g none 2>/dev/null | grep '%' | head -45
+  "${PERF[@]}" report -i "$tmp/perf.data" --no-children --sort comm -g none 2>/dev/null | grep '%' | head -10
+  wait
+}
+
+for mode in ${MODES:-cuda emu}; do
+  for s in $(seq "${STARTS:-1}"); do
+    start --backend "$mode"
+    curl -s "$base/v1/info" | python3 -c 'import json,sys; d=json.load(sys.stdin); print("#", d["backend"], d["device"]["name"])' 2>/dev/null
+    for route in health reduce warp; do
+      for c in $CONNS; do cell "$mode$s" $route "$base/v1/$route" "$c"; done
+    done
+    batches
+    [ "${PROFILE:-0}" = 1 ] && [ "$mode" = cuda ] && [ "$s" = 1 ] && profile "$mode"
+    stop
+  done
+done
+
+echo
+echo "ratios (req/s against the same daemon's health, and against nginx; p50 over health's)"
+for mode in ${MODES:-cuda emu}; do
+  for s in $(seq "${STARTS:-1}"); do
+    for route in reduce warp; do
+      for c in $CONNS; do
+        r=${RPS[$mode$s/$route/$c]:-0} h=${RPS[$mode$s/health/$c]:-0} n=${RPS[nginx/nginx/$c]:-0}
+        dp=$(awk -v a="$(us "${P50[$mode$s/$route/$c]:-0}")" -v b="$(us "${P50[$mode$s/health/$c]:-0}")" 'BEGIN {printf "%+.1f us", a-b}')
+        awk -v m="$mode$s" -v ro="$route" -v c="$c" -v r="$r" -v h="$h" -v n="$n" -v dp="$dp" \
+          'BEGIN {printf "%-8s %-7s %5s  %5.2fx health  %5.2fx nginx  p50 %s\n", m, ro, c, (h>0?r/h:0), (n>0?r/n:0), dp}'
+      done
+    done
+  done
+done
