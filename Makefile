@@ -31,8 +31,9 @@ API_SRC   := $(wildcard tests/api/*.c)
 GPU_SRC   := $(wildcard tests/gpu/*.c)
 GPU_CU    := $(wildcard tests/gpu/*.cu)
 NVCC      ?= $(CUDA_HOME)/bin/nvcc
-BENCH_SRC := $(wildcard bench/*.c)
-BENCH_CU  := $(wildcard bench/*.cu)
+# Benchmarks: one folder per thing measured (bench/README.md); bench/lib/ holds what they share
+BENCH_SRC := $(filter-out bench/lib/%,$(wildcard bench/*/*.c))
+BENCH_CU  := $(wildcard bench/*/*.cu)
 NVCC_LDLIBS := $(PKG_LIBS) -L$(CUDA_HOME)/lib64 -Xlinker -rpath=$(CUDA_HOME)/lib64 -lnvrtc -ldl -lpthread -lm
 
 # Two flavours of every object: plain (build/) and sanitized (build/asan/).
@@ -74,16 +75,17 @@ $(BUILD)/tests/gpu/%: $(BUILD)/tests/gpu/%.o $(BUILD)/libwarpd.a
 $(BUILD)/tests/gpu/%: tests/gpu/%.cu $(wildcard templates/*.cuh) kernels/wp_abi.h
 	@mkdir -p $(dir $@)
 	$(NVCC) -std=c++17 -O2 -arch=sm_90 -Ikernels -Itemplates -DWP_NEED_FP16 -o $@ $<
+# Objects first, then the archive: a benchmark's extra objects (below) come after libwarpd.a in $^.
 $(BUILD)/bench/%: $(BUILD)/bench/%.o $(BUILD)/libwarpd.a
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
-.SECONDARY: $(BUILD)/bench/entry/reduce_entry.o
-# CUDA benchmarks (CUB side by side): nvcc, driving the engine through bench/entry/ (C).
-$(BUILD)/bench/%: bench/%.cu $(BUILD)/bench/entry/reduce_entry.o $(BUILD)/libwarpd.a
+	$(CC) $(CFLAGS) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(LDLIBS)
+.SECONDARY: $(BUILD)/bench/lib/reduce_entry.o
+# CUDA benchmarks (CUB side by side): nvcc, driving the engine through bench/lib/ (C).
+$(BUILD)/bench/%: bench/%.cu $(BUILD)/bench/lib/reduce_entry.o $(BUILD)/libwarpd.a
 	@mkdir -p $(dir $@)
-	$(NVCC) -std=c++17 -O2 -arch=sm_90 -Ibench -o $@ $< $(BUILD)/bench/entry/reduce_entry.o $(BUILD)/libwarpd.a $(NVCC_LDLIBS)
+	$(NVCC) -std=c++17 -O2 -arch=sm_90 -Ibench -o $@ $< $(BUILD)/bench/lib/reduce_entry.o $(BUILD)/libwarpd.a $(NVCC_LDLIBS)
 
-$(BUILD)/bench/bench_launch: NVCC_LDLIBS += -lcuda # calls the Driver API's launches directly
-$(BUILD)/bench/bench_smalljob: NVCC_LDLIBS += -lcuda # submits through the Driver API, as warpd does
+$(BUILD)/bench/launch/bench_launch: NVCC_LDLIBS += -lcuda # calls the Driver API's launches directly
+$(BUILD)/bench/launch/bench_smalljob: NVCC_LDLIBS += -lcuda # submits through the Driver API, as warpd does
 
 # A stand-in CUDA driver (tests/mockcuda): the cuda backend's host paths without a GPU (tests/api/mockcuda.sh).
 MOCKCUDA  := $(BUILD)/mockcuda/libcuda.so.1
@@ -160,9 +162,9 @@ test-scale: $(BUILD)/warpd
 	@BUILD=$(BUILD) ./tests/run.sh scale
 
 format:
-	clang-format -i server/*.[ch] server/*/*.[ch] kernels/*.[ch] tests/*/*.[ch] bench/*.c
+	clang-format -i server/*.[ch] server/*/*.[ch] kernels/*.[ch] tests/*/*.[ch] bench/*/*.[ch]
 check-format:
-	clang-format --dry-run --Werror server/*.[ch] server/*/*.[ch] kernels/*.[ch] tests/unit/*.[ch] tests/api/*.[ch] tests/gpu/*.c bench/*.c
+	clang-format --dry-run --Werror server/*.[ch] server/*/*.[ch] kernels/*.[ch] tests/unit/*.[ch] tests/api/*.[ch] tests/gpu/*.c bench/*/*.[ch]
 	clang-format --dry-run --Werror tests/fuzz/*.[ch] tests/mockcuda/*.c
 
 # ---- fuzzing (issue 10): libFuzzer harnesses tests/fuzz/fuzz_*.c, clang with ASan + UBSan, over the

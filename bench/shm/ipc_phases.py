@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """ipc_phases.py — where the Python client's time goes in a repeated CUDA IPC reduce (issue 22: wall
 time per call <= kernel time + 100 us).
-  python3 bench/gpu/ipc_phases.py URL [N]     (N: f32 elements, default 2^28; URL http://... or unix:PATH)
 Prints medians (of 201 calls) of: warpd.Client.reduce(a) whole; its parts (before the exchange: the
 array, the context, the sync, the buffer lookup, the JSON; the exchange on the socket; after it); the same
 request's bytes sent by a bare Python socket loop; the daemon's own total_us; the kernel; and the cost of
-single steps (cuCtxSynchronize, __cuda_array_interface__, json)."""
-import json, os, socket, statistics, sys, time, urllib.parse
+single steps (cuCtxSynchronize, __cuda_array_interface__, json, the context, the allocation id, the
+IPC buffer lookup). PROFILE=1 adds cProfile's table (by own time) of 300 calls of a 2^28 array and of
+a 2^10 one (the client's own time, where a small array's call goes).
+  python3 bench/shm/ipc_phases.py URL [N]     (N: f32 elements, default 2^28; URL http://... or unix:PATH)"""
+import cProfile, json, os, pstats, socket, statistics, sys, time, urllib.parse
 import cupy as cp
 sys.path.insert(0, "clients/python")
 import warpd
@@ -126,6 +128,20 @@ dev = each(lambda: a.device.id)
 ga = each(lambda: warpd._GpuArray(a, "cupy", c._driver))
 jd = each(lambda: json.dumps({"op": "sum", "buffer": "b1234567"}))
 jl = each(lambda: json.loads(json.dumps(ans)))
+g = warpd._GpuArray(a, "cupy", c._driver)
+
+
+def in_context():
+    with drv.context(0):
+        pass
+
+
+def ipc_lookup():
+    with drv.context(0):
+        c._ipc_buffer(g, drv)
+
+
+ctx, aid, look = each(in_context), each(lambda: drv.allocation_id(g.ptr)), each(ipc_lookup)
 print(f"2^{n.bit_length() - 1} f32, median of {R}: kernel {kern:.0f} us")
 print(f"  Client.reduce   {med(whole):6.0f} us  (over the kernel {med(whole) - kern:.0f}; "
       f"{marks.get('lean', 0)} of {R} by the lean path over HTTP, {marks.get('chan', 0)} through a channel)")
@@ -136,6 +152,19 @@ print(f"  spin_us=0       {med(nospin):6.0f} us  (over the kernel {med(nospin) -
 print(f"  bare socket     {med(bare):6.0f} us  (over the kernel {med(bare) - kern:.0f})")
 print(f"  daemon total_us {med(total):6.0f} us  (over the kernel {med(total) - kern:.0f})")
 print(f"  steps: cuCtxSynchronize {sync:.1f}, __cuda_array_interface__ {cai:.1f}, device.id {dev:.1f}, "
-      f"_GpuArray {ga:.1f}, json.dumps {jd:.1f}, json.loads(answer) {jl:.1f} us")
+      f"_GpuArray {ga:.1f}, json.dumps {jd:.1f}, json.loads(answer) {jl:.1f}, context enter+exit {ctx:.1f}, "
+      f"allocation_id {aid:.1f}, _ipc_buffer {look:.1f} us")
 print("  answer timing:", json.dumps(ans["timing"]))
 c.close()
+if os.environ.get("PROFILE") == "1":  # the client's own time, by function
+    small = cp.ones(1 << 10, dtype=cp.float32)
+    for x, label in ((a, f"2^{n.bit_length() - 1}"), (small, "2^10")):
+        c.reduce(x)
+        pr = cProfile.Profile()
+        pr.enable()
+        for _ in range(300):
+            c.reduce(x)
+        pr.disable()
+        print(f"== cProfile of 300 calls, {label} f32, by own time")
+        pstats.Stats(pr).sort_stats("tottime").print_stats(20)
+    c.close()

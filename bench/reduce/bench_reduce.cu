@@ -1,6 +1,6 @@
 // bench_reduce.cu — warpd's device_reduce (sum, max) and device_scan (inclusive sum) against CUB in
 // the same program, on the same resident buffers, f32 and i32, n = 2^10 .. 2^30 (even powers).
-// warpd runs through its engine (bench/entry/reduce_entry.h: NVRTC kernels from templates/, launched
+// warpd runs through its engine (bench/lib/reduce_entry.h: NVRTC kernels from templates/, launched
 // by the Driver API backend); CUB through the runtime API on the same device. Both are timed with
 // CUDA events around R back-to-back launches (R from 200 at 2^10 down to 5 at 2^30), first call
 // (compile, warm-up) excluded. GB/s counts bytes read (reduce) or read + written (scan).
@@ -22,7 +22,7 @@
 #include <cstring>
 #include <vector>
 
-#include "entry/reduce_entry.h"
+#include "lib/reduce_entry.h"
 
 #define CHECK_CUDA(call)                                                                                               \
     do {                                                                                                               \

@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bench/bench_daemon.h"
+#include "bench/lib/bench_daemon.h"
 #include "tests/http_client.h"
 
 #define MAX_CONN 256

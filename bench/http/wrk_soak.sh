@@ -5,7 +5,7 @@
 # daemon's RSS and descriptors before, after each run, and 5 s after. Needs wrk (installed through
 # .ci/deps.sh with WARPD_BENCH_DEPS=1; not a dependency of make test). Prints numbers.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}
 bin=${WARPD_BIN:-$BUILD/warpd}
 secs=${SOAK_S:-60}

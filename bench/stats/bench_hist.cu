@@ -1,7 +1,7 @@
 // bench_hist.cu — warpd's histogram family against CUB's DeviceHistogram::HistogramEven in the same
 // program, on the same resident f32 buffer (uniform random in [0, 1), the generate family's), range
 // [0, 1], 256 and 65536 bins, n = 2^24 and 2^28 (or --log2 N ...). warpd runs through its engine
-// (bench/entry/reduce_entry.h: the NVRTC kernel from templates/histogram.cu, the Driver API backend);
+// (bench/lib/reduce_entry.h: the NVRTC kernel from templates/histogram.cu, the Driver API backend);
 // CUB through the runtime API. Both timed with CUDA events around R back-to-back launches, the median
 // of 3 turns (alternating), first call excluded. GB/s counts the bytes read. CUB bins a value by its own
 // arithmetic (it may differ from numpy's at an edge; warpd's counts are numpy's): speed only is
@@ -16,7 +16,7 @@
 #include <cstring>
 #include <vector>
 
-#include "entry/reduce_entry.h"
+#include "lib/reduce_entry.h"
 
 #define CHECK_CUDA(call)                                                                                               \
     do {                                                                                                               \

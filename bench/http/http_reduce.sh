@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # /v1/reduce over HTTP on loopback, end to end with curl: a 1 GiB raw f32 upload plus its reduce (GB/s),
 # 10^6 floats as inline JSON (MB/s of JSON text), and the median round trip of a small cached reduce.
-# curl starts a process per request and uploads in 64 KiB pieces: bench/bench_http.c measures the same
-# with a keep-alive C client (BENCH_HTTP_ONLY=reduce build/bench/bench_http).
-#   bench/http_reduce.sh   (BUILD=build; needs curl and python3)
+# curl starts a process per request and uploads in 64 KiB pieces: bench/http/bench_http.c measures the same
+# with a keep-alive C client (BENCH_HTTP_ONLY=reduce build/bench/http/bench_http).
+#   bench/http/http_reduce.sh   (BUILD=build; needs curl and python3)
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}
 tmp=$(mktemp -d); port=$((20000 + RANDOM % 20000))
 "$BUILD/warpd" --listen 127.0.0.1:$port --max-body $((1100 << 20)) --no-disk-cache >"$tmp/out" 2>&1 &

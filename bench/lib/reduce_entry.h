@@ -1,4 +1,4 @@
-/* reduce_entry.h — a small C face of the reduction engine for bench/bench_reduce.cu, which nvcc
+/* reduce_entry.h — a small C face of the reduction engine for bench/reduce/bench_reduce.cu, which nvcc
  * compiles as C++ and so cannot include the daemon's C11 headers. Everything runs on the cuda
  * backend (device 0) with an in-memory kernel cache; buffers are wp_buf handles as void *. */
 #ifndef WP_REDUCE_ENTRY_H

@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bench/bench_daemon.h"
+#include "bench/lib/bench_daemon.h"
 #include "tests/http_client.h"
 
 static double pct(double *v, int n, double p) {

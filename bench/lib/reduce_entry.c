@@ -1,4 +1,4 @@
-/* reduce_entry.c — bench/bench_reduce.cu's way into the engine (reduce_entry.h): one cuda backend,
+/* reduce_entry.c — bench/reduce/bench_reduce.cu's way into the engine (reduce_entry.h): one cuda backend,
  * the NVRTC compiler, a memory-only cache and a reduce engine, kept in one struct for the program. */
 #include "reduce_entry.h"
 

@@ -1,4 +1,4 @@
-# lib.sh — what every bench/gpu.sh task shares, sourced by the driver (run from the repository root):
+# gpu_tasks.sh — what every bench/gpu.sh task shares, sourced by the driver (run from the repository root):
 # the GPU check, the machine's setup (carried .debs, compiler paths, $OUT, wrk), the commit line,
 # building the GPU programs, and running one program under a time cap. Tasks see BUILD, OUT and WRK.
 

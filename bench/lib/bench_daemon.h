@@ -27,8 +27,7 @@ static inline int bench_cmp_double(const void *a, const void *b) {
 /* Starts bin with args (NULL-terminated, at most 30) and reads its banner line into banner; quiet sends
  * the daemon's stderr to /dev/null. Returns the child's pid, or -1 (said on stderr) when no banner
  * came. */
-static inline pid_t bench_daemon_start(const char *bin, const char *const *args, bool quiet, char *banner,
-                                       size_t cap) {
+static inline pid_t bench_daemon_start(const char *bin, const char *const *args, bool quiet, char *banner, size_t cap) {
     int fds[2];
     if (cap < 2 || pipe(fds)) return -1;
     pid_t pid = fork();

@@ -3,9 +3,9 @@
 # spec compiled) and again into the filled one (warm: every spec read back); then the same set as a
 # daemon's background --prewarm (worker threads in one process: GET /v1/ready's prewarm.elapsed_s);
 # then bench_prewarm (which NVRTC way compiles the set fastest). Prints numbers for bench/RESULTS.md.
-#   bench/prewarm.sh [SET.json]   (default prewarm/default.json; BUILD=build)
+#   bench/compile/prewarm.sh [SET.json]   (default prewarm/default.json; BUILD=build)
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}
 set_file=${1:-prewarm/default.json}
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -33,4 +33,4 @@ if warpd_start "$BUILD/warpd" "$tmp/d" --prewarm "$set_file"; then
   kill -TERM "$pid"; wait "$pid"
   echo "cold  background --prewarm (threads, one process): $(sed -n 's/.*"elapsed_s":\([0-9.]*\).*/\1/p' <<<"$ready") s — $ready"
 fi
-if [ -x "$BUILD/bench/bench_prewarm" ]; then "$BUILD/bench/bench_prewarm" "$set_file"; fi
+if [ -x "$BUILD/bench/compile/bench_prewarm" ]; then "$BUILD/bench/compile/bench_prewarm" "$set_file"; fi

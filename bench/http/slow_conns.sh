@@ -4,9 +4,9 @@
 # GET /v1/health from a fresh connection while they are open (goal <= 100 ms), the time until a fresh
 # one answers after they close (goal <= 2 s), and the daemon's open descriptors. Then the same with
 # --max-connections 256, where the oldest idle connections make room for new ones. Prints numbers.
-#   bench/slow_conns.sh [N]   (N slow connections, default 3000)
+#   bench/http/slow_conns.sh [N]   (N slow connections, default 3000)
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}
 bin=${WARPD_BIN:-$BUILD/warpd}
 n=${1:-3000}

@@ -5,7 +5,7 @@ parse, key, cache, upload/kernel/download as the device's events saw them, total
 client's round trip and the server's total_us is HTTP and the kernel's TCP; total_us minus the device
 intervals is warpd's own CPU. Each route twice: as sent by default (on cuda a small job is untimed: its
 steps are null, device_us is its round trip) and with "profile": true (timing events around each step).
-    bench/gpu/latency.py PORT [N]   (a daemon already listening on 127.0.0.1:PORT; bench/gpu.sh prof
+    bench/http/latency.py PORT [N]   (a daemon already listening on 127.0.0.1:PORT; bench/gpu.sh prof
     and untimed run it)"""
 import http.client, json, statistics, sys, time
 

@@ -2,7 +2,7 @@
 """shm.py — issue 22's numbers on the GPU machine: data where it already is, beside the same data over
 HTTP and beside the pinned host -> device copy measured by this same program (CuPy).
 
-  python3 bench/gpu/shm.py URL [--bytes N] [--runs R]
+  python3 bench/shm/shm.py URL [--bytes N] [--runs R]
 
 Against a cuda warpd at URL (loopback), for N bytes of f32 (default 1 GiB):
   pinned   cupy: page-locked host buffer -> device, GB/s (the bus's ceiling here)
