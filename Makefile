@@ -28,7 +28,7 @@ SAN       := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-
 LIB_SRC   := $(filter-out server/main.c,$(wildcard server/*.c server/*/*.c)) $(wildcard kernels/*.c)
 UNIT_SRC  := $(wildcard tests/unit/test_*.c)
 API_SRC   := $(wildcard tests/api/*.c)
-GPU_SRC   := $(wildcard tests/gpu/*.c)
+GPU_SRC   := $(filter-out tests/gpu/gpu_harness.c,$(wildcard tests/gpu/*.c))
 GPU_CU    := $(wildcard tests/gpu/*.cu)
 NVCC      ?= $(CUDA_HOME)/bin/nvcc
 # Benchmarks: one folder per thing measured (bench/README.md); bench/lib/ holds what they share
@@ -69,8 +69,10 @@ $(BUILD)/asan/warpd: $(BUILD)/asan/server/main.o $(BUILD)/asan/libwarpd.a
 # Unit and API test programs run sanitized; GPU tests and benchmarks run plain.
 $(BUILD)/asan/tests/%: $(BUILD)/asan/tests/%.o $(BUILD)/asan/libwarpd.a
 	$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(LDLIBS)
-$(BUILD)/tests/gpu/%: $(BUILD)/tests/gpu/%.o $(BUILD)/libwarpd.a
+# Each GPU test program is one .c with the shared harness (tests/gpu/gpu_harness.[ch]).
+$(BUILD)/tests/gpu/%: $(BUILD)/tests/gpu/%.o $(BUILD)/tests/gpu/gpu_harness.o $(BUILD)/libwarpd.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+.SECONDARY: $(BUILD)/tests/gpu/gpu_harness.o
 # Standalone CUDA programs (templates checked directly, CUB comparisons): built with nvcc.
 $(BUILD)/tests/gpu/%: tests/gpu/%.cu $(wildcard templates/*.cuh) kernels/wp_abi.h
 	@mkdir -p $(dir $@)
@@ -78,6 +80,9 @@ $(BUILD)/tests/gpu/%: tests/gpu/%.cu $(wildcard templates/*.cuh) kernels/wp_abi.
 # Objects first, then the archive: a benchmark's extra objects (below) come after libwarpd.a in $^.
 $(BUILD)/bench/%: $(BUILD)/bench/%.o $(BUILD)/libwarpd.a
 	$(CC) $(CFLAGS) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(LDLIBS)
+# The C benchmarks that drive the engine as the CUDA ones do, through bench/lib/reduce_entry.c
+BENCH_ENTRY_C := stats/bench_stats reduce/bench_anywidth reduce/bench_map
+$(patsubst %,$(BUILD)/bench/%,$(BENCH_ENTRY_C)): $(BUILD)/bench/lib/reduce_entry.o
 .SECONDARY: $(BUILD)/bench/lib/reduce_entry.o
 # CUDA benchmarks (CUB side by side): nvcc, driving the engine through bench/lib/ (C).
 $(BUILD)/bench/%: bench/%.cu $(BUILD)/bench/lib/reduce_entry.o $(BUILD)/libwarpd.a
@@ -164,7 +169,7 @@ test-scale: $(BUILD)/warpd
 format:
 	clang-format -i server/*.[ch] server/*/*.[ch] kernels/*.[ch] tests/*/*.[ch] bench/*/*.[ch]
 check-format:
-	clang-format --dry-run --Werror server/*.[ch] server/*/*.[ch] kernels/*.[ch] tests/unit/*.[ch] tests/api/*.[ch] tests/gpu/*.c bench/*/*.[ch]
+	clang-format --dry-run --Werror server/*.[ch] server/*/*.[ch] kernels/*.[ch] tests/unit/*.[ch] tests/api/*.[ch] tests/gpu/*.[ch] bench/*/*.[ch]
 	clang-format --dry-run --Werror tests/fuzz/*.[ch] tests/mockcuda/*.c
 
 # ---- fuzzing (issue 10): libFuzzer harnesses tests/fuzz/fuzz_*.c, clang with ASan + UBSan, over the

@@ -1,5 +1,5 @@
-/* reduce_entry.c — bench/reduce/bench_reduce.cu's way into the engine (reduce_entry.h): one cuda backend,
- * the NVRTC compiler, a memory-only cache and a reduce engine, kept in one struct for the program. */
+/* reduce_entry.c — the benchmarks' way into the engine (reduce_entry.h): one cuda backend, the NVRTC
+ * compiler, a memory-only cache and a reduce engine, kept in one struct for the program. */
 #include "reduce_entry.h"
 
 #include <stdbool.h>
@@ -43,7 +43,7 @@ int wpb_open(char *why, unsigned long why_len) {
     if (app->jit) app->cache = wp_cache_open(NULL, 256u << 20, &err);
     if (!app->jit || !app->cache || !app->reduce) {
         snprintf(why, why_len, "%s", err.msg);
-        return -1;
+        return -2;
     }
     return 0;
 }
@@ -59,6 +59,17 @@ void wpb_close(void) {
 }
 
 const char *wpb_device(void) { return device_name; }
+wp_app *wpb_app(void) { return &bench_app; }
+
+wp_app *wpb_start(int *exit_code) {
+    char why[400];
+    int rc = wpb_open(why, sizeof why);
+    if (rc == 0) return &bench_app;
+    printf(rc == -1 ? "SKIPPED: no CUDA device (%s)\n" : "FAIL setup: %s\n", why);
+    wpb_close();
+    *exit_code = rc == -1 ? 0 : 1;
+    return NULL;
+}
 void wpb_set_graph(int on) { use_graph = on != 0; }
 int wpb_overlap(void) { return overlap_below != 1; }
 

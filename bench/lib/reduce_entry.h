@@ -1,6 +1,8 @@
-/* reduce_entry.h — a small C face of the reduction engine for bench/reduce/bench_reduce.cu, which nvcc
- * compiles as C++ and so cannot include the daemon's C11 headers. Everything runs on the cuda
- * backend (device 0) with an in-memory kernel cache; buffers are wp_buf handles as void *. */
+/* reduce_entry.h — a small C face of the reduction engine for the benchmarks: the .cu ones (bench_reduce,
+ * bench_bykey, bench_hist ...), which nvcc compiles as C++ and so cannot include the daemon's C11
+ * headers, and the C ones (bench_stats, bench_anywidth, bench_map), which take the engine itself from
+ * wpb_app. Everything runs on the cuda backend (device 0) with an in-memory kernel cache; buffers are
+ * wp_buf handles as void *. */
 #ifndef WP_REDUCE_ENTRY_H
 #define WP_REDUCE_ENTRY_H
 
@@ -8,10 +10,17 @@
 extern "C" {
 #endif
 
-/* 0 when a GPU is usable; otherwise -1 with the reason in why. */
+/* 0 when a GPU is usable and the engine is set up; -1 without a GPU, -2 when the engine could not be
+ * set up, with the reason in why. */
 int wpb_open(char *why, unsigned long why_len);
 void wpb_close(void);
+/* "NAME (sm_XX, N SMs)" */
 const char *wpb_device(void);
+/* The engine wpb_open set up (engine/app.h), for a C benchmark's own jobs. */
+struct wp_app *wpb_app(void);
+/* wpb_open for a C benchmark: the engine, or NULL after printing why it stops ("SKIPPED: no CUDA device"
+ * without a GPU: *exit_code 0; "FAIL setup: ..." otherwise: 1), everything closed again. */
+struct wp_app *wpb_start(int *exit_code);
 
 /* A device buffer of `bytes`; *dev gets its address (a CUdeviceptr the runtime API can use too). */
 void *wpb_alloc(unsigned long long bytes, unsigned long long *dev);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/lib/reduce_entry.h"
 #include "engine/app.h"
 #include "engine/reduce.h"
 
@@ -103,55 +104,38 @@ int main(int argc, char **argv) {
         }
     }
     rounds = rounds < 1 ? 1 : rounds > MAX_ROUNDS ? MAX_ROUNDS : rounds;
-    static wp_app app;
+    int rc;
+    wp_app *app = wpb_start(&rc);
+    if (!app) return rc;
     wp_err err = {0};
-    app.cuda = wp_backend_cuda_open(0, &err);
-    if (!app.cuda) {
-        printf("SKIPPED: no CUDA device (%s)\n", err.msg);
-        return 0;
-    }
-    wp_device_info di;
-    wp_backend_info(app.cuda, &di);
-    snprintf(app.arch, sizeof app.arch, "sm_%d", di.sm);
-    app.emu = wp_backend_emu_open();
-    app.preferred = app.cuda;
-    app.max_elements = 1ull << 40;
-    app.reduce = wp_reduce_engine_open();
-    app.jit = wp_jit_open(WP_DEFAULT_TEMPLATES, WP_DEFAULT_CUDA_HOME "/include", &err);
-    if (app.jit) app.cache = wp_cache_open(NULL, 256u << 20, &err);
     const uint64_t n_max = 1ull << max_log2;
-    wp_buf *in = app.jit && app.cache ? wp_buf_alloc(app.cuda, n_max * 4, &err) : NULL;
-    wp_buf *out = in ? wp_buf_alloc(app.cuda, n_max * 4, &err) : NULL;
+    wp_buf *in = wp_buf_alloc(app->cuda, n_max * 4, &err);
+    wp_buf *out = in ? wp_buf_alloc(app->cuda, n_max * 4, &err) : NULL;
     wp_spec gen;
-    int rc = 1;
-    if (!out || spec_for(&app, "generate", 32, &gen, &err)) {
+    rc = 1;
+    if (!out || spec_for(app, "generate", 32, &gen, &err)) {
         fprintf(stderr, "setup: %s\n", err.msg);
         goto done;
     }
     wp_reduce_job g = {.spec = &gen, .n = n_max, .gen_kind = WP_GEN_RANDOM, .seed = 1, .out = in};
     wp_reduce_result gr = {0};
-    if (wp_reduce_run(&app, app.cuda, &g, &gr, &err)) {
+    if (wp_reduce_run(app, app->cuda, &g, &gr, &err)) {
         fprintf(stderr, "generate: %s\n", err.msg);
         goto done;
     }
     wp_reduce_result_free(&gr);
-    printf("device: %s (sm_%d, %d SMs); f32 sum, default strategy and block, median of %d rounds\n", di.name, di.sm,
-           di.sms, rounds);
+    printf("device: %s; f32 sum, default strategy and block, median of %d rounds\n", wpb_device(), rounds);
     static const char *const fams[] = {"warp_reduce", "warp_scan"};
     for (int f = 0; f < 2; f++)
         for (int log2n = 24; log2n <= max_log2; log2n += 4) {
             double us[N_WIDTHS];
-            bench_point(&app, fams[f], log2n, rounds, in, out, us);
+            bench_point(app, fams[f], log2n, rounds, in, out, us);
             print_point(fams[f], log2n, us);
         }
     rc = 0;
 done:
     wp_buf_free(out);
     wp_buf_free(in);
-    wp_reduce_engine_close(app.reduce);
-    wp_cache_close(app.cache);
-    wp_jit_close(app.jit);
-    wp_backend_close(app.cuda);
-    wp_backend_close(app.emu);
+    wpb_close();
     return rc;
 }

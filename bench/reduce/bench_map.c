@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/lib/reduce_entry.h"
 #include "engine/app.h"
 #include "engine/reduce.h"
 
@@ -65,36 +66,25 @@ int main(int argc, char **argv) {
     int max_log2 = 30;
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--max-log2") && i + 1 < argc) max_log2 = atoi(argv[++i]);
-    static wp_app app;
+    int rc;
+    wp_app *app = wpb_start(&rc);
+    if (!app) return rc;
     wp_err err = {0};
-    if (!(app.cuda = wp_backend_cuda_open(0, &err))) {
-        printf("SKIPPED: no CUDA device (%s)\n", err.msg);
-        return 0;
-    }
-    wp_device_info info;
-    wp_backend_info(app.cuda, &info);
-    snprintf(app.arch, sizeof app.arch, "sm_%d", info.sm);
-    app.emu = wp_backend_emu_open();
-    app.preferred = app.cuda;
-    app.max_elements = 1ull << 31;
-    app.reduce = wp_reduce_engine_open();
-    app.jit = wp_jit_open(WP_DEFAULT_TEMPLATES, WP_DEFAULT_CUDA_HOME "/include", &err);
-    if (app.jit) app.cache = wp_cache_open(NULL, 256u << 20, &err);
     wp_spec sum, sq, dot;
-    if (!app.jit || !app.cache || !make_spec(&app, "device_reduce", "sum", NULL, &sum, &err) ||
-        !make_spec(&app, "device_reduce", "sum", "x*x", &sq, &err) ||
-        !make_spec(&app, "device_reduce", "sum", "x*y", &dot, &err)) {
+    if (!make_spec(app, "device_reduce", "sum", NULL, &sum, &err) ||
+        !make_spec(app, "device_reduce", "sum", "x*x", &sq, &err) ||
+        !make_spec(app, "device_reduce", "sum", "x*y", &dot, &err)) {
         printf("FAIL setup: %s\n", err.msg);
         return 1;
     }
-    printf("device: %s, sm_%d; median of %d runs of %d launches (CUDA graph)\n", info.name, info.sm, RUNS, REPEAT);
+    printf("device: %s; median of %d runs of %d launches (CUDA graph)\n", wpb_device(), RUNS, REPEAT);
     printf("%-8s %12s %16s %8s\n", "n (f32)", "sum GB/s", "map x*x GB/s", "ratio");
-    int rc = 0;
+    rc = 0;
     for (int l = 24; l <= max_log2 && rc == 0; l++) {
         uint64_t n = 1ull << l;
-        wp_buf *x = generated(&app, n, 1, &err);
-        double ts = x ? time_us(&app, &sum, x, NULL, n, &err) : -1;
-        double tm = ts > 0 ? time_us(&app, &sq, x, NULL, n, &err) : -1;
+        wp_buf *x = generated(app, n, 1, &err);
+        double ts = x ? time_us(app, &sum, x, NULL, n, &err) : -1;
+        double tm = ts > 0 ? time_us(app, &sq, x, NULL, n, &err) : -1;
         if (tm <= 0) {
             printf("2^%d: %s\n", l, err.msg);
             rc = 1;
@@ -103,8 +93,8 @@ int main(int argc, char **argv) {
         }
         wp_buf_free(x);
     }
-    wp_buf *a = generated(&app, DOT_N, 2, &err), *b = a ? generated(&app, DOT_N, 3, &err) : NULL;
-    double td = b ? time_us(&app, &dot, a, b, DOT_N, &err) : -1;
+    wp_buf *a = generated(app, DOT_N, 2, &err), *b = a ? generated(app, DOT_N, 3, &err) : NULL;
+    double td = b ? time_us(app, &dot, a, b, DOT_N, &err) : -1;
     if (td > 0)
         printf("dot 2^28 f32: %.1f us, %.3f TB/s read (two arrays, %llu bytes)\n", td, DOT_N * 8 / td / 1e6,
                (unsigned long long)(DOT_N * 8));
@@ -115,10 +105,6 @@ int main(int argc, char **argv) {
     wp_spec_free(&sum);
     wp_spec_free(&sq);
     wp_spec_free(&dot);
-    wp_reduce_engine_close(app.reduce);
-    wp_cache_close(app.cache);
-    wp_jit_close(app.jit);
-    wp_backend_close(app.cuda);
-    wp_backend_close(app.emu);
+    wpb_close();
     return rc;
 }

@@ -9,31 +9,32 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/lib/reduce_entry.h"
 #include "engine/app.h"
 #include "engine/reduce.h"
 #include "kernels/stats.h"
 
 #define TRIALS 7
 
-static wp_app app;
+static wp_app *app; /* the engine of bench/lib/reduce_entry.c */
 
 static int spec_for(const char *op, wp_spec *s, wp_err *err) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "family", "device_reduce");
     cJSON_AddStringToObject(o, "type", "f32");
     cJSON_AddStringToObject(o, "op", op);
-    int rc = wp_spec_from_json(o, app.arch, s, err);
+    int rc = wp_spec_from_json(o, app->arch, s, err);
     cJSON_Delete(o);
     return rc;
 }
 
 static int fill(wp_buf *buf, uint64_t n, wp_err *err) {
     wp_spec s = {.family = wp_family_find("generate"), .type = WP_F32, .width = 32, .mask = 0xffffffffu};
-    snprintf(s.arch, sizeof s.arch, "%s", app.arch);
+    snprintf(s.arch, sizeof s.arch, "%s", app->arch);
     if (wp_spec_validate(&s, err)) return -1;
     wp_reduce_job job = {.spec = &s, .n = n, .gen_kind = WP_GEN_RANDOM, .seed = 21, .out = buf};
     wp_reduce_result r;
-    int rc = wp_reduce_run(&app, app.cuda, &job, &r, err);
+    int rc = wp_reduce_run(app, app->cuda, &job, &r, err);
     wp_reduce_result_free(&r);
     return rc;
 }
@@ -65,7 +66,7 @@ static double time_op(const char *op, wp_buf *in, uint64_t n, int trials, double
     for (int t = -1; t < trials && t < 32; t++) { /* t = -1: the compile and a warm-up */
         wp_reduce_job job = {.spec = &s, .in = in, .n = n, .repeat = t < 0 ? 1 : repeat};
         wp_reduce_result r = {0};
-        if (wp_reduce_run(&app, app.cuda, &job, &r, &err)) {
+        if (wp_reduce_run(app, app->cuda, &job, &r, &err)) {
             printf("%s: %s\n", op, err.msg);
             wp_spec_free(&s);
             return -1;
@@ -92,33 +93,16 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[i], "--trials")) trials = atoi(argv[i + 1]);
         if (!strcmp(argv[i], "--ops")) only = argv[i + 1];
     }
+    int rc;
+    if (!(app = wpb_start(&rc))) return rc;
     wp_err err = {0};
-    app.cuda = wp_backend_cuda_open(0, &err);
-    if (!app.cuda) {
-        printf("SKIPPED: no CUDA device (%s)\n", err.msg);
-        return 0;
-    }
-    wp_device_info di;
-    wp_backend_info(app.cuda, &di);
-    snprintf(app.arch, sizeof app.arch, "sm_%d", di.sm);
-    app.emu = wp_backend_emu_open();
-    app.preferred = app.cuda;
-    app.max_elements = 1ull << 40;
-    app.reduce = wp_reduce_engine_open();
-    app.jit = wp_jit_open(WP_DEFAULT_TEMPLATES, WP_DEFAULT_CUDA_HOME "/include", &err);
-    if (app.jit) app.cache = wp_cache_open(NULL, 256u << 20, &err);
-    if (!app.jit || !app.cache || !app.reduce) {
-        printf("setup: %s\n", err.msg);
-        return 1;
-    }
-    printf("device: %s (sm_%d, %d SMs); f32 resident, median of %d runs of back-to-back launches\n", di.name, di.sm,
-           di.sms, trials);
+    printf("device: %s; f32 resident, median of %d runs of back-to-back launches\n", wpb_device(), trials);
     static const char *const ops[] = {"mean", "var", "std", "norm2", "count_nonzero", "norm1", "norminf"};
     printf("%-14s %6s %10s %9s %7s %s\n", "op", "n", "us", "GB/s", "x sum", "value");
     int below = 0;
     for (int lg = min_log2; lg <= max_log2; lg += 2) {
         const uint64_t n = 1ull << lg;
-        wp_buf *in = wp_buf_alloc(app.cuda, (size_t)n * 4, &err);
+        wp_buf *in = wp_buf_alloc(app->cuda, (size_t)n * 4, &err);
         if (!in || fill(in, n, &err)) {
             printf("2^%d: %s\n", lg, err.msg);
             wp_buf_free(in);
@@ -140,10 +124,6 @@ int main(int argc, char **argv) {
         wp_buf_free(in);
     }
     printf("%d of the goal's ops below 0.9x sum\n", below);
-    wp_reduce_engine_close(app.reduce);
-    wp_cache_close(app.cache);
-    wp_jit_close(app.jit);
-    wp_backend_close(app.cuda);
-    wp_backend_close(app.emu);
+    wpb_close();
     return 0;
 }
