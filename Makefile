@@ -28,11 +28,12 @@ SAN       := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-
 LIB_SRC   := $(filter-out server/main.c,$(wildcard server/*.c server/*/*.c)) $(wildcard kernels/*.c)
 UNIT_SRC  := $(wildcard tests/unit/test_*.c)
 API_SRC   := $(wildcard tests/api/*.c)
-GPU_SRC   := $(wildcard tests/gpu/*.c)
+GPU_SRC   := $(filter-out tests/gpu/gpu_harness.c,$(wildcard tests/gpu/*.c))
 GPU_CU    := $(wildcard tests/gpu/*.cu)
 NVCC      ?= $(CUDA_HOME)/bin/nvcc
-BENCH_SRC := $(wildcard bench/*.c)
-BENCH_CU  := $(wildcard bench/*.cu)
+# Benchmarks: one folder per thing measured (bench/README.md); bench/lib/ holds what they share
+BENCH_SRC := $(filter-out bench/lib/%,$(wildcard bench/*/*.c))
+BENCH_CU  := $(wildcard bench/*/*.cu)
 NVCC_LDLIBS := $(PKG_LIBS) -L$(CUDA_HOME)/lib64 -Xlinker -rpath=$(CUDA_HOME)/lib64 -lnvrtc -ldl -lpthread -lm
 
 # Two flavours of every object: plain (build/) and sanitized (build/asan/).
@@ -68,22 +69,28 @@ $(BUILD)/asan/warpd: $(BUILD)/asan/server/main.o $(BUILD)/asan/libwarpd.a
 # Unit and API test programs run sanitized; GPU tests and benchmarks run plain.
 $(BUILD)/asan/tests/%: $(BUILD)/asan/tests/%.o $(BUILD)/asan/libwarpd.a
 	$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(LDLIBS)
-$(BUILD)/tests/gpu/%: $(BUILD)/tests/gpu/%.o $(BUILD)/libwarpd.a
+# Each GPU test program is one .c with the shared harness (tests/gpu/gpu_harness.[ch]).
+$(BUILD)/tests/gpu/%: $(BUILD)/tests/gpu/%.o $(BUILD)/tests/gpu/gpu_harness.o $(BUILD)/libwarpd.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+.SECONDARY: $(BUILD)/tests/gpu/gpu_harness.o
 # Standalone CUDA programs (templates checked directly, CUB comparisons): built with nvcc.
 $(BUILD)/tests/gpu/%: tests/gpu/%.cu $(wildcard templates/*.cuh) kernels/wp_abi.h
 	@mkdir -p $(dir $@)
 	$(NVCC) -std=c++17 -O2 -arch=sm_90 -Ikernels -Itemplates -DWP_NEED_FP16 -o $@ $<
+# Objects first, then the archive: a benchmark's extra objects (below) come after libwarpd.a in $^.
 $(BUILD)/bench/%: $(BUILD)/bench/%.o $(BUILD)/libwarpd.a
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
-.SECONDARY: $(BUILD)/bench/entry/reduce_entry.o
-# CUDA benchmarks (CUB side by side): nvcc, driving the engine through bench/entry/ (C).
-$(BUILD)/bench/%: bench/%.cu $(BUILD)/bench/entry/reduce_entry.o $(BUILD)/libwarpd.a
+	$(CC) $(CFLAGS) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(LDLIBS)
+# The C benchmarks that drive the engine as the CUDA ones do, through bench/lib/reduce_entry.c
+BENCH_ENTRY_C := stats/bench_stats reduce/bench_anywidth reduce/bench_map
+$(patsubst %,$(BUILD)/bench/%,$(BENCH_ENTRY_C)): $(BUILD)/bench/lib/reduce_entry.o
+.SECONDARY: $(BUILD)/bench/lib/reduce_entry.o
+# CUDA benchmarks (CUB side by side): nvcc, driving the engine through bench/lib/ (C).
+$(BUILD)/bench/%: bench/%.cu $(BUILD)/bench/lib/reduce_entry.o $(BUILD)/libwarpd.a
 	@mkdir -p $(dir $@)
-	$(NVCC) -std=c++17 -O2 -arch=sm_90 -Ibench -o $@ $< $(BUILD)/bench/entry/reduce_entry.o $(BUILD)/libwarpd.a $(NVCC_LDLIBS)
+	$(NVCC) -std=c++17 -O2 -arch=sm_90 -Ibench -o $@ $< $(BUILD)/bench/lib/reduce_entry.o $(BUILD)/libwarpd.a $(NVCC_LDLIBS)
 
-$(BUILD)/bench/bench_launch: NVCC_LDLIBS += -lcuda # calls the Driver API's launches directly
-$(BUILD)/bench/bench_smalljob: NVCC_LDLIBS += -lcuda # submits through the Driver API, as warpd does
+$(BUILD)/bench/launch/bench_launch: NVCC_LDLIBS += -lcuda # calls the Driver API's launches directly
+$(BUILD)/bench/launch/bench_smalljob: NVCC_LDLIBS += -lcuda # submits through the Driver API, as warpd does
 
 # A stand-in CUDA driver (tests/mockcuda): the cuda backend's host paths without a GPU (tests/api/mockcuda.sh).
 MOCKCUDA  := $(BUILD)/mockcuda/libcuda.so.1
@@ -160,9 +167,9 @@ test-scale: $(BUILD)/warpd
 	@BUILD=$(BUILD) ./tests/run.sh scale
 
 format:
-	clang-format -i server/*.[ch] server/*/*.[ch] kernels/*.[ch] tests/*/*.[ch] bench/*.c
+	clang-format -i server/*.[ch] server/*/*.[ch] kernels/*.[ch] tests/*/*.[ch] bench/*/*.[ch]
 check-format:
-	clang-format --dry-run --Werror server/*.[ch] server/*/*.[ch] kernels/*.[ch] tests/unit/*.[ch] tests/api/*.[ch] tests/gpu/*.c bench/*.c
+	clang-format --dry-run --Werror server/*.[ch] server/*/*.[ch] kernels/*.[ch] tests/unit/*.[ch] tests/api/*.[ch] tests/gpu/*.[ch] bench/*/*.[ch]
 	clang-format --dry-run --Werror tests/fuzz/*.[ch] tests/mockcuda/*.c
 
 # ---- fuzzing (issue 10): libFuzzer harnesses tests/fuzz/fuzz_*.c, clang with ASan + UBSan, over the

@@ -34,7 +34,7 @@ command -v node >/dev/null || missing+=(nodejs)
 command -v npm >/dev/null || missing+=(npm)
 [ -x /usr/bin/chromium ] || missing+=(chromium)
 command -v promtool >/dev/null || missing+=(prometheus)
-# Benchmarks only (bench/wrk_soak.sh runs this with WARPD_BENCH_DEPS=1): not needed by make test.
+# Benchmarks only (bench/http/wrk_soak.sh runs this with WARPD_BENCH_DEPS=1): not needed by make test.
 [ "${WARPD_BENCH_DEPS:-0}" = 1 ] && ! command -v wrk >/dev/null && missing+=(wrk)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "deps: installing ${missing[*]}"

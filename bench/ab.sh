@@ -4,8 +4,8 @@
 # its templates found at the relative path build-ab/NAME/templates: build here (no GPU needed), carry
 # build-ab to the GPU machine, and run the same program of every variant from the repository root,
 # round after round, the variants alternating.
-#   bench/ab.sh build NAME [PATCH|-] TARGET...   e.g. bench/ab.sh build i8 /tmp/i8.diff bench/bench_bykey
-#   bench/ab.sh run ROUNDS PROGRAM "ARGS" NAME...  e.g. bench/ab.sh run 2 bench/bench_bykey "--log2 24,28" tree i8
+#   bench/ab.sh build NAME [PATCH|-] TARGET...   e.g. bench/ab.sh build i8 /tmp/i8.diff bench/reduce/bench_bykey
+#   bench/ab.sh run ROUNDS PROGRAM "ARGS" NAME...  e.g. bench/ab.sh run 2 bench/reduce/bench_bykey "--log2 24,28" tree i8
 # build-ab/NAME keeps only what a run needs: templates/, kernels/wp_abi.h and the TARGETs (build/...).
 # run prints each variant's output under a "== NAME round R" line (also in $OUT/ab_NAME_R.log).
 set -euo pipefail

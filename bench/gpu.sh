@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # gpu.sh — the one entry point for benchmarks and checks on the GPU machine: bench/gpu.sh TASK [args].
-# Checks that a GPU answers, unpacks the carried .debs and sets the compiler's paths (bench/gpu/lib.sh),
+# Checks that a GPU answers, unpacks the carried .debs and sets the compiler's paths (bench/lib/gpu_tasks.sh),
 # then runs bench/gpu/TASK.sh in this shell, from the repository root. Logs go to $OUT
 # (/tmp/warpd-gpu-out). `bench/gpu.sh` or `bench/gpu.sh help` lists the tasks; `help TASK` prints a
 # task's own notes (its options and environment variables). Results are kept in bench/RESULTS.md.
@@ -11,8 +11,7 @@ cd "$(dirname "$0")/.." || exit 2
 gpu_tasks=(
   "build|[targets...]|build warpd, the ASan daemon, every tests/gpu program (and the targets given)"
   "make|[test|bench|all]|make test-gpu and/or make bench, then a short summary"
-  "final|test|reduce|perf|the lead's whole-tree check in 10-minute calls: the tests, test_gpu_reduce, perf"
-  "check|(STEPS=...)|quick GPU tests under time caps, the engine table, bench_reduce, the cold prewarm"
+  "check|[quick|tests|reduce|perf]|the tree in 10-minute calls: quick (capped tests, engine, bench_reduce, prewarm), all tests, test_gpu_reduce, perf"
   "engine|(ENGINES=... CONNS=...)|wrk at 1/16/64/256 connections on a cached reduce and warp, per engine flags"
   "p50|(STARTS= MODES=...)|one connection's p50 (health, reduce, warp) over daemon starts, free and pinned"
   "prof|(FLAGS= NO_PERF=1)|one connection's p50, the server's own timing fields, a perf profile of the daemon"
@@ -21,7 +20,7 @@ gpu_tasks=(
   "multi|(on 2+ GPUs)|sharded and per-device buffers: 2^31 reduce speed-up, concurrent reduces, 1 GiB uploads"
   "upload|(CONN_MEMORY=...)|1 GiB raw PUT /v1/buffers to device 0 per --conn-memory, GB/s"
   "shm|(SHM_BYTES= RUNS=)|1 GiB f32 in a registered region reduced, against HTTP and the pinned copy; IPC"
-  "issue21||every issue 21 piece in ~8 minutes: the five cuda = emu tests (quick), the benches at 2^24..2^28, ipclat"
+  "families|(SKIP=bench)|stats, map, anywidth, bykey, hist in ~6 minutes: the cuda = emu tests (quick), benches at 2^24..2^28"
   "ipclat|(FLAGSETS= N=)|a repeated CUDA IPC reduce from Python taken apart: client phases, bare socket, daemon, wrk"
   "hotpath|(MODES= FLAGS= PROFILE=1 STARTS=)|the request path table: nginx, health, tiny reduce and warp on cuda and emu at 1/64/256 connections, ratios"
   "floor||loopback HTTP floor: nginx's fixed 200 and warpd's GET /v1/health at 1 and 256 connections"
@@ -71,8 +70,8 @@ help | -h | --help)
 esac
 gpu_task_known "$gpu_task" || { echo "bench/gpu.sh: no task '$gpu_task'" >&2; gpu_usage >&2; exit 2; }
 
-# shellcheck source=bench/gpu/lib.sh
-. bench/gpu/lib.sh
+# shellcheck source=bench/lib/gpu_tasks.sh
+. bench/lib/gpu_tasks.sh
 gpu_need_gpu "$gpu_task" || exit 2
 gpu_env
 # shellcheck source=/dev/null

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs the benchmark programs in $BUILD/bench (bench_core first, then any other), skipping those not
-# built, after a header saying when, on what GPU, and at which commit. Prints numbers, never pass/fail.
+# Runs the benchmark programs in $BUILD/bench/*/ (compile/bench_core first, then any other), skipping
+# those not built, after a header saying when, on what GPU, and at which commit; then bench_cupy.py and
+# the transport scripts. Prints numbers, never pass/fail. `make bench` builds them and runs this.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -15,11 +16,13 @@ fi
 commit=${WARPD_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)}
 echo "commit: ${commit:-uncommitted}"
 
-known=(bench_core)
+# Programs by folder, as bench/README.md lists them: compile/bench_core first, then the others
+known=(compile/bench_core)
 others=()
-for b in "$BUILD"/bench/*; do
-  name=$(basename "$b")
-  [[ -f "$b" && -x "$b" && "$name" != *.o && "$name" != *.d && "$name" != bench_core ]] && others+=("$name")
+for b in "$BUILD"/bench/*/*; do
+  name=${b#"$BUILD"/bench/}
+  [[ -f "$b" && -x "$b" && "$name" != lib/* && "$name" != *.o && "$name" != *.d && "$name" != compile/bench_core ]] &&
+    others+=("$name")
 done
 for name in "${known[@]}" "${others[@]}"; do
   echo
@@ -33,13 +36,13 @@ done
 echo
 if command -v python3 >/dev/null 2>&1 && python3 -c "import cupy" >/dev/null 2>&1; then
   echo "== bench_cupy.py"
-  python3 bench/bench_cupy.py || echo "(bench_cupy.py exited $?)"
+  python3 bench/reduce/bench_cupy.py || echo "(bench_cupy.py exited $?)"
 else
   echo "== bench_cupy.py: python3 has no cupy, skipped"
 fi
 echo
 # Transport (issue 10): slow connections and a wrk soak (scripts; the Unix-socket upload is bench_transport).
-for script in bench/slow_conns.sh bench/wrk_soak.sh; do
+for script in bench/http/slow_conns.sh bench/http/wrk_soak.sh; do
   echo "== $script"
   BUILD=$BUILD "$script" || echo "($script exited $?)"
 done

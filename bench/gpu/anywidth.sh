@@ -9,7 +9,7 @@
 what=${1:-all}
 t0=$(date +%s)
 gpu_commit_line
-make -j16 build/warpd build/tests/gpu/test_gpu_anywidth build/tests/gpu/test_gpu_reduce build/bench/bench_anywidth \
+make -j16 build/warpd build/tests/gpu/test_gpu_anywidth build/tests/gpu/test_gpu_reduce build/bench/reduce/bench_anywidth \
   >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 echo "built in $(( $(date +%s) - t0 )) s"
 if [ "$what" != bench ]; then
@@ -17,7 +17,7 @@ if [ "$what" != bench ]; then
   tmp=$(mktemp -d)
   . tests/daemon.sh
   if warpd_start build/warpd "$tmp" --backend cuda; then
-    (unset http_proxy https_proxy; timeout 120 python3 bench/gpu/anywidth_http.py "$url") >"$OUT/anywidth_http.log" 2>&1
+    (unset http_proxy https_proxy; timeout 120 python3 bench/reduce/anywidth_http.py "$url") >"$OUT/anywidth_http.log" 2>&1
     tail -n 2 "$OUT/anywidth_http.log"; grep -m 4 FAIL "$OUT/anywidth_http.log"
     kill "$pid"; wait "$pid" 2>/dev/null
   else
@@ -27,6 +27,6 @@ if [ "$what" != bench ]; then
   for f in warp_reduce warp_scan; do capped "test_gpu_reduce_$f" 90 build/tests/gpu/test_gpu_reduce --quick --family $f; done
 fi
 if [ "$what" != test ]; then
-  timeout 150 build/bench/bench_anywidth --rounds "${ROUNDS:-7}" 2>&1 | tee "$OUT/bench_anywidth.log"
+  timeout 150 build/bench/reduce/bench_anywidth --rounds "${ROUNDS:-7}" 2>&1 | tee "$OUT/bench_anywidth.log"
 fi
 echo "total $(( $(date +%s) - t0 )) s"

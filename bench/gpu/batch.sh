@@ -5,7 +5,7 @@
 # and without batching). Logs in $OUT.   bench/gpu.sh batch [test|bench|all]   (BENCH_BATCH_SECONDS=2)
 what=${1:-all}
 make -j16 build/warpd build/tests/gpu/test_gpu_batch build/tests/gpu/test_gpu_warp build/tests/gpu/test_gpu_reduce \
-  build/bench/bench_batch >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+  build/bench/http/bench_batch >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 git log --oneline -1 2>/dev/null || true
 if [ "$what" != bench ]; then
   BUILD=build timeout 300 build/tests/gpu/test_gpu_batch >"$OUT/test_gpu_batch.log" 2>&1
@@ -18,5 +18,5 @@ if [ "$what" != bench ]; then
   done
 fi
 if [ "$what" != test ]; then
-  BENCH_BATCH_SECONDS=${BENCH_BATCH_SECONDS:-2} timeout 200 build/bench/bench_batch 2>&1 | grep -v '^warpd' | tee "$OUT/bench_batch.log"
+  BENCH_BATCH_SECONDS=${BENCH_BATCH_SECONDS:-2} timeout 200 build/bench/http/bench_batch 2>&1 | grep -v '^warpd' | tee "$OUT/bench_batch.log"
 fi

@@ -5,10 +5,10 @@
 #   bench/gpu.sh bykey   (BENCH_ARGS for bench_bykey, e.g. "--run 100 --log2 28"; TESTS=0 skips the test)
 t0=$(date +%s)
 gpu_commit_line
-make -j16 "$BUILD/warpd" "$BUILD/tests/gpu/test_gpu_bykey" "$BUILD/bench/bench_bykey" >"$OUT/build.log" 2>&1 ||
+make -j16 "$BUILD/warpd" "$BUILD/tests/gpu/test_gpu_bykey" "$BUILD/bench/reduce/bench_bykey" >"$OUT/build.log" 2>&1 ||
   { tail -30 "$OUT/build.log"; exit 1; }
 echo "built in $(( $(date +%s) - t0 )) s"
 echo "== bench_bykey"
 # shellcheck disable=SC2086 # BENCH_ARGS: words
-timeout 120 "$BUILD/bench/bench_bykey" ${BENCH_ARGS:-} 2>&1 | tee "$OUT/bench_bykey.log"
+timeout 120 "$BUILD/bench/reduce/bench_bykey" ${BENCH_ARGS:-} 2>&1 | tee "$OUT/bench_bykey.log"
 [ "${TESTS:-1}" = 0 ] || capped test_gpu_bykey 150 "$BUILD/tests/gpu/test_gpu_bykey"

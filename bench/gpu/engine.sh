@@ -15,7 +15,7 @@
 # and prints one table: req/s, p50 and p99 latency, non-2xx answers. The multi-GPU numbers (sharded
 # buffers, per-device buffers) are `bench/gpu.sh multi`'s.
 #
-# wrk comes from Debian: the GPU machine has no registry, so carry the packages in .debs/ (bench/gpu/lib.sh
+# wrk comes from Debian: the GPU machine has no registry, so carry the packages in .debs/ (bench/lib/gpu_tasks.sh
 # unpacks every .deb there):  apt-get download wrk libluajit-5.1-2   (into .debs/)
 #   bench/gpu.sh engine      (BUILD=build; DURATION=5 seconds per cell; CONNS="1 16 64 256"; ENGINES="new never
 #                            win100 inline today"; SKIP_TESTS=1, SKIP_WRK=1 leave parts out; WRK=path)

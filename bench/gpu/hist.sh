@@ -4,7 +4,7 @@
 # 256 and 65536 bins at 2^24 and 2^28 f32, kernel time and GB/s) and bench_hist_cupy.py (cp.histogram);
 # logs in $OUT. About 2-3 minutes.
 #   bench/gpu.sh hist   (FULL=1: test_gpu_hist whole, not --quick; ROUNDS=N random numpy rounds, 10)
-make -j16 build/warpd build/tests/gpu/test_gpu_hist build/bench/bench_hist >"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
+make -j16 build/warpd build/tests/gpu/test_gpu_hist build/bench/stats/bench_hist >"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
 echo "== test_gpu_hist ${FULL:+(full)}"
 timeout 240 ./build/tests/gpu/test_gpu_hist ${FULL:+--full} $([ -z "${FULL:-}" ] && echo --quick) >"$OUT/test_gpu_hist.log" 2>&1; echo "(exit $?)"
 tail -25 "$OUT/test_gpu_hist.log"
@@ -19,6 +19,6 @@ else
 fi
 rm -rf "$hist_tmp"
 echo "== bench_hist (warpd against CUB HistogramEven)"
-timeout 150 ./build/bench/bench_hist 2>&1 | tee "$OUT/bench_hist.log"
+timeout 150 ./build/bench/stats/bench_hist 2>&1 | tee "$OUT/bench_hist.log"
 echo "== bench_hist_cupy (cp.histogram)"
-timeout 120 python3 bench/bench_hist_cupy.py 2>&1 | tee "$OUT/bench_hist_cupy.log"
+timeout 120 python3 bench/stats/bench_hist_cupy.py 2>&1 | tee "$OUT/bench_hist_cupy.log"

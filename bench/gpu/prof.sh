@@ -1,6 +1,6 @@
 # prof — where one connection's time goes on the GPU machine: builds warpd, starts it (flags:
 # $FLAGS), and for a cached 3-element POST /v1/reduce and a 32-lane POST /v1/warp prints wrk's p50 at
-# one connection beside GET /v1/health's, the server's own timing fields (bench/gpu/latency.py), and,
+# one connection beside GET /v1/health's, the server's own timing fields (bench/http/latency.py), and,
 # where perf runs (carry a perf binary and its libraries in .perf/: perf, lib/), a profile of the
 # daemon under that load: the top symbols, self and with callees.
 #   bench/gpu.sh prof      (BUILD=build; SECONDS_PER=5; FLAGS=""; NO_PERF=1: no profile; LAT_N=3000;
@@ -30,7 +30,7 @@ for round in 1 2; do
       "$(awk '$1=="50%" {print $2}' "$tmp/wrk")"
   done
 done
-python3 bench/gpu/latency.py $port "${LAT_N:-3000}" 2>&1
+python3 bench/http/latency.py $port "${LAT_N:-3000}" 2>&1
 if [ "${NO_PERF:-0}" != 1 ] && "${PERF[@]}" --version >/dev/null 2>&1; then
   for r in reduce warp; do
     ("${WRKC[@]}" -t1 -c1 -d6s -s "$tmp/$r.lua" "$base/v1/$r" >/dev/null 2>&1 &)

@@ -7,7 +7,7 @@
 [ $# -ge 1 ] || { echo "usage: bench/gpu.sh scan NAME=SCAN_CU ..." >&2; exit 2; }
 t0=$(date +%s)
 gpu_commit_line
-gpu_build "$BUILD/bench/bench_reduce" || exit 1
+gpu_build "$BUILD/bench/reduce/bench_reduce" || exit 1
 tmp=$(mktemp -d); trap 'cp "$tmp/tree/scan.cu" templates/scan.cu 2>/dev/null; rm -rf "$tmp"' EXIT
 names=(tree)
 mkdir -p "$tmp/tree"; cp templates/* kernels/wp_abi.h "$tmp/tree/"
@@ -19,7 +19,7 @@ done
 for r in $(seq "${ROUNDS:-2}"); do
   for v in "${names[@]}"; do
     cp "$tmp/$v/scan.cu" templates/scan.cu
-    timeout 120 "$BUILD/bench/bench_reduce" --only scan --no-sweep --min-log2 20 >"$OUT/scan_${v}_$r.log" 2>&1
+    timeout 120 "$BUILD/bench/reduce/bench_reduce" --only scan --no-sweep --min-log2 20 >"$OUT/scan_${v}_$r.log" 2>&1
     echo "round $r $v: $(awk '$1 == "scan" && $5 ~ /^2\^(20|24|26|28|30)$/ {printf "%s %s %s us (%s); ", $4, $5, $7, $11} $NF == "DIFFERS" {printf "DIFFERS "}' "$OUT/scan_${v}_$r.log")"
   done
 done

@@ -13,10 +13,10 @@
 # stands); abi=NAME=VALUE: the same in kernels/wp_abi.h (rebuilt). Join settings with + to apply them
 # together (define=WP_REDUCE_TILED=1+grid=4096).
 # Files are restored after each setting; settings stop once SWEEP_DEADLINE seconds have passed. Every
-# bench table goes to $OUT/sweep.log; CUPY=1 also runs bench/bench_cupy.py last. (TEST_FAMILIES,
+# bench table goes to $OUT/sweep.log; CUPY=1 also runs bench/reduce/bench_cupy.py last. (TEST_FAMILIES,
 # TEST_TIMEOUT=150, BENCH_TIMEOUT=60, BENCH_ARGS, SWEEP_DEADLINE=250, CUPY_TIMEOUT=90)
 ONLY=${ONLY:-reduce} # reduce | scan
-make -j16 build/tests/gpu/test_gpu_reduce build/bench/bench_reduce >"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
+make -j16 build/tests/gpu/test_gpu_reduce build/bench/reduce/bench_reduce >"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
 for fam in ${TEST_FAMILIES:-device_$ONLY}; do # e.g. TEST_FAMILIES="device_reduce device_scan"
   echo "== test_gpu_reduce --family $fam (at ${SECONDS}s)"
   timeout "${TEST_TIMEOUT:-150}" ./build/tests/gpu/test_gpu_reduce --family "$fam" >"$OUT/test_$fam.log" 2>&1
@@ -24,7 +24,7 @@ for fam in ${TEST_FAMILIES:-device_$ONLY}; do # e.g. TEST_FAMILIES="device_reduc
 done
 bench() { # $1: label
   echo "== bench $1 (at ${SECONDS}s)" | tee -a "$OUT/sweep.log"
-  env ${BENCH_ENV:-} timeout "${BENCH_TIMEOUT:-60}" ./build/bench/bench_reduce --only "$ONLY" --no-sweep ${BENCH_ARGS:-} >"$OUT/.bench.log" 2>&1
+  env ${BENCH_ENV:-} timeout "${BENCH_TIMEOUT:-60}" ./build/bench/reduce/bench_reduce --only "$ONLY" --no-sweep ${BENCH_ARGS:-} >"$OUT/.bench.log" 2>&1
   echo "(exit $?)" >>"$OUT/.bench.log"; cat "$OUT/.bench.log" >>"$OUT/sweep.log"
   # one line per label: op/type/n:pipelined ratio (warpd/CUB GB/s)/graph time ratio (scan rows: type/n:
   # pipelined ratio; their op is two words and they have no graph), then the launch floor
@@ -53,14 +53,14 @@ for s in ${REDUCE_SWEEP:-}; do
     *) echo "unknown sweep setting $part"; ok= ;;
     esac
   done
-  if [ -n "$rebuild" ] && ! make -j16 build/bench/bench_reduce >>"$OUT/build.log" 2>&1; then echo "build failed"; ok=; fi
+  if [ -n "$rebuild" ] && ! make -j16 build/bench/reduce/bench_reduce >>"$OUT/build.log" 2>&1; then echo "build failed"; ok=; fi
   [ -n "$ok" ] && bench "$s"
   cp "$OUT/.keep/reduce.cu" "$OUT/.keep/scan.cu" "$OUT/.keep/wp_block.cuh" templates/ && cp "$OUT/.keep/wp_abi.h" kernels/
-  if [ -n "$rebuild" ]; then make -j16 build/bench/bench_reduce >>"$OUT/build.log" 2>&1; fi
+  if [ -n "$rebuild" ]; then make -j16 build/bench/reduce/bench_reduce >>"$OUT/build.log" 2>&1; fi
 done
 rm -rf "$OUT/.keep" "$OUT/.bench.log"
 if [ -n "${CUPY:-}" ] && [ "$SECONDS" -lt "${SWEEP_DEADLINE:-250}" ]; then
   echo "== bench_cupy (at ${SECONDS}s)"
-  timeout "${CUPY_TIMEOUT:-90}" python3 bench/bench_cupy.py >"$OUT/bench_cupy.log" 2>&1; echo "(exit $?)"; tail -14 "$OUT/bench_cupy.log"
+  timeout "${CUPY_TIMEOUT:-90}" python3 bench/reduce/bench_cupy.py >"$OUT/bench_cupy.log" 2>&1; echo "(exit $?)"; tail -14 "$OUT/bench_cupy.log"
 fi
 echo "== done at ${SECONDS}s"

@@ -58,7 +58,7 @@ int wp_jit_key(const wp_jit *j, const wp_spec *s, uint8_t key[32], char *key_tex
 int wp_jit_compile(wp_jit *j, const wp_spec *s, wp_artifact *out, char **log_out, wp_err *err);
 
 /* Many specs as one NVRTC program, one name expression each: a cold set compiles faster this way
- * (the template and its headers are parsed once; bench/bench_prewarm.c measures it). Specs can share
+ * (the template and its headers are parsed once; bench/compile/bench_prewarm.c measures it). Specs can share
  * a program when wp_jit_group_id gives them the same nonzero id (same template and options, no
  * operator prelude). Each outs[i] gets the whole cubin (it holds every kernel of the program), its
  * own lowered name, registers and spills, and the program's compile time. -1 with err when the

@@ -2,7 +2,7 @@
  * /v1/ready, placement (a pinned "device", the least-loaded device for the rest, a job over a buffer
  * where the buffer lives), and a lost device (503 when pinned, skipped otherwise). It adapts to what
  * the daemon has: tests/api/devices.sh starts it with --emu-devices 1, 2 and 3 and with one device
- * marked lost (WARPD_EMU_FAIL_DEVICE); api.sh runs it against the plain daemon; bench/gpu_engine.sh
+ * marked lost (WARPD_EMU_FAIL_DEVICE); api.sh runs it against the plain daemon; bench/gpu.sh check
  * against cuda on the GPUs there are. Sharded buffers: split over every usable device (n below,
  * at and not divisible by the device count), reduce (integers exact, floats the same bits each run),
  * scans across the part boundaries (inclusive, exclusive from an init, into a sharded buffer), a raw

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Tests of clients/python/warpd.py with numpy arrays, against a live daemon ($WARPD_URL, set by
+"""Tests of clients/python/warpd with numpy arrays, against a live daemon ($WARPD_URL, set by
 tests/clients/python.sh). WARPD_EXPECT_NUMPY=1: numpy must be importable, and reduce/scan/buffer_put take
 arrays (raw bodies from the array's memory, the type from the dtype) and scan returns one. =0 (numpy
 hidden): the client must not have it, and lists, bytes and a non-numpy object behave as before.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Tests of clients/python/warpd.py: against a live daemon ($WARPD_URL, set by tests/clients/run.sh; when unset
+"""Tests of clients/python/warpd (the package): against a live daemon ($WARPD_URL, set by tests/clients/run.sh; when unset
 this module starts build/warpd itself), plus request-shape tests against a small recording HTTP stub for the
 routes of issue 3 (reduce, scan, buffers, jobs), so the client is checked even before the server has them.
 Expected values come from formulas here. Standard library only."""
@@ -21,11 +21,12 @@ import unittest
 import unittest.mock
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "clients", "python"))
+sys.path.insert(0, os.path.join(ROOT, "clients", "python"))  # and for CLI, python3 -m warpd:
+os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [sys.path[0], os.environ.get("PYTHONPATH")]))
 import warpd  # noqa: E402
 from warpd import Client, WarpdError, pack, unpack  # noqa: E402
 
-CLI = [sys.executable, os.path.join(ROOT, "clients", "python", "warpd.py")]
+CLI = [sys.executable, "-m", "warpd"]
 _daemon = None
 _tmp = None
 URL = os.environ.get("WARPD_URL")

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Tests of clients/python/warpd.py's data plane (issue 22): shared-memory regions (Client.shared, the
+"""Tests of clients/python/warpd's data plane (issue 22): shared-memory regions (Client.shared, the
 pooled regions of transport "auto"/"shm", scan out= into a region, cleanup, the fallback to HTTP) against
 a live emu daemon ($WARPD_URL, and $WARPD_URL_NOSHM: one started with --shm off; both set by
 tests/clients/python.sh), and the pure parts without one: object names, pool sizes and leases, the
@@ -20,7 +20,8 @@ import threading
 import unittest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "clients", "python"))
+sys.path.insert(0, os.path.join(ROOT, "clients", "python"))  # and for python3 -m warpd (the CLI) below:
+os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [sys.path[0], os.environ.get("PYTHONPATH")]))
 import warpd  # noqa: E402
 from warpd import Client, WarpdError  # noqa: E402
 
@@ -699,12 +700,12 @@ else:
             with Client(URL) as c:
                 a = c.shared(10, "f32")
                 name = c._region_slot(a, None)[0].name
-                p = subprocess.run([sys.executable, os.path.join(ROOT, "clients", "python", "warpd.py"), "--url", URL,
-                                    "shm", "list"], capture_output=True, text=True, timeout=60)
+                p = subprocess.run([sys.executable, "-m", "warpd", "--url", URL, "shm", "list"], capture_output=True,
+                                   text=True, timeout=60)
                 self.assertEqual(p.returncode, 0, p.stderr)
                 self.assertIn(name, {r["name"] for r in json.loads(p.stdout)["regions"]})
-                p = subprocess.run([sys.executable, os.path.join(ROOT, "clients", "python", "warpd.py"), "--url", URL,
-                                    "shm", "get", "shm-0000000000000000"], capture_output=True, text=True, timeout=60)
+                p = subprocess.run([sys.executable, "-m", "warpd", "--url", URL, "shm", "get", "shm-0000000000000000"],
+                                   capture_output=True, text=True, timeout=60)
                 self.assertEqual(p.returncode, 1)
                 self.assertIn("warpctl: error 404", p.stderr)
 

@@ -16,20 +16,16 @@
  *   test_gpu_anywidth [--threads N] [--quick] [--dry-run]
  * --dry-run compiles every kernel and runs only the emulator (a machine without a GPU); --quick keeps
  * widths 3, 7, 8, 31, blocks 7 and 100, and fewer sizes. */
-#include <math.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "engine/app.h"
 #include "engine/reduce.h"
+#include "gpu_harness.h"
 
-#define MAX_THREADS 16
-#define DETAILS_PRINTED 16
 #define MAX_KERNELS 2048
 
 typedef struct {
@@ -45,22 +41,8 @@ typedef struct {
     bool dry_run, quick;
     kcase cases[MAX_KERNELS];
     int n_cases;
-    atomic_int next, details;
+    atomic_int details;
 } run_ctx;
-
-static uint64_t rng_next(uint64_t *s) {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-/* integers in -1000..1000, floats in [-4, 4) with full mantissas */
-static uint64_t random_elem(uint64_t *s, wp_type t) {
-    uint64_t r = rng_next(s);
-    if (wp_type_is_int(t)) return wp_value_from_double(t, (double)((int)(r % 2001) - 1000));
-    return wp_value_from_double(t, (double)(r >> 40) * 0x1p-24 * 8.0 - 4.0);
-}
 
 static bool spec_fill(const kcase *k, const char *arch, wp_spec *s) {
     memset(s, 0, sizeof *s);
@@ -145,23 +127,21 @@ static void list_cases(run_ctx *ctx, int sm) {
 static void note(run_ctx *ctx, kcase *k, uint64_t n, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 static void note(run_ctx *ctx, kcase *k, uint64_t n, const char *fmt, ...) {
     k->failed++;
-    if (atomic_fetch_add(&ctx->details, 1) >= DETAILS_PRINTED) return;
-    char msg[300];
+    char what[200];
+    snprintf(what, sizeof what, "%s/%s op=%s %s w%d b%d%s%s", k->family, wp_type_name(k->type), k->op,
+             wp_strategy_name(k->strategy), k->width, k->block, k->exclusive ? " exclusive" : "",
+             k->has_init ? " init" : "");
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    gpu_vmismatch(&ctx->details, what, n, fmt, ap);
     va_end(ap);
-    printf("  mismatch %s/%s op=%s %s w%d b%d%s%s n=%llu: %s\n", k->family, wp_type_name(k->type), k->op,
-           wp_strategy_name(k->strategy), k->width, k->block, k->exclusive ? " exclusive" : "",
-           k->has_init ? " init" : "", (unsigned long long)n, msg);
 }
 
 /* The job on backend b over host's n elements; *out gets the output array (malloc'd), *len its bytes. */
 static int run_on(wp_app *app, wp_backend *b, const wp_spec *s, const kcase *k, const uint8_t *host, uint64_t n,
                   uint64_t init, bool compile, uint8_t **out, size_t *len, bool *deterministic, wp_err *err) {
-    size_t bytes = (size_t)n * wp_type_size(s->type);
-    wp_buf *in = wp_buf_alloc(b, bytes ? bytes : 1, err);
-    int rc = in ? wp_buf_write(in, 0, host, bytes, err) : -1;
+    wp_buf *in = gpu_buf_from_host(b, host, (size_t)n * wp_type_size(s->type), err);
+    int rc = in ? 0 : -1;
     wp_reduce_job job = {.spec = s, .in = in, .n = n, .has_init = k->has_init, .init = init, .compile_on_emu = compile};
     wp_reduce_result r = {0};
     if (rc == 0) rc = wp_reduce_run(app, b, &job, &r, err);
@@ -176,21 +156,14 @@ static int run_on(wp_app *app, wp_backend *b, const wp_spec *s, const kcase *k, 
     return rc;
 }
 
-static bool close_enough(wp_type t, uint64_t a, uint64_t b) {
-    double x = wp_value_to_double(t, a), y = wp_value_to_double(t, b);
-    return fabs(x - y) <= 1e-2 * fmax(fabs(y), 1e-3);
-}
-
 static void compare(run_ctx *ctx, kcase *k, uint64_t n, const uint8_t *be, size_t le, const uint8_t *bc, size_t lc,
                     bool deterministic) {
-    size_t es = wp_type_size(k->type);
     if (le != lc) return note(ctx, k, n, "result sizes differ: emu %zu bytes, cuda %zu", le, lc);
-    for (size_t i = 0; i < le / es; i++) {
-        uint64_t e = wp_data_load(k->type, be, i), c = wp_data_load(k->type, bc, i);
-        if (e != c && (deterministic || !close_enough(k->type, c, e)))
-            return note(ctx, k, n, "first difference at element %zu: emu 0x%llx, cuda 0x%llx", i, (unsigned long long)e,
-                        (unsigned long long)c);
-    }
+    int64_t i = gpu_first_difference(k->type, be, bc, le / wp_type_size(k->type), deterministic);
+    if (i >= 0)
+        return note(ctx, k, n, "first difference at element %lld: emu 0x%llx, cuda 0x%llx", (long long)i,
+                    (unsigned long long)wp_data_load(k->type, be, (uint64_t)i),
+                    (unsigned long long)wp_data_load(k->type, bc, (uint64_t)i));
     k->passed++;
 }
 
@@ -209,8 +182,8 @@ static void run_case(run_ctx *ctx, kcase *k) {
         uint64_t n = sizes[si];
         uint8_t *host = malloc((size_t)n * 8 + 8), *be = NULL, *bc = NULL;
         if (!host) break;
-        for (uint64_t i = 0; i < n; i++) wp_data_store(k->type, host, i, random_elem(&seed, k->type));
-        uint64_t init = random_elem(&seed, k->type);
+        for (uint64_t i = 0; i < n; i++) wp_data_store(k->type, host, i, gpu_random_elem(&seed, k->type));
+        uint64_t init = gpu_random_elem(&seed, k->type);
         size_t le = 0, lc = 0;
         bool det_e = true, det_c = true;
         wp_err err = {0};
@@ -229,10 +202,9 @@ static void run_case(run_ctx *ctx, kcase *k) {
     wp_spec_free(&s);
 }
 
-static void *worker(void *arg) {
+static void each_case(void *arg, int i) {
     run_ctx *ctx = arg;
-    for (int i; (i = atomic_fetch_add(&ctx->next, 1)) < ctx->n_cases;) run_case(ctx, &ctx->cases[i]);
-    return NULL;
+    run_case(ctx, &ctx->cases[i]);
 }
 
 static int report(run_ctx *ctx, uint64_t t0) {
@@ -253,66 +225,20 @@ static int report(run_ctx *ctx, uint64_t t0) {
 
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
-    int threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
     static run_ctx ctx;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--threads") && i + 1 < argc)
-            threads = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--dry-run"))
-            ctx.dry_run = true;
-        else if (!strcmp(argv[i], "--quick"))
-            ctx.quick = true;
-        else {
-            fprintf(stderr, "usage: %s [--threads N] [--quick] [--dry-run]\n", argv[0]);
-            return 2;
-        }
-    }
-    threads = threads < 1 ? 1 : threads > MAX_THREADS ? MAX_THREADS : threads;
+    gpu_args args;
+    if (!gpu_args_parse(argc, argv, GPU_ARG_THREADS | GPU_ARG_QUICK | GPU_ARG_DRY_RUN, &args)) return 2;
+    const int threads = args.threads;
+    ctx.dry_run = args.dry_run, ctx.quick = args.quick;
     static wp_app app;
     ctx.app = &app;
-    wp_err err = {0};
-    int sm = 90;
-    if (!ctx.dry_run) {
-        app.cuda = wp_backend_cuda_open(0, &err);
-        if (!app.cuda) {
-            printf("SKIPPED: no CUDA device (%s)\n", err.msg);
-            printf("gpu_anywidth: 0 passed, 0 failed\n");
-            return 0;
-        }
-        wp_device_info info;
-        wp_backend_info(app.cuda, &info);
-        sm = info.sm;
-        printf("device: %s, sm_%d, %d SMs\n", info.name, info.sm, info.sms);
-    } else {
-        printf("dry run: compiling for sm_%d, emulator only\n", sm);
-    }
-    snprintf(app.arch, sizeof app.arch, "sm_%d", sm);
-    app.emu = wp_backend_emu_open();
-    app.preferred = app.cuda ? app.cuda : app.emu;
-    app.max_elements = 1ull << 30;
-    app.reduce = wp_reduce_engine_open();
-    app.jit = wp_jit_open(WP_DEFAULT_TEMPLATES, WP_DEFAULT_CUDA_HOME "/include", &err);
-    if (app.jit) app.cache = wp_cache_open(NULL, 512u << 20, &err);
-    int rc = 1;
-    if (!app.emu || !app.jit || !app.cache || !app.reduce) {
-        printf("FAIL setup: %s\ngpu_anywidth: 0 passed, 1 failed\n", err.msg);
-        goto out;
-    }
-    list_cases(&ctx, sm);
-    printf("%d kernels on %d threads\n", ctx.n_cases, threads);
+    int rc;
+    if (!gpu_app_open(&app, "gpu_anywidth", ctx.dry_run, &rc)) return rc;
+    list_cases(&ctx, gpu_app_sm(&app));
+    printf("%d kernels on %d threads\n", ctx.n_cases, gpu_threads(threads));
     uint64_t t0 = wp_now_ns();
-    pthread_t tids[MAX_THREADS];
-    int started = 0;
-    for (int i = 0; i < threads; i++)
-        if (pthread_create(&tids[started], NULL, worker, &ctx) == 0) started++;
-    if (started == 0) worker(&ctx);
-    for (int i = 0; i < started; i++) pthread_join(tids[i], NULL);
+    gpu_for_each(threads, ctx.n_cases, each_case, &ctx);
     rc = report(&ctx, t0);
-out:
-    wp_reduce_engine_close(app.reduce);
-    wp_cache_close(app.cache);
-    wp_jit_close(app.jit);
-    wp_backend_close(app.cuda);
-    wp_backend_close(app.emu);
+    gpu_app_close(&app);
     return rc;
 }

@@ -14,10 +14,10 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
-#include "bench/bench_daemon.h"
+#include "bench/lib/bench_daemon.h"
 #include "tests/api/batch_rounds.h"
 
-/* Starts build/warpd on cuda with the extra flags (bench/bench_daemon.h: fork, exec, the banner gives
+/* Starts build/warpd on cuda with the extra flags (bench/lib/bench_daemon.h: fork, exec, the banner gives
  * the port); its stderr stays this program's. 0, or -1 when it did not start. */
 static int start_daemon(const char *build, const char *const *flags, int *port, pid_t *pid) {
     char bin[512], banner[256];

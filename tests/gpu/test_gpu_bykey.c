@@ -17,18 +17,12 @@
 
 #include "engine/app.h"
 #include "engine/bykey.h"
+#include "gpu_harness.h"
 
 #define REPEAT 3
 #define DETAILS_PRINTED 12
 
 static int passed, failed, printed;
-
-static uint64_t rng(uint64_t *s) {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
 
 static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void fail(const char *fmt, ...) {
@@ -44,15 +38,15 @@ static void fail(const char *fmt, ...) {
 
 /* Keys in runs of about len (0: 1..7; -1: one run); values random in [-4, 4) (integers -100..100, or 0..200). */
 static void fill(wp_type kt, wp_type t, uint64_t n, int len, uint64_t seed, uint8_t *keys, uint8_t *vals) {
-    uint64_t s = seed, key = rng(&s), left = 0;
+    uint64_t s = seed, key = gpu_rng(&s), left = 0;
     for (uint64_t i = 0; i < n; i++) {
         if (len >= 0 && left == 0) {
-            key = rng(&s);
-            left = len > 0 ? (uint64_t)len - 1 + rng(&s) % 3 : 1 + rng(&s) % 7;
+            key = gpu_rng(&s);
+            left = len > 0 ? (uint64_t)len - 1 + gpu_rng(&s) % 3 : 1 + gpu_rng(&s) % 7;
         }
         if (left) left--;
         wp_data_store(kt, keys, i, key & wp_type_bitmask(kt));
-        const uint64_t r = rng(&s);
+        const uint64_t r = gpu_rng(&s);
         const double v = wp_type_is_float(t)    ? (double)(r >> 11) * 0x1p-53 * 8.0 - 4.0
                          : wp_type_is_signed(t) ? (double)(int)(r % 201) - 100
                                                 : (double)(r % 201);
@@ -67,10 +61,9 @@ typedef struct {
 static int bufs_make(wp_backend *b, uint64_t n, size_t kb, size_t vb, const uint8_t *keys, const uint8_t *vals, bufs *o,
                      wp_err *err) {
     memset(o, 0, sizeof *o);
-    if (!(o->keys = wp_buf_alloc(b, n * kb, err)) || !(o->vals = wp_buf_alloc(b, n * vb, err)) ||
+    if (!(o->keys = gpu_buf_from_host(b, keys, n * kb, err)) || !(o->vals = gpu_buf_from_host(b, vals, n * vb, err)) ||
         !(o->ok = wp_buf_alloc(b, n * kb, err)) || !(o->ov = wp_buf_alloc(b, n * vb, err)))
         return -1;
-    if (wp_buf_write(o->keys, 0, keys, n * kb, err) || wp_buf_write(o->vals, 0, vals, n * vb, err)) return -1;
     return 0;
 }
 static void bufs_free(bufs *o) {
@@ -160,29 +153,13 @@ static void run_kernel(wp_app *app, wp_type t, wp_type kt, const char *op, int b
 
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
-    bool quick = false, dry = false;
-    for (int i = 1; i < argc; i++) quick |= !strcmp(argv[i], "--quick"), dry |= !strcmp(argv[i], "--dry-run");
+    gpu_args args;
+    if (!gpu_args_parse(argc, argv, GPU_ARG_QUICK | GPU_ARG_DRY_RUN, &args)) return 2;
+    const bool quick = args.quick, dry = args.dry_run;
     static wp_app app;
-    wp_err err = {0};
-    app.cuda = dry ? wp_backend_emu_open() : wp_backend_cuda_open(0, &err);
-    if (!app.cuda) {
-        printf("SKIPPED: no CUDA device (%s)\n", err.msg);
-        printf("gpu_bykey: 0 passed, 0 failed\n");
-        return 0;
-    }
-    wp_device_info info;
-    wp_backend_info(app.cuda, &info);
-    printf("device: %s, sm_%d, %d SMs\n", info.name, info.sm, info.sms);
-    snprintf(app.arch, sizeof app.arch, "sm_%d", info.sm);
-    app.emu = wp_backend_emu_open();
-    app.preferred = app.cuda;
-    app.max_elements = 1ull << 30;
-    app.jit = wp_jit_open(WP_DEFAULT_TEMPLATES, WP_DEFAULT_CUDA_HOME "/include", &err);
-    if (app.jit) app.cache = wp_cache_open(NULL, 512u << 20, &err);
-    if (!app.emu || !app.jit || !app.cache) {
-        printf("FAIL setup: %s\ngpu_bykey: 0 passed, 1 failed\n", err.msg);
-        return 1;
-    }
+    int rc;
+    if (!gpu_app_open(&app, "gpu_bykey", dry, &rc)) return rc;
+    if (dry) app.cuda = wp_backend_emu_open(); /* --dry-run: every kernel compiled, emu against emu */
     static const wp_type types[] = {WP_F32, WP_F64, WP_F16, WP_BF16, WP_I32, WP_U64};
     static const wp_type keys[] = {WP_I32, WP_U32, WP_I64, WP_U64};
     static const char *const ops[] = {"sum", "max", "a - b", "xor"};
@@ -192,9 +169,6 @@ int main(int argc, char **argv) {
             run_kernel(&app, types[ti], keys[k++ % 4], ops[oi], 256, types[ti] == WP_F32);
     for (int bi = 0; !quick && bi < 3; bi++) run_kernel(&app, WP_F32, WP_I32, "sum", (int[]){32, 512, 1024}[bi], false);
     printf("gpu_bykey: %d passed, %d failed\n", passed, failed);
-    wp_cache_close(app.cache);
-    wp_jit_close(app.jit);
-    wp_backend_close(app.cuda);
-    wp_backend_close(app.emu);
+    gpu_app_close(&app);
     return failed ? 1 : 0;
 }

@@ -19,6 +19,7 @@
 #include "../unit/hist_values.h"
 #include "engine/app.h"
 #include "engine/reduce.h"
+#include "gpu_harness.h"
 
 static int passed, failed;
 
@@ -99,40 +100,12 @@ out:
 
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
-    bool dry = false, quick = false;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--dry-run"))
-            dry = true;
-        else if (!strcmp(argv[i], "--quick"))
-            quick = true;
-        else
-            return fprintf(stderr, "usage: %s [--dry-run] [--quick]\n", argv[0]), 2;
-    }
+    gpu_args args;
+    if (!gpu_args_parse(argc, argv, GPU_ARG_DRY_RUN | GPU_ARG_QUICK, &args)) return 2;
+    const bool dry = args.dry_run, quick = args.quick;
     static wp_app app;
-    wp_err err = {0};
-    int sm = 90;
-    if (!dry) {
-        app.cuda = wp_backend_cuda_open(0, &err);
-        if (!app.cuda) {
-            printf("SKIPPED: no CUDA device (%s)\ngpu_hist: 0 passed, 0 failed\n", err.msg);
-            return 0;
-        }
-        wp_device_info info;
-        wp_backend_info(app.cuda, &info);
-        sm = info.sm;
-        printf("device: %s, sm_%d, %d SMs\n", info.name, info.sm, info.sms);
-    }
-    snprintf(app.arch, sizeof app.arch, "sm_%d", sm);
-    app.emu = wp_backend_emu_open();
-    app.preferred = app.cuda ? app.cuda : app.emu;
-    app.max_elements = 1ull << 30;
-    app.reduce = wp_reduce_engine_open();
-    app.jit = wp_jit_open(WP_DEFAULT_TEMPLATES, WP_DEFAULT_CUDA_HOME "/include", &err);
-    if (app.jit) app.cache = wp_cache_open(NULL, 256u << 20, &err);
-    if (!app.emu || !app.jit || !app.cache || !app.reduce) {
-        printf("FAIL setup: %s\ngpu_hist: 0 passed, 1 failed\n", err.msg);
-        return 1;
-    }
+    int rc;
+    if (!gpu_app_open(&app, "gpu_hist", dry, &rc)) return rc;
     static const double ranges[][2] = {{0, 1},    {-1, 1},       {0.1, 0.7},   {-3.3, 7.7}, {0, 1e-38},
                                        {1, 1.01}, {-1e30, 1e30}, {0.3, 100.9}, {7, 13},     {-65000, 65000}};
     static const uint64_t bins_list[] = {1, 3, 7, 256, 1000, 4096, 12288, 12289, 65536, 1u << 20};
@@ -154,10 +127,6 @@ int main(int argc, char **argv) {
     one(&app, WP_F32, 0, 1, 65536, WP_STRAT_ATOMIC, large, dry);
     one(&app, WP_F16, -2, 3, 1000, WP_STRAT_SMEM, large, dry);
     printf("gpu_hist: %d passed, %d failed\n", passed, failed);
-    wp_reduce_engine_close(app.reduce);
-    wp_cache_close(app.cache);
-    wp_jit_close(app.jit);
-    wp_backend_close(app.cuda);
-    wp_backend_close(app.emu);
+    gpu_app_close(&app);
     return failed ? 1 : 0;
 }

@@ -11,7 +11,6 @@
  *
  *   test_gpu_map [--dry-run] [--family NAME]
  * --dry-run compiles every kernel and runs only the emulator (a machine without a GPU). */
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,9 +18,9 @@
 
 #include "engine/app.h"
 #include "engine/reduce.h"
+#include "gpu_harness.h"
 
 #define SEED 0x3a9f00d5ull
-#define DETAILS_PRINTED 16
 
 static const char *const maps[] = {"x*x", "abs(x)", "x > 0 ? 1 : 0", "x*y", "x*y - x"};
 static const char *const ops[] = {"sum", "max"};
@@ -42,23 +41,8 @@ typedef struct {
     bool dry_run;
     item *items;
     int n_items;
-    atomic_int next, passed, failed, details;
+    atomic_int passed, failed, details;
 } ctx_t;
-
-static uint64_t rng_next(uint64_t *s) {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-/* integers in -1000..1000 (0..2000 unsigned), floats in [-4, 4) with full mantissas */
-static uint64_t random_elem(uint64_t *s, wp_type t) {
-    uint64_t r = rng_next(s);
-    if (wp_type_is_int(t))
-        return wp_type_is_signed(t) ? wp_value_from_double(t, (double)((int)(r % 2001) - 1000)) : r % 2001;
-    return wp_value_from_double(t, (double)(r >> 40) * 0x1p-24 * 8.0 - 4.0);
-}
 
 static bool spec_make(ctx_t *c, const wp_family *f, wp_type t, const char *op, const char *map, wp_spec *s) {
     wp_err err = {0};
@@ -78,24 +62,22 @@ static bool spec_make(ctx_t *c, const wp_family *f, wp_type t, const char *op, c
     return true;
 }
 
-static void fail(ctx_t *c, const wp_spec *s, uint64_t n, const char *what) {
+static void fail(ctx_t *c, const wp_spec *s, uint64_t n, const char *msg) {
     atomic_fetch_add(&c->failed, 1);
-    if (atomic_fetch_add(&c->details, 1) < DETAILS_PRINTED)
-        printf("  mismatch %s/%s op=%s map=%s n=%llu: %s\n", s->family->name, wp_type_name(s->type), s->op.text,
-               s->data.map.text, (unsigned long long)n, what);
+    char what[240];
+    snprintf(what, sizeof what, "%s/%s op=%.40s map=%.120s", s->family->name, wp_type_name(s->type), s->op.text,
+             s->data.map.text);
+    gpu_mismatch(&c->details, what, n, "%s", msg);
 }
 
 /* The job on backend b over host x (and y); the result's bytes into out (value and index, or the array). */
 static int run_on(ctx_t *c, wp_backend *b, const wp_spec *s, const uint8_t *x, const uint8_t *y, uint64_t n,
                   const uint64_t *offsets, uint64_t groups, bool compile, uint8_t **out, size_t *len, wp_err *err) {
     size_t bytes = (size_t)n * wp_type_size(s->type);
-    wp_buf *in = wp_buf_alloc(b, bytes, err), *in2 = s->data.map_y ? wp_buf_alloc(b, bytes, err) : NULL, *offs = NULL;
-    int rc = in && (in2 || !s->data.map_y) ? wp_buf_write(in, 0, x, bytes, err) : -1;
-    if (rc == 0 && in2) rc = wp_buf_write(in2, 0, y, bytes, err);
-    if (rc == 0 && offsets) {
-        offs = wp_buf_alloc(b, (size_t)(groups + 1) * 8, err);
-        rc = offs ? wp_buf_write(offs, 0, offsets, (size_t)(groups + 1) * 8, err) : -1;
-    }
+    wp_buf *in = gpu_buf_from_host(b, x, bytes, err), *in2 = NULL, *offs = NULL;
+    int rc = in ? 0 : -1;
+    if (rc == 0 && s->data.map_y) rc = (in2 = gpu_buf_from_host(b, y, bytes, err)) ? 0 : -1;
+    if (rc == 0 && offsets) rc = (offs = gpu_buf_from_host(b, offsets, (size_t)(groups + 1) * 8, err)) ? 0 : -1;
     wp_reduce_job job = {
         .spec = s, .in = in, .in2 = in2, .n = n, .offsets = offs, .groups = groups, .compile_on_emu = compile};
     wp_reduce_result r = {0};
@@ -135,13 +117,13 @@ static void run_kernel(ctx_t *c, const wp_spec *s, uint64_t *seed) {
             return;
         }
         for (uint64_t i = 0; i < n; i++) {
-            wp_data_store(s->type, x, i, random_elem(seed, s->type));
-            wp_data_store(s->type, y, i, random_elem(seed, s->type));
+            wp_data_store(s->type, x, i, gpu_random_elem(seed, s->type));
+            wp_data_store(s->type, y, i, gpu_random_elem(seed, s->type));
         }
         if ((s->family->flags & WP_F_SEGMENTS) && (offsets = malloc((size_t)(n + 2) * 8))) {
             offsets[0] = 0; /* lengths 0..80, empty segments included */
             for (; offsets[groups] < n; groups++) {
-                uint64_t len = rng_next(seed) % 81;
+                uint64_t len = gpu_rng(seed) % 81;
                 offsets[groups + 1] = offsets[groups] + len > n ? n : offsets[groups] + len;
             }
         }
@@ -170,36 +152,14 @@ static void run_kernel(ctx_t *c, const wp_spec *s, uint64_t *seed) {
     }
 }
 
-static int open_app(ctx_t *c, wp_err *err) {
-    int sm = 90;
-    if (!c->dry_run) {
-        if (!(c->app.cuda = wp_backend_cuda_open(0, err))) return 1;
-        wp_device_info info;
-        wp_backend_info(c->app.cuda, &info);
-        sm = info.sm;
-        printf("device: %s, sm_%d\n", info.name, info.sm);
-    }
-    snprintf(c->app.arch, sizeof c->app.arch, "sm_%d", sm);
-    c->app.emu = wp_backend_emu_open();
-    c->app.preferred = c->app.cuda ? c->app.cuda : c->app.emu;
-    c->app.max_elements = 1ull << 30;
-    c->app.reduce = wp_reduce_engine_open();
-    c->app.jit = wp_jit_open(WP_DEFAULT_TEMPLATES, WP_DEFAULT_CUDA_HOME "/include", err);
-    if (c->app.jit) c->app.cache = wp_cache_open(NULL, 512u << 20, err);
-    return c->app.emu && c->app.jit && c->app.cache && c->app.reduce ? 0 : -1;
-}
-
-static void *worker(void *arg) {
+static void each_item(void *arg, int i) {
     ctx_t *c = arg;
-    for (int i; (i = atomic_fetch_add(&c->next, 1)) < c->n_items;) {
-        const item *it = &c->items[i];
-        uint64_t seed = SEED ^ (uint64_t)i * 0x9e3779b97f4a7c15ull;
-        wp_spec s;
-        if (!spec_make(c, it->family, it->type, it->op, it->map, &s)) continue; /* not for this type */
-        run_kernel(c, &s, &seed);
-        wp_spec_free(&s);
-    }
-    return NULL;
+    const item *it = &c->items[i];
+    uint64_t seed = SEED ^ (uint64_t)i * 0x9e3779b97f4a7c15ull;
+    wp_spec s;
+    if (!spec_make(c, it->family, it->type, it->op, it->map, &s)) return; /* not for this type */
+    run_kernel(c, &s, &seed);
+    wp_spec_free(&s);
 }
 
 /* device_reduce and device_scan: every type and map (device_reduce: sum and max); the other families:
@@ -229,43 +189,22 @@ static int list_items(ctx_t *c, const char *only) {
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     static ctx_t c;
-    const char *only = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--dry-run"))
-            c.dry_run = true;
-        else if (!strcmp(argv[i], "--family") && i + 1 < argc)
-            only = argv[++i];
-        else
-            return fprintf(stderr, "usage: %s [--dry-run] [--family NAME]\n", argv[0]), 2;
-    }
-    wp_err err = {0};
-    int rc = open_app(&c, &err);
-    if (rc > 0) {
-        printf("SKIPPED: no CUDA device (%s)\ngpu-map: 0 passed, 0 failed\n", err.msg);
-        return 0;
-    }
-    if (rc < 0) {
-        printf("FAIL setup: %s\ngpu-map: 0 passed, 1 failed\n", err.msg);
-        return 1;
-    }
+    gpu_args args;
+    if (!gpu_args_parse(argc, argv, GPU_ARG_DRY_RUN | GPU_ARG_FAMILY, &args)) return 2;
+    const char *only = args.family;
+    c.dry_run = args.dry_run;
+    int rc;
+    if (!gpu_app_open(&c.app, "gpu-map", c.dry_run, &rc)) return rc;
     uint64_t t0 = wp_now_ns();
     if (list_items(&c, only)) {
         printf("FAIL: out of memory\ngpu-map: 0 passed, 1 failed\n");
+        gpu_app_close(&c.app);
         return 1;
     }
-    pthread_t tids[THREADS];
-    int started = 0;
-    for (int i = 0; i < THREADS; i++)
-        if (pthread_create(&tids[started], NULL, worker, &c) == 0) started++;
-    if (started == 0) worker(&c);
-    for (int i = 0; i < started; i++) pthread_join(tids[i], NULL);
+    gpu_for_each(THREADS, c.n_items, each_item, &c);
     printf("%d kernels, %.1f s\n", c.n_items, wp_ms_since(t0) / 1000);
     printf("gpu-map: %d passed, %d failed\n", atomic_load(&c.passed), atomic_load(&c.failed));
     free(c.items);
-    wp_reduce_engine_close(c.app.reduce);
-    wp_cache_close(c.app.cache);
-    wp_jit_close(c.app.jit);
-    wp_backend_close(c.app.cuda);
-    wp_backend_close(c.app.emu);
+    gpu_app_close(&c.app);
     return atomic_load(&c.failed) ? 1 : 0;
 }

@@ -17,23 +17,18 @@
  *   test_gpu_reduce [--threads N] [--family NAME] [--quick] [--dry-run]
  * --dry-run compiles every kernel and runs only the emulator (for a machine without a GPU);
  * --quick uses fewer sizes and shapes. */
-#include <math.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "engine/app.h"
 #include "engine/reduce.h"
+#include "gpu_harness.h"
 
-#define MAX_THREADS 16
 #define SEED 0x5eedda7aull
-#define ATOMIC_REL_TOL 1e-2
 #define REPEAT 3 /* launches back to back in the second cuda run (atomic: 1, it adds into its result) */
-#define DETAILS_PRINTED 16
 
 static const uint64_t sizes_full[] = {0, 1, 31, 32, 33, 1023, 1025, 4097, 65537, 999983};
 static const uint64_t sizes_quick[] = {0, 1, 33, 1025, 65537};
@@ -66,24 +61,9 @@ typedef struct {
     bool dry_run, quick, count_only;
     kcase *cases;
     int n_cases;
-    atomic_int next, done, details;
+    atomic_int done, details;
     uint64_t t0; /* when the workers started (progress lines) */
 } run_ctx;
-
-static uint64_t rng_next(uint64_t *s) {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-/* Random elements: integers in -1000..1000 (or 0..2000), floats in [-4, 4) with full mantissas. */
-static uint64_t random_elem(uint64_t *s, wp_type t) {
-    uint64_t r = rng_next(s);
-    if (wp_type_is_int(t))
-        return wp_type_is_signed(t) ? wp_value_from_double(t, (double)((int)(r % 2001) - 1000)) : r % 2001;
-    return wp_value_from_double(t, (double)(r >> 40) * 0x1p-24 * 8.0 - 4.0);
-}
 
 static bool spec_fill(const kcase *k, const char *arch, wp_spec *s, wp_err *err) {
     memset(s, 0, sizeof *s);
@@ -193,21 +173,14 @@ static int list_cases(run_ctx *ctx, const char *only, int sm) {
 static void note(run_ctx *ctx, kcase *k, uint64_t n, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 static void note(run_ctx *ctx, kcase *k, uint64_t n, const char *fmt, ...) {
     k->failed++;
-    if (atomic_fetch_add(&ctx->details, 1) >= DETAILS_PRINTED) return;
-    char msg[300];
+    char what[200];
+    snprintf(what, sizeof what, "%s/%s op=%s %s w%d b%d%s%s%s r%d", k->family->name, wp_type_name(k->type), k->op,
+             wp_strategy_name(k->strategy), k->width, k->block, k->exclusive ? " exclusive" : "",
+             k->has_init ? " init" : "", k->native ? " native" : "", k->radius);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    gpu_vmismatch(&ctx->details, what, n, fmt, ap);
     va_end(ap);
-    printf("  mismatch %s/%s op=%s %s w%d b%d%s%s%s r%d n=%llu: %s\n", k->family->name, wp_type_name(k->type), k->op,
-           wp_strategy_name(k->strategy), k->width, k->block, k->exclusive ? " exclusive" : "",
-           k->has_init ? " init" : "", k->native ? " native" : "", k->radius, (unsigned long long)n, msg);
-}
-
-static bool close_enough(wp_type t, uint64_t a, uint64_t b) {
-    double x = wp_value_to_double(t, a), y = wp_value_to_double(t, b);
-    if (isnan(x) || isnan(y) || isinf(x) || isinf(y)) return isnan(x) == isnan(y) && (isnan(x) || x == y);
-    return fabs(x - y) <= ATOMIC_REL_TOL * fmax(fabs(y), 1e-3);
 }
 
 /* Runs the job on a backend; the input and offsets are copied there first. */
@@ -215,12 +188,9 @@ static int run_on(wp_app *app, wp_backend *b, const wp_spec *s, const kcase *k, 
                   const uint64_t *offsets, uint64_t groups, uint64_t init, bool compile, int repeat,
                   wp_reduce_result *r, wp_err *err) {
     size_t bytes = (size_t)n * wp_type_size(s->type);
-    wp_buf *in = wp_buf_alloc(b, bytes, err), *offs = NULL;
-    int rc = in ? wp_buf_write(in, 0, host, bytes, err) : -1;
-    if (rc == 0 && offsets) {
-        offs = wp_buf_alloc(b, (size_t)(groups + 1) * 8, err);
-        rc = offs ? wp_buf_write(offs, 0, offsets, (size_t)(groups + 1) * 8, err) : -1;
-    }
+    wp_buf *in = gpu_buf_from_host(b, host, bytes, err), *offs = NULL;
+    int rc = in ? 0 : -1;
+    if (rc == 0 && offsets) rc = (offs = gpu_buf_from_host(b, offsets, (size_t)(groups + 1) * 8, err)) ? 0 : -1;
     wp_reduce_job job = {.spec = s,
                          .in = in,
                          .n = n,
@@ -282,18 +252,18 @@ static void run_case(run_ctx *ctx, kcase *k) {
         uint8_t *host = malloc((size_t)n * esize + 8);
         uint64_t groups = 0, *offsets = NULL;
         if (!host) break;
-        for (uint64_t i = 0; i < n; i++) wp_data_store(k->type, host, i, random_elem(&seed, k->type));
+        for (uint64_t i = 0; i < n; i++) wp_data_store(k->type, host, i, gpu_random_elem(&seed, k->type));
         if (k->family->flags & WP_F_SEGMENTS) { /* random segment lengths 0..80, empty ones included */
             offsets = malloc((size_t)(n + 2) * 8);
             if (!offsets) break;
             offsets[0] = 0;
             while (offsets[groups] < n) {
-                uint64_t len = rng_next(&seed) % 81;
+                uint64_t len = gpu_rng(&seed) % 81;
                 offsets[groups + 1] = offsets[groups] + len > n ? n : offsets[groups] + len;
                 groups++;
             }
         }
-        uint64_t init = random_elem(&seed, k->type);
+        uint64_t init = gpu_random_elem(&seed, k->type);
         wp_reduce_result re = {0}, rc = {0}, rc2 = {0};
         size_t le = 0, lc = 0, lc2 = 0;
         uint8_t *be = NULL, *bc = NULL, *bc2 = NULL;
@@ -314,14 +284,13 @@ static void run_case(run_ctx *ctx, kcase *k) {
         } else if (!rc.deterministic) { /* atomic on floats: any order; compare values */
             bool ok = true;
             if (s.family->data_out == WP_DATA_VALUE)
-                ok = re.has_value == rc.has_value && close_enough(k->type, rc.value, re.value);
+                ok = re.has_value == rc.has_value && gpu_close_enough(k->type, rc.value, re.value);
             else
-                for (uint64_t i = 0; ok && i < rc.out_count; i++)
-                    ok = close_enough(k->type, wp_data_load(k->type, bc, i), wp_data_load(k->type, be, i));
+                ok = gpu_first_difference(k->type, be, bc, rc.out_count, false) < 0;
             if (ok)
                 k->passed++;
             else
-                note(ctx, k, n, "atomic result off by more than %g", ATOMIC_REL_TOL);
+                note(ctx, k, n, "atomic result off by more than %g", GPU_REL_TOL);
         } else if (memcmp(be, bc, le)) {
             uint64_t at = 0;
             size_t step = s.family->data_out == WP_DATA_VALUE || s.family->data_out == WP_DATA_ARG ? 1 : esize;
@@ -352,77 +321,35 @@ static void run_case(run_ctx *ctx, kcase *k) {
     wp_spec_free(&s);
 }
 
-static void *worker(void *arg) {
+static void each_case(void *arg, int i) {
     run_ctx *ctx = arg;
     const int step = ctx->n_cases >= 10 ? ctx->n_cases / 10 : 1;
-    for (int i; (i = atomic_fetch_add(&ctx->next, 1)) < ctx->n_cases;) {
-        run_case(ctx, &ctx->cases[i]);
-        /* a progress line each tenth, so a slow or stuck run shows how far it got */
-        int done = atomic_fetch_add(&ctx->done, 1) + 1;
-        if (done % step == 0)
-            printf("  progress %d/%d kernels, %.1f s\n", done, ctx->n_cases, wp_ms_since(ctx->t0) / 1000);
-    }
-    return NULL;
+    run_case(ctx, &ctx->cases[i]);
+    /* a progress line each tenth, so a slow or stuck run shows how far it got */
+    int done = atomic_fetch_add(&ctx->done, 1) + 1;
+    if (done % step == 0) printf("  progress %d/%d kernels, %.1f s\n", done, ctx->n_cases, wp_ms_since(ctx->t0) / 1000);
 }
 
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
-    int threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    const char *only = NULL;
-    run_ctx ctx = {0};
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--threads") && i + 1 < argc)
-            threads = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--family") && i + 1 < argc)
-            only = argv[++i];
-        else if (!strcmp(argv[i], "--dry-run"))
-            ctx.dry_run = true;
-        else if (!strcmp(argv[i], "--quick"))
-            ctx.quick = true;
-        else if (!strcmp(argv[i], "--count"))
-            ctx.count_only = true;
-        else {
-            fprintf(stderr, "usage: %s [--threads N] [--family NAME] [--quick] [--dry-run] [--count]\n", argv[0]);
-            return 2;
-        }
-    }
-    if (threads < 1) threads = 1;
-    if (threads > MAX_THREADS) threads = MAX_THREADS;
+    gpu_args args;
+    if (!gpu_args_parse(argc, argv, GPU_ARG_THREADS | GPU_ARG_FAMILY | GPU_ARG_QUICK | GPU_ARG_DRY_RUN | GPU_ARG_COUNT,
+                        &args))
+        return 2;
+    const int threads = args.threads;
+    const char *only = args.family;
+    run_ctx ctx = {.dry_run = args.dry_run, .quick = args.quick, .count_only = args.count};
     static wp_app app;
     ctx.app = &app;
-    wp_err err = {0};
-    int sm = 90;
-    if (!ctx.dry_run) {
-        app.cuda = wp_backend_cuda_open(0, &err);
-        if (!app.cuda) {
-            printf("SKIPPED: no CUDA device (%s)\n", err.msg);
-            printf("gpu_reduce: 0 passed, 0 failed\n");
-            return 0;
-        }
-        wp_device_info info;
-        wp_backend_info(app.cuda, &info);
-        sm = info.sm;
-        printf("device: %s, sm_%d, %d SMs\n", info.name, info.sm, info.sms);
-    } else {
-        printf("dry run: compiling for sm_%d, emulator only\n", sm);
-    }
-    snprintf(app.arch, sizeof app.arch, "sm_%d", sm);
-    app.emu = wp_backend_emu_open();
-    app.preferred = app.cuda ? app.cuda : app.emu;
-    app.max_elements = 1ull << 30;
-    app.reduce = wp_reduce_engine_open();
-    app.jit = wp_jit_open(WP_DEFAULT_TEMPLATES, WP_DEFAULT_CUDA_HOME "/include", &err);
-    if (app.jit) app.cache = wp_cache_open(NULL, 512u << 20, &err);
-    int rc = 1;
-    if (!app.emu || !app.jit || !app.cache || !app.reduce) {
-        printf("FAIL setup: %s\ngpu_reduce: 0 passed, 1 failed\n", err.msg);
-        goto out;
-    }
+    int rc;
+    if (!gpu_app_open(&app, "gpu_reduce", ctx.dry_run, &rc)) return rc;
+    rc = 1;
+    const int sm = gpu_app_sm(&app);
     if (list_cases(&ctx, only, sm)) {
         printf("FAIL: out of memory listing kernels\ngpu_reduce: 0 passed, 1 failed\n");
         goto out;
     }
-    printf("%d kernels on %d threads, %d sizes each\n", ctx.n_cases, threads,
+    printf("%d kernels on %d threads, %d sizes each\n", ctx.n_cases, gpu_threads(threads),
            ctx.quick ? (int)WP_ARRAY_LEN(sizes_quick) : (int)WP_ARRAY_LEN(sizes_full));
     if (ctx.count_only) {
         printf("gpu_reduce: 0 passed, 0 failed\n");
@@ -430,12 +357,7 @@ int main(int argc, char **argv) {
         goto out;
     }
     uint64_t t0 = ctx.t0 = wp_now_ns();
-    pthread_t tids[MAX_THREADS];
-    int started = 0;
-    for (int i = 0; i < threads; i++)
-        if (pthread_create(&tids[started], NULL, worker, &ctx) == 0) started++;
-    if (started == 0) worker(&ctx);
-    for (int i = 0; i < started; i++) pthread_join(tids[i], NULL);
+    gpu_for_each(threads, ctx.n_cases, each_case, &ctx);
 
     /* per family: kernels, cases passed/failed */
     int n_families, passed = 0, failed = 0, errors = 0;
@@ -448,16 +370,12 @@ int main(int argc, char **argv) {
         passed += p, failed += fl;
     }
     for (int i = 0; i < ctx.n_cases; i++)
-        if (ctx.cases[i].error[0] && errors++ < DETAILS_PRINTED) printf("  error: %s\n", ctx.cases[i].error);
+        if (ctx.cases[i].error[0] && errors++ < GPU_DETAILS_PRINTED) printf("  error: %s\n", ctx.cases[i].error);
     printf("%.1f s\n", wp_ms_since(t0) / 1000);
     printf("gpu_reduce: %d passed, %d failed\n", passed, failed);
     rc = failed ? 1 : 0;
 out:
     free(ctx.cases);
-    wp_reduce_engine_close(app.reduce);
-    wp_cache_close(app.cache);
-    wp_jit_close(app.jit);
-    wp_backend_close(app.cuda);
-    wp_backend_close(app.emu);
+    gpu_app_close(&app);
     return rc;
 }

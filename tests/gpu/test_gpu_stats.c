@@ -13,18 +13,15 @@
  *
  *   test_gpu_stats [--threads N] [--dry-run]     (--dry-run: compile every kernel, run only the emulator) */
 #include <math.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "engine/app.h"
 #include "engine/reduce.h"
+#include "gpu_harness.h"
 #include "kernels/stats.h"
 
-#define MAX_THREADS 16
 #define HUGE_N 16777259ull
 
 static const uint64_t sizes[] = {0, 1, 3, 33, 1025, 65537, 999983, 4194309};
@@ -42,19 +39,11 @@ typedef struct {
     bool dry_run;
     scase cases[128];
     int n_cases;
-    atomic_int next;
 } ctx_t;
-
-static uint64_t rng_next(uint64_t *s) {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
 
 /* Element i: an offset with noise, a sprinkle of mixed magnitudes, zeros and -0 (integers: a range). */
 static uint64_t hard_elem(uint64_t *s, wp_type t, int stat) {
-    uint64_t r = rng_next(s);
+    uint64_t r = gpu_rng(s);
     double u = (double)(r >> 11) * 0x1p-53;
     if (r % 8 == 0) return r % 16 == 0 ? 0 : wp_value_from_double(t, -0.0);
     if (wp_type_is_int(t)) {
@@ -69,11 +58,9 @@ static uint64_t hard_elem(uint64_t *s, wp_type t, int stat) {
 
 static int run_on(wp_app *app, wp_backend *b, const wp_spec *s, const uint8_t *host, uint64_t n, wp_reduce_result *r,
                   wp_err *err) {
-    size_t bytes = (size_t)n * wp_type_size(s->type);
-    wp_buf *in = wp_buf_alloc(b, bytes ? bytes : 16, err);
-    int rc = in && !wp_buf_write(in, 0, host, bytes, err) ? 0 : -1;
+    wp_buf *in = gpu_buf_from_host(b, host, (size_t)n * wp_type_size(s->type), err);
     wp_reduce_job job = {.spec = s, .in = in, .n = n, .compile_on_emu = true};
-    if (rc == 0) rc = wp_reduce_run(app, b, &job, r, err);
+    int rc = in ? wp_reduce_run(app, b, &job, r, err) : -1;
     wp_buf_free(in);
     return rc;
 }
@@ -128,10 +115,9 @@ static void run_case(ctx_t *ctx, scase *k) {
     wp_spec_free(&s);
 }
 
-static void *worker(void *arg) {
+static void each_case(void *arg, int i) {
     ctx_t *ctx = arg;
-    for (int i; (i = atomic_fetch_add(&ctx->next, 1)) < ctx->n_cases;) run_case(ctx, &ctx->cases[i]);
-    return NULL;
+    run_case(ctx, &ctx->cases[i]);
 }
 
 static void list_cases(ctx_t *ctx) {
@@ -150,67 +136,27 @@ static void list_cases(ctx_t *ctx) {
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     static ctx_t ctx;
-    int threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
-            threads = atoi(argv[++i]);
-        } else if (!strcmp(argv[i], "--dry-run")) {
-            ctx.dry_run = true;
-        } else {
-            fprintf(stderr, "usage: %s [--threads N] [--dry-run]\n", argv[0]);
-            return 2;
-        }
-    }
-    threads = threads < 1 ? 1 : threads > MAX_THREADS ? MAX_THREADS : threads;
+    gpu_args args;
+    if (!gpu_args_parse(argc, argv, GPU_ARG_THREADS | GPU_ARG_DRY_RUN, &args)) return 2;
+    const int threads = args.threads;
+    ctx.dry_run = args.dry_run;
     static wp_app app;
     ctx.app = &app;
-    wp_err err = {0};
-    int sm = 90;
-    if (!ctx.dry_run) {
-        app.cuda = wp_backend_cuda_open(0, &err);
-        if (!app.cuda) {
-            printf("SKIPPED: no CUDA device (%s)\n", err.msg);
-            printf("gpu_stats: 0 passed, 0 failed\n");
-            return 0;
-        }
-        wp_device_info info;
-        wp_backend_info(app.cuda, &info);
-        sm = info.sm;
-        printf("device: %s, sm_%d\n", info.name, info.sm);
-    }
-    snprintf(app.arch, sizeof app.arch, "sm_%d", sm);
-    app.emu = wp_backend_emu_open();
-    app.preferred = app.cuda ? app.cuda : app.emu;
-    app.max_elements = 1ull << 30;
-    app.reduce = wp_reduce_engine_open();
-    app.jit = wp_jit_open(WP_DEFAULT_TEMPLATES, WP_DEFAULT_CUDA_HOME "/include", &err);
-    if (app.jit) app.cache = wp_cache_open(NULL, 512u << 20, &err);
+    int rc;
+    if (!gpu_app_open(&app, "gpu_stats", ctx.dry_run, &rc)) return rc;
+    list_cases(&ctx);
+    printf("%d kernels on %d threads\n", ctx.n_cases, gpu_threads(threads));
+    gpu_for_each(threads, ctx.n_cases, each_case, &ctx);
     int passed = 0, failed = 0;
-    if (!app.emu || !app.jit || !app.cache || !app.reduce) {
-        printf("FAIL setup: %s\n", err.msg);
-        failed = 1;
-    } else {
-        list_cases(&ctx);
-        printf("%d kernels on %d threads\n", ctx.n_cases, threads);
-        pthread_t tid[MAX_THREADS];
-        int started = 0;
-        for (int i = 0; i < threads; i++) started += pthread_create(&tid[started], NULL, worker, &ctx) == 0;
-        worker(&ctx);
-        for (int i = 0; i < started; i++) pthread_join(tid[i], NULL);
-        for (int i = 0; i < ctx.n_cases; i++) {
-            const scase *k = &ctx.cases[i];
-            passed += k->passed;
-            failed += k->failed;
-            if (k->failed)
-                printf("FAIL %s %s %s b%d: %s\n", wp_stat_name(k->stat), wp_type_name(k->type),
-                       wp_strategy_name(k->strategy), k->block, k->error);
-        }
+    for (int i = 0; i < ctx.n_cases; i++) {
+        const scase *k = &ctx.cases[i];
+        passed += k->passed;
+        failed += k->failed;
+        if (k->failed)
+            printf("FAIL %s %s %s b%d: %s\n", wp_stat_name(k->stat), wp_type_name(k->type),
+                   wp_strategy_name(k->strategy), k->block, k->error);
     }
     printf("gpu_stats: %d passed, %d failed\n", passed, failed);
-    wp_reduce_engine_close(app.reduce);
-    wp_cache_close(app.cache);
-    wp_jit_close(app.jit);
-    wp_backend_close(app.emu);
-    if (app.cuda) wp_backend_close(app.cuda);
+    gpu_app_close(&app);
     return failed ? 1 : 0;
 }

@@ -10,23 +10,21 @@
  *
  *   test_gpu_warp [--threads N] [--family NAME] [--dry-run]
  * --dry-run compiles every kernel and runs only the emulator (for a machine without a GPU). */
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "backend/backend.h"
 #include "compile/cache.h"
 #include "compile/jit.h"
+#include "gpu_harness.h"
 #include "kernels/spec.h"
 
-#define MASKS_PER_KERNEL 4   /* full + 3 random */
-#define DETAILS_PER_KERNEL 3 /* mismatch lines kept per kernel */
-#define DETAILS_PRINTED 12   /* ... and printed in all */
-#define MAX_THREADS 16
+#define MASKS_PER_KERNEL 4      /* full + 3 random */
+#define DETAILS_PER_KERNEL 3    /* mismatch lines kept per kernel */
+#define DETAILS_PRINTED 12      /* ... and printed in all */
 #define CACHE_BYTES (64u << 20) /* small enough that eviction (and unload) happens during the run */
 #define SEED 0x5eed2026u
 #define POISON 0xbadc0ffee0ddf00dull /* what a slot nobody wrote holds (backend_cuda.c pre-fills the same) */
@@ -61,18 +59,12 @@ typedef struct {
     char arch[16];
     kernel_case *kernels;
     int n_kernels;
-    atomic_int next, done;
+    atomic_int done;
 } run_ctx;
 
-/* ---- deterministic randomness (splitmix64) ---- */
-static uint64_t rng_next(uint64_t *s) {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
+/* ---- deterministic randomness (gpu_rng: splitmix64) ---- */
 static int rng_range(uint64_t *s, int lo, int hi) { /* inclusive */
-    return lo + (int)(rng_next(s) % (uint64_t)((int64_t)hi - lo + 1));
+    return lo + (int)(gpu_rng(s) % (uint64_t)((int64_t)hi - lo + 1));
 }
 
 /* Values that break naive emulators: NaNs with payloads and sign, a signalling NaN, ±0, ±inf, the
@@ -110,12 +102,12 @@ static uint64_t special_value(wp_type t, int k) {
 /* A random value of type t: random bits, one of a few values repeated across lanes (match and eq
  * need equal values), a small integer, or a special value. */
 static uint64_t random_value(uint64_t *s, wp_type t, const uint64_t pool[4]) {
-    uint64_t r = rng_next(s);
+    uint64_t r = gpu_rng(s);
     switch (r % 8) {
     case 0:
     case 1:
     case 2:
-        return rng_next(s) & wp_type_bitmask(t);
+        return gpu_rng(s) & wp_type_bitmask(t);
     case 3:
     case 4:
     case 5:
@@ -180,8 +172,8 @@ static int kernels_list(run_ctx *ctx, int sm, const char *only) {
                 if (!(f->types & WP_TBIT(t))) continue;
                 uint64_t mask_seed = SEED ^ ((uint64_t)fi << 40) ^ ((uint64_t)w << 32) ^ (uint64_t)t;
                 uint32_t masks[MASKS_PER_KERNEL] = {0xffffffffu};
-                uint32_t a = (uint32_t)rng_next(&mask_seed), b = (uint32_t)rng_next(&mask_seed);
-                uint32_t c = (uint32_t)rng_next(&mask_seed), d = (uint32_t)rng_next(&mask_seed);
+                uint32_t a = (uint32_t)gpu_rng(&mask_seed), b = (uint32_t)gpu_rng(&mask_seed);
+                uint32_t c = (uint32_t)gpu_rng(&mask_seed), d = (uint32_t)gpu_rng(&mask_seed);
                 masks[1] = a ? a : 1;           /* about half the lanes */
                 masks[2] = b | c;               /* dense */
                 masks[3] = (c & d) ? c & d : 2; /* sparse */
@@ -314,16 +306,16 @@ static void run_kernel(run_ctx *ctx, kernel_case *k) {
             uint64_t pool[4];
             for (int i = 0; i < 4; i++)
                 pool[i] =
-                    (i & 1) ? special_value(k->type, (int)rng_next(&rng)) : rng_next(&rng) & wp_type_bitmask(k->type);
+                    (i & 1) ? special_value(k->type, (int)gpu_rng(&rng)) : gpu_rng(&rng) & wp_type_bitmask(k->type);
             for (int i = 0; i < n * elems; i++) input[i] = random_value(&rng, k->type, pool);
             /* Arguments: half the cases one value for the whole warp (the usual call), half per lane. */
-            bool uniform = rng_next(&rng) & 1;
+            bool uniform = gpu_rng(&rng) & 1;
             int lo = f->arg_min, hi = f->arg_max;
-            if (f->arg && (int64_t)hi - lo > 200 && (rng_next(&rng) % 4)) lo = -70, hi = 70; /* mostly near */
+            if (f->arg && (int64_t)hi - lo > 200 && (gpu_rng(&rng) % 4)) lo = -70, hi = 70; /* mostly near */
             int32_t first_arg = f->arg ? rng_range(&rng, lo, hi) : 0;
             for (int t = 0; t < n; t++) {
                 arg[t] = !f->arg ? 0 : uniform ? first_arg : rng_range(&rng, lo, hi);
-                active[t] = shapes[si].random_active ? (rng_next(&rng) % 5 != 0) : 1;
+                active[t] = shapes[si].random_active ? (gpu_rng(&rng) % 5 != 0) : 1;
             }
             wp_warp_job job = {.n = n, .elems = elems, .in = input, .arg = arg, .active = active};
             if (f->flags & WP_F_PRED) {
@@ -376,16 +368,11 @@ static void run_kernel(run_ctx *ctx, kernel_case *k) {
     wp_spec_free(&s);
 }
 
-static void *worker(void *p) {
+static void each_kernel(void *p, int i) {
     run_ctx *ctx = p;
-    for (;;) {
-        int i = atomic_fetch_add(&ctx->next, 1);
-        if (i >= ctx->n_kernels) break;
-        run_kernel(ctx, &ctx->kernels[i]);
-        int done = atomic_fetch_add(&ctx->done, 1) + 1;
-        if (done % 500 == 0) fprintf(stderr, "  ... %d/%d kernels\n", done, ctx->n_kernels);
-    }
-    return NULL;
+    run_kernel(ctx, &ctx->kernels[i]);
+    int done = atomic_fetch_add(&ctx->done, 1) + 1;
+    if (done % 500 == 0) fprintf(stderr, "  ... %d/%d kernels\n", done, ctx->n_kernels);
 }
 
 /* ---- report ---- */
@@ -444,23 +431,11 @@ static void report(const run_ctx *ctx, double wall_s, int *passed, int *failed) 
 
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
-    int threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    const char *only = NULL;
-    bool dry_run = false;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--threads") && i + 1 < argc)
-            threads = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--family") && i + 1 < argc)
-            only = argv[++i];
-        else if (!strcmp(argv[i], "--dry-run"))
-            dry_run = true;
-        else {
-            fprintf(stderr, "usage: %s [--threads N] [--family NAME] [--dry-run]\n", argv[0]);
-            return 2;
-        }
-    }
-    if (threads < 1) threads = 1;
-    if (threads > MAX_THREADS) threads = MAX_THREADS;
+    gpu_args args;
+    if (!gpu_args_parse(argc, argv, GPU_ARG_THREADS | GPU_ARG_FAMILY | GPU_ARG_DRY_RUN, &args)) return 2;
+    const int threads = gpu_threads(args.threads);
+    const char *only = args.family;
+    const bool dry_run = args.dry_run;
 
     run_ctx ctx = {0};
     wp_err err = {0};
@@ -496,12 +471,7 @@ int main(int argc, char **argv) {
     printf("%d kernels on %d threads\n", ctx.n_kernels, threads);
 
     uint64_t t0 = wp_now_ns();
-    pthread_t tids[MAX_THREADS];
-    int started = 0;
-    for (int i = 0; i < threads; i++)
-        if (pthread_create(&tids[started], NULL, worker, &ctx) == 0) started++;
-    if (started == 0) worker(&ctx);
-    for (int i = 0; i < started; i++) pthread_join(tids[i], NULL);
+    gpu_for_each(threads, ctx.n_kernels, each_kernel, &ctx);
 
     int passed, failed;
     report(&ctx, wp_ms_since(t0) / 1000.0, &passed, &failed);

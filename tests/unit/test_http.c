@@ -515,7 +515,7 @@ static void test_streams(wp_http *h) {
 
 /* 64 WORK requests held inside their handler until the test opens the gate, and 200 inline GETs sent
  * meanwhile. Order and overlap only, no clock: all 64 run at once on the worker pool, and every GET is
- * answered while all 64 are still running. (The GETs' latency under this load: bench/bench_http_inline.c.) */
+ * answered while all 64 are still running. (The GETs' latency under this load: bench/http/bench_http_inline.c.) */
 static void test_load(wp_http *h) {
     T_CASE("64 WORK requests held + 200 inline GETs meanwhile");
     pthread_t th[LOAD_SLOW];
@@ -595,7 +595,7 @@ static void test_stop_in_flight(void) {
     const char *len_headers[] = {"Content-Length: 1000", NULL};
     CHECK(hc_send(&uploading, "POST", "/slow", len_headers, "{\"half\":", 8, 0) == 0);
     sleep_ms(20);
-    wp_http_stop(h); /* how long it takes: bench/bench_http_inline.c */
+    wp_http_stop(h); /* how long it takes: bench/http/bench_http_inline.c */
     for (int i = 0; i < N; i++) pthread_join(th[i], NULL);
     int done = 0, refused = 0;
     for (int i = 0; i < N; i++) {

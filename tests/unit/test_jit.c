@@ -2,7 +2,7 @@
  * compiles to an sm_90 cubin; keys are equal for equal specs and differ when any input differs
  * (spec fields, template text, included headers); broken templates fail with compile_failed and
  * the log; a real artifact survives the disk store; the same program compiles through bare NVRTC. Prints
- * the disk-hit time (wp_jit_compile against bare NVRTC: bench/bench_core.c). Needs NVRTC, not a GPU. */
+ * the disk-hit time (wp_jit_compile against bare NVRTC: bench/compile/bench_core.c). Needs NVRTC, not a GPU. */
 #include <dirent.h>
 #include <nvrtc.h>
 #include <pthread.h>
@@ -489,7 +489,7 @@ static void test_overhead(wp_jit *jit) {
     wp_spec_name_expr(&s, expr, sizeof expr, prelude, sizeof prelude);
 
     /* The same program compiles both ways; what wp_jit_compile costs over bare NVRTC is measured by
-     * bench/bench_core.c (c), not asserted here. */
+     * bench/compile/bench_core.c (c), not asserted here. */
     wp_artifact a;
     wp_err cerr = {0};
     CHECK(bare_nvrtc_ms(source, nh, texts, names, expr) > 0);

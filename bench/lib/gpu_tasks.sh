@@ -1,0 +1,72 @@
+# gpu_tasks.sh — what every bench/gpu.sh task shares, sourced by the driver (run from the repository root):
+# the GPU check, the machine's setup (carried .debs, compiler paths, $OUT, wrk), the commit line,
+# building the GPU programs, and running one program under a time cap. Tasks see BUILD, OUT and WRK.
+
+# Fails unless a GPU answers nvidia-smi. NO_GPU=1 skips the check (a dry run on emu, e.g. multi's).
+gpu_need_gpu() { # task
+  [ "${NO_GPU:-0}" = 1 ] && return 0
+  if ! command -v nvidia-smi >/dev/null 2>&1; then
+    echo "bench/gpu.sh $1: needs a GPU: nvidia-smi not found (run it on the GPU machine; NO_GPU=1 skips this check)" >&2
+    return 1
+  fi
+  local list
+  if ! list=$(nvidia-smi -L 2>&1) || [[ $list != *GPU* ]]; then
+    echo "bench/gpu.sh $1: needs a GPU: nvidia-smi lists none (${list:0:200})" >&2
+    return 1
+  fi
+}
+
+# The GPU machine has no package registry, so the carried .debs (libmicrohttpd, cJSON, wrk, nginx...)
+# are unpacked into /tmp/deps and put on the compiler's and loader's paths; $OUT is made; the card is
+# named. Once per top-level run: a task that runs another (bench/gpu.sh engine inside check) inherits it.
+gpu_env() {
+  BUILD=${BUILD:-build}
+  export OUT=${OUT:-/tmp/warpd-gpu-out}
+  mkdir -p "$OUT"
+  [ "${WARPD_GPU_ENV:-0}" = 1 ] && return 0
+  export WARPD_GPU_ENV=1
+  if [ -d .debs ]; then
+    local f
+    mkdir -p /tmp/deps && for f in .debs/*.deb; do [ -e "$f" ] && dpkg -x "$f" /tmp/deps; done
+    export CPATH=/tmp/deps/usr/include LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu
+  fi
+  export WRK=${WRK:-$(command -v wrk || echo /tmp/deps/usr/bin/wrk)}
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || true
+}
+
+gpu_commit_line() {
+  echo "commit ${WARPD_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo '?')}  $(date -u +%FT%TZ)"
+}
+
+# Builds warpd, the ASan daemon and api_devices (tests/api/devices.sh --cuda), every tests/gpu program
+# and the extra targets given; on failure prints the build log's end and returns 1. Needs t0 (start).
+# shellcheck disable=SC2154 # t0: the task sets it
+gpu_build() { # extra make targets...
+  local bins=() f b
+  for f in tests/gpu/*.c tests/gpu/*.cu; do b=${f##*/}; bins+=("$BUILD/tests/gpu/${b%.*}"); done
+  make -j16 "$BUILD/warpd" "$BUILD/asan/warpd" "$BUILD/asan/tests/api/api_devices" "${bins[@]}" "$@" \
+    >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; return 1; }
+  echo "built in $(( $(date +%s) - t0 )) s"
+}
+
+# Runs the command with its output in $OUT/NAME.log and prints one line (exit status, seconds, its
+# "N passed, N failed" line) and its first failures. Past cap seconds it takes every thread's backtrace
+# (cuda-gdb, into $OUT/NAME.bt: a hang and a slow run look alike from outside) and kills it.
+capped() { # name cap_seconds command...
+  local name=$1 cap=$2; shift 2
+  local s=$(date +%s)
+  "$@" >"$OUT/$name.log" 2>&1 &
+  local pid=$! waited=0
+  while kill -0 $pid 2>/dev/null && [ $waited -lt "$cap" ]; do sleep 1; waited=$((waited + 1)); done
+  if kill -0 $pid 2>/dev/null; then
+    for p in $pid $(pgrep -P $pid); do
+      timeout 60 cuda-gdb -batch -p "$p" -ex 'thread apply all bt' >>"$OUT/$name.bt" 2>&1
+    done
+    pkill -P $pid; kill -9 $pid 2>/dev/null
+    echo "$name: STUCK or slow past ${cap} s ($(grep -c '^Thread' "$OUT/$name.bt") threads in $name.bt); last: $(grep -a progress "$OUT/$name.log" | tail -n 1)"
+  fi
+  wait $pid 2>/dev/null; local rc=$?
+  printf '%-22s rc=%-3d %4d s  %s\n' "$name" $rc $(( $(date +%s) - s )) \
+    "$(grep -aE '[0-9]+ passed, [0-9]+ failed' "$OUT/$name.log" | tail -n 1)"
+  grep -aE 'FAIL|mismatch|SKIPPED|error:' "$OUT/$name.log" | head -4
+}
