@@ -114,10 +114,12 @@ static bool fold_blocks(const block_range *r) {
     uint64_t *vals = calloc(r->block, sizeof *vals);
     if (!vals) return false;
     for (unsigned b = r->b0; b < r->b1; b++) {
-        for (unsigned t = 0; t < r->block; t++) thread_fold(r->c, b, t, r->grid, r->block, r->n, r->vec, &vals[t]);
         uint64_t left = r->nv - (uint64_t)b * WP_REDUCE_UNROLL * r->block; /* threads with a first vector */
-        r->partials[b] =
-            wp_remu_group_reduce(r->c, r->bstrat, vals, (int)r->block, left < r->block ? (int)left : (int)r->block);
+        const unsigned valid = left < r->block ? (unsigned)left : r->block;
+        /* only those threads' values are combined (wp_remu_group_reduce reads v[0..valid)): a small job's
+         * block skips its idle threads */
+        for (unsigned t = 0; t < valid; t++) thread_fold(r->c, b, t, r->grid, r->block, r->n, r->vec, &vals[t]);
+        r->partials[b] = wp_remu_group_reduce(r->c, r->bstrat, vals, (int)r->block, (int)valid);
     }
     free(vals);
     return true;
