@@ -38,7 +38,7 @@ WarpdError(status, code, field, message); an unreachable daemon is WarpdError(0,
 CLI (warpctl --help, after pip install ./clients/python; or python3 clients/python/warpd.py --help):
     warpctl warp --family shfl_xor --width 16 --args lane_mask=1 --iota 32
     warpctl compile --family warp_allreduce --type f32 --op max --ptx
-    warpctl info | health | families | metrics
+    warpctl info | health | families | metrics | whoami
     warpctl reduce --type f32 --op sum data.f32        (raw little-endian file; progress bar on stderr)
     warpctl scan --type i32 --op sum --data 1,2,3,4
     warpctl buffers put data.f32 --type f32 | list | get ID | delete ID
@@ -1380,6 +1380,10 @@ class Client:
     def info(self):
         return self._json("GET", "/v1/info")
 
+    def whoami(self):
+        """Who this client's token is: {"name", "role" (read|run|admin), "quotas": {name: count or None}}."""
+        return self._json("GET", "/v1/whoami")
+
     def families(self):
         """The list of families (each with types, widths, args, ops, output, backends)."""
         return self._json("GET", "/v1/families")["families"]
@@ -2319,7 +2323,8 @@ def main(argv=None):
     ap.add_argument("--timeout", type=float, default=600.0)
     sub = ap.add_subparsers(dest="cmd", required=True)
     for name, hlp in (("health", "liveness and readiness"), ("info", "version, backend, device, cache"),
-                      ("families", "every kernel family"), ("metrics", "Prometheus text")):
+                      ("families", "every kernel family"), ("metrics", "Prometheus text"),
+                      ("whoami", "the token's user: name, role and quotas (GET /v1/whoami)")):
         s = sub.add_parser(name, help=hlp)
         if name == "families":
             s.add_argument("--json", action="store_true")
@@ -2391,6 +2396,11 @@ def main(argv=None):
             _print_json({"health": c.health(), "ready": c.ready()})
         elif a.cmd == "info":
             _print_json(c.info())
+        elif a.cmd == "whoami":
+            me = c.whoami()
+            print(f"{me['name']} ({me['role']})")
+            for k, v in me.get("quotas", {}).items():
+                print(f"  {k:<13} {'none' if v is None else v}")
         elif a.cmd == "families":
             fams = c.families()
             if a.json:
