@@ -167,6 +167,13 @@ void wp_api_channel_serve(void *appv, const wp_user *user, unsigned route, const
                   .peer_local = true,
                   .user = user};
     *out = (wp_resp){0};
+    if (!wp_users_current(((wp_app *)appv)->users, user)) { /* removed by a reload since it opened the channel */
+        wp_err e;
+        WP_FAIL(&e, 401, "unauthorized", "", "the channel's owner %s is no longer a user of this daemon",
+                wp_user_name(user));
+        wp_resp_error(out, &e);
+        return;
+    }
     (scan ? wp_api_scan : wp_api_reduce)(appv, &req, out);
     if (out->defer) { /* what a worker would do next, here: this thread is the channel's own */
         free(out->body);

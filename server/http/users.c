@@ -325,6 +325,14 @@ const wp_user *wp_users_find(const wp_users *us, const char *token, size_t len) 
     return found;
 }
 
+bool wp_users_current(const wp_users *us, const wp_user *u) {
+    table *t = us ? atomic_load_explicit(&((wp_users *)us)->cur, memory_order_acquire) : NULL;
+    if (!t || !u) return true;
+    for (int i = 0; i < t->n; i++)
+        if (!strcmp(t->users[i].name, u->name)) return true;
+    return false;
+}
+
 const char *wp_user_name(const wp_user *u) { return u ? u->name : daemon_user.name; }
 wp_role wp_user_role(const wp_user *u) { return u ? u->role : WP_ROLE_ADMIN; }
 

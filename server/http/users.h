@@ -63,6 +63,11 @@ const wp_user *wp_users_find(const wp_users *us, const char *token, size_t len);
 const wp_user *wp_users_open_user(const wp_users *us);
 const wp_user *wp_users_anonymous(const wp_users *us);
 
+/* u is still a user of the current table (a reload may have removed them since they were found), or the
+ * daemon, or the open admin of a daemon without tokens: what a long-lived resource (a channel) asks
+ * before it serves its owner again. Lock-free. */
+bool wp_users_current(const wp_users *us, const wp_user *u);
+
 /* A user's parts. u NULL is the daemon itself (prewarm at start, internal calls): an admin, "default". */
 const char *wp_user_name(const wp_user *u);
 wp_role wp_user_role(const wp_user *u);
