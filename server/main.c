@@ -425,10 +425,10 @@ static void serve_until_signal(const sigset_t *sigs, wp_access *access, wp_reqlo
 static void teardown(wp_app *app, wp_access *access, wp_reqlog *reqlog) {
     wp_channels_stop(app->channels); /* before HTTP: a channel's request asks the server how busy it is */
     wp_http_stop(app->http);
-    wp_access_free(access);           /* after HTTP: nothing checks requests any more */
     wp_prewarm_stop(app->prewarm);    /* before the cache closes: it compiles into it */
     wp_jobs_close(app->jobs);         /* after HTTP: nothing submits any more */
     wp_channels_close(app->channels); /* stopped above; nothing opens one now */
+    wp_access_free(access);           /* after HTTP, jobs and channels: nothing checks requests or runs as a user */
     wp_bgbuild_close(app->bgbuild);   /* after HTTP and jobs (nothing asks), before the cache and backends */
     app->bgbuild = NULL;
     wp_buffers_close(app->buffers);      /* after jobs: nothing holds a buffer any more */
