@@ -35,6 +35,7 @@ gpu_tasks=(
   "anywidth|[test|bench|all]|warp_* at every width 1..32, block_* at any block: cuda = emu; time per element at widths 7, 8, 31, 32"
   "bykey||reduce_by_key: bench_bykey against CUB ReduceByKey (2^24..2^28), test_gpu_bykey (cuda == emu)"
   "hist|(FULL=1 ROUNDS=N)|histogram: test_gpu_hist, numpy on a cuda daemon, bench_hist against CUB, cp.histogram"
+  "fair|(LOG2= CONNS= DURATION=)|two users: 64 conns of 2^26 f32 reduces vs one user's tiny reduce, its p50/p99 alone and with the flood"
 )
 
 gpu_usage() {

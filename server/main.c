@@ -115,6 +115,7 @@ static const wp_route routes[] = {
     {"GET", "/v1/health", wp_api_health, WP_ROUTE_INLINE, NULL},
     {"GET", "/v1/ready", wp_api_ready, WP_ROUTE_INLINE, NULL},
     {"GET", "/v1/info", wp_api_info, WP_ROUTE_INLINE, NULL},
+    {"GET", "/v1/whoami", wp_api_whoami, WP_ROUTE_INLINE, NULL},
     {"GET", "/v1/families", wp_api_families, WP_ROUTE_INLINE, NULL},
     {"GET", "/v1/openapi.json", wp_api_openapi, WP_ROUTE_INLINE, NULL},
     {"GET", "/metrics", wp_api_metrics, WP_ROUTE_INLINE, NULL},
@@ -162,7 +163,7 @@ static void block_signals(sigset_t *sigs) {
     sigemptyset(sigs);
     sigaddset(sigs, SIGINT);
     sigaddset(sigs, SIGTERM);
-    sigaddset(sigs, SIGHUP); /* reopens the access log (log rotation) */
+    sigaddset(sigs, SIGHUP); /* reopens the access log (log rotation), reads the tokens again */
     pthread_sigmask(SIG_BLOCK, sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
 }
@@ -406,11 +407,17 @@ static void print_banner(const wp_options *o, const wp_app *app, const char *cac
     fflush(stdout);
 }
 
-/* Until SIGINT or SIGTERM; SIGHUP reopens the access log (log rotation). */
-static void serve_until_signal(const sigset_t *sigs, wp_reqlog *reqlog, wp_err *err) {
+/* Until SIGINT or SIGTERM; SIGHUP reopens the access log (log rotation) and reads the tokens file again
+ * (a file that no longer parses is refused with its line, and the old table stays). */
+static void serve_until_signal(const sigset_t *sigs, wp_access *access, wp_reqlog *reqlog, wp_err *err) {
     int sig = 0;
-    while (sigwait(sigs, &sig) == 0 && sig == SIGHUP)
+    while (sigwait(sigs, &sig) == 0 && sig == SIGHUP) {
         if (wp_reqlog_reopen(reqlog, err)) wp_log(WP_LOG_ERROR, "%s", err->msg);
+        if (wp_access_reload(access, err))
+            wp_log(WP_LOG_ERROR, "%s; the users before it stay", err->msg);
+        else if (wp_access_has_token(access))
+            wp_log(WP_LOG_INFO, "SIGHUP: the tokens read again");
+    }
     wp_log(WP_LOG_INFO, "signal %d, stopping", sig);
 }
 
@@ -418,10 +425,10 @@ static void serve_until_signal(const sigset_t *sigs, wp_reqlog *reqlog, wp_err *
 static void teardown(wp_app *app, wp_access *access, wp_reqlog *reqlog) {
     wp_channels_stop(app->channels); /* before HTTP: a channel's request asks the server how busy it is */
     wp_http_stop(app->http);
-    wp_access_free(access);           /* after HTTP: nothing checks requests any more */
     wp_prewarm_stop(app->prewarm);    /* before the cache closes: it compiles into it */
     wp_jobs_close(app->jobs);         /* after HTTP: nothing submits any more */
     wp_channels_close(app->channels); /* stopped above; nothing opens one now */
+    wp_access_free(access);           /* after HTTP, jobs and channels: nothing checks requests or runs as a user */
     wp_bgbuild_close(app->bgbuild);   /* after HTTP and jobs (nothing asks), before the cache and backends */
     app->bgbuild = NULL;
     wp_buffers_close(app->buffers);      /* after jobs: nothing holds a buffer any more */
@@ -448,6 +455,7 @@ int main(int argc, char **argv) {
     int rc = wp_options_finish(&o);
     if (rc) return rc;
     set_app_limits(&app, &o);
+    app.users = wp_access_users(access);
     wp_err err = {0};
     sigset_t sigs;
     block_signals(&sigs);
@@ -482,7 +490,7 @@ int main(int argc, char **argv) {
     if (rc) return rc;
     print_banner(&o, &app, cache_dir);
 
-    serve_until_signal(&sigs, reqlog, &err);
+    serve_until_signal(&sigs, access, reqlog, &err);
     teardown(&app, access, reqlog);
     return 0;
 }

@@ -773,10 +773,19 @@ function readFormLoose() {
       seed: Number($('seed').value) || 0, values: $('values').value } };
 }
 
+/** The header's user: name and role (read, run, admin), from GET /v1/whoami. */
+function showUser(me) {
+  const el = $('user');
+  el.hidden = !me;
+  el.textContent = me ? `${me.name} · ${me.role}` : '';
+}
+
 async function start() {
   wire();
   try {
-    const [fl, inf] = await Promise.all([call('GET', '/v1/families'), call('GET', '/v1/info')]);
+    const [fl, inf, me] = await Promise.all([call('GET', '/v1/families'), call('GET', '/v1/info'),
+      call('GET', '/v1/whoami').catch(() => null)]); // who the token is (an older daemon has no whoami)
+    showUser(me);
     // Warp primitives, and the data families with an endpoint; their extra fields become arguments.
     // A data family's own fields replace an argument of the same name that the daemon lists.
     const withData = (f, extra) => ({ ...f, args: [...(f.args || []).filter((a) => !extra.some((d) => d.name === a.name)), ...extra] });

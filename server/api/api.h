@@ -32,6 +32,7 @@ cJSON *wp_api_shm_written(const wp_region *g, uint64_t offset, uint64_t count, u
 
 /* Handlers (api_*.c). */
 void wp_api_health(void *app, const wp_req *req, wp_resp *resp);
+void wp_api_whoami(void *app, const wp_req *req, wp_resp *resp); /* GET /v1/whoami: name, role, quotas */
 void wp_api_ready(void *app, const wp_req *req, wp_resp *resp);
 void wp_api_info(void *app, const wp_req *req, wp_resp *resp);
 void wp_api_families(void *app, const wp_req *req, wp_resp *resp);
@@ -61,7 +62,7 @@ void wp_api_channels_list(void *app, const wp_req *req, wp_resp *resp);
 void wp_api_channel_get(void *app, const wp_req *req, wp_resp *resp);
 void wp_api_channel_delete(void *app, const wp_req *req, wp_resp *resp);
 /* A channel's request run as POST /v1/reduce or /v1/scan from a local peer (engine/channels.h's serve). */
-void wp_api_channel_serve(void *app, unsigned route, const char *body, size_t len, wp_resp *out);
+void wp_api_channel_serve(void *app, const wp_user *user, unsigned route, const char *body, size_t len, wp_resp *out);
 void wp_api_cache_list(void *app, const wp_req *req, wp_resp *resp); /* api_cache.c */
 void wp_api_cache_get(void *app, const wp_req *req, wp_resp *resp);
 void wp_api_cache_delete(void *app, const wp_req *req, wp_resp *resp);

@@ -213,9 +213,10 @@ typedef struct {
     wp_backend *dev[WP_MAX_DEVICES];
 } shard_set;
 
-static wp_buf *create(wp_app *app, wp_backend *be, const shard_set *ss, wp_type t, uint64_t count, wp_err *err) {
-    return ss->n ? wp_buffers_create_sharded(app->buffers, ss->dev, ss->n, t, count, err)
-                 : wp_buffers_create(app->buffers, be, t, count, err);
+static wp_buf *create(wp_app *app, const wp_user *who, wp_backend *be, const shard_set *ss, wp_type t, uint64_t count,
+                      wp_err *err) {
+    return ss->n ? wp_buffers_create_sharded(app->buffers, who, ss->dev, ss->n, t, count, err)
+                 : wp_buffers_create(app->buffers, who, be, t, count, err);
 }
 
 /* Where a JSON body's buffer goes: "backend", "device" (one device) or "shard" (split over several). */
@@ -279,8 +280,8 @@ static int ipc_type(const cJSON *ipc, wp_type body_type, bool body_has, wp_type 
     return 0;
 }
 
-static int put_ipc(wp_app *app, const cJSON *body, const cJSON *ipc, wp_type t, double ttl_s, wp_buffer_info *info,
-                   wp_err *err) {
+static int put_ipc(wp_app *app, const wp_user *who, const cJSON *body, const cJSON *ipc, wp_type t, double ttl_s,
+                   wp_buffer_info *info, wp_err *err) {
     for (int i = 0; ipc_alone[i]; i++)
         if (cJSON_GetObjectItemCaseSensitive(body, ipc_alone[i]))
             return WP_FAIL(err, 400, "bad_input", ipc_alone[i], "cuda_ipc takes no %s (its memory is where it is)",
@@ -308,7 +309,7 @@ static int put_ipc(wp_app *app, const cJSON *body, const cJSON *ipc, wp_type t, 
     if ((unsigned long long)count > SIZE_MAX / esize)
         return WP_FAIL(err, 400, "out_of_range", "cuda_ipc.count", "cuda_ipc.count is too large");
     wp_buf *buf = wp_buf_open_ipc(be, handle, (size_t)offset, (size_t)count * esize, err);
-    if (!buf || !(buf = wp_buffers_adopt(app->buffers, buf, t, (uint64_t)count, err))) return -1;
+    if (!buf || !(buf = wp_buffers_adopt(app->buffers, who, buf, t, (uint64_t)count, err))) return -1;
     return wp_buffers_commit(app->buffers, buf, ttl_s, info, err);
 }
 
@@ -384,11 +385,11 @@ static int put_json(wp_app *app, const wp_req *req, wp_buffer_info *info, wp_err
     uint64_t count = 0;
     if (wp_json_only(body, "", put_fields, err) || put_common(body, ipc != NULL, &t, &ttl_s, err)) goto out;
     if (ipc) {
-        rc = put_ipc(app, body, ipc, t, ttl_s, info, err);
+        rc = put_ipc(app, req->user, body, ipc, t, ttl_s, info, err);
         goto out;
     }
     if (json_placement(app, body, cJSON_GetObjectItemCaseSensitive(body, "backend"), &be, &ss, err) ||
-        input_count(app, req, &in, t, be, &count, err) || !(buf = create(app, be, &ss, t, count, err)) ||
+        input_count(app, req, &in, t, be, &count, err) || !(buf = create(app, req->user, be, &ss, t, count, err)) ||
         fill_input(app, be, buf, t, &in, err))
         goto out;
     rc = wp_buffers_commit(app->buffers, buf, ttl_s, info, err);
@@ -435,7 +436,7 @@ static void *put_open(void *appv, const wp_req *req, uint64_t length, wp_resp *r
     if (!ps)
         WP_FAIL(&err, 500, "no_memory", "", "out of memory");
     else if (raw_args(app, req, length, &ps->type, &ps->be, &ss, &ttl_s, &err) == 0 &&
-             (ps->buf = create(app, ps->be, &ss, ps->type, length / wp_type_size(ps->type), &err)) &&
+             (ps->buf = create(app, req->user, ps->be, &ss, ps->type, length / wp_type_size(ps->type), &err)) &&
              (ps->up = wp_buf_stream_open(ps->buf, &err))) {
         ps->app = app;
         return ps;
@@ -476,7 +477,7 @@ static int put_raw(wp_app *app, const wp_req *req, wp_buffer_info *info, wp_err 
         ps->buf = NULL; /* committed, or freed by a failed commit */
         return wp_buffers_commit(app->buffers, buf, ttl_s, info, err);
     }
-    wp_buf *buf = create(app, be, &ss, t, req->body_len / wp_type_size(t), err);
+    wp_buf *buf = create(app, req->user, be, &ss, t, req->body_len / wp_type_size(t), err);
     if (!buf) return -1;
     if (req->body_len && wp_buf_write(buf, 0, req->body, req->body_len, err)) {
         wp_buffers_abort(app->buffers, buf);
@@ -491,6 +492,7 @@ static cJSON *info_json(const wp_buffer_info *b) {
     cJSON *o = cJSON_CreateObject();
     char location[64];
     cJSON_AddStringToObject(o, "id", b->id);
+    cJSON_AddStringToObject(o, "owner", b->owner);
     cJSON_AddStringToObject(o, "type", wp_type_name(b->type));
     cJSON_AddNumberToObject(o, "count", (double)b->count);
     cJSON_AddNumberToObject(o, "bytes", (double)b->bytes);
@@ -534,11 +536,10 @@ void wp_api_buffers_put(void *appv, const wp_req *req, wp_resp *resp) {
 
 void wp_api_buffers_list(void *appv, const wp_req *req, wp_resp *resp) {
     wp_app *app = appv;
-    (void)req;
     wp_err err = {0};
     wp_buffer_info *list;
     size_t n;
-    if (wp_buffers_list(app->buffers, &list, &n, &err)) {
+    if (wp_buffers_list(app->buffers, req->user, &list, &n, &err)) {
         wp_resp_error(resp, &err);
         return;
     }
@@ -580,9 +581,9 @@ static uint8_t *read_all(wp_buf *buf, const wp_buffer_info *info, wp_err *err) {
 }
 
 /* GET with data: the bytes raw, or in the JSON view as values or base64. */
-static void get_data(wp_app *app, const char *id, const char *form, wp_resp *resp, wp_err *err) {
+static void get_data(wp_app *app, const wp_user *who, const char *id, const char *form, wp_resp *resp, wp_err *err) {
     wp_buffer_info info;
-    wp_buf *buf = wp_buffers_get(app->buffers, id, &info, err);
+    wp_buf *buf = wp_buffers_get(app->buffers, who, id, &info, err);
     if (!buf) return;
     info.users--; /* not counting this download */
     uint8_t *bytes = NULL;
@@ -633,10 +634,10 @@ void wp_api_buffer_get(void *appv, const wp_req *req, wp_resp *resp) {
         form = data;
     else if (data && strcmp(data, "0"))
         WP_FAIL(&err, 400, "bad_value", "data", "data must be 1 (JSON values), b64 or raw");
-    if (id && !err.status && form) get_data(app, id, form, resp, &err);
+    if (id && !err.status && form) get_data(app, req->user, id, form, resp, &err);
     if (id && !err.status && !form) {
         wp_buffer_info info;
-        if (!wp_buffers_info(app->buffers, id, &info, &err)) wp_resp_json(resp, 200, info_json(&info));
+        if (!wp_buffers_info(app->buffers, req->user, id, &info, &err)) wp_resp_json(resp, 200, info_json(&info));
     }
     if (err.status) wp_resp_error(resp, &err);
 }
@@ -646,7 +647,7 @@ void wp_api_buffer_delete(void *appv, const wp_req *req, wp_resp *resp) {
     wp_err err = {0};
     wp_buffer_info info;
     const char *id = buffer_id(req, &err);
-    if (!id || wp_buffers_delete(app->buffers, id, &info, &err)) {
+    if (!id || wp_buffers_delete(app->buffers, req->user, id, &info, &err)) {
         wp_resp_error(resp, &err);
         return;
     }

@@ -25,6 +25,7 @@ static cJSON *channel_json(const wp_channel_info *c) {
     char location[64];
     snprintf(location, sizeof location, CHANNELS_PATH "%s", c->id);
     wp_json_str_k(o, "id", c->id);
+    wp_json_str_k(o, "owner", c->owner);
     cJSON *shm = wp_json_obj_k(o, "shm");
     wp_json_str_k(shm, "id", c->shm);
     wp_json_num_k(shm, "offset", (double)c->offset);
@@ -73,6 +74,7 @@ static int parse_add(wp_app *app, const wp_req *req, const cJSON *body, wp_chann
     if (opt_u32(body, "spin_us", 0, WP_CHANNEL_SPIN_MAX_US, &a->spin_us, err) ||
         opt_u32(body, "ttl_s", 1, WP_CHANNEL_TTL_MAX_S, &a->ttl_s, err))
         return -1;
+    a->user = req->user;
     a->region = wp_api_shm_hold(app, req, shm, "shm", &a->offset, err);
     return a->region ? 0 : -1;
 }
@@ -99,7 +101,7 @@ void wp_api_channels_list(void *appv, const wp_req *req, wp_resp *resp) {
     wp_err err = {0};
     wp_channel_info *v = NULL;
     size_t n = 0;
-    if (channels_allowed(app, req, &err) || wp_channels_list(app->channels, &v, &n, &err)) {
+    if (channels_allowed(app, req, &err) || wp_channels_list(app->channels, req->user, &v, &n, &err)) {
         wp_resp_error(resp, &err);
         return;
     }
@@ -130,7 +132,7 @@ void wp_api_channel_get(void *appv, const wp_req *req, wp_resp *resp) {
     wp_channel_info info;
     const char *id = NULL;
     if (channels_allowed(app, req, &err) || !(id = channel_id(req, &err)) ||
-        wp_channels_info(app->channels, id, &info, &err)) {
+        wp_channels_info(app->channels, req->user, id, &info, &err)) {
         wp_resp_error(resp, &err);
         return;
     }
@@ -143,7 +145,7 @@ void wp_api_channel_delete(void *appv, const wp_req *req, wp_resp *resp) {
     wp_channel_info info;
     const char *id = NULL;
     if (channels_allowed(app, req, &err) || !(id = channel_id(req, &err)) ||
-        wp_channels_remove(app->channels, id, &info, &err)) {
+        wp_channels_remove(app->channels, req->user, id, &info, &err)) {
         wp_resp_error(resp, &err);
         return;
     }
@@ -152,7 +154,7 @@ void wp_api_channel_delete(void *appv, const wp_req *req, wp_resp *resp) {
     wp_resp_json(resp, 200, o);
 }
 
-void wp_api_channel_serve(void *appv, unsigned route, const char *body, size_t len, wp_resp *out) {
+void wp_api_channel_serve(void *appv, const wp_user *user, unsigned route, const char *body, size_t len, wp_resp *out) {
     const bool scan = route == WP_CHANNEL_SCAN;
     wp_req req = {.method = "POST",
                   .path = scan ? "/v1/scan" : "/v1/reduce",
@@ -162,8 +164,16 @@ void wp_api_channel_serve(void *appv, unsigned route, const char *body, size_t l
                   .body_len = len,
                   .t_start_ns = wp_now_ns(),
                   .may_defer = true, /* as on an HTTP thread: a cached kernel answers at once */
-                  .peer_local = true};
+                  .peer_local = true,
+                  .user = user};
     *out = (wp_resp){0};
+    if (!wp_users_current(((wp_app *)appv)->users, user)) { /* removed by a reload since it opened the channel */
+        wp_err e;
+        WP_FAIL(&e, 401, "unauthorized", "", "the channel's owner %s is no longer a user of this daemon",
+                wp_user_name(user));
+        wp_resp_error(out, &e);
+        return;
+    }
     (scan ? wp_api_scan : wp_api_reduce)(appv, &req, out);
     if (out->defer) { /* what a worker would do next, here: this thread is the channel's own */
         free(out->body);

@@ -50,7 +50,12 @@ void wp_api_compile(void *appv, const wp_req *req, wp_resp *resp) {
     wp_err err = {0};
     cJSON *out = NULL;
     cJSON *body = wp_api_parse_body(app, req, &err);
-    if (body && cJSON_GetObjectItemCaseSensitive(body, "specs")) { /* {"specs":[...]}: prewarm.c */
+    bool many = body && cJSON_GetObjectItemCaseSensitive(body, "specs");
+    if (many && wp_user_role(req->user) < WP_ROLE_ADMIN) { /* prewarm fills the shared cache: the admin's */
+        WP_FAIL(&err, 403, "forbidden", "specs", "a prewarm ({\"specs\": [...]}) needs the admin role; %s has %s",
+                wp_user_name(req->user), wp_role_name(wp_user_role(req->user)));
+        wp_resp_error(resp, &err);
+    } else if (many) { /* {"specs":[...]}: prewarm.c */
         compile_many(app, body, resp);
     } else if (body && wp_compile_spec(app, body, NULL, &out, &err) == 0) {
         note_compile(resp, body, out);

@@ -1,5 +1,5 @@
 /* api_info.c — the read-only endpoints: /v1/health, /v1/ready, /v1/info, /v1/families, /metrics,
- * and the playground's static files at /. */
+ * /v1/whoami, and the playground's static files at /. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +14,25 @@ void wp_api_health(void *appv, const wp_req *req, wp_resp *resp) {
     (void)appv, (void)req;
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "status", "ok");
+    wp_resp_json(resp, 200, o);
+}
+
+/* {"name", "role", "quotas": {buffer_bytes, shm_bytes, jobs, channels, rate: a count, or null for none}} */
+void wp_api_whoami(void *appv, const wp_req *req, wp_resp *resp) {
+    (void)appv;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", wp_user_name(req->user));
+    cJSON_AddStringToObject(o, "role", wp_role_name(wp_user_role(req->user)));
+    const wp_quota *q = wp_user_quota(req->user);
+    const char *const names[] = {"buffer_bytes", "shm_bytes", "jobs", "channels", "rate"};
+    const uint64_t values[] = {q->buffer_bytes, q->shm_bytes, q->jobs, q->channels, q->rate};
+    cJSON *quotas = cJSON_AddObjectToObject(o, "quotas");
+    for (int i = 0; i < 5; i++) {
+        if (values[i])
+            cJSON_AddItemToObject(quotas, names[i], wp_json_int_raw((long long)values[i]));
+        else
+            cJSON_AddNullToObject(quotas, names[i]);
+    }
     wp_resp_json(resp, 200, o);
 }
 

@@ -121,7 +121,8 @@ void wp_api_jobs_submit(void *appv, const wp_req *req, wp_resp *resp) {
         text = printed, text_len = strlen(printed);
     }
     char id[WP_JOB_ID_LEN];
-    if (wp_jobs_submit(app->jobs, kind->valuestring, text, text_len, req->peer_local, id, &view, &err)) goto fail;
+    if (wp_jobs_submit(app->jobs, req->user, kind->valuestring, text, text_len, req->peer_local, id, &view, &err))
+        goto fail;
     snprintf(resp->location, sizeof resp->location, "%s%s", JOBS_PATH, id);
     wp_resp_json(resp, 202, view);
     goto done;
@@ -136,7 +137,7 @@ done:
 void wp_api_jobs_list(void *appv, const wp_req *req, wp_resp *resp) {
     wp_app *app = appv;
     wp_err err = {0};
-    cJSON *o = wp_jobs_list(app->jobs, wp_req_query(req, "state"), &err);
+    cJSON *o = wp_jobs_list(app->jobs, req->user, wp_req_query(req, "state"), &err);
     if (!o) {
         wp_resp_error(resp, &err);
         return;
@@ -159,7 +160,7 @@ void wp_api_job_get(void *appv, const wp_req *req, wp_resp *resp) {
     wp_app *app = appv;
     wp_err err = {0};
     const char *id = job_id(req, &err);
-    cJSON *o = id ? wp_jobs_view(app->jobs, id, true, &err) : NULL;
+    cJSON *o = id ? wp_jobs_view(app->jobs, req->user, id, true, &err) : NULL;
     if (o)
         wp_resp_json(resp, 200, o);
     else
@@ -171,7 +172,7 @@ void wp_api_job_delete(void *appv, const wp_req *req, wp_resp *resp) {
     wp_err err = {0};
     bool running = false, forgotten = false;
     const char *id = job_id(req, &err);
-    cJSON *o = id ? wp_jobs_cancel(app->jobs, id, &running, &forgotten, &err) : NULL;
+    cJSON *o = id ? wp_jobs_cancel(app->jobs, req->user, id, &running, &forgotten, &err) : NULL;
     if (o)
         wp_resp_json(resp, running ? 202 : 200, o);
     else

@@ -1,5 +1,6 @@
 /* api_metrics.c — GET /metrics in the Prometheus text format 0.0.4: requests, cache, compiles, queue,
  * jobs, buffers; then what metrics.c owns (histograms, build info, devices, process). */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -183,6 +184,26 @@ static void write_engine(FILE *f, wp_app *app) {
     }
 }
 
+/* Requests and refusals (4xx) by user (users.h): users are few, as in a lab. Names are [a-z0-9_-]. */
+static void user_requests(void *ctx, const char *name, uint64_t requests, uint64_t refused) {
+    (void)refused;
+    fprintf(ctx, "warpd_user_requests_total{user=\"%s\"} %llu\n", name, (unsigned long long)requests);
+}
+
+static void user_refused(void *ctx, const char *name, uint64_t requests, uint64_t refused) {
+    (void)requests;
+    fprintf(ctx, "warpd_user_refused_total{user=\"%s\"} %llu\n", name, (unsigned long long)refused);
+}
+
+static void write_users(FILE *f, const wp_app *app) {
+    fprintf(f, "# HELP warpd_user_requests_total HTTP requests answered, by user.\n"
+               "# TYPE warpd_user_requests_total counter\n");
+    wp_users_each(app->users, user_requests, f);
+    fprintf(f, "# HELP warpd_user_refused_total HTTP requests answered 4xx, by user.\n"
+               "# TYPE warpd_user_refused_total counter\n");
+    wp_users_each(app->users, user_refused, f);
+}
+
 void wp_api_metrics(void *appv, const wp_req *req, wp_resp *resp) {
     wp_app *app = appv;
     (void)req;
@@ -200,6 +221,7 @@ void wp_api_metrics(void *appv, const wp_req *req, wp_resp *resp) {
         return;
     }
     write_http(f, &hs);
+    write_users(f, app);
     write_cache(f, &cs);
     C("warpd_warp_runs_total", "Warp primitive runs.", atomic_load(&app->warp_runs));
     write_jobs_buffers(f, app);

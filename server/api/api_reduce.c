@@ -178,7 +178,8 @@ static int parse_family_form(reduce_req *q) {
 /* "buffer": the registry's buffer (held until the request is over); its type is the job's. */
 static int buffer_lookup(wp_app *app, reduce_req *q) {
     if (!cJSON_IsString(q->bufid)) return WP_FAIL(&q->err, 400, "wrong_type", "buffer", "buffer must be an id string");
-    if (!(q->in.held = wp_buffers_get(app->buffers, q->bufid->valuestring, &q->binfo, &q->err))) return -1;
+    if (!(q->in.held = wp_buffers_get(app->buffers, q->req->user, q->bufid->valuestring, &q->binfo, &q->err)))
+        return -1;
     const cJSON *ty = cJSON_GetObjectItemCaseSensitive(q->body, "type");
     if (!ty)
         wp_json_str_k(q->body, "type", wp_type_name(q->binfo.type));
@@ -357,7 +358,7 @@ static int plan_into_output(wp_app *app, reduce_req *q) {
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(q->body, "output"), "buffer");
     if (!cJSON_IsString(id))
         return WP_FAIL(&q->err, 400, "wrong_type", "output.buffer", "output.buffer must be a buffer's id");
-    if (!(q->out_into = wp_buffers_get(app->buffers, id->valuestring, &q->out_info, &q->err))) {
+    if (!(q->out_into = wp_buffers_get(app->buffers, q->req->user, id->valuestring, &q->out_info, &q->err))) {
         snprintf(q->err.field, sizeof q->err.field, "output.buffer");
         return -1;
     }
@@ -390,7 +391,8 @@ static int plan_output(wp_app *app, reduce_req *q) {
         if (q->out_form == FORM_SHM ? plan_shm_output(app, q) : plan_into_output(app, q)) return -1;
     } else if (q->array && q->out_form == FORM_BUFFER) {
         /* like the input: a sharded input's result is sharded the same way (buffers.h) */
-        q->out_buf = wp_buffers_create_like(app->buffers, q->in.held, q->be, q->spec.type, out_count, &q->err);
+        q->out_buf =
+            wp_buffers_create_like(app->buffers, q->req->user, q->in.held, q->be, q->spec.type, out_count, &q->err);
         if (!q->out_buf) return -1;
         q->job.job.out = q->out_buf;
     } else if ((q->array || q->f->data_out == WP_DATA_COUNTS) &&

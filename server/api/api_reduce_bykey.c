@@ -50,9 +50,10 @@ static int keys_field(wp_err *err) {
 }
 
 /* "keys": {"buffer": ID} — the registry's buffer, held; its type (an integer type) is the keys'. */
-static int keys_buffer(wp_app *app, const cJSON *id, wp_spec *spec, wp_backend *be, bykey_req *k, wp_err *err) {
+static int keys_buffer(wp_app *app, const wp_user *who, const cJSON *id, wp_spec *spec, wp_backend *be, bykey_req *k,
+                       wp_err *err) {
     if (!cJSON_IsString(id)) return WP_FAIL(err, 400, "wrong_type", "keys.buffer", "keys.buffer must be an id string");
-    if (!(k->keys.held = wp_buffers_get(app->buffers, id->valuestring, &k->kinfo, err))) {
+    if (!(k->keys.held = wp_buffers_get(app->buffers, who, id->valuestring, &k->kinfo, err))) {
         snprintf(err->field, sizeof err->field, "keys.buffer");
         return -1;
     }
@@ -88,7 +89,7 @@ static int read_keys(wp_app *app, const wp_req *req, const cJSON *body, wp_spec 
         return WP_FAIL(err, 400, data || b64 || id || shm ? "bad_request" : "missing_field", "keys",
                        "keys takes exactly one of data, data_b64, buffer, shm");
     const wp_type t = spec->data.keys;
-    int rc = id     ? keys_buffer(app, id, spec, be, k, err)
+    int rc = id     ? keys_buffer(app, req->user, id, spec, be, k, err)
              : data ? reduce_input_json(app, data, t, &k->keys, err)
              : b64  ? reduce_input_b64(app, b64, t, &k->keys, err)
                     : reduce_input_shm(app, req, shm, t, be, false, &k->keys, err);
@@ -132,8 +133,9 @@ static int output_form(const cJSON *body, data_form in_form, data_form *form, wp
 }
 
 /* One result array copied into a new buffer of the registry, not yet committed (NULL: err says why). */
-static wp_buf *result_buffer(wp_app *app, wp_backend *be, const wp_buf *src, wp_type t, uint64_t runs, wp_err *err) {
-    wp_buf *b = wp_buffers_create(app->buffers, be, t, runs, err);
+static wp_buf *result_buffer(wp_app *app, const wp_user *who, wp_backend *be, const wp_buf *src, wp_type t,
+                             uint64_t runs, wp_err *err) {
+    wp_buf *b = wp_buffers_create(app->buffers, who, be, t, runs, err);
     if (b && runs && wp_buf_copy(b, 0, src, 0, (size_t)runs * wp_type_size(t), err)) {
         wp_buffers_abort(app->buffers, b);
         return NULL;
@@ -153,10 +155,11 @@ static int result_commit(wp_app *app, wp_buf *b, cJSON *o, const char *name, wp_
 
 /* "output": "buffer": both arrays made (and charged to the quota) before either is committed, so a
  * refusal (507 quota_exceeded for the values) leaves no buffer behind that the answer does not name. */
-static int result_buffers(wp_app *app, wp_backend *be, const wp_spec *s, const bykey_req *k, cJSON *o, wp_err *err) {
+static int result_buffers(wp_app *app, const wp_user *who, wp_backend *be, const wp_spec *s, const bykey_req *k,
+                          cJSON *o, wp_err *err) {
     const uint64_t runs = k->res.runs;
-    wp_buf *kb = result_buffer(app, be, k->out_keys, s->data.keys, runs, err);
-    wp_buf *vb = kb ? result_buffer(app, be, k->out_values, s->type, runs, err) : NULL;
+    wp_buf *kb = result_buffer(app, who, be, k->out_keys, s->data.keys, runs, err);
+    wp_buf *vb = kb ? result_buffer(app, who, be, k->out_values, s->type, runs, err) : NULL;
     if (!vb) {
         if (kb) wp_buffers_abort(app->buffers, kb);
         return -1;
@@ -168,7 +171,7 @@ static int result_buffers(wp_app *app, wp_backend *be, const wp_spec *s, const b
     }
     wp_buffer_info vi;
     if (result_commit(app, vb, o, "data", &vi, err)) {
-        wp_buffers_delete(app->buffers, ki.id, &vi, &(wp_err){0});
+        wp_buffers_delete(app->buffers, who, ki.id, &vi, &(wp_err){0});
         return -1;
     }
     return 0;
@@ -192,12 +195,12 @@ static int result_host(cJSON *o, const char *name, const char *name_b64, const w
     return 0;
 }
 
-static int add_results(wp_app *app, wp_backend *be, const wp_spec *s, data_form form, bykey_req *k, cJSON *o,
-                       wp_err *err) {
+static int add_results(wp_app *app, const wp_user *who, wp_backend *be, const wp_spec *s, data_form form, bykey_req *k,
+                       cJSON *o, wp_err *err) {
     const uint64_t runs = k->res.runs, t0 = wp_now_ns();
     wp_json_num_k(o, "runs", (double)runs);
     if (form == FORM_BUFFER) {
-        if (result_buffers(app, be, s, k, o, err)) return -1;
+        if (result_buffers(app, who, be, s, k, o, err)) return -1;
         k->download_us = wp_us_since(t0);
         return 0;
     }
@@ -222,7 +225,7 @@ static cJSON *respond(wp_app *app, const wp_req *req, const reduce_bykey_args *a
     wp_json_str_k(o, "keys_type", wp_type_name(s->data.keys));
     wp_json_str_k(o, "op", s->op.text);
     wp_json_num_k(o, "count", (double)a->data->count);
-    if (add_results(app, a->be, s, form, k, o, err)) {
+    if (add_results(app, req->user, a->be, s, form, k, o, err)) {
         cJSON_Delete(o);
         return NULL;
     }

@@ -46,11 +46,11 @@ static int rename_field(wp_err *err, const char *first, const char *second) {
 
 /* "buffer2": the registry's buffer, of type t on be, held until the request is over; its first
  * `count` elements when the request gives "count" (the first input is a buffer cut short), else all. */
-static int second_buffer(wp_app *app, const cJSON *body, const cJSON *v, wp_type t, wp_backend *be, uint64_t count,
-                         reduce_input *in2, wp_err *err) {
+static int second_buffer(wp_app *app, const wp_user *who, const cJSON *body, const cJSON *v, wp_type t, wp_backend *be,
+                         uint64_t count, reduce_input *in2, wp_err *err) {
     if (!cJSON_IsString(v)) return WP_FAIL(err, 400, "wrong_type", "buffer2", "buffer2 must be an id string");
     wp_buffer_info info;
-    if (!(in2->held = wp_buffers_get(app->buffers, v->valuestring, &info, err))) {
+    if (!(in2->held = wp_buffers_get(app->buffers, who, v->valuestring, &info, err))) {
         snprintf(err->field, sizeof err->field, "buffer2");
         return -1;
     }
@@ -78,7 +78,7 @@ int reduce_input_second(wp_app *app, const wp_req *req, const cJSON *body, wp_ty
     else if (!strcmp(name, "data2_b64"))
         rc = reduce_input_b64(app, v, t, in2, err) ? rename_field(err, "data_b64", name) : 0;
     else if (!strcmp(name, "buffer2"))
-        rc = second_buffer(app, body, v, t, be, count, in2, err);
+        rc = second_buffer(app, req->user, body, v, t, be, count, in2, err);
     else
         rc = reduce_input_shm(app, req, v, t, be, false, in2, err) ? rename_field(err, "shm", name) : 0;
     if (rc) return -1;

@@ -27,6 +27,7 @@ static cJSON *region_json(const wp_region_info *r) {
     char location[64];
     snprintf(location, sizeof location, SHM_PATH "%s", r->id);
     wp_json_str_k(o, "id", r->id);
+    wp_json_str_k(o, "owner", r->owner);
     wp_json_str_k(o, "name", r->name);
     wp_json_num_k(o, "offset", (double)r->offset);
     wp_json_num_k(o, "bytes", (double)r->bytes);
@@ -69,7 +70,7 @@ void wp_api_shm_add(void *appv, const wp_req *req, wp_resp *resp) {
     cJSON *body = NULL;
     if (wp_api_shm_allowed(app, req, "", &err) || !(body = wp_api_parse_body(app, req, &err)) ||
         parse_add(body, &name, &offset, &bytes, &err) ||
-        wp_regions_add(app->regions, name, offset, bytes, &info, &err)) {
+        wp_regions_add(app->regions, req->user, name, offset, bytes, &info, &err)) {
         cJSON_Delete(body);
         wp_resp_error(resp, &err);
         return;
@@ -84,7 +85,7 @@ void wp_api_shm_list(void *appv, const wp_req *req, wp_resp *resp) {
     wp_err err = {0};
     wp_region_info *v = NULL;
     size_t n = 0;
-    if (wp_api_shm_allowed(app, req, "", &err) || wp_regions_list(app->regions, &v, &n, &err)) {
+    if (wp_api_shm_allowed(app, req, "", &err) || wp_regions_list(app->regions, req->user, &v, &n, &err)) {
         wp_resp_error(resp, &err);
         return;
     }
@@ -114,7 +115,7 @@ void wp_api_shm_get(void *appv, const wp_req *req, wp_resp *resp) {
     wp_region_info info;
     const char *id = NULL;
     if (wp_api_shm_allowed(app, req, "", &err) || !(id = region_id(req, &err)) ||
-        wp_regions_info(app->regions, id, &info, &err)) {
+        wp_regions_info(app->regions, req->user, id, &info, &err)) {
         wp_resp_error(resp, &err);
         return;
     }
@@ -128,7 +129,7 @@ void wp_api_shm_delete(void *appv, const wp_req *req, wp_resp *resp) {
     bool pending = false;
     const char *id = NULL;
     if (wp_api_shm_allowed(app, req, "", &err) || !(id = region_id(req, &err)) ||
-        wp_regions_remove(app->regions, id, &info, &pending, &err)) {
+        wp_regions_remove(app->regions, req->user, id, &info, &pending, &err)) {
         wp_resp_error(resp, &err);
         return;
     }
@@ -167,7 +168,7 @@ wp_region *wp_api_shm_hold(wp_app *app, const wp_req *req, const cJSON *at, cons
     const cJSON *o = cJSON_GetObjectItemCaseSensitive(at, "offset");
     if (o && wp_json_int(o, off_field, 0, MAX_JSON_INT, &v, err)) return NULL;
     *offset = (uint64_t)v;
-    return wp_regions_hold(app->regions, id->valuestring, id_field, err);
+    return wp_regions_hold(app->regions, req->user, id->valuestring, id_field, err);
 }
 
 wp_region *wp_api_shm_input(wp_app *app, const wp_req *req, const cJSON *shm, wp_type t, uint64_t *offset,

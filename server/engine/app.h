@@ -57,6 +57,7 @@ typedef struct wp_app {
     wp_batch_mem *batch_mem;    /* device memory of batched launches */
     struct wp_bgbuild *bgbuild; /* kernels built off the request path (bgbuild.h): a batch's _batch entry */
     wp_metrics *metrics;        /* latency histograms, process and build metrics (metrics.c): /metrics */
+    const wp_users *users;      /* the tokens table (http/users.h): /metrics' counts by user */
 
     /* Prewarm (prewarm.c): the background --prewarm run (NULL when none) that GET /v1/ready reports,
      * and how many threads a {"specs":[...]} batch compiles on. */

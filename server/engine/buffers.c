@@ -26,6 +26,7 @@ typedef struct entry {
     double ttl_s, created;
     uint64_t last_use_ns;
     int users;
+    char owner[WP_USER_NAME_MAX + 1]; /* the user who made it (users.h) */
 } entry;
 
 struct wp_buffers {
@@ -49,6 +50,20 @@ static entry *find_id(wp_buffers *bs, const char *id) {
     for (entry *e = bs->head; e; e = e->next)
         if (e->state == ENTRY_LIVE && !strcmp(e->id, id)) return e;
     return NULL;
+}
+
+/* The visible entry id that who may see: another user's is as unknown as an id never made. */
+static entry *find_seen(wp_buffers *bs, const wp_user *who, const char *id) {
+    entry *e = find_id(bs, id);
+    return e && wp_user_sees(who, e->owner) ? e : NULL;
+}
+
+/* Bytes charged to owner now. With bs->mu held. */
+static uint64_t owner_bytes(const wp_buffers *bs, const char *owner) {
+    uint64_t sum = 0;
+    for (const entry *e = bs->head; e; e = e->next)
+        if (!strcmp(e->owner, owner)) sum += e->charged;
+    return sum;
 }
 
 static entry *find_buf(wp_buffers *bs, const wp_buf *buf) {
@@ -124,6 +139,7 @@ static void fill_info(const entry *e, wp_buffer_info *out) {
     if (!out) return;
     memset(out, 0, sizeof *out);
     memcpy(out->id, e->id, sizeof out->id);
+    memcpy(out->owner, e->owner, sizeof out->owner);
     out->type = e->type;
     out->count = e->count;
     out->bytes = e->bytes;
@@ -207,28 +223,47 @@ void wp_buffers_close(wp_buffers *bs) {
     free(bs);
 }
 
-static wp_buf *create(wp_buffers *bs, wp_backend *be, wp_backend *const *devs, int n, wp_type t, uint64_t count,
-                      wp_err *err);
+static wp_buf *create(wp_buffers *bs, const wp_user *who, wp_backend *be, wp_backend *const *devs, int n, wp_type t,
+                      uint64_t count, wp_err *err);
 
-wp_buf *wp_buffers_create(wp_buffers *bs, wp_backend *be, wp_type t, uint64_t count, wp_err *err) {
-    return create(bs, be, NULL, 0, t, count, err);
+wp_buf *wp_buffers_create(wp_buffers *bs, const wp_user *who, wp_backend *be, wp_type t, uint64_t count, wp_err *err) {
+    return create(bs, who, be, NULL, 0, t, count, err);
 }
 
-wp_buf *wp_buffers_create_sharded(wp_buffers *bs, wp_backend *const *devs, int n, wp_type t, uint64_t count,
-                                  wp_err *err) {
-    return create(bs, devs[0], devs, n, t, count, err);
+wp_buf *wp_buffers_create_sharded(wp_buffers *bs, const wp_user *who, wp_backend *const *devs, int n, wp_type t,
+                                  uint64_t count, wp_err *err) {
+    return create(bs, who, devs[0], devs, n, t, count, err);
 }
 
-wp_buf *wp_buffers_create_like(wp_buffers *bs, const wp_buf *like, wp_backend *be, wp_type t, uint64_t count,
-                               wp_err *err) {
-    if (!like || !wp_buf_shards(like)) return create(bs, be, NULL, 0, t, count, err);
+wp_buf *wp_buffers_create_like(wp_buffers *bs, const wp_user *who, const wp_buf *like, wp_backend *be, wp_type t,
+                               uint64_t count, wp_err *err) {
+    if (!like || !wp_buf_shards(like)) return create(bs, who, be, NULL, 0, t, count, err);
     wp_backend *devs[WP_BUF_SHARDS_MAX];
     for (int i = 0; i < wp_buf_shards(like); i++) devs[i] = wp_buf_backend(wp_buf_shard(like, i, NULL));
-    return create(bs, devs[0], devs, wp_buf_shards(like), t, count, err);
+    return create(bs, who, devs[0], devs, wp_buf_shards(like), t, count, err);
 }
 
-static wp_buf *create(wp_buffers *bs, wp_backend *be, wp_backend *const *devs, int n, wp_type t, uint64_t count,
-                      wp_err *err) {
+/* Reserves bytes for who under the global quota and who's buffer_bytes; 0, or -1 with err. With bs->mu held. */
+static int reserve_locked(wp_buffers *bs, const wp_user *who, const char *owner, uint64_t bytes, wp_err *err) {
+    uint64_t mine = wp_user_quota(who)->buffer_bytes, held = mine ? owner_bytes(bs, owner) : 0;
+    if (mine && (bytes > mine || held > mine - bytes)) {
+        bs->rejected_quota++;
+        return WP_FAIL(err, 413, "quota_buffer_bytes", "buffer_bytes",
+                       "%llu bytes do not fit: %s holds %llu of their buffer_bytes quota of %llu",
+                       (unsigned long long)bytes, owner, (unsigned long long)held, (unsigned long long)mine);
+    }
+    if (bytes <= bs->cfg.quota && bs->bytes <= bs->cfg.quota - bytes) {
+        bs->bytes += bytes; /* reserved now, so two uploads cannot both take the last room */
+        return 0;
+    }
+    bs->rejected_quota++;
+    return WP_FAIL(err, 507, "quota_exceeded", "",
+                   "%llu bytes do not fit: %llu of the %llu-byte buffer quota are in use (--buffer-quota)",
+                   (unsigned long long)bytes, (unsigned long long)bs->bytes, (unsigned long long)bs->cfg.quota);
+}
+
+static wp_buf *create(wp_buffers *bs, const wp_user *who, wp_backend *be, wp_backend *const *devs, int n, wp_type t,
+                      uint64_t count, wp_err *err) {
     size_t size = wp_type_size(t);
     if (count > UINT64_MAX / size || count * size > SIZE_MAX || count * size > bs->cfg.quota) {
         pthread_mutex_lock(&bs->mu);
@@ -246,22 +281,15 @@ static wp_buf *create(wp_buffers *bs, wp_backend *be, wp_backend *const *devs, i
     }
     e->state = ENTRY_PENDING;
     e->type = t, e->count = count, e->bytes = e->charged = bytes;
+    wp_user_name_copy(who, e->owner);
     entry *to_free = NULL;
     pthread_mutex_lock(&bs->mu);
     reap_locked(bs, &to_free);
-    bool fits = bytes <= bs->cfg.quota && bs->bytes <= bs->cfg.quota - bytes;
-    uint64_t in_use = bs->bytes;
-    if (fits)
-        bs->bytes += bytes; /* reserved now, so two uploads cannot both take the last room */
-    else
-        bs->rejected_quota++;
+    bool fits = reserve_locked(bs, who, e->owner, bytes, err) == 0;
     pthread_mutex_unlock(&bs->mu);
     free_entries(to_free);
     if (!fits) {
         free(e);
-        WP_FAIL(err, 507, "quota_exceeded", "",
-                "%llu bytes do not fit: %llu of the %llu-byte buffer quota are in use (--buffer-quota)",
-                (unsigned long long)bytes, (unsigned long long)in_use, (unsigned long long)bs->cfg.quota);
         return NULL;
     }
     e->buf = n ? wp_buf_alloc_sharded(devs, n, size, count, err) : wp_buf_alloc(be, (size_t)bytes, err);
@@ -278,7 +306,7 @@ static wp_buf *create(wp_buffers *bs, wp_backend *be, wp_backend *const *devs, i
     return e->buf;
 }
 
-wp_buf *wp_buffers_adopt(wp_buffers *bs, wp_buf *buf, wp_type t, uint64_t count, wp_err *err) {
+wp_buf *wp_buffers_adopt(wp_buffers *bs, const wp_user *who, wp_buf *buf, wp_type t, uint64_t count, wp_err *err) {
     entry *e = calloc(1, sizeof *e);
     if (!e) {
         wp_buf_free(buf);
@@ -288,6 +316,7 @@ wp_buf *wp_buffers_adopt(wp_buffers *bs, wp_buf *buf, wp_type t, uint64_t count,
     e->state = ENTRY_PENDING;
     e->buf = buf;
     e->type = t, e->count = count, e->bytes = wp_buf_size(buf);
+    wp_user_name_copy(who, e->owner);
     pthread_mutex_lock(&bs->mu);
     link_entry(bs, e);
     pthread_mutex_unlock(&bs->mu);
@@ -336,11 +365,11 @@ static int unknown(wp_err *err, const char *id) {
     return WP_FAIL(err, 404, "unknown_buffer", "buffer", "no buffer \"%.40s\" (never made, deleted, or expired)", id);
 }
 
-wp_buf *wp_buffers_get(wp_buffers *bs, const char *id, wp_buffer_info *info, wp_err *err) {
+wp_buf *wp_buffers_get(wp_buffers *bs, const wp_user *who, const char *id, wp_buffer_info *info, wp_err *err) {
     entry *to_free = NULL;
     pthread_mutex_lock(&bs->mu);
     reap_locked(bs, &to_free);
-    entry *e = find_id(bs, id);
+    entry *e = find_seen(bs, who, id);
     if (e) {
         e->users++;
         e->last_use_ns = wp_now_ns();
@@ -369,22 +398,22 @@ void wp_buffers_release(wp_buffers *bs, wp_buf *buf) {
     free_entries(to_free);
 }
 
-int wp_buffers_info(wp_buffers *bs, const char *id, wp_buffer_info *out, wp_err *err) {
+int wp_buffers_info(wp_buffers *bs, const wp_user *who, const char *id, wp_buffer_info *out, wp_err *err) {
     entry *to_free = NULL;
     pthread_mutex_lock(&bs->mu);
     reap_locked(bs, &to_free);
-    entry *e = find_id(bs, id);
+    entry *e = find_seen(bs, who, id);
     if (e) fill_info(e, out);
     pthread_mutex_unlock(&bs->mu);
     free_entries(to_free);
     return e ? 0 : unknown(err, id);
 }
 
-int wp_buffers_delete(wp_buffers *bs, const char *id, wp_buffer_info *out, wp_err *err) {
+int wp_buffers_delete(wp_buffers *bs, const wp_user *who, const char *id, wp_buffer_info *out, wp_err *err) {
     entry *to_free = NULL;
     pthread_mutex_lock(&bs->mu);
     reap_locked(bs, &to_free);
-    entry *e = find_id(bs, id);
+    entry *e = find_seen(bs, who, id);
     if (e) {
         fill_info(e, out);
         retire(bs, e, &to_free);
@@ -395,14 +424,14 @@ int wp_buffers_delete(wp_buffers *bs, const char *id, wp_buffer_info *out, wp_er
     return e ? 0 : unknown(err, id);
 }
 
-int wp_buffers_list(wp_buffers *bs, wp_buffer_info **out, size_t *n, wp_err *err) {
+int wp_buffers_list(wp_buffers *bs, const wp_user *who, wp_buffer_info **out, size_t *n, wp_err *err) {
     entry *to_free = NULL;
     pthread_mutex_lock(&bs->mu);
     reap_locked(bs, &to_free);
     wp_buffer_info *list = calloc(bs->live ? bs->live : 1, sizeof *list);
     size_t k = 0;
     for (entry *e = bs->head; list && e; e = e->next)
-        if (e->state == ENTRY_LIVE) fill_info(e, &list[k++]);
+        if (e->state == ENTRY_LIVE && wp_user_sees(who, e->owner)) fill_info(e, &list[k++]);
     pthread_mutex_unlock(&bs->mu);
     free_entries(to_free);
     if (!list) return WP_FAIL(err, 500, "no_memory", "", "out of memory");

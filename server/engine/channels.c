@@ -59,6 +59,7 @@ typedef struct channel {
     atomic_bool stop;     /* closed: the thread ends at its next look */
     atomic_bool sleeping;
     pthread_t thread;
+    const wp_user *user; /* its owner: its requests run as this user (users.h keeps it valid) */
 } channel;
 
 struct wp_channels {
@@ -164,7 +165,7 @@ static void answer_of(channel *c, const take_args *t, wp_resp *r) {
         refuse(r, 400, "bad_route", "req_route", "req_route must be 1 (POST /v1/reduce) or 2 (POST /v1/scan)");
         return;
     }
-    cfg->serve(cfg->ctx, t->route, c->req, t->len, r);
+    cfg->serve(cfg->ctx, c->user, t->route, c->req, t->len, r);
     if (!r->body)
         refuse(r, 500, "out_of_memory", "", "no memory for the answer");
     else if (r->body_len > c->info.answer_bytes)
@@ -390,6 +391,14 @@ static bool overlaps(const wp_channels *cs, const channel *c) {
     return false;
 }
 
+/* c's owner has as many channels open as their quota allows (with cs->mu held). */
+static bool over_quota(const wp_channels *cs, const channel *c) {
+    uint64_t mine = wp_user_quota(c->user)->channels, open = 0;
+    if (!mine) return false;
+    for (const channel *o = cs->head; o; o = o->next) open += !strcmp(o->info.owner, c->info.owner);
+    return open >= mine;
+}
+
 /* Under cs->mu, so no other open can race it: the limit, a span of its own, the header written, the
  * thread started and listed. */
 static int start(wp_channels *cs, channel *c, wp_err *err) {
@@ -401,6 +410,9 @@ static int start(wp_channels *cs, channel *c, wp_err *err) {
     } else if (cs->st.open >= cs->cfg.max_channels) {
         rc = WP_FAIL(err, 429, "too_many_channels", "",
                      "%u channels are open, the most this daemon keeps (--channels-max)", cs->cfg.max_channels);
+    } else if (over_quota(cs, c)) {
+        rc = WP_FAIL(err, 429, "quota_channels", "channels", "%s has %llu channels open, their channels quota",
+                     c->info.owner, (unsigned long long)wp_user_quota(c->user)->channels);
     } else if (overlaps(cs, c)) {
         rc = WP_FAIL(err, 409, "channel_overlap", "shm.offset",
                      "another open channel holds bytes of region %s in this span", c->info.shm);
@@ -430,6 +442,8 @@ int wp_channels_add(wp_channels *cs, const wp_channel_args *a, wp_channel_info *
     }
     c->owner = cs;
     c->region = a->region;
+    c->user = a->user;
+    wp_user_name_copy(a->user, c->info.owner);
     c->info.spin_us = a->spin_us;
     c->info.ttl_s = a->ttl_s;
     c->info.created = c->info.last_used = wp_unix_now();
@@ -447,9 +461,9 @@ int wp_channels_add(wp_channels *cs, const wp_channel_args *a, wp_channel_info *
     return rc;
 }
 
-static channel *find(wp_channels *cs, const char *id) {
+static channel *find(wp_channels *cs, const wp_user *who, const char *id) {
     for (channel *c = cs->head; c; c = c->next)
-        if (!strcmp(c->info.id, id)) return c;
+        if (!strcmp(c->info.id, id)) return wp_user_sees(who, c->info.owner) ? c : NULL;
     return NULL;
 }
 
@@ -457,17 +471,17 @@ static int unknown(const char *id, wp_err *err) {
     return WP_FAIL(err, 404, "unknown_channel", "id", "no open channel has the id %.40s", id);
 }
 
-int wp_channels_info(wp_channels *cs, const char *id, wp_channel_info *out, wp_err *err) {
+int wp_channels_info(wp_channels *cs, const wp_user *who, const char *id, wp_channel_info *out, wp_err *err) {
     pthread_mutex_lock(&cs->mu);
-    const channel *c = find(cs, id);
+    const channel *c = find(cs, who, id);
     if (c) describe(c, out);
     pthread_mutex_unlock(&cs->mu);
     return c ? 0 : unknown(id, err);
 }
 
-int wp_channels_remove(wp_channels *cs, const char *id, wp_channel_info *out, wp_err *err) {
+int wp_channels_remove(wp_channels *cs, const wp_user *who, const char *id, wp_channel_info *out, wp_err *err) {
     pthread_mutex_lock(&cs->mu);
-    channel *c = find(cs, id);
+    channel *c = find(cs, who, id);
     if (c) {
         take_off(cs, c);
         describe(c, out);
@@ -481,14 +495,15 @@ int wp_channels_remove(wp_channels *cs, const char *id, wp_channel_info *out, wp
     return 0;
 }
 
-int wp_channels_list(wp_channels *cs, wp_channel_info **out, size_t *n, wp_err *err) {
+int wp_channels_list(wp_channels *cs, const wp_user *who, wp_channel_info **out, size_t *n, wp_err *err) {
     reap(cs);
     pthread_mutex_lock(&cs->mu);
     size_t k = 0;
-    for (const channel *c = cs->head; c; c = c->next) k++;
+    for (const channel *c = cs->head; c; c = c->next) k += wp_user_sees(who, c->info.owner);
     wp_channel_info *arr = calloc(k ? k : 1, sizeof *arr);
     size_t i = 0;
-    for (const channel *c = cs->head; arr && c; c = c->next) describe(c, &arr[i++]);
+    for (const channel *c = cs->head; arr && c; c = c->next)
+        if (wp_user_sees(who, c->info.owner)) describe(c, &arr[i++]);
     pthread_mutex_unlock(&cs->mu);
     if (!arr) return WP_FAIL(err, 507, "out_of_memory", "", "no memory for the listing");
     *out = arr;

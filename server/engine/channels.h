@@ -52,10 +52,12 @@ typedef struct wp_channels wp_channels; /* opaque */
 
 enum { WP_CHANNEL_REDUCE = 1, WP_CHANNEL_SCAN = 2 }; /* req_route: POST /v1/reduce, POST /v1/scan */
 
-/* Runs one request (route, its NUL-terminated JSON body) as its route's handler would and fills *out,
+/* Runs one request (route, its NUL-terminated JSON body) as its route's handler would, as user (the
+ * channel's owner, who opened it), and fills *out,
  * an answer as an HTTP handler gives it (the caller frees out->body; out->defer is never set). Called on
  * the channel's thread, one request at a time per channel. */
-typedef void (*wp_channel_serve)(void *ctx, unsigned route, const char *body, size_t len, wp_resp *out);
+typedef void (*wp_channel_serve)(void *ctx, const wp_user *user, unsigned route, const char *body, size_t len,
+                                 wp_resp *out);
 
 typedef struct {
     unsigned max_channels; /* open at once (429 "too_many_channels" beyond) */
@@ -70,9 +72,10 @@ typedef struct {
     uint64_t offset, bytes;     /* where in the region, how much */
     uint32_t request_bytes, answer_bytes;
     uint32_t spin_us, ttl_s;
-    uint64_t requests;         /* served */
-    bool sleeping;             /* its thread sleeps on the doorbell now */
-    double created, last_used; /* Unix time (s) */
+    uint64_t requests;                /* served */
+    bool sleeping;                    /* its thread sleeps on the doorbell now */
+    double created, last_used;        /* Unix time (s) */
+    char owner[WP_USER_NAME_MAX + 1]; /* the user who opened it: its requests run as that user */
 } wp_channel_info;
 
 typedef struct {
@@ -91,20 +94,23 @@ typedef struct {
     uint64_t offset;   /* within the region; a multiple of 64 */
     uint64_t bytes;    /* 0: to the region's end */
     uint32_t spin_us, ttl_s;
+    const wp_user *user; /* who opens it (users.h; NULL: the daemon): its owner, as whom its requests run */
 } wp_channel_args;
 
 /* Opens a channel: writes the header, starts its thread. 400 "out_of_range" (field "shm.offset" or
  * "bytes": not inside the region, misaligned, under WP_CHANNEL_MIN_BYTES), 403 "read_only" (field
  * "shm.id"), 409 "channel_overlap" (field "shm.offset": an open channel holds bytes of the span; nothing
  * of the region is written then), 409 "region_truncated", 429 "too_many_channels", 503 "shutting_down",
- * 500 on a thread that cannot start. */
+ * 500 on a thread that cannot start; 429 "quota_channels" (field "channels") past the user's channels quota. */
 int wp_channels_add(wp_channels *cs, const wp_channel_args *a, wp_channel_info *out, wp_err *err);
+/* Owners: only the channel's owner or an admin (who, users.h; NULL: the daemon) may describe, remove or
+ * list it; to anyone else its id is 404 "unknown_channel", as one never opened. */
 /* 404 "unknown_channel" (field "id"). */
-int wp_channels_info(wp_channels *cs, const char *id, wp_channel_info *out, wp_err *err);
+int wp_channels_info(wp_channels *cs, const wp_user *who, const char *id, wp_channel_info *out, wp_err *err);
 /* Closes it: its thread ends after the request it runs, if any. 404 "unknown_channel". */
-int wp_channels_remove(wp_channels *cs, const char *id, wp_channel_info *out, wp_err *err);
+int wp_channels_remove(wp_channels *cs, const wp_user *who, const char *id, wp_channel_info *out, wp_err *err);
 /* Every open channel, oldest first: a malloc'd array of *n (free it). */
-int wp_channels_list(wp_channels *cs, wp_channel_info **out, size_t *n, wp_err *err);
+int wp_channels_list(wp_channels *cs, const wp_user *who, wp_channel_info **out, size_t *n, wp_err *err);
 void wp_channels_stats_get(wp_channels *cs, wp_channels_stats *out);
 
 #endif

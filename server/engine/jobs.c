@@ -5,6 +5,10 @@
  * handler run outside it, and a running job is never freed (DELETE only marks it). */
 #include "jobs.h"
 
+#include <stddef.h>
+
+#include "http/fairq.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -26,7 +30,10 @@ static const char *const state_names[] = {"queued", "running", "done", "failed",
 
 typedef struct wp_job {
     struct wp_job *prev, *next; /* the table, creation order */
-    struct wp_job *qnext;       /* the queue, while queued */
+    wp_fair_node qnode;         /* the queue, while queued (fairq.h: in turn by owner) */
+    const wp_user *user;        /* who submitted it: its request runs as them (users.h keeps it valid) */
+    char owner[WP_USER_NAME_MAX + 1];
+    uint64_t dispatch; /* its turn: the how-many-th job a worker took (0: not yet) */
     char id[WP_JOB_ID_LEN];
     const wp_route *route;
     char *body; /* the inner request as JSON text, NUL-terminated */
@@ -53,7 +60,7 @@ struct wp_jobs {
     pthread_cond_t work_cv; /* a job was queued, or stopping */
     pthread_cond_t reap_cv; /* stopping */
     wp_job *head, *tail;    /* the table */
-    wp_job *qhead, *qtail;  /* the queue */
+    wp_fairq queue;         /* queued jobs, taken round-robin by owner */
     int count[5];           /* jobs by state */
     uint64_t submitted, rejected_full, expired, id_counter;
     uint64_t result_bytes; /* bodies of finished jobs' results */
@@ -90,10 +97,21 @@ static void make_id(wp_jobs *j, char out[WP_JOB_ID_LEN]) {
     snprintf(out, WP_JOB_ID_LEN, "j-%016llx", (unsigned long long)r);
 }
 
-static wp_job *find(wp_jobs *j, const char *id) {
+/* The job id that who may see: another user's is as unknown as an id never made. */
+static wp_job *find(wp_jobs *j, const wp_user *who, const char *id) {
     for (wp_job *job = j->head; job; job = job->next)
-        if (!strcmp(job->id, id)) return job;
+        if (!strcmp(job->id, id)) return wp_user_sees(who, job->owner) ? job : NULL;
     return NULL;
+}
+
+static wp_job *of_node(wp_fair_node *n) { return n ? (wp_job *)(void *)((char *)n - offsetof(wp_job, qnode)) : NULL; }
+
+/* Jobs of owner queued or running. With j->mu. */
+static uint64_t owner_active(const wp_jobs *j, const char *owner) {
+    uint64_t n = 0;
+    for (const wp_job *job = j->head; job; job = job->next)
+        n += (job->state == JOB_QUEUED || job->state == JOB_RUNNING) && !strcmp(job->owner, owner);
+    return n;
 }
 
 static bool finished(const wp_job *job) { return job->state >= JOB_DONE; }
@@ -123,19 +141,7 @@ static void unlink_job(wp_jobs *j, wp_job *job) {
     j->result_bytes -= job->result_len;
 }
 
-static void queue_remove(wp_jobs *j, wp_job *job) {
-    wp_job *prev = NULL;
-    for (wp_job *q = j->qhead; q; prev = q, q = q->qnext) {
-        if (q != job) continue;
-        if (prev)
-            prev->qnext = q->qnext;
-        else
-            j->qhead = q->qnext;
-        if (j->qtail == q) j->qtail = prev;
-        q->qnext = NULL;
-        return;
-    }
-}
+static void queue_remove(wp_jobs *j, wp_job *job) { wp_fairq_remove(&j->queue, &job->qnode); }
 
 /* Stamps the end of a job (its state is set by the caller). */
 static void finish(wp_job *job, int status) {
@@ -168,6 +174,7 @@ static cJSON *view_locked(const wp_job *job, bool with_result) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "id", job->id);
     cJSON_AddStringToObject(o, "kind", job->route->path + 4);
+    cJSON_AddStringToObject(o, "owner", job->owner);
     cJSON_AddStringToObject(o, "state", state_names[job->state]);
     cJSON_AddNumberToObject(o, "progress", (double)atomic_load(&job->progress) / WP_JOBS_PROGRESS_SCALE);
     char location[64];
@@ -183,6 +190,7 @@ static cJSON *view_locked(const wp_job *job, bool with_result) {
         cJSON_AddNumberToObject(o, "run_ms",
                                 (double)((job->finished_ns ? job->finished_ns : now) - job->started_ns) / 1e6);
     cJSON_AddBoolToObject(o, "cancel_requested", atomic_load(&job->cancel_requested));
+    if (job->dispatch) cJSON_AddNumberToObject(o, "dispatch", (double)job->dispatch);
     if (!finished(job) || job->state == JOB_CANCELLED || !with_result) {
         if (finished(job) && job->status) cJSON_AddNumberToObject(o, "status", job->status);
         return o;
@@ -217,6 +225,7 @@ static void run_job(wp_jobs *j, wp_job *job) {
         .t_start_ns = wp_now_ns(),
         .job = job,
         .peer_local = job->peer_local,
+        .user = job->user,
     };
     wp_resp resp = {0};
     job->route->fn(j->app, &req, &resp);
@@ -244,12 +253,10 @@ static void *worker_main(void *arg) {
     wp_jobs *j = arg;
     pthread_mutex_lock(&j->mu);
     for (;;) {
-        while (!j->qhead && !j->stopping) pthread_cond_wait(&j->work_cv, &j->mu);
+        while (!j->queue.depth && !j->stopping) pthread_cond_wait(&j->work_cv, &j->mu);
         if (j->stopping) break;
-        wp_job *job = j->qhead;
-        j->qhead = job->qnext;
-        if (!j->qhead) j->qtail = NULL;
-        job->qnext = NULL;
+        wp_job *job = of_node(wp_fairq_pop(&j->queue)); /* the next owner in turn */
+        job->dispatch = j->queue.taken;
         set_state(j, job, JOB_RUNNING);
         job->started = wp_unix_now();
         job->started_ns = wp_now_ns();
@@ -346,8 +353,8 @@ void wp_jobs_close(wp_jobs *j) {
 
 /* ---------- operations ---------- */
 
-int wp_jobs_submit(wp_jobs *j, const char *kind, const char *request, size_t request_len, bool peer_local,
-                   char id_out[WP_JOB_ID_LEN], cJSON **view, wp_err *err) {
+int wp_jobs_submit(wp_jobs *j, const wp_user *who, const char *kind, const char *request, size_t request_len,
+                   bool peer_local, char id_out[WP_JOB_ID_LEN], cJSON **view, wp_err *err) {
     const wp_route *route = NULL;
     for (int i = 0; i < j->nkinds && !route; i++)
         if (!strcmp(j->kinds[i]->path + 4, kind)) route = j->kinds[i];
@@ -370,6 +377,9 @@ int wp_jobs_submit(wp_jobs *j, const char *kind, const char *request, size_t req
     job->body = body;
     job->body_len = request_len;
     job->peer_local = peer_local;
+    job->user = who;
+    wp_user_name_copy(who, job->owner);
+    uint64_t mine = wp_user_quota(who)->jobs;
     job->created = wp_unix_now();
     job->created_ns = wp_now_ns();
     job->state = JOB_QUEUED;
@@ -384,19 +394,23 @@ int wp_jobs_submit(wp_jobs *j, const char *kind, const char *request, size_t req
         return WP_FAIL(err, 503, "queue_full", "", "%d jobs are queued or running (--max-jobs); retry shortly",
                        j->cfg.max_jobs);
     }
+    if (mine && owner_active(j, job->owner) >= mine) {
+        j->rejected_full++;
+        pthread_mutex_unlock(&j->mu);
+        WP_FAIL(err, 429, "quota_jobs", "jobs", "%s has %llu jobs queued or running, their jobs quota; retry shortly",
+                job->owner, (unsigned long long)mine);
+        job_free(job);
+        return -1;
+    }
     do make_id(j, job->id);
-    while (find(j, job->id));
+    while (find(j, NULL, job->id));
     job->prev = j->tail;
     if (j->tail)
         j->tail->next = job;
     else
         j->head = job;
     j->tail = job;
-    if (j->qtail)
-        j->qtail->qnext = job;
-    else
-        j->qhead = job;
-    j->qtail = job;
+    wp_fairq_push(&j->queue, &job->qnode, job->owner);
     j->count[JOB_QUEUED]++;
     j->submitted++;
     memcpy(id_out, job->id, WP_JOB_ID_LEN);
@@ -406,21 +420,21 @@ int wp_jobs_submit(wp_jobs *j, const char *kind, const char *request, size_t req
     return 0;
 }
 
-cJSON *wp_jobs_view(wp_jobs *j, const char *id, bool with_result, wp_err *err) {
+cJSON *wp_jobs_view(wp_jobs *j, const wp_user *who, const char *id, bool with_result, wp_err *err) {
     pthread_mutex_lock(&j->mu);
     reap_locked(j);
-    wp_job *job = find(j, id);
+    wp_job *job = find(j, who, id);
     cJSON *o = job ? view_locked(job, with_result) : NULL;
     pthread_mutex_unlock(&j->mu);
     if (!job) WP_FAIL(err, 404, "unknown_job", "id", "no job \"%.40s\" (never made, or forgotten after its TTL)", id);
     return o;
 }
 
-cJSON *wp_jobs_cancel(wp_jobs *j, const char *id, bool *was_running, bool *forgotten, wp_err *err) {
+cJSON *wp_jobs_cancel(wp_jobs *j, const wp_user *who, const char *id, bool *was_running, bool *forgotten, wp_err *err) {
     *was_running = *forgotten = false;
     pthread_mutex_lock(&j->mu);
     reap_locked(j);
-    wp_job *job = find(j, id);
+    wp_job *job = find(j, who, id);
     cJSON *o = NULL;
     if (job && job->state == JOB_QUEUED) {
         queue_remove(j, job);
@@ -446,7 +460,7 @@ cJSON *wp_jobs_cancel(wp_jobs *j, const char *id, bool *was_running, bool *forgo
     return o;
 }
 
-cJSON *wp_jobs_list(wp_jobs *j, const char *state_filter, wp_err *err) {
+cJSON *wp_jobs_list(wp_jobs *j, const wp_user *who, const char *state_filter, wp_err *err) {
     int want = -1;
     if (state_filter) {
         for (int s = 0; s < (int)WP_ARRAY_LEN(state_names); s++)
@@ -463,7 +477,7 @@ cJSON *wp_jobs_list(wp_jobs *j, const char *state_filter, wp_err *err) {
     reap_locked(j);
     int n = 0;
     for (const wp_job *job = j->head; job; job = job->next) {
-        if (want >= 0 && (int)job->state != want) continue;
+        if ((want >= 0 && (int)job->state != want) || !wp_user_sees(who, job->owner)) continue;
         cJSON_AddItemToArray(arr, view_locked(job, false));
         n++;
     }

@@ -7,13 +7,20 @@
  *
  * States: queued -> running -> done | failed, and queued -> cancelled. A running job whose cancel
  * is requested runs on (a handler may poll wp_job_cancelled and stop early), then ends cancelled
- * and its result is dropped. "done" means the handler answered 2xx; "failed" any other status. */
+ * and its result is dropped. "done" means the handler answered 2xx; "failed" any other status.
+ *
+ * Owners and turns: a job records who submitted it (users.h; NULL: the daemon) and runs as them; only
+ * they or an admin see it (anyone else: 404 "unknown_job", as an id never made). Queued jobs are taken
+ * round-robin by owner (http/fairq.h), and each records its turn ("dispatch": the how-many-th job a
+ * worker took), so who ran when can be read back. A user's jobs quota counts their jobs queued or
+ * running: 429 "quota_jobs" (field "jobs") beyond it. */
 #ifndef WP_JOBS_H
 #define WP_JOBS_H
 
 #include <cjson/cJSON.h>
 
 #include "http/http.h"
+#include "http/users.h"
 #include "util/common.h"
 
 #define WP_JOB_ID_LEN 24 /* "j-" + 16 hex digits + NUL, rounded up */
@@ -38,17 +45,17 @@ void wp_jobs_close(wp_jobs *j);
  * "kind") for a kind no route has; 503 "queue_full" when max_jobs are queued or running. On
  * success id_out gets the id and *view (if view) the new job's JSON, as wp_jobs_view. peer_local: the
  * submitting client is on this machine (the job's request says so to its handler: /v1/shm's check). */
-int wp_jobs_submit(wp_jobs *j, const char *kind, const char *request, size_t request_len, bool peer_local,
-                   char id_out[WP_JOB_ID_LEN], cJSON **view, wp_err *err);
+int wp_jobs_submit(wp_jobs *j, const wp_user *who, const char *kind, const char *request, size_t request_len,
+                   bool peer_local, char id_out[WP_JOB_ID_LEN], cJSON **view, wp_err *err);
 /* {"id","kind","state","progress","created","started","finished","queue_ms","run_ms",
  *  "cancel_requested", and once finished "status" + "result" (done) or "error" (failed)};
  * with_result false leaves result and error out (listings). 404 "unknown_job". */
-cJSON *wp_jobs_view(wp_jobs *j, const char *id, bool with_result, wp_err *err);
+cJSON *wp_jobs_view(wp_jobs *j, const wp_user *who, const char *id, bool with_result, wp_err *err);
 /* Queued: cancelled now. Running: cancel requested (*was_running set). Finished: forgotten
  * (*forgotten set). Returns the job's view after the change, or NULL with 404 "unknown_job". */
-cJSON *wp_jobs_cancel(wp_jobs *j, const char *id, bool *was_running, bool *forgotten, wp_err *err);
+cJSON *wp_jobs_cancel(wp_jobs *j, const wp_user *who, const char *id, bool *was_running, bool *forgotten, wp_err *err);
 /* {"jobs":[view without result...], "count", "queued", "running"}; state_filter NULL for all. */
-cJSON *wp_jobs_list(wp_jobs *j, const char *state_filter, wp_err *err);
+cJSON *wp_jobs_list(wp_jobs *j, const wp_user *who, const char *state_filter, wp_err *err);
 /* The kinds as a JSON array of strings. */
 cJSON *wp_jobs_kinds(const wp_jobs *j);
 

@@ -145,6 +145,29 @@ static int check_range(uint64_t size, uint64_t offset, int64_t bytes, uint64_t *
     return 0;
 }
 
+/* Bytes of the listed regions of owner. With mu held. */
+static uint64_t owner_bytes(const wp_regions *rs, const char *owner) {
+    uint64_t sum = 0;
+    for (const wp_region *g = rs->head; g; g = g->next)
+        if (!strcmp(g->info.owner, owner)) sum += g->info.bytes;
+    return sum;
+}
+
+/* who's shm_bytes quota (a region being mapped by who at the same moment is not counted yet). */
+static int reserve_mine(wp_regions *rs, const wp_user *who, const char *owner, uint64_t bytes, wp_err *err) {
+    uint64_t mine = wp_user_quota(who)->shm_bytes;
+    if (!mine) return 0;
+    pthread_mutex_lock(&rs->mu);
+    uint64_t held = owner_bytes(rs, owner);
+    bool fits = bytes <= mine && held <= mine - bytes;
+    if (!fits) rs->st.refused_quota++;
+    pthread_mutex_unlock(&rs->mu);
+    if (fits) return 0;
+    return WP_FAIL(err, 413, "quota_shm_bytes", "shm_bytes",
+                   "%" PRIu64 " more bytes would pass %s's shm_bytes quota of %" PRIu64 " (%" PRIu64 " mapped now)",
+                   bytes, owner, mine, held);
+}
+
 static int reserve(wp_regions *rs, uint64_t bytes, wp_err *err) {
     pthread_mutex_lock(&rs->mu);
     bool fits = bytes <= rs->max_bytes && rs->st.bytes <= rs->max_bytes - bytes;
@@ -191,17 +214,20 @@ static void publish(wp_regions *rs, wp_region *g) {
     pthread_mutex_unlock(&rs->mu);
 }
 
-int wp_regions_add(wp_regions *rs, const char *name, uint64_t offset, int64_t bytes, wp_region_info *out, wp_err *err) {
+int wp_regions_add(wp_regions *rs, const wp_user *who, const char *name, uint64_t offset, int64_t bytes,
+                   wp_region_info *out, wp_err *err) {
     if (check_name(rs, name, err)) return -1;
     wp_region *g = calloc(1, sizeof *g);
     if (!g) return WP_FAIL(err, 507, "out_of_memory", "", "no memory for a region");
     g->owner = rs;
     snprintf(g->info.name, sizeof g->info.name, "%s", name);
+    wp_user_name_copy(who, g->info.owner);
     struct stat sb;
     if ((g->fd = open_object(name, &g->info.read_only, &sb, err)) < 0) return free(g), -1;
     g->info.object_bytes = (uint64_t)sb.st_size;
     g->info.offset = offset;
-    if (check_range(g->info.object_bytes, offset, bytes, &g->info.bytes, err) || reserve(rs, g->info.bytes, err)) {
+    if (check_range(g->info.object_bytes, offset, bytes, &g->info.bytes, err) ||
+        reserve_mine(rs, who, g->info.owner, g->info.bytes, err) || reserve(rs, g->info.bytes, err)) {
         close(g->fd);
         free(g);
         return -1;
@@ -224,9 +250,10 @@ int wp_regions_add(wp_regions *rs, const char *name, uint64_t offset, int64_t by
 
 /* ---- finding, holding, removing ---- */
 
-static wp_region *find(wp_regions *rs, const char *id) {
+/* The listed region id that who may see: another user's is as unknown as an id never made. */
+static wp_region *find(wp_regions *rs, const wp_user *who, const char *id) {
     for (wp_region *g = rs->head; g; g = g->next)
-        if (!strcmp(g->info.id, id)) return g;
+        if (!strcmp(g->info.id, id)) return wp_user_sees(who, g->info.owner) ? g : NULL;
     return NULL;
 }
 
@@ -234,9 +261,9 @@ static int unknown(const char *id, const char *field, wp_err *err) {
     return WP_FAIL(err, 404, "unknown_shm", field, "no region %.40s (never made, or deleted)", id);
 }
 
-int wp_regions_info(wp_regions *rs, const char *id, wp_region_info *out, wp_err *err) {
+int wp_regions_info(wp_regions *rs, const wp_user *who, const char *id, wp_region_info *out, wp_err *err) {
     pthread_mutex_lock(&rs->mu);
-    wp_region *g = find(rs, id);
+    wp_region *g = find(rs, who, id);
     if (g) *out = g->info;
     pthread_mutex_unlock(&rs->mu);
     return g ? 0 : unknown(id, "id", err);
@@ -259,9 +286,10 @@ static void release(wp_regions *rs, wp_region *g) {
     region_unmap(g);
 }
 
-int wp_regions_remove(wp_regions *rs, const char *id, wp_region_info *out, bool *pending, wp_err *err) {
+int wp_regions_remove(wp_regions *rs, const wp_user *who, const char *id, wp_region_info *out, bool *pending,
+                      wp_err *err) {
     pthread_mutex_lock(&rs->mu);
-    wp_region *g = find(rs, id);
+    wp_region *g = find(rs, who, id);
     if (g) {
         unlist(rs, g);
         *out = g->info;
@@ -273,13 +301,14 @@ int wp_regions_remove(wp_regions *rs, const char *id, wp_region_info *out, bool 
     return 0;
 }
 
-int wp_regions_list(wp_regions *rs, wp_region_info **out, size_t *n, wp_err *err) {
+int wp_regions_list(wp_regions *rs, const wp_user *who, wp_region_info **out, size_t *n, wp_err *err) {
     pthread_mutex_lock(&rs->mu);
     size_t count = 0;
-    for (wp_region *g = rs->head; g; g = g->next) count++;
+    for (wp_region *g = rs->head; g; g = g->next) count += wp_user_sees(who, g->info.owner);
     wp_region_info *v = malloc((count ? count : 1) * sizeof *v);
     size_t i = 0;
-    for (wp_region *g = rs->head; v && g; g = g->next) v[i++] = g->info;
+    for (wp_region *g = rs->head; v && g; g = g->next)
+        if (wp_user_sees(who, g->info.owner)) v[i++] = g->info;
     pthread_mutex_unlock(&rs->mu);
     if (!v) return WP_FAIL(err, 507, "out_of_memory", "", "no memory for the list");
     *out = v;
@@ -293,9 +322,9 @@ void wp_regions_stats_get(wp_regions *rs, wp_regions_stats *out) {
     pthread_mutex_unlock(&rs->mu);
 }
 
-wp_region *wp_regions_hold(wp_regions *rs, const char *id, const char *field, wp_err *err) {
+wp_region *wp_regions_hold(wp_regions *rs, const wp_user *who, const char *id, const char *field, wp_err *err) {
     pthread_mutex_lock(&rs->mu);
-    wp_region *g = find(rs, id);
+    wp_region *g = find(rs, who, id);
     if (g) g->info.users++;
     pthread_mutex_unlock(&rs->mu);
     if (!g) unknown(id, field, err);

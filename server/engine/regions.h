@@ -9,7 +9,11 @@
  * "..", and open (without following links) as a regular shared-memory object; the mapped total stays
  * under max_bytes; every offset and count is checked without overflow; a copy from or to an object
  * that was truncated under its mapping fails with 409 "region_truncated" (util/sigbus.h), never kills
- * the daemon. Messages name only what the client named. */
+ * the daemon. Messages name only what the client named.
+ *
+ * Owners: every region records the user who mapped it (who, users.h; NULL: the daemon). Only that user
+ * or an admin may describe, hold, remove or list it: to anyone else its id is 404 "unknown_shm". A
+ * user's shm_bytes quota is checked with --shm-max: 413 "quota_shm_bytes" (field "shm_bytes"). */
 #ifndef WP_REGIONS_H
 #define WP_REGIONS_H
 
@@ -17,6 +21,7 @@
 #include <stdint.h>
 
 #include "backend/buffer.h"
+#include "http/users.h"
 #include "util/common.h"
 
 #define WP_REGION_ID_LEN 24    /* "shm-" + 16 hex digits + NUL, rounded up */
@@ -34,12 +39,13 @@ typedef struct {
 typedef struct {
     char id[WP_REGION_ID_LEN];
     char name[WP_REGION_NAME_MAX + 1];
-    uint64_t offset, bytes; /* the mapped part of the object */
-    uint64_t object_bytes;  /* the object's size when it was mapped */
-    bool registered;        /* page-locked with the driver: copies DMA */
-    bool read_only;         /* the object opened only for reading: no output into it */
-    int users;              /* jobs holding it now */
-    double created;         /* Unix time (s) */
+    uint64_t offset, bytes;           /* the mapped part of the object */
+    uint64_t object_bytes;            /* the object's size when it was mapped */
+    bool registered;                  /* page-locked with the driver: copies DMA */
+    bool read_only;                   /* the object opened only for reading: no output into it */
+    int users;                        /* jobs holding it now */
+    double created;                   /* Unix time (s) */
+    char owner[WP_USER_NAME_MAX + 1]; /* the user who mapped it */
 } wp_region_info;
 
 typedef struct {
@@ -54,17 +60,19 @@ void wp_regions_close(wp_regions *rs);
 /* Maps bytes [offset, offset + bytes) of the object `name` (bytes < 0: to its end). 400 "bad_name",
  * 404 "shm_not_found", 403 "shm_denied", 400 "not_shared_memory", 400 "out_of_range" (field offset or
  * bytes), 413 "shm_quota". */
-int wp_regions_add(wp_regions *rs, const char *name, uint64_t offset, int64_t bytes, wp_region_info *out, wp_err *err);
+int wp_regions_add(wp_regions *rs, const wp_user *who, const char *name, uint64_t offset, int64_t bytes,
+                   wp_region_info *out, wp_err *err);
 /* 404 "unknown_shm" (field "id"). */
-int wp_regions_info(wp_regions *rs, const char *id, wp_region_info *out, wp_err *err);
+int wp_regions_info(wp_regions *rs, const wp_user *who, const char *id, wp_region_info *out, wp_err *err);
 /* Removes the id now; *pending: a job still holds it (unmapped when it puts it). 404 "unknown_shm". */
-int wp_regions_remove(wp_regions *rs, const char *id, wp_region_info *out, bool *pending, wp_err *err);
+int wp_regions_remove(wp_regions *rs, const wp_user *who, const char *id, wp_region_info *out, bool *pending,
+                      wp_err *err);
 /* Every region, oldest first: a malloc'd array of *n (free it). */
-int wp_regions_list(wp_regions *rs, wp_region_info **out, size_t *n, wp_err *err);
+int wp_regions_list(wp_regions *rs, const wp_user *who, wp_region_info **out, size_t *n, wp_err *err);
 void wp_regions_stats_get(wp_regions *rs, wp_regions_stats *out);
 
 /* The region with this id, held until wp_region_put. field names the id in errors (404 "unknown_shm"). */
-wp_region *wp_regions_hold(wp_regions *rs, const char *id, const char *field, wp_err *err);
+wp_region *wp_regions_hold(wp_regions *rs, const wp_user *who, const char *id, const char *field, wp_err *err);
 void wp_region_put(wp_region *g);
 void wp_region_describe(const wp_region *g, wp_region_info *out);
 /* Whether the region is still listed (no DELETE since it was held). */

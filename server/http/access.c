@@ -43,8 +43,10 @@ typedef struct {
 struct wp_access {
     char listen[HOST_CAP]; /* the listen host, as host_entry.name */
     bool unix_mode, metrics_public, insecure;
-    char *token;
-    size_t token_len;
+    wp_users *users;   /* the tokens table (users.h); none published: no token, everyone the open admin */
+    char *tokens_path; /* --tokens FILE, read again by wp_access_reload */
+    char *token_path;  /* --token-file FILE, the same */
+    bool token_env;    /* the token came from WARPD_TOKEN */
     host_entry hosts[LIST_MAX];
     int n_hosts;
     origin_entry origins[LIST_MAX];
@@ -54,12 +56,20 @@ struct wp_access {
 
 static const wp_access defaults; /* loopback only, no origin, no token */
 
-wp_access *wp_access_new(void) { return calloc(1, sizeof(wp_access)); }
+wp_access *wp_access_new(void) {
+    wp_access *a = calloc(1, sizeof(wp_access));
+    if (a && !(a->users = wp_users_new())) {
+        free(a);
+        return NULL;
+    }
+    return a;
+}
 
 void wp_access_free(wp_access *a) {
     if (!a) return;
-    if (a->token) memset(a->token, 0, a->token_len);
-    free(a->token);
+    wp_users_free(a->users);
+    free(a->tokens_path);
+    free(a->token_path);
     free(a);
 }
 
@@ -192,19 +202,38 @@ int wp_access_set_token(wp_access *a, const char *token, wp_err *err) {
         if (token[i] <= ' ' || token[i] > '~')
             return WP_FAIL(err, 400, "bad_token", "token",
                            "the token must be printable ASCII without spaces (character %zu is not)", i + 1);
-    char *copy = strdup(token);
-    if (!copy) return WP_FAIL(err, 500, "internal", "", "out of memory");
-    if (a->token) memset(a->token, 0, a->token_len);
-    free(a->token);
-    a->token = copy;
-    a->token_len = n;
+    return wp_users_set_token(a->users, token, n, err);
+}
+
+/* Keeps path for wp_access_reload. */
+static int remember(char **slot, const char *path, wp_err *err) {
+    if (*slot && !strcmp(*slot, path)) return 0;
+    free(*slot);
+    if (!(*slot = strdup(path))) return WP_FAIL(err, 500, "internal", "", "out of memory");
     return 0;
 }
+
+int wp_access_tokens_file(wp_access *a, const char *path, wp_err *err) {
+    if (!path || remember(&a->tokens_path, path, err)) return -1;
+    return wp_users_load_file(a->users, path, err);
+}
+
+int wp_access_reload(wp_access *a, wp_err *err) {
+    if (a->tokens_path) return wp_access_tokens_file(a, a->tokens_path, err);
+    if (a->token_path) return wp_access_token_file(a, a->token_path, err);
+    return 0;
+}
+
+wp_users *wp_access_users(const wp_access *a) { return a ? a->users : NULL; }
 
 int wp_access_token_file(wp_access *a, const char *path, wp_err *err) {
     size_t n = 0;
     char *text = path ? wp_read_file(path, &n) : NULL;
     if (!text) return WP_FAIL(err, 400, "bad_token", "--token-file", "cannot read the token file %s", path ? path : "");
+    if (remember(&a->token_path, path, err)) {
+        free(text);
+        return -1;
+    }
     text[strcspn(text, "\r\n")] = 0; /* the first line */
     char *start = text;
     while (*start == ' ' || *start == '\t') start++;
@@ -245,6 +274,7 @@ int wp_access_parse_flag(wp_access *a, const char *arg, const char *value, wp_er
     int (*set)(wp_access *, const char *, wp_err *) = !strcmp(arg, "--allow-host")     ? wp_access_allow_host
                                                       : !strcmp(arg, "--allow-origin") ? wp_access_allow_origin
                                                       : !strcmp(arg, "--token-file")   ? wp_access_token_file
+                                                      : !strcmp(arg, "--tokens")       ? wp_access_tokens_file
                                                                                        : NULL;
     if (!set) return 0;
     if (!value) return WP_FAIL(err, 400, "bad_flag", arg, "%s needs a value", arg);
@@ -252,18 +282,23 @@ int wp_access_parse_flag(wp_access *a, const char *arg, const char *value, wp_er
 }
 
 int wp_access_finish(wp_access *a, const char *env_token, wp_err *err) {
-    if (!a->token && env_token && *env_token && wp_access_set_token(a, env_token, err)) {
+    if (a->tokens_path && a->token_path)
+        return WP_FAIL(err, 400, "bad_flag", "--tokens",
+                       "give --tokens FILE (named users) or --token-file FILE (one admin), not both");
+    if (!wp_users_any(a->users) && env_token && *env_token && wp_access_set_token(a, env_token, err)) {
         snprintf(err->field, sizeof err->field, "WARPD_TOKEN");
         return -1;
     }
-    if (a->token || a->insecure || a->unix_mode || wp_access_is_loopback(a->listen)) return 0;
+    if (a->tokens_path && wp_users_warning(a->users)[0])
+        snprintf(a->warning, sizeof a->warning, "%s", wp_users_warning(a->users));
+    if (wp_users_any(a->users) || a->insecure || a->unix_mode || wp_access_is_loopback(a->listen)) return 0;
     return WP_FAIL(err, 400, "insecure_listen", "--listen",
                    "refusing to listen on %s without a token: anyone who can reach it could run jobs and read "
                    "every buffer. Give --token-file FILE (or set WARPD_TOKEN), or --insecure to serve it open",
                    a->listen);
 }
 
-bool wp_access_has_token(const wp_access *a) { return a && a->token; }
+bool wp_access_has_token(const wp_access *a) { return a && wp_users_any(a->users); }
 
 const char *wp_access_warning(const wp_access *a) { return a ? a->warning : ""; }
 
@@ -284,14 +319,6 @@ static bool media_is(const char *type, const char *want) {
     while (*type == ' ' || *type == '\t') type++;
     size_t n = strlen(want);
     return !strncasecmp(type, want, n) && (!type[n] || type[n] == ';' || type[n] == ' ' || type[n] == '\t');
-}
-
-/* Runs over the whole token whatever was given, so the time says nothing of where they differ. */
-static bool token_equal(const char *given, size_t given_len, const char *token, size_t token_len) {
-    volatile unsigned char diff = given_len != token_len;
-    for (size_t i = 0; i < token_len; i++)
-        diff |= (unsigned char)((unsigned char)token[i] ^ (unsigned char)(i < given_len ? given[i] : 0));
-    return diff == 0;
 }
 
 static bool safe_method(const char *m) { return !strcmp(m, "GET") || !strcmp(m, "HEAD") || !strcmp(m, "OPTIONS"); }
@@ -368,24 +395,63 @@ static bool check_origin(const wp_access *a, const wp_access_req *r, const char 
                 shown, shown);
 }
 
+/* The token of an Authorization header, spaces trimmed, in *token and *n; NULL when there is one, else why not. */
+static const char *bearer(const char *auth, const char **token, size_t *n) {
+    if (!auth || !*auth)
+        return "this daemon needs a token: send Authorization: Bearer <token> (yours in --tokens, or its "
+               "--token-file or WARPD_TOKEN)";
+    if (strncasecmp(auth, "Bearer", 6) || (auth[6] != ' ' && auth[6] != '\t'))
+        return "the Authorization header must be Bearer <token>";
+    const char *given = auth + 6;
+    while (*given == ' ' || *given == '\t') given++;
+    size_t len = strlen(given);
+    while (len && (given[len - 1] == ' ' || given[len - 1] == '\t')) len--;
+    *token = given;
+    *n = len;
+    return NULL;
+}
+
+/* What a route needs: GET and HEAD read; DELETE of the cache (or an entry) admin; every other change runs
+ * jobs (prewarm, a POST /v1/compile with "specs", is checked by its handler: the role is in its body). */
+static wp_role route_needs(const char *method, const char *path) {
+    if (safe_method(method)) return WP_ROLE_READ;
+    if (!strcmp(method, "DELETE") && (!strcmp(path, "/v1/cache") || !strncmp(path, "/v1/cache/", 10)))
+        return WP_ROLE_ADMIN;
+    return WP_ROLE_RUN;
+}
+
+/* Who the request is (v->user), then whether that user may: 401 without a known token, 403 "forbidden"
+ * outside the role, 429 "quota_rate" past the user's rate. */
 static bool check_token(const wp_access *a, const wp_access_req *r, wp_access_verdict *v) {
-    if (!a->token || token_exempt(a, r->method, r->path)) return false;
-    const char *auth = r->authorization;
-    const char *why = NULL;
-    if (!auth || !*auth) {
-        why = "this daemon needs its token: send Authorization: Bearer <token> (its --token-file or WARPD_TOKEN)";
-    } else if (strncasecmp(auth, "Bearer", 6) || (auth[6] != ' ' && auth[6] != '\t')) {
-        why = "the Authorization header must be Bearer <token>";
+    const char *token = NULL;
+    size_t n = 0;
+    const char *why = bearer(r->authorization, &token, &n);
+    if (!wp_users_any(a->users)) {
+        v->user = wp_users_open_user(a->users);
     } else {
-        const char *given = auth + 6;
-        while (*given == ' ' || *given == '\t') given++;
-        size_t n = strlen(given);
-        while (n && (given[n - 1] == ' ' || given[n - 1] == '\t')) n--;
-        if (token_equal(given, n, a->token, a->token_len)) return false;
-        why = "the token is not this daemon's";
+        v->user = why ? NULL : wp_users_find(a->users, token, n);
+        if (!v->user && token_exempt(a, r->method, r->path)) {
+            v->user = wp_users_anonymous(a->users);
+            return false;
+        }
+        if (!v->user) {
+            v->challenge = true;
+            return deny(v, 401, "unauthorized", "Authorization", "%s",
+                        why ? why : "the token is not one of this daemon's");
+        }
     }
-    v->challenge = true;
-    return deny(v, 401, "unauthorized", "Authorization", "%s", why);
+    if (token_exempt(a, r->method, r->path)) return false;
+    wp_role need = route_needs(r->method, r->path);
+    if (wp_user_role(v->user) < need)
+        return deny(v, 403, "forbidden", "Authorization", "%s %s needs the %s role; %s has %s", r->method, r->path,
+                    wp_role_name(need), wp_user_name(v->user), wp_role_name(wp_user_role(v->user)));
+    unsigned retry = 0;
+    if (!wp_user_rate_take(v->user, wp_now_ns(), &retry)) {
+        v->retry_after_s = retry;
+        return deny(v, 429, "quota_rate", "rate", "%s is past the rate quota of %llu requests a second",
+                    wp_user_name(v->user), (unsigned long long)wp_user_quota(v->user)->rate);
+    }
+    return false;
 }
 
 static bool check_type(const wp_access_req *r, wp_access_verdict *v) {
@@ -407,6 +473,7 @@ static bool check_type(const wp_access_req *r, wp_access_verdict *v) {
 void wp_access_check(const wp_access *a, const wp_access_req *r, wp_access_verdict *out) {
     if (!a) a = &defaults;
     memset(out, 0, sizeof *out);
+    out->user = wp_users_open_user(a->users);
     out->vary_origin = a->n_origins > 0;
     char host_name[HOST_CAP] = "";
     int host_port = -1;

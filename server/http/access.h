@@ -7,10 +7,14 @@
  *   3. a request that changes state (any method but GET, HEAD, OPTIONS) whose Origin is given must come
  *      from the daemon's own origin (http(s)://<the request's Host>) or an --allow-origin one
  *                                                                               else 403 bad_origin
- *   4. with a token (--token-file or WARPD_TOKEN): Authorization: Bearer <token>, compared in constant
- *      time, on every path but /v1/health, /v1/ready, the playground's files (GET/HEAD of a path
- *      outside /v1/ and /metrics: the page that asks for the token) and, with --metrics-public,
- *      /metrics                                                                 else 401 unauthorized
+ *   4. with tokens (--tokens FILE, or --token-file / WARPD_TOKEN: one admin "default"): Authorization:
+ *      Bearer <token>, whose SHA-256 finds the user (users.h, constant time), on every path but
+ *      /v1/health, /v1/ready, the playground's files (GET/HEAD of a path outside /v1/ and /metrics: the
+ *      page that asks for the token) and, with --metrics-public, /metrics      else 401 unauthorized
+ *      Without tokens every request is the open admin "default" (users.h).
+ *      The user's role: GET/HEAD need read, DELETE of /v1/cache (or an entry) admin, every other change run
+ *                                                                               else 403 forbidden
+ *      The user's rate quota                                  else 429 quota_rate, with Retry-After
  *   5. POST/PUT/PATCH bodies are application/json or application/octet-stream; the Content-Type may
  *      be left out only when the body is empty                       else 415 unsupported_media_type
  * Every answer carries the security headers (nosniff, CSP, X-Frame-Options, ...); an answer to an
@@ -24,6 +28,7 @@
 
 #include <stdbool.h>
 
+#include "users.h"
 #include "util/common.h"
 
 #define WP_ACCESS_TOKEN_MIN 16   /* characters; shorter tokens are refused (guessable) */
@@ -44,6 +49,13 @@ int wp_access_allow_host(wp_access *a, const char *host, wp_err *err);     /* "n
 int wp_access_allow_origin(wp_access *a, const char *origin, wp_err *err); /* "http(s)://host[:port]" */
 int wp_access_set_token(wp_access *a, const char *token, wp_err *err);
 int wp_access_token_file(wp_access *a, const char *path, wp_err *err); /* the first line; spaces trimmed */
+/* --tokens FILE: named users with roles and quotas (users.h). */
+int wp_access_tokens_file(wp_access *a, const char *path, wp_err *err);
+/* SIGHUP: reads --tokens (or --token-file) again; on failure (err names the line) the old table stays.
+ * Main thread; requests go on meanwhile (users.h's pointer swap). */
+int wp_access_reload(wp_access *a, wp_err *err);
+/* The users table, for /v1/whoami and /metrics (any thread). */
+wp_users *wp_access_users(const wp_access *a);
 void wp_access_set_metrics_public(wp_access *a, bool on);
 void wp_access_set_insecure(wp_access *a, bool on);
 /* The host given to --listen ("127.0.0.1", "::1", "0.0.0.0", a name; "unix:/path" sets unix mode). */
@@ -83,6 +95,8 @@ typedef struct {
                                 configuration's life), or NULL: its answer gets CORS headers */
     bool vary_origin;        /* some origin is allowed: answers depend on Origin (Vary) */
     bool challenge;          /* a 401: WWW-Authenticate */
+    const wp_user *user;     /* who the request is (users.h); never NULL once past the token check */
+    unsigned retry_after_s;  /* a 429 "quota_rate": seconds for Retry-After */
 } wp_access_verdict;
 
 /* a NULL: the defaults (loopback hosts, no other origin, no token). Never fails; fills *out. */

@@ -9,6 +9,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,6 +112,9 @@ static bool access_refused(wp_http *h, wp_call *c, struct MHD_Connection *mc, co
                        .has_body = has_body};
 #undef HEADER
     wp_access_check(h->cfg.access, &q, &c->access);
+    c->req.user = c->rec.user = c->access.user;
+    if (c->access.retry_after_s)
+        snprintf(c->resp.retry_after, sizeof c->resp.retry_after, "%u", c->access.retry_after_s);
     if (c->access.action == WP_ACCESS_PASS) return false;
     if (c->access.action == WP_ACCESS_PREFLIGHT)
         http_resp_set(&c->resp, 204, NULL, NULL, 0);
@@ -184,12 +188,10 @@ void *http_worker_main(void *arg) {
     }
     pthread_mutex_lock(&h->mu);
     for (;;) {
-        while (!h->queue_head && !h->stopping) pthread_cond_wait(&h->work_cv, &h->mu);
-        wp_call *c = h->queue_head;
-        if (!c) break; /* stopping, nothing left */
-        h->queue_head = c->next;
-        if (!h->queue_head) h->queue_tail = NULL;
-        h->queue_depth--;
+        while (!h->queue.depth && !h->stopping) pthread_cond_wait(&h->work_cv, &h->mu);
+        wp_fair_node *n = wp_fairq_pop(&h->queue); /* the next user in turn */
+        if (!n) break;                             /* stopping, nothing left */
+        wp_call *c = (wp_call *)(void *)((char *)n - offsetof(wp_call, qnode));
         atomic_fetch_add(&h->workers_busy, 1);
         pthread_mutex_unlock(&h->mu);
         wp_reqlog_dequeued(h->cfg.reqlog, &c->rec);
@@ -207,7 +209,7 @@ void *http_worker_main(void *arg) {
 /* Queues c for a worker and suspends its connection, or fills c->resp with 503. Returns true if queued. */
 static bool work_submit(wp_http *h, wp_call *c) {
     pthread_mutex_lock(&h->mu);
-    if (h->stopping || h->queue_depth >= h->cfg.max_queue) {
+    if (h->stopping || h->queue.depth >= h->cfg.max_queue) {
         bool busy = !h->stopping;
         pthread_mutex_unlock(&h->mu);
         if (busy) {
@@ -225,13 +227,7 @@ static bool work_submit(wp_http *h, wp_call *c) {
     wp_reqlog_queued(&c->rec);
     c->state = CALL_QUEUED;
     c->suspended = true;
-    c->next = NULL;
-    if (h->queue_tail)
-        h->queue_tail->next = c;
-    else
-        h->queue_head = c;
-    h->queue_tail = c;
-    h->queue_depth++;
+    wp_fairq_push(&h->queue, &c->qnode, wp_user_name(c->req.user));
     h->in_work++;
     pthread_mutex_unlock(&h->mu);
     pthread_cond_signal(&h->work_cv); /* after the unlock: the woken worker does not wait for our lock */

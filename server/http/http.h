@@ -7,6 +7,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "http/users.h"
 #include "util/common.h"
 
 typedef struct wp_http wp_http;
@@ -29,6 +30,7 @@ typedef struct {
     void *job;             /* the async job that runs this request (jobs.c), NULL on a live connection */
     void *sink;            /* a streamed body (wp_stream_hooks): what open made, body NULL and body_len
                               the bytes that went into it; NULL otherwise */
+    const wp_user *user;   /* who asks (users.h): from the token; NULL only for the daemon's own calls */
 } wp_req;
 
 /* Query argument of the request, or NULL (always NULL for a synthesized request: it has no URL). */

@@ -12,6 +12,7 @@
 
 #include "access.h"
 #include "conn_guard.h"
+#include "fairq.h"
 #include "http.h"
 #include "http_loop.h"
 #include "reqlog.h"
@@ -22,7 +23,8 @@
 typedef enum { CALL_READING, CALL_TOO_LARGE, CALL_STREAM_FAILED, CALL_QUEUED, CALL_DONE } call_state;
 
 typedef struct wp_call {
-    struct wp_call *next; /* work queue link */
+    struct wp_call *next; /* the idle calls' link */
+    wp_fair_node qnode;   /* the work queue's (fairq.h): taken in turn by user */
     struct MHD_Connection *mc;
     wp_http_loop *loop; /* its daemon's event loop, to wake after a resume (set when suspended; NULL: none) */
     const wp_route *route;
@@ -53,8 +55,8 @@ struct wp_http {
     pthread_mutex_t mu;     /* guards everything below */
     pthread_cond_t work_cv; /* work queued or stopping */
     pthread_cond_t idle_cv; /* in_work dropped */
-    wp_call *queue_head, *queue_tail;
-    int queue_depth, in_work;
+    wp_fairq queue;         /* WP_ROUTE_WORK calls waiting for a worker, round-robin by user (fairq.h) */
+    int in_work;
     atomic_int workers_busy; /* not under mu: a worker counts itself out without the queue's lock */
     bool stopping;
     pthread_t *workers;

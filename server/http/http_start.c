@@ -341,9 +341,12 @@ void wp_http_stop(wp_http *h) {
         h->quiesced_fd[i] = h->loops[i] ? wp_http_loop_quiesce(h->loops[i]) : MHD_quiesce_daemon(h->daemons[i]);
     pthread_mutex_lock(&h->mu);
     h->stopping = true;
-    wp_call *waiting = h->queue_head;
-    h->queue_head = h->queue_tail = NULL;
-    h->queue_depth = 0;
+    wp_call *waiting = NULL;
+    for (wp_fair_node *n; (n = wp_fairq_pop(&h->queue));) {
+        wp_call *c = (wp_call *)(void *)((char *)n - offsetof(wp_call, qnode));
+        c->next = waiting;
+        waiting = c;
+    }
     pthread_cond_broadcast(&h->work_cv);
     pthread_mutex_unlock(&h->mu);
 
@@ -405,6 +408,6 @@ void wp_http_stats_get(wp_http *h, wp_http_stats *out) {
     out->closed_peer_limit = gs.peer_refused;
     out->workers_busy = atomic_load(&h->workers_busy);
     pthread_mutex_lock(&h->mu);
-    out->queue_depth = h->queue_depth;
+    out->queue_depth = h->queue.depth;
     pthread_mutex_unlock(&h->mu);
 }

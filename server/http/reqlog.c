@@ -328,6 +328,7 @@ static void format_line(line_buf *b, const wp_reqrec *r, const char *route, uint
     put_str(b, "method", r->method);
     put_str(b, "route", route);
     put_str(b, "path", r->path);
+    put_str(b, "user", r->user ? wp_user_name(r->user) : NULL);
     if (r->path_cut) put_raw(b, ",\"path_cut\":true");
     put_raw(b, ",\"status\":%d,\"bytes_in\":%llu,\"bytes_out\":%llu,\"duration_s\":%.6f", r->status,
             (unsigned long long)bytes_in, (unsigned long long)r->bytes_out, dur_s);
@@ -354,6 +355,7 @@ static void write_line(wp_reqlog *l, const char *s, size_t n) {
 }
 
 void wp_reqlog_end(wp_reqlog *l, wp_reqrec *r, const wp_route *rt, uint64_t bytes_in, bool completed) {
+    if (r->status) wp_user_count(r->user, r->status);
     if (!l) return;
     double dur_s = (double)(wp_now_ns() - r->t_start_ns) / 1e9;
     if (r->status) wp_metrics_observe_request(l->metrics, rt, r->path[0] ? r->path : NULL, r->status, dur_s);

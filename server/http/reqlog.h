@@ -42,6 +42,7 @@ typedef struct {
     int status;         /* 0 until a response is handed over */
     uint64_t bytes_out; /* the response body's bytes */
     wp_resp_note note;
+    const wp_user *user; /* who asked (users.h): its name goes to the log line ("user"), its counts to /metrics */
 } wp_reqrec;
 
 /* access_log: NULL (none), "-" (stdout) or a file, opened for appending (created 0640). metrics: where

@@ -340,6 +340,11 @@ class LiveCore(unittest.TestCase):
         self.assertIn("version", info["nvrtc"])
         self.assertEqual(info["limits"]["max_lanes"], 1024)
 
+    def test_whoami(self):  # no token on loopback: everyone is the admin "default"
+        me = self.c.whoami()
+        self.assertEqual((me["name"], me["role"]), ("default", "admin"))
+        self.assertEqual(set(me["quotas"]), {"buffer_bytes", "shm_bytes", "jobs", "channels", "rate"})
+
     def test_spin_or_not_same_answer(self):
         for spin in (0, warpd.SPIN_US):  # polling the socket first (the default) or sleeping in recv at once
             c = Client(URL, spin_us=spin)
@@ -777,6 +782,11 @@ class Cli(unittest.TestCase):
         if ok:
             self.assertEqual(p.returncode, 0, p.stderr)
         return p
+
+    def test_whoami(self):
+        out = self.cli("whoami").stdout
+        self.assertTrue(out.startswith("default (admin)"), out)
+        self.assertIn("buffer_bytes", out)
 
     def test_warp_table(self):
         out = self.cli("warp", "--family", "shfl_xor", "--width", "16", "--args", "lane_mask=1", "--iota", "32").stdout

@@ -105,8 +105,8 @@ static inline void fz_drop_buffers(void) {
     wp_buffer_info *list = NULL;
     size_t n = 0;
     wp_err err = {0};
-    if (wp_buffers_list(fz_app.buffers, &list, &n, &err)) abort();
-    for (size_t i = 0; i < n; i++) wp_buffers_delete(fz_app.buffers, list[i].id, NULL, &err);
+    if (wp_buffers_list(fz_app.buffers, NULL, &list, &n, &err)) abort();
+    for (size_t i = 0; i < n; i++) wp_buffers_delete(fz_app.buffers, NULL, list[i].id, NULL, &err);
     free(list);
 }
 

@@ -66,7 +66,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 static char *wait_finished(const char *id) {
     for (long waited = 0; waited < 60 * 1000 * 1000L; waited += 20) {
         wp_err err = {0};
-        cJSON *v = wp_jobs_view(fz_app.jobs, id, false, &err);
+        cJSON *v = wp_jobs_view(fz_app.jobs, NULL, id, false, &err);
         if (!v) abort(); /* nobody else deletes it */
         const cJSON *s = cJSON_GetObjectItemCaseSensitive(v, "state");
         char *state = cJSON_IsString(s) ? strdup(s->valuestring) : NULL;

@@ -91,7 +91,7 @@ static void fixture(const char *suffix, size_t bytes, uint64_t offset, int64_t l
     }
     wp_region_info info;
     wp_err err = {0};
-    if (wp_regions_add(fz_app.regions, name, offset, len, &info, &err)) {
+    if (wp_regions_add(fz_app.regions, NULL, name, offset, len, &info, &err)) {
         fprintf(stderr, "fuzz_shm: cannot register %s: %s\n", name, err.msg);
         abort();
     }
@@ -123,7 +123,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     wp_channels_config cc = {
         .max_channels = 4, .max_body = fz_app.max_body, .serve = wp_api_channel_serve, .ctx = &fz_app};
     if (!(fz_app.channels = wp_channels_open(&cc, &err))) abort();
-    wp_channel_args ca = {.region = wp_regions_hold(fz_app.regions, fz_cid, "id", &err),
+    wp_channel_args ca = {.region = wp_regions_hold(fz_app.regions, NULL, fz_cid, "id", &err),
                           .bytes = FZ_CH_USED,
                           .spin_us = 200,
                           .ttl_s = WP_CHANNEL_TTL_MAX_S};
@@ -289,7 +289,7 @@ static void check_regions(void) {
     wp_region_info *v = NULL;
     size_t n = 0;
     wp_err err = {0};
-    if (wp_regions_list(fz_app.regions, &v, &n, &err)) abort();
+    if (wp_regions_list(fz_app.regions, NULL, &v, &n, &err)) abort();
     bool held = false;
     for (size_t i = 0; i < n; i++) held |= v[i].users != (strcmp(v[i].id, fz_cid) ? 0 : 1); /* @CID@: its channel */
     if (held || n != FZ_FIXTURES) {

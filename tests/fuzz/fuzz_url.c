@@ -144,9 +144,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     wp_buffer_info *list = NULL;
     size_t n = 0;
     wp_err e = {0};
-    if (wp_buffers_list(fz_app.buffers, &list, &n, &e)) abort();
+    if (wp_buffers_list(fz_app.buffers, NULL, &list, &n, &e)) abort();
     for (size_t i = 0; i < n; i++)
-        if (strcmp(list[i].id, kept)) wp_buffers_delete(fz_app.buffers, list[i].id, NULL, &e);
+        if (strcmp(list[i].id, kept)) wp_buffers_delete(fz_app.buffers, NULL, list[i].id, NULL, &e);
     free(list);
     return 0;
 }

@@ -35,7 +35,7 @@ int main(void) {
     uint64_t free_before = free_mem(cuda);
     float *host = malloc((size_t)N_ELEMS * sizeof *host), *back = malloc((size_t)N_ELEMS * sizeof *back);
     for (uint32_t i = 0; i < N_ELEMS; i++) host[i] = (float)i * 0.5f - 7.0f;
-    wp_buf *b = wp_buffers_create(bs, cuda, WP_F32, N_ELEMS, &err);
+    wp_buf *b = wp_buffers_create(bs, NULL, cuda, WP_F32, N_ELEMS, &err);
     CHECKF(b != NULL, "%s", err.msg);
     if (!b) return t_done("gpu_buffers");
     CHECK(wp_buf_host(b) == NULL && wp_buf_addr(b) != 0 && wp_buf_size(b) == (size_t)N_ELEMS * 4);
@@ -51,12 +51,12 @@ int main(void) {
            (unsigned long long)free_before, (unsigned long long)free_mem(cuda));
 
     /* Over the quota: refused before any allocation. */
-    CHECK(!wp_buffers_create(bs, cuda, WP_F32, 1u << 20, &err) && err.status == 507);
+    CHECK(!wp_buffers_create(bs, NULL, cuda, WP_F32, 1u << 20, &err) && err.status == 507);
 
     /* Held, deleted, still readable; freed by the release. */
-    wp_buf *held = wp_buffers_get(bs, info.id, NULL, &err);
+    wp_buf *held = wp_buffers_get(bs, NULL, info.id, NULL, &err);
     CHECK(held == b);
-    CHECK(wp_buffers_delete(bs, info.id, NULL, &err) == 0);
+    CHECK(wp_buffers_delete(bs, NULL, info.id, NULL, &err) == 0);
     memset(back, 0, (size_t)N_ELEMS * sizeof *back);
     CHECK(wp_buf_read(held, 0, back, (size_t)N_ELEMS * 4, &err) == 0);
     CHECK(memcmp(host, back, (size_t)N_ELEMS * 4) == 0);

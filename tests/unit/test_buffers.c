@@ -17,7 +17,7 @@ static void sleep_ms(int ms) {
 /* A committed f32 buffer 0, 1, 2, ... of count elements, or "" in id. */
 static void make(wp_buffers *bs, wp_backend *be, uint64_t count, double ttl, wp_buffer_info *info, wp_err *err) {
     info->id[0] = 0;
-    wp_buf *b = wp_buffers_create(bs, be, WP_F32, count, err);
+    wp_buf *b = wp_buffers_create(bs, NULL, be, WP_F32, count, err);
     if (!b) return;
     float *v = malloc(count * sizeof *v + 1);
     for (uint64_t i = 0; i < count; i++) v[i] = (float)i;
@@ -50,26 +50,27 @@ static void test_quota_and_refs(wp_backend *emu) {
     CHECK(bytes_in_use(bs) == 400);
 
     wp_err_clear(&err);
-    CHECK(!wp_buffers_create(bs, emu, WP_F32, 200, &err) && err.status == 507 && !strcmp(err.code, "quota_exceeded"));
-    CHECK(!wp_buffers_create(bs, emu, WP_F64, 1ull << 62, &err) && err.status == 507);
-    wp_buf *pending = wp_buffers_create(bs, emu, WP_F32, 150, &err);
+    CHECK(!wp_buffers_create(bs, NULL, emu, WP_F32, 200, &err) && err.status == 507 &&
+          !strcmp(err.code, "quota_exceeded"));
+    CHECK(!wp_buffers_create(bs, NULL, emu, WP_F64, 1ull << 62, &err) && err.status == 507);
+    wp_buf *pending = wp_buffers_create(bs, NULL, emu, WP_F32, 150, &err);
     CHECK(pending != NULL && bytes_in_use(bs) == 1000);
-    CHECK(!wp_buffers_create(bs, emu, WP_I32, 1, &err) && err.status == 507); /* pending counts */
+    CHECK(!wp_buffers_create(bs, NULL, emu, WP_I32, 1, &err) && err.status == 507); /* pending counts */
     wp_buffers_abort(bs, pending);
     CHECK(bytes_in_use(bs) == 400);
 
     wp_buffer_info got;
-    wp_buf *held = wp_buffers_get(bs, a.id, &got, &err);
+    wp_buf *held = wp_buffers_get(bs, NULL, a.id, &got, &err);
     CHECK(held != NULL && got.users == 1 && got.count == 100);
     wp_buffer_info del;
-    CHECK(wp_buffers_delete(bs, a.id, &del, &err) == 0 && !strcmp(del.id, a.id));
-    CHECK(wp_buffers_info(bs, a.id, &got, &err) == -1 && err.status == 404 && !strcmp(err.code, "unknown_buffer") &&
-          !strcmp(err.field, "buffer"));
-    CHECK(!wp_buffers_get(bs, a.id, NULL, &err) && err.status == 404);
-    CHECK(wp_buffers_delete(bs, a.id, NULL, &err) == -1 && err.status == 404);
+    CHECK(wp_buffers_delete(bs, NULL, a.id, &del, &err) == 0 && !strcmp(del.id, a.id));
+    CHECK(wp_buffers_info(bs, NULL, a.id, &got, &err) == -1 && err.status == 404 &&
+          !strcmp(err.code, "unknown_buffer") && !strcmp(err.field, "buffer"));
+    CHECK(!wp_buffers_get(bs, NULL, a.id, NULL, &err) && err.status == 404);
+    CHECK(wp_buffers_delete(bs, NULL, a.id, NULL, &err) == -1 && err.status == 404);
     wp_buffer_info *list;
     size_t n = 99;
-    CHECK(wp_buffers_list(bs, &list, &n, &err) == 0 && n == 0);
+    CHECK(wp_buffers_list(bs, NULL, &list, &n, &err) == 0 && n == 0);
     free(list);
     CHECK(bytes_in_use(bs) == 400); /* still held */
     float x = -1;
@@ -78,7 +79,7 @@ static void test_quota_and_refs(wp_backend *emu) {
     CHECK(bytes_in_use(bs) == 0);
 
     /* A TTL beyond the bound: 400, and the buffer is gone. */
-    wp_buf *b = wp_buffers_create(bs, emu, WP_I32, 10, &err);
+    wp_buf *b = wp_buffers_create(bs, NULL, emu, WP_I32, 10, &err);
     CHECK(b && wp_buffers_commit(bs, b, 121, NULL, &err) == -1 && err.status == 400 && !strcmp(err.field, "ttl"));
     CHECK(bytes_in_use(bs) == 0);
 
@@ -86,7 +87,7 @@ static void test_quota_and_refs(wp_backend *emu) {
     wp_buffer_info b1, b2;
     make(bs, emu, 1, 0, &b1, &err);
     make(bs, emu, 2, 0, &b2, &err);
-    CHECK(wp_buffers_list(bs, &list, &n, &err) == 0 && n == 2);
+    CHECK(wp_buffers_list(bs, NULL, &list, &n, &err) == 0 && n == 2);
     if (n == 2) CHECK(!strcmp(list[0].id, b1.id) && !strcmp(list[1].id, b2.id) && list[1].count == 2);
     free(list);
     wp_buffers_stats st;
@@ -100,7 +101,7 @@ static void test_quota_and_refs(wp_backend *emu) {
     CHECK(e.id[0] && e.count == 0 && e.bytes == 0);
 
     /* Closing with a live and a held buffer frees both. */
-    CHECK(wp_buffers_get(bs, b1.id, NULL, &err) != NULL);
+    CHECK(wp_buffers_get(bs, NULL, b1.id, NULL, &err) != NULL);
     wp_buffers_close(bs);
 }
 
@@ -116,18 +117,18 @@ static void test_ttl(wp_backend *emu) {
     make(bs, emu, 4, 2, &b, &err); /* 2 s: what must still live is checked well inside it, on a busy machine too */
     CHECK(a.ttl_s == 0.2 && b.ttl_s == 2);
     sleep_ms(350);
-    CHECK(wp_buffers_info(bs, a.id, NULL, &err) == -1 && err.status == 404);
+    CHECK(wp_buffers_info(bs, NULL, a.id, NULL, &err) == -1 && err.status == 404);
     wp_buffer_info now;
-    CHECK(wp_buffers_info(bs, b.id, &now, &err) == 0 && now.expires_in_s < 2);
+    CHECK(wp_buffers_info(bs, NULL, b.id, &now, &err) == 0 && now.expires_in_s < 2);
     /* Use refreshes the TTL; info does not. */
-    wp_buf *held = wp_buffers_get(bs, b.id, NULL, &err);
+    wp_buf *held = wp_buffers_get(bs, NULL, b.id, NULL, &err);
     CHECK(held != NULL);
     sleep_ms(2100); /* past the TTL while held: a buffer in use never expires */
-    CHECK(wp_buffers_info(bs, b.id, &now, &err) == 0 && now.users == 1);
+    CHECK(wp_buffers_info(bs, NULL, b.id, &now, &err) == 0 && now.users == 1);
     wp_buffers_release(bs, held);
-    CHECK(wp_buffers_info(bs, b.id, NULL, &err) == 0); /* the TTL counts from the release */
+    CHECK(wp_buffers_info(bs, NULL, b.id, NULL, &err) == 0); /* the TTL counts from the release */
     sleep_ms(2100);
-    CHECK(wp_buffers_info(bs, b.id, NULL, &err) == -1);
+    CHECK(wp_buffers_info(bs, NULL, b.id, NULL, &err) == -1);
     wp_buffers_stats st;
     wp_buffers_stats_get(bs, &st);
     CHECK(st.expired == 2 && st.bytes == 0 && st.buffers == 0);
@@ -135,8 +136,8 @@ static void test_ttl(wp_backend *emu) {
     /* A held buffer that is deleted is freed by its release, not by the reaper. */
     wp_buffer_info c;
     make(bs, emu, 4, 0, &c, &err);
-    held = wp_buffers_get(bs, c.id, NULL, &err);
-    CHECK(wp_buffers_delete(bs, c.id, NULL, &err) == 0);
+    held = wp_buffers_get(bs, NULL, c.id, NULL, &err);
+    CHECK(wp_buffers_delete(bs, NULL, c.id, NULL, &err) == 0);
     sleep_ms(300);
     CHECK(bytes_in_use(bs) == 16);
     wp_buffers_release(bs, held);

@@ -98,7 +98,7 @@ static double num(const cJSON *o, const char *k) {
 }
 
 static int submit(wp_jobs *j, const char *kind, const char *body, char id[WP_JOB_ID_LEN], wp_err *err) {
-    return wp_jobs_submit(j, kind, body, strlen(body), true, id, NULL, err);
+    return wp_jobs_submit(j, NULL, kind, body, strlen(body), true, id, NULL, err);
 }
 
 /* The view as a client sees it: printed and parsed again (the result is a raw JSON node inside). */
@@ -114,7 +114,7 @@ static cJSON *reparse(cJSON *v) {
 static cJSON *wait_state(wp_jobs *j, const char *id, const char *state) {
     for (int waited = 0; waited < WAIT_MS; waited += 5) {
         wp_err err = {0};
-        cJSON *v = reparse(wp_jobs_view(j, id, true, &err));
+        cJSON *v = reparse(wp_jobs_view(j, NULL, id, true, &err));
         if (v && !strcmp(str(v, "state"), state)) return v;
         cJSON_Delete(v);
         sleep_ms(5);
@@ -124,7 +124,7 @@ static cJSON *wait_state(wp_jobs *j, const char *id, const char *state) {
 
 static int list_count(wp_jobs *j, const char *state) {
     wp_err err = {0};
-    cJSON *l = wp_jobs_list(j, state, &err);
+    cJSON *l = wp_jobs_list(j, NULL, state, &err);
     int n = l ? (int)num(l, "count") : -1;
     cJSON_Delete(l);
     return n;
@@ -152,7 +152,7 @@ static void test_kinds_and_results(void) {
 
     cJSON *first = NULL;
     const char *body = "{\"a\":12345678901234567890}"; /* the handler gets this text, not a reprint */
-    CHECK(wp_jobs_submit(j, "echo", body, strlen(body), true, id, &first, &err) == 0);
+    CHECK(wp_jobs_submit(j, NULL, "echo", body, strlen(body), true, id, &first, &err) == 0);
     CHECK(first && !strcmp(str(first, "state"), "queued") && !strcmp(str(first, "kind"), "echo") &&
           !strncmp(id, "j-", 2) && strlen(id) == 18);
     cJSON_Delete(first);
@@ -172,7 +172,7 @@ static void test_kinds_and_results(void) {
         cJSON_Delete(v);
     }
     /* Without the result (listings). */
-    v = wp_jobs_view(j, id, false, &err);
+    v = wp_jobs_view(j, NULL, id, false, &err);
     CHECK(v && !cJSON_GetObjectItemCaseSensitive(v, "result") && num(v, "status") == 200);
     cJSON_Delete(v);
 
@@ -186,16 +186,16 @@ static void test_kinds_and_results(void) {
         cJSON_Delete(v);
     }
     CHECK(list_count(j, NULL) == 2 && list_count(j, "done") == 1 && list_count(j, "failed") == 1);
-    CHECK(!wp_jobs_list(j, "bogus", &err) && err.status == 400 && !strcmp(err.field, "state"));
+    CHECK(!wp_jobs_list(j, NULL, "bogus", &err) && err.status == 400 && !strcmp(err.field, "state"));
 
     /* Forgetting a finished job. */
     bool running, forgotten;
-    v = wp_jobs_cancel(j, id, &running, &forgotten, &err);
+    v = wp_jobs_cancel(j, NULL, id, &running, &forgotten, &err);
     CHECK(v && forgotten && !running && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "deleted")));
     cJSON_Delete(v);
-    CHECK(!wp_jobs_view(j, id, true, &err) && err.status == 404 && !strcmp(err.code, "unknown_job"));
-    CHECK(!wp_jobs_cancel(j, id, &running, &forgotten, &err) && err.status == 404);
-    CHECK(!wp_jobs_view(j, "j-0000000000000000", true, &err) && err.status == 404);
+    CHECK(!wp_jobs_view(j, NULL, id, true, &err) && err.status == 404 && !strcmp(err.code, "unknown_job"));
+    CHECK(!wp_jobs_cancel(j, NULL, id, &running, &forgotten, &err) && err.status == 404);
+    CHECK(!wp_jobs_view(j, NULL, "j-0000000000000000", true, &err) && err.status == 404);
     wp_jobs_close(j);
 }
 
@@ -217,19 +217,19 @@ static void test_bound_cancel_progress(void) {
     wp_jobs_stats_get(j, &st);
     CHECK(st.queued == 2 && st.running == 1 && st.rejected_full == 1 && st.submitted == 3);
 
-    cJSON *v = wp_jobs_view(j, g1, true, &err);
+    cJSON *v = wp_jobs_view(j, NULL, g1, true, &err);
     CHECK(v && !strcmp(str(v, "state"), "running") && num(v, "progress") == 0.5);
     cJSON_Delete(v);
 
     /* Cancel a queued job: cancelled at once, and its slot is free again. */
     bool running, forgotten;
-    v = wp_jobs_cancel(j, g3, &running, &forgotten, &err);
+    v = wp_jobs_cancel(j, NULL, g3, &running, &forgotten, &err);
     CHECK(v && !running && !forgotten && !strcmp(str(v, "state"), "cancelled"));
     cJSON_Delete(v);
     CHECK(submit(j, "gate", "{}", g4, &err) == 0);
 
     /* Cancel the running one: it runs on, then ends cancelled with no result. */
-    v = wp_jobs_cancel(j, g1, &running, &forgotten, &err);
+    v = wp_jobs_cancel(j, NULL, g1, &running, &forgotten, &err);
     CHECK(v && running && !strcmp(str(v, "state"), "running") &&
           cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "cancel_requested")));
     cJSON_Delete(v);
@@ -240,10 +240,10 @@ static void test_bound_cancel_progress(void) {
 
     /* FIFO: g2 runs next, then g4. */
     CHECK(wait_held(1));
-    v = wp_jobs_view(j, g2, true, &err);
+    v = wp_jobs_view(j, NULL, g2, true, &err);
     CHECK(v && !strcmp(str(v, "state"), "running"));
     cJSON_Delete(v);
-    v = wp_jobs_view(j, g4, true, &err);
+    v = wp_jobs_view(j, NULL, g4, true, &err);
     CHECK(v && !strcmp(str(v, "state"), "queued") && num(v, "progress") == 0);
     cJSON_Delete(v);
     gate_open(2);
@@ -273,7 +273,7 @@ static void test_ttl_and_kept(void) {
     CHECK(v != NULL);
     cJSON_Delete(v);
     sleep_ms(400);
-    CHECK(!wp_jobs_view(j, id, true, &err) && err.status == 404);
+    CHECK(!wp_jobs_view(j, NULL, id, true, &err) && err.status == 404);
     wp_jobs_stats st;
     wp_jobs_stats_get(j, &st);
     CHECK(st.expired == 1 && st.done == 0);
@@ -291,8 +291,8 @@ static void test_ttl_and_kept(void) {
         cJSON_Delete(v);
     }
     CHECK(list_count(j, NULL) == 2);
-    CHECK(!wp_jobs_view(j, ids[0], false, &err) && err.status == 404); /* the oldest went first */
-    v = wp_jobs_view(j, ids[3], false, &err);
+    CHECK(!wp_jobs_view(j, NULL, ids[0], false, &err) && err.status == 404); /* the oldest went first */
+    v = wp_jobs_view(j, NULL, ids[3], false, &err);
     CHECK(v != NULL);
     cJSON_Delete(v);
     wp_jobs_close(j);
@@ -309,7 +309,7 @@ static void test_ttl_and_kept(void) {
         cJSON_Delete(v);
     }
     CHECK(list_count(j, NULL) == 1);
-    CHECK(!wp_jobs_view(j, ids[0], false, &err) && err.status == 404);
+    CHECK(!wp_jobs_view(j, NULL, ids[0], false, &err) && err.status == 404);
     wp_jobs_close(j);
 }
 

@@ -159,7 +159,7 @@ static void refused(wp_regions *rs, const char *name, uint64_t offset, int64_t b
                     const char *field) {
     wp_err err = {0};
     wp_region_info info;
-    int rc = wp_regions_add(rs, name, offset, bytes, &info, &err);
+    int rc = wp_regions_add(rs, NULL, name, offset, bytes, &info, &err);
     CHECKF(rc == -1 && err_is(&err, status, code, field), "%.60s offset %llu bytes %lld: rc %d, %d %s field %s: %s",
            name, (unsigned long long)offset, (long long)bytes, rc, err.status, err.code ? err.code : "-", err.field,
            err.msg);
@@ -225,14 +225,15 @@ static void test_ranges(wp_regions *rs, const char *name) { /* name: 10000 bytes
     refused(rs, name, 9000, INT64_MAX - 8000, 400, "out_of_range", "bytes");
     wp_err err = {0};
     wp_region_info a, b;
-    CHECK(wp_regions_add(rs, name, 9999, 1, &a, &err) == 0 && a.offset == 9999 && a.bytes == 1);
-    CHECK(wp_regions_add(rs, name, 4097, -1, &b, &err) == 0 && b.bytes == 10000 - 4097 && b.object_bytes == 10000);
+    CHECK(wp_regions_add(rs, NULL, name, 9999, 1, &a, &err) == 0 && a.offset == 9999 && a.bytes == 1);
+    CHECK(wp_regions_add(rs, NULL, name, 4097, -1, &b, &err) == 0 && b.bytes == 10000 - 4097 &&
+          b.object_bytes == 10000);
     CHECK(!a.registered && !b.registered && !a.read_only && a.users == 0 && a.created > 0);
     CHECK(!strncmp(a.id, "shm-", 4) && strlen(a.id) == 20 && strspn(a.id + 4, "0123456789abcdef") == 16);
     CHECK(strcmp(a.id, b.id) != 0 && !strcmp(a.name, name));
     bool pending = true;
-    CHECK(wp_regions_remove(rs, a.id, &a, &pending, &err) == 0 && !pending);
-    CHECK(wp_regions_remove(rs, b.id, &b, &pending, &err) == 0 && !pending);
+    CHECK(wp_regions_remove(rs, NULL, a.id, &a, &pending, &err) == 0 && !pending);
+    CHECK(wp_regions_remove(rs, NULL, b.id, &b, &pending, &err) == 0 && !pending);
 }
 
 /* ---- quota, list, hold and put ---- */
@@ -243,38 +244,41 @@ static void test_quota_and_list(const char *name) { /* name: 10000 bytes */
     if (!rs) return;
     wp_err err = {0};
     wp_region_info r[4], got;
-    CHECK(wp_regions_add(rs, name, 0, 6000, &r[0], &err) == 0);
+    CHECK(wp_regions_add(rs, NULL, name, 0, 6000, &r[0], &err) == 0);
     refused(rs, name, 0, 4001, 413, "shm_quota", "bytes");
     refused(rs, name, 0, -1, 413, "shm_quota", "bytes");
-    CHECK(wp_regions_add(rs, name, 6000, 4000, &r[1], &err) == 0); /* exactly full */
+    CHECK(wp_regions_add(rs, NULL, name, 6000, 4000, &r[1], &err) == 0); /* exactly full */
     refused(rs, name, 0, 1, 413, "shm_quota", "bytes");
     wp_regions_stats st;
     wp_regions_stats_get(rs, &st);
     CHECK(st.bytes == 10000 && st.max_bytes == 10000 && st.regions == 2 && st.refused_quota == 3);
     bool pending;
-    CHECK(wp_regions_remove(rs, r[0].id, &got, &pending, &err) == 0 && !pending && !strcmp(got.id, r[0].id));
-    CHECK(wp_regions_add(rs, name, 100, 6000, &r[2], &err) == 0); /* the freed room is usable again */
-    CHECK(wp_regions_add(rs, name, 0, 1, &r[3], &err) == -1 && err.status == 413);
+    CHECK(wp_regions_remove(rs, NULL, r[0].id, &got, &pending, &err) == 0 && !pending && !strcmp(got.id, r[0].id));
+    CHECK(wp_regions_add(rs, NULL, name, 100, 6000, &r[2], &err) == 0); /* the freed room is usable again */
+    CHECK(wp_regions_add(rs, NULL, name, 0, 1, &r[3], &err) == -1 && err.status == 413);
 
     T_CASE("list: oldest first, a removed one gone, a new one last");
     wp_region_info *v = NULL;
     size_t n = 0;
-    CHECK(wp_regions_list(rs, &v, &n, &err) == 0 && n == 2 && !strcmp(v[0].id, r[1].id) && !strcmp(v[1].id, r[2].id));
+    CHECK(wp_regions_list(rs, NULL, &v, &n, &err) == 0 && n == 2 && !strcmp(v[0].id, r[1].id) &&
+          !strcmp(v[1].id, r[2].id));
     free(v);
-    CHECK(wp_regions_remove(rs, r[2].id, &got, &pending, &err) == 0); /* the last: the tail moves back */
-    CHECK(wp_regions_add(rs, name, 0, 10, &r[3], &err) == 0);
-    CHECK(wp_regions_list(rs, &v, &n, &err) == 0 && n == 2 && !strcmp(v[0].id, r[1].id) && !strcmp(v[1].id, r[3].id));
+    CHECK(wp_regions_remove(rs, NULL, r[2].id, &got, &pending, &err) == 0); /* the last: the tail moves back */
+    CHECK(wp_regions_add(rs, NULL, name, 0, 10, &r[3], &err) == 0);
+    CHECK(wp_regions_list(rs, NULL, &v, &n, &err) == 0 && n == 2 && !strcmp(v[0].id, r[1].id) &&
+          !strcmp(v[1].id, r[3].id));
     free(v);
-    CHECK(wp_regions_remove(rs, r[1].id, &got, &pending, &err) == 0); /* the first */
-    CHECK(wp_regions_list(rs, &v, &n, &err) == 0 && n == 1 && !strcmp(v[0].id, r[3].id));
+    CHECK(wp_regions_remove(rs, NULL, r[1].id, &got, &pending, &err) == 0); /* the first */
+    CHECK(wp_regions_list(rs, NULL, &v, &n, &err) == 0 && n == 1 && !strcmp(v[0].id, r[3].id));
     free(v);
 
     T_CASE("unknown ids: 404 unknown_shm naming the field");
     wp_err_clear(&err);
-    CHECK(wp_regions_info(rs, r[1].id, &got, &err) == -1 && err_is(&err, 404, "unknown_shm", "id"));
-    CHECK(wp_regions_remove(rs, "shm-0000000000000000", &got, &pending, &err) == -1 && err.status == 404);
-    CHECK(!wp_regions_hold(rs, "", "shm.id", &err) && err_is(&err, 404, "unknown_shm", "shm.id"));
-    CHECK(!wp_regions_hold(rs, r[1].id, "output.shm.id", &err) && err_is(&err, 404, "unknown_shm", "output.shm.id"));
+    CHECK(wp_regions_info(rs, NULL, r[1].id, &got, &err) == -1 && err_is(&err, 404, "unknown_shm", "id"));
+    CHECK(wp_regions_remove(rs, NULL, "shm-0000000000000000", &got, &pending, &err) == -1 && err.status == 404);
+    CHECK(!wp_regions_hold(rs, NULL, "", "shm.id", &err) && err_is(&err, 404, "unknown_shm", "shm.id"));
+    CHECK(!wp_regions_hold(rs, NULL, r[1].id, "output.shm.id", &err) &&
+          err_is(&err, 404, "unknown_shm", "output.shm.id"));
     wp_regions_close(rs); /* one still mapped: close unmaps it (ASan: nothing leaks) */
 }
 
@@ -285,18 +289,19 @@ static void test_hold_put(const char *name) {
     int fds0 = open_fds();
     wp_err err = {0};
     wp_region_info r, got;
-    CHECK(wp_regions_add(rs, name, 0, -1, &r, &err) == 0);
+    CHECK(wp_regions_add(rs, NULL, name, 0, -1, &r, &err) == 0);
     CHECK(open_fds() == fds0 + 1);
-    wp_region *g1 = wp_regions_hold(rs, r.id, "shm.id", &err), *g2 = wp_regions_hold(rs, r.id, "shm.id", &err);
+    wp_region *g1 = wp_regions_hold(rs, NULL, r.id, "shm.id", &err),
+              *g2 = wp_regions_hold(rs, NULL, r.id, "shm.id", &err);
     CHECK(g1 && g2 && g1 == g2);
-    CHECK(wp_regions_info(rs, r.id, &got, &err) == 0 && got.users == 2);
+    CHECK(wp_regions_info(rs, NULL, r.id, &got, &err) == 0 && got.users == 2);
     bool pending = false;
-    CHECK(wp_regions_remove(rs, r.id, &got, &pending, &err) == 0 && pending);
-    CHECK(wp_regions_info(rs, r.id, &got, &err) == -1 && err.status == 404); /* gone from the listing at once */
-    CHECK(!wp_regions_hold(rs, r.id, "shm.id", &err) && err.status == 404);
+    CHECK(wp_regions_remove(rs, NULL, r.id, &got, &pending, &err) == 0 && pending);
+    CHECK(wp_regions_info(rs, NULL, r.id, &got, &err) == -1 && err.status == 404); /* gone from the listing at once */
+    CHECK(!wp_regions_hold(rs, NULL, r.id, "shm.id", &err) && err.status == 404);
     wp_region_info *v = NULL;
     size_t n = 9;
-    CHECK(wp_regions_list(rs, &v, &n, &err) == 0 && n == 0);
+    CHECK(wp_regions_list(rs, NULL, &v, &n, &err) == 0 && n == 0);
     free(v);
     wp_regions_stats st;
     wp_regions_stats_get(rs, &st);
@@ -321,10 +326,10 @@ static void test_hold_put(const char *name) {
     wp_backend_close(emu);
 
     T_CASE("hold/put: a remove after the last put unmaps at once");
-    CHECK(wp_regions_add(rs, name, 0, -1, &r, &err) == 0);
-    wp_region *g = wp_regions_hold(rs, r.id, "shm.id", &err);
+    CHECK(wp_regions_add(rs, NULL, name, 0, -1, &r, &err) == 0);
+    wp_region *g = wp_regions_hold(rs, NULL, r.id, "shm.id", &err);
     wp_region_put(g);
-    CHECK(wp_regions_remove(rs, r.id, &got, &pending, &err) == 0 && !pending && open_fds() == fds0);
+    CHECK(wp_regions_remove(rs, NULL, r.id, &got, &pending, &err) == 0 && !pending && open_fds() == fds0);
     wp_regions_close(rs);
 }
 
@@ -338,8 +343,8 @@ static void test_copies(const char *name, const char *path) { /* name: 10000 byt
     if (!rs || !emu) return;
     wp_err err = {0};
     wp_region_info r;
-    CHECK(wp_regions_add(rs, name, 4099, 5000, &r, &err) == 0); /* not on a page: the mapping starts below */
-    wp_region *g = wp_regions_hold(rs, r.id, "shm.id", &err);
+    CHECK(wp_regions_add(rs, NULL, name, 4099, 5000, &r, &err) == 0); /* not on a page: the mapping starts below */
+    wp_region *g = wp_regions_hold(rs, NULL, r.id, "shm.id", &err);
     wp_buf *buf = wp_buf_alloc(emu, 5000, &err);
     unsigned char *got = malloc(5000), *want = malloc(5000);
     CHECK(g && buf && wp_region_to_buf(g, 0, buf, 0, 5000, "shm.id", &err) == 0);
@@ -369,7 +374,7 @@ static void test_copies(const char *name, const char *path) { /* name: 10000 byt
     wp_regions_config cfg = {.prefix = "/warpd", .max_bytes = 1 << 20, .dma = dma_emu};
     wp_regions *rs2 = wp_regions_open(&cfg, &err);
     wp_region_info r2;
-    CHECK(rs2 && wp_regions_add(rs2, name, 0, 100, &r2, &err) == 0 && !r2.registered);
+    CHECK(rs2 && wp_regions_add(rs2, NULL, name, 0, 100, &r2, &err) == 0 && !r2.registered);
     wp_regions_close(rs2);
     free(got);
     free(want);
@@ -388,9 +393,10 @@ static void test_truncated(void) {
     if (!rs || !emu) return;
     wp_err err = {0};
     wp_region_info r, tail;
-    CHECK(wp_regions_add(rs, name, 0, -1, &r, &err) == 0);
-    CHECK(wp_regions_add(rs, name, 4096 * 3, 10, &tail, &err) == 0);
-    wp_region *g = wp_regions_hold(rs, r.id, "shm.id", &err), *gt = wp_regions_hold(rs, tail.id, "shm.id", &err);
+    CHECK(wp_regions_add(rs, NULL, name, 0, -1, &r, &err) == 0);
+    CHECK(wp_regions_add(rs, NULL, name, 4096 * 3, 10, &tail, &err) == 0);
+    wp_region *g = wp_regions_hold(rs, NULL, r.id, "shm.id", &err),
+              *gt = wp_regions_hold(rs, NULL, tail.id, "shm.id", &err);
     wp_buf *buf = wp_buf_alloc(emu, r.bytes, &err);
     CHECK(g && gt && buf && wp_region_to_buf(g, 0, buf, 0, r.bytes, "shm.id", &err) == 0);
     CHECK(truncate(path, 4096) == 0);
@@ -415,7 +421,7 @@ static void test_truncated(void) {
     wp_region_put(gt);
     bool pending;
     wp_region_info got;
-    CHECK(wp_regions_remove(rs, r.id, &got, &pending, &err) == 0 && !pending); /* a truncated one still goes */
+    CHECK(wp_regions_remove(rs, NULL, r.id, &got, &pending, &err) == 0 && !pending); /* a truncated one still goes */
     wp_buf_free(buf);
     wp_regions_close(rs);
     wp_backend_close(emu);
@@ -430,8 +436,8 @@ static void permission_checks(const char *ro_name, const char *none_name) {
     wp_err err = {0};
     wp_region_info r;
     refused(rs, none_name, 0, -1, 403, "shm_denied", "name");
-    CHECK(wp_regions_add(rs, ro_name, 0, -1, &r, &err) == 0 && r.read_only && !r.registered);
-    wp_region *g = wp_regions_hold(rs, r.id, "shm.id", &err);
+    CHECK(wp_regions_add(rs, NULL, ro_name, 0, -1, &r, &err) == 0 && r.read_only && !r.registered);
+    wp_region *g = wp_regions_hold(rs, NULL, r.id, "shm.id", &err);
     wp_buf *buf = wp_buf_alloc(emu, 64, &err);
     unsigned char got[64];
     CHECK(g && buf && wp_region_to_buf(g, 0, buf, 0, 64, "shm.id", &err) == 0 &&

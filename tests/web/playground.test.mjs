@@ -492,6 +492,7 @@ test('token: the playground asks for it once, keeps it in sessionStorage, runs, 
   await page.waitForFunction(() => document.body.dataset.ready === 'true');
   await settle();
   assert.equal(await page.evaluate(() => sessionStorage.getItem('warpd-token')), TOKEN);
+  assert.equal(await page.textContent('#user'), 'default · admin', "the header shows the token's user and role");
   assert.ok(!(await page.evaluate(() => document.getElementById('token-dialog').open)));
   assert.match(await page.textContent('#server'), /backend emu/);
   // runs with it, without asking again

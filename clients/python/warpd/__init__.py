@@ -37,7 +37,7 @@ WarpdError(status, code, field, message); an unreachable daemon is WarpdError(0,
 CLI (warpctl --help, after pip install ./clients/python; or python3 -m warpd --help):
     warpctl warp --family shfl_xor --width 16 --args lane_mask=1 --iota 32
     warpctl compile --family warp_allreduce --type f32 --op max --ptx
-    warpctl info | health | families | metrics
+    warpctl info | health | families | metrics | whoami
     warpctl reduce --type f32 --op sum data.f32        (raw little-endian file; progress bar on stderr)
     warpctl scan --type i32 --op sum --data 1,2,3,4
     warpctl buffers put data.f32 --type f32 | list | get ID | delete ID

@@ -155,7 +155,8 @@ def main(argv=None):
     ap.add_argument("--timeout", type=float, default=600.0)
     sub = ap.add_subparsers(dest="cmd", required=True)
     for name, hlp in (("health", "liveness and readiness"), ("info", "version, backend, device, cache"),
-                      ("families", "every kernel family"), ("metrics", "Prometheus text")):
+                      ("families", "every kernel family"), ("metrics", "Prometheus text"),
+                      ("whoami", "the token's user: name, role and quotas (GET /v1/whoami)")):
         s = sub.add_parser(name, help=hlp)
         if name == "families":
             s.add_argument("--json", action="store_true")
@@ -225,6 +226,11 @@ def main(argv=None):
     try:
         if a.cmd == "health":
             _print_json({"health": c.health(), "ready": c.ready()})
+        elif a.cmd == "whoami":
+            me = c.whoami()
+            print(f"{me['name']} ({me['role']})")
+            for k, v in me.get("quotas", {}).items():
+                print(f"  {k:<13} {'none' if v is None else v}")
         elif a.cmd == "info":
             _print_json(c.info())
         elif a.cmd == "families":

@@ -248,6 +248,10 @@ class Client(_SharedMemory, _CudaIpc):
     def info(self):
         return self._json("GET", "/v1/info")
 
+    def whoami(self):
+        """Who this client's token is: {"name", "role" (read|run|admin), "quotas": {name: count or None}}."""
+        return self._json("GET", "/v1/whoami")
+
     def families(self):
         """The list of families (each with types, widths, args, ops, output, backends)."""
         return self._json("GET", "/v1/families")["families"]
