@@ -23,6 +23,7 @@
 #include "batch_exec.h"
 #include "bgbuild.h"
 #include "kernels/stats.h"
+#include "util/jsonout.h"
 #include "util/log.h"
 
 #define HEAD_BYTES 256  /* reduce.c's WP_SCRATCH_HEAD: counters, then the result slot */
@@ -401,6 +402,25 @@ static bool batchable(wp_app *app, wp_backend *be, const wp_batch_reduce *j) {
     return true;
 }
 
+/* "data|<spec key>|smem<bytes>|m<0|1>|c<0|1>": what a batch's jobs share (no printf: every small job). */
+static void batch_key(char *out, size_t cap, const char *spec_key, unsigned smem, bool memory_only, bool compile) {
+    char num[24];
+    const int nl = wp_json_fmt_u64(num, smem);
+    const size_t kl = strlen(spec_key);
+    if (5 + kl + 5 + (size_t)nl + 6 + 1 > cap) {
+        out[0] = 0;
+        return;
+    }
+    char *p = out;
+    memcpy(p, "data|", 5), p += 5;
+    memcpy(p, spec_key, kl), p += kl;
+    memcpy(p, "|smem", 5), p += 5;
+    memcpy(p, num, (size_t)nl), p += nl;
+    memcpy(p, memory_only ? "|m1|c" : "|m0|c", 5), p += 5;
+    *p++ = compile ? '1' : '0';
+    *p = 0;
+}
+
 int wp_batch_run_reduce(wp_app *app, wp_backend *be, wp_batch_reduce *j, wp_err *err) {
     j->size = 1;
     const bool untimed_ok = j->untimed;
@@ -419,8 +439,7 @@ int wp_batch_run_reduce(wp_app *app, wp_backend *be, wp_batch_reduce *j, wp_err 
         rc = run_alone(app, be, j, untimed_ok, err);
     } else {
         wp_batch_job bj = {.owner = be, .run = reduce_batch, .payload = &it, .no_wait = j->job.memory_only};
-        snprintf(bj.key, sizeof bj.key, "data|%s|smem%u|m%d|c%d", spec_key, it.plan.smem, j->job.memory_only,
-                 j->job.compile_on_emu);
+        batch_key(bj.key, sizeof bj.key, spec_key, it.plan.smem, j->job.memory_only, j->job.compile_on_emu);
         j->size = wp_batcher_submit(app->batcher, &bj);
         rc = it.rc;
         if (rc < 0) *err = it.err;
