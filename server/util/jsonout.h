@@ -9,6 +9,7 @@
 #define WP_JSONOUT_H
 
 #include <cjson/cJSON.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -38,6 +39,27 @@ static inline void wp_jtext_add(wp_jtext *t, const char *s, size_t n) {
 }
 void wp_jtext_str(wp_jtext *t, const char *s); /* a JSON string, escaped as cJSON escapes */
 cJSON *wp_jtext_raw(wp_jtext *t);              /* a raw item of the text; frees the builder */
+
+/* A whole answer as text, in the bytes wp_json_print gives for the equivalent tree, without building
+ * it. Every value writer puts the ',' a value needs (none after '{', '[', ':' or ','), so an object
+ * is: wp_jtext_open(t, '{'), pairs (wp_jtext_key + a value, or the k* writers), wp_jtext_close(t, '}').
+ * Numbers print as a cJSON number item prints (NaN and infinities: null). */
+void wp_jtext_open(wp_jtext *t, char c);  /* '{' or '[' */
+void wp_jtext_close(wp_jtext *t, char c); /* '}' or ']' */
+void wp_jtext_key(wp_jtext *t, const char *key);
+void wp_jtext_num(wp_jtext *t, double v);
+void wp_jtext_sval(wp_jtext *t, const char *s);                /* a string value; NULL: null */
+void wp_jtext_text(wp_jtext *t, const char *json, size_t n);   /* a value already JSON text */
+bool wp_jtext_json(wp_jtext *t, const cJSON *item);            /* a tree; false where cJSON refuses it */
+bool wp_jtext_members(wp_jtext *t, const cJSON *obj);          /* an object's pairs, into the open object */
+void wp_jtext_knum(wp_jtext *t, const char *key, double v);    /* "key":v */
+void wp_jtext_kstr(wp_jtext *t, const char *key, const char *s); /* "key":"s"; s NULL: no pair, as cJSON */
+void wp_jtext_kbool(wp_jtext *t, const char *key, bool v);
+void wp_jtext_knull(wp_jtext *t, const char *key);
+void wp_jtext_kobj(wp_jtext *t, const char *key); /* "key":{ ... closed by wp_jtext_close(t, '}') */
+/* The text, NUL-terminated (*len its length) and the builder emptied; NULL when an allocation
+ * failed (or a tree was refused), the builder freed. */
+char *wp_jtext_take(wp_jtext *t, size_t *len);
 
 /* Decimal text of v into buf (room for 21 bytes), NUL-terminated; returns its length. */
 int wp_json_fmt_i64(char *buf, int64_t v);
