@@ -413,7 +413,7 @@ static void add_value(wp_jtext *o, const char *key, wp_type t, bool has, uint64_
 /* The rare results built as a tree (a statistic, a histogram): its pairs into the answer. */
 static int add_tree_result(reduce_req *q, wp_jtext *o) {
     cJSON *tree = cJSON_CreateObject();
-    int rc = !tree                 ? WP_FAIL(&q->err, 500, "out_of_memory", "", "out of memory")
+    int rc = !tree               ? WP_FAIL(&q->err, 500, "out_of_memory", "", "out of memory")
              : q->spec.data.stat ? reduce_stat_result(tree, &q->spec, &q->job.res, q->ddof)
                                  : reduce_hist_result(tree, &q->hist, q->out_host, q->in.count, &q->err);
     if (rc == 0) wp_jtext_members(o, tree);

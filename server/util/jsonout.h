@@ -48,11 +48,11 @@ void wp_jtext_open(wp_jtext *t, char c);  /* '{' or '[' */
 void wp_jtext_close(wp_jtext *t, char c); /* '}' or ']' */
 void wp_jtext_key(wp_jtext *t, const char *key);
 void wp_jtext_num(wp_jtext *t, double v);
-void wp_jtext_sval(wp_jtext *t, const char *s);                /* a string value; NULL: null */
-void wp_jtext_text(wp_jtext *t, const char *json, size_t n);   /* a value already JSON text */
-bool wp_jtext_json(wp_jtext *t, const cJSON *item);            /* a tree; false where cJSON refuses it */
-bool wp_jtext_members(wp_jtext *t, const cJSON *obj);          /* an object's pairs, into the open object */
-void wp_jtext_knum(wp_jtext *t, const char *key, double v);    /* "key":v */
+void wp_jtext_sval(wp_jtext *t, const char *s);                  /* a string value; NULL: null */
+void wp_jtext_text(wp_jtext *t, const char *json, size_t n);     /* a value already JSON text */
+bool wp_jtext_json(wp_jtext *t, const cJSON *item);              /* a tree; false where cJSON refuses it */
+bool wp_jtext_members(wp_jtext *t, const cJSON *obj);            /* an object's pairs, into the open object */
+void wp_jtext_knum(wp_jtext *t, const char *key, double v);      /* "key":v */
 void wp_jtext_kstr(wp_jtext *t, const char *key, const char *s); /* "key":"s"; s NULL: no pair, as cJSON */
 void wp_jtext_kbool(wp_jtext *t, const char *key, bool v);
 void wp_jtext_knull(wp_jtext *t, const char *key);
