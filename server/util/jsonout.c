@@ -101,10 +101,27 @@ static bool put_number(out_buf *b, double d) {
     return true;
 }
 
+/* The plain bytes at the start of u: those a JSON string holds as they are. */
+static inline size_t plain_run(const unsigned char *u) {
+    size_t n = 0;
+    while (u[n] > 31 && u[n] != '"' && u[n] != '\\') n++;
+    return n;
+}
+
 static void put_string(out_buf *b, const char *s) {
     static const char hex[] = "0123456789abcdef";
-    putc_(b, '"');
     const unsigned char *u = (const unsigned char *)(s ? s : "");
+    size_t plain = plain_run(u);
+    if (!u[plain]) { /* nothing to escape (every key and most values): one copy */
+        if (!reserve(b, plain + 2)) return;
+        char *d = b->p + b->n;
+        d[0] = '"';
+        memcpy(d + 1, u, plain);
+        d[plain + 1] = '"';
+        b->n += plain + 2;
+        return;
+    }
+    putc_(b, '"');
     for (;;) {
         const unsigned char *run = u;
         while (*u > 31 && *u != '"' && *u != '\\') u++;
@@ -176,7 +193,7 @@ cJSON *wp_jtext_raw(wp_jtext *t) {
 /* ---- answers as text (jsonout.h) ---- */
 
 /* The ',' before a value or a key, unless it opens its object or list or follows its key. */
-static void sep(out_buf *b) {
+static inline void sep(out_buf *b) {
     if (b->n && !b->failed) {
         char c = b->p[b->n - 1];
         if (c != '{' && c != '[' && c != ':' && c != ',') putc_(b, ',');
@@ -184,12 +201,23 @@ static void sep(out_buf *b) {
 }
 
 void wp_jtext_open(wp_jtext *t, char c) {
+    if (!t->cap) reserve(t, 1023); /* an answer's first piece: room for a small answer, no realloc */
     sep(t);
     putc_(t, c);
 }
 void wp_jtext_close(wp_jtext *t, char c) { putc_(t, c); }
 void wp_jtext_key(wp_jtext *t, const char *key) {
     sep(t);
+    const unsigned char *u = (const unsigned char *)(key ? key : "");
+    size_t plain = plain_run(u);
+    if (!u[plain] && reserve(t, plain + 3)) { /* "key": in one copy */
+        char *d = t->p + t->n;
+        d[0] = '"';
+        memcpy(d + 1, u, plain);
+        memcpy(d + plain + 1, "\":", 2);
+        t->n += plain + 3;
+        return;
+    }
     put_string(t, key);
     putc_(t, ':');
 }

@@ -2,7 +2,8 @@
  * gives (cJSON 1.7.15's rules: numbers as %1.15g unless that does not read back, then %1.17g; NaN
  * and infinities as null; strings escaped as cJSON escapes them;
  * raw items copied), without cJSON's printf + sscanf + locale look-up per number; and integers to
- * decimal text without printf. Every response body goes through here (http_resp.c's wp_resp_json).
+ * decimal text without printf. Every response body goes through here: a tree through http_resp.c's
+ * wp_resp_json, or text written with the wp_jtext writers below (the reduce, scan and warp answers).
  *
  * Threads: every function is reentrant; a tree must not change while it is printed. */
 #ifndef WP_JSONOUT_H
