@@ -99,14 +99,6 @@ static void req_free(wp_app *app, reduce_req *q) {
     cJSON_Delete(q->body);
 }
 
-/* "key": v, or null when it has none (a step that was not measured) */
-static void num_or_null(wp_jtext *t, const char *key, bool has, double v) {
-    if (has)
-        wp_jtext_knum(t, key, v);
-    else
-        wp_jtext_knull(t, key);
-}
-
 static void add_timing(wp_jtext *t, const reduce_req *q) {
     const wp_req *req = q->req;
     const wp_reduce_result *r = &q->job.res;
@@ -116,14 +108,14 @@ static void add_timing(wp_jtext *t, const reduce_req *q) {
     wp_jtext_knum(t, "parse_us", q->parse_us);
     const bool timed = !q->job.untimed; /* else the device's steps are null, and device_us says the round trip */
     /* a region's copy to the device (q->in.upload_us) is the host's own measure: there untimed too */
-    num_or_null(t, "upload_us", timed || q->in.upload_us > 0, q->in.upload_us + q->job.upload_us);
+    wp_jtext_knum_or_null(t, "upload_us", timed || q->in.upload_us > 0, q->in.upload_us + q->job.upload_us);
     if (q->in.form == FORM_GENERATE) wp_jtext_knum(t, "generate_us", q->in.generate_us);
     wp_jtext_knum(t, "key_us", r->key_us);
     wp_jtext_knum(t, "cache_us", r->cache_us);
     wp_jtext_knum(t, "compile_ms", r->compile_ms);
     wp_jtext_knum(t, "load_us", r->load_us);
-    num_or_null(t, "kernel_us", timed, r->kernel_us);
-    num_or_null(t, "download_us", timed, q->job.download_us);
+    wp_jtext_knum_or_null(t, "kernel_us", timed, r->kernel_us);
+    wp_jtext_knum_or_null(t, "download_us", timed, q->job.download_us);
     if (q->job.device_us > 0) wp_jtext_knum(t, "device_us", q->job.device_us);
     wp_jtext_knum(t, "total_us", wp_us_since(req->t_start_ns));
     wp_jtext_close(t, '}');

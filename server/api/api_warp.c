@@ -426,14 +426,6 @@ static int warp_run(wp_app *app, wp_backend *be, const wp_spec *spec, const warp
     return 0;
 }
 
-/* "key": v, or null when the step was not measured */
-static void num_or_null(wp_jtext *t, const char *key, bool has, double v) {
-    if (has)
-        wp_jtext_knum(t, key, v);
-    else
-        wp_jtext_knull(t, key);
-}
-
 /* The 200 answer as text (the bytes a cJSON tree of it printed): the lanes, the spec, where it ran,
  * the kernel, the batch and the timings. NULL when out of memory. */
 static char *warp_answer(const wp_spec *spec, const warp_input *w, const warp_runs *r, wp_backend *be,
@@ -464,9 +456,9 @@ static char *warp_answer(const wp_spec *spec, const warp_input *w, const warp_ru
     wp_jtext_knum(&o, "compile_ms", rk->compile_ms);
     wp_jtext_knum(&o, "load_us", rk->load_us);
     /* untimed (cuda without "profile"): the device's steps were not measured: null, and device_us */
-    num_or_null(&o, "upload_us", !rt->untimed, rt->upload_us);
-    num_or_null(&o, "kernel_us", !rt->untimed, rt->kernel_us);
-    num_or_null(&o, "download_us", !rt->untimed, rt->download_us);
+    wp_jtext_knum_or_null(&o, "upload_us", !rt->untimed, rt->upload_us);
+    wp_jtext_knum_or_null(&o, "kernel_us", !rt->untimed, rt->kernel_us);
+    wp_jtext_knum_or_null(&o, "download_us", !rt->untimed, rt->download_us);
     if (rt->device_us > 0) wp_jtext_knum(&o, "device_us", rt->device_us);
     wp_jtext_knum(&o, "emulate_us", r->emu_t.kernel_us);
     wp_jtext_knum(&o, "total_us", wp_us_since(t_start_ns));

@@ -269,6 +269,12 @@ void wp_jtext_knull(wp_jtext *t, const char *key) {
     wp_jtext_key(t, key);
     put(t, "null", 4);
 }
+void wp_jtext_knum_or_null(wp_jtext *t, const char *key, bool has, double v) {
+    if (has)
+        wp_jtext_knum(t, key, v);
+    else
+        wp_jtext_knull(t, key);
+}
 void wp_jtext_kobj(wp_jtext *t, const char *key) {
     wp_jtext_key(t, key);
     putc_(t, '{');

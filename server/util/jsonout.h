@@ -57,6 +57,7 @@ void wp_jtext_knum(wp_jtext *t, const char *key, double v);      /* "key":v */
 void wp_jtext_kstr(wp_jtext *t, const char *key, const char *s); /* "key":"s"; s NULL: no pair, as cJSON */
 void wp_jtext_kbool(wp_jtext *t, const char *key, bool v);
 void wp_jtext_knull(wp_jtext *t, const char *key);
+void wp_jtext_knum_or_null(wp_jtext *t, const char *key, bool has, double v); /* "key":v, or null (no measure) */
 void wp_jtext_kobj(wp_jtext *t, const char *key); /* "key":{ ... closed by wp_jtext_close(t, '}') */
 /* The text, NUL-terminated (*len its length) and the builder emptied; NULL when an allocation
  * failed (or a tree was refused), the builder freed. */

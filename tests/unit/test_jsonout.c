@@ -318,9 +318,12 @@ int main(void) {
         wp_jtext_open(&t, '{');
         wp_jtext_kstr(&t, "k", NULL);
         wp_jtext_kstr(&t, "j", "v");
+        wp_jtext_knum_or_null(&t, "a", false, 1);
+        wp_jtext_knum_or_null(&t, "b", true, 2.5);
         wp_jtext_close(&t, '}');
         char *got = wp_jtext_take(&t, NULL);
-        CHECKF(got && !strcmp(got, "{\"j\":\"v\"}"), "NULL string: %s", got ? got : "(null)");
+        CHECKF(got && !strcmp(got, "{\"j\":\"v\",\"a\":null,\"b\":2.5}"), "NULL string, or_null: %s",
+               got ? got : "(null)");
         free(got);
         t = (wp_jtext){0}; /* a tree cJSON refuses: no text */
         cJSON *bad = cJSON_CreateNull();
