@@ -22,6 +22,7 @@
 #include "api_reduce_impl.h"
 #include "jsonval.h"
 #include "util/base64.h"
+#include "util/jsonout.h"
 
 #define WP_REDUCE_JSON_MAX (1u << 22) /* elements a JSON result may hold; more: base64, raw or a buffer */
 
@@ -98,26 +99,27 @@ static void req_free(wp_app *app, reduce_req *q) {
     cJSON_Delete(q->body);
 }
 
-static void add_timing(cJSON *o, const reduce_req *q) {
+static void add_timing(wp_jtext *t, const reduce_req *q) {
     const wp_req *req = q->req;
     const wp_reduce_result *r = &q->job.res;
-    cJSON *t = wp_json_obj_k(o, "timing");
+    wp_jtext_kobj(t, "timing");
     uint64_t t_body = req->t_body_ns ? req->t_body_ns : req->t_start_ns;
-    wp_json_num_k(t, "receive_us", (double)(t_body - req->t_start_ns) / 1e3);
-    wp_json_num_k(t, "handoff_us", wp_req_handoff_us(req));
-    wp_json_num_k(t, "parse_us", q->parse_us);
+    wp_jtext_knum(t, "receive_us", (double)(t_body - req->t_start_ns) / 1e3);
+    wp_jtext_knum(t, "handoff_us", wp_req_handoff_us(req));
+    wp_jtext_knum(t, "parse_us", q->parse_us);
     const bool timed = !q->job.untimed; /* else the device's steps are null, and device_us says the round trip */
     /* a region's copy to the device (q->in.upload_us) is the host's own measure: there untimed too */
-    wp_json_add_number_or_null(t, "upload_us", timed || q->in.upload_us > 0, q->in.upload_us + q->job.upload_us);
-    if (q->in.form == FORM_GENERATE) wp_json_num_k(t, "generate_us", q->in.generate_us);
-    wp_json_num_k(t, "key_us", r->key_us);
-    wp_json_num_k(t, "cache_us", r->cache_us);
-    wp_json_num_k(t, "compile_ms", r->compile_ms);
-    wp_json_num_k(t, "load_us", r->load_us);
-    wp_json_add_number_or_null(t, "kernel_us", timed, r->kernel_us);
-    wp_json_add_number_or_null(t, "download_us", timed, q->job.download_us);
-    if (q->job.device_us > 0) wp_json_num_k(t, "device_us", q->job.device_us);
-    wp_json_num_k(t, "total_us", wp_us_since(req->t_start_ns));
+    wp_jtext_knum_or_null(t, "upload_us", timed || q->in.upload_us > 0, q->in.upload_us + q->job.upload_us);
+    if (q->in.form == FORM_GENERATE) wp_jtext_knum(t, "generate_us", q->in.generate_us);
+    wp_jtext_knum(t, "key_us", r->key_us);
+    wp_jtext_knum(t, "cache_us", r->cache_us);
+    wp_jtext_knum(t, "compile_ms", r->compile_ms);
+    wp_jtext_knum(t, "load_us", r->load_us);
+    wp_jtext_knum_or_null(t, "kernel_us", timed, r->kernel_us);
+    wp_jtext_knum_or_null(t, "download_us", timed, q->job.download_us);
+    if (q->job.device_us > 0) wp_jtext_knum(t, "device_us", q->job.device_us);
+    wp_jtext_knum(t, "total_us", wp_us_since(req->t_start_ns));
+    wp_jtext_close(t, '}');
 }
 
 /* The same stages for the Server-Timing header (http_resp.c adds the body's arrival, the hand-off, the
@@ -412,55 +414,95 @@ static int finish_output(reduce_req *q) {
     return wp_region_write(q->out_region, q->out_offset, q->out_host, bytes, "output.shm.id", &q->err);
 }
 
+/* "key": one typed value (jsonval.h's text), or null when there is none. */
+static void add_value(wp_jtext *o, const char *key, wp_type t, bool has, uint64_t bits) {
+    char buf[48];
+    wp_jtext_key(o, key);
+    if (has)
+        wp_json_bits_text(t, bits, buf, sizeof buf);
+    else
+        memcpy(buf, "null", 5);
+    wp_jtext_text(o, buf, strlen(buf));
+}
+
+/* The rare results built as a tree (a statistic, a histogram): its pairs into the answer. */
+static int add_tree_result(reduce_req *q, wp_jtext *o) {
+    cJSON *tree = cJSON_CreateObject();
+    int rc = !tree               ? WP_FAIL(&q->err, 500, "out_of_memory", "", "out of memory")
+             : q->spec.data.stat ? reduce_stat_result(tree, &q->spec, &q->job.res, q->ddof)
+                                 : reduce_hist_result(tree, &q->hist, q->out_host, q->in.count, &q->err);
+    if (rc == 0) wp_jtext_members(o, tree);
+    cJSON_Delete(tree);
+    return rc;
+}
+
+/* An array result as a "data" list of values. */
+static void add_data(wp_jtext *o, wp_type t, const uint8_t *host, uint64_t count) {
+    char buf[48];
+    wp_jtext_key(o, "data");
+    wp_jtext_open(o, '[');
+    for (uint64_t i = 0; i < count; i++) {
+        wp_json_bits_text(t, wp_data_load(t, host, i), buf, sizeof buf);
+        wp_jtext_text(o, buf, strlen(buf));
+    }
+    wp_jtext_close(o, ']');
+}
+
 /* The result as JSON: the value, or the array in the form asked for, or the new buffer. */
-static int add_result(wp_app *app, reduce_req *q, cJSON *o) {
+static int add_result(wp_app *app, reduce_req *q, wp_jtext *o) {
     const wp_reduce_result *r = &q->job.res;
     const wp_type t = q->spec.type;
-    if (q->spec.data.stat) return reduce_stat_result(o, &q->spec, r, q->ddof);
-    if (q->f->data_out == WP_DATA_COUNTS) return reduce_hist_result(o, &q->hist, q->out_host, q->in.count, &q->err);
+    if (q->spec.data.stat || q->f->data_out == WP_DATA_COUNTS) return add_tree_result(q, o);
     if (q->f->data_out == WP_DATA_VALUE || q->f->data_out == WP_DATA_ARG) {
-        cJSON_AddItemToObject(o, "value", r->has_value ? wp_json_from_bits(t, r->value) : cJSON_CreateNull());
-        if (q->f->data_out == WP_DATA_ARG) wp_json_num_k(o, "index", (double)r->index);
+        add_value(o, "value", t, r->has_value, r->value);
+        if (q->f->data_out == WP_DATA_ARG) wp_jtext_knum(o, "index", (double)r->index);
         if (r->acc_type != t && q->f->data_out == WP_DATA_VALUE) {
-            cJSON *acc = wp_json_obj_k(o, "accumulator");
-            wp_json_str_k(acc, "type", wp_type_name(r->acc_type));
-            cJSON_AddItemToObject(acc, "value",
-                                  r->has_value ? wp_json_from_bits(r->acc_type, r->acc_value) : cJSON_CreateNull());
+            wp_jtext_kobj(o, "accumulator");
+            wp_jtext_kstr(o, "type", wp_type_name(r->acc_type));
+            add_value(o, "value", r->acc_type, r->has_value, r->acc_value);
+            wp_jtext_close(o, '}');
         }
         return 0;
     }
-    wp_json_num_k(o, "out_count", (double)r->out_count);
+    wp_jtext_knum(o, "out_count", (double)r->out_count);
     if (q->out_form == FORM_SHM) {
         const uint64_t bytes = r->out_count * wp_type_size(t);
-        cJSON_AddItemToObject(o, "output", wp_api_shm_written(q->out_region, q->out_offset, r->out_count, bytes));
+        cJSON *written = wp_api_shm_written(q->out_region, q->out_offset, r->out_count, bytes);
+        if (written) {
+            wp_jtext_key(o, "output");
+            wp_jtext_json(o, written);
+        }
+        cJSON_Delete(written);
     } else if (q->out_form == FORM_INTO) {
-        cJSON *bo = wp_json_obj_k(wp_json_obj_k(o, "output"), "buffer");
-        wp_json_str_k(bo, "id", q->out_info.id);
-        wp_json_num_k(bo, "count", (double)r->out_count);
+        wp_jtext_kobj(o, "output");
+        wp_jtext_kobj(o, "buffer");
+        wp_jtext_kstr(o, "id", q->out_info.id);
+        wp_jtext_knum(o, "count", (double)r->out_count);
+        wp_jtext_close(o, '}');
+        wp_jtext_close(o, '}');
     } else if (q->out_form == FORM_BUFFER) {
         wp_buffer_info info;
         wp_buf *created = q->out_buf;
         q->out_buf = NULL; /* commit frees it on failure */
         if (wp_buffers_commit(app->buffers, created, 0, &info, &q->err)) return -1;
-        cJSON *bo = wp_json_obj_k(o, "buffer");
-        wp_json_str_k(bo, "id", info.id);
-        wp_json_str_k(bo, "type", wp_type_name(info.type));
-        wp_json_num_k(bo, "count", (double)info.count);
+        wp_jtext_kobj(o, "buffer");
+        wp_jtext_kstr(o, "id", info.id);
+        wp_jtext_kstr(o, "type", wp_type_name(info.type));
+        wp_jtext_knum(o, "count", (double)info.count);
+        wp_jtext_close(o, '}');
     } else if (q->out_form == FORM_B64) {
         char *text = wp_b64_encode(q->out_host, q->plan.out_bytes);
         if (!text) return WP_FAIL(&q->err, 500, "out_of_memory", "", "out of memory");
-        wp_json_str_k(o, "data_b64", text);
+        wp_jtext_kstr(o, "data_b64", text);
         free(text);
     } else {
-        cJSON *list = cJSON_AddArrayToObject(o, "data");
-        for (uint64_t i = 0; i < r->out_count; i++)
-            cJSON_AddItemToArray(list, wp_json_from_bits(t, wp_data_load(t, q->out_host, i)));
+        add_data(o, t, q->out_host, r->out_count);
     }
     return 0;
 }
 
 /* "check": the reference, over the input on the host (read back from a buffer or generated data). */
-static int add_check(reduce_req *q, cJSON *o) {
+static int add_check(reduce_req *q, wp_jtext *o) {
     reduce_input *in = &q->in;
     const size_t esize = wp_type_size(q->spec.type);
     if (!in->data) {
@@ -483,48 +525,60 @@ static int add_check(reduce_req *q, cJSON *o) {
                                                   job->has_init, job->init)
                              : cJSON_CreateObject();
     free(mapped);
-    cJSON_AddItemToObject(o, "check", c);
+    if (c) {
+        wp_jtext_key(o, "check");
+        wp_jtext_json(o, c);
+    }
+    cJSON_Delete(c);
     return 0;
 }
 
-/* The response of a job that ran. */
-static cJSON *respond(wp_app *app, reduce_req *q) {
+/* The response of a job that ran, built as text (the bytes a cJSON tree of it printed): 0, or -1
+ * with q->err. */
+static int respond(wp_app *app, reduce_req *q, wp_resp *resp) {
     const wp_reduce_result *r = &q->job.res;
     const wp_spec *s = &q->spec;
     const wp_family *f = q->f;
-    cJSON *o = cJSON_CreateObject();
-    wp_json_str_k(o, "family", f->name);
-    wp_json_str_k(o, "type", wp_type_name(s->type));
-    if (f->flags & WP_F_OP) wp_json_str_k(o, "op", s->op.text);
-    if (s->data.map.expr) wp_json_str_k(o, "map", s->data.map.text);
-    if (f->flags & WP_F_SCAN) wp_json_bool_k(o, "exclusive", s->data.exclusive);
-    if (f->flags & WP_F_WIDTH_GROUP) wp_json_num_k(o, "width", s->width);
-    if (f->flags & WP_F_RADIUS) wp_json_num_k(o, "radius", s->data.radius);
-    wp_json_num_k(o, "count", (double)q->in.count);
-    if (!q->in.count && f->data_out == WP_DATA_VALUE) wp_json_bool_k(o, "empty", true);
-    if (add_result(app, q, o)) {
-        cJSON_Delete(o);
-        return NULL;
+    wp_jtext o = {0};
+    wp_jtext_open(&o, '{');
+    wp_jtext_kstr(&o, "family", f->name);
+    wp_jtext_kstr(&o, "type", wp_type_name(s->type));
+    if (f->flags & WP_F_OP) wp_jtext_kstr(&o, "op", s->op.text);
+    if (s->data.map.expr) wp_jtext_kstr(&o, "map", s->data.map.text);
+    if (f->flags & WP_F_SCAN) wp_jtext_kbool(&o, "exclusive", s->data.exclusive);
+    if (f->flags & WP_F_WIDTH_GROUP) wp_jtext_knum(&o, "width", s->width);
+    if (f->flags & WP_F_RADIUS) wp_jtext_knum(&o, "radius", s->data.radius);
+    wp_jtext_knum(&o, "count", (double)q->in.count);
+    if (!q->in.count && f->data_out == WP_DATA_VALUE) wp_jtext_kbool(&o, "empty", true);
+    if (add_result(app, q, &o)) {
+        free(o.p);
+        return -1;
     }
     if (f->flags & WP_F_ACCUM && (s->type == WP_F16 || s->type == WP_BF16) && !s->data.stat)
-        wp_json_str_k(o, "accumulate", s->data.native ? "native" : "f32");
-    wp_json_str_k(o, "backend", wp_backend_name(q->be));
-    wp_json_str_k(o, "device", wp_backend_facts(q->be)->name);
-    wp_json_str_k(o, "strategy", wp_strategy_name(r->strategy));
-    wp_json_bool_k(o, "deterministic", r->deterministic);
-    wp_json_num_k(o, "block", r->block);
-    wp_json_num_k(o, "grid", r->grid);
-    wp_json_str_k(o, "key", r->key_text);
-    if (r->hash[0]) wp_json_str_k(o, "hash", r->hash);
-    wp_json_str_k(o, "cache", r->compiled ? wp_source_name(r->source) : "none");
-    if (q->in.held) wp_json_str_k(o, "input_buffer", q->binfo.id);
-    if (q->check && add_check(q, o)) {
-        cJSON_Delete(o);
-        return NULL;
+        wp_jtext_kstr(&o, "accumulate", s->data.native ? "native" : "f32");
+    wp_jtext_kstr(&o, "backend", wp_backend_name(q->be));
+    wp_jtext_kstr(&o, "device", wp_backend_facts(q->be)->name);
+    wp_jtext_kstr(&o, "strategy", wp_strategy_name(r->strategy));
+    wp_jtext_kbool(&o, "deterministic", r->deterministic);
+    wp_jtext_knum(&o, "block", r->block);
+    wp_jtext_knum(&o, "grid", r->grid);
+    wp_jtext_kstr(&o, "key", r->key_text);
+    if (r->hash[0]) wp_jtext_kstr(&o, "hash", r->hash);
+    wp_jtext_kstr(&o, "cache", r->compiled ? wp_source_name(r->source) : "none");
+    if (q->in.held) wp_jtext_kstr(&o, "input_buffer", q->binfo.id);
+    if (q->check && add_check(q, &o)) {
+        free(o.p);
+        return -1;
     }
-    wp_json_num_k(wp_json_obj_k(o, "batch"), "size", q->job.size);
-    add_timing(o, q);
-    return o;
+    wp_jtext_kobj(&o, "batch");
+    wp_jtext_knum(&o, "size", q->job.size);
+    wp_jtext_close(&o, '}');
+    add_timing(&o, q);
+    wp_jtext_close(&o, '}');
+    size_t n = 0;
+    char *text = wp_jtext_take(&o, &n);
+    wp_resp_json_text(resp, 200, text, n);
+    return 0;
 }
 
 /* One request. check_only (opening a streamed raw body: no body yet): runs every check that needs no
@@ -582,10 +636,8 @@ static bool handle(wp_app *app, const wp_req *req, wp_resp *resp, bool scan, raw
         wp_resp_bytes(resp, 200, "application/octet-stream", q.out_host, q.plan.out_bytes);
         ok = true;
     } else if (rc == 0) {
-        cJSON *o = respond(app, &q);
-        if (o) wp_resp_json(resp, 200, o);
-        ok = o != NULL;
-        rc = ok ? 0 : -1;
+        rc = respond(app, &q, resp);
+        ok = rc == 0;
     }
     if (rc > 0)
         resp->defer = true; /* http.c calls again on a worker, where nothing above is left over */

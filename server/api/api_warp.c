@@ -271,16 +271,16 @@ static void list_tri(lane_list *l, int v) {
     else
         list_text(l, LIT("false"));
 }
-/* Closes the list into root[name]; false when out of memory. */
-static bool list_add(cJSON *root, const char *name, lane_list *l) {
+/* Closes the list into the answer as "name": [...], and frees it. */
+static void list_add(wp_jtext *o, const char *name, lane_list *l) {
     if (!l->n) wp_jtext_put(&l->t, "[", 1);
     wp_jtext_put(&l->t, "]", 1);
-    cJSON *raw = wp_jtext_raw(&l->t);
-    if (raw && !cJSON_AddItemToObject(root, name, raw)) {
-        cJSON_Delete(raw);
-        return false;
-    }
-    return raw != NULL;
+    wp_jtext_key(o, name);
+    if (l->t.failed)
+        o->failed = 1;
+    else
+        wp_jtext_text(o, l->t.p, l->t.n);
+    free(l->t.p);
 }
 
 /* A value as the family gives it (as_input: as the type's value, whatever the family's output is). */
@@ -320,7 +320,9 @@ static void lane_values(lane_list *l, int elems, const uint64_t *bits, const uin
         list_tri(l, -1);
 }
 
-static cJSON *build_lanes(const wp_spec *s, const warp_input *w, const warp_output *val, const warp_output *emu) {
+/* The lists of the answer (opened by the caller) from "output" on. */
+static void build_lanes(wp_jtext *o, const wp_spec *s, const warp_input *w, const warp_output *val,
+                        const warp_output *emu) {
     enum { OUT, DEF, WHY, SRC, PRED, LANE_PRED, INPUT, N_LISTS };
     static const char *const names[N_LISTS] = {"output",    "defined", "undefined_reason", "source_lane", "pred",
                                                "lane_pred", "input"};
@@ -363,28 +365,21 @@ static cJSON *build_lanes(const wp_spec *s, const warp_input *w, const warp_outp
                                    : wp_lanes_pred(s->type, w->job.pred_kind, w->in[k0], w->job.pred_a, w->job.pred_b));
         if (want[INPUT]) lane_values(&l[INPUT], w->elems, &w->in[k0], NULL, s, true);
     }
-    cJSON *root = cJSON_CreateObject();
-    bool ok = root != NULL;
     for (int k = 0; k < N_LISTS; k++)
-        if (want[k] && ok)
-            ok = list_add(root, names[k], &l[k]);
+        if (want[k])
+            list_add(o, names[k], &l[k]);
         else
             free(l[k].t.p);
-    if (!ok) {
-        cJSON_Delete(root);
-        return NULL;
-    }
-    return root;
 }
 
-static void add_spec_fields(cJSON *o, const wp_spec *s) {
+static void add_spec_fields(wp_jtext *o, const wp_spec *s) {
     char m[16];
-    wp_json_str_k(o, "family", s->family->name);
-    wp_json_str_k(o, "type", wp_type_name(s->type));
-    wp_json_num_k(o, "width", s->width);
+    wp_jtext_kstr(o, "family", s->family->name);
+    wp_jtext_kstr(o, "type", wp_type_name(s->type));
+    wp_jtext_knum(o, "width", s->width);
     snprintf(m, sizeof m, "0x%08x", s->mask);
-    wp_json_str_k(o, "mask", m);
-    if (s->family->flags & WP_F_OP) wp_json_str_k(o, "op", s->op.text);
+    wp_jtext_kstr(o, "mask", m);
+    if (s->family->flags & WP_F_OP) wp_jtext_kstr(o, "op", s->op.text);
 }
 
 static const char *const warp_fields[] = {"family", "type",   "width",   "mask",   "op",      "args",
@@ -431,42 +426,48 @@ static int warp_run(wp_app *app, wp_backend *be, const wp_spec *spec, const warp
     return 0;
 }
 
-/* The 200 answer: the lanes, the spec, where it ran, the kernel, the batch and the timings. */
-static cJSON *warp_answer(const wp_spec *spec, const warp_input *w, const warp_runs *r, wp_backend *be,
-                          const wp_ready_kernel *rk, double parse_us, const wp_req *req) {
-    cJSON *o = build_lanes(spec, w, r->on_cuda ? &r->dev : &r->emu, &r->emu);
-    add_spec_fields(o, spec);
-    wp_json_num_k(o, "lanes", w->n);
-    if (w->elems > 1) wp_json_num_k(o, "elems", w->elems);
-    wp_json_str_k(o, "backend", wp_backend_name(be));
-    const wp_device_info di = *wp_backend_facts(be);
-    wp_json_str_k(o, "device", di.name);
+/* The 200 answer as text (the bytes a cJSON tree of it printed): the lanes, the spec, where it ran,
+ * the kernel, the batch and the timings. NULL when out of memory. */
+static char *warp_answer(const wp_spec *spec, const warp_input *w, const warp_runs *r, wp_backend *be,
+                         const wp_ready_kernel *rk, double parse_us, const wp_req *req, size_t *len) {
+    wp_jtext o = {0};
+    wp_jtext_open(&o, '{');
+    build_lanes(&o, spec, w, r->on_cuda ? &r->dev : &r->emu, &r->emu);
+    add_spec_fields(&o, spec);
+    wp_jtext_knum(&o, "lanes", w->n);
+    if (w->elems > 1) wp_jtext_knum(&o, "elems", w->elems);
+    wp_jtext_kstr(&o, "backend", wp_backend_name(be));
+    wp_jtext_kstr(&o, "device", wp_backend_facts(be)->name);
     if (rk->kernel) {
-        wp_json_str_k(o, "key", rk->key_text);
-        wp_json_str_k(o, "hash", rk->hash);
-        wp_json_str_k(o, "cache", wp_source_name(rk->source));
+        wp_jtext_kstr(&o, "key", rk->key_text);
+        wp_jtext_kstr(&o, "hash", rk->hash);
+        wp_jtext_kstr(&o, "cache", wp_source_name(rk->source));
     } else {
-        wp_json_str_k(o, "cache", "none");
+        wp_jtext_kstr(&o, "cache", "none");
     }
-    wp_json_num_k(wp_json_obj_k(o, "batch"), "size", r->batch_size);
-    cJSON *t = wp_json_obj_k(o, "timing");
+    wp_jtext_kobj(&o, "batch");
+    wp_jtext_knum(&o, "size", r->batch_size);
+    wp_jtext_close(&o, '}');
+    wp_jtext_kobj(&o, "timing");
     const wp_run_timing *rt = r->on_cuda ? &r->dev_t : &r->emu_t;
     const uint64_t t_body = req->t_body_ns ? req->t_body_ns : req->t_start_ns;
-    wp_json_num_k(t, "receive_us", (double)(t_body - req->t_start_ns) / 1e3);
-    wp_json_num_k(t, "handoff_us", wp_req_handoff_us(req));
-    wp_json_num_k(t, "parse_us", parse_us);
-    wp_json_num_k(t, "key_us", rk->key_us);
-    wp_json_num_k(t, "cache_us", rk->cache_us);
-    wp_json_num_k(t, "compile_ms", rk->compile_ms);
-    wp_json_num_k(t, "load_us", rk->load_us);
+    wp_jtext_knum(&o, "receive_us", (double)(t_body - req->t_start_ns) / 1e3);
+    wp_jtext_knum(&o, "handoff_us", wp_req_handoff_us(req));
+    wp_jtext_knum(&o, "parse_us", parse_us);
+    wp_jtext_knum(&o, "key_us", rk->key_us);
+    wp_jtext_knum(&o, "cache_us", rk->cache_us);
+    wp_jtext_knum(&o, "compile_ms", rk->compile_ms);
+    wp_jtext_knum(&o, "load_us", rk->load_us);
     /* untimed (cuda without "profile"): the device's steps were not measured: null, and device_us */
-    wp_json_add_number_or_null(t, "upload_us", !rt->untimed, rt->upload_us);
-    wp_json_add_number_or_null(t, "kernel_us", !rt->untimed, rt->kernel_us);
-    wp_json_add_number_or_null(t, "download_us", !rt->untimed, rt->download_us);
-    if (rt->device_us > 0) wp_json_num_k(t, "device_us", rt->device_us);
-    wp_json_num_k(t, "emulate_us", r->emu_t.kernel_us);
-    wp_json_num_k(t, "total_us", wp_us_since(req->t_start_ns));
-    return o;
+    wp_jtext_knum_or_null(&o, "upload_us", !rt->untimed, rt->upload_us);
+    wp_jtext_knum_or_null(&o, "kernel_us", !rt->untimed, rt->kernel_us);
+    wp_jtext_knum_or_null(&o, "download_us", !rt->untimed, rt->download_us);
+    if (rt->device_us > 0) wp_jtext_knum(&o, "device_us", rt->device_us);
+    wp_jtext_knum(&o, "emulate_us", r->emu_t.kernel_us);
+    wp_jtext_knum(&o, "total_us", wp_us_since(req->t_start_ns));
+    wp_jtext_close(&o, '}');
+    wp_jtext_close(&o, '}');
+    return wp_jtext_take(&o, len);
 }
 
 /* The same stages for the Server-Timing header (http_resp.c adds arrival, hand-off, answer, total). */
@@ -517,7 +518,9 @@ void wp_api_warp(void *appv, const wp_req *req, wp_resp *resp) {
     }
     if (warp_run(app, be, &spec, &w, &rk, req->may_defer, profile, &runs, &err)) goto fail;
     note_stages(resp, &runs, &rk, parse_us);
-    wp_resp_json(resp, 200, warp_answer(&spec, &w, &runs, be, &rk, parse_us, req));
+    size_t n = 0;
+    char *text = warp_answer(&spec, &w, &runs, be, &rk, parse_us, req, &n);
+    wp_resp_json_text(resp, 200, text, n);
     wp_resp_note_kernel(resp, wp_backend_name(be), rk.kernel ? wp_source_name(rk.source) : "none", spec.family->name,
                         rk.kernel ? rk.hash : NULL);
     goto done;

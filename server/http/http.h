@@ -98,6 +98,9 @@ static inline double wp_req_handoff_us(const wp_req *q) {
 
 /* Sets a JSON body (takes ownership of obj, prints it unformatted) and status. */
 void wp_resp_json(wp_resp *r, int status, cJSON *obj);
+/* The same for an answer already JSON text (jsonout.h's wp_jtext_take): takes ownership of text (n
+ * bytes, malloc'd); NULL (out of memory) gives the 500 wp_resp_json gives. */
+void wp_resp_json_text(wp_resp *r, int status, char *text, size_t n);
 /* {"error":{"code":..., "message":..., "field":...}} with e->status (500 if 0). */
 void wp_resp_error(wp_resp *r, const wp_err *e);
 /* Plain bytes (copied). */

@@ -33,6 +33,14 @@ void wp_resp_json(wp_resp *r, int status, cJSON *obj) {
     http_resp_set(r, status, json_type, text, n);
 }
 
+void wp_resp_json_text(wp_resp *r, int status, char *text, size_t n) {
+    if (!text) {
+        wp_resp_json(r, status, NULL); /* the 500 of an answer that could not be built */
+        return;
+    }
+    http_resp_set(r, status, json_type, text, n);
+}
+
 void wp_resp_error(wp_resp *r, const wp_err *e) {
     cJSON *root = cJSON_CreateObject();
     cJSON *error = cJSON_AddObjectToObject(root, "error");

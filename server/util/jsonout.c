@@ -79,8 +79,7 @@ static bool near_equal(double a, double b) {
 
 /* cJSON 1.7.15 (Debian 12's): NaN and infinities as null; else %1.15g unless that reads back to
  * another double, then %1.17g. */
-static bool put_number(out_buf *b, const cJSON *it) {
-    double d = it->valuedouble;
+static bool put_number(out_buf *b, double d) {
     char t[32];
     int n;
     if (isnan(d) || isinf(d)) {
@@ -102,10 +101,27 @@ static bool put_number(out_buf *b, const cJSON *it) {
     return true;
 }
 
+/* The plain bytes at the start of u: those a JSON string holds as they are. */
+static inline size_t plain_run(const unsigned char *u) {
+    size_t n = 0;
+    while (u[n] > 31 && u[n] != '"' && u[n] != '\\') n++;
+    return n;
+}
+
 static void put_string(out_buf *b, const char *s) {
     static const char hex[] = "0123456789abcdef";
-    putc_(b, '"');
     const unsigned char *u = (const unsigned char *)(s ? s : "");
+    size_t plain = plain_run(u);
+    if (!u[plain]) { /* nothing to escape (every key and most values): one copy */
+        if (!reserve(b, plain + 2)) return;
+        char *d = b->p + b->n;
+        d[0] = '"';
+        memcpy(d + 1, u, plain);
+        d[plain + 1] = '"';
+        b->n += plain + 2;
+        return;
+    }
+    putc_(b, '"');
     for (;;) {
         const unsigned char *run = u;
         while (*u > 31 && *u != '"' && *u != '\\') u++;
@@ -132,7 +148,7 @@ static bool put_value(out_buf *b, const cJSON *it) {
         put(b, "true", 4);
         return true;
     case cJSON_Number:
-        return put_number(b, it);
+        return put_number(b, it->valuedouble);
     case cJSON_Raw:
         if (!it->valuestring) return false;
         put(b, it->valuestring, strlen(it->valuestring));
@@ -172,6 +188,109 @@ cJSON *wp_jtext_raw(wp_jtext *t) {
     free(t->p);
     *t = (wp_jtext){0};
     return raw;
+}
+
+/* ---- answers as text (jsonout.h) ---- */
+
+/* The ',' before a value or a key, unless it opens its object or list or follows its key. */
+static inline void sep(out_buf *b) {
+    if (b->n && !b->failed) {
+        char c = b->p[b->n - 1];
+        if (c != '{' && c != '[' && c != ':' && c != ',') putc_(b, ',');
+    }
+}
+
+void wp_jtext_open(wp_jtext *t, char c) {
+    if (!t->cap) reserve(t, 1023); /* an answer's first piece: room for a small answer, no realloc */
+    sep(t);
+    putc_(t, c);
+}
+void wp_jtext_close(wp_jtext *t, char c) { putc_(t, c); }
+void wp_jtext_key(wp_jtext *t, const char *key) {
+    sep(t);
+    const unsigned char *u = (const unsigned char *)(key ? key : "");
+    size_t plain = plain_run(u);
+    if (!u[plain] && reserve(t, plain + 3)) { /* "key": in one copy */
+        char *d = t->p + t->n;
+        d[0] = '"';
+        memcpy(d + 1, u, plain);
+        memcpy(d + plain + 1, "\":", 2);
+        t->n += plain + 3;
+        return;
+    }
+    put_string(t, key);
+    putc_(t, ':');
+}
+void wp_jtext_num(wp_jtext *t, double v) {
+    sep(t);
+    if (!put_number(t, v)) t->failed = 1; /* never: %1.17g fits; cJSON would refuse the tree */
+}
+void wp_jtext_sval(wp_jtext *t, const char *s) {
+    sep(t);
+    if (s)
+        put_string(t, s);
+    else
+        put(t, "null", 4);
+}
+void wp_jtext_text(wp_jtext *t, const char *json, size_t n) {
+    sep(t);
+    put(t, json, n);
+}
+bool wp_jtext_json(wp_jtext *t, const cJSON *item) {
+    sep(t);
+    if (!item || !put_value(t, item)) t->failed = 1;
+    return !t->failed;
+}
+bool wp_jtext_members(wp_jtext *t, const cJSON *obj) {
+    if (!cJSON_IsObject(obj)) return !(t->failed = 1);
+    for (const cJSON *c = obj->child; c && !t->failed; c = c->next) {
+        wp_jtext_key(t, c->string);
+        if (!put_value(t, c)) t->failed = 1;
+    }
+    return !t->failed;
+}
+void wp_jtext_knum(wp_jtext *t, const char *key, double v) {
+    wp_jtext_key(t, key);
+    if (!put_number(t, v)) t->failed = 1;
+}
+void wp_jtext_kstr(wp_jtext *t, const char *key, const char *s) {
+    if (!s) return;
+    wp_jtext_key(t, key);
+    put_string(t, s);
+}
+void wp_jtext_kbool(wp_jtext *t, const char *key, bool v) {
+    wp_jtext_key(t, key);
+    if (v)
+        put(t, "true", 4);
+    else
+        put(t, "false", 5);
+}
+void wp_jtext_knull(wp_jtext *t, const char *key) {
+    wp_jtext_key(t, key);
+    put(t, "null", 4);
+}
+void wp_jtext_knum_or_null(wp_jtext *t, const char *key, bool has, double v) {
+    if (has)
+        wp_jtext_knum(t, key, v);
+    else
+        wp_jtext_knull(t, key);
+}
+void wp_jtext_kobj(wp_jtext *t, const char *key) {
+    wp_jtext_key(t, key);
+    putc_(t, '{');
+}
+
+char *wp_jtext_take(wp_jtext *t, size_t *len) {
+    char *p = NULL;
+    if (reserve(t, 0)) {
+        t->p[t->n] = 0;
+        p = t->p;
+        if (len) *len = t->n;
+    } else {
+        free(t->p);
+    }
+    *t = (wp_jtext){0};
+    return p;
 }
 
 char *wp_json_print(const cJSON *item, size_t *len) {

@@ -2,13 +2,15 @@
  * gives (cJSON 1.7.15's rules: numbers as %1.15g unless that does not read back, then %1.17g; NaN
  * and infinities as null; strings escaped as cJSON escapes them;
  * raw items copied), without cJSON's printf + sscanf + locale look-up per number; and integers to
- * decimal text without printf. Every response body goes through here (http_resp.c's wp_resp_json).
+ * decimal text without printf. Every response body goes through here: a tree through http_resp.c's
+ * wp_resp_json, or text written with the wp_jtext writers below (the reduce, scan and warp answers).
  *
  * Threads: every function is reentrant; a tree must not change while it is printed. */
 #ifndef WP_JSONOUT_H
 #define WP_JSONOUT_H
 
 #include <cjson/cJSON.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -38,6 +40,28 @@ static inline void wp_jtext_add(wp_jtext *t, const char *s, size_t n) {
 }
 void wp_jtext_str(wp_jtext *t, const char *s); /* a JSON string, escaped as cJSON escapes */
 cJSON *wp_jtext_raw(wp_jtext *t);              /* a raw item of the text; frees the builder */
+
+/* A whole answer as text, in the bytes wp_json_print gives for the equivalent tree, without building
+ * it. Every value writer puts the ',' a value needs (none after '{', '[', ':' or ','), so an object
+ * is: wp_jtext_open(t, '{'), pairs (wp_jtext_key + a value, or the k* writers), wp_jtext_close(t, '}').
+ * Numbers print as a cJSON number item prints (NaN and infinities: null). */
+void wp_jtext_open(wp_jtext *t, char c);  /* '{' or '[' */
+void wp_jtext_close(wp_jtext *t, char c); /* '}' or ']' */
+void wp_jtext_key(wp_jtext *t, const char *key);
+void wp_jtext_num(wp_jtext *t, double v);
+void wp_jtext_sval(wp_jtext *t, const char *s);                  /* a string value; NULL: null */
+void wp_jtext_text(wp_jtext *t, const char *json, size_t n);     /* a value already JSON text */
+bool wp_jtext_json(wp_jtext *t, const cJSON *item);              /* a tree; false where cJSON refuses it */
+bool wp_jtext_members(wp_jtext *t, const cJSON *obj);            /* an object's pairs, into the open object */
+void wp_jtext_knum(wp_jtext *t, const char *key, double v);      /* "key":v */
+void wp_jtext_kstr(wp_jtext *t, const char *key, const char *s); /* "key":"s"; s NULL: no pair, as cJSON */
+void wp_jtext_kbool(wp_jtext *t, const char *key, bool v);
+void wp_jtext_knull(wp_jtext *t, const char *key);
+void wp_jtext_knum_or_null(wp_jtext *t, const char *key, bool has, double v); /* "key":v, or null (no measure) */
+void wp_jtext_kobj(wp_jtext *t, const char *key); /* "key":{ ... closed by wp_jtext_close(t, '}') */
+/* The text, NUL-terminated (*len its length) and the builder emptied; NULL when an allocation
+ * failed (or a tree was refused), the builder freed. */
+char *wp_jtext_take(wp_jtext *t, size_t *len);
 
 /* Decimal text of v into buf (room for 21 bytes), NUL-terminated; returns its length. */
 int wp_json_fmt_i64(char *buf, int64_t v);

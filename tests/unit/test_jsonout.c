@@ -150,6 +150,80 @@ static void same_as_cjson(const cJSON *tree, const char *what) {
     free(got);
 }
 
+/* it (under key, when given) through the text writers, choosing among the ways each can be written */
+static void write_item(wp_jtext *t, const cJSON *it, const char *key) {
+    const bool k_form = key && rndn(2); /* the k* writer, else wp_jtext_key + the value's */
+    if (key && !k_form) wp_jtext_key(t, key);
+    switch (it->type & 0xFF) {
+    case cJSON_NULL:
+        if (k_form)
+            wp_jtext_knull(t, key);
+        else
+            wp_jtext_text(t, "null", 4);
+        return;
+    case cJSON_False:
+    case cJSON_True:
+        if (k_form)
+            wp_jtext_kbool(t, key, cJSON_IsTrue(it));
+        else if (cJSON_IsTrue(it))
+            wp_jtext_text(t, "true", 4);
+        else
+            wp_jtext_text(t, "false", 5);
+        return;
+    case cJSON_Number:
+        if (k_form)
+            wp_jtext_knum(t, key, it->valuedouble);
+        else
+            wp_jtext_num(t, it->valuedouble);
+        return;
+    case cJSON_String:
+        if (k_form)
+            wp_jtext_kstr(t, key, it->valuestring);
+        else
+            wp_jtext_sval(t, it->valuestring);
+        return;
+    case cJSON_Raw:
+        if (k_form) wp_jtext_key(t, key);
+        wp_jtext_text(t, it->valuestring, strlen(it->valuestring));
+        return;
+    default: {
+        const bool obj = cJSON_IsObject(it);
+        if (obj && k_form)
+            wp_jtext_kobj(t, key);
+        else if (k_form) {
+            wp_jtext_key(t, key);
+            wp_jtext_open(t, '[');
+        } else
+            wp_jtext_open(t, obj ? '{' : '[');
+        if (obj && rndn(4) == 0)
+            wp_jtext_members(t, it); /* the pairs as a tree */
+        else
+            for (const cJSON *c = it->child; c; c = c->next) {
+                if (rndn(8)) {
+                    write_item(t, c, obj ? c->string : NULL);
+                    continue;
+                }
+                if (obj) wp_jtext_key(t, c->string);
+                wp_jtext_json(t, c); /* a subtree as a tree */
+            }
+        wp_jtext_close(t, obj ? '}' : ']');
+    }
+    }
+}
+
+static void writers_as_cjson(const cJSON *tree, const char *what) {
+    char *want = cJSON_PrintUnformatted(tree);
+    wp_jtext t = {0};
+    write_item(&t, tree, NULL);
+    size_t n = 12345;
+    char *got = wp_jtext_take(&t, &n);
+    CHECKF(got && want && !strcmp(got, want) && n == strlen(want), "%s:\n  cJSON   %s\n  jtext   %s", what,
+           want ? want : "(null)", got ? got : "(null)");
+    CHECK(t.p == NULL && t.n == 0);
+    free(want);
+    free(got);
+}
+
 int main(void) {
     T_CASE("edge numbers");
     for (size_t i = 0; i < sizeof edge / sizeof *edge; i++) {
@@ -201,6 +275,70 @@ int main(void) {
         cJSON *num = cJSON_CreateNumber(random_number());
         same_as_cjson(num, "number");
         cJSON_Delete(num);
+    }
+    T_CASE("text writers: edge numbers, every magnitude");
+    for (size_t i = 0; i < sizeof edge / sizeof *edge; i++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "v", edge[i]);
+        cJSON_AddNumberToObject(o, "neg", -edge[i]);
+        cJSON_AddNumberToObject(o, "up", nextafter(edge[i], INFINITY));
+        cJSON_AddNumberToObject(o, "down", nextafter(edge[i], -INFINITY));
+        writers_as_cjson(o, "edge numbers");
+        cJSON_Delete(o);
+    }
+    for (int e = -330; e <= 310; e++) {
+        cJSON *a = cJSON_CreateArray();
+        for (int k = 0; k < 8; k++)
+            cJSON_AddItemToArray(a, cJSON_CreateNumber((1 + (double)rndn(1000000) / 7) * pow(10, e)));
+        cJSON_AddItemToArray(a, cJSON_CreateNumber(NAN));
+        cJSON_AddItemToArray(a, cJSON_CreateNumber(-INFINITY));
+        writers_as_cjson(a, "magnitudes");
+        cJSON_Delete(a);
+    }
+    T_CASE("text writers: escapes, empty and nested objects");
+    {
+        char s[40];
+        for (int i = 0; i < 32; i++) s[i] = (char)(i + 1);
+        memcpy(s + 31, "\"\\/\x7f\xc3\xa9", 7);
+        s[38] = 0;
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, s, s);
+        cJSON_AddObjectToObject(o, "empty");
+        cJSON_AddArrayToObject(o, "none");
+        cJSON *in = cJSON_AddObjectToObject(cJSON_AddObjectToObject(o, "a"), "b");
+        cJSON_AddObjectToObject(in, "");
+        cJSON_AddNumberToObject(in, "x", 1.5);
+        cJSON_AddStringToObject(o, "", "");
+        writers_as_cjson(o, "escapes and nesting");
+        cJSON_Delete(o);
+        cJSON *e = cJSON_CreateObject();
+        writers_as_cjson(e, "empty object");
+        cJSON_Delete(e);
+        wp_jtext t = {0}; /* a NULL string: no pair, as cJSON_AddStringToObject(o, "k", NULL) adds none */
+        wp_jtext_open(&t, '{');
+        wp_jtext_kstr(&t, "k", NULL);
+        wp_jtext_kstr(&t, "j", "v");
+        wp_jtext_knum_or_null(&t, "a", false, 1);
+        wp_jtext_knum_or_null(&t, "b", true, 2.5);
+        wp_jtext_close(&t, '}');
+        char *got = wp_jtext_take(&t, NULL);
+        CHECKF(got && !strcmp(got, "{\"j\":\"v\",\"a\":null,\"b\":2.5}"), "NULL string, or_null: %s",
+               got ? got : "(null)");
+        free(got);
+        t = (wp_jtext){0}; /* a tree cJSON refuses: no text */
+        cJSON *bad = cJSON_CreateNull();
+        bad->type = cJSON_Invalid;
+        wp_jtext_open(&t, '[');
+        CHECK(!wp_jtext_json(&t, bad));
+        wp_jtext_close(&t, ']');
+        CHECK(wp_jtext_take(&t, NULL) == NULL);
+        cJSON_Delete(bad);
+    }
+    T_CASE("text writers: random trees");
+    for (int i = 0; i < 20000; i++) {
+        cJSON *tree = random_item(0);
+        writers_as_cjson(tree, "random");
+        cJSON_Delete(tree);
     }
     T_CASE("integers");
     {
