@@ -77,7 +77,6 @@ static bool is_json(const char *content_type) { return strncmp(content_type, jso
 
 static void add_header(void *mr, const char *name, const char *value) { MHD_add_response_header(mr, name, value); }
 
-/* Hands c->resp to libmicrohttpd (which frees the body) and counts it. allow: Allow header or NULL. */
 /* Appends "name;dur=M.MMM" (milliseconds, to the µs) to out at *n; no printf on every request. */
 static void timing_put(char *out, size_t cap, size_t *n, const char *name, double us) {
     char num[32];
@@ -115,6 +114,7 @@ static void add_server_timing(const wp_call *c, struct MHD_Response *mr) {
     MHD_add_response_header(mr, "Server-Timing", out);
 }
 
+/* Hands c->resp to libmicrohttpd (which frees the body) and counts it. allow: Allow header or NULL. */
 enum MHD_Result http_send_resp(wp_http *h, wp_call *c, const char *allow) {
     wp_resp *r = &c->resp;
     if (r->status == 0) http_resp_fail(r, 500, "internal", "", "the handler set no response");

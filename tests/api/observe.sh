@@ -34,6 +34,35 @@ if warpd_start "$BUILD/asan/warpd" "$tmp" --backend emu --access-log "$tmp/acces
   for _ in $(seq 100); do grep -q '"id":"after-hup"' "$tmp/access.log" 2>/dev/null && break; sleep 0.05; done
   if grep -q '"id":"after-hup"' "$tmp/access.log" 2>/dev/null && ! grep -q '"id":"after-hup"' "$tmp/access.log.1"
   then ok; else bad "SIGHUP did not reopen the access log"; fi
+  # Server-Timing: every answer carries one; a job's names its stages, and they add up to no more than
+  # the total; the answer's timing has the hand-off (0 when answered on the HTTP thread)
+  for route in reduce warp health; do
+    case $route in
+      reduce) args=(-H 'Content-Type: application/json' -d '{"type":"f32","op":"sum","data":[1.5,2,3]}') ;;
+      warp) args=(-H 'Content-Type: application/json' -d '{"family":"shfl_xor","type":"i32","width":32,"args":{"lane_mask":1},"input":{"iota":32}}') ;;
+      health) args=() ;;
+    esac
+    curl -s -D "$tmp/h" -o "$tmp/b" "${args[@]}" "http://127.0.0.1:$port/v1/$route"
+    if python3 - "$tmp/h" "$tmp/b" "$route" <<'PY'; then ok; else bad "Server-Timing of /v1/$route: $(grep -i server-timing "$tmp/h")"; fi
+import json, re, sys
+head, body, route = open(sys.argv[1]).read(), open(sys.argv[2]).read(), sys.argv[3]
+line = [l for l in head.splitlines() if l.lower().startswith("server-timing:")]
+assert len(line) == 1, "one Server-Timing header"
+metrics = [m.strip() for m in line[0].split(":", 1)[1].split(",")]
+dur = {}
+for m in metrics:
+    name, d = re.fullmatch(r"([a-z]+);dur=(\d+\.\d{3})", m).groups()
+    dur[name] = float(d)
+names = list(dur)
+assert names[0] == "receive" and names[-1] == "total", names
+if route != "health":
+    for want in ("handoff", "parse", "key", "cache", "answer"): assert want in dur, (want, names)
+    t = json.loads(body)["timing"]
+    assert t["handoff_us"] >= 0 and t["receive_us"] >= 0 and t["parse_us"] >= 0
+    parts = sum(v for k, v in dur.items() if k not in ("total", "emulate"))
+    assert parts <= dur["total"] + 0.001 * len(dur), (parts, dur)
+PY
+  done
   stop_daemon
 else bad "daemon did not start"; cat "$tmp/err"; fi
 
