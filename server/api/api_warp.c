@@ -497,6 +497,12 @@ void wp_api_warp(void *appv, const wp_req *req, wp_resp *resp) {
     warp_runs runs = {0};
     wp_ready_kernel rk = {0};
     bool profile = false;
+    size_t at; /* on the HTTP thread under load a GPU job goes to a worker: before it is parsed twice */
+    if (req->may_defer && req->body && wp_app_defers_gpu_jobs(app) &&
+        !wp_json_find_top_key(req->body, req->body_len, "backend", NULL, &at, NULL, 0)) {
+        resp->defer = true;
+        return;
+    }
     cJSON *body = wp_api_parse_body(app, req, &err);
     wp_backend *be = NULL;
     if (!body || wp_json_only(body, "", warp_fields, &err) || refuse_data_family(body, &err) ||

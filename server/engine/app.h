@@ -101,6 +101,11 @@ int wp_app_kernel_peek(wp_app *app, const wp_spec *s, wp_backend *b, wp_ready_ke
  * GPU job goes to a worker); always; never. Asked once per request, by the handler, before any upload;
  * wp_app_kernel_peek itself refuses a GPU job only under never. Any thread. */
 bool wp_app_may_run_inline(const wp_app *app, const wp_backend *b);
+/* Whether a GPU job on the HTTP thread would be deferred to a worker whatever its body says (a daemon
+ * with GPUs, --inline-gpu never or other requests in flight): a handler called with may_defer asks
+ * first and defers before it parses, so a busy HTTP thread parses each such job once, not twice. Any
+ * thread. */
+bool wp_app_defers_gpu_jobs(const wp_app *app);
 
 /* Picks the backend a request asked for ("backend": "auto", "cuda", "emu", or absent) and, among the
  * devices, the one it pins ("device": N) or the least loaded (placement.h). */

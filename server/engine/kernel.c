@@ -101,6 +101,11 @@ bool wp_app_may_run_inline(const wp_app *app, const wp_backend *b) {
            wp_backend_lane_free((wp_backend *)b);
 }
 
+bool wp_app_defers_gpu_jobs(const wp_app *app) {
+    return app->cuda &&
+           (app->inline_gpu == WP_INLINE_NEVER || (app->inline_gpu == WP_INLINE_IDLE && wp_http_active(app->http) > 1));
+}
+
 int wp_inline_mode_parse(const char *text, wp_inline_mode *out) {
     static const char *const names[] = {
         [WP_INLINE_IDLE] = "idle", [WP_INLINE_NEVER] = "never", [WP_INLINE_ALWAYS] = "always"};

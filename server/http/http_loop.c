@@ -7,7 +7,6 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -26,7 +25,6 @@ struct wp_http_loop {
     wp_http_loop_may_poll may_poll;
     void *may_poll_ctx;
     pthread_t thread;
-    atomic_bool wake_pending; /* a wake is written and not yet taken: later wakes need no write */
 
     pthread_mutex_t mu; /* guards the four below */
     pthread_cond_t cv;  /* quiesced */
@@ -44,8 +42,6 @@ static int daemon_timeout_ms(struct MHD_Daemon *d) {
 /* On the loop's thread, after the eventfd fired: does what was asked; true when the loop is to end. */
 static bool take_requests(wp_http_loop *l) {
     uint64_t n;
-    /* cleared before the daemon runs: a resume from here on writes a wake of its own */
-    atomic_store_explicit(&l->wake_pending, false, memory_order_seq_cst);
     while (read(l->wake, &n, sizeof n) > 0) {
     }
     pthread_mutex_lock(&l->mu);
@@ -143,10 +139,8 @@ static void ask(wp_http_loop *l, bool *what) {
 
 wp_http_loop *wp_http_loop_current(void) { return current_loop; }
 
-/* A resume's wake: one write of the eventfd serves every resume until the loop takes it (under load a
- * batch's jobs finish together: one system call, not one a job). */
 void wp_http_loop_wake(wp_http_loop *l) {
-    if (l && !atomic_exchange_explicit(&l->wake_pending, true, memory_order_seq_cst)) ask(l, NULL);
+    if (l) ask(l, NULL);
 }
 
 MHD_socket wp_http_loop_quiesce(wp_http_loop *l) {
