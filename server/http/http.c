@@ -186,11 +186,16 @@ void *http_worker_main(void *arg) {
     wp_http *h = arg;
     if (setpriority(PRIO_PROCESS, (id_t)gettid(), WORKER_NICE) != 0) { /* best effort */
     }
-    pthread_mutex_lock(&h->mu);
     for (;;) {
-        while (!h->queue.depth && !h->stopping) pthread_cond_wait(&h->work_cv, &h->mu);
+        while (sem_wait(&h->work_sem) != 0) { /* EINTR */
+        }
+        pthread_mutex_lock(&h->mu);
         wp_fair_node *n = wp_fairq_pop(&h->queue); /* the next user in turn */
-        if (!n) break;                             /* stopping, nothing left */
+        if (!n && h->stopping) break;              /* stopping, nothing left */
+        if (!n) {                                  /* taken by another worker's earlier post */
+            pthread_mutex_unlock(&h->mu);
+            continue;
+        }
         wp_call *c = (wp_call *)(void *)((char *)n - offsetof(wp_call, qnode));
         atomic_fetch_add(&h->workers_busy, 1);
         pthread_mutex_unlock(&h->mu);
@@ -200,7 +205,6 @@ void *http_worker_main(void *arg) {
         c->route->fn(h->app, &c->req, &c->resp);
         atomic_fetch_sub(&h->workers_busy, 1); /* before the reply can reach the client, so stats never lag it */
         http_resume(c);                        /* from here on c belongs to the MHD thread */
-        pthread_mutex_lock(&h->mu);
     }
     pthread_mutex_unlock(&h->mu);
     return NULL;
@@ -230,7 +234,7 @@ static bool work_submit(wp_http *h, wp_call *c) {
     wp_fairq_push(&h->queue, &c->qnode, wp_user_name(c->req.user));
     h->in_work++;
     pthread_mutex_unlock(&h->mu);
-    pthread_cond_signal(&h->work_cv); /* after the unlock: the woken worker does not wait for our lock */
+    sem_post(&h->work_sem); /* after the unlock: the woken worker does not wait for our lock */
     return true;
 }
 

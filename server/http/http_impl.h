@@ -13,9 +13,11 @@
 #include "access.h"
 #include "conn_guard.h"
 #include "fairq.h"
+
 #include "http.h"
 #include "http_loop.h"
 #include "reqlog.h"
+#include <semaphore.h>
 
 #define WP_HTTP_RETRY_AFTER_S "1"
 
@@ -53,7 +55,8 @@ struct wp_http {
     int port;
 
     pthread_mutex_t mu;     /* guards everything below */
-    pthread_cond_t work_cv; /* work queued or stopping */
+    sem_t work_sem;         /* a post per call queued, and one per worker when stopping (no condvar: its
+                               internal lock made HTTP threads wait on workers under load) */
     pthread_cond_t idle_cv; /* in_work dropped */
     wp_fairq queue;         /* WP_ROUTE_WORK calls waiting for a worker, round-robin by user (fairq.h) */
     int in_work;

@@ -75,7 +75,7 @@ static void http_free(wp_http *h) {
     }
     pthread_mutex_destroy(&h->calls_mu);
     pthread_mutex_destroy(&h->mu);
-    pthread_cond_destroy(&h->work_cv);
+    sem_destroy(&h->work_sem);
     pthread_cond_destroy(&h->idle_cv);
     free(h->workers);
     free(h->daemons);
@@ -295,7 +295,7 @@ wp_http *wp_http_start(const wp_http_config *cfg, const wp_route *routes, void *
     h->unix_fd = -1;
     pthread_mutex_init(&h->mu, NULL);
     pthread_mutex_init(&h->calls_mu, NULL);
-    pthread_cond_init(&h->work_cv, NULL);
+    sem_init(&h->work_sem, 0, 0);
     pthread_cond_init(&h->idle_cv, NULL);
 
     h->workers = calloc((size_t)h->cfg.workers, sizeof *h->workers);
@@ -320,8 +320,8 @@ wp_http *wp_http_start(const wp_http_config *cfg, const wp_route *routes, void *
     if (!started) {
         pthread_mutex_lock(&h->mu);
         h->stopping = true;
-        pthread_cond_broadcast(&h->work_cv);
         pthread_mutex_unlock(&h->mu);
+        for (int i = 0; i < h->workers_started; i++) sem_post(&h->work_sem);
         workers_join(h); /* before the daemons: a worker may be answering one of their connections */
         stop_daemons(h);
         transport_release(h, !tried); /* a failed MHD_start_daemon closes the socket it was given */
@@ -347,8 +347,8 @@ void wp_http_stop(wp_http *h) {
         c->next = waiting;
         waiting = c;
     }
-    pthread_cond_broadcast(&h->work_cv);
     pthread_mutex_unlock(&h->mu);
+    for (int i = 0; i < h->workers_started; i++) sem_post(&h->work_sem); /* each worker sees stopping */
 
     /* 2. Work nobody started is answered 503; work under way finishes. */
     while (waiting) {
