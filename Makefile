@@ -172,7 +172,7 @@ check-format:
 	clang-format --dry-run --Werror server/*.[ch] server/*/*.[ch] kernels/*.[ch] tests/unit/*.[ch] tests/api/*.[ch] tests/gpu/*.[ch] bench/*/*.[ch]
 	clang-format --dry-run --Werror tests/fuzz/*.[ch] tests/mockcuda/*.c
 
-# ---- fuzzing (issue 10): libFuzzer harnesses tests/fuzz/fuzz_*.c, clang with ASan + UBSan, over the
+# ---- fuzzing (transport hardening): libFuzzer harnesses tests/fuzz/fuzz_*.c, clang with ASan + UBSan, over the
 # library built again with coverage. make fuzz: each for FUZZ_SECONDS (60) from its seed corpus
 # tests/fuzz/corpus/<name>/; make test runs each a fixed number of inputs from a fixed seed (tests/run.sh
 # fuzz, FUZZ_FIXED: the same inputs every run).

@@ -27,7 +27,7 @@ gpu_tasks=(
   "threads|[warpd flags...]|CPU seconds per warpd thread name under wrk at 256 connections"
   "batch|[test|bench|all]|dynamic batching: test_gpu_batch and template checks, then bench_batch"
   "reduce|[test args...]|test_gpu_reduce, bench_reduce against CUB, bench_cupy.py and http_reduce.sh"
-  "stats||issue 21's statistics: test_gpu_stats (cuda == emu), bench_stats against sum, CuPy's var/norm"
+  "stats||statistics and norms: test_gpu_stats (cuda == emu), bench_stats against sum, CuPy's var/norm"
   "tune|(ONLY= REDUCE_SWEEP=...)|device_reduce or device_scan against CUB for the tree and each sweep setting"
   "scan|NAME=SCAN_CU...|A/B of templates/scan.cu variants: device_scan against CUB and the cold prewarm"
   "prewarm|[SET.json] [ROUNDS]|cold warpd --prewarm --exit, an OLD build against this one, alternating"

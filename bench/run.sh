@@ -41,7 +41,7 @@ else
   echo "== bench_cupy.py: python3 has no cupy, skipped"
 fi
 echo
-# Transport (issue 10): slow connections and a wrk soak (scripts; the Unix-socket upload is bench_transport).
+# Transport (hardening): slow connections and a wrk soak (scripts; the Unix-socket upload is bench_transport).
 for script in bench/http/slow_conns.sh bench/http/wrk_soak.sh; do
   echo "== $script"
   BUILD=$BUILD "$script" || echo "($script exited $?)"

@@ -38,7 +38,7 @@ def default_set(families):
             for op in stats:
                 if op not in SAME_KERNEL_AS_MEAN:
                     specs.append({"family": name, "type": t, "op": op})
-    # Transform-reduce (issue 21): sums of squares, dot products and a scan of squares in f32 and f64.
+    # Transform-reduce (maps and dot products): sums of squares, dot products and a scan of squares in f32 and f64.
     for name, spec in MAP_SPECS:
         if name in by_name and by_name[name].get("data", {}).get("map"):
             for t in ("f32", "f64"):

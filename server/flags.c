@@ -100,7 +100,7 @@ static void usage(FILE *f) {
             "                       has no job running (at low load the worker hand-off is most of a\n"
             "                       request's time), else on a worker, batched with others; never:\n"
             "                       always on a worker (an HTTP thread never waits for a device); always:\n"
-            "                       on the HTTP thread (the engine before issue 9, for measuring)\n"
+            "                       on the HTTP thread (the engine before batching, for measuring)\n"
             "  --gpu-wait spin|yield  how a job waits for its device: spin (default: the driver's wait,\n"
             "                       lowest latency) or yield (poll and give the CPU to other threads\n"
             "                       between polls: for machines whose cores the HTTP side needs)\n"

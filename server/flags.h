@@ -56,7 +56,7 @@ typedef struct {
     unsigned long long cache_disk_max; /* disk cache cap in bytes, 0: none */
     const char *prewarm;               /* --prewarm FILE */
     bool exit_after_prewarm;           /* --exit */
-    /* devices (issue 9) */
+    /* devices, placement and sharding */
     int streams_per_device;
     wp_inline_mode inline_gpu;
     bool gpu_wait_yield; /* --gpu-wait yield */

@@ -32,12 +32,12 @@ run_prog() { # name, command...
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
-# The house rules of server/ and kernels/ (issue 23): include directions, no two files that need each
+# The house rules of server/ and kernels/ (the layered layout): include directions, no two files that need each
 # other, calls up only where a README lists them, sizes (tests/layout/check.py, over the build's objects).
 if [ "$what" = all ] || [ "$what" = layout ]; then
   run_prog layout python3 tests/layout/check.py --objects "$BUILD"
   # One reduce request's walk through the files (tests/layout/walk.py): held at today's 15 files and 58
-  # returns so it does not grow; issue 23's goal of 8 and 15 is not reached (see the script).
+  # returns so it does not grow; the layout's goal of 8 and 15 is not reached (see the script).
   run_prog walk python3 tests/layout/walk.py --build "$BUILD/walk" --max-files 15 --max-returns 58
 fi
 if [ "$what" = all ] || [ "$what" = unit ]; then
@@ -76,7 +76,7 @@ if [ "$what" = gpu ] && [ -x tests/unit/ops_gpu_check.sh ]; then
   fi
 fi
 if [ "$what" = gpu ] && [ -x tests/api/devices.sh ]; then
-  # Devices, placement and sharding (issue 9) against a daemon on the GPUs (SKIPPED without one).
+  # Devices, placement and sharding against a daemon on the GPUs (SKIPPED without one).
   run_prog gpu/devices tests/api/devices.sh --cuda
 fi
 if [ "$what" = gpu ]; then

@@ -1,4 +1,4 @@
-# anywidth — issue 21 item 5 (CUB's logical warps at any width) in one call: build; test_gpu_anywidth
+# anywidth — CUB's logical warps at any width, in one call: build; test_gpu_anywidth
 # (warp_reduce and warp_scan at every width 1..32, block_reduce and block_scan at blocks that are not
 # powers of two, cuda against emu bit for bit, every strategy);
 # anywidth_http.py (the same widths as small concurrent HTTP jobs, so they run batched, cuda against

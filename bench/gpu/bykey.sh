@@ -1,4 +1,4 @@
-# bykey — reduce_by_key (issue 21 item 4) in one call: bench_bykey against CUB's
+# bykey — reduce_by_key in one call: bench_bykey against CUB's
 # DeviceReduce::ReduceByKey (f32 sum over i32 keys in runs of 1000, n = 2^24, 2^26, 2^28: warpd's kernel
 # time and GB/s, CUB's, and warpd's speed as a multiple of CUB's), then test_gpu_bykey (cuda against emu,
 # bit for bit, and integer sums against a plain reference). About 2 minutes; logs in $OUT.

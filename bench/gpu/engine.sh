@@ -1,4 +1,4 @@
-# engine — issue 9's numbers on the GPU machine, in one run: builds warpd and the GPU tests,
+# engine — the batching engine's numbers on the GPU machine, in one run: builds warpd and the GPU tests,
 # runs the engine's GPU tests (stream pool, recovery, buffers, streams), then wrk on loopback at
 # 1/16/64/256 connections against a cached 3-element POST /v1/reduce and a 32-lane POST /v1/warp, for
 #   new     — the defaults (4 streams per device; a small cached GPU job on the HTTP thread while its
@@ -7,7 +7,7 @@
 #   win100  — the defaults plus --batch-window-us 100 (a batch waits up to 100 us to gather more)
 #   inline  — the defaults plus --inline-gpu always (small cached GPU jobs on the HTTP thread, as before)
 #   today   — --streams-per-device 1 --inline-gpu always (and --batch-max 1 where the build has batching):
-#             one job on the device at a time, as before issue 9
+#             one job on the device at a time, as before the stream pool
 #   yield   — the defaults plus --gpu-wait yield (jobs poll their event and yield the CPU)
 #   prof    — the defaults, every request with "profile": true (timing events around each device step)
 #   emu     — --backend emu (ENGINES="... emu"): the same requests with no device, the HTTP side's ceiling

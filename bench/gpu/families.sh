@@ -1,4 +1,4 @@
-# families — the five families of issue 21 (stats, map, anywidth, bykey, hist) on the GPU in one call of
+# families — the five data families (stats, map, anywidth, bykey, hist) on the GPU in one call of
 # about 6 minutes (for a small device budget): one build; the five exactness tests (cuda against emu,
 # quick forms) under time caps; then each bench at 2^24..2^28 (f32) beside CUB and CuPy. The per-family
 # tasks (stats, map, anywidth, bykey, hist) run the same programs at full size. Logs in $OUT.

@@ -1,4 +1,4 @@
-# hist — issue 21's histogram in one call on the GPU machine: builds, runs test_gpu_hist (cuda against
+# hist — the histogram family in one call on the GPU machine: builds, runs test_gpu_hist (cuda against
 # emu and a plain search of numpy's edges), the numpy cross-check (tests/api/gen/make_hist_cases.py
 # --live) against a daemon on cuda, bench_hist (warpd against CUB DeviceHistogram::HistogramEven:
 # 256 and 65536 bins at 2^24 and 2^28 f32, kernel time and GB/s) and bench_hist_cupy.py (cp.histogram);

@@ -1,4 +1,4 @@
-# ipclat — a repeated CUDA IPC reduce from Python, taken apart (issue 22: wall time per call <= kernel +
+# ipclat — a repeated CUDA IPC reduce from Python, taken apart (the data plane's goal: wall time per call <= kernel +
 # 100 us): tests/gpu/python_ipc.py once (TESTS=0 skips it), then per daemon flag set bench/shm/ipc_phases.py
 # through the client's doorbell channel (the default) and over HTTP (CHANNEL=0), then ipc_lat.py's wrk row.
 #   bench/gpu.sh ipclat      (FLAGSETS="default|default|default"; N=268435456; TESTS=1; PROFILE=1 adds

@@ -1,4 +1,4 @@
-# map — transform-reduce (issue 21) on the GPU machine: build, test_gpu_map (cuda against emu, bit for
+# map — transform-reduce on the GPU machine: build, test_gpu_map (cuda against emu, bit for
 # bit), then bench_map (device_reduce's sum against the map x*x, f32 2^24..2^30, GB/s and the ratio;
 # dot of two 2^28 f32 arrays in TB/s), CUB's Sum and TransformReduce (bench_map_cub: x*x, and the dot
 # over indexes) and CuPy's x.sum(), (x*x).sum() and cp.dot(x, y); logs in $OUT.

@@ -1,10 +1,10 @@
-# multi — issue 9's multi-GPU numbers in one call on a machine with several GPUs (the device
+# multi — the multi-GPU numbers in one call on a machine with several GPUs (the device
 # tool's nvidia-h100-x2 or nvidia-h200-x2): builds; tests/api/devices.sh --cuda (placement, pinning,
 # sharding, info/ready on the real GPUs) and test_gpu_buffers; then, on one daemon with the defaults:
 #   1. a 1 GiB raw PUT into a buffer on device 0 and into one sharded over every device (ROUNDS each,
 #      alternating): upload GB/s, and the median device time of 10 reduces of each;
 #   2. 2^31 f32 (8 GiB) uploaded raw to device 0 and sharded over every device: upload GB/s, the median
-#      kernel_us of 10 reduces of each, GB/s and the ratio (the issue: >= 1.9x);
+#      kernel_us of 10 reduces of each, GB/s and the ratio (the target: >= 1.9x);
 #   3. concurrent reduces over one 2^24-element buffer per device, wrk at PER_CONNS (64) connections cycling over
 #      them, against the same requests all on device 0's buffer: req/s, GB/s, the ratio (>= 1.8x).
 # Prints short lines; logs under $OUT.   bench/gpu.sh multi

@@ -1,4 +1,4 @@
-# shm — issue 22's numbers: 1 GiB of f32 in a registered /dev/shm region reduced end to end, beside the
+# shm — the data plane's numbers: 1 GiB of f32 in a registered /dev/shm region reduced end to end, beside the
 # same bytes as a raw HTTP body and the pinned host -> device copy (CuPy) in the same program; a small
 # job through a region against inline JSON at one connection (bench/shm/shm.py); then the Python
 # client's paths (Client.shared, a plain numpy array through a pooled region, a CuPy array through

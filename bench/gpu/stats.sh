@@ -1,4 +1,4 @@
-# stats — issue 21's statistics and norms on the GPU machine, one call (about 3 minutes): build, then
+# stats — the statistics and norms on the GPU machine, one call (about 3 minutes): build, then
 # test_gpu_stats (every statistic's accumulator on cuda against emu, bit for bit), bench_stats (mean, var,
 # std, norm2, count_nonzero, norm1, norminf against device_reduce's own sum, f32 at 2^24, 2^26, 2^28,
 # 2^30: GB/s and the ratio, goal >= 0.9) and bench_stats_cupy.py (CuPy's x.var(), norm, count_nonzero

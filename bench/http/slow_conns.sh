@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Connection exhaustion, measured (issue 10): build/warpd (or $WARPD_BIN) with default limits, 3000 slow
+# Connection exhaustion, measured: build/warpd (or $WARPD_BIN) with default limits, 3000 slow
 # connections (a partial request, then a header byte every 2 s; tests/api/slow_conns.py): the latency of
 # GET /v1/health from a fresh connection while they are open (goal <= 100 ms), the time until a fresh
 # one answers after they close (goal <= 2 s), and the daemon's open descriptors. Then the same with

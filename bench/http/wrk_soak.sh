@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A soak under wrk (issue 10): 512 keep-alive connections for $SOAK_S seconds (60) against build/warpd
+# A soak under wrk (transport hardening): 512 keep-alive connections for $SOAK_S seconds (60) against build/warpd
 # (or $WARPD_BIN): GET /v1/health, then POST /v1/reduce of 3 floats (a cached kernel). Prints wrk's
 # requests/s, latency and every error it counts (connect, read, write, timeout, non-2xx), and the
 # daemon's RSS and descriptors before, after each run, and 5 s after. Needs wrk (installed through

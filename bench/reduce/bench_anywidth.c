@@ -1,4 +1,4 @@
-/* bench_anywidth.c — warp_reduce and warp_scan at widths 7, 8, 31 and 32 (issue 21: CUB's logical warps
+/* bench_anywidth.c — warp_reduce and warp_scan at widths 7, 8, 31 and 32 (CUB's logical warps
  * at any width; the number: width-7 warp_reduce within 10 % of width 8 per element), f32 sum over
  * 2^24 and 2^28 resident elements, through the engine on the cuda backend (device 0), default strategy
  * and block. Each point: one untimed call (compile, warm-up), then ROUNDS rounds of REPEAT launches back

@@ -1,6 +1,6 @@
 // bench_bykey.cu — warpd's reduce_by_key against CUB's DeviceReduce::ReduceByKey in the same program, on
 // the same resident buffers: f32 values (sum) over i32 keys in runs of RUN (1000) elements, n = 2^24,
-// 2^26, 2^28 (issue 21: >= 1.0x CUB). warpd runs through its engine (bench/lib/reduce_entry.h: the
+// 2^26, 2^28 (target: >= 1.0x CUB). warpd runs through its engine (bench/lib/reduce_entry.h: the
 // NVRTC kernel of templates/bykey.cu, launched by the Driver API backend); CUB through the runtime API
 // (its tile-state init kernel and its main kernel: one call). Both are timed with CUDA events around
 // R back-to-back calls, first call (compile, warm-up) excluded, the median of 5 turns alternating warpd

@@ -1,6 +1,6 @@
-/* bench_map.c — transform-reduce on the GPU (issue 21): device_reduce's sum against the map x*x with
+/* bench_map.c — transform-reduce on the GPU: device_reduce's sum against the map x*x with
  * op sum over the same f32 buffer, 2^24..2^30 elements (GB/s of input read, and the ratio, which the
- * issue wants >= 0.9), and the dot product of two 2^28 f32 arrays (TB/s of both inputs read; >= 2.5).
+ * target wants >= 0.9), and the dot product of two 2^28 f32 arrays (TB/s of both inputs read; >= 2.5).
  * Each number is the median of RUNS timings of REPEAT launches replayed as one CUDA graph, through the
  * engine (server/engine/reduce.c) as /v1/reduce runs them; the inputs are generated on the device.
  * Without a GPU it says SKIPPED.

@@ -1,4 +1,4 @@
-// bench_map_cub.cu — CUB's side of bench_map (issue 21): cub::DeviceReduce::Sum and
+// bench_map_cub.cu — CUB's side of bench_map (transform-reduce): cub::DeviceReduce::Sum and
 // cub::DeviceReduce::TransformReduce with x*x over f32, 2^24..2^30 (GB/s read), and the dot product of
 // two 2^28 f32 arrays as TransformReduce over the indexes (x[i]*y[i], TB/s of both arrays read). The
 // median of 7 timings of 20 back-to-back launches between two CUDA events, on random resident data.

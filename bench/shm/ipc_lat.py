@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""ipc_lat.py — where a repeated CUDA IPC reduce's wall time goes (issue 22: <= kernel time + 100 us).
+"""ipc_lat.py — where a repeated CUDA IPC reduce's wall time goes (the data plane's goal: <= kernel time + 100 us).
   python3 bench/shm/ipc_lat.py URL [N]      (N: elements of f32, default 2^28)
 A CuPy array from cudaMalloc (its own allocation) is made a warpd buffer once (PUT /v1/buffers
 {"cuda_ipc"}); then, 41 times each, median: the bare request on one kept connection (http.client),

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""ipc_phases.py — where the Python client's time goes in a repeated CUDA IPC reduce (issue 22: wall
+"""ipc_phases.py — where the Python client's time goes in a repeated CUDA IPC reduce (the data plane's goal: wall
 time per call <= kernel time + 100 us).
 Prints medians (of 201 calls) of: warpd.Client.reduce(a) whole; its parts (before the exchange: the
 array, the context, the sync, the buffer lookup, the JSON; the exchange on the socket; after it); the same

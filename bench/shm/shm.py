@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""shm.py — issue 22's numbers on the GPU machine: data where it already is, beside the same data over
+"""shm.py — the data plane's numbers on the GPU machine: data where it already is, beside the same data over
 HTTP and beside the pinned host -> device copy measured by this same program (CuPy).
 
   python3 bench/shm/shm.py URL [--bytes N] [--runs R]

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""bench_hist_cupy.py — CuPy's cp.histogram on the GPU machine, the baseline of issue 21's histogram row:
-2^24 and 2^28 f32 uniform in [0, 1), resident, 256 and 65536 bins, cp.histogram(x, bins) (the issue's
+"""bench_hist_cupy.py — CuPy's cp.histogram on the GPU machine, the baseline of the histogram row:
+2^24 and 2^28 f32 uniform in [0, 1), resident, 256 and 65536 bins, cp.histogram(x, bins) (the target's
 call: CuPy finds the range first) and with range=(0, 1); median of 7 timed with CUDA events after a
 warm-up. Prints one row per case: time, GB/s (bytes of x read once)."""
 import sys

@@ -1,4 +1,4 @@
-/* bench_stats.c — device_reduce's statistics and norms (issue 21: mean, var, std, norm2, count_nonzero,
+/* bench_stats.c — device_reduce's statistics and norms (mean, var, std, norm2, count_nonzero,
  * and norm1, norminf) against device_reduce's own sum, f32 resident on the GPU, n = 2^24, 2^26, 2^28,
  * 2^30 (--max-log2 N lowers the top). Each op runs through the engine (server/engine/reduce.c, its
  * kernels from templates/ by NVRTC) as R launches back to back, timed together (kernel_us per launch);
@@ -116,7 +116,7 @@ int main(int argc, char **argv) {
             double us = time_op(ops[k], in, n, trials, &v);
             if (us <= 0 || sum_us <= 0) continue;
             const double ratio = sum_us / us;
-            const bool goal = k < 5; /* issue 21's five */
+            const bool goal = k < 5; /* the five with a target */
             if (goal && ratio < 0.9) below++;
             printf("%-14s   2^%-2d %10.1f %9.1f %7.2f %.9g%s\n", ops[k], lg, us, n * 4 / us / 1e3, ratio, v,
                    goal && ratio < 0.9 ? "  (below 0.9)" : "");

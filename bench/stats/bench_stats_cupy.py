@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench_stats_cupy.py — CuPy's answers to issue 21's statistics over resident f32 arrays, 2^24 .. 2^30
+"""bench_stats_cupy.py — CuPy's answers to device_reduce's statistics over resident f32 arrays, 2^24 .. 2^30
 (even powers): x.sum(), x.mean(), x.var(), x.std(), cp.linalg.norm(x), cp.count_nonzero(x), timed
 with CUDA events around R back-to-back calls (as bench_stats.c times warpd), so the two tables read side
 by side. Prints one table; says SKIPPED without CuPy or a GPU. --max-log2 N lowers the top."""

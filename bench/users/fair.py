@@ -7,7 +7,7 @@ time on one connection. Three runs of DURATION seconds each:
     tiny alone        the tiny user's latency with nothing else running
     flood alone       the flood's throughput and one large job's latency (its p50: "one large job's time")
     flood + tiny      the tiny user's latency with the flood on
-The issue's bound: with the flood on, the tiny p99 should stay within one large job's time plus the
+The bound: with the flood on, the tiny p99 should stay within one large job's time plus the
 tiny one's own (flood-alone p50 + tiny-alone p50). Prints a table and the bound.
     fair.py URL FLOOD_TOKEN TINY_TOKEN [--log2 N] [--conns C] [--duration S]
 """

@@ -2,7 +2,7 @@
 # fair.sh — two users on one daemon: a flood of large reduces against one user's tiny ones (bench/users/fair.py
 # has the runs and the table). Starts $BUILD/warpd with a tokens file of two users (flood, tiny: both
 # run), then fair.py against it.
-#   bench/users/fair.sh            the measurement: 64 connections of 2^26-element f32 reduces, 10 s a
+#   bench/users/fair.sh            the target's measurement: 64 connections of 2^26-element f32 reduces, 10 s a
 #                            run (on the GPU machine: bench/gpu.sh fair)
 #   bench/users/fair.sh --small    the same on the emulator, small: 8 connections of 2^20, 3 s a run
 # Environment: BUILD (build), LOG2, CONNS, DURATION override the sizes; WARPD_FLAGS are added to the

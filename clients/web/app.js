@@ -2,7 +2,7 @@
 // the form, draws the result (diagram.js), steps through shuffle loops (steps.js), shows the compiled
 // source from POST /v1/compile, and keeps the whole state in the URL hash so a link reproduces it.
 // AMD's ds_permute / ds_bpermute (emulator only) are drawn next to the CUDA __shfl_sync that does the
-// same move (compare.js). Issue 21's fields (ddof, map, a second input, histogram bins and range,
+// same move (compare.js). The data families' fields (ddof, map, a second input, histogram bins and range,
 // reduce_by_key keys) are datafields.js; the histogram and by-key answers are drawn by charts.js.
 
 import { LANES, bit, maskHex, parseMask, parseArg, parseValues, fullValue, ranges } from './util.js';

@@ -1,4 +1,4 @@
-// charts.js — draws the answers that are not lanes (issue 21): a histogram as a bar chart of its counts
+// charts.js — draws the answers that are not lanes: a histogram as a bar chart of its counts
 // with the bin edges on the axis and the in-range / out-of-range totals, and a reduce_by_key job as the
 // runs of equal keys over the input, each with its reduced value. SVG, like diagram.js.
 //

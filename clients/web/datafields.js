@@ -1,4 +1,4 @@
-// datafields.js — the fields issue 21 adds to a data job (docs/api.md, POST /v1/reduce and /v1/scan), as
+// datafields.js — the fields the data families add to a data job (docs/api.md, POST /v1/reduce and /v1/scan), as
 // the playground sends them: "ddof" with var/std, a "map" expression and a second input "data2" (and
 // "op":"dot"), the histogram family's "bins" and "range", reduce_by_key's "keys". Also which drawing a
 // family's answer gets: lanes (datajob.js asLanes), a histogram or runs of keys (charts.js). No DOM here.
@@ -66,7 +66,7 @@ const num = (text, field) => {
 };
 
 /**
- * Adds the issue-21 fields to a data job's body (made by dataBody): s is the form state (ddof, map,
+ * Adds the data families' fields to a data job's body (made by dataBody): s is the form state (ddof, map,
  * args), values2 the second input's values or null. Throws {field, message} for what the form can tell.
  */
 export function applyFields(f, s, body, values2) {

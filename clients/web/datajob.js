@@ -3,7 +3,7 @@
 // endpoint (POST /v1/reduce or /v1/scan) and what it returns (one value, one per group, one per
 // element). Here a run becomes that endpoint's request over the lanes' values, and its answer becomes
 // the per-lane shape the diagram draws (output, defined, undefined_reason), so warp_reduce and
-// warp_scan step through like warp_allreduce. The histogram and reduce_by_key families (issue 21) take
+// warp_scan step through like warp_allreduce. The histogram and reduce_by_key families take
 // fields of their own and draw their own answers (datafields.js, charts.js). No DOM here.
 
 import { extraArgs } from './datafields.js';

@@ -23,10 +23,10 @@ export const STEPPERS = {
   // docs/semantics.md: for (o = W/2; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(MASK, v, o, W))
   warp_allreduce: { shuffle: 'shfl_xor', arg: 'lane_mask', offsets: down, order: 'own,partner', apply: 'always',
     text: (o) => `v = op(v, __shfl_xor_sync(mask, v, ${o}, width))` },
-  // issue 3: warp_reduce over __shfl_down_sync, result in lane 0 (frames checked against the family's result).
+  // reductions: warp_reduce over __shfl_down_sync, result in lane 0 (frames checked against the family's result).
   warp_reduce: { shuffle: 'shfl_down', arg: 'delta', offsets: down, order: 'own,partner', apply: 'always',
     text: (o) => `v = op(v, __shfl_down_sync(mask, v, ${o}, width))` },
-  // issue 3: inclusive warp_scan over __shfl_up_sync: lanes whose source is in range combine.
+  // scans: inclusive warp_scan over __shfl_up_sync: lanes whose source is in range combine.
   warp_scan: { shuffle: 'shfl_up', arg: 'delta', offsets: up, order: 'partner,own', apply: 'in_range',
     text: (o) => `p = __shfl_up_sync(mask, v, ${o}, width); if (lane_in_segment >= ${o}) v = op(p, v)` },
 };

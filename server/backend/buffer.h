@@ -71,7 +71,7 @@ void wp_backend_host_unregister(wp_backend *b, void *p);
 wp_buf *wp_buf_open_ipc(wp_backend *b, const unsigned char handle[64], size_t offset, size_t bytes, wp_err *err);
 bool wp_buf_is_ipc(const wp_buf *buf);
 
-/* Sharded buffers (issue 9): `count` elements of esize bytes split into contiguous parts, one on each
+/* Sharded buffers, split over devices: `count` elements of esize bytes in contiguous parts, one on each
  * of devs[0..n) in order (the first count % n parts hold one more element; a part may be empty).
  * Reads, writes, memsets and streams of the whole address range go to the parts they touch; copies
  * and kernel launches take the parts (wp_buf_shard), never the whole: its wp_buf_addr is 0. */

@@ -63,7 +63,7 @@ typedef struct wp_app {
      * and how many threads a {"specs":[...]} batch compiles on. */
     struct wp_prewarm *prewarm;
     int compile_threads;
-    /* devices (issue 9): */
+    /* devices, placement and sharding: */
     wp_inline_mode inline_gpu;           /* --inline-gpu: when small GPU jobs may run on the HTTP thread */
     int streams_per_device;              /* --streams-per-device */
     wp_backend *devices[WP_MAX_DEVICES]; /* what jobs run on (placement.h): the GPUs (devices[0] is cuda), */

@@ -1,4 +1,4 @@
-/* placement.h — which device runs a job (issue 9). The app serves on a list of devices: every GPU
+/* placement.h — which device runs a job (multi-device placement). The app serves on a list of devices: every GPU
  * opened by --devices (one cuda backend each), or the emulator's --emu-devices (one emu backend
  * each). A job over a buffer runs where its buffer lives; a request may pin a device ("device": N);
  * any other job goes to the usable device with the fewest jobs running (ties: round robin). A lost
@@ -29,7 +29,7 @@ int wp_placement_pin(const cJSON *body, int *pinned, wp_err *err);
 /* The same from a query argument (?device=N); NULL: absent. */
 int wp_placement_pin_text(const char *text, int *pinned, wp_err *err);
 
-/* A buffer's "shard" (issue 9): JSON v ("all", or a list of ordinals) or query text t ("all" or
+/* A buffer's "shard" (sharded buffers): JSON v ("all", or a list of ordinals) or query text t ("all" or
  * "0,2"), whichever is non-NULL, into the devices to split it over, in order: "all" is every usable
  * device. 400 "bad_shard" (not that form, an unknown or repeated ordinal), 503 "device_lost". */
 int wp_placement_shards(struct wp_app *app, const cJSON *v, const char *t, wp_backend **devs, int *n, wp_err *err);

@@ -1,4 +1,4 @@
-/* api_devices.c — against a live daemon, the devices it serves on (issue 9): GET /v1/info's "devices",
+/* api_devices.c — against a live daemon, the devices it serves on (multi-device placement): GET /v1/info's "devices",
  * /v1/ready, placement (a pinned "device", the least-loaded device for the rest, a job over a buffer
  * where the buffer lives), and a lost device (503 when pinned, skipped otherwise). It adapts to what
  * the daemon has: tests/api/devices.sh starts it with --emu-devices 1, 2 and 3 and with one device

@@ -1,4 +1,4 @@
-/* api_emu_quota.c — on the CPU emulator the default --buffer-quota leaves the host its memory (issue 10):
+/* api_emu_quota.c — on the CPU emulator the default --buffer-quota leaves the host its memory (transport hardening):
  * GET /v1/info on a daemon started without --buffer-quota (run by tests/api/api.sh, backend emu) reports
  * a quota above 0 and at most a quarter of the host's memory (it is at most a quarter of MemAvailable,
  * which is less than the total the emulator reports as its device memory).

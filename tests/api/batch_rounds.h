@@ -233,7 +233,7 @@ static void data_rounds(const char *host, int port) {
         {"/v1/scan", "\"family\":\"warp_scan\",\"type\":\"f32\",\"op\":\"max\",\"width\":16", true, false, 200},
         {"/v1/scan", "\"family\":\"block_scan\",\"type\":\"i64\",\"op\":\"sum\",\"block\":128", false, false, 400},
         {"/v1/scan", "\"family\":\"stencil\",\"type\":\"f32\",\"radius\":2", true, false, 250},
-        /* maps over one input (issue 21) batch like any kernel: the _batch entries read through the map */
+        /* maps over one input (transform-reduce) batch like any kernel: the _batch entries read through the map */
         {"/v1/reduce", "\"family\":\"device_reduce\",\"type\":\"f32\",\"op\":\"sum\",\"map\":\"x*x\"", true, false,
          300},
         {"/v1/reduce", "\"family\":\"argmax\",\"type\":\"f32\",\"map\":\"abs(x)\"", true, false, 600},

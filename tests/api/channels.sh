@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Doorbell channels (POST/GET/DELETE /v1/channels, issue 22) against the sanitized daemon on the emulator:
+# Doorbell channels (POST/GET/DELETE /v1/channels, the data plane) against the sanitized daemon on the emulator:
 # tests/api/channels.py drives each daemon as a client would (its modes: the protocol and every refusal
 # with defaults; --channels-max 2; --channels-max 0; --shm off; --token-file; a read-only region with the
 # daemon as nobody through setpriv when run as root; channels left open at SIGTERM). Each daemon must stop

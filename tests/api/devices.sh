@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Devices without GPUs (issue 9): the sanitized daemon with --backend emu --emu-devices 1, 2 and 3, and
+# Devices without GPUs (multi-device placement): the sanitized daemon with --backend emu --emu-devices 1, 2 and 3, and
 # with one device marked lost by the emulator's test hook (WARPD_EMU_FAIL_DEVICE=N: device N is lost
 # from the start, as a GPU after a sticky error that cannot be cleared). Each runs api_devices
 # (placement, pinning, info/ready, a lost device) and the sharding cases where present. Prints one

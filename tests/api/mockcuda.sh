@@ -6,7 +6,7 @@
 # background, --inline-gpu never/always answer, a buffer round-trips byte for byte, SIGTERM exits
 # cleanly with no sanitizer report; zero-copy runs are counted; shared-memory regions are registered
 # with the driver and released, and CUDA IPC buffers open a handle once and close it with the last
-# (issue 22); mock_launch_io checks wp_backend_launch_io's images byte by byte. Prints one closing line
+# (the data plane); mock_launch_io checks wp_backend_launch_io's images byte by byte. Prints one closing line
 # "mockcuda: N passed, N failed".
 set -u
 cd "$(dirname "$0")/../.."
@@ -233,7 +233,7 @@ if start "cuda on the mock, a channel hammered through SIGTERM"; then
   rm -f /dev/shm/warpd-mockch-$$-*
 fi
 
-# ---- issue 22 on the mock: shared-memory regions registered with the driver, CUDA IPC buffers ----
+# ---- the data plane on the mock: shared-memory regions registered with the driver, CUDA IPC buffers ----
 # A region is page-locked with cuMemHostRegister (registered: true) and unregistered on DELETE and at
 # exit; jobs over it answer (values are garbage: no kernel runs); PUT /v1/buffers copies it for real. A
 # mock IPC handle (64 bytes: "MOCKIPC1", u64 bytes, u32 f32 fill, u32 claimed device) opens an allocation

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Shared-memory regions (issue 22) against the sanitized daemon on the emulator: POST/GET/DELETE /v1/shm
+# Shared-memory regions (the data plane) against the sanitized daemon on the emulator: POST/GET/DELETE /v1/shm
 # (201 with its fields and Location, the listing, one region, removal); /v1/reduce and /v1/scan over a
 # region, bit for bit what the same bytes give as data_b64, for every type (device_reduce sum and max,
 # device_scan inclusive and exclusive, block_reduce's per-group array, with count and offset); a scan's

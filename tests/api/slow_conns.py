@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""slow_conns.py — connection exhaustion against a running warpd (issue 10, item 5). Standard library only.
+"""slow_conns.py — connection exhaustion against a running warpd (slow and idle connections). Standard library only.
 
     slow_conns.py check URL N [--pid PID]   the test: N slow connections (a partial request, then a header
                                             byte every 2 s); GET /v1/health from a fresh connection must

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Connection exhaustion (issue 10): the sanitized daemon keeps answering GET /v1/health from a fresh
+# Connection exhaustion (transport hardening): the sanitized daemon keeps answering GET /v1/health from a fresh
 # connection while thousands of slow connections (a partial request, a header byte every 2 s) are open,
 # and again once they close; with --max-connections far below their number (the oldest idle ones make
 # room); and --header-timeout closes connections whose headers never finish. tests/api/slow_conns.py

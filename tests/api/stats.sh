@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# device_reduce's statistics and norms (issue 21) against the sanitized daemon on two emulated devices:
+# device_reduce's statistics (mean, var, std) and norms against the sanitized daemon on two emulated devices:
 # tests/api/stats_accuracy.py holds f32 answers within docs/api.md's bound of numpy's float64 answer on
 # data where naive summation fails, through every input form (sharded buffers included). Needs
 # /usr/bin/python3 with numpy. Prints one closing line "stats: N passed, N failed".

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""stats_accuracy.py URL — device_reduce's statistics and norms (issue 21) against numpy's float64 answer,
+"""stats_accuracy.py URL — device_reduce's statistics (mean, var, std) and norms against numpy's float64 answer,
 on data where naive f32 summation fails (a large offset, mixed magnitudes), through every input form:
 data, data_b64, raw, buffer, a sharded buffer (the daemon runs with --emu-devices 2), generate and shm.
 The bound is the one docs/api.md states: an f32 answer within 2^-22 relative of the float64 answer

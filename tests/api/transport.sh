@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Transport tests (issue 10): the whole API case table (tests/api/cases/) on one HTTP event loop that
+# Transport tests (HTTP, TLS, Unix socket): the whole API case table (tests/api/cases/) on one HTTP event loop that
 # never busy-polls, on loops that poll for a second, and on libmicrohttpd's pool; over HTTPS with a self-signed
 # certificate (openssl) checked by curl --cacert, and over a Unix socket with curl --unix-socket (the
 # runner's curl transport, tests/api/api_curl.h); the TLS flags' errors; the socket file's mode, its
@@ -13,8 +13,8 @@ pid=
 trap '[ -n "$pid" ] && kill -9 $pid 2>/dev/null; rm -rf "$tmp"' EXIT
 pass=0; fail=0
 . tests/daemon.sh
-# The case table each transport carries: every file but the ones that test a family's arithmetic (issue
-# 21's statistics, maps, histogram, reduce_by_key, widths), which api.sh runs once; a transport moves
+# The case table each transport carries: every file but the ones that test a family's arithmetic (the
+# statistics, maps, histogram, reduce_by_key, widths), which api.sh runs once; a transport moves
 # the same bytes whatever the family computes, and the table runs five times here.
 cases=()
 for f in tests/api/cases/*.json; do

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Python client under the system python3 (issue 11 §6), against $BUILD/warpd (emu) on a free
+# The Python client under the system python3, against $BUILD/warpd (emu) on a free
 # loopback port: test_python.py, test_numpy.py and test_shm.py once with numpy (python3-numpy) and once
 # with numpy hidden by a sitecustomize that refuses its import (everything must work as without numpy),
 # then `pip install` of clients/python into a temporary venv, offline (--no-index, setuptools from

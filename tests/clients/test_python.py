@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Tests of clients/python/warpd (the package): against a live daemon ($WARPD_URL, set by tests/clients/run.sh; when unset
 this module starts build/warpd itself), plus request-shape tests against a small recording HTTP stub for the
-routes of issue 3 (reduce, scan, buffers, jobs), so the client is checked even before the server has them.
+data routes (reduce, scan, buffers, jobs), so the client is checked even before the server has them.
 Expected values come from formulas here. Standard library only."""
 import base64
 import contextlib
@@ -63,7 +63,7 @@ def route_missing(client, method, path):
     return False
 
 
-# ---------------------------------------------------------------- live daemon: histogram (issue 21)
+# ---------------------------------------------------------------- live daemon: histogram
 class LiveHistogram(unittest.TestCase):
     """c.histogram(a, bins, range) returns numpy's (counts, edges), with numpy or without it."""
 
@@ -127,7 +127,7 @@ class SpinRecv(unittest.TestCase):
 
 
 class LiveLeanIpc(unittest.TestCase):
-    """Client._ipc_reduce_fast, the lean path of a repeated CUDA IPC reduce (issue 22), against the live
+    """Client._ipc_reduce_fast, the lean path of a repeated CUDA IPC reduce (the data plane), against the live
     daemon without a GPU: a stand-in array (its "IPC buffer" a buffer put on the daemon, the driver's calls
     recorded) takes it once the general path has kept the connection; a 404 (the buffer gone), another
     transport, keyword arguments and a closed connection take the general path, with the same answers."""
@@ -433,8 +433,8 @@ class LiveCore(unittest.TestCase):
         self.assertEqual((cm.exception.status, cm.exception.code), (0, "connection_failed"))
 
 
-# ---------------------------------------------------------------- live daemon: issue-3 routes when present
-class LiveIssue3(unittest.TestCase):
+# ---------------------------------------------------------------- live daemon: data routes when present
+class LiveDataRoutes(unittest.TestCase):
     """The reduce, scan, buffers and jobs routes against the live daemon; a missing route fails."""
 
     def setUp(self):
@@ -485,7 +485,7 @@ class LiveIssue3(unittest.TestCase):
 
     def test_jobs(self):
         self.need("POST", "/v1/jobs")
-        # Any POST work route is a job kind; warp exists today, reduce once issue 3 lands.
+        # Any POST work route is a job kind; warp exists today, reduce once the data routes land.
         job = self.c.job_submit("warp", {"family": "shfl_xor", "args": {"lane_mask": 1}, "input": {"iota": 32}})
         self.assertIn(job["state"], ("queued", "running", "done"))
         done = self.c.job_wait(job["id"], timeout=60)
@@ -502,7 +502,7 @@ class LiveIssue3(unittest.TestCase):
         self.assertEqual(cm.exception.status, 404)
 
 
-# ---------------------------------------------------------------- live daemon: map and dot (issue 21)
+# ---------------------------------------------------------------- live daemon: map and dot (transform-reduce)
 class LiveMap(unittest.TestCase):
     def setUp(self):
         self.c = Client(URL)
@@ -897,7 +897,7 @@ class LiveUnixSocket(unittest.TestCase):
 
 # ---------------------------------------------------------------- live daemon: any-width warp collectives
 class LiveAnyWidth(unittest.TestCase):
-    """warp_reduce / warp_scan at widths that are not powers of two (issue 21 item 5) through reduce()/scan()'s
+    """warp_reduce / warp_scan at widths that are not powers of two (CUB's logical warps) through reduce()/scan()'s
     keyword arguments: groups of `width`, the last one short; 400 bad_width naming width past 32."""
 
     def setUp(self):

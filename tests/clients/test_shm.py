@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Tests of clients/python/warpd's data plane (issue 22): shared-memory regions (Client.shared, the
+"""Tests of clients/python/warpd's data plane: shared-memory regions (Client.shared, the
 pooled regions of transport "auto"/"shm", scan out= into a region, cleanup, the fallback to HTTP) against
 a live emu daemon ($WARPD_URL, and $WARPD_URL_NOSHM: one started with --shm off; both set by
 tests/clients/python.sh), and the pure parts without one: object names, pool sizes and leases, the

@@ -47,7 +47,7 @@ warp = requests('POST', r'/v1/warp')
 reduce = requests('POST', r'/v1/reduce(\?.*)?')
 scan = requests('POST', r'/v1/scan(\?.*)?')
 write('warp', warp)
-# device_reduce's statistics and norms (issue 21): every op, ddof right and wrong, the cases' own first
+# device_reduce's statistics and norms: every op, ddof right and wrong, the cases' own first
 stats_cases = json.load(open(os.path.join(ROOT, 'tests', 'api', 'cases', 'stats.json')))
 stats = [json.dumps(c['body'], separators=(',', ':')).encode() for c in stats_cases if c.get('method') == 'POST']
 stats += [b'{"op":"var","ddof":1,"generate":{"kind":"random","n":5000,"seed":2}}',
@@ -94,7 +94,7 @@ write('url', [b'\x00b-123', b'\x01nope', b'\x02j-1', b'\x03j-1/x', b'\x04state=d
               b'\x06type=f64&op=norm2&ddof=2\n' + bytes(16), b'\x07type=i32&op=sum&exclusive=true\n' + bytes(12),
               b'\x08data=raw', b'\x08data=1', b'\x08data=b64', b'\x08data=json&x=%00'])
 
-# histogram (issue 21): bins and range, valid and not, JSON and a raw body's query (the url harness)
+# histogram: bins and range, valid and not, JSON and a raw body's query (the url harness)
 hist = [{"family": "histogram", "type": t, "bins": b, "range": r, "data": d}
         for t, b, r, d in [("f32", 4, [0, 1], [0, 0.25, 1, 1.5, "nan"]), ("f16", 7, [-2.5, -0.5], [-1, -2.5]),
                            ("i64", 3, [-10, 10], [-10, 0, 10, "9223372036854775807"]), ("f32", 0, [0, 1], [1]),

@@ -19,7 +19,7 @@ export WARPD_FUZZ_CACHE=${WARPD_FUZZ_CACHE:-$BUILD/fuzz/kcache} # the warm-up ke
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 runs_for() { # inputs per harness with FUZZ_FIXED=1: about 15 s each on the 2-core CI machine (half of the
-  # first counts, since issue 21's tests took the suite past 15 minutes; make fuzz searches on)
+  # first counts, since the data families' tests took the suite past 15 minutes; make fuzz searches on)
   case $1 in
     fuzz_base64) echo 1750000 ;; fuzz_data) echo 1000000 ;; fuzz_expr) echo 150000 ;;
     fuzz_jobs) echo 300000 ;; fuzz_url) echo 6000 ;; fuzz_shm) echo 150000 ;; fuzz_users) echo 150000 ;;

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""python_ipc.py — the Python client's CUDA IPC path on the GPU machine (issue 22): CuPy arrays and PyTorch
+"""python_ipc.py — the Python client's CUDA IPC path on the GPU machine (the data plane): CuPy arrays and PyTorch
 CUDA tensors reduced and scanned by a cuda warpd in place (PUT /v1/buffers {"cuda_ipc"} once per array,
 then POST /v1/reduce {"buffer"}), checked bit for bit against the same data sent over HTTP as a numpy
 copy. Needs CuPy and/or PyTorch (the GPU machine's python3 has both); prints SKIPPED and exits 0 with

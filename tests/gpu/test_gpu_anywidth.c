@@ -1,4 +1,4 @@
-/* test_gpu_anywidth.c — warp_reduce and warp_scan at every width 1..32 (CUB's logical warps, issue 21) on
+/* test_gpu_anywidth.c — warp_reduce and warp_scan at every width 1..32 (CUB's logical warps at any width) on
  * the GPU against the emulator, bit for bit (docs/semantics.md, "Logical warps of any width").
  *
  * Kernels: for each width 1..32, warp_reduce on its default strategy (shfl_down) for i32 sum, f32 sum,

@@ -1,4 +1,4 @@
-/* test_gpu_map.c — transform-reduce ("map", issue 21) on the GPU against the emulator, bit for bit.
+/* test_gpu_map.c — transform-reduce ("map") on the GPU against the emulator, bit for bit.
  *
  * For every family that takes a map (WP_F_MAP) × type × map (x*x, abs(x), x > 0 ? 1 : 0, and over a
  * second input x*y and the order-sensitive x*y - x) × op (sum; device_reduce also max; argmin/argmax

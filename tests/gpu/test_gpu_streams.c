@@ -1,4 +1,4 @@
-/* test_gpu_streams.c — the cuda backend's stream pool under concurrency (issue 9, item 1): many
+/* test_gpu_streams.c — the cuda backend's stream pool under concurrency: many
  * threads run warp primitives and reductions at once on one device; every result is right, and a
  * reduction gives the same bits whichever stream runs it and whatever runs beside it. The same with
  * a pool of one stream (today's engine). Last, a sticky error in one thread while others run: every

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""check.py — the house rules of server/ and kernels/ (issue 23), checked from the source and objects.
+"""check.py — the house rules of server/ and kernels/ (the layered layout), checked from the source and objects.
 
 Each layer folder has a README.md with a line `May include: a, b, ...` naming the folders its files
 may #include (besides their own folder and system headers): util, kernels, http, compile, backend,

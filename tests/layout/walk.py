@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""walk.py — one reduce request's walk through the source files, measured from object files (issue 23).
+"""walk.py — one reduce request's walk through the source files, measured from object files (the layered layout).
 
-Issue 23: "Following one `job` through `wp_reduce_run` enters 12 files, with 56 returns to a file
+The layout's goal: "Following one `job` through `wp_reduce_run` enters 12 files, with 56 returns to a file
 already left and 26 climbs back up" (base commit 8416985, server/ flat); required afterwards: "enters
 at most 8 files, and returns to a file already left at most 15 times". This script measures that.
 
@@ -42,7 +42,7 @@ The walk (the definition chosen, by calibration on the base commit; see below)
   Layer of a file: its folder under server/ (server/engine/x.c: engine); kernels/*: kernels; a file
   directly in server/ (the flat base): FLAT_LAYERS below, by basename, else main (server/flags.c).
 
-Calibration, base commit 8416985 (issue: 12 files, 56 returns, 26 climbs), files/returns/climbs:
+Calibration, base commit 8416985 (the goal's count: 12 files, 56 returns, 26 climbs), files/returns/climbs:
                         --moves calls (entries only)       --moves both (entries and returns)
   --count     --fnptr:  none        code        data       none         code         data
   server                13/53/22    13/58/25 *  13/58/25   13/94/37     13/100/41    13/100/41

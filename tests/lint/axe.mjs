@@ -1,6 +1,6 @@
 // axe.mjs — axe-core's WCAG 2 A and AA rules on the playground (clients/web/) in headless Chromium, in each
 // state the page shows: after its first run, with every panel open, stepping, beside its CUDA equivalent,
-// with an error, on a phone with issue 21's fields, with a histogram, and asking for a token. Run by
+// with an error, on a phone with the data families' fields, with a histogram, and asking for a token. Run by
 // tests/lint/run.sh, which starts the daemons and sets WARPD_URL (and WARPD_TOKEN_URL: a daemon with
 // --token-file). A new widget is checked once it shows in one of these states. Prints one line per state
 // (the violations in full) and ends with "axe: N passed, N failed".
@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import { chromium } from 'playwright-core';
-import { issue21Routes } from '../web/canned.mjs';
+import { dataFamilyRoutes } from '../web/canned.mjs';
 
 const require = createRequire(import.meta.url);
 const AXE_SOURCE = fs.readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
@@ -57,17 +57,17 @@ const states = {
     await page.press('#mask', 'Enter');
     await page.waitForSelector('#error:not([hidden])');
   },
-  // issue 21: on a phone with ddof, a map and a second input; a histogram (what the daemon lacks of them is
+  // data families: on a phone with ddof, a map and a second input; a histogram (what the daemon lacks of them is
   // answered by page.route, as in the web tests: ../web/canned.mjs)
   'on a phone (390 px): var with ddof, a map, a second input': async (page) => {
-    await issue21(page);
+    await routeDataFamilies(page);
     await page.setViewportSize({ width: 390, height: 844 });
     await open(page, BASE + '/#family=device_reduce&type=f32&width=32&op=var&input=iota&lanes=32&ddof=1&y=values&yvalues=1');
     for (const box of ['#table-box', '#request-box']) await page.click(`${box} summary`);
     await page.waitForSelector('#data2-field:not([hidden])');
   },
   'a histogram': async (page) => {
-    await issue21(page);
+    await routeDataFamilies(page);
     await open(page, BASE + '/#family=histogram&type=f32&width=32&arg.bins=6&input=random&lanes=64&seed=3');
     await page.click('#table-box summary');
     await page.waitForSelector('#diagram svg.histogram');
@@ -81,8 +81,8 @@ const states = {
   },
 };
 
-async function issue21(page) {
-  const r = issue21Routes();
+async function routeDataFamilies(page) {
+  const r = dataFamilyRoutes();
   await page.route('**/v1/families', r.families);
   await page.route('**/v1/reduce', r.reduce);
 }

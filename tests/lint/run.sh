@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Lint tests: the ecosystem's own linters on what warpd publishes, so the next route, metric or widget is
-# held to them as well (issue 23, item 7):
+# held to them as well (the ecosystem's own linters):
 #   openapi  clients/web/openapi.json (what GET /v1/openapi.json serves) through @apidevtools/swagger-parser,
 #            validate and dereference (openapi.mjs), then `redocly lint` with recommended-strict
 #            (redocly.yaml): a warning fails as an error does;

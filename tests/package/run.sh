@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Debian package suite (issue 11 §5): builds the .deb (make deb), checks its fields and contents,
+# Debian package suite: builds the .deb (make deb), checks its fields and contents,
 # lintian (no errors, no unused overrides), the man page (groff warnings, every --help flag),
 # systemd-analyze verify on the unit (and that it does reject a broken copy), then, as root,
 # dpkg -i, the installed binary started by hand on a free loopback port (no init here) with one curl

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Past one host, on loopback (issue 9 §6, docs/scaling.md): two warpd replicas (emu) sharing one
+# Past one host, on loopback (stateless replicas, docs/scaling.md): two warpd replicas (emu) sharing one
 # --cache-dir behind nginx, which this script starts with its own config in a temp dir (no system
 # service) and routes by consistent hash of X-Warpd-Key (else ?buffer=, else spread per request).
 # Checks: keys spread over both replicas and stick to one; a kernel compiled through replica A is a

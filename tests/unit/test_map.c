@@ -1,4 +1,4 @@
-/* test_map.c — transform-reduce ("map", issue 21) without a GPU: the map grammar (x and y, errors naming
+/* test_map.c — transform-reduce ("map") without a GPU: the map grammar (x and y, errors naming
  * "map"), its canonical text and functor, the spec (key, name expression, "op": "dot", which families
  * take it), the emulator (every map family over (x, y) with a map gives the bits it gives without one
  * over the values mapped first), and NVRTC compiles of device_reduce with a map over two inputs (the plain

@@ -1,5 +1,6 @@
-// canned.mjs — what a daemon with issue 21 answers (SHAPES.md), for playwright's page.route(), so the
-// playground's new controls and drawings are tested while the daemon under test may lack them. What the
+// canned.mjs — what a daemon with the statistics, histogram and reduce_by_key families answers
+// (SHAPES.md), for playwright's page.route(), so the playground's new controls and drawings are tested
+// while the daemon under test may lack them. What the
 // daemon lists itself goes to it: GET /v1/families only gains what it lacks (the statistics ops on
 // device_reduce, the histogram and reduce_by_key families, rows made from device_reduce's), and a
 // POST /v1/reduce is answered here only for a family or op that was added, or for a map, data2 or dot when
@@ -22,7 +23,7 @@ export function npHistogram(xs, bins, lo, hi) {
 }
 
 /** Route handlers for one page: { families, reduce, sent } (sent: every /v1/reduce body, in order). */
-export function issue21Routes() {
+export function dataFamilyRoutes() {
   const added = new Set(); // families and device_reduce ops the daemon did not list; 'map' when it takes none
   const sent = [];
   async function families(route) {

@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
-import { STAT_OPS, issue21Routes } from './canned.mjs';
+import { STAT_OPS, dataFamilyRoutes } from './canned.mjs';
 
 const BASE = process.env.WARPD_URL || 'http://127.0.0.1:8080';
 // a second daemon, started with --token-file (run.sh): the playground must ask for its token
@@ -583,7 +583,7 @@ test('CORS: a page of an --allow-origin origin calls the API with the token; ano
   }
 });
 
-// ---------------------------------------------------------------- issue 21: a phone, new ops and families
+// ---------------------------------------------------------------- data families: a phone, new ops and families
 test('phone width (390×844): no horizontal scroll, the result under the form, before and after runs', T, async () => {
   await page.setViewportSize({ width: 390, height: 844 });
   const fits = async (what) => {
@@ -613,10 +613,10 @@ test('phone width (390×844): no horizontal scroll, the result under the form, b
 });
 
 const have = (name) => families.some((f) => f.name === name);
-test('issue 21 in the playground: statistics with ddof, map and dot, a histogram, reduce_by_key (canned answers)', T, async () => {
+test('data families in the playground: statistics with ddof, map and dot, a histogram, reduce_by_key (canned answers)', T, async () => {
   // The daemon may not have these yet: what it lacks of the families list and their answers come from
   // page.route (canned.mjs), shaped as SHAPES.md says; what it has, it answers.
-  const canned = issue21Routes(), sent = canned.sent;
+  const canned = dataFamilyRoutes(), sent = canned.sent;
   await page.route('**/v1/families', canned.families);
   await page.route('**/v1/reduce', canned.reduce);
   await open('#family=device_reduce&type=i32&width=32&op=sum&input=iota&lanes=32');
@@ -698,7 +698,7 @@ test('issue 21 in the playground: statistics with ddof, map and dot, a histogram
   noProblems();
 });
 
-test('datafields.js: the issue-21 fields of a request, as SHAPES.md writes them (no browser)', async () => {
+test('datafields.js: the data-family fields of a request, as SHAPES.md writes them (no browser)', async () => {
   const { applyFields, takesMap, usesDdof, opsOf, chartKind, autoRange } = await import(new URL('../../clients/web/datafields.js', import.meta.url));
   const dr = { name: 'device_reduce', ops: ['sum', 'var'], data: { endpoint: '/v1/reduce', result: 'value' } };
   const hist = { name: 'histogram', data: { endpoint: '/v1/reduce', result: 'counts' } };

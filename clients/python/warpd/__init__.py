@@ -13,7 +13,7 @@ straight from the array's memory (no list), their warpd type from the dtype (int
 float16 → f16); scan of an array returns an array:
     c.scan(np.arange(5, dtype=np.int32), op="sum")   # array([ 0,  1,  3,  6, 10], dtype=int32)
 
-Data where it already is (issue 22), when the daemon is local (loopback or a Unix socket):
+Data where it already is (the data plane), when the daemon is local (loopback or a Unix socket):
     a = c.shared(1 << 24, "float32")   # a numpy array in a shared-memory region the daemon has mapped
     a[:] = ...                         # written in place; c.reduce(a), c.scan(a), c.buffer_put(a) and
     c.reduce(a[1000:])                 # their contiguous slices send {"shm": {id, offset, count}}, no copy

@@ -44,7 +44,7 @@ class Client(_SharedMemory, _CudaIpc):
         when this user is a member (adduser USER warpd-shm). spin_us: how long a request on a kept
         plain-HTTP or Unix-socket connection polls its socket for the answer before it sleeps in recv (a
         thread woken from recv comes back tens of microseconds later on a cold core: a repeated CUDA IPC
-        reduce, issue 22); 0 sleeps at once. It spends that much of one CPU at most per request. channel:
+        reduce, the data plane); 0 sleeps at once. It spends that much of one CPU at most per request. channel:
         a repeated reduce of a CUDA array (its IPC buffer known) goes through a doorbell channel (POST
         /v1/channels: the request and answer pass through a small region of ours, no socket) when the
         daemon is local and gives one; False keeps it on HTTP."""
@@ -288,7 +288,7 @@ class Client(_SharedMemory, _CudaIpc):
                 body[k] = True
         return self._json("POST", "/v1/compile", body)
 
-    # -- reductions and scans (issue 3)
+    # -- reductions and scans
     def _job_body(self, type, op, data, data_b64, buffer, generate, extra):
         body = {"op": op} if type is None else {"type": type, "op": op}
         given = [k for k, v in (("data", data), ("data_b64", data_b64), ("buffer", buffer), ("generate", generate))

@@ -130,7 +130,7 @@ class _CudaIpc:
         Unix-socket connection: the array checked and synchronized as _ipc_job does, then the request (its
         bytes made once per buffer and op) sent through the client's doorbell channel (opened on first
         use; Client channel=), else on the connection, a 200 answer with a Content-Length read with no
-        header table (issue 22: a repeated IPC reduce, wall time <= kernel + 100 us; the general path
+        header table (the data plane's goal: a repeated IPC reduce, wall time <= kernel + 100 us; the general path
         costs 20-40 us more in Python, a socket 10-60 us more than a channel). Anything else — no kept
         connection, a transport other than auto or ipc, an array never sent, another status, a closed
         connection — returns None before or after the exchange (a reduce can run twice), and reduce

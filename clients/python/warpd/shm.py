@@ -1,4 +1,4 @@
-"""shm.py — shared-memory regions (issue 22): our POSIX objects (made, mapped, registered with POST /v1/shm,
+"""shm.py — shared-memory regions (the data plane): our POSIX objects (made, mapped, registered with POST /v1/shm,
 released), the pool of regions that take copies of ordinary numpy arrays, and the Client's methods that
 send an array through a region rather than over HTTP (shm_*, shared(), the "shm" and "auto" transports)."""
 import base64
@@ -189,7 +189,7 @@ class _SharedMemory:
     """The Client's shared-memory methods (a mixin of Client: it uses request, _json, _resources, _count,
     is_local and _transport)."""
 
-    # -- shared-memory regions (issue 22): POST/GET/DELETE /v1/shm
+    # -- shared-memory regions: POST/GET/DELETE /v1/shm
     def shm_register(self, name, offset=None, bytes=None):
         """POST /v1/shm: maps an object made elsewhere (shm_open, or a file under /dev/shm) whose name starts
         with the daemon's --shm-prefix. Returns {"id", "name", "offset", "bytes", "registered", ...}."""

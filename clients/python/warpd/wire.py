@@ -75,7 +75,7 @@ def http_client_exchange(conn, method, target, data, headers, reused):
 def exchange(conn, method, target, data, headers, spin_us=0):
     """One request and its answer on conn's socket, written and read by hand: one sendall, then the
     status line, the headers and a Content-Length (or chunked) body. http.client's parsing is most of
-    a small request's time in Python (a repeated CUDA IPC reduce: issue 22). Returns (status, headers,
+    a small request's time in Python (a repeated CUDA IPC reduce, the data plane). Returns (status, headers,
     body, whether the server closes the connection)."""
     if conn.sock is None:
         conn.connect()

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes tests/api/cases/anywidth.json: warp_reduce and warp_scan at widths that are not powers of two
-(CUB's logical warps, issue 21) over HTTP — every input form the endpoints read (JSON, base64, a raw
+(CUB's logical warps at any width) over HTTP — every input form the endpoints read (JSON, base64, a raw
 body with query arguments), short last groups, float results in the documented order (tree_up: offsets
 1, 2, 4, .., docs/semantics.md), GET /v1/families' widths, and the widths each family refuses. Expected
 values are computed here, in Python (struct for f32 rounding), independent of the C emulator. Run it
