@@ -1,6 +1,7 @@
 /* jsonval.c — typed values to and from JSON (see jsonval.h for the rules). */
 #include "jsonval.h"
 #include "util/jsonout.h"
+#include "util/numtext.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -107,60 +108,88 @@ int wp_json_to_bits(const cJSON *v, wp_type t, const char *field, uint64_t *out,
     return WP_FAIL(err, 400, "wrong_type", field, "%s must be a number", field);
 }
 
-/* Shortest "%.*g" that reads back to the same value in the type; -0 kept; NaN and infinities as
- * strings. */
-static void float_text(wp_type t, uint64_t bits, char *buf, size_t n) {
+/* The shortest "%.{P}g" that reads back to the same value in the type (util/numtext.c: the text a loop
+ * over rising precisions stopped at, or shorter); -0 kept as -0.0; NaN and infinities as strings. */
+static int float_text(wp_type t, uint64_t bits, char *buf) {
+    const wp_num_format *f = t == WP_F64   ? &wp_num_f64
+                             : t == WP_F32 ? &wp_num_f32
+                             : t == WP_F16 ? &wp_num_f16
+                                           : &wp_num_bf16;
+    int n = wp_num_float_text(buf, f, bits);
+    if (n == 2 && buf[0] == '-' && buf[1] == '0') n = (memcpy(buf, "-0.0", 5), 4);
+    if (n >= 0) return n;
     double d = wp_value_to_double(t, bits);
-    if (isnan(d)) {
-        snprintf(buf, n, "\"NaN\"");
-        return;
+    const char *s = isnan(d) ? "\"NaN\"" : d > 0 ? "\"Infinity\"" : "\"-Infinity\"";
+    n = (int)strlen(s);
+    memcpy(buf, s, (size_t)n + 1);
+    return n;
+}
+
+/* One value's text into buf (WP_JSON_VALUE_MAX bytes), NUL-terminated; returns its length. */
+#define WP_JSON_VALUE_MAX 48
+static inline int value_text(wp_type t, uint64_t bits, char *buf) {
+    int n;
+    switch (t) { /* integers without printf: a /v1/warp answer has a few hundred of them */
+    case WP_I32:
+        return wp_json_fmt_i64(buf, (int32_t)(uint32_t)bits);
+    case WP_U32:
+        return wp_json_fmt_u64(buf, (uint32_t)bits);
+    case WP_I64: /* 64-bit integers are strings (DESIGN.md §4) */
+    case WP_U64:
+        buf[0] = '"';
+        n = 1 + (t == WP_I64 ? wp_json_fmt_i64(buf + 1, (int64_t)bits) : wp_json_fmt_u64(buf + 1, bits));
+        memcpy(buf + n, "\"", 2);
+        return n + 1;
+    default:
+        return float_text(t, bits, buf);
     }
-    if (isinf(d)) {
-        snprintf(buf, n, d > 0 ? "\"Infinity\"" : "\"-Infinity\"");
-        return;
-    }
-    for (int prec = 1; prec <= 17; prec++) {
-        snprintf(buf, n, "%.*g", prec, d);
-        uint64_t back;
-        if (t == WP_F32)
-            back = wp_f32_bits(strtof(buf, NULL));
-        else
-            back = wp_value_from_double(t, strtod(buf, NULL));
-        if (back == bits) break;
-    }
-    if (!strcmp(buf, "-0")) snprintf(buf, n, "-0.0");
 }
 
 void wp_json_bits_text(wp_type t, uint64_t bits, char *buf, size_t n) {
-    char d[24]; /* integers without printf: a /v1/warp answer has a few hundred of them */
-    int len;
-    bool quote = t == WP_I64 || t == WP_U64; /* 64-bit integers are strings (DESIGN.md §4) */
-    switch (t) {
-    case WP_I32:
-        len = wp_json_fmt_i64(d, (int32_t)(uint32_t)bits);
-        break;
-    case WP_U32:
-        len = wp_json_fmt_u64(d, (uint32_t)bits);
-        break;
-    case WP_I64:
-        len = wp_json_fmt_i64(d, (int64_t)bits);
-        break;
-    case WP_U64:
-        len = wp_json_fmt_u64(d, bits);
-        break;
-    default:
-        float_text(t, bits, buf, n);
-        return;
-    }
-    if ((size_t)len + 2 * quote >= n) { /* never with the callers' 48 bytes */
+    char text[WP_JSON_VALUE_MAX];
+    const int len = value_text(t, bits, text);
+    if ((size_t)len >= n) { /* never with the callers' 48 bytes */
         if (n) buf[0] = 0;
         return;
     }
-    if (quote) *buf++ = '"';
-    memcpy(buf, d, (size_t)len);
-    buf += len;
-    if (quote) *buf++ = '"';
-    *buf = 0;
+    memcpy(buf, text, (size_t)len + 1);
+}
+
+bool wp_json_append_values(wp_jtext *out, wp_type t, const void *data, uint64_t n) {
+    const size_t size = wp_type_size(t);
+    const uint8_t *at = data;
+    wp_jtext_add(out, "[", 1);
+    for (uint64_t i = 0; i < n; i++, at += size) {
+        char *p = wp_jtext_room(out, WP_JSON_VALUE_MAX + 1);
+        if (!p) return false;
+        uint64_t bits; /* wp_data_store's layout: packed native words */
+        if (size == 4) {
+            uint32_t w;
+            memcpy(&w, at, 4);
+            bits = w;
+        } else if (size == 8) {
+            memcpy(&bits, at, 8);
+        } else {
+            uint16_t h;
+            memcpy(&h, at, 2);
+            bits = h;
+        }
+        *p = ',';
+        out->n += (size_t)value_text(t, bits, p + (i > 0)) + (i > 0);
+    }
+    wp_jtext_add(out, "]", 1);
+    return !out->failed;
+}
+
+cJSON *wp_json_values_raw(wp_type t, const void *data, uint64_t n) {
+    wp_jtext text = {0};
+    /* a first guess at the size (f64's are about 20 bytes); it grows by doubling from there */
+    if (!wp_jtext_room(&text, (size_t)n * (wp_type_size(t) * 2 + 4) + 2)) return NULL;
+    if (!wp_json_append_values(&text, t, data, n)) {
+        free(text.p);
+        return NULL;
+    }
+    return wp_jtext_raw(&text);
 }
 
 /* As raw JSON text: cJSON prints a raw item by copying it, where a number item costs a printf, a
@@ -239,7 +268,9 @@ static const double exact_pow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1
  * take the whole run (else cJSON stops inside it and the array is invalid). Returns the run's length,
  * or 0 when cJSON would not read exactly one number here. The value is strtod's: a mantissa of at most
  * 19 digits within 2^53 and a power of ten within 10^±22 are both exact doubles, so one multiplication
- * or division rounds once, correctly, as strtod does (Clinger's fast path); anything else calls strtod. */
+ * or division rounds once, correctly, as strtod does (Clinger's fast path); the rest is rounded by
+ * Eisel-Lemire (util/numtext.c), also correctly, and what it cannot tell (past 10^±308, or more than 19
+ * digits that round two ways) calls strtod. */
 static size_t scan_number(const char *p, const char *end, double *out) {
     const char *s = p;
     bool neg = *s == '-';
@@ -283,10 +314,13 @@ static size_t scan_number(const char *p, const char *end, double *out) {
     size_t len = (size_t)(s - p);
     if ((s < end && number_char(*s)) || len > 63) return 0;
     double d;
+    uint64_t bits;
     if (w == 0)
         d = 0.0;
     else if (exact && w <= (1ull << 53) && e10 >= -22 && e10 <= 22)
         d = e10 < 0 ? (double)w / exact_pow10[-e10] : (double)w * exact_pow10[e10];
+    else if (wp_num_decimal_to_f64(w, e10, !exact, &bits))
+        d = wp_bits_f64(bits);
     else {
         char buf[64];
         memcpy(buf, p, len);
