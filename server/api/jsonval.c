@@ -6,10 +6,12 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int parse_int_text(const char *s, wp_type t, const char *field, uint64_t *out, wp_err *err) {
     errno = 0;
@@ -155,10 +157,38 @@ void wp_json_bits_text(wp_type t, uint64_t bits, char *buf, size_t n) {
     memcpy(buf, text, (size_t)len + 1);
 }
 
-bool wp_json_append_values(wp_jtext *out, wp_type t, const void *data, uint64_t n) {
+/* ---- a long list on several threads ---- */
+
+#define WP_LIST_THREADS_MAX 8              /* threads one list may use */
+#define WP_LIST_BYTES_PER_THREAD (1 << 20) /* of text: below this, one thread */
+
+/* How many threads a list of this much text gets: one a MiB, at most one a CPU. */
+static int list_threads(size_t bytes) {
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    size_t k = bytes / WP_LIST_BYTES_PER_THREAD;
+    if (k > WP_LIST_THREADS_MAX) k = WP_LIST_THREADS_MAX;
+    if (cpus > 0 && k > (size_t)cpus) k = (size_t)cpus;
+    return k > 1 ? (int)k : 1;
+}
+
+/* fn on each of k parts (part_size bytes apart), part 0 on this thread; a part whose thread cannot
+ * start runs here too. */
+static void run_parts(void *(*fn)(void *), void *parts, size_t part_size, int k) {
+    pthread_t th[WP_LIST_THREADS_MAX];
+    bool started[WP_LIST_THREADS_MAX] = {false};
+    for (int i = 1; i < k; i++) started[i] = pthread_create(&th[i], NULL, fn, (char *)parts + i * part_size) == 0;
+    fn(parts);
+    for (int i = 1; i < k; i++) {
+        if (started[i])
+            pthread_join(th[i], NULL);
+        else
+            fn((char *)parts + i * part_size);
+    }
+}
+
+/* n values' texts separated by commas (no brackets), appended to out. */
+static bool append_texts(wp_jtext *out, wp_type t, const uint8_t *at, uint64_t n) {
     const size_t size = wp_type_size(t);
-    const uint8_t *at = data;
-    wp_jtext_add(out, "[", 1);
     for (uint64_t i = 0; i < n; i++, at += size) {
         char *p = wp_jtext_room(out, WP_JSON_VALUE_MAX + 1);
         if (!p) return false;
@@ -177,19 +207,56 @@ bool wp_json_append_values(wp_jtext *out, wp_type t, const void *data, uint64_t 
         *p = ',';
         out->n += (size_t)value_text(t, bits, p + (i > 0)) + (i > 0);
     }
+    return !out->failed;
+}
+
+bool wp_json_append_values(wp_jtext *out, wp_type t, const void *data, uint64_t n) {
+    wp_jtext_add(out, "[", 1);
+    append_texts(out, t, data, n);
     wp_jtext_add(out, "]", 1);
     return !out->failed;
 }
 
-cJSON *wp_json_values_raw(wp_type t, const void *data, uint64_t n) {
-    wp_jtext text = {0};
+typedef struct {
+    wp_type t;
+    const uint8_t *data;
+    uint64_t n;
+    wp_jtext text;
+} print_part;
+
+static void *print_part_run(void *arg) {
+    print_part *s = arg;
     /* a first guess at the size (f64's are about 20 bytes); it grows by doubling from there */
-    if (!wp_jtext_room(&text, (size_t)n * (wp_type_size(t) * 2 + 4) + 2)) return NULL;
-    if (!wp_json_append_values(&text, t, data, n)) {
-        free(text.p);
+    if (wp_jtext_room(&s->text, (size_t)s->n * (wp_type_size(s->t) * 2 + 4) + 2))
+        append_texts(&s->text, s->t, s->data, s->n);
+    return NULL;
+}
+
+#define WP_LIST_VALUES_PER_THREAD (1 << 16) /* printing: below this many values a thread, one thread */
+
+cJSON *wp_json_values_raw(wp_type t, const void *data, uint64_t n) {
+    print_part parts[WP_LIST_THREADS_MAX];
+    int k = list_threads((size_t)(n / WP_LIST_VALUES_PER_THREAD * WP_LIST_BYTES_PER_THREAD));
+    if ((uint64_t)k > n) k = 1;
+    const size_t size = wp_type_size(t);
+    for (int i = 0; i < k; i++) { /* k runs of values, the first one's text after the '[' */
+        const uint64_t from = n * (uint64_t)i / (uint64_t)k, to = n * (uint64_t)(i + 1) / (uint64_t)k;
+        parts[i] = (print_part){t, (const uint8_t *)data + from * size, to - from, {0}};
+    }
+    wp_jtext_put(&parts[0].text, "[", 1);
+    run_parts(print_part_run, parts, sizeof parts[0], k);
+    for (int i = 1; i < k; i++) {
+        if (parts[i].n) wp_jtext_put(&parts[0].text, ",", 1);
+        wp_jtext_put(&parts[0].text, parts[i].text.p, parts[i].text.n);
+        parts[0].text.failed |= parts[i].text.failed;
+        free(parts[i].text.p);
+    }
+    wp_jtext_put(&parts[0].text, "]", 1);
+    if (parts[0].text.failed) {
+        free(parts[0].text.p);
         return NULL;
     }
-    return wp_jtext_raw(&text);
+    return wp_jtext_raw(&parts[0].text);
 }
 
 /* As raw JSON text: cJSON prints a raw item by copying it, where a number item costs a printf, a
@@ -343,19 +410,65 @@ static inline void store_bits(void *base, size_t size, uint64_t i, uint64_t bits
 
 #define WP_SCAN_STRING_MAX 128 /* longer strings (never a number) are left to cJSON */
 
-bool wp_json_scan_array(const char *text, size_t n, wp_type t, void *out, uint64_t cap, uint64_t *count, size_t *used) {
-    const char *p = text, *end = text + n;
-    const size_t size = wp_type_size(t);
-    const bool f32 = t == WP_F32;
-    uint64_t i = 0;
-    if (p >= end || *p != '[') return false;
-    for (p++; p < end && json_space(*p);) p++;
-    if (p < end && *p == ']') {
-        *count = 0;
-        *used = (size_t)(p + 1 - text);
-        return true;
+/* d rounded once, to nearest even, into f16 or bf16, as wp_value_from_double does, for results in the
+ * format's normal range (a carry into the exponent, up to the infinity, is that rounding too); false
+ * for the rest (zeros, subnormals, NaN, overflow), which take wp_value_from_double. */
+static inline bool small_from_double(double d, int frac_bits, int exp_bits, uint64_t *out) {
+    const uint64_t b = wp_f64_bits(d), m = b & ((1ull << 52) - 1);
+    const int e = (int)((b >> 52) & 0x7FF) - 1023, bias = (1 << (exp_bits - 1)) - 1, drop = 52 - frac_bits;
+    if (e < 1 - bias || e > bias) return false;
+    const uint64_t kept = m >> drop, rest = m & ((1ull << drop) - 1), half = 1ull << (drop - 1);
+    uint64_t r = ((uint64_t)(e + bias) << frac_bits | kept) + (rest > half || (rest == half && (kept & 1)));
+    *out = (b >> 48 & 0x8000) | r;
+    return true;
+}
+
+/* A string of 1..18 plain decimal digits (a '-' first for signed types, no leading zero) as an integer
+ * type's bits, as parse_int_text reads it; false for anything else, or out of range, which take
+ * wp_json_string_to_bits (base prefixes, signs, spaces, errors). */
+static inline bool plain_int(const char *s, size_t len, wp_type t, uint64_t *out) {
+    const bool neg = len && s[0] == '-';
+    if (neg && !wp_type_is_signed(t)) return false;
+    s += neg, len -= neg;
+    if (len == 0 || len > 18 || (s[0] == '0' && len > 1)) return false;
+    uint64_t v = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (!is_digit(s[i])) return false;
+        v = v * 10 + (uint64_t)(s[i] - '0');
     }
-    for (;;) {
+    if ((t == WP_I32 && v > (neg ? 0x80000000u : 0x7FFFFFFFu)) || (t == WP_U32 && v > UINT32_MAX)) return false;
+    *out = (neg ? 0 - v : v) & wp_type_bitmask(t);
+    return true;
+}
+
+/* A number's bits in type t, as wp_json_number_to_bits gives them (f32: straight from the double). */
+static inline bool number_bits(double d, wp_type t, uint64_t *bits) {
+    switch (t) {
+    case WP_F32:
+        *bits = wp_f32_bits((float)d);
+        return true;
+    case WP_F64:
+        *bits = wp_f64_bits(d);
+        return true;
+    case WP_F16:
+        if (small_from_double(d, 10, 5, bits)) return true;
+        break;
+    case WP_BF16:
+        if (small_from_double(d, 7, 8, bits)) return true;
+        break;
+    default:
+        break;
+    }
+    return !wp_json_number_to_bits(d, t, "data", bits, NULL);
+}
+
+/* The values of a list between its brackets, [p, end) with end at the ']': values separated by commas,
+ * whitespace as cJSON skips it, into out from index 0 (at most cap). false where the list reader
+ * declines. A ']' or ',' inside a string ends the range early: such a string is never a value. */
+static bool scan_values(const char *p, const char *end, wp_type t, void *out, uint64_t cap, uint64_t *count) {
+    const size_t size = wp_type_size(t);
+    for (uint64_t i = 0;; p++) {
+        while (p < end && json_space(*p)) p++;
         if (p >= end || i >= cap) return false;
         uint64_t bits;
         if (*p == '-' || is_digit(*p)) {
@@ -363,32 +476,89 @@ bool wp_json_scan_array(const char *text, size_t n, wp_type t, void *out, uint64
             size_t len = scan_number(p, end, &d);
             if (!len) return false;
             p += len;
-            if (f32)
-                bits = wp_f32_bits((float)d);
-            else if (wp_json_number_to_bits(d, t, "data", &bits, NULL))
-                return false;
+            if (!number_bits(d, t, &bits)) return false;
         } else if (*p == '"') {
             const char *q = p + 1;
             while (q < end && *q != '"' && *q != '\\' && q - p <= WP_SCAN_STRING_MAX) q++;
             if (q >= end || *q != '"') return false;
-            char buf[WP_SCAN_STRING_MAX + 1];
-            memcpy(buf, p + 1, (size_t)(q - p - 1));
-            buf[q - p - 1] = 0;
-            if (wp_json_string_to_bits(buf, t, "data", &bits, NULL)) return false;
+            if (!wp_type_is_int(t) || !plain_int(p + 1, (size_t)(q - p - 1), t, &bits)) {
+                char buf[WP_SCAN_STRING_MAX + 1];
+                memcpy(buf, p + 1, (size_t)(q - p - 1));
+                buf[q - p - 1] = 0;
+                if (wp_json_string_to_bits(buf, t, "data", &bits, NULL)) return false;
+            }
             p = q + 1;
         } else {
             return false; /* objects, lists, literals, or not JSON */
         }
         store_bits(out, size, i++, bits);
         while (p < end && json_space(*p)) p++;
-        if (p < end && *p == ',') {
-            for (p++; p < end && json_space(*p);) p++;
-            continue;
+        if (p == end) {
+            *count = i;
+            return true;
         }
-        if (p < end && *p == ']') break;
-        return false;
+        if (*p != ',') return false;
     }
-    *count = i;
-    *used = (size_t)(p + 1 - text);
+}
+
+typedef struct {
+    const char *from, *to;
+    wp_type t;
+    void *out;
+    uint64_t cap, count;
+    bool ok;
+} scan_part;
+
+static void *scan_part_run(void *arg) {
+    scan_part *s = arg;
+    s->ok = s->out && scan_values(s->from, s->to, s->t, s->out, s->cap, &s->count);
+    return NULL;
+}
+
+/* scan_values over k pieces of [from, to) cut after commas, each into its own buffer (the first into
+ * out), joined in order: the same values, count and verdict as one pass. */
+static bool scan_parallel(const char *from, const char *to, wp_type t, void *out, uint64_t cap, uint64_t *count,
+                          int k) {
+    scan_part parts[WP_LIST_THREADS_MAX];
+    const size_t size = wp_type_size(t);
+    int made = 0;
+    for (const char *at = from; made < k;) {
+        const char *cut = made + 1 < k ? from + (size_t)(to - from) * (size_t)(made + 1) / (size_t)k : to;
+        const char *comma = cut < at ? at : cut;
+        comma = comma < to ? memchr(comma, ',', (size_t)(to - comma)) : NULL;
+        const char *piece_end = comma ? comma : to;
+        uint64_t piece_cap = wp_json_array_cap((size_t)(piece_end - at));
+        if (made == 0 && piece_cap > cap) piece_cap = cap;
+        parts[made] = (scan_part){at, piece_end, t, made ? malloc((size_t)piece_cap * size) : out, piece_cap, 0, false};
+        made++;
+        if (!comma) break;
+        at = comma + 1;
+    }
+    run_parts(scan_part_run, parts, sizeof parts[0], made);
+    bool ok = true;
+    uint64_t total = 0;
+    for (int i = 0; i < made; i++) {
+        ok = ok && parts[i].ok && parts[i].count <= cap - total;
+        if (ok && i) memcpy((uint8_t *)out + total * size, parts[i].out, (size_t)parts[i].count * size);
+        if (ok) total += parts[i].count;
+        if (i) free(parts[i].out);
+    }
+    *count = total;
+    return ok;
+}
+
+bool wp_json_scan_array(const char *text, size_t n, wp_type t, void *out, uint64_t cap, uint64_t *count, size_t *used) {
+    if (n < 2 || text[0] != '[') return false;
+    const char *close = memchr(text + 1, ']', n - 1), *p = text + 1;
+    if (!close) return false;
+    while (p < close && json_space(*p)) p++;
+    uint64_t values = 0;
+    if (p < close) {
+        const int k = list_threads((size_t)(close - p));
+        if (!(k > 1 ? scan_parallel(p, close, t, out, cap, &values, k) : scan_values(p, close, t, out, cap, &values)))
+            return false;
+    }
+    *count = values;
+    *used = (size_t)(close + 1 - text);
     return true;
 }

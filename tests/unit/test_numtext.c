@@ -1,7 +1,7 @@
 /* test_numtext.c — util/numtext.c through jsonval.c, against the printf/strtod code it replaced:
  *  - printing (wp_json_bits_text): every value reads back to the same bits, is never longer than the
  *    text of the old loop over "%.{P}g" (kept here as old_text), and equals it except where the
- *    shortest digits are shorter. f32: every 2^14-th bit pattern, random ones from a fixed seed, and
+ *    shortest digits are shorter. f32: every 2^15-th bit pattern, random ones from a fixed seed, and
  *    each exponent's edges (powers of two, subnormals, max and min); f64: random patterns and each
  *    exponent's edges against the old text, more random ones for the round trip; f16 and bf16: all of
  *    them. (Every f32 is checked by bench/check_f32_all.c, too slow for here.)
@@ -105,8 +105,8 @@ static void exponent_edges(wp_type t, int frac_bits, int exp_bits, tally *ty) {
 
 static void test_print_f32(void) {
     tally ty = {0};
-    for (uint64_t b = 0; b < (1ull << 32); b += 1ull << 14) check_print(WP_F32, b + (b >> 14) % 977, true, &ty);
-    for (int i = 0; i < 150000; i++) check_print(WP_F32, rnd() & 0xFFFFFFFFu, true, &ty);
+    for (uint64_t b = 0; b < (1ull << 32); b += 1ull << 15) check_print(WP_F32, b + (b >> 15) % 977, true, &ty);
+    for (int i = 0; i < 100000; i++) check_print(WP_F32, rnd() & 0xFFFFFFFFu, true, &ty);
     exponent_edges(WP_F32, 23, 8, &ty);
     report("f32 sample", &ty);
 }
@@ -118,7 +118,7 @@ static void test_print_f64(void) {
         check_print(WP_F64, wp_f64_bits((double)(int64_t)(rnd() >> 40) / 1e6), true, &ty);
     exponent_edges(WP_F64, 52, 11, &ty);
     report("f64 sample", &ty);
-    for (int i = 0; i < 2000000; i++) check_print(WP_F64, rnd(), false, &trip);
+    for (int i = 0; i < 1000000; i++) check_print(WP_F64, rnd(), false, &trip);
     report("f64 round trip", &trip);
 }
 
@@ -160,6 +160,19 @@ static void flush_batch(void) {
         if (got[i] != want && read_bad++ < 10)
             fprintf(stderr, "  %s: 0x%016llx, strtod 0x%016llx\n", batch_str[i], (unsigned long long)got[i],
                     (unsigned long long)want);
+    }
+    static uint16_t half[BATCH]; /* f16 and bf16: rounded once from strtod's double */
+    const wp_type halves[] = {WP_F16, WP_BF16};
+    for (int h = 0; h < 2; h++) {
+        const wp_type t = halves[h];
+        bool ok = wp_json_scan_array(batch_text, len, t, half, BATCH, &count, &used) && count == (uint64_t)batch_n;
+        for (int i = 0; ok && i < batch_n; i++) {
+            uint64_t want = wp_value_from_double(t, strtod(batch_str[i], NULL));
+            if (half[i] != want && read_bad++ < 10)
+                fprintf(stderr, "  %s %s: 0x%04x, want 0x%04llx\n", wp_type_name(t), batch_str[i], half[i],
+                        (unsigned long long)want);
+        }
+        if (!ok) read_bad++;
     }
     batch_n = 0;
 }
@@ -218,7 +231,7 @@ static void near_halfway(void) {
 
 static void test_read(void) {
     T_CASE("read");
-    for (int i = 0; i < 300000; i++) random_decimal(-30, 30);
+    for (int i = 0; i < 200000; i++) random_decimal(-30, 30);
     for (int i = 0; i < 200000; i++) random_decimal(-345, 312);
     for (int i = 0; i < 100000; i++) random_decimal(-345, -300); /* subnormal and underflow */
     for (int i = 0; i < 100000; i++) exact_halfway();
@@ -233,6 +246,47 @@ static void test_read(void) {
     printf("read: %ld decimal strings against strtod\n", read_values);
     CHECKF(read_bad == 0, "%ld of %ld read wrong", read_bad, read_values);
     CHECK(read_values > 1000000);
+}
+
+/* Integer strings (64-bit values come as strings) in a list, against wp_json_string_to_bits one by one:
+ * plain digits of every length, signs, leading zeros and hex prefixes (base 0, as strtoll reads them). */
+static void test_int_strings(void) {
+    T_CASE("integer strings");
+    const wp_type types[] = {WP_I32, WP_U32, WP_I64, WP_U64};
+    static const char *const forms[] = {"%s%llu", "%s0%llu", "%s0x%llx", "+%s%llu", " %s%llu"};
+    int bad = 0, compared = 0;
+    for (size_t k = 0; k < 4; k++) {
+        const wp_type t = types[k];
+        for (int round = 0; round < 50; round++) {
+            char text[BATCH * 32], *p = text;
+            static uint64_t want[BATCH], got[BATCH];
+            int n = 0;
+            *p++ = '[';
+            while (n < BATCH) {
+                char s[48];
+                const int form = rnd() % 8 < 5 ? 0 : (int)(rnd() % 5);
+                snprintf(s, sizeof s, forms[form], rnd() % 3 ? "" : "-", (unsigned long long)(rnd() >> (rnd() % 64)));
+                if (wp_json_string_to_bits(s, t, "x", &want[n], NULL)) continue; /* only what converts */
+                p += sprintf(p, "%s\"%s\"", n ? "," : "", s);
+                n++;
+            }
+            *p++ = ']';
+            uint64_t count = 0;
+            size_t used = 0;
+            bool ok = wp_json_scan_array(text, (size_t)(p - text), t, got, BATCH, &count, &used);
+            if (t == WP_I32 || t == WP_U32) /* packed 32-bit words */
+                for (int i = n - 1; ok && i >= 0; i--) got[i] = ((uint32_t *)got)[i];
+            bad += !ok || count != (uint64_t)n;
+            for (int i = 0; ok && i < n; i++, compared++) bad += got[i] != want[i];
+        }
+    }
+    CHECKF(bad == 0, "%d of %d integer strings read wrong", bad, compared);
+    uint64_t out[2], count;
+    size_t used;
+    CHECK(!wp_json_scan_array("[\"1\",\"-1\"]", 10, WP_U64, out, 2, &count, &used)); /* -1 is no u64 */
+    CHECK(!wp_json_scan_array("[\"2147483648\"]", 14, WP_I32, out, 2, &count, &used));
+    CHECK(wp_json_scan_array("[\"-2147483648\"]", 15, WP_I32, out, 2, &count, &used) && count == 1 &&
+          (uint32_t)out[0] == 0x80000000u);
 }
 
 static void test_integers(void) {
@@ -277,6 +331,7 @@ static void test_list(void) {
 
 int main(void) {
     test_integers();
+    test_int_strings();
     test_list();
     test_print_small();
     test_print_f32();
