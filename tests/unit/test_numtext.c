@@ -1,7 +1,7 @@
 /* test_numtext.c — util/numtext.c through jsonval.c, against the printf/strtod code it replaced:
  *  - printing (wp_json_bits_text): every value reads back to the same bits, is never longer than the
  *    text of the old loop over "%.{P}g" (kept here as old_text), and equals it except where the
- *    shortest digits are shorter. f32: every 2^15-th bit pattern, random ones from a fixed seed, and
+ *    shortest digits are shorter. f32: every 2^16-th bit pattern, random ones from a fixed seed, and
  *    each exponent's edges (powers of two, subnormals, max and min); f64: random patterns and each
  *    exponent's edges against the old text, more random ones for the round trip; f16 and bf16: all of
  *    them. (Every f32 is checked by bench/check_f32_all.c, too slow for here.)
@@ -105,16 +105,16 @@ static void exponent_edges(wp_type t, int frac_bits, int exp_bits, tally *ty) {
 
 static void test_print_f32(void) {
     tally ty = {0};
-    for (uint64_t b = 0; b < (1ull << 32); b += 1ull << 15) check_print(WP_F32, b + (b >> 15) % 977, true, &ty);
-    for (int i = 0; i < 100000; i++) check_print(WP_F32, rnd() & 0xFFFFFFFFu, true, &ty);
+    for (uint64_t b = 0; b < (1ull << 32); b += 1ull << 16) check_print(WP_F32, b + (b >> 16) % 977, true, &ty);
+    for (int i = 0; i < 60000; i++) check_print(WP_F32, rnd() & 0xFFFFFFFFu, true, &ty);
     exponent_edges(WP_F32, 23, 8, &ty);
     report("f32 sample", &ty);
 }
 
 static void test_print_f64(void) {
     tally ty = {0}, trip = {0};
-    for (int i = 0; i < 40000; i++) check_print(WP_F64, rnd(), true, &ty);
-    for (int i = 0; i < 60000; i++) /* short decimals, as clients send them: the old loop stops early */
+    for (int i = 0; i < 30000; i++) check_print(WP_F64, rnd(), true, &ty);
+    for (int i = 0; i < 40000; i++) /* short decimals, as clients send them: the old loop stops early */
         check_print(WP_F64, wp_f64_bits((double)(int64_t)(rnd() >> 40) / 1e6), true, &ty);
     exponent_edges(WP_F64, 52, 11, &ty);
     report("f64 sample", &ty);
@@ -231,12 +231,12 @@ static void near_halfway(void) {
 
 static void test_read(void) {
     T_CASE("read");
-    for (int i = 0; i < 200000; i++) random_decimal(-30, 30);
-    for (int i = 0; i < 200000; i++) random_decimal(-345, 312);
-    for (int i = 0; i < 100000; i++) random_decimal(-345, -300); /* subnormal and underflow */
-    for (int i = 0; i < 100000; i++) exact_halfway();
-    for (int i = 0; i < 100000; i++) near_halfway();
-    for (int i = 0; i < 200000; i++) { /* what printers send: shortest and 17 digits */
+    for (int i = 0; i < 150000; i++) random_decimal(-30, 30);
+    for (int i = 0; i < 120000; i++) random_decimal(-345, 312);
+    for (int i = 0; i < 60000; i++) random_decimal(-345, -300); /* subnormal and underflow */
+    for (int i = 0; i < 60000; i++) exact_halfway();
+    for (int i = 0; i < 60000; i++) near_halfway();
+    for (int i = 0; i < 120000; i++) { /* what printers send: shortest and 17 digits */
         uint64_t bits = rnd() & 0x7FFFFFFFFFFFFFFFull;
         if (!isfinite(wp_bits_f64(bits))) continue;
         wp_json_bits_text(WP_F64, bits, next_slot(), 72);
@@ -245,7 +245,7 @@ static void test_read(void) {
     flush_batch();
     printf("read: %ld decimal strings against strtod\n", read_values);
     CHECKF(read_bad == 0, "%ld of %ld read wrong", read_bad, read_values);
-    CHECK(read_values > 1000000);
+    CHECK(read_values > 500000);
 }
 
 /* Integer strings (64-bit values come as strings) in a list, against wp_json_string_to_bits one by one:
