@@ -127,6 +127,29 @@ static int float_text(wp_type t, uint64_t bits, char *buf) {
     return n;
 }
 
+/* f16 and bf16 have 65,536 values each: their texts are a table (2 x 1 MiB, built on first use from
+ * float_text, so the same bytes), each NUL-padded with its length in the last byte. */
+#define WP_SMALL_TEXT 16
+static char small_texts[2][65536][WP_SMALL_TEXT];
+static pthread_once_t small_once[2] = {PTHREAD_ONCE_INIT, PTHREAD_ONCE_INIT};
+static void build_small(int which) {
+    const wp_type t = which ? WP_BF16 : WP_F16;
+    for (uint32_t bits = 0; bits < 65536; bits++) {
+        char *entry = small_texts[which][bits];
+        entry[WP_SMALL_TEXT - 1] = (char)float_text(t, bits, entry); /* at most 11 bytes ("-Infinity") */
+    }
+}
+static void build_f16(void) { build_small(0); }
+static void build_bf16(void) { build_small(1); }
+
+static inline int small_text(wp_type t, uint64_t bits, char *buf) {
+    const int which = t == WP_BF16;
+    pthread_once(&small_once[which], which ? build_bf16 : build_f16);
+    const char *entry = small_texts[which][bits & 0xFFFF];
+    memcpy(buf, entry, WP_SMALL_TEXT);
+    return entry[WP_SMALL_TEXT - 1];
+}
+
 /* One value's text into buf (WP_JSON_VALUE_MAX bytes), NUL-terminated; returns its length. */
 #define WP_JSON_VALUE_MAX 48
 static inline int value_text(wp_type t, uint64_t bits, char *buf) {
@@ -142,6 +165,9 @@ static inline int value_text(wp_type t, uint64_t bits, char *buf) {
         n = 1 + (t == WP_I64 ? wp_json_fmt_i64(buf + 1, (int64_t)bits) : wp_json_fmt_u64(buf + 1, bits));
         memcpy(buf + n, "\"", 2);
         return n + 1;
+    case WP_F16:
+    case WP_BF16:
+        return small_text(t, bits, buf);
     default:
         return float_text(t, bits, buf);
     }
