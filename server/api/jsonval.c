@@ -111,7 +111,8 @@ int wp_json_to_bits(const cJSON *v, wp_type t, const char *field, uint64_t *out,
 }
 
 /* The shortest "%.{P}g" that reads back to the same value in the type (util/numtext.c: the text a loop
- * over rising precisions stopped at, or shorter); -0 kept as -0.0; NaN and infinities as strings. */
+ * over rising precisions stopped at, or shorter); -0 kept as -0.0; NaN and infinities as strings. buf:
+ * WP_NUM_TEXT_MAX bytes. */
 static int float_text(wp_type t, uint64_t bits, char *buf) {
     const wp_num_format *f = t == WP_F64   ? &wp_num_f64
                              : t == WP_F32 ? &wp_num_f32
@@ -135,8 +136,10 @@ static pthread_once_t small_once[2] = {PTHREAD_ONCE_INIT, PTHREAD_ONCE_INIT};
 static void build_small(int which) {
     const wp_type t = which ? WP_BF16 : WP_F16;
     for (uint32_t bits = 0; bits < 65536; bits++) {
-        char *entry = small_texts[which][bits];
-        entry[WP_SMALL_TEXT - 1] = (char)float_text(t, bits, entry); /* at most 11 bytes ("-Infinity") */
+        char text[WP_NUM_TEXT_MAX], *entry = small_texts[which][bits];
+        const int n = float_text(t, bits, text); /* at most 11 bytes ("-Infinity") */
+        memcpy(entry, text, (size_t)n + 1);
+        entry[WP_SMALL_TEXT - 1] = (char)n;
     }
 }
 static void build_f16(void) { build_small(0); }
@@ -152,6 +155,7 @@ static inline int small_text(wp_type t, uint64_t bits, char *buf) {
 
 /* One value's text into buf (WP_JSON_VALUE_MAX bytes), NUL-terminated; returns its length. */
 #define WP_JSON_VALUE_MAX 48
+_Static_assert(WP_JSON_VALUE_MAX >= WP_NUM_TEXT_MAX, "a float's text is written in place");
 static inline int value_text(wp_type t, uint64_t bits, char *buf) {
     int n;
     switch (t) { /* integers without printf: a /v1/warp answer has a few hundred of them */

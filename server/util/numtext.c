@@ -26,9 +26,10 @@ static inline void put_eight(char *p, uint32_t v) {
     memcpy(p + 6, digit_pairs + 2 * (lo % 100), 2);
 }
 
-/* v's digits into buf[0..n) (no NUL): eight at a time from the right, the rest two at a time. */
-static inline int put_digits(char *buf, uint64_t v) {
-    char tmp[24], *end = tmp + sizeof tmp, *p = end;
+/* v's digits right-aligned, ending at end (no NUL): eight at a time, the rest two at a time. Returns
+ * where they start. */
+static inline char *digits_before(char *end, uint64_t v) {
+    char *p = end;
     while (v >= 100000000) {
         p -= 8;
         put_eight(p, (uint32_t)(v % 100000000));
@@ -46,10 +47,21 @@ static inline int put_digits(char *buf, uint64_t v) {
     } else {
         *--p = (char)('0' + r);
     }
+    return p;
+}
+
+/* v's digits into buf[0..n) (no NUL). */
+static inline int put_digits(char *buf, uint64_t v) {
+    char tmp[24], *end = tmp + sizeof tmp, *p = digits_before(end, v);
     const int n = (int)(end - p);
     memcpy(buf, p, (size_t)n);
     return n;
 }
+
+/* Up to 24 bytes of digits copied as one fixed-size block (a call-free copy where the length varies):
+ * both sides have room for the whole block, and what lands past the digits is overwritten or past the
+ * NUL. */
+#define COPY_DIGITS(dst, src) memcpy((dst), (src), 24)
 
 int wp_num_u64_text(char *buf, uint64_t v) {
     const int n = put_digits(buf, v);
@@ -111,15 +123,16 @@ wp_num_decimal wp_num_shortest(const wp_num_format *f, uint64_t bits) {
 }
 
 int wp_num_format_g(char *buf, bool neg, wp_num_decimal d) {
-    char dig[24];
-    const int n = put_digits(dig, d.digits), x = d.exp10 + n - 1; /* x: the exponent of the first digit */
+    char tmp[48]; /* the digits end at tmp + 24: room for COPY_DIGITS from any of them */
+    const char *dig = digits_before(tmp + 24, d.digits);
+    const int n = (int)(tmp + 24 - dig), x = d.exp10 + n - 1; /* x: the exponent of the first digit */
     char *p = buf;
     if (neg) *p++ = '-';
     if (x < -4 || x >= n) {
         *p++ = dig[0];
         if (n > 1) {
             *p++ = '.';
-            memcpy(p, dig + 1, (size_t)n - 1);
+            COPY_DIGITS(p, dig + 1);
             p += n - 1;
         }
         *p++ = 'e';
@@ -129,18 +142,17 @@ int wp_num_format_g(char *buf, bool neg, wp_num_decimal d) {
         memcpy(p, digit_pairs + 2 * ax, 2); /* at least two exponent digits, as printf */
         p += 2;
     } else if (x >= 0) {
-        memcpy(p, dig, (size_t)x + 1);
+        COPY_DIGITS(p, dig);
         p += x + 1;
         if (n > x + 1) {
             *p++ = '.';
-            memcpy(p, dig + x + 1, (size_t)(n - x - 1));
+            COPY_DIGITS(p, dig + x + 1);
             p += n - x - 1;
         }
     } else {
-        *p++ = '0';
-        *p++ = '.';
-        for (int i = -1; i > x; i--) *p++ = '0';
-        memcpy(p, dig, (size_t)n);
+        memcpy(p, "0.000000", 8); /* "0." and up to three zeros: x is -1..-4 */
+        p += 1 - x;
+        COPY_DIGITS(p, dig);
         p += n;
     }
     *p = 0;

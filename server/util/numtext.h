@@ -12,8 +12,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* The most bytes wp_num_float_text writes, its NUL included ("-2.2250738585072014e-308"). */
-#define WP_NUM_TEXT_MAX 32
+/* The room wp_num_format_g and wp_num_float_text need: their text is at most 25 bytes with its NUL
+ * ("-2.2250738585072014e-308"), but they copy digits in fixed-size blocks that may write further. */
+#define WP_NUM_TEXT_MAX 48
 
 /* An IEEE binary format: its stored fraction bits and exponent bits (f64 52/11, f32 23/8, f16 10/5,
  * bf16 7/8). */
@@ -31,9 +32,9 @@ typedef struct {
 } wp_num_decimal;
 wp_num_decimal wp_num_shortest(const wp_num_format *f, uint64_t bits);
 
-/* digits * 10^exp10 (digits > 0, no trailing zeros), a '-' first when neg, as "%.{P}g" prints it with
- * P the digit count: fixed notation when -4 <= the decimal exponent < P, else d.ddde[+-]XX. Returns
- * the length; buf gets a NUL after it and needs WP_NUM_TEXT_MAX bytes. */
+/* digits * 10^exp10 (0 < digits < 10^17, no trailing zeros), a '-' first when neg, as "%.{P}g" prints
+ * it with P the digit count: fixed notation when -4 <= the decimal exponent < P, else d.ddde[+-]XX.
+ * Returns the length; buf gets a NUL after it and needs WP_NUM_TEXT_MAX bytes. */
 int wp_num_format_g(char *buf, bool neg, wp_num_decimal d);
 
 /* A value of the format as shortest "%.{P}g" text ("0" and "-0" for zeros). Returns the length, or -1
