@@ -192,12 +192,14 @@ void wp_json_bits_text(wp_type t, uint64_t bits, char *buf, size_t n) {
 #define WP_LIST_THREADS_MAX 8              /* threads one list may use */
 #define WP_LIST_BYTES_PER_THREAD (1 << 20) /* of text: below this, one thread */
 
-/* How many threads a list of this much text gets: one a MiB, at most one a CPU. */
-static int list_threads(size_t bytes) {
+#define WP_LIST_VALUES_PER_THREAD (1 << 16) /* printing: below this many values, one thread */
+
+/* How many threads a list of this much work gets (units: a thread's worth, WP_LIST_BYTES_PER_THREAD of
+ * text read or WP_LIST_VALUES_PER_THREAD values printed): one a unit, at most one a CPU. */
+static int list_threads(uint64_t units) {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    size_t k = bytes / WP_LIST_BYTES_PER_THREAD;
-    if (k > WP_LIST_THREADS_MAX) k = WP_LIST_THREADS_MAX;
-    if (cpus > 0 && k > (size_t)cpus) k = (size_t)cpus;
+    uint64_t k = units < WP_LIST_THREADS_MAX ? units : WP_LIST_THREADS_MAX;
+    if (cpus > 0 && k > (uint64_t)cpus) k = (uint64_t)cpus;
     return k > 1 ? (int)k : 1;
 }
 
@@ -262,12 +264,9 @@ static void *print_part_run(void *arg) {
     return NULL;
 }
 
-#define WP_LIST_VALUES_PER_THREAD (1 << 16) /* printing: below this many values a thread, one thread */
-
 cJSON *wp_json_values_raw(wp_type t, const void *data, uint64_t n) {
     print_part parts[WP_LIST_THREADS_MAX];
-    int k = list_threads((size_t)(n / WP_LIST_VALUES_PER_THREAD * WP_LIST_BYTES_PER_THREAD));
-    if ((uint64_t)k > n) k = 1;
+    const int k = list_threads(n / WP_LIST_VALUES_PER_THREAD); /* each part has values */
     const size_t size = wp_type_size(t);
     for (int i = 0; i < k; i++) { /* k runs of values, the first one's text after the '[' */
         const uint64_t from = n * (uint64_t)i / (uint64_t)k, to = n * (uint64_t)(i + 1) / (uint64_t)k;
@@ -628,7 +627,7 @@ bool wp_json_scan_array(const char *text, size_t n, wp_type t, void *out, uint64
     while (p < close && json_space(*p)) p++;
     uint64_t values = 0;
     if (p < close) {
-        const int k = list_threads((size_t)(close - p));
+        const int k = list_threads((uint64_t)(close - p) / WP_LIST_BYTES_PER_THREAD);
         if (!(k > 1 ? scan_parallel(p, close, t, out, cap, &values, k) : scan_values(p, close, t, out, cap, &values)))
             return false;
     }

@@ -329,10 +329,55 @@ static void test_list(void) {
     }
 }
 
+/* Lists long enough to be read and printed on several threads (where the machine has several CPUs):
+ * the same bytes as one pass, read back to the same words; a string with a comma or a bracket at a cut
+ * still declines. */
+static void test_long_lists(void) {
+    T_CASE("long lists");
+    enum { N = 300000 };
+    const wp_type types[] = {WP_F64, WP_F16, WP_I64};
+    for (size_t k = 0; k < 3; k++) {
+        const wp_type t = types[k];
+        uint64_t *words = malloc(N * 8), *back = malloc(N * 8);
+        for (int i = 0; i < N; i++) words[i] = rnd();
+        if (t == WP_F64)
+            for (int i = 0; i < N; i++) words[i] &= 0xFFEFFFFFFFFFFFFFull; /* no NaN: "NaN" reads back as one */
+        if (t == WP_F16)
+            for (int i = 0; i < N * 4; i++) ((uint16_t *)words)[i] &= 0xFBFF;
+        wp_jtext one = {0};
+        wp_json_append_values(&one, t, words, N);
+        if (one.p) one.p[one.n] = 0; /* the builder keeps room for it */
+        cJSON *raw = wp_json_values_raw(t, words, N);
+        CHECKF(raw && one.p && raw->valuestring && one.n == strlen(raw->valuestring) &&
+                   !memcmp(one.p, raw->valuestring, one.n),
+               "%s: threads print other bytes", wp_type_name(t));
+        uint64_t count = 0;
+        size_t used = 0;
+        bool ok = one.p && wp_json_scan_array(one.p, one.n, t, back, N, &count, &used);
+        CHECKF(ok && count == N && used == one.n && !memcmp(back, words, N * wp_type_size(t)),
+               "%s: the long list does not read back", wp_type_name(t));
+        if (one.p && t == WP_I64) { /* a string value cut by a comma, then by a bracket: never read */
+            char *mid = strstr(one.p + one.n / 2, ",\""); /* the comma before a string */
+            if (mid++) {
+                char keep = mid[1];
+                mid[1] = ',';
+                CHECK(!wp_json_scan_array(one.p, one.n, t, back, N, &count, &used));
+                mid[1] = ']';
+                CHECK(!wp_json_scan_array(one.p, one.n, t, back, N, &count, &used));
+                mid[1] = keep;
+            }
+        }
+        CHECK(one.p && !wp_json_scan_array(one.p, one.n, t, back, N - 1, &count, &used)); /* one too many */
+        cJSON_Delete(raw);
+        free(one.p), free(words), free(back);
+    }
+}
+
 int main(void) {
     test_integers();
     test_int_strings();
     test_list();
+    test_long_lists();
     test_print_small();
     test_print_f32();
     test_print_f64();
