@@ -37,8 +37,8 @@ wp_num_decimal wp_num_shortest(const wp_num_format *f, uint64_t bits);
  * Returns the length; buf gets a NUL after it and needs WP_NUM_TEXT_MAX bytes. */
 int wp_num_format_g(char *buf, bool neg, wp_num_decimal d);
 
-/* A value of the format as shortest "%.{P}g" text ("0" and "-0" for zeros). Returns the length, or -1
- * for NaN and infinities (buf untouched). */
+/* A value of the format as shortest "%.{P}g" text ("0" and "-0" for zeros) into buf (WP_NUM_TEXT_MAX
+ * bytes). Returns the length, or -1 for NaN and infinities (buf untouched). */
 int wp_num_float_text(char *buf, const wp_num_format *f, uint64_t bits);
 
 /* The correctly rounded double of w * 10^e10 (w < 10^19), as strtod reads it: *out gets its bits and

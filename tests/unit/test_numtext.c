@@ -8,7 +8,9 @@
  *  - reading (wp_json_scan_array, type f64): the same bits as strtod on random decimal strings of every
  *    length, near and past the ends of the range, subnormal, and halfway between two doubles (exact
  *    within 19 digits and beyond).
- *  - integers: wp_num_u64_text against printf at every length. */
+ *  - integers: wp_num_u64_text against printf at every length; integer strings in lists.
+ *  - lists: wp_json_values_raw against a cJSON array of wp_json_from_bits items, and lists long enough
+ *    for several threads (printed and read) against one pass. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
