@@ -398,7 +398,7 @@ static size_t scan_number(const char *p, const char *end, double *out) {
     uint32_t eight;
     for (; s < end && is_digit(*s); s++) {
         any = true;
-        while (w && digits <= 11 && end - s >= 8 && eight_digits(s, &eight))
+        while (end - s >= 8 && digits <= 11 && (w || *s != '0') && eight_digits(s, &eight))
             w = w * 100000000 + eight, digits += 8, s += 8;
         if (s >= end || !is_digit(*s)) break;
         if (w == 0 && *s == '0') continue;
@@ -410,7 +410,7 @@ static size_t scan_number(const char *p, const char *end, double *out) {
     if (s < end && *s == '.') {
         for (s++; s < end && is_digit(*s); s++) {
             any = true;
-            while (w && digits <= 11 && end - s >= 8 && eight_digits(s, &eight))
+            while (end - s >= 8 && digits <= 11 && (w || *s != '0') && eight_digits(s, &eight))
                 w = w * 100000000 + eight, digits += 8, e10 -= 8, s += 8;
             if (s >= end || !is_digit(*s)) break;
             if (w == 0 && *s == '0') {
