@@ -3,6 +3,8 @@
 # the emulator, at 1, 64 and 256 connections (req/s, p50, p99), then each route's ratio to the same
 # daemon's health and to nginx; the batch sizes seen; with PROFILE=1 a profile of the cuda daemon under the
 # tiny reduce at 256 connections (top symbols, and CPU seconds per thread name).
+# Then (JSON=0 leaves it out) inline JSON of 10^6 values both ways for every type through a cuda daemon
+# (bench/http/bench_json.c: a reduce sent as JSON, a scan answered as JSON, MB/s of bytes in and out).
 #   bench/gpu.sh hotpath  (BUILD=build; DURATION=4; CONNS="1 64 256"; MODES="cuda emu"; FLAGS="": more
 #                         warpd flags for every mode; NGINX_THREADS=8; PROFILE=1; STARTS=1: daemon starts per mode)
 DURATION=${DURATION:-4}
@@ -12,7 +14,7 @@ PERF=(env LD_LIBRARY_PATH=$PWD/.perf/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$
 [ -x .perf/perf ] || PERF=(perf)
 tmp=$(mktemp -d); pid=
 trap '[ -n "$pid" ] && kill $pid 2>/dev/null; [ -f "$tmp/nginx.pid" ] && kill "$(cat "$tmp/nginx.pid")" 2>/dev/null; rm -rf "$tmp"' EXIT
-make -j16 "$BUILD/warpd" >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+make -j16 "$BUILD/warpd" "$BUILD/bench/http/bench_json" >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 gpu_commit_line
 grep -m1 "model name" /proc/cpuinfo; echo "CPUs: $(nproc)"
 
@@ -122,3 +124,9 @@ for mode in ${MODES:-cuda emu}; do
     done
   done
 done
+
+if [ "${JSON:-1}" = 1 ]; then
+  echo
+  echo "inline JSON of 10^6 values through a cuda daemon (best of 3)"
+  BENCH_JSON_BACKEND=cuda BENCH_JSON_ONLY=http WARPD_BIN="$BUILD/warpd" "$BUILD/bench/http/bench_json" 3
+fi

@@ -605,13 +605,7 @@ static void get_data(wp_app *app, const wp_user *who, const char *id, const char
                 if (text) cJSON_AddStringToObject(o, "data_b64", text);
                 free(text);
             } else {
-                cJSON *arr = cJSON_AddArrayToObject(o, "data");
-                size_t size = wp_type_size(info.type);
-                for (uint64_t i = 0; i < info.count; i++) {
-                    uint64_t bits = 0;
-                    for (size_t k = 0; k < size; k++) bits |= (uint64_t)bytes[i * size + k] << (8 * k);
-                    cJSON_AddItemToArray(arr, wp_json_from_bits(info.type, bits));
-                }
+                cJSON_AddItemToObject(o, "data", wp_json_values_raw(info.type, bytes, info.count));
             }
             wp_resp_json(resp, 200, o);
         }

@@ -437,15 +437,14 @@ static int add_tree_result(reduce_req *q, wp_jtext *o) {
 }
 
 /* An array result as a "data" list of values. */
-static void add_data(wp_jtext *o, wp_type t, const uint8_t *host, uint64_t count) {
-    char buf[48];
+/* "data": the list as text straight away (a scan answers 10^6 values, too many for a cJSON node each;
+ * long lists are printed on several threads, jsonval.h). -1 when out of memory. */
+static int add_data(wp_jtext *o, wp_type t, const uint8_t *host, uint64_t count) {
     wp_jtext_key(o, "data");
-    wp_jtext_open(o, '[');
-    for (uint64_t i = 0; i < count; i++) {
-        wp_json_bits_text(t, wp_data_load(t, host, i), buf, sizeof buf);
-        wp_jtext_text(o, buf, strlen(buf));
-    }
-    wp_jtext_close(o, ']');
+    cJSON *list = wp_json_values_raw(t, host, count);
+    const bool ok = list && wp_jtext_json(o, list);
+    cJSON_Delete(list);
+    return ok ? 0 : -1;
 }
 
 /* The result as JSON: the value, or the array in the form asked for, or the new buffer. */
@@ -495,8 +494,8 @@ static int add_result(wp_app *app, reduce_req *q, wp_jtext *o) {
         if (!text) return WP_FAIL(&q->err, 500, "out_of_memory", "", "out of memory");
         wp_jtext_kstr(o, "data_b64", text);
         free(text);
-    } else {
-        add_data(o, t, q->out_host, r->out_count);
+    } else if (add_data(o, t, q->out_host, r->out_count)) {
+        return WP_FAIL(&q->err, 500, "out_of_memory", "", "out of memory");
     }
     return 0;
 }

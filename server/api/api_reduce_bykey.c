@@ -190,8 +190,9 @@ static int result_host(cJSON *o, const char *name, const char *name_b64, const w
         free(text);
         return 0;
     }
-    cJSON *list = cJSON_AddArrayToObject(o, name);
-    for (uint64_t i = 0; i < runs; i++) cJSON_AddItemToArray(list, wp_json_from_bits(t, wp_data_load(t, *host, i)));
+    cJSON *list = wp_json_values_raw(t, *host, runs); /* as text: no cJSON node per value */
+    if (!list) return WP_FAIL(err, 500, "out_of_memory", "", "out of memory");
+    cJSON_AddItemToObject(o, name, list);
     return 0;
 }
 

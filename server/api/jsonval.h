@@ -10,6 +10,7 @@
 #include "kernels/types.h"
 #include "util/common.h"
 #include "util/json.h"
+#include "util/jsonout.h"
 
 int wp_json_to_bits(const cJSON *v, wp_type t, const char *field, uint64_t *out, wp_err *err);
 /* Its two halves, for readers that have the number or the string without a cJSON node. */
@@ -41,5 +42,11 @@ static inline uint64_t wp_json_array_cap(size_t n) { return (uint64_t)n / 2 + 1;
 cJSON *wp_json_from_bits(wp_type t, uint64_t bits); /* a raw item: printing it is a copy */
 /* The JSON text of one value (as wp_json_from_bits prints it); buf of 48 bytes is always enough. */
 void wp_json_bits_text(wp_type t, uint64_t bits, char *buf, size_t n);
+/* n packed values of type t (wp_data_store layout) as the JSON list "[v,v,...]", each value's text as
+ * wp_json_bits_text's, appended to out without a cJSON node per value; false when out of memory. */
+bool wp_json_append_values(wp_jtext *out, wp_type t, const void *data, uint64_t n);
+/* The same list as one raw item (what cJSON_AddArrayToObject + wp_json_from_bits per value prints, byte
+ * for byte); NULL when out of memory. */
+cJSON *wp_json_values_raw(wp_type t, const void *data, uint64_t n);
 
 #endif

@@ -4,6 +4,7 @@
  * count of thousandths (every timing value) is written digit by digit, and the rest take cJSON's own
  * two printf steps with strtod for the read-back. */
 #include "jsonout.h"
+#include "numtext.h"
 
 #include <float.h>
 #include <math.h>
@@ -33,15 +34,7 @@ static void putc_(out_buf *b, char c) {
     if (reserve(b, 1)) b->p[b->n++] = c;
 }
 
-int wp_json_fmt_u64(char *buf, uint64_t v) {
-    char tmp[21];
-    int n = 0;
-    do tmp[n++] = (char)('0' + v % 10), v /= 10;
-    while (v);
-    for (int i = 0; i < n; i++) buf[i] = tmp[n - 1 - i];
-    buf[n] = 0;
-    return n;
-}
+int wp_json_fmt_u64(char *buf, uint64_t v) { return wp_num_u64_text(buf, v); }
 
 int wp_json_fmt_i64(char *buf, int64_t v) {
     if (v >= 0) return wp_json_fmt_u64(buf, (uint64_t)v);
@@ -179,13 +172,19 @@ static bool put_value(out_buf *b, const cJSON *it) {
 void wp_jtext_put(wp_jtext *t, const char *s, size_t n) { put(t, s, n); }
 void wp_jtext_str(wp_jtext *t, const char *s) { put_string(t, s); }
 
+char *wp_jtext_room(wp_jtext *t, size_t n) { return reserve(t, n) ? t->p + t->n : NULL; }
+
+/* cJSON frees an item's valuestring with its hooks, which warpd leaves at malloc/free (it never calls
+ * cJSON_InitHooks), so the builder's buffer can become the item's text as it is. */
 cJSON *wp_jtext_raw(wp_jtext *t) {
-    cJSON *raw = NULL;
-    if (reserve(t, 0)) {
+    cJSON *raw = reserve(t, 0) ? cJSON_CreateRaw("") : NULL;
+    if (raw) {
         t->p[t->n] = 0;
-        raw = cJSON_CreateRaw(t->p);
+        free(raw->valuestring);
+        raw->valuestring = t->p;
+    } else {
+        free(t->p);
     }
-    free(t->p);
     *t = (wp_jtext){0};
     return raw;
 }

@@ -39,7 +39,12 @@ static inline void wp_jtext_add(wp_jtext *t, const char *s, size_t n) {
     }
 }
 void wp_jtext_str(wp_jtext *t, const char *s); /* a JSON string, escaped as cJSON escapes */
-cJSON *wp_jtext_raw(wp_jtext *t);              /* a raw item of the text; frees the builder */
+/* Room for n more bytes at t->p + t->n, for writing text in place (then add its length to t->n); NULL
+ * when the allocation fails (remembered). */
+char *wp_jtext_room(wp_jtext *t, size_t n);
+/* A raw item of the text, which it takes over without a copy (a list of 10^6 values is megabytes);
+ * empties the builder. NULL when an allocation failed (the text is freed then). */
+cJSON *wp_jtext_raw(wp_jtext *t);
 
 /* A whole answer as text, in the bytes wp_json_print gives for the equivalent tree, without building
  * it. Every value writer puts the ',' a value needs (none after '{', '[', ':' or ','), so an object
