@@ -6,6 +6,12 @@ CC        ?= cc
 HOST      ?= 127.0.0.1
 PORT      ?= 8080
 BUILD     ?= build
+# Every core unless the caller says how many (a -jN on the command line wins: make -j1): plain
+# `make test`, as the README gives it, builds the trees side by side, and tests/run.sh runs the suites
+# side by side too. Only the top make sets it; a make it starts shares its jobs.
+ifeq ($(MAKELEVEL),0)
+MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 2)
+endif
 
 PKGS      := libmicrohttpd libcjson
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
@@ -43,7 +49,7 @@ aobj  = $(patsubst %.c,$(BUILD)/asan/%.o,$(1))
 LIB_OBJ  := $(call obj,$(LIB_SRC))
 ALIB_OBJ := $(call aobj,$(LIB_SRC))
 
-.PHONY: all deps run test test-unit test-api test-web test-lint test-gpu bench clean install format check-format
+.PHONY: all deps run test test-build check test-unit test-api test-web test-lint test-gpu bench clean install format check-format
 all: $(BUILD)/warpd
 
 deps:
@@ -105,8 +111,14 @@ UNIT_BIN  := $(patsubst %.c,$(BUILD)/asan/%,$(UNIT_SRC))
 API_BIN   := $(patsubst %.c,$(BUILD)/asan/%,$(API_SRC))
 GPU_BIN   := $(patsubst %.c,$(BUILD)/%,$(GPU_SRC)) $(patsubst %.cu,$(BUILD)/%,$(GPU_CU))
 BENCH_BIN := $(patsubst %.c,$(BUILD)/%,$(BENCH_SRC)) $(patsubst %.cu,$(BUILD)/%,$(BENCH_CU))
+# The test programs' objects are kept: as intermediates make would delete them after the first build,
+# and the next make (a make check after make test) would compile every one again.
+.SECONDARY: $(call aobj,$(UNIT_SRC) $(API_SRC)) $(call obj,$(GPU_SRC) $(BENCH_SRC)) \
+            $(patsubst %.c,$(BUILD)/fuzz/%.o,$(FUZZ_SRC))
 
-run: deps $(BUILD)/warpd
+# deps first, then the build (make runs on every core: the two must not race).
+run: deps
+	@$(MAKE) --no-print-directory $(BUILD)/warpd
 	$(BUILD)/warpd --listen $(HOST):$(PORT)
 
 # The whole CI suite: the GPU programs first (their tally is not the last line), then unit (ASan+UBSan),
@@ -114,8 +126,17 @@ run: deps $(BUILD)/warpd
 # SKIPPED without a GPU (and run for real with one: see test-gpu).
 # The .cu ones only where nvcc is.
 GPU_TEST_BIN := $(patsubst %.c,$(BUILD)/%,$(GPU_SRC)) $(if $(wildcard $(NVCC)),$(patsubst %.cu,$(BUILD)/%,$(GPU_CU)))
-test: deps check-format $(BUILD)/warpd $(BUILD)/asan/warpd $(UNIT_BIN) $(API_BIN) $(MOCKCUDA) $(GPU_TEST_BIN) $(FUZZ_BIN)
+# The packages first (deps), then every tree at once in a make of its own (it reads pkg-config again,
+# after deps may have installed what it names): plain, sanitized, fuzzing, the package's hardened one.
+test: deps
+	@$(MAKE) --no-print-directory test-build
 	@BUILD=$(BUILD) ./tests/run.sh gpu; gpu_rc=$$?; BUILD=$(BUILD) ./tests/run.sh all && exit $$gpu_rc
+test-build: check-format $(BUILD)/warpd $(BUILD)/asan/warpd $(UNIT_BIN) $(API_BIN) $(MOCKCUDA) $(GPU_TEST_BIN) $(FUZZ_BIN)
+
+# The edit-compile-test loop: the sanitized tree only, then the layout rules, the unit programs and the
+# API case table on the emulator (tests/run.sh check); make test before pushing.
+check: $(BUILD)/asan/warpd $(UNIT_BIN) $(API_BIN)
+	@BUILD=$(BUILD) ./tests/run.sh check
 
 test-unit: $(UNIT_BIN)
 	@BUILD=$(BUILD) ./tests/run.sh unit
@@ -160,6 +181,8 @@ $(DEB_OBJDIR)/%.o: %.c
 	$(CC) $(DEB_CFLAGS) -c $< -o $@
 $(DEB_OBJDIR)/warpd: $(DEB_OBJ)
 	$(CC) $(shell $(DEB_FLAGS) CFLAGS) $(shell $(DEB_FLAGS) LDFLAGS) -o $@ $^ $(LDLIBS)
+# make test compiles the package's tree with the others, so the package suite's `make deb` only packs.
+test-build: $(DEB_OBJDIR)/warpd
 # Both suites also run in `make test` (tests/run.sh all); the package one builds the .deb itself.
 test-package:
 	@BUILD=$(BUILD) ./tests/run.sh package

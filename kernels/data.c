@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "spec.h"
-#include "stats.h"
+#include "stat_kinds.h"
 
 static const char *const strategy_names[WP_STRAT_COUNT] = {
     [WP_STRAT_GMEM] = "gmem",           [WP_STRAT_SMEM] = "smem",   [WP_STRAT_SHFL_XOR] = "shfl_xor",
@@ -153,7 +153,7 @@ void wp_plan_fit_device(wp_data_plan *plan, int sms) {
 
 void wp_plan_device_reduce(const wp_spec *s, uint64_t n, uint64_t groups, wp_data_plan *out) {
     (void)groups;
-    if (s->data.stat) { /* kernels/stats.h: a partial of up to 32 bytes per block (no gmem tree after them) */
+    if (s->data.stat) { /* kernels/stat_kinds.h: a partial of up to 32 bytes per block (no gmem tree after them) */
         const int sacc = wp_stat_acc(s->data.stat);
         const bool wide = sacc == WP_SACC_MOMENTS || sacc == WP_SACC_SQ_SUM;
         plan_grid_reduce(s, n, WP_STAT_ACC_BYTES, wide ? WP_STATS_GRID_WAVE : WP_REDUCE_GRID_WAVE, out);

@@ -1,10 +1,10 @@
 /* stats.h — device_reduce's statistics and norms ("op": mean, var, std, norm1, norm2, norminf,
- * count_nonzero): their names, the accumulator each folds (WP_SACC_*, wp_abi.h), the host's copy of
- * the kernels' combines (templates/stats.cuh, operation for operation, so that parts of a sharded
- * buffer meet with the device's bits), the answer made from an accumulator, the emulator and the
- * float64 reference of "check". An accumulator is WP_STAT_ACC_BYTES raw bytes laid out as the
- * template's struct. docs/semantics.md ("Statistics and norms") gives the order and the accuracy.
- * Any thread; nothing here keeps state. */
+ * count_nonzero; their kinds and names are stat_kinds.h's): the accumulator each folds (WP_SACC_*,
+ * wp_abi.h), the host's copy of the kernels' combines (templates/stats.cuh, operation for operation,
+ * so that parts of a sharded buffer meet with the device's bits), the answer made from an
+ * accumulator, the emulator and the float64 reference of "check". An accumulator is
+ * WP_STAT_ACC_BYTES raw bytes laid out as the template's struct. docs/semantics.md ("Statistics and
+ * norms") gives the order and the accuracy. Any thread; nothing here keeps state. */
 #ifndef WP_STATS_H
 #define WP_STATS_H
 
@@ -13,23 +13,12 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "stat_kinds.h"
 #include "types.h"
 #include "wp_abi.h"
 
 struct wp_spec;
 struct wp_data_plan;
-
-typedef enum {
-    WP_STAT_NONE = 0, /* a plain operator (sum, max, ...) */
-    WP_STAT_MEAN,
-    WP_STAT_VAR,
-    WP_STAT_STD,
-    WP_STAT_NORM1,
-    WP_STAT_NORM2,
-    WP_STAT_NORMINF,
-    WP_STAT_COUNT_NONZERO,
-    WP_STAT_KINDS
-} wp_stat;
 
 /* templates/stats.cuh's accumulators. */
 typedef struct {
@@ -58,30 +47,10 @@ void wp_emu_device_stats(const struct wp_spec *s, const wp_data_params *p, const
  * double, the count exactly; the same empty and ddof rules. */
 double wp_stat_reference(int stat, wp_type t, const void *host, uint64_t n, int ddof);
 
-/* The names (inline: the spec's key and checks use them on every job's way, kernels/spec.c). */
-static inline const char *wp_stat_name(int stat) { /* "var" */
-    static const char *const names[WP_STAT_KINDS] = {"none",  "mean",  "var",     "std",
-                                                     "norm1", "norm2", "norminf", "count_nonzero"};
-    return stat >= 0 && stat < WP_STAT_KINDS ? names[stat] : "none";
-}
-static inline const char *wp_stat_acc_name(int sacc) { /* the kernel key's op: "moments", "abs_sum", ... */
-    static const char *const names[] = {"none", "moments", "abs_sum", "sq_sum", "abs_max", "nonzero"};
-    return sacc >= WP_SACC_MOMENTS && sacc <= WP_SACC_NONZERO ? names[sacc] : "none";
-}
-
 /* The bytes of accumulator sacc (WP_SACC_*) the kernel writes: the rest of WP_STAT_ACC_BYTES is never
  * written (a read of it would see what the buffer held before). */
 static inline size_t wp_stat_acc_bytes(int sacc) {
     return sacc == WP_SACC_MOMENTS ? sizeof(wp_moments) : sacc == WP_SACC_SQ_SUM ? sizeof(wp_sqsum) : 8;
-}
-
-/* WP_SACC_*: what a statistic's kernel folds. */
-static inline int wp_stat_acc(int stat) {
-    return stat == WP_STAT_MEAN || stat == WP_STAT_VAR || stat == WP_STAT_STD ? WP_SACC_MOMENTS
-           : stat == WP_STAT_NORM1                                            ? WP_SACC_ABS_SUM
-           : stat == WP_STAT_NORM2                                            ? WP_SACC_SQ_SUM
-           : stat == WP_STAT_NORMINF                                          ? WP_SACC_ABS_MAX
-                                                                              : WP_SACC_NONZERO;
 }
 
 /* ---- the combines, as templates/stats.cuh has them (a op b into *a) ---- */

@@ -224,8 +224,9 @@ unset MOCKCUDA_FAIL_AFTER
 if start "cuda on the mock, a channel hammered through SIGTERM"; then
   python3 tests/api/channels.py "$url" "warpd-mockch-$$" hammer >"$tmp/hammer" 2>&1 &
   hpid=$!
-  for _ in $(seq 100); do grep -q hammering "$tmp/hammer" && break; sleep 0.05; done
-  sleep 0.3
+  # "hammering": a reduce went through the channel and the next is on its way (a wait, not a sleep: the
+  # first compiles its kernel, slow on a busy machine)
+  for _ in $(seq 1200); do grep -q hammering "$tmp/hammer" && break; kill -0 $hpid 2>/dev/null || break; sleep 0.05; done
   stop "SIGTERM while a channel serves reduces"
   wait $hpid
   check "the hammer ran reduces through the channel until then ($(grep -o '[0-9]* reduces' "$tmp/hammer"))" \

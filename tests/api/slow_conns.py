@@ -25,7 +25,7 @@ import urllib.parse
 
 ANSWER_S = 10.0  # the daemon answers within this, or the check fails (a bound, not a measurement)
 TRICKLE_S = 2.0  # a header byte per connection this often
-SETTLE_S = 3.0  # time for the slow connections to connect and send their first bytes
+SETTLE_S = 30.0  # at most this for the slow connections to be in (a wait on their state, not a sleep)
 PARTIAL = b"GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: "
 
 
@@ -94,24 +94,36 @@ class Slow:
             self._send()
             self.stop.wait(TRICKLE_S)
 
+    @staticmethod
+    def _closed(s):
+        """The server has closed s (EOF or reset on a peek)."""
+        try:
+            return s.recv(1, socket.MSG_PEEK) == b""
+        except BlockingIOError:
+            return False
+        except OSError:
+            return True
+
     def closed_by_server(self):
-        """How many of the connections the server has closed (EOF or reset on a peek)."""
-        n = 0
-        for s in self.socks:
-            try:
-                if s.recv(1, socket.MSG_PEEK) == b"":
-                    n += 1
-            except BlockingIOError:
-                pass
-            except OSError:
-                n += 1
-        return n
+        """How many of the connections the server has closed."""
+        return sum(self._closed(s) for s in self.socks)
+
+    def settled(self):
+        """Every connection has sent its partial request, or the server has closed it."""
+        return all(sent >= len(PARTIAL) or self._closed(s) for s, sent in zip(self.socks, self.sent))
 
     def close_all(self):
         self.stop.set()
         self.thread.join()
         for s in self.socks:
             s.close()
+
+
+def wait_for(cond, deadline_s=SETTLE_S):
+    """Polls cond() until it holds or deadline_s passes (suites run side by side: no fixed sleep)."""
+    t0 = time.monotonic()
+    while not cond() and time.monotonic() - t0 < deadline_s:
+        time.sleep(0.05)
 
 
 def fds_of(pid):
@@ -165,7 +177,7 @@ def main():
     if mode == "perip":  # the daemon listens beyond loopback: one peer address gets at most `limit`
         limit = int(sys.argv[4])
         slow = Slow(addr, n)
-        time.sleep(SETTLE_S)
+        wait_for(lambda: slow.settled() and slow.closed_by_server() >= n - limit)
         closed = slow.closed_by_server()
         check(closed == n - limit, f"{n} connections from one address: {closed} refused (limit {limit})")
         slow.close_all()
@@ -206,7 +218,9 @@ def main():
 
     fds0 = fds_of(pid) if pid else -1
     slow = Slow(addr, n)
-    time.sleep(SETTLE_S)
+    wait_for(slow.settled)
+    if "--evicts" in sys.argv:  # the daemon has made room at least once
+        wait_for(lambda: (metric(addr, 'warpd_http_connections_closed_total{reason="evicted"}') or 0) > 0)
     fds1 = fds_of(pid) if pid else -1
     lat = []
     for _ in range(20 if mode == "bench" else 3):

@@ -14,8 +14,11 @@ BUILD=${BUILD:-build}
 secs=${FUZZ_SECONDS:-20}
 pass=0; fail=0
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-mkdir -p "$BUILD/fuzz/artifacts" "$BUILD/fuzz/kcache"
-export WARPD_FUZZ_CACHE=${WARPD_FUZZ_CACHE:-$BUILD/fuzz/kcache} # the warm-up kernels of fuzz_warp, compiled once
+mkdir -p "$BUILD/fuzz/artifacts"
+# The kernels a harness compiles (fuzz_warp's warm-up set, ...) are kept for its next run, in a cache of
+# its own: harnesses run side by side (tests/run.sh), and one must not find what another happened to
+# compile first, or its inputs would depend on the timing.
+kcache=${WARPD_FUZZ_CACHE:-$BUILD/fuzz/kcache}
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 runs_for() { # inputs per harness with FUZZ_FIXED=1: about 15 s each on the 2-core CI machine (half of the
@@ -35,9 +38,9 @@ fi
 for name in "${names[@]}"; do
   bin="$BUILD/fuzz/$name"; seeds="tests/fuzz/corpus/${name#fuzz_}"
   dict=; [ -f "tests/fuzz/${name#fuzz_}.dict" ] && dict="-dict=tests/fuzz/${name#fuzz_}.dict"
-  mkdir -p "$tmp/$name"
+  mkdir -p "$tmp/$name" "$kcache/$name"
   if [ "${FUZZ_FIXED:-0}" = 1 ]; then limit="-runs=$(runs_for "$name") -seed=1"; else limit="-max_total_time=$secs"; fi
-  "$bin" $limit -timeout=20 -rss_limit_mb=2048 -max_len=4096 -print_final_stats=1 \
+  WARPD_FUZZ_CACHE="$kcache/$name" "$bin" $limit -timeout=20 -rss_limit_mb=2048 -max_len=4096 -print_final_stats=1 \
     -artifact_prefix="$BUILD/fuzz/artifacts/$name-" $dict ${FUZZ_ARGS:-} "$tmp/$name" "$seeds" >"$tmp/log" 2>&1
   rc=$?
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$tmp/log" | tail -n 1)

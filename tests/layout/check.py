@@ -11,7 +11,9 @@ Checks, each one a test:
              name; a header of another folder only where the README allows it;
   circles    no two files need each other: no header includes itself through others, and,
              when objects are given (--objects DIR, the build's server/ and kernels/ .o files),
-             through the symbols one file takes from another;
+             through the symbols one file takes from another, an inline function of a header
+             counting as its .c file's (stats.h's wp_stat_acc is stats.c's: the compiler leaves no
+             symbol of it, and data.c calling it while stats.c calls data.c is a circle);
   up         calls from a lower layer to a higher one (from the objects), only those a README lists;
   sizes      no file over 700 lines and no function over 80, apart from the tables named in SIZE_EXEMPT.
 Prints one line per failure and a last line "layout: N passed, N failed".
@@ -174,12 +176,40 @@ def symbols(objdir):
     return graph
 
 
-def check_calls(objdir, calls_up):
+INLINE_DEF = re.compile(r"^static\s+inline\b[^;{(=]*?\b(\w+)\s*\(", re.M)
+COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+
+
+def inline_uses(files):
+    """file -> the .c files whose header's static inline functions it calls (x.h's are x.c's)."""
+    owner = {}
+    for h in files:
+        c = h[:-2] + ".c"
+        if h.endswith(".h") and os.path.exists(c):
+            for name in INLINE_DEF.findall(open(h).read()):
+                owner[name] = c
+    graph = collections.defaultdict(set)
+    if not owner:
+        return graph
+    use = re.compile(r"\b(" + "|".join(map(re.escape, owner)) + r")\b")
+    for f in files:
+        if f.endswith(".c"):
+            for name in set(use.findall(COMMENT.sub(" ", open(f).read()))):
+                if owner[name] != f:
+                    graph[f].add(owner[name])
+    return graph
+
+
+def check_calls(objdir, calls_up, files):
     graph = symbols(objdir)
     if not check(bool(graph), f"--objects {objdir}: no server/ or kernels/ objects there"):
         return
+    inline = inline_uses(files)
+    check(bool(inline), "inline functions of headers found (stats.h's wp_stat_acc, ...)")
+    for f, owners in inline.items():
+        graph[f].update(owners)
     for comp in scc(graph):
-        check(False, "files that need each other (symbols): " + " <-> ".join(comp))
+        check(False, "files that need each other (symbols, inline functions of headers): " + " <-> ".join(comp))
     for f in sorted(graph):
         for t in sorted(graph[f]):
             if RANK[folder_of(t)] > RANK[folder_of(f)]:
@@ -222,7 +252,7 @@ def main():
     allowed, calls_up = read_rules()
     check_includes(files, allowed)
     if objdir:
-        check_calls(objdir, calls_up)
+        check_calls(objdir, calls_up, files)
     check_sizes(files)
     print(f"layout: {passed} passed, {failed} failed")
     return 1 if failed else 0

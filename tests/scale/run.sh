@@ -38,8 +38,29 @@ replica a && replica b || { no "the replicas did not start"; finish; }
 ok "replicas a (:$port_a) and b (:$port_b) share $shared"
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-lb_port=$(free_port)
 ng=$tmp/nginx; mkdir -p "$ng/logs"
+# start_nginx: nginx on a free loopback port ($lb_port, $lb, $nginx_pid); 1 if it is not answering.
+# nginx cannot listen on port 0 and say which it got, so a free port is picked first; should another
+# suite running beside this one take it before nginx binds it, another is picked (up to 5 times).
+start_nginx() {
+  local attempt
+  for attempt in 1 2 3 4 5; do
+    lb_port=$(free_port)
+    write_conf
+    : >"$ng/logs/error.log"
+    "$NGINX" -e "$ng/logs/error.log" -p "$ng" -c "$ng/nginx.conf" -g 'daemon off;' 2>"$ng/stderr" &
+    nginx_pid=$!
+    lb=http://127.0.0.1:$lb_port
+    for _ in $(seq 100); do curl -sf "$lb/v1/health" >/dev/null 2>&1 && return 0; kill -0 "$nginx_pid" 2>/dev/null || break; sleep 0.05; done
+    kill -0 "$nginx_pid" 2>/dev/null && return 1
+    wait "$nginx_pid" 2>/dev/null; nginx_pid=
+    grep -q 'Address already in use' "$ng/stderr" "$ng/logs/error.log" || return 1
+    echo "     port $lb_port was taken before nginx bound it: another"
+  done
+  return 1
+}
+# write_conf: $ng/nginx.conf, listening on $lb_port, in front of replicas a and b
+write_conf() {
 user_line=; [ "$(id -u)" = 0 ] && user_line="user root;" # workers must reach this 0700 temp dir
 cat >"$ng/nginx.conf" <<CONF
 $user_line
@@ -73,10 +94,8 @@ http {
   }
 }
 CONF
-"$NGINX" -e "$ng/logs/error.log" -p "$ng" -c "$ng/nginx.conf" -g 'daemon off;' 2>"$ng/stderr" &
-nginx_pid=$!
-lb=http://127.0.0.1:$lb_port
-for _ in $(seq 100); do curl -sf "$lb/v1/health" >/dev/null 2>&1 && break; kill -0 "$nginx_pid" 2>/dev/null || break; sleep 0.05; done
+}
+start_nginx
 if ! curl -sf "$lb/v1/health" >/dev/null 2>&1; then cat "$ng/stderr" "$ng/logs/error.log"; no "nginx did not start on :$lb_port"; finish; fi
 ok "nginx on :$lb_port in front of both"
 

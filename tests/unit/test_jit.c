@@ -84,8 +84,12 @@ static void *compile_worker(void *arg) {
     return NULL;
 }
 
+/* WARPD_TEST_QUICK=1 (make check, the edit-compile-test loop): each family's first two types at width
+ * 32 only, a fifth of the compiles; make test compiles every type at both widths. */
 static int collect_specs(wp_spec *specs) {
     int nf, n = 0;
+    const char *quick = getenv("WARPD_TEST_QUICK");
+    const int n_widths = quick && !strcmp(quick, "1") ? 1 : 2;
     const wp_family *const *fams = wp_family_list(&nf);
     static const char *const ops[] = {"sum", "max", "a + b * 2"};
     static const wp_op_kind op_kinds[] = {WP_OP_SUM, WP_OP_MAX, WP_OP_EXPR};
@@ -95,11 +99,12 @@ static int collect_specs(wp_spec *specs) {
         int small = 0;                   /* the largest allowed width below 32 */
         for (int w = 16; w >= 1 && !small; w /= 2)
             if (f->widths & (1u << __builtin_ctz((unsigned)w))) small = w;
-        int widths[2] = {32, small};
+        int widths[2] = {32, small}, types_taken = 0;
         for (int t = 0; t < WP_TYPE_COUNT; t++) {
             if (!(f->types & WP_TBIT(t))) continue;
             if ((f->flags & WP_F_KEYS) && t != WP_F32) continue; /* reduce_by_key: f32 (test_gpu_bykey: all) */
-            for (int wi = 0; wi < 2; wi++) {
+            if (n_widths == 1 && types_taken++ == 2) break;      /* quick: the first two types (i32, u32) */
+            for (int wi = 0; wi < n_widths; wi++) {
                 if (!widths[wi] || !(f->widths & (1u << __builtin_ctz((unsigned)widths[wi])))) continue;
                 for (int oi = 0; oi < (f->flags & WP_F_OP ? 3 : 1); oi++) {
                     if ((f->flags & WP_F_OP) && !(f->ops & WP_OPBIT(op_kinds[oi]))) continue;
