@@ -8,7 +8,7 @@
 # Environment: BUILD (build), LOG2, CONNS, DURATION override the sizes; WARPD_FLAGS are added to the
 # daemon's flags (e.g. "--backend emu"); PORT (a random free one by default).
 set -uo pipefail
-cd "$(dirname "$0")/.." || exit 2
+cd "$(dirname "$0")/../.." || exit 2
 BUILD=${BUILD:-build}
 small=0
 [ "${1:-}" = --small ] && small=1

@@ -197,6 +197,7 @@ void wp_json_bits_text(wp_type t, uint64_t bits, char *buf, size_t n) {
 /* How many threads a list of this much work gets (units: a thread's worth, WP_LIST_BYTES_PER_THREAD of
  * text read or WP_LIST_VALUES_PER_THREAD values printed): one a unit, at most one a CPU. */
 static int list_threads(uint64_t units) {
+    if (units < 2) return 1; /* every small request: no look at the CPUs (sysconf reads /sys: a file a call) */
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     uint64_t k = units < WP_LIST_THREADS_MAX ? units : WP_LIST_THREADS_MAX;
     if (cpus > 0 && k > (uint64_t)cpus) k = (uint64_t)cpus;
