@@ -95,7 +95,7 @@ fi
 # last to finish is a short one; a program not named here counts as 10 s.
 cost() {
   case $1 in
-    api/transport.sh) echo 102 ;; package) echo 65 ;; unit/test_jit) echo 60 ;; api/api.sh) echo 59 ;;
+    api/transport.sh) echo 62 ;; api/transport_tls.sh) echo 42 ;; package) echo 65 ;; unit/test_jit) echo 60 ;; api/api.sh) echo 59 ;;
     tests/web/run.sh) echo 49 ;; api/mockcuda.sh) echo 45 ;; tests/lint/run.sh) echo 40 ;;
     tests/clients/python.sh) echo 35 ;; walk) echo 35 ;; api/slow_conns.sh) echo 30 ;;
     api/shm.sh | api/channels.sh | api/prewarm.sh | scale | tests/clients/run.sh) echo 25 ;;
