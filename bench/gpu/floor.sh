@@ -5,7 +5,6 @@
 #   bench/gpu.sh floor   (BUILD=build; DURATION=3; CONNS="1 256"; THREADS="4 8": warpd --threads /
 #                        nginx workers; NGINX=path; nginx from .debs like wrk)
 DURATION=${DURATION:-3}
-NGINX=${NGINX:-$(command -v nginx || ls /usr/sbin/nginx /tmp/deps/usr/sbin/nginx 2>/dev/null | head -1)}
 tmp=$(mktemp -d); pid=
 trap '[ -n "$pid" ] && kill $pid 2>/dev/null; [ -f "$tmp/nginx.pid" ] && kill "$(cat "$tmp/nginx.pid")" 2>/dev/null; rm -rf "$tmp"' EXIT
 make -j16 "$BUILD/warpd" >/dev/null 2>&1 || { echo "build failed"; exit 1; }
@@ -18,27 +17,9 @@ cell() { # label url conns
 }
 printf "%-18s %5s %12s %10s %10s\n" server conns "req/s" p50 p99
 for th in ${THREADS:-4 8}; do
-  if [ -x "$NGINX" ]; then
-    cat >"$tmp/nginx.conf" <<NGX
-worker_processes $th;
-pid $tmp/nginx.pid;
-error_log $tmp/error.log;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path $tmp; proxy_temp_path $tmp; fastcgi_temp_path $tmp; uwsgi_temp_path $tmp; scgi_temp_path $tmp;
-  server { listen 127.0.0.1:18390; location / { return 200 '{"status":"ok"}'; } }
-}
-NGX
-    if "$NGINX" -e "$tmp/error.log" -c "$tmp/nginx.conf" 2>"$tmp/nginx.err"; then
-      sleep 0.3
-      for c in ${CONNS:-1 256}; do cell "nginx x$th" http://127.0.0.1:18390/ "$c"; done
-      kill "$(cat "$tmp/nginx.pid")"; sleep 0.3
-    else
-      echo "nginx did not start: $(head -c 200 "$tmp/nginx.err")"
-    fi
-  else
-    echo "no nginx (apt-get download nginx into .debs/)"
+  if gpu_nginx_start "$th" "$tmp"; then
+    for c in ${CONNS:-1 256}; do cell "nginx x$th" http://127.0.0.1:18390/ "$c"; done
+    gpu_nginx_stop "$tmp"
   fi
   port=$((20000 + RANDOM % 20000))
   "$BUILD/warpd" --listen 127.0.0.1:$port --no-disk-cache --threads "$th" >"$tmp/log" 2>&1 &

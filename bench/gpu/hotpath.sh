@@ -9,7 +9,6 @@
 #                         warpd flags for every mode; NGINX_THREADS=8; PROFILE=1; STARTS=1: daemon starts per mode)
 DURATION=${DURATION:-4}
 CONNS=${CONNS:-1 64 256}
-NGINX=${NGINX:-$(command -v nginx || ls /usr/sbin/nginx /tmp/deps/usr/sbin/nginx 2>/dev/null | head -1)}
 PERF=(env LD_LIBRARY_PATH=$PWD/.perf/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$PWD/.perf/perf")
 [ -x .perf/perf ] || PERF=(perf)
 tmp=$(mktemp -d); pid=
@@ -39,27 +38,9 @@ cell() { # label route url conns
 us() { awk -v v="$1" 'BEGIN { if (v ~ /us$/) print v+0; else if (v ~ /ms$/) print v*1000; else if (v ~ /s$/) print v*1e6; else print v }'; }
 
 printf "%-8s %-7s %5s %12s %10s %10s %7s\n" server route conns "req/s" p50 p99 non2xx
-if [ -x "$NGINX" ]; then
-  cat >"$tmp/nginx.conf" <<NGX
-worker_processes ${NGINX_THREADS:-8};
-pid $tmp/nginx.pid;
-error_log $tmp/error.log;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path $tmp; proxy_temp_path $tmp; fastcgi_temp_path $tmp; uwsgi_temp_path $tmp; scgi_temp_path $tmp;
-  server { listen 127.0.0.1:18390; location / { return 200 '{"status":"ok"}'; } }
-}
-NGX
-  if "$NGINX" -e "$tmp/error.log" -c "$tmp/nginx.conf" 2>"$tmp/nginx.err"; then
-    sleep 0.3
-    for c in $CONNS; do cell nginx nginx http://127.0.0.1:18390/ "$c"; done
-    kill "$(cat "$tmp/nginx.pid")"; rm -f "$tmp/nginx.pid"; sleep 0.3
-  else
-    echo "nginx did not start: $(head -c 200 "$tmp/nginx.err")"
-  fi
-else
-  echo "no nginx (carry nginx's .debs)"
+if gpu_nginx_start "${NGINX_THREADS:-8}" "$tmp"; then
+  for c in $CONNS; do cell nginx nginx http://127.0.0.1:18390/ "$c"; done
+  gpu_nginx_stop "$tmp"
 fi
 
 start() { # flags...

@@ -70,3 +70,29 @@ capped() { # name cap_seconds command...
     "$(grep -aE '[0-9]+ passed, [0-9]+ failed' "$OUT/$name.log" | tail -n 1)"
   grep -aE 'FAIL|mismatch|SKIPPED|error:' "$OUT/$name.log" | head -4
 }
+
+# nginx answering a fixed 200 on 127.0.0.1:18390 with `threads` workers, its files in dir (the loopback
+# floor beside warpd's own routes: tasks floor and hotpath); 1, saying why, when there is none or it did
+# not start. gpu_nginx_stop dir ends it.
+gpu_nginx_start() { # threads dir
+  local th=$1 dir=$2 nginx=${NGINX:-$(command -v nginx || ls /usr/sbin/nginx /tmp/deps/usr/sbin/nginx 2>/dev/null | head -1)}
+  [ -x "$nginx" ] || { echo "no nginx (apt-get download nginx nginx-common into .debs/)"; return 1; }
+  cat >"$dir/nginx.conf" <<NGX
+worker_processes $th;
+pid $dir/nginx.pid;
+error_log $dir/error.log;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path $dir; proxy_temp_path $dir; fastcgi_temp_path $dir; uwsgi_temp_path $dir; scgi_temp_path $dir;
+  server { listen 127.0.0.1:18390; location / { return 200 '{"status":"ok"}'; } }
+}
+NGX
+  "$nginx" -e "$dir/error.log" -c "$dir/nginx.conf" 2>"$dir/nginx.err" ||
+    { echo "nginx did not start: $(head -c 200 "$dir/nginx.err")"; return 1; }
+  sleep 0.3
+}
+gpu_nginx_stop() { # dir
+  [ -f "$1/nginx.pid" ] && kill "$(cat "$1/nginx.pid")" 2>/dev/null
+  rm -f "$1/nginx.pid"; sleep 0.3
+}

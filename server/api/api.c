@@ -1,8 +1,15 @@
 /* api.c — what every route handler shares: the request body parsed as one JSON object under the
  * depth limit (api.h). */
 #include "api.h"
+#include "jsonval.h"
 
 #include "util/json.h"
+
+bool wp_api_defer_unparsed(wp_app *app, const wp_req *req) {
+    size_t at;
+    return req->may_defer && req->body && wp_app_defers_gpu_jobs(app) &&
+           !wp_json_find_top_key(req->body, req->body_len, "backend", NULL, &at, NULL, 0);
+}
 
 cJSON *wp_api_parse_body(wp_app *app, const wp_req *req, wp_err *err) {
     if (!req->body || !req->body_len) {

@@ -9,6 +9,11 @@
 
 /* Parses the request body as JSON with the depth limit; 400 "bad_json" / "too_deep". */
 cJSON *wp_api_parse_body(wp_app *app, const wp_req *req, wp_err *err);
+/* Whether a job route called on the HTTP thread (req->may_defer) should defer to a worker before it
+ * parses: a GPU job would go to one anyway (under load, wp_app_defers_gpu_jobs), and the body asks for
+ * no backend (an emu job may stay). Parsed there and again on the worker, it cost the busy HTTP thread
+ * a parse a job. */
+bool wp_api_defer_unparsed(wp_app *app, const wp_req *req);
 
 /* Whether req may use a shared-memory region (api_shm.c): 403 "shm_disabled" under --shm off, 403
  * "shm_remote" from a peer that is not local without --shm-remote; field names the request's field. */

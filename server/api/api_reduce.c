@@ -580,14 +580,6 @@ static int respond(wp_app *app, reduce_req *q, wp_resp *resp) {
     return 0;
 }
 
-/* On the HTTP thread, whether to defer before parsing: a GPU job would go to a worker anyway (under load,
- * wp_app_defers_gpu_jobs), and the body does not ask for a backend (an emu job may stay). */
-static bool defer_unparsed(wp_app *app, const wp_req *req) {
-    size_t at;
-    return req->body && wp_app_defers_gpu_jobs(app) &&
-           !wp_json_find_top_key(req->body, req->body_len, "backend", NULL, &at, NULL, 0);
-}
-
 /* One request. check_only (opening a streamed raw body: no body yet): runs every check that needs no
  * data and returns true with the job's type and backend, or false with the error in resp. */
 static bool handle(wp_app *app, const wp_req *req, wp_resp *resp, bool scan, raw_plan *check_only) {
@@ -597,8 +589,9 @@ static bool handle(wp_app *app, const wp_req *req, wp_resp *resp, bool scan, raw
      * to a worker before it blocks: a large body or input, a compile, a disk read. */
     q.inline_run = req->may_defer;
     bool ok = false;
-    int rc =
-        q.inline_run && (req->body_len > WP_REDUCE_INLINE_MAX || defer_unparsed(app, req)) ? 1 : parse_job(app, &q);
+    int rc = q.inline_run && (req->body_len > WP_REDUCE_INLINE_MAX || wp_api_defer_unparsed(app, req))
+                 ? 1
+                 : parse_job(app, &q);
     const bool by_key = rc == 0 && (q.f->flags & WP_F_KEYS); /* reduce_by_key: api_reduce_bykey.c, on a worker */
     if (by_key && q.raw)
         rc = WP_FAIL(&q.err, 400, "missing_field", "keys", "reduce_by_key takes a JSON body with keys");

@@ -497,9 +497,7 @@ void wp_api_warp(void *appv, const wp_req *req, wp_resp *resp) {
     warp_runs runs = {0};
     wp_ready_kernel rk = {0};
     bool profile = false;
-    size_t at; /* on the HTTP thread under load a GPU job goes to a worker: before it is parsed twice */
-    if (req->may_defer && req->body && wp_app_defers_gpu_jobs(app) &&
-        !wp_json_find_top_key(req->body, req->body_len, "backend", NULL, &at, NULL, 0)) {
+    if (wp_api_defer_unparsed(app, req)) {
         resp->defer = true;
         return;
     }

@@ -91,10 +91,7 @@ static inline uint64_t wp_req_t_handler(const wp_req *q) {
     return q->t_handler_ns ? q->t_handler_ns : q->t_body_ns ? q->t_body_ns : q->t_start_ns;
 }
 /* The hand-off: from the body's arrival to this call of the handler, in µs (0 when synthesized). */
-static inline double wp_req_handoff_us(const wp_req *q) {
-    const uint64_t body = q->t_body_ns ? q->t_body_ns : q->t_start_ns;
-    return q->t_handler_ns > body ? (double)(q->t_handler_ns - body) / 1e3 : 0.0;
-}
+double wp_req_handoff_us(const wp_req *q);
 
 /* Sets a JSON body (takes ownership of obj, prints it unformatted) and status. */
 void wp_resp_json(wp_resp *r, int status, cJSON *obj);

@@ -77,6 +77,11 @@ static bool is_json(const char *content_type) { return strncmp(content_type, jso
 
 static void add_header(void *mr, const char *name, const char *value) { MHD_add_response_header(mr, name, value); }
 
+double wp_req_handoff_us(const wp_req *q) {
+    const uint64_t body = q->t_body_ns ? q->t_body_ns : q->t_start_ns;
+    return q->t_handler_ns > body ? (double)(q->t_handler_ns - body) / 1e3 : 0.0;
+}
+
 /* Appends "name;dur=M.MMM" (milliseconds, to the µs) to out at *n; no printf on every request. */
 static void timing_put(char *out, size_t cap, size_t *n, const char *name, double us) {
     char num[32];
@@ -106,9 +111,7 @@ static void add_server_timing(const wp_call *c, struct MHD_Response *mr) {
     size_t n = 0;
     out[0] = 0;
     timing_put(out, sizeof out, &n, "receive", (double)(body - q->t_start_ns) / 1e3);
-    if (q->t_handler_ns) /* as wp_req_handoff_us (http.h) says it, not called: http.h's inlines are http.c's */
-        timing_put(out, sizeof out, &n, "handoff",
-                   q->t_handler_ns > body ? (double)(q->t_handler_ns - body) / 1e3 : 0.0);
+    if (q->t_handler_ns) timing_put(out, sizeof out, &n, "handoff", wp_req_handoff_us(q));
     for (int i = 0; i < st->n; i++) timing_put(out, sizeof out, &n, st->s[i].name, st->s[i].us);
     if (st->t_done_ns && now > st->t_done_ns)
         timing_put(out, sizeof out, &n, "answer", (double)(now - st->t_done_ns) / 1e3);
