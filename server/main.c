@@ -316,7 +316,10 @@ static int start_engine(const wp_options *o, wp_app *app, wp_err *err) {
     app->buffers = wp_buffers_open(&bc, err);
     if (open_regions(o, app, err)) return 1;
     app->reduce = wp_reduce_engine_open();
-    wp_batch_config bcfg = {.window_us = o->batch_window_us, .max = o->batch_max, .concurrency = o->streams_per_device};
+    /* a runner per stream of each GPU: handed jobs' batches (batch.h) fill every stream; none without a GPU */
+    const int runners = app->cuda ? o->streams_per_device * app->n_devices : 0;
+    wp_batch_config bcfg = {
+        .window_us = o->batch_window_us, .max = o->batch_max, .concurrency = o->streams_per_device, .runners = runners};
     app->batcher = wp_batcher_open(&bcfg);
     app->batch_mem = wp_batch_mem_open();
     if (!(app->bgbuild = wp_bgbuild_open(app)))

@@ -2,11 +2,13 @@
 # cached 3-element f32 sum (POST /v1/reduce) and a 32-lane i32 shfl_xor (POST /v1/warp), on cuda and on
 # the emulator, at 1, 64 and 256 connections (req/s, p50, p99), then each route's ratio to the same
 # daemon's health and to nginx; the batch sizes seen; with PROFILE=1 a profile of the cuda daemon under the
-# tiny reduce at 256 connections (top symbols, and CPU seconds per thread name).
+# tiny reduce at 256 connections (top symbols, and CPU seconds per thread name; PROFILE_MODES="cuda emu"
+# and PROFILE_ROUTES="reduce warp" profile more).
 # Then (JSON=0 leaves it out) inline JSON of 10^6 values both ways for every type through a cuda daemon
 # (bench/http/bench_json.c: a reduce sent as JSON, a scan answered as JSON, MB/s of bytes in and out).
 #   bench/gpu.sh hotpath  (BUILD=build; DURATION=4; CONNS="1 64 256"; MODES="cuda emu"; FLAGS="": more
-#                         warpd flags for every mode; NGINX_THREADS=8; PROFILE=1; STARTS=1: daemon starts per mode)
+#                         warpd flags for every mode; NGINX_THREADS=8; PROFILE=1, PROFILE_MODES, PROFILE_ROUTES;
+#                         STARTS=1: daemon starts per mode)
 DURATION=${DURATION:-4}
 CONNS=${CONNS:-1 64 256}
 PERF=(env LD_LIBRARY_PATH=$PWD/.perf/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$PWD/.perf/perf")
@@ -66,11 +68,11 @@ batches() {
     /^warpd_http_answered_inline_total / {i=$2} /^warpd_http_deferred_total / {d=$2}
     END {printf "#   %s jobs in %s batches (%.2f a batch), %s answered inline, %s deferred\n", j, b, (b > 0 ? j / b : 0), i, d}'
 }
-profile() { # under the tiny reduce at 256 connections
-  "$WRK" -t8 -c256 -d6s -s "$tmp/reduce.lua" "$base/v1/reduce" >/dev/null 2>&1 &
+profile() { # mode route: under the tiny job at 256 connections
+  "$WRK" -t8 -c256 -d6s -s "$tmp/$2.lua" "$base/v1/$2" >/dev/null 2>&1 &
   sleep 1
   "${PERF[@]}" record -F 4999 -g -p $pid -o "$tmp/perf.data" -- sleep 2 >/dev/null 2>&1
-  echo "== perf, $1 tiny reduce at 256 connections: self"
+  echo "== perf, $1 tiny $2 at 256 connections: self"
   "${PERF[@]}" report -i "$tmp/perf.data" --no-children --sort dso,sym -g none 2>/dev/null | grep '%' | head -45
   echo "== with callees"
   "${PERF[@]}" report -i "$tmp/perf.data" --children --sort sym -g none 2>/dev/null | grep '%' | head -45
@@ -86,7 +88,9 @@ for mode in ${MODES:-cuda emu}; do
       for c in $CONNS; do cell "$mode$s" $route "$base/v1/$route" "$c"; done
     done
     batches
-    [ "${PROFILE:-0}" = 1 ] && [ "$mode" = cuda ] && [ "$s" = 1 ] && profile "$mode"
+    if [ "${PROFILE:-0}" = 1 ] && [ "$s" = 1 ] && [[ " ${PROFILE_MODES:-cuda} " == *" $mode "* ]]; then
+      for route in ${PROFILE_ROUTES:-reduce}; do profile "$mode" "$route"; done
+    fi
     stop
   done
 done

@@ -54,6 +54,9 @@ static void write_http(FILE *f, const wp_http_stats *hs) {
       hs->answered_inline);
     C("warpd_http_deferred_total", "Requests that could be answered on the HTTP thread but went to a worker.",
       hs->deferred);
+    C("warpd_http_handed_total",
+      "Requests whose GPU job the HTTP thread handed to the batcher's runners, serving other connections meanwhile.",
+      hs->handed);
     C("warpd_http_streamed_bodies_total", "Raw bodies streamed to the device as they arrived.", hs->streamed);
     C("warpd_http_streamed_bytes_total", "Bytes of raw bodies streamed to the device.", hs->streamed_bytes);
     G("warpd_queue_depth", "Requests waiting for a worker.", hs->queue_depth);

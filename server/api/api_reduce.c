@@ -83,6 +83,12 @@ typedef struct {
     wp_buf *out_into; /* "output":{"buffer": ID}: the registry's buffer the result is written into */
     wp_buffer_info out_info;
     double parse_us;
+    /* handed to the batcher's runners (the HTTP thread does not wait for a GPU job, batch_exec.h) */
+    bool hand;           /* may be handed: the HTTP thread would otherwise defer it to a worker */
+    uint64_t t_hand_ns;  /* when it was handed */
+    double hand_wait_us; /* the hand-off's share: the runner's queue, not the run */
+    wp_app *app;         /* handed: what the runner answers with, and where */
+    wp_resp *resp;
 } reduce_req;
 
 static void req_free(wp_app *app, reduce_req *q) {
@@ -105,7 +111,7 @@ static void add_timing(wp_jtext *t, const reduce_req *q) {
     wp_jtext_kobj(t, "timing");
     uint64_t t_body = req->t_body_ns ? req->t_body_ns : req->t_start_ns;
     wp_jtext_knum(t, "receive_us", (double)(t_body - req->t_start_ns) / 1e3);
-    wp_jtext_knum(t, "handoff_us", wp_req_handoff_us(req));
+    wp_jtext_knum(t, "handoff_us", wp_req_handoff_us(req) + q->hand_wait_us);
     wp_jtext_knum(t, "parse_us", q->parse_us);
     const bool timed = !q->job.untimed; /* else the device's steps are null, and device_us says the round trip */
     /* a region's copy to the device (q->in.upload_us) is the host's own measure: there untimed too */
@@ -126,6 +132,7 @@ static void add_timing(wp_jtext *t, const reduce_req *q) {
  * answer and the total). */
 static void note_stages(wp_resp *resp, const reduce_req *q) {
     const wp_reduce_result *r = &q->job.res;
+    if (q->t_hand_ns) wp_resp_stage(resp, "runner", q->hand_wait_us);
     wp_resp_stage(resp, "parse", q->parse_us);
     wp_resp_stage(resp, "upload", q->in.upload_us + q->job.upload_us);
     if (q->in.form == FORM_GENERATE) wp_resp_stage(resp, "generate", q->in.generate_us);
@@ -251,6 +258,15 @@ static int parse_second(reduce_req *q) {
     return 0;
 }
 
+/* Whether a GPU job on the HTTP thread may go to the batcher's runners (batch_exec.h) rather than to a
+ * worker: its input inline in the body (nothing to read on the device here) and its result in the
+ * answer; whether it is small enough to batch wp_batch_hand_reduce decides. */
+static bool may_hand(wp_app *app, const reduce_req *q) {
+    const cJSON *out = cJSON_GetObjectItemCaseSensitive(q->body, "output");
+    return wp_app_hands_gpu_jobs(app) && (q->data || q->b64) && !q->raw && !q->spec.data.map_y &&
+           (!out || (cJSON_IsString(out) && strcmp(out->valuestring, "buffer")));
+}
+
 /* Everything but the data: type, spec, backend, check/compile, init, weights. 1: defer. */
 static int parse_job(wp_app *app, reduce_req *q) {
     if (parse_body(app, q) || parse_family_form(q)) return -1;
@@ -266,7 +282,10 @@ static int parse_job(wp_app *app, reduce_req *q) {
     if (rc) return rc;
     if (q->spec.data.map_y && q->inline_run) return 1;                       /* two inputs: on a worker */
     if (q->req->sink && !q->in.held) q->be = ((raw_sink *)q->req->sink)->be; /* placed when the streamed body began */
-    if (q->inline_run && !wp_app_may_run_inline(app, q->be)) return 1; /* a GPU job: to a worker before any upload */
+    if (q->inline_run && !wp_app_may_run_inline(app, q->be)) { /* a GPU job: to a worker before any upload, */
+        if (!may_hand(app, q)) return 1;                       /* or to the batcher's runners */
+        q->hand = true;
+    }
     wp_reduce_job *job = &q->job.job;
     bool compile, profile;
     if (wp_json_bool(q->body, "check", &q->check, &q->err) || wp_json_bool(q->body, "compile", &compile, &q->err) ||
@@ -580,6 +599,66 @@ static int respond(wp_app *app, reduce_req *q, wp_resp *resp) {
     return 0;
 }
 
+/* After the run (rc as wp_batch_run_reduce's): the answer, an error, or a deferral; frees q's parts. */
+static bool answer(wp_app *app, reduce_req *q, wp_resp *resp, int rc) {
+    bool ok = false;
+    if (rc == 0) rc = finish_output(q);
+    if (rc == 0) note_stages(resp, q);
+    if (rc == 0)
+        wp_resp_note_kernel(resp, wp_backend_name(q->be),
+                            q->job.res.compiled ? wp_source_name(q->job.res.source) : "none", q->f->name,
+                            q->job.res.hash);
+    if (rc == 0 && q->array && q->out_form == FORM_RAW) {
+        wp_resp_bytes(resp, 200, "application/octet-stream", q->out_host, q->plan.out_bytes);
+        ok = true;
+    } else if (rc == 0) {
+        rc = respond(app, q, resp);
+        ok = rc == 0;
+    }
+    if (rc > 0)
+        resp->defer = true; /* http.c calls again on a worker, where nothing above is left over */
+    else if (rc < 0)
+        wp_resp_error(resp, &q->err);
+    req_free(app, q);
+    return ok;
+}
+
+/* ---- handed to the batcher's runners: parked until the job has run ---- */
+
+static bool hand_park(void *ctx) {
+    reduce_req *q = ctx;
+    return wp_req_park(q->req, NULL, q);
+}
+
+/* On the runner, once the job has run: the answer written there (the HTTP threads' cores serve the
+ * connections), then the connection unparked, to send it. */
+static void hand_done(void *ctx, int rc, const wp_err *err) {
+    reduce_req *q = ctx;
+    if (rc < 0) q->err = *err;
+    const wp_batch_reduce *j = &q->job;
+    const double run_us = j->untimed ? j->device_us : j->upload_us + j->res.kernel_us + j->download_us;
+    const double wait_us = wp_us_since(q->t_hand_ns) - run_us;
+    q->hand_wait_us = wait_us > 0 ? wait_us : 0;
+    const wp_req *req = q->req;
+    answer(q->app, q, q->resp, rc);
+    free(q);
+    wp_req_unpark(req);
+}
+
+/* Moves the request to the heap and hands its job over: 0, or 1 when it was not handed (q keeps it). */
+static int hand(wp_app *app, reduce_req *q, wp_resp *resp) {
+    reduce_req *hq = malloc(sizeof *hq);
+    if (!hq) return 1;
+    *hq = *q;
+    hq->job.job.spec = &hq->spec;
+    hq->app = app;
+    hq->resp = resp;
+    hq->t_hand_ns = wp_now_ns();
+    if (wp_batch_hand_reduce(app, hq->be, &hq->job, hand_park, hand_done, hq) == 0) return 0;
+    free(hq); /* it took nothing: q still owns every part */
+    return 1;
+}
+
 /* One request. check_only (opening a streamed raw body: no body yet): runs every check that needs no
  * data and returns true with the job's type and backend, or false with the error in resp. */
 static bool handle(wp_app *app, const wp_req *req, wp_resp *resp, bool scan, raw_plan *check_only) {
@@ -627,25 +706,12 @@ static bool handle(wp_app *app, const wp_req *req, wp_resp *resp, bool scan, raw
         q.parse_us = wp_us_since(wp_req_t_handler(req)); /* from the handler's start (after the hand-off) */
         rc = plan_output(app, &q);
     }
-    if (rc == 0) rc = wp_batch_run_reduce(app, q.be, &q.job, &q.err);
-    if (rc == 0) rc = finish_output(&q);
-    if (rc == 0) note_stages(resp, &q);
-    if (rc == 0)
-        wp_resp_note_kernel(resp, wp_backend_name(q.be), q.job.res.compiled ? wp_source_name(q.job.res.source) : "none",
-                            q.f->name, q.job.res.hash);
-    if (rc == 0 && q.array && q.out_form == FORM_RAW) {
-        wp_resp_bytes(resp, 200, "application/octet-stream", q.out_host, q.plan.out_bytes);
-        ok = true;
-    } else if (rc == 0) {
-        rc = respond(app, &q, resp);
-        ok = rc == 0;
+    if (rc == 0 && q.hand) {
+        if (hand(app, &q, resp) == 0) return true; /* parked: the runner answers (hand_done) */
+        rc = 1;                                    /* not handed: to a worker after all */
     }
-    if (rc > 0)
-        resp->defer = true; /* http.c calls again on a worker, where nothing above is left over */
-    else if (rc < 0)
-        wp_resp_error(resp, &q.err);
-    req_free(app, &q);
-    return ok;
+    if (rc == 0) rc = wp_batch_run_reduce(app, q.be, &q.job, &q.err);
+    return answer(app, &q, resp, rc);
 }
 
 void wp_api_reduce(void *app, const wp_req *req, wp_resp *resp) { handle(app, req, resp, false, NULL); }

@@ -405,31 +405,42 @@ typedef struct {
     int batch_size;
 } warp_runs;
 
-static int warp_run(wp_app *app, wp_backend *be, const wp_spec *spec, const warp_input *w, const wp_ready_kernel *rk,
-                    bool may_defer, bool profile, warp_runs *r, wp_err *err) {
+/* The emulator's run (on cuda: which lanes are defined; elsewhere the job itself, batched). */
+static int warp_run_emu(wp_app *app, wp_backend *be, const wp_spec *spec, const warp_input *w, bool may_defer,
+                        bool profile, warp_runs *r, wp_err *err) {
     if (output_alloc(&r->emu, w->n, w->elems) || output_alloc(&r->dev, w->n, w->elems))
         return WP_FAIL(err, 500, "no_memory", "", "out of memory");
     r->on_cuda = !wp_backend_on_host(be);
     r->dev_t.untimed = !profile; /* cuda: no timing events unless profiled (wp_backend_run_warp) */
     r->batch_size = 1;
-    if (r->on_cuda
-            ? wp_backend_run_warp(app->emu, NULL, spec, &w->job, &r->emu.r, &r->emu_t, err)
-            : wp_batch_run_warp(app, be, NULL, spec, &w->job, &r->emu.r, &r->emu_t, may_defer, &r->batch_size, err))
-        return -1;
-    if (r->on_cuda &&
-        wp_batch_run_warp(app, be, rk->fn, spec, &w->job, &r->dev.r, &r->dev_t, may_defer, &r->batch_size, err))
-        return -1;
+    return r->on_cuda
+               ? wp_backend_run_warp(app->emu, NULL, spec, &w->job, &r->emu.r, &r->emu_t, err)
+               : wp_batch_run_warp(app, be, NULL, spec, &w->job, &r->emu.r, &r->emu_t, may_defer, &r->batch_size, err);
+}
+
+/* After the runs: counted, and the kernel's time observed. */
+static void warp_ran(wp_app *app, wp_backend *be, const wp_spec *spec, const warp_runs *r) {
     atomic_fetch_add(&app->warp_runs, 1);
     const wp_run_timing *rt = r->on_cuda ? &r->dev_t : &r->emu_t; /* untimed: the round trip, an upper bound */
     wp_metrics_observe_kernel(app->metrics, spec->family->name, wp_backend_name(be),
                               (rt->untimed ? rt->device_us : rt->kernel_us) / 1e6);
+}
+
+static int warp_run(wp_app *app, wp_backend *be, const wp_spec *spec, const warp_input *w, const wp_ready_kernel *rk,
+                    bool may_defer, bool profile, warp_runs *r, wp_err *err) {
+    if (warp_run_emu(app, be, spec, w, may_defer, profile, r, err)) return -1;
+    if (r->on_cuda &&
+        wp_batch_run_warp(app, be, rk->fn, spec, &w->job, &r->dev.r, &r->dev_t, may_defer, &r->batch_size, err))
+        return -1;
+    warp_ran(app, be, spec, r);
     return 0;
 }
 
 /* The 200 answer as text (the bytes a cJSON tree of it printed): the lanes, the spec, where it ran,
  * the kernel, the batch and the timings. NULL when out of memory. */
 static char *warp_answer(const wp_spec *spec, const warp_input *w, const warp_runs *r, wp_backend *be,
-                         const wp_ready_kernel *rk, double parse_us, const wp_req *req, size_t *len) {
+                         const wp_ready_kernel *rk, double parse_us, double hand_wait_us, const wp_req *req,
+                         size_t *len) {
     wp_jtext o = {0};
     wp_jtext_open(&o, '{');
     build_lanes(&o, spec, w, r->on_cuda ? &r->dev : &r->emu, &r->emu);
@@ -452,7 +463,7 @@ static char *warp_answer(const wp_spec *spec, const warp_input *w, const warp_ru
     const wp_run_timing *rt = r->on_cuda ? &r->dev_t : &r->emu_t;
     const uint64_t t_body = req->t_body_ns ? req->t_body_ns : req->t_start_ns;
     wp_jtext_knum(&o, "receive_us", (double)(t_body - req->t_start_ns) / 1e3);
-    wp_jtext_knum(&o, "handoff_us", wp_req_handoff_us(req));
+    wp_jtext_knum(&o, "handoff_us", wp_req_handoff_us(req) + hand_wait_us);
     wp_jtext_knum(&o, "parse_us", parse_us);
     wp_jtext_knum(&o, "key_us", rk->key_us);
     wp_jtext_knum(&o, "cache_us", rk->cache_us);
@@ -489,52 +500,133 @@ static void note_stages(wp_resp *resp, const warp_runs *r, const wp_ready_kernel
     resp->stages.t_done_ns = wp_now_ns();
 }
 
+/* One request's state: on the heap, so that a job handed to the batcher's runners (batch_exec.h)
+ * keeps it while its connection is parked. */
+typedef struct {
+    const wp_req *req;
+    wp_err err;
+    wp_spec spec;
+    warp_input w;
+    warp_runs runs;
+    wp_ready_kernel rk;
+    cJSON *body;
+    wp_backend *be;
+    bool profile;
+    double parse_us;
+    uint64_t t_hand_ns;  /* handed: when */
+    double hand_wait_us; /* the hand-off's share: the runner's queue, not the run */
+    wp_app *app;         /* handed: what the runner answers with, and where */
+    wp_resp *resp;
+} warp_call;
+
+static void call_free(wp_app *app, warp_call *c) {
+    wp_app_kernel_put(app, &c->rk);
+    output_free(&c->runs.emu);
+    output_free(&c->runs.dev);
+    input_free(&c->w);
+    wp_spec_free(&c->spec);
+    cJSON_Delete(c->body);
+    free(c);
+}
+
+/* The answer of a run (rc 0), an error (-1) or a deferral (1); frees c. */
+static void call_answer(wp_app *app, warp_call *c, wp_resp *resp, int rc) {
+    if (rc > 0) {
+        resp->defer = true;
+    } else if (rc < 0) {
+        wp_resp_error(resp, &c->err);
+    } else {
+        if (c->t_hand_ns) wp_resp_stage(resp, "runner", c->hand_wait_us);
+        note_stages(resp, &c->runs, &c->rk, c->parse_us);
+        size_t n = 0;
+        char *text = warp_answer(&c->spec, &c->w, &c->runs, c->be, &c->rk, c->parse_us, c->hand_wait_us, c->req, &n);
+        wp_resp_json_text(resp, 200, text, n);
+        wp_resp_note_kernel(resp, wp_backend_name(c->be), c->rk.kernel ? wp_source_name(c->rk.source) : "none",
+                            c->spec.family->name, c->rk.kernel ? c->rk.hash : NULL);
+    }
+    call_free(app, c);
+}
+
+/* ---- handed to the batcher's runners: parked until the device's run is done ---- */
+
+static bool hand_park(void *ctx) {
+    warp_call *c = ctx;
+    return wp_req_park(c->req, NULL, c);
+}
+
+/* On the runner, once the device's run is done: the answer written there (the HTTP threads' cores
+ * serve the connections), then the connection unparked, to send it. */
+static void hand_done(void *ctx, int rc, const wp_err *err) {
+    warp_call *c = ctx;
+    if (rc < 0) c->err = *err;
+    const wp_run_timing *t = &c->runs.dev_t;
+    const double run_us = t->untimed ? t->device_us : t->upload_us + t->kernel_us + t->download_us;
+    const double wait_us = wp_us_since(c->t_hand_ns) - run_us;
+    c->hand_wait_us = wait_us > 0 ? wait_us : 0;
+    if (rc == 0) warp_ran(c->app, c->be, &c->spec, &c->runs);
+    const wp_req *req = c->req;
+    call_answer(c->app, c, c->resp, rc);
+    wp_req_unpark(req);
+}
+
+/* On the HTTP thread, a GPU job with its kernel in memory: the emulator's run here, the device's handed
+ * to the runners. 0: handed (c is theirs); else the rc to answer with (1: to a worker). */
+static int try_hand(wp_app *app, warp_call *c, wp_resp *resp) {
+    if (!wp_app_hands_gpu_jobs(app)) return 1;
+    c->app = app;
+    c->resp = resp;
+    int rc = wp_app_kernel_memory(app, &c->spec, c->be, &c->rk, &c->err);
+    if (rc) return rc;
+    if (warp_run_emu(app, c->be, &c->spec, &c->w, true, c->profile, &c->runs, &c->err)) return -1;
+    c->t_hand_ns = wp_now_ns();
+    if (wp_batch_hand_warp(app, c->be, c->rk.fn, &c->spec, &c->w.job, &c->runs.dev.r, &c->runs.dev_t,
+                           &c->runs.batch_size, hand_park, hand_done, c) == 0)
+        return 0;
+    c->t_hand_ns = 0;
+    return 1;
+}
+
+/* The kernel and the run. On the HTTP thread (may_defer) only with a kernel already in memory: run
+ * there when the device is idle (wp_app_may_run_inline), else handed to the runners, else deferred. 0: handed. */
+static int warp_job(wp_app *app, warp_call *c, wp_resp *resp) {
+    int rc = 0;
+    if (c->spec.family->backends & WP_BACKEND_CUDA) {
+        if (c->req->may_defer && !wp_app_may_run_inline(app, c->be)) {
+            rc = try_hand(app, c, resp);
+            if (rc == 0) return 0;
+        } else if (c->req->may_defer) {
+            rc = wp_app_kernel_peek(app, &c->spec, c->be, &c->rk, &c->err);
+        } else {
+            rc = wp_app_kernel_get(app, &c->spec, c->be, &c->rk, &c->err) ? -1 : 0;
+        }
+    }
+    if (rc == 0 && warp_run(app, c->be, &c->spec, &c->w, &c->rk, c->req->may_defer, c->profile, &c->runs, &c->err))
+        rc = -1;
+    call_answer(app, c, resp, rc);
+    return 1;
+}
+
 void wp_api_warp(void *appv, const wp_req *req, wp_resp *resp) {
     wp_app *app = appv;
-    wp_err err = {0};
-    wp_spec spec = {0};
-    warp_input w = {0};
-    warp_runs runs = {0};
-    wp_ready_kernel rk = {0};
-    bool profile = false;
     if (wp_api_defer_unparsed(app, req)) {
         resp->defer = true;
         return;
     }
-    cJSON *body = wp_api_parse_body(app, req, &err);
-    wp_backend *be = NULL;
-    if (!body || wp_json_only(body, "", warp_fields, &err) || refuse_data_family(body, &err) ||
-        wp_spec_from_json(body, app->arch, &spec, &err) || wp_app_backend(app, body, spec.family, &be, &err) ||
-        parse_warp_input(body, &spec, &w, &err) || wp_json_bool(body, "profile", &profile, &err))
-        goto fail;
-    double parse_us = wp_us_since(wp_req_t_handler(req));
-    if (spec.family->backends & WP_BACKEND_CUDA) {
-        if (req->may_defer) { /* on the HTTP thread: only with a kernel already in memory */
-            int rc = wp_app_may_run_inline(app, be) ? wp_app_kernel_peek(app, &spec, be, &rk, &err) : 1;
-            if (rc < 0) goto fail;
-            if (rc > 0) {
-                resp->defer = true;
-                goto done;
-            }
-        } else if (wp_app_kernel_get(app, &spec, be, &rk, &err)) {
-            goto fail;
-        }
+    warp_call *c = calloc(1, sizeof *c);
+    if (!c) {
+        wp_resp_error(resp, &(wp_err){.status = 500, .code = "no_memory", .msg = "out of memory"});
+        return;
     }
-    if (warp_run(app, be, &spec, &w, &rk, req->may_defer, profile, &runs, &err)) goto fail;
-    note_stages(resp, &runs, &rk, parse_us);
-    size_t n = 0;
-    char *text = warp_answer(&spec, &w, &runs, be, &rk, parse_us, req, &n);
-    wp_resp_json_text(resp, 200, text, n);
-    wp_resp_note_kernel(resp, wp_backend_name(be), rk.kernel ? wp_source_name(rk.source) : "none", spec.family->name,
-                        rk.kernel ? rk.hash : NULL);
-    goto done;
-fail:
-    wp_resp_error(resp, &err);
-done:
-    wp_app_kernel_put(app, &rk);
-    output_free(&runs.emu);
-    output_free(&runs.dev);
-    input_free(&w);
-    wp_spec_free(&spec);
-    cJSON_Delete(body);
+    c->req = req;
+    wp_err *err = &c->err;
+    c->body = wp_api_parse_body(app, req, err);
+    if (!c->body || wp_json_only(c->body, "", warp_fields, err) || refuse_data_family(c->body, err) ||
+        wp_spec_from_json(c->body, app->arch, &c->spec, err) ||
+        wp_app_backend(app, c->body, c->spec.family, &c->be, err) || parse_warp_input(c->body, &c->spec, &c->w, err) ||
+        wp_json_bool(c->body, "profile", &c->profile, err)) {
+        call_answer(app, c, resp, -1);
+        return;
+    }
+    c->parse_us = wp_us_since(wp_req_t_handler(req));
+    warp_job(app, c, resp);
 }

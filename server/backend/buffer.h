@@ -145,6 +145,9 @@ typedef struct {
     void *fill_ctx;
     size_t image_len;
     bool zero_copy_ok;
+    /* cuda: the caller yields the CPU while it waits for the device (the batcher's runners: the HTTP
+     * threads need the cores more than a batch needs the wait's few µs), whatever --gpu-wait says */
+    bool yield;
 } wp_launch_io;
 
 /* wp_buf_write of io's write, wp_backend_launch, then wp_buf_read of io's read: on cuda all three

@@ -162,6 +162,7 @@ CUresult cuda_lane_wait(cuda_backend *b, cuda_lane *l, const char **call);
  * default flags), or under --gpu-wait yield a poll that gives the CPU to any runnable thread between
  * polls, so the streams' waiting threads leave the cores to the HTTP side when it needs them. */
 CUresult cuda_event_wait(cuda_backend *b, CUevent ev);
+CUresult cuda_event_wait_as(cuda_backend *b, CUevent ev, bool yield); /* yield: query and sched_yield */
 
 /* An event interval (cuEventElapsedTime's float milliseconds) in microseconds, to the nanosecond like
  * every other timing in a response: the float's last bits are noise, and a whole count of

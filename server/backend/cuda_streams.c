@@ -119,8 +119,10 @@ bool cuda_zero_copy(cuda_backend *b, cuda_lane *l, size_t bytes) {
     return true;
 }
 
-CUresult cuda_event_wait(cuda_backend *b, CUevent ev) {
-    if (!b->wait_yield) return b->cu.event_synchronize(ev);
+CUresult cuda_event_wait(cuda_backend *b, CUevent ev) { return cuda_event_wait_as(b, ev, b->wait_yield); }
+
+CUresult cuda_event_wait_as(cuda_backend *b, CUevent ev, bool yield) {
+    if (!yield) return b->cu.event_synchronize(ev);
     CUresult r;
     while ((r = b->cu.event_query(ev)) == CUDA_ERROR_NOT_READY) sched_yield();
     return r;

@@ -106,6 +106,11 @@ bool wp_app_may_run_inline(const wp_app *app, const wp_backend *b);
  * first and defers before it parses, so a busy HTTP thread parses each such job once, not twice. Any
  * thread. */
 bool wp_app_defers_gpu_jobs(const wp_app *app);
+/* Whether a small GPU job on the HTTP thread may be handed to the batcher's runners instead of a worker
+ * (batch_exec.h: the HTTP thread parks the request and goes on serving; a runner's batch completes it):
+ * a daemon with GPUs and batching, whose batcher has runners. Then wp_app_defers_gpu_jobs is false: the
+ * HTTP thread parses each job, to hand it over. Any thread. */
+bool wp_app_hands_gpu_jobs(const wp_app *app);
 
 /* Picks the backend a request asked for ("backend": "auto", "cuda", "emu", or absent) and, among the
  * devices, the one it pins ("device": N) or the least loaded (placement.h). */

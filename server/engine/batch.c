@@ -1,12 +1,16 @@
 /* batch.c — the dynamic batcher (batch.h): per-(owner, key) queues, leaders that gather and run
  * batches (up to cfg.concurrency of one queue at once), followers that wait for their results. One
  * mutex guards every queue; each job waits on its own condition variable, so a batch's end wakes its
- * own jobs and the next leader, never the whole queue.
- * Owns: wp_batcher, batch_queue. */
+ * own jobs and the next leader, never the whole queue. Handed jobs take no lock: they are pushed on
+ * one stack, and a runner thread takes it whole, runs it as batches of one (owner, key) and calls each
+ * job's on_done.
+ * Owns: wp_batcher, batch_queue, the runner threads. */
 #include "batch.h"
 
 #include <errno.h>
 #include <pthread.h>
+#include <semaphore.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +34,29 @@ struct wp_batcher {
     pthread_mutex_t lock;
     batch_queue *queues;
     uint64_t batches, jobs, le[WP_BATCH_BUCKETS + 1];
+    /* handed jobs: a stack (newest first) that hands push without a lock and a runner takes whole;
+     * a post of ready_sem each time it goes from empty to not, and one per runner to stop */
+    _Atomic(wp_batch_job *) handed;
+    sem_t ready_sem;
+    atomic_bool stopping;
+    pthread_t *runners;
+    int n_runners;
 };
+
+static void *runner_main(void *arg);
+
+/* The runner threads (cfg.runners of them; fewer if a thread cannot be made). */
+static void runners_start(wp_batcher *bt) {
+    if (bt->cfg.runners < 1 || bt->cfg.max < 2 || sem_init(&bt->ready_sem, 0, 0) != 0) {
+        bt->cfg.runners = 0;
+        return;
+    }
+    bt->runners = calloc((size_t)bt->cfg.runners, sizeof *bt->runners);
+    for (int i = 0; bt->runners && i < bt->cfg.runners; i++) {
+        if (pthread_create(&bt->runners[i], NULL, runner_main, bt) != 0) break;
+        bt->n_runners++;
+    }
+}
 
 wp_batcher *wp_batcher_open(const wp_batch_config *cfg) {
     wp_batcher *bt = calloc(1, sizeof *bt);
@@ -44,11 +70,17 @@ wp_batcher *wp_batcher_open(const wp_batch_config *cfg) {
         free(bt);
         return NULL;
     }
+    runners_start(bt);
     return bt;
 }
 
 void wp_batcher_close(wp_batcher *bt) {
     if (!bt) return;
+    atomic_store(&bt->stopping, true);
+    for (int i = 0; i < bt->n_runners; i++) sem_post(&bt->ready_sem);
+    for (int i = 0; i < bt->n_runners; i++) pthread_join(bt->runners[i], NULL);
+    free(bt->runners);
+    if (bt->cfg.runners > 0) sem_destroy(&bt->ready_sem);
     for (batch_queue *q = bt->queues, *next; q; q = next) {
         next = q->next;
         free(q);
@@ -58,6 +90,7 @@ void wp_batcher_close(wp_batcher *bt) {
 }
 
 int wp_batcher_max(const wp_batcher *bt) { return bt->cfg.max; }
+int wp_batcher_runners(const wp_batcher *bt) { return bt->n_runners; }
 
 /* Lock held. The queue of (owner, key), made when missing (NULL when out of memory). */
 static batch_queue *queue_get(wp_batcher *bt, const void *owner, const char *key) {
@@ -187,6 +220,72 @@ int wp_batcher_submit(wp_batcher *bt, wp_batch_job *job) {
     pthread_mutex_unlock(&bt->lock);
     pthread_cond_destroy(&job->cond);
     return size;
+}
+
+int wp_batcher_hand(wp_batcher *bt, wp_batch_job *job) {
+    if (bt->n_runners < 1 || atomic_load_explicit(&bt->stopping, memory_order_relaxed)) return -1;
+    job->done = job->leader = false;
+    job->size = 1;
+    wp_batch_job *old = atomic_load_explicit(&bt->handed, memory_order_relaxed);
+    do job->next = old;
+    while (!atomic_compare_exchange_weak_explicit(&bt->handed, &old, job, memory_order_release, memory_order_relaxed));
+    if (!old) sem_post(&bt->ready_sem); /* empty before: a runner may be asleep */
+    return 0;
+}
+
+/* Everything handed so far, oldest first (NULL when nothing waits). */
+static wp_batch_job *take_handed(wp_batcher *bt) {
+    wp_batch_job *j = atomic_exchange_explicit(&bt->handed, NULL, memory_order_acquire), *fifo = NULL;
+    while (j) {
+        wp_batch_job *next = j->next;
+        j->next = fifo;
+        fifo = j;
+        j = next;
+    }
+    return fifo;
+}
+
+/* Takes out of *list the first job and up to max - 1 more of its owner and key, in order. */
+static int take_batch(wp_batcher *bt, wp_batch_job **list, wp_batch_job **jobs) {
+    wp_batch_job *first = *list;
+    int n = 0;
+    for (wp_batch_job **pp = list; *pp && n < bt->cfg.max;) {
+        wp_batch_job *j = *pp;
+        if (j == first || (j->owner == first->owner && !strcmp(j->key, first->key))) {
+            *pp = j->next;
+            jobs[n++] = j;
+        } else {
+            pp = &j->next;
+        }
+    }
+    return n;
+}
+
+/* Runs a batch of handed jobs and hands each its end (on_done, no lock held: its owner may free it). */
+static void run_handed(wp_batcher *bt, wp_batch_job **jobs, int n) {
+    jobs[0]->run(jobs, n);
+    pthread_mutex_lock(&bt->lock);
+    count(bt, n);
+    pthread_mutex_unlock(&bt->lock);
+    for (int i = 0; i < n; i++) jobs[i]->size = n;
+    for (int i = 0; i < n; i++) jobs[i]->on_done(jobs[i]);
+}
+
+/* A runner: takes what was handed, runs it as batches of one owner and key, until the batcher closes
+ * (a post that finds nothing handed, once stopping). */
+static void *runner_main(void *arg) {
+    wp_batcher *bt = arg;
+    wp_batch_job *jobs[WP_BATCH_MAX_LIMIT];
+    for (;;) {
+        while (sem_wait(&bt->ready_sem) != 0) { /* EINTR */
+        }
+        wp_batch_job *list = take_handed(bt);
+        if (!list && atomic_load(&bt->stopping)) return NULL;
+        while (list) {
+            int n = take_batch(bt, &list, jobs);
+            run_handed(bt, jobs, n);
+        }
+    }
 }
 
 void wp_batcher_stats(wp_batcher *bt, wp_batch_stats *out) {

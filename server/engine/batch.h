@@ -13,12 +13,23 @@
  * everything that arrived while the slots were busy; with several slots, batches of one key overlap
  * on the device's streams.
  *
+ * Handed over (wp_batcher_hand): a job whose caller must not block — an HTTP thread's, whose event
+ * loop serves other connections meanwhile — is pushed, without a lock, on one stack of handed jobs.
+ * One of the batcher's runner threads (cfg.runners, made at open) takes the stack whole, runs it as
+ * batches of one (owner, key) — up to max jobs each, in the order they came, no window — and calls
+ * each job's `on_done` instead of waking a waiting caller. Under load the runners are busy and a
+ * hand-over wakes nobody: what was pushed meanwhile is the next batch.
+ *
  * Threads: wp_batcher_submit may be called from any thread (HTTP threads answering small jobs inline,
  * workers, async jobs) and blocks the caller until its job has run, at most the window plus the runs
  * of the batch ahead and its own: a leader never waits on anything but its window and its own run,
  * so when every caller is a follower their leaders still finish and nothing deadlocks. `run` is
- * called on the leader's thread. wp_batcher_stats may be called from any thread.
- * Owns: wp_batcher, its queues; not the jobs (the callers', on their stacks). */
+ * called on the leader's thread (a runner's for handed jobs). wp_batcher_hand may be called from any
+ * thread and returns at once; `on_done` is called on a runner, once per job, with no lock held.
+ * wp_batcher_stats may be called from any thread. wp_batcher_close joins the runners: no job may be
+ * queued or running then.
+ * Owns: wp_batcher, its queues and runner threads; not the jobs (the callers': on their stacks, or
+ * wherever a handed job's owner keeps it until `on_done`). */
 #ifndef WP_BATCH_H
 #define WP_BATCH_H
 
@@ -37,6 +48,7 @@ typedef struct {
     int window_us;   /* 0: batch only what is already waiting */
     int max;         /* jobs in one batch; 1: no batching (every job runs alone, at once) */
     int concurrency; /* batches of one queue that may run at once (the device's streams); 0 or 1: one */
+    int runners;     /* threads that run handed jobs' batches (wp_batcher_hand); 0: none, hand refuses */
 } wp_batch_config;
 
 typedef struct wp_batch_job wp_batch_job;
@@ -52,7 +64,8 @@ struct wp_batch_job {
     wp_batch_run_fn run; /* the same for every job of one key */
     void *payload;       /* the caller's job and result */
     bool no_wait;        /* the caller is an HTTP thread: leading, it takes what waits now, never the window */
-    int size;            /* out: the size of the batch it ran in */
+    void (*on_done)(wp_batch_job *job); /* a handed job's: called on the runner after run (size set) */
+    int size;                           /* out: the size of the batch it ran in */
     /* the batcher's */
     struct wp_batch_job *next;
     bool done, leader;
@@ -62,10 +75,16 @@ struct wp_batch_job {
 wp_batcher *wp_batcher_open(const wp_batch_config *cfg);
 void wp_batcher_close(wp_batcher *bt); /* no job may be in flight */
 int wp_batcher_max(const wp_batcher *bt);
+int wp_batcher_runners(const wp_batcher *bt); /* runner threads running (0: wp_batcher_hand refuses) */
 
 /* Runs job in a batch of its key (alone when max is 1) and returns when it has run; returns the
  * batch's size (also in job->size). */
 int wp_batcher_submit(wp_batcher *bt, wp_batch_job *job);
+
+/* Queues job (owner, key, run, payload and on_done set) for a runner and returns at once: 0, or -1 when the
+ * batcher has no runners, batches of one (max 1) or no memory for a queue — the caller then runs the
+ * job itself (wp_batcher_submit). The job must stay where it is until on_done(job) is called. */
+int wp_batcher_hand(wp_batcher *bt, wp_batch_job *job);
 
 /* For /metrics: batches run, jobs in them, and how many batches had a size up to each bound. */
 #define WP_BATCH_BUCKETS 8

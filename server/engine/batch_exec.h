@@ -34,6 +34,14 @@ struct wp_app;
 int wp_batch_run_warp(struct wp_app *app, wp_backend *be, void *fn, const wp_spec *s, const wp_warp_job *job,
                       wp_warp_result *res, wp_run_timing *t, bool no_wait, int *size, wp_err *err);
 
+/* The same handed to the batcher's runners (see wp_batch_hand_reduce below: 1, nothing done, or 0 and
+ * done(ctx, rc, err) once it has run; job, res, t and size must stay put until then). */
+typedef bool (*wp_batch_park_fn)(void *ctx);
+typedef void (*wp_batch_done_fn)(void *ctx, int rc, const wp_err *err);
+int wp_batch_hand_warp(struct wp_app *app, wp_backend *be, void *fn, const wp_spec *s, const wp_warp_job *job,
+                       wp_warp_result *res, wp_run_timing *t, int *size, wp_batch_park_fn park, wp_batch_done_fn done,
+                       void *ctx);
+
 /* ---- /v1/reduce, /v1/scan (batch_reduce.c) ----
  * A job with its input on the host (in_host: n packed elements) or in job.in (a buffer on be), and,
  * for segmented_reduce, its offsets on the host (groups + 1). Results: res as wp_reduce_run gives
@@ -59,6 +67,15 @@ typedef struct {
  * Returns as wp_reduce_run: 0, -1 with err, or 1 (job.memory_only: a kernel is not in memory; nothing
  * ran). On success the caller frees res with wp_reduce_result_free. */
 int wp_batch_run_reduce(struct wp_app *app, wp_backend *be, wp_batch_reduce *j, wp_err *err);
+
+/* Hands a small GPU job to the batcher's runners instead (wp_batcher_hand): the caller, an HTTP thread,
+ * does not wait for it. Returns 1 when the job cannot be handed (not on a GPU, not batchable, no
+ * runners, or park(ctx) said no), and nothing was done: run it with wp_batch_run_reduce. Else 0: park(ctx)
+ * was called first, then the job queued, and done(ctx, rc, err) is called once it has run, on a runner
+ * (or on this thread when it could not be queued): rc as wp_batch_run_reduce returns. The job must stay
+ * where it is until done. */
+int wp_batch_hand_reduce(struct wp_app *app, wp_backend *be, wp_batch_reduce *j, wp_batch_park_fn park,
+                         wp_batch_done_fn done, void *ctx);
 
 /* ---- device memory of batched launches ---- */
 typedef struct wp_batch_mem wp_batch_mem;

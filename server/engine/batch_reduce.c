@@ -14,6 +14,7 @@
  * first[j+1] - 1 and each runs the block of its job's own plan, with the job's parameters, through the code the job
  * runs alone (device_scan's tiles start at epoch 1 over zeroed status, which the kernel reads as no status): the bits
  * are the job's alone. Owns: reduce_item (a queued job) and the batch layout (per batch). */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,7 @@ typedef struct {
     wp_spec sized; /* the job's spec with its block: what the kernel key says */
     wp_data_plan plan;
     bool untimed_ok; /* the job asked for no timing events */
+    bool handed;     /* run by the batcher's runners (wp_batch_hand_reduce): they yield while they wait */
     int rc;
     wp_err err;
     /* the batch layout: byte offsets of this job's regions */
@@ -306,7 +308,8 @@ static int run_grid(reduce_item *const *items, int n, const wp_ready_kernel *rk,
                            .fill = grid_image_fill,
                            .fill_ctx = &g,
                            .image_len = l.download_end, /* the scratch past it: in buf, on the device */
-                           .zero_copy_ok = plain_access(items, n)};
+                           .zero_copy_ok = plain_access(items, n),
+                           .yield = lead->handed};
         for (int i = 0; i < n; i++) io.untimed &= items[i]->untimed_ok;
         rc = wp_backend_launch_io(lead->be, fns, &launch, l.blocks ? 1 : 0, &io, &t, err);
         wp_batch_mem_put(lead->app->batch_mem, buf, rc == 0);
@@ -386,6 +389,9 @@ static bool batchable(wp_app *app, wp_backend *be, const wp_batch_reduce *j) {
     const wp_family *f = s->family;
     const size_t esize = wp_type_size(s->type);
     if (!app->batcher || !app->batch_mem || wp_batcher_max(app->batcher) < 2) return false;
+    /* The emulator runs a batch's jobs one after the other anyway: batched, they would only wait for
+     * each other. Only "compile" batches there (the batched kernel is built, as on cuda). */
+    if (is_emu(be) && !job->compile_on_emu) return false;
     if (!f || !(f->flags & WP_F_DATA) || !f->plan || (f->flags & WP_F_NO_INPUT)) return false;
     if (f->data_out == WP_DATA_COUNTS) return false; /* histogram: its edges table and zeroed counts, alone */
     if (job->out || job->repeat > 1 || job->graph || job->n * esize > WP_BATCH_INPUT_MAX) return false;
@@ -421,29 +427,98 @@ static void batch_key(char *out, size_t cap, const char *spec_key, unsigned smem
     *p = 0;
 }
 
-int wp_batch_run_reduce(wp_app *app, wp_backend *be, wp_batch_reduce *j, wp_err *err) {
+/* The job's queue entry: its spec sized for n, its plan and its batch key. -1 (err) when out of
+ * memory; 1 when the spec has no key text (the job runs alone). */
+static int item_make(wp_app *app, wp_backend *be, wp_batch_reduce *j, bool untimed_ok, reduce_item *it,
+                     wp_batch_job *bj, wp_err *err) {
+    *it = (reduce_item){.app = app, .be = be, .j = j, .untimed_ok = untimed_ok};
+    if (wp_spec_copy(&it->sized, j->job.spec)) return WP_FAIL(err, 500, "out_of_memory", "", "out of memory");
+    const wp_family *f = it->sized.family;
+    wp_spec picked;
+    it->sized = *wp_spec_sized(&it->sized, j->job.n, &picked); /* the block for n (its pointers stay it.sized's) */
+    f->plan(&it->sized, j->job.n, j->job.groups, &it->plan);
+    char spec_key[WP_SPEC_KEY_MAX];
+    if (wp_spec_key_text(&it->sized, spec_key, sizeof spec_key) < 0) return 1;
+    bj->owner = be;
+    bj->run = reduce_batch;
+    bj->payload = it;
+    bj->no_wait = j->job.memory_only;
+    batch_key(bj->key, sizeof bj->key, spec_key, it->plan.smem, j->job.memory_only, j->job.compile_on_emu);
+    return 0;
+}
+
+static void job_start(wp_batch_reduce *j) {
     j->size = 1;
+    j->device_us = 0;
+}
+
+int wp_batch_run_reduce(wp_app *app, wp_backend *be, wp_batch_reduce *j, wp_err *err) {
+    job_start(j);
     const bool untimed_ok = j->untimed;
     j->untimed = false; /* until a batched launch says otherwise */
-    j->device_us = 0;
     if (!batchable(app, be, j)) return run_alone(app, be, j, untimed_ok, err);
-    reduce_item it = {.app = app, .be = be, .j = j, .untimed_ok = untimed_ok};
-    if (wp_spec_copy(&it.sized, j->job.spec)) return WP_FAIL(err, 500, "out_of_memory", "", "out of memory");
-    const wp_family *f = it.sized.family;
-    wp_spec picked;
-    it.sized = *wp_spec_sized(&it.sized, j->job.n, &picked); /* the block for n (its pointers stay it.sized's) */
-    f->plan(&it.sized, j->job.n, j->job.groups, &it.plan);
-    char spec_key[WP_SPEC_KEY_MAX];
-    int rc;
-    if (wp_spec_key_text(&it.sized, spec_key, sizeof spec_key) < 0) {
+    reduce_item it;
+    wp_batch_job bj = {0};
+    int rc = item_make(app, be, j, untimed_ok, &it, &bj, err);
+    if (rc > 0) {
         rc = run_alone(app, be, j, untimed_ok, err);
-    } else {
-        wp_batch_job bj = {.owner = be, .run = reduce_batch, .payload = &it, .no_wait = j->job.memory_only};
-        batch_key(bj.key, sizeof bj.key, spec_key, it.plan.smem, j->job.memory_only, j->job.compile_on_emu);
+    } else if (rc == 0) {
         j->size = wp_batcher_submit(app->batcher, &bj);
         rc = it.rc;
         if (rc < 0) *err = it.err;
     }
-    wp_spec_free(&it.sized);
+    wp_spec_free(&it.sized); /* a failed copy left nothing to free: safe */
     return rc;
+}
+
+/* ---- handed to the runners ---- */
+
+typedef struct {
+    reduce_item it;
+    wp_batch_job bj;
+    wp_batch_done_fn done;
+    void *ctx;
+} handed_item;
+
+/* On the runner, after the batch: the job's end, then the owner's done (which may free the job). */
+static void handed_done(wp_batch_job *bj) {
+    handed_item *h = (handed_item *)(void *)((char *)bj - offsetof(handed_item, bj));
+    wp_batch_reduce *j = h->it.j;
+    j->size = bj->size;
+    const int rc = h->it.rc;
+    const wp_err err = h->it.err;
+    wp_batch_done_fn done = h->done;
+    void *ctx = h->ctx;
+    wp_spec_free(&h->it.sized);
+    free(h);
+    done(ctx, rc, &err);
+}
+
+int wp_batch_hand_reduce(wp_app *app, wp_backend *be, wp_batch_reduce *j, wp_batch_park_fn park, wp_batch_done_fn done,
+                         void *ctx) {
+    if (is_emu(be) || !j->job.memory_only || !batchable(app, be, j)) return 1;
+    handed_item *h = malloc(sizeof *h);
+    if (!h) return 1;
+    job_start(j);
+    const bool untimed_ok = j->untimed;
+    j->untimed = false;
+    h->bj = (wp_batch_job){0};
+    h->done = done;
+    h->ctx = ctx;
+    h->bj.on_done = handed_done;
+    wp_err err = {0};
+    int rc = item_make(app, be, j, untimed_ok, &h->it, &h->bj, &err);
+    h->it.handed = true;
+    if (rc != 0 || !park(ctx)) { /* as it was: the caller runs it */
+        wp_spec_free(&h->it.sized);
+        free(h);
+        j->untimed = untimed_ok;
+        return 1;
+    }
+    if (wp_batcher_hand(app->batcher, &h->bj) != 0) { /* no runner took it (stopping, no memory) */
+        h->it.rc = -1;
+        WP_FAIL(&h->it.err, 503, "busy", "", "the batcher took no more jobs; retry shortly");
+        handed_done(&h->bj);
+    }
+    return 0;
 }

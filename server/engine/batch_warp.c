@@ -6,6 +6,7 @@
  * kernel (templates/wp_common.cuh wp_thread indexes the grid): one upload of every input, one launch,
  * one download. Warps do not see each other, so each request's lanes get what they get alone.
  * Owns: the batched warp layout and its host image (per batch). */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,7 @@ typedef struct {
     wp_warp_result *res;
     wp_run_timing *t;
     wp_batch_mem *mem;
+    bool handed; /* run by the batcher's runners (wp_batch_hand_warp): they yield while they wait */
     int rc;
     wp_err err;
 } warp_item;
@@ -84,7 +86,8 @@ static int run_grid(warp_item *const *items, int n, wp_err *err) {
                            .fill = grid_image_fill,
                            .fill_ctx = &g,
                            .image_len = l.total,
-                           .zero_copy_ok = true};
+                           .zero_copy_ok = true,
+                           .yield = lead->handed};
         for (int i = 0; i < n; i++) /* timed when any job wants it (wp_run_timing.untimed unset) */
             if (items[i]->t && !items[i]->t->untimed) io.untimed = false;
         rc = wp_backend_launch_io(lead->be, fns, &launch, 1, &io, &t, err);
@@ -123,22 +126,78 @@ static void warp_batch(wp_batch_job *const *jobs, int n) {
     }
 }
 
+/* Whether the job runs alone: no batcher; the emulator (a batch there is its jobs one after the
+ * other: batched, they would only wait for each other); a job the backend refuses (it says why); a
+ * family the device cannot run. */
+static bool alone(wp_app *app, wp_backend *be, void *fn, const wp_spec *s, const wp_warp_job *job) {
+    return !app->batcher || !app->batch_mem || is_emu(be) || job->n < 1 || job->n > WP_MAX_LANES || job->elems < 1 ||
+           job->elems > WP_MAX_ELEMS || !fn || s->family->min_sm > wp_backend_facts(be)->sm;
+}
+
+/* The queue's key: the kernel and the run-time scalars. HTTP-thread jobs (no_wait) queue apart from
+ * workers': one never waits out a worker leader's window. -1 when the spec has no key text. */
+static int warp_key(char *out, size_t cap, const wp_spec *s, const wp_warp_job *job, bool no_wait) {
+    char spec_key[WP_SPEC_KEY_MAX];
+    if (wp_spec_key_text(s, spec_key, sizeof spec_key) < 0) return -1;
+    snprintf(out, cap, "warp|%s|e%d|p%d:%llx:%llx|s%d:%d|h%d", spec_key, job->elems, job->pred_kind,
+             (unsigned long long)job->pred_a, (unsigned long long)job->pred_b, job->first, job->second, no_wait);
+    return 0;
+}
+
 int wp_batch_run_warp(wp_app *app, wp_backend *be, void *fn, const wp_spec *s, const wp_warp_job *job,
                       wp_warp_result *res, wp_run_timing *t, bool no_wait, int *size, wp_err *err) {
     *size = 1;
-    const bool cuda = !is_emu(be);
-    /* Alone: no batcher; a job the backend refuses (it says why); a family the device cannot run. */
-    bool alone = !app->batcher || !app->batch_mem || job->n < 1 || job->n > WP_MAX_LANES || job->elems < 1 ||
-                 job->elems > WP_MAX_ELEMS || (cuda && (!fn || s->family->min_sm > wp_backend_facts(be)->sm));
-    if (alone) return wp_backend_run_warp(be, fn, s, job, res, t, err);
+    if (alone(app, be, fn, s, job)) return wp_backend_run_warp(be, fn, s, job, res, t, err);
     warp_item it = {.be = be, .fn = fn, .spec = s, .job = job, .res = res, .t = t, .mem = app->batch_mem};
     wp_batch_job bj = {.owner = be, .run = warp_batch, .payload = &it, .no_wait = no_wait};
-    char spec_key[WP_SPEC_KEY_MAX];
-    if (wp_spec_key_text(s, spec_key, sizeof spec_key) < 0) return wp_backend_run_warp(be, fn, s, job, res, t, err);
-    /* HTTP-thread jobs (no_wait) queue apart from workers': one never waits out a worker leader's window */
-    snprintf(bj.key, sizeof bj.key, "warp|%s|e%d|p%d:%llx:%llx|s%d:%d|h%d", spec_key, job->elems, job->pred_kind,
-             (unsigned long long)job->pred_a, (unsigned long long)job->pred_b, job->first, job->second, no_wait);
+    if (warp_key(bj.key, sizeof bj.key, s, job, no_wait)) return wp_backend_run_warp(be, fn, s, job, res, t, err);
     *size = wp_batcher_submit(app->batcher, &bj);
     if (it.rc) *err = it.err;
     return it.rc;
+}
+
+/* ---- handed to the runners ---- */
+
+typedef struct {
+    warp_item it;
+    wp_batch_job bj;
+    int *size;
+    wp_batch_done_fn done;
+    void *ctx;
+} handed_item;
+
+static void handed_done(wp_batch_job *bj) {
+    handed_item *h = (handed_item *)(void *)((char *)bj - offsetof(handed_item, bj));
+    *h->size = bj->size;
+    const int rc = h->it.rc;
+    const wp_err err = h->it.err;
+    wp_batch_done_fn done = h->done;
+    void *ctx = h->ctx;
+    free(h);
+    done(ctx, rc, &err);
+}
+
+int wp_batch_hand_warp(wp_app *app, wp_backend *be, void *fn, const wp_spec *s, const wp_warp_job *job,
+                       wp_warp_result *res, wp_run_timing *t, int *size, wp_batch_park_fn park, wp_batch_done_fn done,
+                       void *ctx) {
+    if (alone(app, be, fn, s, job) || wp_batcher_runners(app->batcher) < 1) return 1;
+    handed_item *h = calloc(1, sizeof *h);
+    if (!h) return 1;
+    h->it = (warp_item){
+        .be = be, .fn = fn, .spec = s, .job = job, .res = res, .t = t, .mem = app->batch_mem, .handed = true};
+    h->bj = (wp_batch_job){.owner = be, .run = warp_batch, .payload = &h->it, .on_done = handed_done};
+    h->size = size;
+    h->done = done;
+    h->ctx = ctx;
+    if (warp_key(h->bj.key, sizeof h->bj.key, s, job, true) || !park(ctx)) {
+        free(h);
+        return 1;
+    }
+    *size = 1;
+    if (wp_batcher_hand(app->batcher, &h->bj) != 0) { /* no runner took it (stopping) */
+        h->it.rc = -1;
+        WP_FAIL(&h->it.err, 503, "busy", "", "the batcher took no more jobs; retry shortly");
+        handed_done(&h->bj);
+    }
+    return 0;
 }

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "app.h"
+#include "batch.h"
 #include "placement.h"
 #include "util/sha256.h"
 
@@ -101,8 +102,12 @@ bool wp_app_may_run_inline(const wp_app *app, const wp_backend *b) {
            wp_backend_lane_free((wp_backend *)b);
 }
 
+bool wp_app_hands_gpu_jobs(const wp_app *app) {
+    return app->cuda && app->batcher && wp_batcher_runners(app->batcher) > 0;
+}
+
 bool wp_app_defers_gpu_jobs(const wp_app *app) {
-    return app->cuda &&
+    return app->cuda && !wp_app_hands_gpu_jobs(app) &&
            (app->inline_gpu == WP_INLINE_NEVER || (app->inline_gpu == WP_INLINE_IDLE && wp_http_active(app->http) > 1));
 }
 

@@ -210,6 +210,39 @@ void *http_worker_main(void *arg) {
     return NULL;
 }
 
+/* ---------- parking (http.h) ---------- */
+
+static wp_call *call_of(const wp_req *req) { return (wp_call *)(void *)((char *)req - offsetof(wp_call, req)); }
+
+bool wp_req_park(const wp_req *req, wp_park_fn finish, void *ctx) {
+    if (!req->conn || !req->may_defer) return false;
+    wp_call *c = call_of(req);
+    c->loop = wp_http_loop_current();
+    c->park_fn = finish; /* NULL: the other thread fills resp */
+    c->park_ctx = ctx;
+    c->parked = true;
+    c->state = CALL_QUEUED;
+    atomic_fetch_add(&c->http->parked, 1);
+    MHD_suspend_connection(c->mc);
+    return true;
+}
+
+void wp_req_unpark(const wp_req *req) {
+    wp_call *c = call_of(req);
+    wp_http *h = c->http;
+    http_resume(c);                  /* from here on c belongs to the HTTP thread */
+    atomic_fetch_sub(&h->parked, 1); /* h outlives it: the stop waits for this */
+}
+
+/* A parked call back on its HTTP thread: its answer made (finish), or the handler run again on a
+ * worker when finish asks (resp->defer). */
+static void park_finish(wp_http *h, wp_call *c) {
+    wp_park_fn fn = c->park_fn;
+    c->parked = false;
+    c->req.may_defer = false;
+    if (fn) fn(h->app, &c->req, &c->resp, c->park_ctx);
+}
+
 /* Queues c for a worker and suspends its connection, or fills c->resp with 503. Returns true if queued. */
 static bool work_submit(wp_http *h, wp_call *c) {
     pthread_mutex_lock(&h->mu);
@@ -302,6 +335,7 @@ static enum MHD_Result on_headers(wp_http *h, struct MHD_Connection *mc, const c
     if (!c) return MHD_NO;
     *con_cls = c;
     c->mc = mc;
+    c->http = h;
     c->req.t_start_ns = wp_now_ns();
     wp_reqlog_begin(h->cfg.reqlog, &c->rec, method, url, header_of, mc, peer_of(mc));
     atomic_fetch_add(&h->requests, 1);
@@ -388,6 +422,10 @@ static enum MHD_Result on_body_done(wp_http *h, wp_call *c, struct MHD_Connectio
         c->req.may_defer = true;
         c->route->fn(h->app, &c->req, &c->resp);
         c->req.may_defer = false;
+        if (c->parked) { /* unparked later (wp_req_unpark): then park_finish */
+            atomic_fetch_add(&h->handed, 1);
+            return MHD_YES;
+        }
         if (!c->resp.defer) {
             atomic_fetch_add(&h->answered_inline, 1);
             return http_send_resp(h, c, NULL);
@@ -409,6 +447,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
     wp_http *h = cls;
     wp_call *c = *con_cls;
     if (!c) return on_headers(h, mc, url, method, con_cls);
+    if (c->state == CALL_DONE && c->parked) { /* unparked: its answer, or a worker after all */
+        park_finish(h, c);
+        if (!c->resp.defer) return http_send_resp(h, c, NULL);
+        atomic_fetch_add(&h->deferred, 1);
+        free(c->resp.body);
+        memset(&c->resp, 0, sizeof c->resp);
+        return work_submit(h, c) ? MHD_YES : http_send_resp(h, c, NULL);
+    }
     if (c->state == CALL_DONE) return http_send_resp(h, c, NULL); /* resumed after a worker ran the handler */
     if (*upload_data_size) {
         size_t n = *upload_data_size;

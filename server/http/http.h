@@ -105,6 +105,21 @@ void wp_resp_bytes(wp_resp *r, int status, const char *content_type, const void 
 
 typedef void (*wp_handler)(void *app, const wp_req *req, wp_resp *resp);
 
+/* Parking. A handler called with req->may_defer (on an HTTP thread) may hand its request to another
+ * thread that does not block one per request (the batcher's runners, batch.h) instead of answering
+ * or deferring it: it calls wp_req_park before that thread can see the request, hands it over and
+ * returns without an answer. The connection waits, suspended, and its event loop serves others. The
+ * other thread calls wp_req_unpark once it is done with the request; then, on the HTTP thread,
+ * finish(app, req, resp, ctx) fills the answer, or sets resp->defer to have the handler run again on
+ * a worker (as a deferred call: may_defer false). finish may be NULL: the other thread filled the
+ * handler's resp itself before it unparked (while parked, nothing else touches resp). wp_req_park returns false (and
+ * parks nothing) for a request without a connection or a call that may not park; the handler then goes on as it would.
+ * Threads: wp_req_park on the HTTP thread inside the handler; wp_req_unpark on any thread, once per
+ * park, after which the caller must not touch req. The server's stop waits for every parked request. */
+typedef void (*wp_park_fn)(void *app, const wp_req *req, wp_resp *resp, void *ctx);
+bool wp_req_park(const wp_req *req, wp_park_fn finish, void *ctx);
+void wp_req_unpark(const wp_req *req);
+
 /* A route's streaming hooks. When a request to the route announces its length (Content-Length, not
  * 0) and its Content-Type is application/octet-stream, the body is not gathered in memory:
  *   open:  on the HTTP thread as soon as the headers are in (req has method, path, content type,
@@ -176,6 +191,7 @@ int wp_http_active(const wp_http *h);
 typedef struct {
     uint64_t requests, responses_2xx, responses_4xx, responses_5xx, rejected_busy;
     uint64_t answered_inline, deferred; /* WP_ROUTE_TRY_INLINE: answered on the HTTP thread, or not */
+    uint64_t handed;                    /* ... or parked while another thread ran the job (wp_req_park) */
     uint64_t streamed, streamed_bytes;  /* bodies handed to stream hooks, and their bytes */
     int queue_depth, workers_busy;
     /* Connections (conn_guard.h): open now, the limit, and those the guard closed, by why. */

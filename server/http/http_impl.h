@@ -31,7 +31,11 @@ typedef struct wp_call {
     wp_http_loop *loop; /* its daemon's event loop, to wake after a resume (set when suspended; NULL: none) */
     const wp_route *route;
     call_state state;
-    bool suspended; /* counted in wp_http.in_work until completed */
+    bool suspended;       /* counted in wp_http.in_work until completed */
+    struct wp_http *http; /* its server (wp_req_park and wp_req_unpark reach it from the request) */
+    wp_park_fn park_fn;   /* parked (wp_req_park): the answer's maker once unparked, then NULL */
+    void *park_ctx;
+    bool parked; /* the handler parked the call (the HTTP thread's own note) */
     char *body;
     size_t body_len, body_cap, discarded; /* body_len: bytes received (streamed ones included) */
     uint64_t length;                      /* Content-Length, when the request has one */
@@ -66,7 +70,7 @@ struct wp_http {
     int workers_started;
 
     atomic_uint_least64_t requests, responses_2xx, responses_4xx, responses_5xx, rejected_busy;
-    atomic_uint_least64_t answered_inline, deferred, streamed, streamed_bytes;
+    atomic_uint_least64_t answered_inline, deferred, handed, streamed, streamed_bytes;
     atomic_int active; /* requests begun and not yet completed (wp_http_active) */
     atomic_bool starting;
     char start_log[160]; /* last libmicrohttpd message while starting, for the error */
@@ -82,6 +86,8 @@ struct wp_http {
     pthread_mutex_t calls_mu; /* guards the two below */
     wp_call *idle_calls;      /* linked through next */
     int n_idle_calls;
+
+    atomic_int parked; /* calls parked (wp_req_park) and not yet unparked: the stop waits for them */
 };
 
 /* http_resp.c */

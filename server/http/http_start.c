@@ -370,6 +370,12 @@ void wp_http_stop(wp_http *h) {
     while (h->in_work > 0)
         if (pthread_cond_timedwait(&h->idle_cv, &h->mu, &deadline) == ETIMEDOUT) break;
     pthread_mutex_unlock(&h->mu);
+    /* Parked calls (wp_req_park) come back from threads that are not the server's: wait for every one,
+     * since a call unparked after the daemons stop would be gone. Their jobs are small ones. */
+    while (atomic_load(&h->parked) > 0) {
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
 
     /* 4. Close everything; MHD reports each open request to on_completed, which frees it. */
     stop_daemons(h);
@@ -395,6 +401,7 @@ void wp_http_stats_get(wp_http *h, wp_http_stats *out) {
     out->responses_5xx = atomic_load(&h->responses_5xx);
     out->rejected_busy = atomic_load(&h->rejected_busy);
     out->answered_inline = atomic_load(&h->answered_inline);
+    out->handed = atomic_load(&h->handed);
     out->deferred = atomic_load(&h->deferred);
     out->streamed = atomic_load(&h->streamed);
     out->streamed_bytes = atomic_load(&h->streamed_bytes);

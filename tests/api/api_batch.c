@@ -43,7 +43,9 @@ int main(int argc, char **argv) {
     T_CASE("metrics after");
     long long batches = metric(host, port, "warpd_batches_total") - batches0;
     long long jobs = metric(host, port, "warpd_batched_jobs_total") - jobs0;
-    CHECKF(batches > 0 && jobs >= batches, "%lld batches of %lld jobs", batches, jobs);
+    /* on the emulator only "compile" jobs batch (the others run alone: a batch there is its jobs one
+     * after the other), and none under --batch-max 1 */
+    if (mode != MODE_OFF) CHECKF(batches > 0 && jobs >= batches, "%lld batches of %lld jobs", batches, jobs);
     if (mode == MODE_OFF) CHECKF(jobs == batches, "--batch-max 1: %lld jobs in %lld batches", jobs, batches);
     if (mode == MODE_WINDOW) {
         CHECKF(jobs > batches, "with a window: %lld jobs in %lld batches", jobs, batches);

@@ -111,7 +111,8 @@ if start "cuda on the mock, --batch-window-us 20000" --batch-window-us 20000; th
   done
 
   # idle: a small cached job alone is answered on the HTTP thread; with another request in flight (a
-  # body still arriving, slowly) it goes to a worker, where the batcher could pack it with others.
+  # body still arriving, slowly) it is handed to the batcher's runners, which pack it with others (the
+  # HTTP thread goes on serving meanwhile).
   i0=$(metric warpd_http_answered_inline_total); d0=$(metric warpd_http_deferred_total)
   post /v1/reduce "$REDUCE" >/dev/null
   i1=$(metric warpd_http_answered_inline_total); d1=$(metric warpd_http_deferred_total)
@@ -123,10 +124,23 @@ if start "cuda on the mock, --batch-window-us 20000" --batch-window-us 20000; th
   slow=$!
   sleep 1 # its headers are in; its body takes about 4 s more
   i0=$(metric warpd_http_answered_inline_total); d0=$(metric warpd_http_deferred_total)
+  h0=$(metric warpd_http_handed_total)
   code=$(post /v1/reduce "$REDUCE")
   i1=$(metric warpd_http_answered_inline_total); d1=$(metric warpd_http_deferred_total)
-  check "idle: with another request in flight the reduce goes to a worker (inline $i0 -> $i1, deferred $d0 -> $d1)" \
-    '[ "$code" = 200 ] && [ "$d1" -gt "$d0" ] && [ "$i1" = "$i0" ]'
+  h1=$(metric warpd_http_handed_total)
+  check "idle: with another request in flight the reduce is handed to the runners (inline $i0 -> $i1, deferred $d0 -> $d1, handed $h0 -> $h1)" \
+    '[ "$code" = 200 ] && [ "$h1" = $((h0 + 1)) ] && [ "$d1" = "$d0" ] && [ "$i1" = "$i0" ]'
+  h0=$h1
+  code=$(post /v1/warp "$WARP")
+  h1=$(metric warpd_http_handed_total)
+  check "idle: so is a warp job (handed $h0 -> $h1)" '[ "$code" = 200 ] && [ "$h1" = $((h0 + 1)) ]'
+  # a handed job whose kernel is in no memory yet comes back from the runner and goes to a worker, which
+  # compiles it: the one answer, 200
+  h0=$h1 d0=$(metric warpd_http_deferred_total)
+  code=$(post /v1/reduce '{"type":"i64","op":"max","data":[3,-9,7]}')
+  h1=$(metric warpd_http_handed_total) d1=$(metric warpd_http_deferred_total)
+  check "idle: a handed job with no kernel in memory is compiled on a worker (handed $h0 -> $h1, deferred $d0 -> $d1)" \
+    '[ "$code" = 200 ] && grep -q "\"value\":" "$tmp/body" && [ "$h1" = $((h0 + 1)) ] && [ "$d1" = $((d0 + 1)) ]'
   wait $slow
 
   # A buffer round-trips byte for byte (the mock's copies are real).
