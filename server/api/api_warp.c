@@ -569,18 +569,25 @@ static void hand_done(void *ctx, int rc, const wp_err *err) {
     wp_req_unpark(req);
 }
 
-/* On the HTTP thread, a GPU job with its kernel in memory: the emulator's run here, the device's handed
- * to the runners. 0: handed (c is theirs); else the rc to answer with (1: to a worker). */
+/* On the runner, before the device's run: the emulator's (which lanes are defined), off the HTTP thread. */
+static int hand_prep(void *ctx, wp_err *err) {
+    warp_call *c = ctx;
+    return warp_run_emu(c->app, c->be, &c->spec, &c->w, true, c->profile, &c->runs, err);
+}
+
+/* On the HTTP thread, a GPU job with its kernel in memory: handed to the runners, which run the
+ * emulator and the device. 0: handed (c is theirs); else the rc to answer with (1: to a worker). */
 static int try_hand(wp_app *app, warp_call *c, wp_resp *resp) {
     if (!wp_app_hands_gpu_jobs(app)) return 1;
     c->app = app;
     c->resp = resp;
     int rc = wp_app_kernel_memory(app, &c->spec, c->be, &c->rk, &c->err);
     if (rc) return rc;
-    if (warp_run_emu(app, c->be, &c->spec, &c->w, true, c->profile, &c->runs, &c->err)) return -1;
     c->t_hand_ns = wp_now_ns();
+    c->runs.dev_t.untimed = !c->profile; /* as warp_run_emu sets it: the device's run reads it */
+    const wp_batch_hand_hooks hooks = {.park = hand_park, .prep = hand_prep, .done = hand_done, .ctx = c};
     if (wp_batch_hand_warp(app, c->be, c->rk.fn, &c->spec, &c->w.job, &c->runs.dev.r, &c->runs.dev_t,
-                           &c->runs.batch_size, hand_park, hand_done, c) == 0)
+                           &c->runs.batch_size, &hooks) == 0)
         return 0;
     c->t_hand_ns = 0;
     return 1;

@@ -233,7 +233,8 @@ int wp_batcher_hand(wp_batcher *bt, wp_batch_job *job) {
     return 0;
 }
 
-/* Everything handed so far, oldest first (NULL when nothing waits). */
+/* Everything handed so far, oldest first, each prepared (NULL when nothing waits); a job whose
+ * prepare fails is done at once. */
 static wp_batch_job *take_handed(wp_batcher *bt) {
     wp_batch_job *j = atomic_exchange_explicit(&bt->handed, NULL, memory_order_acquire), *fifo = NULL;
     while (j) {
@@ -241,6 +242,15 @@ static wp_batch_job *take_handed(wp_batcher *bt) {
         j->next = fifo;
         fifo = j;
         j = next;
+    }
+    for (wp_batch_job **pp = &fifo; *pp;) {
+        j = *pp;
+        if (!j->prepare || j->prepare(j)) {
+            pp = &j->next;
+            continue;
+        }
+        *pp = j->next;
+        j->on_done(j);
     }
     return fifo;
 }
@@ -279,8 +289,8 @@ static void *runner_main(void *arg) {
     for (;;) {
         while (sem_wait(&bt->ready_sem) != 0) { /* EINTR */
         }
+        if (!atomic_load_explicit(&bt->handed, memory_order_relaxed) && atomic_load(&bt->stopping)) return NULL;
         wp_batch_job *list = take_handed(bt);
-        if (!list && atomic_load(&bt->stopping)) return NULL;
         while (list) {
             int n = take_batch(bt, &list, jobs);
             run_handed(bt, jobs, n);

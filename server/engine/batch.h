@@ -65,7 +65,10 @@ struct wp_batch_job {
     void *payload;       /* the caller's job and result */
     bool no_wait;        /* the caller is an HTTP thread: leading, it takes what waits now, never the window */
     void (*on_done)(wp_batch_job *job); /* a handed job's: called on the runner after run (size set) */
-    int size;                           /* out: the size of the batch it ran in */
+    /* a handed job's, optional: called on the runner first, before it is batched — it may fill in key
+     * (the HTTP thread need not); false: the job is not run, on_done is called at once */
+    bool (*prepare)(wp_batch_job *job);
+    int size; /* out: the size of the batch it ran in */
     /* the batcher's */
     struct wp_batch_job *next;
     bool done, leader;
@@ -81,7 +84,7 @@ int wp_batcher_runners(const wp_batcher *bt); /* runner threads running (0: wp_b
  * batch's size (also in job->size). */
 int wp_batcher_submit(wp_batcher *bt, wp_batch_job *job);
 
-/* Queues job (owner, key, run, payload and on_done set) for a runner and returns at once: 0, or -1 when the
+/* Queues job (owner, key or prepare, run, payload and on_done set) for a runner and returns at once: 0, or -1 when the
  * batcher has no runners, batches of one (max 1) or no memory for a queue — the caller then runs the
  * job itself (wp_batcher_submit). The job must stay where it is until on_done(job) is called. */
 int wp_batcher_hand(wp_batcher *bt, wp_batch_job *job);

@@ -35,12 +35,20 @@ int wp_batch_run_warp(struct wp_app *app, wp_backend *be, void *fn, const wp_spe
                       wp_warp_result *res, wp_run_timing *t, bool no_wait, int *size, wp_err *err);
 
 /* The same handed to the batcher's runners (see wp_batch_hand_reduce below: 1, nothing done, or 0 and
- * done(ctx, rc, err) once it has run; job, res, t and size must stay put until then). */
+ * done(ctx, rc, err) once it has run; job, res, t and size must stay put until then). prep, when not
+ * NULL, is called on the runner before the job is batched (the caller's own work, off the HTTP thread):
+ * -1 with err, and the job is done at once, unrun. */
 typedef bool (*wp_batch_park_fn)(void *ctx);
 typedef void (*wp_batch_done_fn)(void *ctx, int rc, const wp_err *err);
+typedef int (*wp_batch_prep_fn)(void *ctx, wp_err *err);
+typedef struct {
+    wp_batch_park_fn park;
+    wp_batch_prep_fn prep;
+    wp_batch_done_fn done;
+    void *ctx;
+} wp_batch_hand_hooks;
 int wp_batch_hand_warp(struct wp_app *app, wp_backend *be, void *fn, const wp_spec *s, const wp_warp_job *job,
-                       wp_warp_result *res, wp_run_timing *t, int *size, wp_batch_park_fn park, wp_batch_done_fn done,
-                       void *ctx);
+                       wp_warp_result *res, wp_run_timing *t, int *size, const wp_batch_hand_hooks *hooks);
 
 /* ---- /v1/reduce, /v1/scan (batch_reduce.c) ----
  * A job with its input on the host (in_host: n packed elements) or in job.in (a buffer on be), and,

@@ -431,7 +431,11 @@ static void batch_key(char *out, size_t cap, const char *spec_key, unsigned smem
  * memory; 1 when the spec has no key text (the job runs alone). */
 static int item_make(wp_app *app, wp_backend *be, wp_batch_reduce *j, bool untimed_ok, reduce_item *it,
                      wp_batch_job *bj, wp_err *err) {
-    *it = (reduce_item){.app = app, .be = be, .j = j, .untimed_ok = untimed_ok};
+    *it = (reduce_item){.app = app, .be = be, .j = j, .untimed_ok = untimed_ok, .handed = it->handed};
+    bj->owner = be;
+    bj->run = reduce_batch;
+    bj->payload = it;
+    bj->no_wait = j->job.memory_only;
     if (wp_spec_copy(&it->sized, j->job.spec)) return WP_FAIL(err, 500, "out_of_memory", "", "out of memory");
     const wp_family *f = it->sized.family;
     wp_spec picked;
@@ -439,10 +443,6 @@ static int item_make(wp_app *app, wp_backend *be, wp_batch_reduce *j, bool untim
     f->plan(&it->sized, j->job.n, j->job.groups, &it->plan);
     char spec_key[WP_SPEC_KEY_MAX];
     if (wp_spec_key_text(&it->sized, spec_key, sizeof spec_key) < 0) return 1;
-    bj->owner = be;
-    bj->run = reduce_batch;
-    bj->payload = it;
-    bj->no_wait = j->job.memory_only;
     batch_key(bj->key, sizeof bj->key, spec_key, it->plan.smem, j->job.memory_only, j->job.compile_on_emu);
     return 0;
 }
@@ -457,7 +457,7 @@ int wp_batch_run_reduce(wp_app *app, wp_backend *be, wp_batch_reduce *j, wp_err 
     const bool untimed_ok = j->untimed;
     j->untimed = false; /* until a batched launch says otherwise */
     if (!batchable(app, be, j)) return run_alone(app, be, j, untimed_ok, err);
-    reduce_item it;
+    reduce_item it = {0};
     wp_batch_job bj = {0};
     int rc = item_make(app, be, j, untimed_ok, &it, &bj, err);
     if (rc > 0) {
@@ -476,14 +476,32 @@ int wp_batch_run_reduce(wp_app *app, wp_backend *be, wp_batch_reduce *j, wp_err 
 typedef struct {
     reduce_item it;
     wp_batch_job bj;
+    wp_app *app;
+    wp_backend *be;
+    wp_batch_reduce *j;
+    bool untimed_ok;
     wp_batch_done_fn done;
     void *ctx;
 } handed_item;
 
+static handed_item *handed_of(wp_batch_job *bj) {
+    return (handed_item *)(void *)((char *)bj - offsetof(handed_item, bj));
+}
+
+/* On the runner, before the job is batched: its spec sized, its plan and its key (item_make). */
+static bool handed_prepare(wp_batch_job *bj) {
+    handed_item *h = handed_of(bj);
+    h->it.handed = true;
+    int rc = item_make(h->app, h->be, h->j, h->untimed_ok, &h->it, bj, &h->it.err);
+    if (rc < 0) h->it.rc = -1;
+    if (rc > 0) snprintf(bj->key, sizeof bj->key, "alone|%p", (void *)bj); /* no key text: a batch of its own */
+    return rc >= 0;
+}
+
 /* On the runner, after the batch: the job's end, then the owner's done (which may free the job). */
 static void handed_done(wp_batch_job *bj) {
-    handed_item *h = (handed_item *)(void *)((char *)bj - offsetof(handed_item, bj));
-    wp_batch_reduce *j = h->it.j;
+    handed_item *h = handed_of(bj);
+    wp_batch_reduce *j = h->j;
     j->size = bj->size;
     const int rc = h->it.rc;
     const wp_err err = h->it.err;
@@ -497,24 +515,18 @@ static void handed_done(wp_batch_job *bj) {
 int wp_batch_hand_reduce(wp_app *app, wp_backend *be, wp_batch_reduce *j, wp_batch_park_fn park, wp_batch_done_fn done,
                          void *ctx) {
     if (is_emu(be) || !j->job.memory_only || !batchable(app, be, j)) return 1;
-    handed_item *h = malloc(sizeof *h);
-    if (!h) return 1;
-    job_start(j);
-    const bool untimed_ok = j->untimed;
-    j->untimed = false;
-    h->bj = (wp_batch_job){0};
-    h->done = done;
-    h->ctx = ctx;
-    h->bj.on_done = handed_done;
-    wp_err err = {0};
-    int rc = item_make(app, be, j, untimed_ok, &h->it, &h->bj, &err);
-    h->it.handed = true;
-    if (rc != 0 || !park(ctx)) { /* as it was: the caller runs it */
-        wp_spec_free(&h->it.sized);
+    handed_item *h = calloc(1, sizeof *h);
+    if (!h || !park(ctx)) { /* as it was: the caller runs it */
         free(h);
-        j->untimed = untimed_ok;
         return 1;
     }
+    job_start(j);
+    h->untimed_ok = j->untimed;
+    j->untimed = false;
+    *h = (handed_item){.app = app, .be = be, .j = j, .untimed_ok = h->untimed_ok, .done = done, .ctx = ctx};
+    h->bj.on_done = handed_done;
+    h->bj.prepare = handed_prepare;
+    h->bj.owner = be;
     if (wp_batcher_hand(app->batcher, &h->bj) != 0) { /* no runner took it (stopping, no memory) */
         h->it.rc = -1;
         WP_FAIL(&h->it.err, 503, "busy", "", "the batcher took no more jobs; retry shortly");

@@ -162,37 +162,49 @@ typedef struct {
     warp_item it;
     wp_batch_job bj;
     int *size;
-    wp_batch_done_fn done;
-    void *ctx;
+    wp_batch_hand_hooks hooks;
 } handed_item;
 
+static handed_item *handed_of(wp_batch_job *bj) {
+    return (handed_item *)(void *)((char *)bj - offsetof(handed_item, bj));
+}
+
+/* On the runner, before the job is batched: the caller's prep, then the key. */
+static bool handed_prepare(wp_batch_job *bj) {
+    handed_item *h = handed_of(bj);
+    if (h->hooks.prep && h->hooks.prep(h->hooks.ctx, &h->it.err)) {
+        h->it.rc = -1;
+        return false;
+    }
+    if (warp_key(bj->key, sizeof bj->key, h->it.spec, h->it.job, true))
+        snprintf(bj->key, sizeof bj->key, "alone|%p", (void *)bj); /* no key text: a batch of its own */
+    return true;
+}
+
 static void handed_done(wp_batch_job *bj) {
-    handed_item *h = (handed_item *)(void *)((char *)bj - offsetof(handed_item, bj));
+    handed_item *h = handed_of(bj);
     *h->size = bj->size;
     const int rc = h->it.rc;
     const wp_err err = h->it.err;
-    wp_batch_done_fn done = h->done;
-    void *ctx = h->ctx;
+    const wp_batch_hand_hooks hooks = h->hooks;
     free(h);
-    done(ctx, rc, &err);
+    hooks.done(hooks.ctx, rc, &err);
 }
 
 int wp_batch_hand_warp(wp_app *app, wp_backend *be, void *fn, const wp_spec *s, const wp_warp_job *job,
-                       wp_warp_result *res, wp_run_timing *t, int *size, wp_batch_park_fn park, wp_batch_done_fn done,
-                       void *ctx) {
+                       wp_warp_result *res, wp_run_timing *t, int *size, const wp_batch_hand_hooks *hooks) {
     if (alone(app, be, fn, s, job) || wp_batcher_runners(app->batcher) < 1) return 1;
     handed_item *h = calloc(1, sizeof *h);
-    if (!h) return 1;
-    h->it = (warp_item){
-        .be = be, .fn = fn, .spec = s, .job = job, .res = res, .t = t, .mem = app->batch_mem, .handed = true};
-    h->bj = (wp_batch_job){.owner = be, .run = warp_batch, .payload = &h->it, .on_done = handed_done};
-    h->size = size;
-    h->done = done;
-    h->ctx = ctx;
-    if (warp_key(h->bj.key, sizeof h->bj.key, s, job, true) || !park(ctx)) {
+    if (!h || !hooks->park(hooks->ctx)) {
         free(h);
         return 1;
     }
+    h->it = (warp_item){
+        .be = be, .fn = fn, .spec = s, .job = job, .res = res, .t = t, .mem = app->batch_mem, .handed = true};
+    h->bj = (wp_batch_job){
+        .owner = be, .run = warp_batch, .payload = &h->it, .on_done = handed_done, .prepare = handed_prepare};
+    h->size = size;
+    h->hooks = *hooks;
     *size = 1;
     if (wp_batcher_hand(app->batcher, &h->bj) != 0) { /* no runner took it (stopping) */
         h->it.rc = -1;
