@@ -17,7 +17,6 @@ static void cuda_close(wp_backend *base) {
     cuda_device_stop(b);
     pthread_mutex_destroy(&b->mu);
     pthread_cond_destroy(&b->cv);
-    pthread_cond_destroy(&b->lane_cv);
     pthread_mutex_destroy(&b->load_mu);
     wp_cu_close(b->lib);
     free(b);
@@ -59,7 +58,7 @@ void wp_backend_cuda_set_zero_copy(wp_backend *base, bool on) {
 static bool cuda_lane_free(wp_backend *base) {
     cuda_backend *b = (cuda_backend *)base;
     pthread_mutex_lock(&b->mu);
-    bool free_now = b->ctx && b->free_lanes && !b->lane_waiters && !b->resetting;
+    bool free_now = b->ctx && wp_lane_gate_idle(&b->lane_gate) && !b->resetting;
     pthread_mutex_unlock(&b->mu);
     return free_now;
 }
@@ -109,7 +108,7 @@ wp_backend *wp_backend_cuda_open_streams(int device_ordinal, int streams, wp_err
     b->base.ops = &cuda_ops;
     b->zero_copy = true;
     if (pthread_mutex_init(&b->mu, NULL) != 0 || pthread_cond_init(&b->cv, NULL) != 0 ||
-        pthread_cond_init(&b->lane_cv, NULL) != 0 || pthread_mutex_init(&b->load_mu, NULL) != 0) {
+        pthread_mutex_init(&b->load_mu, NULL) != 0) {
         free(b);
         WP_FAIL(err, 500, "internal", "", "pthread_mutex_init failed");
         return NULL;

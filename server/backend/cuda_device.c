@@ -6,13 +6,15 @@
  * The reset waits until no operation is inside the gate (they fail fast on a poisoned context) and
  * lets none in meanwhile; whichever failing op gets there first resets, the others see the new
  * generation and leave it. Where the driver refuses a new context in-process (seen on H100, driver
- * 580), the device is lost and every later operation fails with 503 "cuda_unavailable".
+ * 580), the device is lost and every later operation fails with 503 "cuda_unavailable", those
+ * waiting for a lane too. Lanes are handed out by the device's lane gate (lane_gate.h), in turn by user.
  * Owns: the context, the gate state and the lanes' lifetime (cuda_impl.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cuda_impl.h"
+#include "util/on_behalf.h"
 
 /* Context checked by a synchronize (a context that inherited a sticky error fails it), current. */
 static CUresult context_ready(cuda_backend *b, const char **call) {
@@ -99,19 +101,27 @@ static void wait_cv(cuda_backend *b) {
     b->waiters--;
 }
 
+/* Waits out a reset and, with want_lane, takes a lane (waiting for one in its user's turn). Returns
+ * with no reset running and the lane taken, or with the device lost (b->ctx NULL, no lane). mu held. */
+static void gate_enter(cuda_backend *b, bool want_lane, cuda_op *op) {
+    while (b->ctx) {
+        if (b->resetting)
+            wait_cv(b); /* a lane already given to it waits with it: the reset waits only for ops inside */
+        else if (want_lane && !op->lane)
+            op->lane = wp_lane_gate_take(&b->lane_gate, &b->mu, wp_on_behalf(), &op->who);
+        else
+            return;
+    }
+    if (op->lane) wp_lane_gate_give(&b->lane_gate, op->who, op->lane); /* lost meanwhile */
+    op->lane = NULL;
+}
+
 int cuda_op_begin(cuda_backend *b, bool want_lane, cuda_op *op, wp_err *err) {
     op->b = b;
     op->lane = NULL;
+    op->who = -1;
     pthread_mutex_lock(&b->mu);
-    while (b->ctx && (b->resetting || (want_lane && !b->free_lanes))) {
-        if (b->resetting) {
-            wait_cv(b);
-        } else {
-            b->lane_waiters++;
-            pthread_cond_wait(&b->lane_cv, &b->mu);
-            b->lane_waiters--;
-        }
-    }
+    gate_enter(b, want_lane, op);
     if (!b->ctx) {
         pthread_mutex_unlock(&b->mu);
         return WP_FAIL(err, 503, "cuda_unavailable", "", "CUDA device %d is lost until warpd restarts (%s)", b->ordinal,
@@ -120,10 +130,6 @@ int cuda_op_begin(cuda_backend *b, bool want_lane, cuda_op *op, wp_err *err) {
     b->inflight++;
     op->gen = b->generation;
     CUcontext ctx = b->ctx; /* stays while inflight > 0 */
-    if (want_lane) {
-        op->lane = b->free_lanes;
-        b->free_lanes = op->lane->next;
-    }
     pthread_mutex_unlock(&b->mu);
     const char *call = "cuCtxSetCurrent";
     CUresult r = b->cu.ctx_set_current(ctx);
@@ -135,10 +141,8 @@ void cuda_op_end(cuda_op *op) {
     cuda_backend *b = op->b;
     pthread_mutex_lock(&b->mu);
     if (op->lane) {
-        op->lane->next = b->free_lanes;
-        b->free_lanes = op->lane;
+        wp_lane_gate_give(&b->lane_gate, op->who, op->lane); /* to the next waiter in turn, if any */
         op->lane = NULL;
-        if (b->lane_waiters) pthread_cond_signal(&b->lane_cv);
     }
     b->inflight--;
     if (b->waiters && (b->inflight == 0 || !b->resetting)) pthread_cond_broadcast(&b->cv);
@@ -162,7 +166,7 @@ static void recover(cuda_backend *b, unsigned gen, wp_err *err) {
                      b->lost_reason);
         b->resetting = false;
         pthread_cond_broadcast(&b->cv);
-        pthread_cond_broadcast(&b->lane_cv); /* lane waiters that saw the reset, or a lost device */
+        if (!b->ctx) wp_lane_gate_wake_all(&b->lane_gate); /* lane waiters: the device is lost */
     } else if (!b->ctx) {
         snprintf(err->msg + len, sizeof err->msg - len, "; the CUDA context could not be recreated: %s",
                  b->lost_reason);

@@ -4,11 +4,12 @@
  *
  * Concurrency model. A device is one context and a pool of lanes; a lane is a stream with its own
  * events, device scratch and page-locked staging. An operation (a copy, a warp run, a launch) enters
- * the device's gate and takes a free lane under a short mutex, then queues its work on the lane's
- * stream and waits for it by an event with NO lock held, then gives the lane back. Many operations
- * run at once, one per lane. The gate only keeps operations out while a context reset runs: a reset
- * (after a sticky error) waits until no operation is inside, replaces the context, and bumps the
- * generation; lanes notice the new generation and remake their stream and events lazily. */
+ * the device's gate and takes a free lane under a short mutex (when none is free, it waits for one in
+ * its user's turn: lane_gate.h), then queues its work on the lane's stream and waits for it by an event
+ * with NO lock held, then gives the lane back. Many operations run at once, one per lane. The gate
+ * only keeps operations out while a context reset runs: a reset (after a sticky error) waits until no
+ * operation is inside, replaces the context, and bumps the generation; lanes notice the new generation
+ * and remake their stream and events lazily. */
 #ifndef WP_CUDA_IMPL_H
 #define WP_CUDA_IMPL_H
 
@@ -18,9 +19,10 @@
 
 #include "backend_impl.h"
 #include "cuda_driver.h"
+#include "lane_gate.h"
 
 #define WP_CUDA_STREAMS_DEFAULT 4
-#define WP_CUDA_STREAMS_MAX 64
+#define WP_CUDA_STREAMS_MAX WP_LANE_GATE_LANES
 #define WP_UPLOAD_SLOTS_MAX 8
 #define WP_ZERO_COPY_MAX (64u << 10) /* bytes of image a zero-copy run may have (cuda_zero_copy) */
 #define WP_STAGE_MAX (4u << 20)      /* copies up to this size go through the lane's page-locked staging */
@@ -28,7 +30,6 @@
 
 /* One stream of the pool, with what a job on it needs. Held by one operation at a time. */
 typedef struct cuda_lane {
-    struct cuda_lane *next; /* the free list */
     int index;
     unsigned generation; /* context its objects live in; 0: none made yet */
     CUstream stream;
@@ -58,10 +59,10 @@ typedef struct cuda_backend {
     wp_cu cu;
     CUdevice dev;
     int ordinal;
-    /* mu guards everything below it up to `info`; cv wakes the gate's waiters and a reset, lane_cv
-     * one thread waiting for a lane each time one is given back. */
+    /* mu guards everything below it up to `info`; cv wakes the gate's waiters and a reset (a thread
+     * waiting for a lane sleeps in lane_gate, woken alone when one is given back to it). */
     pthread_mutex_t mu;
-    pthread_cond_t cv, lane_cv;
+    pthread_cond_t cv;
     CUcontext ctx; /* the retained primary context (or, after a reset, our own); NULL once lost */
     bool ctx_own;  /* ctx came from cuCtxCreate: destroy it rather than release the primary */
     char lost_reason[200];
@@ -69,10 +70,9 @@ typedef struct cuda_backend {
     int inflight;        /* operations inside the gate */
     bool resetting;      /* a reset waits for inflight to reach 0; no one enters meanwhile */
     int waiters;         /* threads waiting on cv */
-    int lane_waiters;    /* threads waiting on lane_cv */
     cuda_lane *lanes;    /* n_lanes of them */
-    cuda_lane *free_lanes;
     int n_lanes;
+    wp_lane_gate lane_gate;       /* the free lanes, and the threads waiting for one, in turn by user */
     bool wait_yield;              /* --gpu-wait yield (cuda_event_wait); set before the first job, read without mu */
     bool zero_copy;               /* --zero-copy (cuda_zero_copy); likewise */
     atomic_ullong zero_copy_runs; /* runs made zero-copy (wp_device_info) */
@@ -92,6 +92,7 @@ typedef struct cuda_backend {
 typedef struct {
     cuda_backend *b;
     cuda_lane *lane;
+    int who;      /* with a lane: its user's slot in the lane gate */
     unsigned gen; /* the generation it entered in */
 } cuda_op;
 
@@ -102,8 +103,9 @@ int cuda_device_start(cuda_backend *b, int ordinal, wp_err *err); /* context and
 int cuda_device_find(const wp_cu *cu, int ordinal, CUdevice *dev, int *sm, wp_err *err);
 void cuda_device_stop(cuda_backend *b); /* everything, for close */
 /* Enters the gate (waiting while a reset runs): 503 "cuda_unavailable" once the device is lost.
- * With want_lane, also takes a free lane (waiting for one) with its stream ready in this context.
- * The context is made current on the calling thread. */
+ * With want_lane, also takes a free lane with its stream ready in this context; when none is free it
+ * waits for one in its user's turn (lane_gate.h; the user is whom the calling thread works for,
+ * util/on_behalf.h). The context is made current on the calling thread. */
 int cuda_op_begin(cuda_backend *b, bool want_lane, cuda_op *op, wp_err *err);
 void cuda_op_end(cuda_op *op);
 /* Call r failed: fills err (500 "cuda_error"), ends the op, and when the error is sticky (or the

@@ -1,9 +1,9 @@
 /* cuda_streams.c — the stream pool of one CUDA device (--streams-per-device): lanes, each a
  * non-blocking stream with its timing events, a device scratch and page-locked host staging of its
  * own, so jobs on different lanes never share memory and run at once. cuda_op_begin (cuda_device.c)
- * hands a lane to one operation at a time; the objects are made in the lane's first use in a
- * context and remade lazily after a reset. Waiting is by an event recorded on the lane's stream:
- * no lock is held while the device works.
+ * hands a lane to one operation at a time (through the device's lane gate, lane_gate.h); the objects
+ * are made in the lane's first use in a context and remade lazily after a reset. Waiting is by an
+ * event recorded on the lane's stream: no lock is held while the device works.
  * Owns: the lanes' driver objects (streams, events, scratch, staging). */
 #include <sched.h>
 #include <stdlib.h>
@@ -19,10 +19,10 @@ int cuda_lanes_make(cuda_backend *b, int n, wp_err *err) {
     b->lanes = calloc((size_t)n, sizeof *b->lanes);
     if (!b->lanes) return WP_FAIL(err, 500, "out_of_memory", "", "out of memory for %d streams", n);
     b->n_lanes = n;
-    for (int i = n - 1; i >= 0; i--) {
+    wp_lane_gate_init(&b->lane_gate);
+    for (int i = n - 1; i >= 0; i--) { /* lane 0 the first taken */
         b->lanes[i].index = i;
-        b->lanes[i].next = b->free_lanes;
-        b->free_lanes = &b->lanes[i];
+        wp_lane_gate_put(&b->lane_gate, &b->lanes[i]);
     }
     return 0;
 }

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/on_behalf.h"
 #include "util/sigbus.h"
 
 /* Word offsets of the layout (channels.h). */
@@ -240,6 +241,7 @@ static bool idle_too_long(channel *c) {
 static void *channel_main(void *arg) {
     channel *c = arg;
     bool faulted = false;
+    wp_on_behalf_set(wp_user_name(c->user)); /* this thread serves its owner alone */
     while (!atomic_load(&c->stop)) {
         take_args t = {.c = c};
         if ((faulted = wp_guarded_run(wait_fn, &t) != 0)) break;

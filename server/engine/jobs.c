@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "http/fairq.h"
+#include "util/on_behalf.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -228,7 +229,9 @@ static void run_job(wp_jobs *j, wp_job *job) {
         .user = job->user,
     };
     wp_resp resp = {0};
+    wp_on_behalf_set(wp_user_name(job->user)); /* its owner's turn at a device's lanes */
     job->route->fn(j->app, &req, &resp);
+    wp_on_behalf_set(NULL);
 
     pthread_mutex_lock(&j->mu);
     if (atomic_load(&job->cancel_requested)) {

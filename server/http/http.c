@@ -18,6 +18,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "util/on_behalf.h"
+
 /* Limits of a request's body, fixed by this module (the rest are in http_start.c). */
 #define WP_HTTP_DISCARD_MAX                                                                                            \
     (64u << 20)                            /* bytes of an oversize chunked body read and dropped before                \
@@ -202,7 +204,9 @@ void *http_worker_main(void *arg) {
         wp_reqlog_dequeued(h->cfg.reqlog, &c->rec);
 
         c->req.t_handler_ns = wp_now_ns();
+        wp_on_behalf_set(wp_user_name(c->req.user)); /* its user's turn at a device's lanes */
         c->route->fn(h->app, &c->req, &c->resp);
+        wp_on_behalf_set(NULL);
         atomic_fetch_sub(&h->workers_busy, 1); /* before the reply can reach the client, so stats never lag it */
         http_resume(c);                        /* from here on c belongs to the MHD thread */
     }
