@@ -104,6 +104,10 @@ static void usage(FILE *f) {
             "  --gpu-wait spin|yield  how a job waits for its device: spin (default: the driver's wait,\n"
             "                       lowest latency) or yield (poll and give the CPU to other threads\n"
             "                       between polls: for machines whose cores the HTTP side needs)\n"
+            "  --runner-wait spin|yield|sleep  how the batcher's runners (small GPU jobs handed over by the\n"
+            "                       HTTP threads) wait for a batch: yield (default: poll, giving the CPU\n"
+            "                       to others between polls), spin (as --gpu-wait), sleep (the driver's\n"
+            "                       blocking wait: no CPU while the device works, a wake-up after)\n"
             "  --zero-copy on|off   on (default): a small untimed GPU job's kernel works on its data in\n"
             "                       page-locked host memory mapped into the device, with no copy either\n"
             "                       way; off: always copied in and out (as a profiled job is)\n"
@@ -209,6 +213,16 @@ static int parse_either(const char *flag, const char *v, const char *first, cons
 static int parse_gpu_wait(const char *flag, const char *v, wp_options *o) {
     return parse_either(flag, v, "spin", "yield", &o->gpu_wait_yield);
 }
+static int parse_runner_wait(const char *flag, const char *v, wp_options *o) {
+    static const char *const names[] = {[WP_WAIT_SPIN] = "spin", [WP_WAIT_YIELD] = "yield", [WP_WAIT_SLEEP] = "sleep"};
+    for (int i = WP_WAIT_SPIN; i < (int)WP_ARRAY_LEN(names); i++)
+        if (!strcmp(v, names[i])) {
+            o->runner_wait = i;
+            return 0;
+        }
+    fprintf(stderr, "warpd: %s must be spin, yield or sleep\n", flag);
+    return -1;
+}
 static int parse_zero_copy(const char *flag, const char *v, wp_options *o) {
     return parse_either(flag, v, "on", "off", &o->no_zero_copy);
 }
@@ -311,6 +325,7 @@ static const opt_spec flag_table[] = {
     F_STRING("--prewarm", prewarm),
     F_CUSTOM("--inline-gpu", parse_inline_gpu),
     F_CUSTOM("--gpu-wait", parse_gpu_wait),
+    F_CUSTOM("--runner-wait", parse_runner_wait),
     F_CUSTOM("--zero-copy", parse_zero_copy),
     F_CUSTOM("--shm", parse_shm),
     F_CUSTOM("--shm-prefix", parse_shm_prefix),
@@ -474,6 +489,7 @@ void wp_options_defaults(wp_options *o) {
                       .batch_max = WP_BATCH_MAX_DEFAULT,
                       .cache_disk_max = DEFAULT_CACHE_DISK_MAX,
                       .streams_per_device = DEFAULT_STREAMS,
+                      .runner_wait = WP_WAIT_YIELD,
                       .emu_devices = 1,
                       .shm_prefix = "/warpd",
                       .channels_max = WP_CHANNELS_DEFAULT_MAX};

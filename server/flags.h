@@ -60,6 +60,7 @@ typedef struct {
     int streams_per_device;
     wp_inline_mode inline_gpu;
     bool gpu_wait_yield; /* --gpu-wait yield */
+    int runner_wait;     /* --runner-wait: WP_WAIT_SPIN, WP_WAIT_YIELD (default) or WP_WAIT_SLEEP (buffer.h) */
     bool no_zero_copy;   /* --zero-copy off */
     /* shared-memory regions (engine/regions.h) */
     bool shm_off, shm_remote;   /* --shm off, --shm-remote */

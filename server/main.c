@@ -154,6 +154,7 @@ static void set_app_limits(wp_app *app, const wp_options *o) {
     app->max_elements = o->max_elements;
     app->emu_max_elements = o->emu_max_elements;
     app->inline_gpu = o->inline_gpu;
+    app->runner_wait = o->runner_wait;
     app->streams_per_device = o->streams_per_device;
 }
 

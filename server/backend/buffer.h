@@ -145,10 +145,13 @@ typedef struct {
     void *fill_ctx;
     size_t image_len;
     bool zero_copy_ok;
-    /* cuda: the caller yields the CPU while it waits for the device (the batcher's runners: the HTTP
-     * threads need the cores more than a batch needs the wait's few µs), whatever --gpu-wait says */
-    bool yield;
+    /* cuda: how the caller waits for the device when untimed: WP_WAIT_DEFAULT (--gpu-wait), or for the
+     * batcher's runners (--runner-wait) spin, yield (poll, giving the CPU to others between polls) or
+     * sleep (the driver's blocking wait) — the HTTP threads may need the cores more than a batch needs
+     * the wait's few µs */
+    int wait;
 } wp_launch_io;
+enum { WP_WAIT_DEFAULT = 0, WP_WAIT_SPIN, WP_WAIT_YIELD, WP_WAIT_SLEEP }; /* wp_launch_io.wait */
 
 /* wp_buf_write of io's write, wp_backend_launch, then wp_buf_read of io's read: on cuda all three
  * queued on one stream and waited for once (a small batch: one round trip, not three). t (may be

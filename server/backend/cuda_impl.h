@@ -35,6 +35,7 @@ typedef struct cuda_lane {
     CUstream stream;
     CUevent ev_upload, ev_start, ev_stop, ev_download; /* timing: a run's upload, kernel and download */
     CUevent ev_done;     /* no timing (cheaper to record and to wait for): the end of an untimed op */
+    CUevent ev_sleep;    /* the same with blocking sync: its waiter sleeps (--runner-wait sleep) */
     CUdeviceptr scratch; /* a warp run's device image */
     size_t scratch_cap;
     unsigned char *host; /* page-locked staging (cuMemHostAlloc), host image of the scratch or a copy */

@@ -319,9 +319,11 @@ static int cuda_launch_on(cuda_op *op, const CUfunction *fs, const wp_launch *ls
                                     ln->stream);
         if (r != CUDA_SUCCESS) return cuda_op_fail(op, err, "cuMemcpyDtoHAsync", r);
     }
-    CUevent end = timed ? ln->ev_download : ln->ev_done;
+    const int wait = io && !timed ? io->wait : WP_WAIT_DEFAULT;
+    CUevent end = timed ? ln->ev_download : wait == WP_WAIT_SLEEP ? ln->ev_sleep : ln->ev_done;
     if ((r = b->cu.event_record(end, ln->stream)) != CUDA_SUCCESS) return cuda_op_fail(op, err, "cuEventRecord", r);
-    if ((r = cuda_event_wait_as(b, end, b->wait_yield || (io && io->yield))) != CUDA_SUCCESS)
+    if ((r = cuda_event_wait_as(b, end, wait == WP_WAIT_DEFAULT ? b->wait_yield : wait == WP_WAIT_YIELD)) !=
+        CUDA_SUCCESS)
         return cuda_op_fail(op, err, "the kernel (cuEventSynchronize)", r);
     if (read && zero_copy)
         memcpy(io->dst, ln->host + io->read_offset, io->read_len);

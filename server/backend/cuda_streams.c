@@ -30,7 +30,7 @@ int cuda_lanes_make(cuda_backend *b, int n, wp_err *err) {
 /* Destroys a lane's objects (current context: the one they live in). */
 static void lane_destroy(cuda_backend *b, cuda_lane *l) {
     if (l->stream) b->cu.stream_synchronize(l->stream);
-    CUevent *evs[] = {&l->ev_upload, &l->ev_start, &l->ev_stop, &l->ev_download, &l->ev_done};
+    CUevent *evs[] = {&l->ev_upload, &l->ev_start, &l->ev_stop, &l->ev_download, &l->ev_done, &l->ev_sleep};
     for (size_t i = 0; i < WP_ARRAY_LEN(evs); i++)
         if (*evs[i]) b->cu.event_destroy(*evs[i]);
     if (l->stream) b->cu.stream_destroy(l->stream);
@@ -47,7 +47,7 @@ void cuda_lanes_free(cuda_backend *b) {
 void cuda_lane_forget(cuda_lane *l) {
     l->generation = 0;
     l->stream = NULL;
-    l->ev_upload = l->ev_start = l->ev_stop = l->ev_download = l->ev_done = NULL;
+    l->ev_upload = l->ev_start = l->ev_stop = l->ev_download = l->ev_done = l->ev_sleep = NULL;
     l->scratch = 0;
     l->scratch_cap = 0;
     l->host = NULL;
@@ -66,10 +66,12 @@ CUresult cuda_lane_ready(cuda_backend *b, cuda_lane *l, unsigned gen, const char
     }
     l->generation = gen; /* from here lane_destroy frees what was made */
     *call = "cuEventCreate";
-    CUevent *evs[] = {&l->ev_upload, &l->ev_start, &l->ev_stop, &l->ev_download, &l->ev_done};
+    CUevent *evs[] = {&l->ev_upload, &l->ev_start, &l->ev_stop, &l->ev_download, &l->ev_done, &l->ev_sleep};
+    const unsigned flags[] = {CU_EVENT_DEFAULT,        CU_EVENT_DEFAULT,
+                              CU_EVENT_DEFAULT,        CU_EVENT_DEFAULT,
+                              CU_EVENT_DISABLE_TIMING, CU_EVENT_DISABLE_TIMING | CU_EVENT_BLOCKING_SYNC};
     for (size_t i = 0; i < WP_ARRAY_LEN(evs); i++)
-        if ((r = b->cu.event_create(evs[i], evs[i] == &l->ev_done ? CU_EVENT_DISABLE_TIMING : CU_EVENT_DEFAULT)) !=
-            CUDA_SUCCESS) {
+        if ((r = b->cu.event_create(evs[i], flags[i])) != CUDA_SUCCESS) {
             *evs[i] = NULL;
             return r;
         }

@@ -65,6 +65,7 @@ typedef struct wp_app {
     int compile_threads;
     /* devices, placement and sharding: */
     wp_inline_mode inline_gpu;           /* --inline-gpu: when small GPU jobs may run on the HTTP thread */
+    int runner_wait;                     /* --runner-wait: how the batcher's runners wait (WP_WAIT_*, buffer.h) */
     int streams_per_device;              /* --streams-per-device */
     wp_backend *devices[WP_MAX_DEVICES]; /* what jobs run on (placement.h): the GPUs (devices[0] is cuda), */
     int n_devices;                       /* or the emulator's --emu-devices (devices[0] is emu) */

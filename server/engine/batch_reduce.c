@@ -38,7 +38,7 @@ typedef struct {
     wp_spec sized; /* the job's spec with its block: what the kernel key says */
     wp_data_plan plan;
     bool untimed_ok; /* the job asked for no timing events */
-    bool handed;     /* run by the batcher's runners (wp_batch_hand_reduce): they yield while they wait */
+    bool handed;     /* run by the batcher's runners (wp_batch_hand_reduce): they wait as --runner-wait says */
     int rc;
     wp_err err;
     /* the batch layout: byte offsets of this job's regions */
@@ -309,7 +309,7 @@ static int run_grid(reduce_item *const *items, int n, const wp_ready_kernel *rk,
                            .fill_ctx = &g,
                            .image_len = l.download_end, /* the scratch past it: in buf, on the device */
                            .zero_copy_ok = plain_access(items, n),
-                           .yield = lead->handed};
+                           .wait = lead->handed ? lead->app->runner_wait : WP_WAIT_DEFAULT};
         for (int i = 0; i < n; i++) io.untimed &= items[i]->untimed_ok;
         rc = wp_backend_launch_io(lead->be, fns, &launch, l.blocks ? 1 : 0, &io, &t, err);
         wp_batch_mem_put(lead->app->batch_mem, buf, rc == 0);

@@ -24,7 +24,8 @@ typedef struct {
     wp_warp_result *res;
     wp_run_timing *t;
     wp_batch_mem *mem;
-    bool handed; /* run by the batcher's runners (wp_batch_hand_warp): they yield while they wait */
+    bool handed;     /* run by the batcher's runners (wp_batch_hand_warp): they wait as --runner-wait says */
+    int runner_wait; /* handed: --runner-wait */
     int rc;
     wp_err err;
 } warp_item;
@@ -87,7 +88,7 @@ static int run_grid(warp_item *const *items, int n, wp_err *err) {
                            .fill_ctx = &g,
                            .image_len = l.total,
                            .zero_copy_ok = true,
-                           .yield = lead->handed};
+                           .wait = lead->handed ? lead->runner_wait : WP_WAIT_DEFAULT};
         for (int i = 0; i < n; i++) /* timed when any job wants it (wp_run_timing.untimed unset) */
             if (items[i]->t && !items[i]->t->untimed) io.untimed = false;
         rc = wp_backend_launch_io(lead->be, fns, &launch, 1, &io, &t, err);
@@ -199,8 +200,15 @@ int wp_batch_hand_warp(wp_app *app, wp_backend *be, void *fn, const wp_spec *s, 
         free(h);
         return 1;
     }
-    h->it = (warp_item){
-        .be = be, .fn = fn, .spec = s, .job = job, .res = res, .t = t, .mem = app->batch_mem, .handed = true};
+    h->it = (warp_item){.be = be,
+                        .fn = fn,
+                        .spec = s,
+                        .job = job,
+                        .res = res,
+                        .t = t,
+                        .mem = app->batch_mem,
+                        .handed = true,
+                        .runner_wait = app->runner_wait};
     h->bj = (wp_batch_job){
         .owner = be, .run = warp_batch, .payload = &h->it, .on_done = handed_done, .prepare = handed_prepare};
     h->size = size;
