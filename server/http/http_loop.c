@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -29,6 +30,7 @@ struct wp_http_loop {
     pthread_mutex_t mu; /* guards the four below */
     pthread_cond_t cv;  /* quiesced */
     bool quiesce_asked, quiesced, stop;
+    atomic_bool asked; /* quiesce or stop asked (else a wake is only a resume: no lock to take) */
     MHD_socket listen_fd; /* what MHD_quiesce_daemon gave back */
 };
 
@@ -42,8 +44,9 @@ static int daemon_timeout_ms(struct MHD_Daemon *d) {
 /* On the loop's thread, after the eventfd fired: does what was asked; true when the loop is to end. */
 static bool take_requests(wp_http_loop *l) {
     uint64_t n;
-    while (read(l->wake, &n, sizeof n) > 0) {
+    if (read(l->wake, &n, sizeof n) < 0) { /* one read takes every wake so far (EAGAIN: none) */
     }
+    if (!atomic_exchange(&l->asked, false)) return false; /* resumes only: the common case under load */
     pthread_mutex_lock(&l->mu);
     if (l->quiesce_asked && !l->quiesced) {
         l->listen_fd = MHD_quiesce_daemon(l->d);
@@ -131,6 +134,7 @@ static void ask(wp_http_loop *l, bool *what) {
         pthread_mutex_lock(&l->mu);
         *what = true;
         pthread_mutex_unlock(&l->mu);
+        atomic_store(&l->asked, true); /* before the write: the loop that reads it sees the ask */
     }
     const uint64_t one = 1;
     while (write(l->wake, &one, sizeof one) < 0 && errno == EINTR) {
