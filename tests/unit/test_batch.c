@@ -5,7 +5,9 @@
  * test waits for the batcher's own count of waiting jobs), not by timing. The batch memory pool
  * (batch_mem.c) keeps each device's buffers apart: a batch on device 1 never gets device 0's. */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "backend/backend.h"
@@ -288,6 +290,82 @@ static void mem_per_device(void) {
     wp_backend_close(d0);
 }
 
+/* ---- handed jobs (wp_batcher_hand): runner threads run them, then call on_done ---- */
+
+static int dones;             /* on_done calls so far */
+static int done_of[JOBS_MAX]; /* per job id: on_done calls */
+
+static void on_done(wp_batch_job *job) {
+    pthread_mutex_lock(&mu);
+    done_of[((payload *)job->payload)->id]++;
+    dones++;
+    pthread_cond_broadcast(&cv);
+    pthread_mutex_unlock(&mu);
+}
+
+static bool prepare_fails(wp_batch_job *job) {
+    (void)job;
+    return false;
+}
+
+static void wait_dones(int n) { /* until n on_done calls (or 10 s: then it fails, not hangs) */
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 10;
+    pthread_mutex_lock(&mu);
+    while (dones < n && pthread_cond_timedwait(&cv, &mu, &until) == 0) {
+    }
+    pthread_mutex_unlock(&mu);
+}
+
+/* One runner held at the gate by job 0 while nine more are handed: they form batches of one key each, in
+ * the order they came, up to max; a job whose prepare fails is done at once and never runs. */
+static void handed(void) {
+    wp_batch_config cfg = {.max = 4, .runners = 1};
+    wp_batcher *bt = wp_batcher_open(&cfg);
+    CHECK(wp_batcher_runners(bt) == 1);
+    static const char *const keys[10] = {"k", "k", "j", "k", "k", "j", "k", "k", "k", "j"};
+    static wp_batch_job jobs[10];
+    static payload p[10];
+    int owner;
+    reset();
+    pthread_mutex_lock(&mu);
+    dones = 0;
+    memset(done_of, 0, sizeof done_of);
+    pthread_mutex_unlock(&mu);
+    for (int i = 0; i < 10; i++) {
+        p[i] = (payload){.id = i, .gated = i == 0};
+        jobs[i] = (wp_batch_job){.owner = &owner, .run = run, .payload = &p[i], .on_done = on_done};
+        snprintf(jobs[i].key, sizeof jobs[i].key, "%s", keys[i]);
+        if (i == 4) jobs[i].prepare = prepare_fails;
+        CHECKF(wp_batcher_hand(bt, &jobs[i]) == 0, "job %d handed", i);
+        if (i == 0) wait_at_gate(1); /* the runner took it alone and runs it: the rest pile up */
+    }
+    pthread_mutex_lock(&mu); /* the one runner is held in job 0's run: nothing else is taken yet (job 4's
+                              * failed prepare too happens when the pile is taken) */
+    CHECKF(dones == 0, "nothing done while the runner is held (%d)", dones);
+    pthread_mutex_unlock(&mu);
+    open_gate();
+    wait_dones(10);
+    static const int batch_of[10] = {0, 1, 2, 1, -1, 2, 1, 1, 3, 2}, size_of[4] = {1, 4, 3, 1};
+    for (int i = 0; i < 10; i++) {
+        const int b = batch_of[i];
+        CHECKF(done_of[i] == 1, "job %d done %d times", i, done_of[i]);
+        CHECKF(b < 0 ? p[i].runs == 0 : p[i].runs == 1 && p[i].ran_in == b && jobs[i].size == size_of[b] && !p[i].mixed,
+               "job %d (%s) ran %d times in batch %d of %d (want batch %d)", i, keys[i], p[i].runs, p[i].ran_in,
+               jobs[i].size, b);
+    }
+    CHECKF(batches_seen == 4, "%d batches", batches_seen);
+    wp_batch_stats st;
+    wp_batcher_stats(bt, &st);
+    CHECK(st.batches == 4 && st.jobs == 9);
+    wp_batcher_close(bt);
+    wp_batch_config none = {.max = 4};
+    bt = wp_batcher_open(&none); /* no runners: a hand is refused, the caller runs the job itself */
+    CHECK(wp_batcher_runners(bt) == 0 && wp_batcher_hand(bt, &jobs[1]) == -1);
+    wp_batcher_close(bt);
+}
+
 int main(void) {
     T_CASE("all waiting jobs form the next batch");
     queued_behind(64, 10);
@@ -305,5 +383,7 @@ int main(void) {
     two_slots();
     T_CASE("batch memory per device");
     mem_per_device();
+    T_CASE("handed jobs: runners batch them by key, in order; a failed prepare is done unrun");
+    handed();
     return t_done("batch");
 }
