@@ -20,6 +20,7 @@
 
 #include "api.h"
 #include "api_reduce_impl.h"
+#include "engine/batch.h"
 #include "jsonval.h"
 #include "util/base64.h"
 #include "util/jsonout.h"
@@ -53,43 +54,6 @@ typedef struct {
     wp_type type;
     wp_backend *be;
 } raw_plan;
-
-/* Everything one request holds; req_free gives back what is set. */
-typedef struct {
-    const wp_req *req;
-    bool scan, raw, inline_run; /* inline_run: on the HTTP thread (WP_ROUTE_TRY_INLINE), may defer */
-    wp_err err;
-    wp_spec spec;
-    const wp_family *f;
-    cJSON *body;
-    fast_data fast;
-    const cJSON *data, *b64, *bufid, *gen, *shm; /* which input form the body names */
-    wp_buffer_info binfo;
-    wp_backend *be;
-    bool check;
-    int ddof; /* var, std: "ddof" 0 or 1 */
-    reduce_input in;
-    reduce_input in2;    /* a map over y: the second input (api_reduce_input2.c) */
-    wp_batch_reduce job; /* the job and its results (batch_exec.h) */
-    data_form out_form;
-    bool array;            /* the family writes an array (scans, per-group results) */
-    wp_data_plan plan;     /* for the output's size */
-    wp_hist hist;          /* histogram: its binning (kernels/hist.h) */
-    wp_buf *out_buf;       /* "output":"buffer": created in the registry */
-    uint8_t *out_host;     /* an array result, downloaded */
-    wp_region *out_region; /* "output":{"shm":...}: the result goes there (at out_offset) */
-    uint64_t out_offset;
-    wp_buf *out_dev;  /* ... through this device buffer when it is large and on a GPU (DMA) */
-    wp_buf *out_into; /* "output":{"buffer": ID}: the registry's buffer the result is written into */
-    wp_buffer_info out_info;
-    double parse_us;
-    /* handed to the batcher's runners (the HTTP thread does not wait for a GPU job, batch_exec.h) */
-    bool hand;           /* may be handed: the HTTP thread would otherwise defer it to a worker */
-    uint64_t t_hand_ns;  /* when it was handed */
-    double hand_wait_us; /* the hand-off's share: the runner's queue, not the run */
-    wp_app *app;         /* handed: what the runner answers with, and where */
-    wp_resp *resp;
-} reduce_req;
 
 static void req_free(wp_app *app, reduce_req *q) {
     if (q->out_buf) wp_buffers_abort(app->buffers, q->out_buf);
@@ -184,49 +148,6 @@ static int parse_family_form(reduce_req *q) {
     return 0;
 }
 
-/* "buffer": the registry's buffer (held until the request is over); its type is the job's. */
-static int buffer_lookup(wp_app *app, reduce_req *q) {
-    if (!cJSON_IsString(q->bufid)) return WP_FAIL(&q->err, 400, "wrong_type", "buffer", "buffer must be an id string");
-    if (!(q->in.held = wp_buffers_get(app->buffers, q->req->user, q->bufid->valuestring, &q->binfo, &q->err)))
-        return -1;
-    const cJSON *ty = cJSON_GetObjectItemCaseSensitive(q->body, "type");
-    if (!ty)
-        wp_json_str_k(q->body, "type", wp_type_name(q->binfo.type));
-    else if (!cJSON_IsString(ty) || wp_type_parse(ty->valuestring) != (int)q->binfo.type)
-        return WP_FAIL(&q->err, 400, "type_mismatch", "type", "buffer %s holds %s", q->binfo.id,
-                       wp_type_name(q->binfo.type));
-    return 0;
-}
-
-/* The buffer form's input: the buffer's backend (a "device" pin naming another device is 400
- * device_mismatch, placement.h), and its first "count" elements (all by default).
- * Returns 1 (defer) for a large one on the HTTP thread. */
-static int input_buffer(wp_app *app, reduce_req *q) {
-    int pinned;
-    if (wp_placement_pin(q->body, &pinned, &q->err) || !(q->be = wp_placement_pick(app, q->in.held, pinned, &q->err)))
-        return -1;
-    const cJSON *bw = cJSON_GetObjectItemCaseSensitive(q->body, "backend");
-    if (bw &&
-        (!cJSON_IsString(bw) || (strcmp(bw->valuestring, "auto") && strcmp(bw->valuestring, wp_backend_name(q->be)))))
-        return WP_FAIL(&q->err, 400, "backend_mismatch", "backend", "buffer %s lives on %s", q->binfo.id,
-                       wp_backend_name(q->be));
-    q->in.in = q->in.held;
-    q->in.count = q->binfo.count;
-    q->in.form = FORM_BUFFER;
-    const cJSON *cnt = cJSON_GetObjectItemCaseSensitive(q->body, "count");
-    long long c;
-    if (cnt && wp_json_int(cnt, "count", 0, (long long)q->binfo.count, &c, &q->err)) return -1;
-    if (cnt) q->in.count = (uint64_t)c;
-    if (reduce_check_count(app, q->in.count, "buffer", &q->err)) return -1;
-    /* On a GPU the data is there already: a large reduction to one value uploads and downloads nothing, so
-     * it may run on the HTTP thread as a small job does (parse_job asks wp_app_may_run_inline next: only
-     * while the device is idle). The emulator works on the CPU, and an array result is large too: those
-     * go to a worker. */
-    const bool one_value = q->f->data_out == WP_DATA_VALUE || q->f->data_out == WP_DATA_ARG;
-    return q->inline_run && (wp_backend_on_host(q->be) || !one_value) &&
-           q->in.count * wp_type_size(q->spec.type) > WP_REDUCE_INLINE_MAX;
-}
-
 /* "weights": stencil only, 2*radius+1 numbers. */
 static int parse_weights(reduce_req *q, wp_reduce_job *job) {
     const cJSON *w = cJSON_GetObjectItemCaseSensitive(q->body, "weights");
@@ -271,14 +192,14 @@ static bool may_hand(wp_app *app, const reduce_req *q) {
 static int parse_job(wp_app *app, reduce_req *q) {
     if (parse_body(app, q) || parse_family_form(q)) return -1;
     if (q->bufid) {
-        if (buffer_lookup(app, q)) return -1;
+        if (reduce_buffer_lookup(app, q)) return -1;
     } else if (!cJSON_GetObjectItemCaseSensitive(q->body, "type")) {
         wp_json_str_k(q->body, "type", "f32");
     }
     if (q->f->flags & WP_F_OP && !cJSON_GetObjectItemCaseSensitive(q->body, "op") && q->raw)
         return WP_FAIL(&q->err, 400, "missing_field", "op", "a raw body needs ?type=...&op=...");
     if (wp_spec_from_json(q->body, app->arch, &q->spec, &q->err) || parse_second(q)) return -1;
-    int rc = q->in.held ? input_buffer(app, q) : wp_app_backend(app, q->body, q->f, &q->be, &q->err);
+    int rc = q->in.held ? reduce_input_buffer(app, q) : wp_app_backend(app, q->body, q->f, &q->be, &q->err);
     if (rc) return rc;
     if (q->spec.data.map_y && q->inline_run) return 1;                       /* two inputs: on a worker */
     if (q->req->sink && !q->in.held) q->be = ((raw_sink *)q->req->sink)->be; /* placed when the streamed body began */
@@ -291,6 +212,10 @@ static int parse_job(wp_app *app, reduce_req *q) {
     if (wp_json_bool(q->body, "check", &q->check, &q->err) || wp_json_bool(q->body, "compile", &compile, &q->err) ||
         wp_json_bool(q->body, "profile", &profile, &q->err))
         return -1;
+    /* "compile" on the emulator batches as cuda would (building the batched kernel); with a window set, on a
+     * worker, whose batch may wait it out (an HTTP thread never waits) */
+    if (q->inline_run && compile && wp_backend_on_host(q->be) && app->batcher && wp_batcher_window_us(app->batcher) > 0)
+        return 1;
     *job = (wp_reduce_job){.spec = &q->spec, .compile_on_emu = compile, .memory_only = q->inline_run};
     q->job.untimed = !profile; /* a batched job on cuda: no timing events unless profiled */
     const cJSON *iv = cJSON_GetObjectItemCaseSensitive(q->body, "init");
@@ -623,42 +548,6 @@ static bool answer(wp_app *app, reduce_req *q, wp_resp *resp, int rc) {
     return ok;
 }
 
-/* ---- handed to the batcher's runners: parked until the job has run ---- */
-
-static bool hand_park(void *ctx) {
-    reduce_req *q = ctx;
-    return wp_req_park(q->req, NULL, q);
-}
-
-/* On the runner, once the job has run: the answer written there (the HTTP threads' cores serve the
- * connections), then the connection unparked, to send it. */
-static void hand_done(void *ctx, int rc, const wp_err *err) {
-    reduce_req *q = ctx;
-    if (rc < 0) q->err = *err;
-    const wp_batch_reduce *j = &q->job;
-    const double run_us = j->untimed ? j->device_us : j->upload_us + j->res.kernel_us + j->download_us;
-    const double wait_us = wp_us_since(q->t_hand_ns) - run_us;
-    q->hand_wait_us = wait_us > 0 ? wait_us : 0;
-    const wp_req *req = q->req;
-    answer(q->app, q, q->resp, rc);
-    free(q);
-    wp_req_unpark(req);
-}
-
-/* Moves the request to the heap and hands its job over: 0, or 1 when it was not handed (q keeps it). */
-static int hand(wp_app *app, reduce_req *q, wp_resp *resp) {
-    reduce_req *hq = malloc(sizeof *hq);
-    if (!hq) return 1;
-    *hq = *q;
-    hq->job.job.spec = &hq->spec;
-    hq->app = app;
-    hq->resp = resp;
-    hq->t_hand_ns = wp_now_ns();
-    if (wp_batch_hand_reduce(app, hq->be, &hq->job, hand_park, hand_done, hq) == 0) return 0;
-    free(hq); /* it took nothing: q still owns every part */
-    return 1;
-}
-
 /* One request. check_only (opening a streamed raw body: no body yet): runs every check that needs no
  * data and returns true with the job's type and backend, or false with the error in resp. */
 static bool handle(wp_app *app, const wp_req *req, wp_resp *resp, bool scan, raw_plan *check_only) {
@@ -707,8 +596,8 @@ static bool handle(wp_app *app, const wp_req *req, wp_resp *resp, bool scan, raw
         rc = plan_output(app, &q);
     }
     if (rc == 0 && q.hand) {
-        if (hand(app, &q, resp) == 0) return true; /* parked: the runner answers (hand_done) */
-        rc = 1;                                    /* not handed: to a worker after all */
+        if (reduce_hand(app, &q, resp, answer) == 0) return true; /* parked: the runner answers (api_reduce_hand.c) */
+        rc = 1;                                                   /* not handed: to a worker after all */
     }
     if (rc == 0) rc = wp_batch_run_reduce(app, q.be, &q.job, &q.err);
     return answer(app, &q, resp, rc);

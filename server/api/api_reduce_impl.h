@@ -102,4 +102,54 @@ int reduce_hist_input(const wp_hist *h, reduce_input *in, wp_err *err);
 int reduce_hist_result(cJSON *o, const wp_hist *h, const uint8_t *counts_host, uint64_t n, wp_err *err);
 cJSON *reduce_hist_check(const wp_hist *h, const uint8_t *host, uint64_t n, const uint8_t *counts_host);
 
+/* One reduce or scan request (api_reduce.c), as the files that serve it see it. */
+/* Everything one request holds; api_reduce.c's req_free gives back what is set. */
+typedef struct {
+    const wp_req *req;
+    bool scan, raw, inline_run; /* inline_run: on the HTTP thread (WP_ROUTE_TRY_INLINE), may defer */
+    wp_err err;
+    wp_spec spec;
+    const wp_family *f;
+    cJSON *body;
+    fast_data fast;
+    const cJSON *data, *b64, *bufid, *gen, *shm; /* which input form the body names */
+    wp_buffer_info binfo;
+    wp_backend *be;
+    bool check;
+    int ddof; /* var, std: "ddof" 0 or 1 */
+    reduce_input in;
+    reduce_input in2;    /* a map over y: the second input (api_reduce_input2.c) */
+    wp_batch_reduce job; /* the job and its results (batch_exec.h) */
+    data_form out_form;
+    bool array;            /* the family writes an array (scans, per-group results) */
+    wp_data_plan plan;     /* for the output's size */
+    wp_hist hist;          /* histogram: its binning (kernels/hist.h) */
+    wp_buf *out_buf;       /* "output":"buffer": created in the registry */
+    uint8_t *out_host;     /* an array result, downloaded */
+    wp_region *out_region; /* "output":{"shm":...}: the result goes there (at out_offset) */
+    uint64_t out_offset;
+    wp_buf *out_dev;  /* ... through this device buffer when it is large and on a GPU (DMA) */
+    wp_buf *out_into; /* "output":{"buffer": ID}: the registry's buffer the result is written into */
+    wp_buffer_info out_info;
+    double parse_us;
+    /* handed to the batcher's runners (the HTTP thread does not wait for a GPU job, batch_exec.h) */
+    bool hand;           /* may be handed: the HTTP thread would otherwise defer it to a worker */
+    uint64_t t_hand_ns;  /* when it was handed */
+    double hand_wait_us; /* the hand-off's share: the runner's queue, not the run */
+    wp_app *app;         /* handed: what the runner answers with, and where */
+    wp_resp *resp;
+} reduce_req;
+
+/* After the run (rc as wp_batch_run_reduce's): the answer, an error or a deferral into resp; gives back
+ * every part of q (not q itself). api_reduce.c's, passed to reduce_hand. */
+typedef bool (*reduce_answer_fn)(wp_app *app, reduce_req *q, wp_resp *resp, int rc);
+/* api_reduce_hand.c: moves q to the heap and hands its job to the batcher's runners (the connection
+ * parked until the runner has answered into resp with answer): 0, or 1 when it was not handed (q keeps
+ * its parts). */
+int reduce_hand(wp_app *app, reduce_req *q, wp_resp *resp, reduce_answer_fn answer);
+/* api_reduce_input.c, the buffer form: "buffer" looked up (held until the request is over; its type is
+ * the job's), then its backend and count (1: defer a large one on the HTTP thread). */
+int reduce_buffer_lookup(wp_app *app, reduce_req *q);
+int reduce_input_buffer(wp_app *app, reduce_req *q);
+
 #endif

@@ -319,3 +319,48 @@ int reduce_input_offsets(const cJSON *list, reduce_input *in, wp_err *err) {
     }
     return 0; /* uploaded with the job (batch_exec.h) */
 }
+
+/* ---- the buffer form ---- */
+
+/* "buffer": the registry's buffer (held until the request is over); its type is the job's. */
+int reduce_buffer_lookup(wp_app *app, reduce_req *q) {
+    if (!cJSON_IsString(q->bufid)) return WP_FAIL(&q->err, 400, "wrong_type", "buffer", "buffer must be an id string");
+    if (!(q->in.held = wp_buffers_get(app->buffers, q->req->user, q->bufid->valuestring, &q->binfo, &q->err)))
+        return -1;
+    const cJSON *ty = cJSON_GetObjectItemCaseSensitive(q->body, "type");
+    if (!ty)
+        wp_json_str_k(q->body, "type", wp_type_name(q->binfo.type));
+    else if (!cJSON_IsString(ty) || wp_type_parse(ty->valuestring) != (int)q->binfo.type)
+        return WP_FAIL(&q->err, 400, "type_mismatch", "type", "buffer %s holds %s", q->binfo.id,
+                       wp_type_name(q->binfo.type));
+    return 0;
+}
+
+/* The buffer form's input: the buffer's backend (a "device" pin naming another device is 400
+ * device_mismatch, placement.h), and its first "count" elements (all by default).
+ * Returns 1 (defer) for a large one on the HTTP thread. */
+int reduce_input_buffer(wp_app *app, reduce_req *q) {
+    int pinned;
+    if (wp_placement_pin(q->body, &pinned, &q->err) || !(q->be = wp_placement_pick(app, q->in.held, pinned, &q->err)))
+        return -1;
+    const cJSON *bw = cJSON_GetObjectItemCaseSensitive(q->body, "backend");
+    if (bw &&
+        (!cJSON_IsString(bw) || (strcmp(bw->valuestring, "auto") && strcmp(bw->valuestring, wp_backend_name(q->be)))))
+        return WP_FAIL(&q->err, 400, "backend_mismatch", "backend", "buffer %s lives on %s", q->binfo.id,
+                       wp_backend_name(q->be));
+    q->in.in = q->in.held;
+    q->in.count = q->binfo.count;
+    q->in.form = FORM_BUFFER;
+    const cJSON *cnt = cJSON_GetObjectItemCaseSensitive(q->body, "count");
+    long long c;
+    if (cnt && wp_json_int(cnt, "count", 0, (long long)q->binfo.count, &c, &q->err)) return -1;
+    if (cnt) q->in.count = (uint64_t)c;
+    if (reduce_check_count(app, q->in.count, "buffer", &q->err)) return -1;
+    /* On a GPU the data is there already: a large reduction to one value uploads and downloads nothing, so
+     * it may run on the HTTP thread as a small job does (parse_job asks wp_app_may_run_inline next: only
+     * while the device is idle). The emulator works on the CPU, and an array result is large too: those
+     * go to a worker. */
+    const bool one_value = q->f->data_out == WP_DATA_VALUE || q->f->data_out == WP_DATA_ARG;
+    return q->inline_run && (wp_backend_on_host(q->be) || !one_value) &&
+           q->in.count * wp_type_size(q->spec.type) > WP_REDUCE_INLINE_MAX;
+}

@@ -91,6 +91,7 @@ void wp_batcher_close(wp_batcher *bt) {
 
 int wp_batcher_max(const wp_batcher *bt) { return bt->cfg.max; }
 int wp_batcher_runners(const wp_batcher *bt) { return bt->n_runners; }
+int wp_batcher_window_us(const wp_batcher *bt) { return bt->cfg.window_us; }
 
 /* Lock held. The queue of (owner, key), made when missing (NULL when out of memory). */
 static batch_queue *queue_get(wp_batcher *bt, const void *owner, const char *key) {

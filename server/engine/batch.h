@@ -78,7 +78,8 @@ struct wp_batch_job {
 wp_batcher *wp_batcher_open(const wp_batch_config *cfg);
 void wp_batcher_close(wp_batcher *bt); /* no job may be in flight */
 int wp_batcher_max(const wp_batcher *bt);
-int wp_batcher_runners(const wp_batcher *bt); /* runner threads running (0: wp_batcher_hand refuses) */
+int wp_batcher_runners(const wp_batcher *bt);   /* runner threads running (0: wp_batcher_hand refuses) */
+int wp_batcher_window_us(const wp_batcher *bt); /* --batch-window-us */
 
 /* Runs job in a batch of its key (alone when max is 1) and returns when it has run; returns the
  * batch's size (also in job->size). */
