@@ -30,7 +30,7 @@ struct wp_http_loop {
     pthread_mutex_t mu; /* guards the four below */
     pthread_cond_t cv;  /* quiesced */
     bool quiesce_asked, quiesced, stop;
-    atomic_bool asked; /* quiesce or stop asked (else a wake is only a resume: no lock to take) */
+    atomic_bool asked;    /* quiesce or stop asked (else a wake is only a resume: no lock to take) */
     MHD_socket listen_fd; /* what MHD_quiesce_daemon gave back */
 };
 
