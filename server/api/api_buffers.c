@@ -547,11 +547,19 @@ void wp_api_buffers_list(void *appv, const wp_req *req, wp_resp *resp) {
     wp_buffers_stats_get(app->buffers, &st);
     cJSON *o = cJSON_CreateObject();
     cJSON *arr = cJSON_AddArrayToObject(o, "buffers");
-    for (size_t i = 0; i < n; i++) cJSON_AddItemToArray(arr, info_json(&list[i]));
+    uint64_t own = 0;
+    for (size_t i = 0; i < n; i++) {
+        cJSON_AddItemToArray(arr, info_json(&list[i]));
+        own += list[i].bytes;
+    }
     free(list);
+    /* an admin sees the daemon's bytes and quota; anyone else their own (others' use is not theirs to see) */
+    const bool admin = wp_user_role(req->user) == WP_ROLE_ADMIN;
+    const uint64_t user_quota = wp_user_quota(req->user)->buffer_bytes;
     cJSON_AddNumberToObject(o, "count", (double)n);
-    cJSON_AddNumberToObject(o, "bytes", (double)st.bytes);
-    cJSON_AddNumberToObject(o, "quota", (double)st.quota);
+    cJSON_AddNumberToObject(o, "bytes", (double)(admin ? st.bytes : own));
+    cJSON_AddNumberToObject(o, "quota",
+                            (double)(admin || !user_quota || user_quota > st.quota ? st.quota : user_quota));
     wp_resp_json(resp, 200, o);
 }
 

@@ -161,6 +161,12 @@ def buffers():
     theirs = [x["id"] for x in call("GET", "/v1/buffers", user="rival")[1]["buffers"]]
     check(mine == [bid] and theirs == [rb["id"]], f"each lists their own ({mine} / {theirs})")
     check(call("GET", "/v1/buffers", user="reader")[1]["buffers"] == [], "the reader lists none")
+    # a listing's totals are the user's own (others' use is not theirs to see); an admin's the daemon's
+    lr, lv, la = (call("GET", "/v1/buffers", user=u)[1] for u in ("runner", "rival", "admin"))
+    check(lr["bytes"] == 12 and lv["bytes"] == 4 and la["bytes"] >= 16,
+          f"listed bytes: runner 12, rival 4, the admin all ({lr['bytes']}, {lv['bytes']}, {la['bytes']})")
+    check(lr["quota"] == 65536 and lv["quota"] == la["quota"] > 65536,
+          f"listed quota: runner's own 64 KiB, rival the daemon's ({lr['quota']}, {lv['quota']}, {la['quota']})")
     every = {x["id"]: x["owner"] for x in call("GET", "/v1/buffers", user="admin")[1]["buffers"]}
     check(every.get(bid) == "runner" and every.get(rb["id"]) == "rival", f"the admin lists all, with owners {every}")
     check(call("GET", "/v1/buffers/" + rb["id"], user="admin")[0] == 200, "the admin reads another's buffer")
