@@ -118,11 +118,13 @@ if start "cuda on the mock, --batch-window-us 20000" --batch-window-us 20000; th
   i1=$(metric warpd_http_answered_inline_total); d1=$(metric warpd_http_deferred_total)
   check "idle: a lone cached reduce is answered inline (inline $i0 -> $i1, deferred $d0 -> $d1)" \
     '[ "$i1" -gt "$i0" ] && [ "$d1" = "$d0" ]'
-  printf '{"type":"i32","op":"sum","data":[%s1]}' "$(printf '1,%.0s' $(seq 3000))" >"$tmp/slow"
+  # (a body long enough to be still arriving after every check below, however loaded the machine: it is
+  # cut off after them, never waited for)
+  printf '{"type":"i32","op":"sum","data":[%s1]}' "$(printf '1,%.0s' $(seq 30000))" >"$tmp/slow"
   curl -s -o /dev/null --limit-rate 1500 -H 'Content-Type: application/json' --data-binary @"$tmp/slow" \
     "$url/v1/reduce" &
   slow=$!
-  sleep 1 # its headers are in; its body takes about 4 s more
+  sleep 1 # its headers are in; its body would take about 40 s more
   i0=$(metric warpd_http_answered_inline_total); d0=$(metric warpd_http_deferred_total)
   h0=$(metric warpd_http_handed_total)
   code=$(post /v1/reduce "$REDUCE")
@@ -141,7 +143,8 @@ if start "cuda on the mock, --batch-window-us 20000" --batch-window-us 20000; th
   h1=$(metric warpd_http_handed_total) d1=$(metric warpd_http_deferred_total)
   check "idle: a handed job with no kernel in memory is compiled on a worker (handed $h0 -> $h1, deferred $d0 -> $d1)" \
     '[ "$code" = 200 ] && grep -q "\"value\":" "$tmp/body" && [ "$h1" = $((h0 + 1)) ] && [ "$d1" = $((d0 + 1)) ]'
-  wait $slow
+  kill $slow 2>/dev/null
+  wait $slow 2>/dev/null
 
   # A buffer round-trips byte for byte (the mock's copies are real).
   head -c 4096 /dev/urandom >"$tmp/bytes"
