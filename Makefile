@@ -104,6 +104,15 @@ $(MOCKCUDA): tests/mockcuda/mockcuda.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 $(WARN) -O2 -g -fPIC -shared -fvisibility=hidden -I$(CUDA_HOME)/include -o $@ $<
 
+# The kernels the API case table compiles only in passing (tests/api/kcache.json), compiled once by the
+# sanitized daemon (--prewarm --exit): the suites that run the table start their daemons on a copy
+# (tests/daemon.sh, warpd_seed), so that each run compiles only what it tests.
+KCACHE    := $(BUILD)/kcache
+$(KCACHE).stamp: $(BUILD)/asan/warpd tests/api/kcache.json $(wildcard templates/*) kernels/wp_abi.h
+	@rm -rf $(KCACHE)
+	@$(BUILD)/asan/warpd --backend emu --cache-dir $(KCACHE) --prewarm tests/api/kcache.json --exit
+	@touch $@
+
 # libFuzzer harnesses (rules in the fuzzing block below; listed here because test: names them)
 FUZZ_SRC  := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN  := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
@@ -131,16 +140,16 @@ GPU_TEST_BIN := $(patsubst %.c,$(BUILD)/%,$(GPU_SRC)) $(if $(wildcard $(NVCC)),$
 test: deps
 	@$(MAKE) --no-print-directory test-build
 	@BUILD=$(BUILD) ./tests/run.sh gpu; gpu_rc=$$?; BUILD=$(BUILD) ./tests/run.sh all && exit $$gpu_rc
-test-build: check-format $(BUILD)/warpd $(BUILD)/asan/warpd $(UNIT_BIN) $(API_BIN) $(MOCKCUDA) $(GPU_TEST_BIN) $(FUZZ_BIN)
+test-build: check-format $(BUILD)/warpd $(BUILD)/asan/warpd $(UNIT_BIN) $(API_BIN) $(MOCKCUDA) $(KCACHE).stamp $(GPU_TEST_BIN) $(FUZZ_BIN)
 
 # The edit-compile-test loop: the sanitized tree only, then the layout rules, the unit programs and the
 # API case table on the emulator (tests/run.sh check); make test before pushing.
-check: $(BUILD)/asan/warpd $(UNIT_BIN) $(API_BIN)
+check: $(BUILD)/asan/warpd $(UNIT_BIN) $(API_BIN) $(KCACHE).stamp
 	@BUILD=$(BUILD) ./tests/run.sh check
 
 test-unit: $(UNIT_BIN)
 	@BUILD=$(BUILD) ./tests/run.sh unit
-test-api: $(BUILD)/asan/warpd $(API_BIN) $(MOCKCUDA)
+test-api: $(BUILD)/asan/warpd $(API_BIN) $(MOCKCUDA) $(KCACHE).stamp
 	@BUILD=$(BUILD) ./tests/run.sh api
 test-lint: $(BUILD)/warpd
 	@BUILD=$(BUILD) ./tests/run.sh lint
