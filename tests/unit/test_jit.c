@@ -1,5 +1,6 @@
 /* test_jit.c — NVRTC through wp_jit: every family × every allowed type × two widths (× operators)
- * compiles to an sm_90 cubin; keys are equal for equal specs and differ when any input differs
+ * compiles to an sm_90 cubin (specs that can share a program compile in one, as prewarm builds them,
+ * each checked on its own); keys are equal for equal specs and differ when any input differs
  * (spec fields, template text, included headers); broken templates fail with compile_failed and
  * the log; a real artifact survives the disk store; the same program compiles through bare NVRTC. Prints
  * the disk-hit time (wp_jit_compile against bare NVRTC: bench/compile/bench_core.c). Needs NVRTC, not a GPU. */
@@ -43,44 +44,109 @@ static int make_spec(const wp_family *f, wp_type t, int width, uint32_t mask, co
 
 /* ---- every family × type × width × op ---- */
 
+/* The sweep's units of work: specs that can share an NVRTC program (wp_jit_group_id, as prewarm
+ * builds them) compile together, at most UNIT_MAX at a time; the others (an expression) alone. Each
+ * spec's artifact is then checked on its own. */
+#define UNIT_MAX 16
+typedef struct {
+    int first, n; /* indexes into the pool's order */
+} compile_unit;
+
 typedef struct {
     wp_jit *jit;
     wp_spec *specs;
-    int n;
+    int n, n_units;
+    int order[MAX_SPECS];
+    compile_unit units[MAX_SPECS];
     atomic_int next, failed;
-    double ms_total;
     pthread_mutex_t mu;
 } compile_pool;
 
+static int larger_first(const void *a, const void *b) {
+    const compile_unit *x = a, *y = b;
+    return x->n != y->n ? y->n - x->n : x->first - y->first;
+}
+
+/* Cuts the specs into units: each spec with the later ones of its group (UNIT_MAX at most), or alone;
+ * the largest first, so that the two threads finish together. */
+static void plan_units(compile_pool *pool) {
+    uint64_t ids[MAX_SPECS];
+    bool taken[MAX_SPECS] = {0};
+    for (int i = 0; i < pool->n; i++) ids[i] = wp_jit_group_id(pool->jit, &pool->specs[i]);
+    int k = 0;
+    for (int i = 0; i < pool->n; i++) {
+        if (taken[i]) continue;
+        compile_unit *u = &pool->units[pool->n_units++];
+        u->first = k;
+        u->n = 0;
+        for (int j = i; j < pool->n && u->n < (ids[i] ? UNIT_MAX : 1); j++)
+            if (!taken[j] && (j == i || (ids[i] && ids[j] == ids[i]))) {
+                taken[j] = true;
+                pool->order[k++] = j;
+                u->n++;
+            }
+    }
+    qsort(pool->units, (size_t)pool->n_units, sizeof *pool->units, larger_first);
+}
+
+static bool artifact_ok(const wp_artifact *a) {
+    bool ok = a->cubin_len > 4 &&
+              memcmp(a->cubin,
+                     "\x7f"
+                     "ELF",
+                     4) == 0 &&
+              a->lowered && a->lowered[0] && a->regs >= 0 && a->spills >= 0 && a->log && a->compile_ms > 0;
+    if (ok) { /* the PTX holds the entry we will look up, for the target we asked */
+        char entry[600];
+        snprintf(entry, sizeof entry, ".entry %s(", a->lowered);
+        ok = a->ptx && strstr(a->ptx, entry) && strstr(a->ptx, ".target " ARCH);
+    }
+    return ok;
+}
+
+/* One spec's check: its artifact (from its group's program or its own), or why it has none. */
+static void check_spec(compile_pool *pool, const wp_spec *s, int rc, const wp_err *err, const char *log,
+                       const wp_artifact *a) {
+    char key_text[256];
+    wp_spec_key_text(s, key_text, sizeof key_text);
+    bool ok = rc == 0 && log == NULL && artifact_ok(a);
+    pthread_mutex_lock(&pool->mu);
+    CHECKF(ok, "%s: rc %d %s %s\n%s", key_text, rc, err->code ? err->code : "", err->msg, log ? log : "");
+    pthread_mutex_unlock(&pool->mu);
+    if (!ok) atomic_fetch_add(&pool->failed, 1);
+}
+
+/* A spec alone through wp_jit_compile, checked. */
+static void compile_alone(compile_pool *pool, const wp_spec *s) {
+    wp_artifact a;
+    wp_err err = {0};
+    char *log = NULL;
+    int rc = wp_jit_compile(pool->jit, s, &a, &log, &err);
+    check_spec(pool, s, rc, &err, log, &a);
+    free(log);
+    if (rc == 0) wp_artifact_free(&a);
+}
+
+/* A unit: one program for the group (each spec checked in it), or, when that fails, as prewarm does,
+ * each spec alone, so that a failure names its spec. */
+static void compile_unit_run(compile_pool *pool, const compile_unit *u) {
+    const wp_spec *group[UNIT_MAX];
+    wp_artifact arts[UNIT_MAX];
+    wp_err err = {0};
+    for (int i = 0; i < u->n; i++) group[i] = &pool->specs[pool->order[u->first + i]];
+    if (u->n == 1 || wp_jit_compile_group(pool->jit, group, u->n, arts, &err)) {
+        for (int i = 0; i < u->n; i++) compile_alone(pool, group[i]);
+        return;
+    }
+    for (int i = 0; i < u->n; i++) {
+        check_spec(pool, group[i], 0, &err, NULL, &arts[i]);
+        wp_artifact_free(&arts[i]);
+    }
+}
+
 static void *compile_worker(void *arg) {
     compile_pool *pool = arg;
-    for (int i; (i = atomic_fetch_add(&pool->next, 1)) < pool->n;) {
-        const wp_spec *s = &pool->specs[i];
-        char key_text[256];
-        wp_spec_key_text(s, key_text, sizeof key_text);
-        wp_artifact a;
-        wp_err err = {0};
-        char *log = NULL;
-        int rc = wp_jit_compile(pool->jit, s, &a, &log, &err);
-        bool ok = rc == 0 && a.cubin_len > 4 &&
-                  memcmp(a.cubin,
-                         "\x7f"
-                         "ELF",
-                         4) == 0 &&
-                  a.lowered && a.lowered[0] && a.regs >= 0 && a.spills >= 0 && a.log && a.compile_ms > 0 && log == NULL;
-        if (ok) { /* the PTX holds the entry we will look up, for the target we asked */
-            char entry[600];
-            snprintf(entry, sizeof entry, ".entry %s(", a.lowered);
-            ok = a.ptx && strstr(a.ptx, entry) && strstr(a.ptx, ".target " ARCH);
-        }
-        pthread_mutex_lock(&pool->mu);
-        CHECKF(ok, "%s: rc %d %s %s\n%s", key_text, rc, err.code ? err.code : "", err.msg, log ? log : "");
-        if (rc == 0) pool->ms_total += a.compile_ms;
-        pthread_mutex_unlock(&pool->mu);
-        if (!ok) atomic_fetch_add(&pool->failed, 1);
-        free(log);
-        if (rc == 0) wp_artifact_free(&a);
-    }
+    for (int i; (i = atomic_fetch_add(&pool->next, 1)) < pool->n_units;) compile_unit_run(pool, &pool->units[i]);
     return NULL;
 }
 
@@ -122,7 +188,9 @@ static int collect_specs(wp_spec *specs) {
 
 static void test_all_families(wp_jit *jit, wp_spec *specs, int n) {
     T_CASE("every family x type x width x op compiles");
-    compile_pool pool = {.jit = jit, .specs = specs, .n = n};
+    static compile_pool pool;
+    pool = (compile_pool){.jit = jit, .specs = specs, .n = n};
+    plan_units(&pool);
     pthread_mutex_init(&pool.mu, NULL);
     pthread_t th[COMPILE_THREADS];
     uint64_t t0 = wp_now_ns();
@@ -130,8 +198,8 @@ static void test_all_families(wp_jit *jit, wp_spec *specs, int n) {
     for (int i = 0; i < COMPILE_THREADS; i++) pthread_join(th[i], NULL);
     double wall = wp_ms_since(t0);
     pthread_mutex_destroy(&pool.mu);
-    printf("compiled %d specs in %.1f s on %d threads (mean %.1f ms per compile), %d failed\n", n, wall / 1e3,
-           COMPILE_THREADS, pool.ms_total / n, atomic_load(&pool.failed));
+    printf("compiled %d specs as %d programs in %.1f s on %d threads, %d failed\n", n, pool.n_units, wall / 1e3,
+           COMPILE_THREADS, atomic_load(&pool.failed));
     CHECK(n > 50);
 }
 
