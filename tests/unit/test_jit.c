@@ -279,7 +279,7 @@ static void test_keys(wp_jit *jit, const wp_spec *specs, int n) {
     char op[300] = "(a*1+b*2)";
     for (int i = 3; strlen(op) < 240; i++) {
         char next[300];
-        snprintf(next, sizeof next, "max(%s,a*%d)", op, i);
+        snprintf(next, sizeof next, "max(%.250s,a*%d)", op, i); /* op stays under 240 here */
         snprintf(op, sizeof op, "%s", next);
     }
     wp_spec longs[2];
