@@ -58,15 +58,18 @@ deps:
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
+# The sanitized trees (asan, fuzz) keep line tables and inlined frames (SAN_G), what their reports
+# print, but not the local variables of -g: a sixth less compile time. gdb sessions: the plain tree.
+SAN_G     ?= -g1
 $(BUILD)/asan/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(SAN) -c $< -o $@
+	$(CC) $(ALL_CFLAGS) $(SAN) $(SAN_G) -c $< -o $@
 # The sanitized test programs' own code (not the library under test, which stays at $(CFLAGS)) at
 # TEST_OPT: large files of checks, which compile in well under half the time at -Og.
 TEST_OPT  ?= -Og
 $(BUILD)/asan/tests/%.o: tests/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(SAN) $(TEST_OPT) -c $< -o $@
+	$(CC) $(ALL_CFLAGS) $(SAN) $(SAN_G) $(TEST_OPT) -c $< -o $@
 
 $(BUILD)/libwarpd.a: $(LIB_OBJ)
 	@rm -f $@; ar rcs $@ $^
@@ -227,7 +230,7 @@ FUZZ_SAN  := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-o
 FLIB_OBJ  := $(patsubst %.c,$(BUILD)/fuzz/%.o,$(LIB_SRC))
 $(BUILD)/fuzz/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(ALL_CFLAGS) -O1 -g $(FUZZ_SAN) -fsanitize=fuzzer-no-link -c $< -o $@
+	$(FUZZ_CC) $(ALL_CFLAGS) -O1 $(SAN_G) $(FUZZ_SAN) -fsanitize=fuzzer-no-link -c $< -o $@
 $(BUILD)/fuzz/libwarpd.a: $(FLIB_OBJ)
 	@rm -f $@; ar rcs $@ $^
 $(BUILD)/fuzz/fuzz_%: $(BUILD)/fuzz/tests/fuzz/fuzz_%.o $(BUILD)/fuzz/libwarpd.a
