@@ -2,6 +2,7 @@
 # listens from the line it prints ("listening on http://127.0.0.1:PORT", "https://127.0.0.1:PORT" with
 # --tls-cert, or "unix:PATH" when the flags end with --listen unix:PATH).
 #   count FILE NAME                 (below) tallies a test program's "N passed, N failed" line
+#   warpd_seed DIR, case_files      (below) the API case table's kernel cache, and its files in order
 #   warpd_start BIN DIR [flags...]  runs BIN --listen 127.0.0.1:0 --cache-dir DIR/cache flags..., stdout
 #                                   in DIR/out, stderr in DIR/err; sets $pid, $port (TCP), $url
 #                                   (http[s]://HOST:PORT as printed, or unix:PATH); 1 if it did not start.
@@ -32,4 +33,22 @@ count() {
   if [ -z "$line" ]; then fail=$((fail+1)); echo "!! no result line from $2"; return; fi
   pass=$((pass + $(sed -E 's/.* ([0-9]+) passed.*/\1/' <<<"$line")))
   fail=$((fail + $(sed -E 's/.* ([0-9]+) failed.*/\1/' <<<"$line")))
+}
+
+# warpd_seed DIR: DIR/cache becomes a fresh copy of $BUILD/kcache, the kernels the API case table compiles
+# only in passing (tests/api/kcache.json; make builds it), or an empty folder where there is none. A
+# daemon on it then compiles only the kernels the table tests compiling.
+warpd_seed() {
+  rm -rf "$1/cache"
+  if [ -d "${BUILD:-build}/kcache" ]; then cp -r "${BUILD:-build}/kcache" "$1/cache"; else mkdir -p "$1/cache"; fi
+}
+
+# case_files [NAME...]: the API case table's files (tests/api/cases/*.json) but the NAMEs, cache.json last:
+# it prunes the whole cache, and the files before it find the seeded kernels (warpd_seed) there.
+case_files() {
+  local f skip=" $* "
+  for f in tests/api/cases/*.json; do
+    [[ "$skip" == *" ${f##*/} "* || ${f##*/} == cache.json ]] || echo "$f"
+  done
+  [[ "$skip" == *" cache.json "* ]] || echo tests/api/cases/cache.json
 }

@@ -310,7 +310,7 @@ static inline int pt_sample_line(pt_doc *d, int line, const char *s, const char 
         lo += (size_t)snprintf(smp.labels + lo, sizeof smp.labels - lo, "%s%s=\"%s\"", lo ? "," : "", labels[i].name,
                                labels[i].value);
         if (!strcmp(labels[i].name, "le"))
-            snprintf(smp.le, sizeof smp.le, "%s", labels[i].value);
+            snprintf(smp.le, sizeof smp.le, "%.63s", labels[i].value); /* an le longer than that is no number */
         else
             go += (size_t)snprintf(smp.group + go, sizeof smp.group - go, "%s%s=\"%s\"", go ? "," : "", labels[i].name,
                                    labels[i].value);

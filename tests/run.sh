@@ -45,6 +45,11 @@ if want layout; then
 fi
 if want unit; then
   for t in "$BUILD"/asan/tests/unit/test_*; do [ -x "$t" ] && [[ "$t" != *.[od] ]] && prog "unit/$(basename "$t")" "$t"; done
+  # The plain tree's unit programs (jit_sweep: test_jit's sweep beyond its quick set); not in `check`,
+  # which builds the sanitized tree only.
+  if [ "$what" != check ]; then
+    for t in "$BUILD"/tests/unit/*; do [ -x "$t" ] && [ -f "$t" ] && [[ "$t" != *.[od] ]] && prog "unit/$(basename "$t")" "$t"; done
+  fi
 fi
 if want api; then
   for t in tests/api/*.sh; do [ -x "$t" ] && prog "api/$(basename "$t")" "$t"; done

@@ -12,14 +12,13 @@ pass=0; fail=0
 # The case table each transport carries: every file but the ones that test a family's arithmetic (the
 # statistics, maps, histogram, reduce_by_key, widths), which api.sh runs once; a transport moves
 # the same bytes whatever the family computes, and the table runs five times over the two scripts.
-cases=()
-for f in tests/api/cases/*.json; do
-  case ${f##*/} in stats.json|map.json|histogram.json|bykey.json|anywidth.json) ;; *) cases+=("$f") ;; esac
-done
+# Each daemon starts on a fresh copy of the table's kernel cache (warpd_seed).
+mapfile -t cases < <(case_files stats.json map.json histogram.json bykey.json anywidth.json)
 ok() { echo "ok   $1"; pass=$((pass+1)); }
 bad() { echo "FAIL $1"; fail=$((fail+1)); }
 check() { if eval "$2"; then ok "$1"; else bad "$1"; fi; } # what, shell condition
 start() { # daemon flags...
+  warpd_seed "$tmp"
   warpd_start "$BUILD/asan/warpd" "$tmp" --backend emu "$@" && return 0
   bad "the daemon did not start with $*"; cat "$tmp/err"; pid=; return 1
 }

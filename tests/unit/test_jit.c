@@ -1,5 +1,6 @@
-/* test_jit.c — NVRTC through wp_jit: every family × every allowed type × two widths (× operators)
- * compiles to an sm_90 cubin; keys are equal for equal specs and differ when any input differs
+/* test_jit.c — NVRTC through wp_jit: the sweep of jit_sweep.h over its quick set (each family's first
+ * two types at width 32) compiles to sm_90 cubins, the rest of it in the plain tree (jit_sweep.c,
+ * make test); every spec's key is checked here: keys are equal for equal specs and differ when any input differs
  * (spec fields, template text, included headers); broken templates fail with compile_failed and
  * the log; a real artifact survives the disk store; the same program compiles through bare NVRTC. Prints
  * the disk-hit time (wp_jit_compile against bare NVRTC: bench/compile/bench_core.c). Needs NVRTC, not a GPU. */
@@ -13,127 +14,13 @@
 
 #include "compile/cache.h"
 #include "compile/jit.h"
+#include "jit_sweep.h"
 #include "kernels/data.h"
 #include "kernels/spec.h"
 #include "t.h"
 #include "util/sha256.h"
 
-#define ARCH "sm_90"
-#define MAX_SPECS 1024
-#define COMPILE_THREADS 2
-
 static char cuda_include[512];
-
-static int make_spec(const wp_family *f, wp_type t, int width, uint32_t mask, const char *op, const char *arch,
-                     wp_spec *s) {
-    memset(s, 0, sizeof *s);
-    s->family = f;
-    s->type = t;
-    s->width = width;
-    s->mask = mask;
-    snprintf(s->arch, sizeof s->arch, "%s", arch);
-    wp_err err = {0};
-    if ((f->flags & WP_F_OP) && wp_op_parse(op, t, "op", &s->op, &err)) return -1;
-    if (wp_spec_validate(s, &err)) {
-        wp_spec_free(s);
-        return -1;
-    }
-    return 0;
-}
-
-/* ---- every family × type × width × op ---- */
-
-typedef struct {
-    wp_jit *jit;
-    wp_spec *specs;
-    int n;
-    atomic_int next, failed;
-    double ms_total;
-    pthread_mutex_t mu;
-} compile_pool;
-
-static void *compile_worker(void *arg) {
-    compile_pool *pool = arg;
-    for (int i; (i = atomic_fetch_add(&pool->next, 1)) < pool->n;) {
-        const wp_spec *s = &pool->specs[i];
-        char key_text[256];
-        wp_spec_key_text(s, key_text, sizeof key_text);
-        wp_artifact a;
-        wp_err err = {0};
-        char *log = NULL;
-        int rc = wp_jit_compile(pool->jit, s, &a, &log, &err);
-        bool ok = rc == 0 && a.cubin_len > 4 &&
-                  memcmp(a.cubin,
-                         "\x7f"
-                         "ELF",
-                         4) == 0 &&
-                  a.lowered && a.lowered[0] && a.regs >= 0 && a.spills >= 0 && a.log && a.compile_ms > 0 && log == NULL;
-        if (ok) { /* the PTX holds the entry we will look up, for the target we asked */
-            char entry[600];
-            snprintf(entry, sizeof entry, ".entry %s(", a.lowered);
-            ok = a.ptx && strstr(a.ptx, entry) && strstr(a.ptx, ".target " ARCH);
-        }
-        pthread_mutex_lock(&pool->mu);
-        CHECKF(ok, "%s: rc %d %s %s\n%s", key_text, rc, err.code ? err.code : "", err.msg, log ? log : "");
-        if (rc == 0) pool->ms_total += a.compile_ms;
-        pthread_mutex_unlock(&pool->mu);
-        if (!ok) atomic_fetch_add(&pool->failed, 1);
-        free(log);
-        if (rc == 0) wp_artifact_free(&a);
-    }
-    return NULL;
-}
-
-/* WARPD_TEST_QUICK=1 (make check, the edit-compile-test loop): each family's first two types at width
- * 32 only, a fifth of the compiles; make test compiles every type at both widths. */
-static int collect_specs(wp_spec *specs) {
-    int nf, n = 0;
-    const char *quick = getenv("WARPD_TEST_QUICK");
-    const int n_widths = quick && !strcmp(quick, "1") ? 1 : 2;
-    const wp_family *const *fams = wp_family_list(&nf);
-    static const char *const ops[] = {"sum", "max", "a + b * 2"};
-    static const wp_op_kind op_kinds[] = {WP_OP_SUM, WP_OP_MAX, WP_OP_EXPR};
-    for (int fi = 0; fi < nf; fi++) {
-        const wp_family *f = fams[fi];
-        if (!f->template_file) continue; /* emulator-only families compile nothing */
-        int small = 0;                   /* the largest allowed width below 32 */
-        for (int w = 16; w >= 1 && !small; w /= 2)
-            if (f->widths & (1u << __builtin_ctz((unsigned)w))) small = w;
-        int widths[2] = {32, small}, types_taken = 0;
-        for (int t = 0; t < WP_TYPE_COUNT; t++) {
-            if (!(f->types & WP_TBIT(t))) continue;
-            if ((f->flags & WP_F_KEYS) && t != WP_F32) continue; /* reduce_by_key: f32 (test_gpu_bykey: all) */
-            if (n_widths == 1 && types_taken++ == 2) break;      /* quick: the first two types (i32, u32) */
-            for (int wi = 0; wi < n_widths; wi++) {
-                if (!widths[wi] || !(f->widths & (1u << __builtin_ctz((unsigned)widths[wi])))) continue;
-                for (int oi = 0; oi < (f->flags & WP_F_OP ? 3 : 1); oi++) {
-                    if ((f->flags & WP_F_OP) && !(f->ops & WP_OPBIT(op_kinds[oi]))) continue;
-                    if (n >= MAX_SPECS) return n;
-                    if (make_spec(f, (wp_type)t, widths[wi], 0xffffffffu, ops[oi], ARCH, &specs[n]) == 0)
-                        n++;
-                    else
-                        CHECKF(0, "spec %s/%s/w%d/%s did not validate", f->name, wp_type_name(t), widths[wi], ops[oi]);
-                }
-            }
-        }
-    }
-    return n;
-}
-
-static void test_all_families(wp_jit *jit, wp_spec *specs, int n) {
-    T_CASE("every family x type x width x op compiles");
-    compile_pool pool = {.jit = jit, .specs = specs, .n = n};
-    pthread_mutex_init(&pool.mu, NULL);
-    pthread_t th[COMPILE_THREADS];
-    uint64_t t0 = wp_now_ns();
-    for (int i = 0; i < COMPILE_THREADS; i++) pthread_create(&th[i], NULL, compile_worker, &pool);
-    for (int i = 0; i < COMPILE_THREADS; i++) pthread_join(th[i], NULL);
-    double wall = wp_ms_since(t0);
-    pthread_mutex_destroy(&pool.mu);
-    printf("compiled %d specs in %.1f s on %d threads (mean %.1f ms per compile), %d failed\n", n, wall / 1e3,
-           COMPILE_THREADS, pool.ms_total / n, atomic_load(&pool.failed));
-    CHECK(n > 50);
-}
 
 /* ---- keys ---- */
 
@@ -211,7 +98,7 @@ static void test_keys(wp_jit *jit, const wp_spec *specs, int n) {
     char op[300] = "(a*1+b*2)";
     for (int i = 3; strlen(op) < 240; i++) {
         char next[300];
-        snprintf(next, sizeof next, "max(%s,a*%d)", op, i);
+        snprintf(next, sizeof next, "max(%.250s,a*%d)", op, i); /* op stays under 240 here */
         snprintf(op, sizeof op, "%s", next);
     }
     wp_spec longs[2];
@@ -641,8 +528,12 @@ int main(void) {
     CHECK(strstr(wp_jit_options_text(jit), "--fmad=false") != NULL);
     printf("NVRTC %d.%d, options: %s\n", major, minor, wp_jit_options_text(jit));
 
+    /* make check (WARPD_TEST_QUICK=1): the quick set alone; make test: every spec's key, and the quick set
+     * compiled here (the rest in the plain tree: jit_sweep.c) */
     static wp_spec specs[MAX_SPECS];
-    int n = collect_specs(specs);
+    static bool quick[MAX_SPECS];
+    const char *q = getenv("WARPD_TEST_QUICK");
+    int n = sweep_collect(specs, quick, q && !strcmp(q, "1"));
     test_keys(jit, specs, n);
     char root[] = "/tmp/wp_test_jit_XXXXXX";
     if (mkdtemp(root)) {
@@ -652,7 +543,7 @@ int main(void) {
     test_overhead(jit);
     test_group(jit);
     test_slots(jit);
-    test_all_families(jit, specs, n);
+    sweep_run(jit, specs, quick, n, true);
     for (int i = 0; i < n; i++) wp_spec_free(&specs[i]);
     wp_jit_close(jit);
     return t_done("jit");
