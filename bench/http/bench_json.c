@@ -1,14 +1,13 @@
 /* bench_json.c — inline JSON of 10^6 values, both ways, for every type, on the CPU. In process: the
- * "data" list read in place (wp_json_scan_array) and an answer's list written (wp_json_values_raw, then
- * wp_json_print as wp_resp_json does), MB/s of JSON text (wall clock: lists of a MiB and more use up to a
- * thread a CPU). Through the daemon's HTTP path
+ * "data" list read in place (wp_json_scan_array) and an answer's list written (wp_json_append_values into
+ * the answer's text, as api_reduce.c's scan answer does), MB/s of JSON text (wall clock: lists of a MiB
+ * and more use up to a thread a CPU). Through the daemon's HTTP path
  * (build/warpd
  * --backend emu, or $WARPD_BIN, on a free port, keep-alive): POST /v1/reduce with the 10^6 values as
  * "data" (request bytes over the round trip), and POST /v1/scan of them answered as "data" (request and
  * answer bytes over the round trip). The best of ROUNDS. Prints numbers, never pass/fail.
  *   bench_json [ROUNDS]      BENCH_JSON_ONLY=inproc|http picks one half; BENCH_JSON_BACKEND=cuda runs
  *                            the daemon on the GPU (default emu). */
-#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,11 +83,12 @@ static void bench_inproc(wp_type t, int rounds) {
         if (!ok || count != N || memcmp(back, values, (size_t)N * wp_type_size(t)))
             printf("%s: the list did not read back\n", wp_type_name(t));
         t0 = bench_now_us(), c0 = cpu_now_us();
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddItemToObject(o, "data", wp_json_values_raw(t, values, N));
-        char *text = wp_json_print(o, &list_len);
-        cJSON_Delete(o);
-        free(text);
+        wp_jtext o = {0};
+        wp_jtext_open(&o, '{');
+        wp_jtext_key(&o, "data");
+        wp_json_append_values(&o, t, values, N);
+        wp_jtext_close(&o, '}');
+        free(wp_jtext_take(&o, &list_len));
         out_us[r] = bench_now_us() - t0, out_cpu[r] = cpu_now_us() - c0;
     }
     const double in = best(in_us, rounds), out = best(out_us, rounds);

@@ -381,14 +381,11 @@ static int add_tree_result(reduce_req *q, wp_jtext *o) {
 }
 
 /* An array result as a "data" list of values. */
-/* "data": the list as text straight away (a scan answers 10^6 values, too many for a cJSON node each;
- * long lists are printed on several threads, jsonval.h). -1 when out of memory. */
+/* "data": the list as text straight into the answer (a scan answers 10^6 values, too many for a cJSON
+ * node each; long lists are printed on several threads, jsonval.h). -1 when out of memory. */
 static int add_data(wp_jtext *o, wp_type t, const uint8_t *host, uint64_t count) {
     wp_jtext_key(o, "data");
-    cJSON *list = wp_json_values_raw(t, host, count);
-    const bool ok = list && wp_jtext_json(o, list);
-    cJSON_Delete(list);
-    return ok ? 0 : -1;
+    return wp_json_append_values(o, t, host, count) ? 0 : -1;
 }
 
 /* The result as JSON: the value, or the array in the form asked for, or the new buffer. */

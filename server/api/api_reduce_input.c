@@ -109,18 +109,16 @@ int reduce_input_json(wp_app *app, const cJSON *data, wp_type t, reduce_input *i
  * does not follow exactly (objects, literals, escapes, a value the type refuses, bad JSON) it declines,
  * and the whole body goes through cJSON as before. */
 
-/* Reads text[0..n) (a list) as type t into a new fd->host. */
+/* Reads text[0..n) (a list) as type t into a new fd->host, of the values' size. */
 static bool fast_scan(fast_data *fd, const char *text, size_t n, wp_type t) {
-    uint64_t cap = wp_json_array_cap(n);
     size_t used;
+    void *host = NULL;
     free(fd->host);
     fd->type = t;
-    fd->host = malloc((size_t)cap * wp_type_size(t));
-    if (!fd->host || !wp_json_scan_array(text, n, t, fd->host, cap, &fd->count, &used)) return false;
-    fd->to = fd->from + used;
-    uint8_t *fit = realloc(fd->host, fd->count ? (size_t)fd->count * wp_type_size(t) : 1); /* give back the slack */
-    if (fit) fd->host = fit;
-    return true;
+    const bool ok = wp_json_scan_array_new(text, n, t, &host, &fd->count, &used);
+    fd->host = host;
+    if (ok) fd->to = fd->from + used;
+    return ok;
 }
 
 /* The body parsed with its "data" list read in place, or NULL (nothing set) when the scanner declines

@@ -15,11 +15,16 @@
 
 typedef wp_jtext out_buf;
 
+/* Room for more bytes and a NUL: the capacity doubles, but a piece larger than that at once (a long
+ * list) gets what it needs and an eighth more: a 10^6-value list's answer then stays within what
+ * malloc keeps for reuse, where the next power of two could take fresh pages every time. */
 static bool reserve(out_buf *b, size_t more) {
     if (b->failed) return false;
     if (b->n + more + 1 <= b->cap) return true;
+    const size_t need = b->n + more + 1;
     size_t cap = b->cap ? b->cap : 256;
-    while (cap < b->n + more + 1) cap *= 2;
+    if (need / 2 > cap) cap = need + need / 8;
+    while (cap < need) cap *= 2;
     char *p = realloc(b->p, cap);
     if (!p) return !(b->failed = 1);
     b->p = p, b->cap = cap;
@@ -36,11 +41,7 @@ static void putc_(out_buf *b, char c) {
 
 int wp_json_fmt_u64(char *buf, uint64_t v) { return wp_num_u64_text(buf, v); }
 
-int wp_json_fmt_i64(char *buf, int64_t v) {
-    if (v >= 0) return wp_json_fmt_u64(buf, (uint64_t)v);
-    buf[0] = '-';
-    return 1 + wp_json_fmt_u64(buf + 1, 0 - (uint64_t)v);
-}
+int wp_json_fmt_i64(char *buf, int64_t v) { return wp_num_i64_text(buf, v); }
 
 /* d as %1.15g would print it, when d is the double nearest k/1000 for an integer |k| < 10^15: such a
  * decimal has at most 15 significant digits, so %1.15g gives it back exactly (DBL_DIG), in fixed

@@ -8,65 +8,92 @@
 #include <string.h>
 
 typedef unsigned __int128 u128;
+#define NT_INLINE static inline __attribute__((always_inline))
 
 const wp_num_format wp_num_f64 = {52, 11}, wp_num_f32 = {23, 8}, wp_num_f16 = {10, 5}, wp_num_bf16 = {7, 8};
 
-/* ---- integer digits ---- */
+/* ---- integer digits ----
+ * Digits are made as bytes in a 64-bit word, eight at a time, by multiplications (no divide
+ * instruction, no table), and stored as whole words: the text is never read back while its bytes are
+ * still being written (a load over several recent small stores waits for all of them). */
 
 static const char digit_pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
                                   "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
                                   "8081828384858687888990919293949596979899";
 
-/* Eight digits of v < 10^8 into p[0..8), in 32-bit arithmetic. */
-static inline void put_eight(char *p, uint32_t v) {
-    const uint32_t hi = v / 10000, lo = v % 10000;
-    memcpy(p, digit_pairs + 2 * (hi / 100), 2);
-    memcpy(p + 2, digit_pairs + 2 * (hi % 100), 2);
-    memcpy(p + 4, digit_pairs + 2 * (lo / 100), 2);
-    memcpy(p + 6, digit_pairs + 2 * (lo % 100), 2);
+/* clang-format off */
+static const uint64_t pow10_u64[20] = {
+    1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000, 1000000000, 10000000000, 100000000000,
+    1000000000000, 10000000000000, 100000000000000, 1000000000000000, 10000000000000000, 100000000000000000,
+    1000000000000000000, 10000000000000000000u};
+/* clang-format on */
+
+#define ASCII_ZEROS 0x3030303030303030ull /* '0' in every byte */
+
+/* v < 10^8 as its eight digits (leading zeros too), one a byte with the value 0..9, the first in the
+ * lowest byte (text order in memory on a little-endian machine): v / 10^4 and v % 10^4 in two 32-bit
+ * lanes, each split into hundreds (x * 10486 >> 20 is x / 100 below 43,699), the four pairs into tens
+ * (x * 103 >> 10 is x / 10 below 179). */
+NT_INLINE uint64_t eight_lanes(uint32_t v) {
+    const uint64_t merged = (uint64_t)(v / 10000) | (uint64_t)(v % 10000) << 32;
+    const uint64_t hundreds = (merged * 10486 >> 20) & 0x0000007F0000007Full;
+    const uint64_t pairs = hundreds | (merged - hundreds * 100) << 16;
+    const uint64_t tens = (pairs * 103 >> 10) & 0x000F000F000F000Full;
+    return tens | (pairs - tens * 10) << 8;
 }
 
-/* v's digits right-aligned, ending at end (no NUL): eight at a time, the rest two at a time. Returns
- * where they start. */
-static inline char *digits_before(char *end, uint64_t v) {
-    char *p = end;
-    while (v >= 100000000) {
-        p -= 8;
-        put_eight(p, (uint32_t)(v % 100000000));
-        v /= 100000000;
+/* The eight bytes of w at p, its lowest byte first. */
+static inline void store8(char *p, uint64_t w) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    w = __builtin_bswap64(w);
+#endif
+    memcpy(p, &w, 8);
+}
+
+/* The number of decimal digits of v >= 1 (bits * 1233 >> 12 is floor(bits * log10(2)) here). */
+static inline int decimal_length(uint64_t v) {
+    const int t = (64 - __builtin_clzll(v)) * 1233 >> 12;
+    return t + (v >= pow10_u64[t]);
+}
+
+/* The digits of 1 <= v < 10^8 at p; returns their end. Writes 8 bytes. */
+static inline char *put_short(char *p, uint32_t v) {
+    const uint64_t lanes = eight_lanes(v);
+    const int lead = __builtin_ctzll(lanes) >> 3; /* leading zero digits: the lowest zero bytes */
+    store8(p, (lanes + ASCII_ZEROS) >> (8 * lead));
+    return p + 8 - lead;
+}
+
+/* The digits of v at p; returns their end. Writes up to 20 bytes (at least 8). */
+static inline char *put_u64(char *p, uint64_t v) {
+    if (v < 100000000) {
+        if (v) return put_short(p, (uint32_t)v);
+        store8(p, '0');
+        return p + 1;
     }
-    uint32_t r = (uint32_t)v;
-    while (r >= 100) {
-        p -= 2;
-        memcpy(p, digit_pairs + 2 * (r % 100), 2);
-        r /= 100;
-    }
-    if (r >= 10) {
-        p -= 2;
-        memcpy(p, digit_pairs + 2 * r, 2);
+    const uint64_t hi = v / 100000000;
+    if (hi < 100000000) {
+        p = put_short(p, (uint32_t)hi);
     } else {
-        *--p = (char)('0' + r);
+        p = put_short(p, (uint32_t)(hi / 100000000));
+        store8(p, eight_lanes((uint32_t)(hi % 100000000)) + ASCII_ZEROS);
+        p += 8;
     }
-    return p;
+    store8(p, eight_lanes((uint32_t)(v % 100000000)) + ASCII_ZEROS);
+    return p + 8;
 }
-
-/* v's digits into buf[0..n) (no NUL). */
-static inline int put_digits(char *buf, uint64_t v) {
-    char tmp[24], *end = tmp + sizeof tmp, *p = digits_before(end, v);
-    const int n = (int)(end - p);
-    memcpy(buf, p, (size_t)n);
-    return n;
-}
-
-/* Up to 24 bytes of digits copied as one fixed-size block (a call-free copy where the length varies):
- * both sides have room for the whole block, and what lands past the digits is overwritten or past the
- * NUL. */
-#define COPY_DIGITS(dst, src) memcpy((dst), (src), 24)
 
 int wp_num_u64_text(char *buf, uint64_t v) {
-    const int n = put_digits(buf, v);
-    buf[n] = 0;
-    return n;
+    char *end = put_u64(buf, v);
+    *end = 0;
+    return (int)(end - buf);
+}
+
+int wp_num_i64_text(char *buf, int64_t v) {
+    buf[0] = '-';
+    char *end = put_u64(buf + (v < 0), v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
+    *end = 0;
+    return (int)(end - buf);
 }
 
 /* ---- shortest digits: Schubfach ---- */
@@ -86,15 +113,26 @@ static inline uint64_t round_to_odd(const uint64_t g[2], uint64_t cp) {
     return (uint64_t)(top >> 64) | ((uint64_t)top > 1);
 }
 
+/* The same for c of 24 bits or fewer (f32): the power's upper half, one up, against cp shifted 32 bits
+ * further; the top 64 bits of that product hold the result and 32 bits below it, which stand for the
+ * rest. One multiplication in place of two, and the same digits as the full product for every f32
+ * (checked exhaustively when written). */
+static inline uint64_t round_to_odd_narrow(uint64_t g_up, uint64_t cp) {
+    const uint64_t x = (uint64_t)(((u128)g_up * cp) >> 64);
+    return x >> 32 | ((uint32_t)x > 1);
+}
+
 /* The value c * 2^q, whose rounding interval reaches half a step either way (a quarter step below when
- * c is a power of two above the smallest exponent: lower_closer). */
-static wp_num_decimal schubfach(uint64_t c, int q, bool lower_closer) {
+ * c is a power of two above the smallest exponent: lower_closer); narrow: c < 2^24. */
+NT_INLINE wp_num_decimal schubfach(uint64_t c, int q, bool lower_closer, bool narrow) {
     const bool even = !(c & 1);
     const uint64_t cb = c << 2, cbl = cb - 2 + lower_closer, cbr = cb + 2;
     const int k = lower_closer ? floor_log10_three_quarters_pow2(q) : floor_log10_pow2(q);
     const int h = q + floor_log2_pow10(-k) + 1; /* 1..4: the scale that puts the product's top in 64 bits */
-    const uint64_t *g = wp_pow10_print[-k - WP_POW10_PRINT_MIN];
-    const uint64_t vbl = round_to_odd(g, cbl << h), vb = round_to_odd(g, cb << h), vbr = round_to_odd(g, cbr << h);
+    const uint64_t *g = wp_pow10_print[-k - WP_POW10_PRINT_MIN], g_up = g[0] + 1;
+    const uint64_t vbl = narrow ? round_to_odd_narrow(g_up, cbl << (h + 32)) : round_to_odd(g, cbl << h);
+    const uint64_t vb = narrow ? round_to_odd_narrow(g_up, cb << (h + 32)) : round_to_odd(g, cb << h);
+    const uint64_t vbr = narrow ? round_to_odd_narrow(g_up, cbr << (h + 32)) : round_to_odd(g, cbr << h);
     const uint64_t lower = vbl + !even, upper = vbr - !even; /* an even c keeps its interval's ends */
     const uint64_t s = vb >> 2;                              /* floor(v * 10^-k) */
     if (s >= 10) { /* one digit fewer: at most one multiple of 10^(k+1) lies in the interval */
@@ -109,66 +147,126 @@ static wp_num_decimal schubfach(uint64_t c, int q, bool lower_closer) {
     return (wp_num_decimal){s + round_up, k};
 }
 
-wp_num_decimal wp_num_shortest(const wp_num_format *f, uint64_t bits) {
-    const uint64_t frac = bits & ((1ull << f->frac_bits) - 1);
-    const int biased = (int)(bits >> f->frac_bits) & ((1 << f->exp_bits) - 1);
-    const int bias = (1 << (f->exp_bits - 1)) - 1;
+/* The format by value: where the caller's is a constant, so is every shift and mask below. */
+NT_INLINE wp_num_decimal shortest(wp_num_format f, uint64_t bits) {
+    const uint64_t frac = bits & ((1ull << f.frac_bits) - 1);
+    const int biased = (int)(bits >> f.frac_bits) & ((1 << f.exp_bits) - 1);
+    const int bias = (1 << (f.exp_bits - 1)) - 1;
+    const bool narrow = f.frac_bits <= 23; /* f32, f16, bf16 */
     wp_num_decimal d;
     if (biased == 0)
-        d = schubfach(frac, 1 - bias - f->frac_bits, false);
+        d = schubfach(frac, 1 - bias - f.frac_bits, false, narrow);
     else
-        d = schubfach(frac | (1ull << f->frac_bits), biased - bias - f->frac_bits, frac == 0 && biased > 1);
+        d = schubfach(frac | (1ull << f.frac_bits), biased - bias - f.frac_bits, frac == 0 && biased > 1, narrow);
     while (d.digits % 10 == 0) d.digits /= 10, d.exp10++;
     return d;
 }
 
-int wp_num_format_g(char *buf, bool neg, wp_num_decimal d) {
-    char tmp[48]; /* the digits end at tmp + 24: room for COPY_DIGITS from any of them */
-    const char *dig = digits_before(tmp + 24, d.digits);
-    const int n = (int)(tmp + 24 - dig), x = d.exp10 + n - 1; /* x: the exponent of the first digit */
-    char *p = buf;
-    if (neg) *p++ = '-';
-    if (x < -4 || x >= n) {
-        *p++ = dig[0];
-        if (n > 1) {
-            *p++ = '.';
-            COPY_DIGITS(p, dig + 1);
-            p += n - 1;
-        }
-        *p++ = 'e';
-        *p++ = x < 0 ? '-' : '+';
-        unsigned ax = (unsigned)(x < 0 ? -x : x);
-        if (ax >= 100) *p++ = (char)('0' + ax / 100), ax %= 100;
-        memcpy(p, digit_pairs + 2 * ax, 2); /* at least two exponent digits, as printf */
-        p += 2;
-    } else if (x >= 0) {
-        COPY_DIGITS(p, dig);
-        p += x + 1;
-        if (n > x + 1) {
-            *p++ = '.';
-            COPY_DIGITS(p, dig + x + 1);
-            p += n - x - 1;
-        }
+wp_num_decimal wp_num_shortest(const wp_num_format *f, uint64_t bits) { return shortest(*f, bits); }
+
+/* The digits of d (n of them) left-aligned: the first as a character, the next sixteen as text in two
+ * words (past the n-th: '0's). Nine or fewer (every f32, f16 and bf16) in 32-bit arithmetic; more: the
+ * first n - 8 left-aligned in nine, the last eight after them. */
+typedef struct {
+    char first;
+    uint64_t w1, w2;
+} digit_words;
+NT_INLINE digit_words left_digits(uint64_t digits, int n) {
+    if (n <= 9) {
+        const uint32_t left = (uint32_t)digits * (uint32_t)pow10_u64[9 - n];
+        return (digit_words){(char)('0' + left / 100000000), eight_lanes(left % 100000000) + ASCII_ZEROS, ASCII_ZEROS};
+    }
+    const uint64_t hi = digits / 100000000;
+    const uint32_t left = (uint32_t)hi * (uint32_t)pow10_u64[17 - n], lo = (uint32_t)(digits - hi * 100000000);
+    const uint64_t w1 = eight_lanes(left % 100000000) + ASCII_ZEROS, w2 = eight_lanes(lo) + ASCII_ZEROS;
+    const int gap = 8 * (17 - n); /* bits of w1 past the first n - 9 digits: where w2 goes */
+    if (!gap) return (digit_words){(char)('0' + left / 100000000), w1, w2};
+    return (digit_words){(char)('0' + left / 100000000), (w1 & ((1ull << (64 - gap)) - 1)) | w2 << (64 - gap),
+                         w2 >> gap | ASCII_ZEROS << (64 - gap)};
+}
+
+/* "e+XX" or "e-XXX" (printf's two digits at least) at p; returns the end. */
+static inline char *put_exponent(char *p, int x) {
+    *p++ = 'e';
+    *p++ = x < 0 ? '-' : '+';
+    unsigned ax = (unsigned)(x < 0 ? -x : x);
+    if (ax >= 100) *p++ = (char)('0' + ax / 100), ax %= 100;
+    memcpy(p, digit_pairs + 2 * ax, 2);
+    return p + 2;
+}
+
+/* The text bytes of w with a '.' after the first k (0 <= k <= 7): the rest move up a byte, the last
+ * out of the word. */
+static inline uint64_t dot_after(uint64_t w, int k) {
+    const uint64_t below = (1ull << (8 * k)) - 1, through = below << 8 | 0xFF;
+    return (w & below) | (uint64_t)'.' << (8 * k) | ((w << 8) & ~through);
+}
+
+/* The digits with a '.' after the first k + 1 (0 <= k <= 15) at p, the bytes moved in registers (a
+ * load of bytes just stored would wait for the stores). */
+NT_INLINE void put_dotted(char *p, digit_words w, int k) {
+    p[0] = w.first;
+    if (k < 8) {
+        store8(p + 1, dot_after(w.w1, k));
+        store8(p + 9, w.w2 << 8 | w.w1 >> 56);
     } else {
-        memcpy(p, "0.000000", 8); /* "0." and up to three zeros: x is -1..-4 */
+        store8(p + 1, w.w1);
+        store8(p + 9, dot_after(w.w2, k - 8));
+    }
+    p[17] = (char)(w.w2 >> 56);
+}
+
+NT_INLINE int format_g(char *buf, bool neg, wp_num_decimal d) {
+    char *p = buf;
+    *p = '-';
+    p += neg;
+    const int n = decimal_length(d.digits), x = d.exp10 + n - 1; /* x: the exponent of the first digit */
+    const digit_words w = left_digits(d.digits, n);
+    if (x < -4 || x >= n) { /* d[.ddd]e+XX */
+        p[0] = w.first;
+        p[1] = '.';
+        store8(p + 2, w.w1);
+        store8(p + 10, w.w2);
+        p = put_exponent(p + (n > 1 ? n + 1 : 1), x);
+    } else if (x < 0) { /* 0.[000]ddd: "0." and up to three zeros */
+        memcpy(p, "0.000000", 8);
         p += 1 - x;
-        COPY_DIGITS(p, dig);
+        p[0] = w.first;
+        store8(p + 1, w.w1);
+        store8(p + 9, w.w2);
         p += n;
+    } else if (x == n - 1) { /* whole: every digit before the point, none after */
+        p[0] = w.first;
+        store8(p + 1, w.w1);
+        store8(p + 9, w.w2);
+        p += n;
+    } else {
+        put_dotted(p, w, x);
+        p += n + 1;
     }
     *p = 0;
     return (int)(p - buf);
 }
 
-int wp_num_float_text(char *buf, const wp_num_format *f, uint64_t bits) {
-    const int width = 1 + f->exp_bits + f->frac_bits;
+int wp_num_format_g(char *buf, bool neg, wp_num_decimal d) { return format_g(buf, neg, d); }
+
+NT_INLINE int float_text(char *buf, wp_num_format f, uint64_t bits) {
+    const int width = 1 + f.exp_bits + f.frac_bits;
     const bool neg = (bits >> (width - 1)) & 1;
-    const uint64_t mag = bits & ((1ull << (width - 1)) - 1), exp_all = ((1ull << f->exp_bits) - 1) << f->frac_bits;
+    const uint64_t mag = bits & ((1ull << (width - 1)) - 1), exp_all = ((1ull << f.exp_bits) - 1) << f.frac_bits;
     if ((mag & exp_all) == exp_all) return -1; /* NaN or an infinity */
     if (mag == 0) {
         memcpy(buf, "-0", 3);
         return neg ? 2 : (memcpy(buf, "0", 2), 1);
     }
-    return wp_num_format_g(buf, neg, wp_num_shortest(f, mag));
+    return format_g(buf, neg, shortest(f, mag));
+}
+
+/* One function each for f32 and f64 (the lists' printers): their formats' constants folded in. */
+int wp_num_float_text(char *buf, const wp_num_format *f, uint64_t bits) {
+    if (f->frac_bits == 23 && f->exp_bits == 8) return float_text(buf, (wp_num_format){23, 8}, bits);
+    if (f->frac_bits == 52 && f->exp_bits == 11) return float_text(buf, (wp_num_format){52, 11}, bits);
+    return float_text(buf, *f, bits);
 }
 
 /* ---- decimal to double: Eisel-Lemire ---- */

@@ -47,7 +47,9 @@ int wp_num_float_text(char *buf, const wp_num_format *f, uint64_t bits);
  * caller asks strtod. */
 bool wp_num_decimal_to_f64(uint64_t w, int e10, bool inexact, uint64_t *out);
 
-/* Decimal text of v into buf (room for 21 bytes), NUL-terminated; returns its length. */
+/* Decimal text of v into buf (room for 21 bytes: the digits are stored eight at a time), NUL-terminated;
+ * returns its length. */
 int wp_num_u64_text(char *buf, uint64_t v);
+int wp_num_i64_text(char *buf, int64_t v);
 
 #endif

@@ -3,7 +3,8 @@
  * the first byte picks a type, the rest is the text.
  *  - A list the scanner accepts is valid JSON to cJSON, with the same number of values and, value by
  *    value, the bits cJSON + wp_json_to_bits give (f32 numbers: the double rounded to float, as
- *    /v1/reduce reads them), never more than wp_json_array_cap of them, ending at its ']'.
+ *    /v1/reduce reads them), never more than wp_json_array_cap of them, ending at its ']'; read into a
+ *    buffer of its own (wp_json_scan_array_new, what /v1/reduce calls), the same verdict and values.
  *  - The "data" key it finds in an object is where cJSON's first "data" member starts, when the text
  *    is an object cJSON reads (the same value); a type hint is a short string. */
 #include "api/jsonval.h"
@@ -29,7 +30,15 @@ static void scan_list(const char *text, size_t n, wp_type t) {
     size_t used = 0;
     uint8_t *out = malloc((size_t)cap * wp_type_size(t));
     if (!out) abort();
-    if (wp_json_scan_array(text, n, t, out, cap, &count, &used)) {
+    void *fresh = NULL; /* into a buffer of its own: the same verdict, values and length */
+    uint64_t fresh_count = 0;
+    size_t fresh_used = 0;
+    const bool ok = wp_json_scan_array(text, n, t, out, cap, &count, &used);
+    if (wp_json_scan_array_new(text, n, t, &fresh, &fresh_count, &fresh_used) != ok ||
+        (ok && (fresh_count != count || fresh_used != used || memcmp(fresh, out, (size_t)count * wp_type_size(t)))))
+        abort();
+    free(fresh);
+    if (ok) {
         if (used > n || used < 2 || count > cap || text[used - 1] != ']') abort();
         cJSON *list = cJSON_ParseWithLength(text, used);
         if (!cJSON_IsArray(list) || (uint64_t)cJSON_GetArraySize(list) != count) abort();

@@ -1,9 +1,10 @@
-/* test_jsonval.c — server/api/jsonval.c: the in-place reader of large "data" lists (wp_json_scan_array,
- * wp_json_find_top_key) against cJSON + wp_json_to_bits, the path it replaces, on random and edge-case
- * texts for every type: whenever the reader accepts a list, every value has the same bits and the list
- * the same length as cJSON gives; it accepts exactly the lists of plain numbers and escape-free strings
- * that cJSON parses and every value of which converts (it declines everything else, so the caller
- * falls back to cJSON and its error messages). Also the number/string halves of wp_json_to_bits. */
+/* test_jsonval.c — server/api/jsonlist.c and jsonval.c: the in-place reader of large "data" lists
+ * (wp_json_scan_array, wp_json_find_top_key) against cJSON + wp_json_to_bits, the path it replaces, on
+ * random and edge-case texts for every type, each also with room after it (read in eight-byte steps):
+ * whenever the reader accepts a list, every value has the same bits and the list the same length as
+ * cJSON gives; it accepts exactly the lists of plain numbers and escape-free strings that cJSON parses
+ * and every value of which converts (it declines everything else, so the caller falls back to cJSON
+ * and its error messages). Also the number/string halves of wp_json_to_bits. */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdint.h>
@@ -21,6 +22,8 @@ static uint64_t rnd(void) {
 }
 static int rndn(int n) { return (int)(rnd() % (uint64_t)n); }
 
+/* (From "0000000000000000001" on: the edges of the eight-digit steps, 19 digits at most with leading
+ * zeros, and of the integer types.) */
 static const char *const edge_numbers[] = {"0",
                                            "-0",
                                            "0.0",
@@ -81,7 +84,38 @@ static const char *const edge_numbers[] = {"0",
                                            "0.5",
                                            "1.5e0",
                                            "100",
-                                           "-100"};
+                                           "-100",
+                                           "0000000000000000001",
+                                           "00000000000000000001",
+                                           "0000000000000000000.5",
+                                           "0.000000000000000001",
+                                           "0.0000000000000000001",
+                                           "1234567890.123456789",
+                                           "1234567890.1234567891",
+                                           "12345678.12345678e-3",
+                                           "9999999999999999999",
+                                           "99999999999999999999",
+                                           "18446744073709551616",
+                                           "12345678",
+                                           "123456789",
+                                           "1234567812345678",
+                                           "-0000",
+                                           "-0e0",
+                                           "1e-0",
+                                           "1E+02",
+                                           "007",
+                                           "-007",
+                                           "100e-2",
+                                           "1.5e3",
+                                           "4294967295.0",
+                                           "2147483647.5",
+                                           "-2147483648.0",
+                                           "-2147483649",
+                                           "9007199254740992.0",
+                                           "-9007199254740993",
+                                           "65504.000000000001",
+                                           "0.00006103515625",
+                                           "5.9604644775390625e-8"};
 
 static const char *const bad_numbers[] = {"1e",
                                           "1e+",
@@ -138,6 +172,22 @@ static const char *const strings[] = {
     "\"65520\"",
     "\"1,2\"",
     "\"]\"",
+    "\"0\"",
+    "\"00\"",
+    "\"007\"",
+    "\"-\"",
+    "\"1-\"",
+    "\"12345678\"",
+    "\"123456789\"",
+    "\"123456789012345678\"",
+    "\"-123456789012345678\"",
+    "\"1234567890123456789\"",
+    "\"9223372036854775807\"",
+    "\"-9223372036854775809\"",
+    "\"4294967295\"",
+    "\"-2147483648\"",
+    "\"-2147483649\"",
+    "\"2147483647\"",
     "\"[\"",
     "\"123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890"
     "12345678901234567890123456789012345678901234567890\""};
@@ -304,6 +354,14 @@ static void compare(const char *text, size_t n, wp_type t) {
     uint64_t count = 0;
     size_t used = 0;
     bool ok = wp_json_scan_array(text, n, t, out, wp_json_array_cap(n), &count, &used);
+    void *fresh = NULL; /* the reader into a buffer of its own: the same verdict, values and length */
+    uint64_t fresh_count = 0;
+    size_t fresh_used = 0;
+    const bool fresh_ok = wp_json_scan_array_new(text, n, t, &fresh, &fresh_count, &fresh_used);
+    CHECKF(fresh_ok == ok && (!ok || (fresh_count == count && fresh_used == used &&
+                                      !memcmp(fresh, out, (size_t)count * wp_type_size(t)))),
+           "%s: %.*s: the reader into a new buffer differs", wp_type_name(t), (int)n, text);
+    free(fresh);
     bool want = valid && convert && plain;
     checked++;
     accepted += ok;
@@ -333,6 +391,11 @@ static void test_random_lists(void) {
         char text[2048];
         size_t n = gen_list(text, sizeof text);
         for (size_t k = 0; k < WP_ARRAY_LEN(all_types); k++) compare(text, n, all_types[k]);
+        if (n && text[n - 1] == ']' && n + 16 < sizeof text) { /* room after the last value too */
+            memmove(text + n + 15, text + n - 1, 2);
+            memset(text + n - 1, ' ', 16);
+            for (size_t k = 0; k < WP_ARRAY_LEN(all_types); k++) compare(text, n + 16, all_types[k]);
+        }
     }
     printf("random lists: %ld compared, %ld read in place\n", checked, accepted);
 }
@@ -348,6 +411,9 @@ static void test_every_edge(void) {
             int n = snprintf(text, sizeof text, "[%s]", lists[l][i]);
             for (size_t k = 0; k < WP_ARRAY_LEN(all_types); k++) compare(text, (size_t)n, all_types[k]);
             n = snprintf(text, sizeof text, "[ 1 ,%s\n]", lists[l][i]);
+            for (size_t k = 0; k < WP_ARRAY_LEN(all_types); k++) compare(text, (size_t)n, all_types[k]);
+            /* room after it: read in eight-byte steps */
+            n = snprintf(text, sizeof text, "[%s,%s                ]", lists[l][i], lists[l][i]);
             for (size_t k = 0; k < WP_ARRAY_LEN(all_types); k++) compare(text, (size_t)n, all_types[k]);
         }
 }

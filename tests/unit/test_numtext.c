@@ -1,16 +1,20 @@
-/* test_numtext.c — util/numtext.c through jsonval.c, against the printf/strtod code it replaced:
+/* test_numtext.c — util/numtext.c through jsonval.c and jsonlist.c, against the printf/strtod code it
+ * replaced:
  *  - printing (wp_json_bits_text): every value reads back to the same bits, is never longer than the
  *    text of the old loop over "%.{P}g" (kept here as old_text), and equals it except where the
- *    shortest digits are shorter. f32: every 2^16-th bit pattern, random ones from a fixed seed, and
- *    each exponent's edges (powers of two, subnormals, max and min); f64: random patterns and each
- *    exponent's edges against the old text, more random ones for the round trip; f16 and bf16: all of
- *    them. (Every f32 is checked by bench/check_f32_all.c, too slow for here.)
+ *    shortest digits are shorter. f32: every 2^16-th bit pattern, random ones from a fixed seed, whole
+ *    parts of every length, and each exponent's edges (powers of two, subnormals, max and min); f64:
+ *    random patterns, whole parts of every length and each exponent's edges against the old text, more
+ *    random ones for the round trip; f16 and bf16: all of them. (Every f32 is checked by
+ *    bench/http/bench_f32_text.c, too slow for here.)
  *  - reading (wp_json_scan_array, type f64): the same bits as strtod on random decimal strings of every
  *    length, near and past the ends of the range, subnormal, and halfway between two doubles (exact
  *    within 19 digits and beyond).
- *  - integers: wp_num_u64_text against printf at every length; integer strings in lists.
- *  - lists: wp_json_values_raw against a cJSON array of wp_json_from_bits items, and lists long enough
- *    for several threads (printed and read) against one pass. */
+ *  - integers: wp_num_u64_text and wp_num_i64_text against printf at every length; integer strings in
+ *    lists; integers at every length and both ends of each type in a list, printed and read back.
+ *  - lists: wp_json_values_raw against a cJSON array of wp_json_from_bits items; every f16 and bf16
+ *    value in one list after other text; and lists long enough for several threads (printed and read)
+ *    against one value at a time. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -109,6 +113,8 @@ static void test_print_f32(void) {
     tally ty = {0};
     for (uint64_t b = 0; b < (1ull << 32); b += 1ull << 16) check_print(WP_F32, b + (b >> 16) % 977, true, &ty);
     for (int i = 0; i < 60000; i++) check_print(WP_F32, rnd() & 0xFFFFFFFFu, true, &ty);
+    for (int i = 0; i < 20000; i++) /* 1 .. 2^25: a point after 1 to 8 digits */
+        check_print(WP_F32, wp_f32_bits(ldexpf((float)(rnd() >> 40), (int)(rnd() % 26) - 24)), true, &ty);
     exponent_edges(WP_F32, 23, 8, &ty);
     report("f32 sample", &ty);
 }
@@ -118,6 +124,8 @@ static void test_print_f64(void) {
     for (int i = 0; i < 30000; i++) check_print(WP_F64, rnd(), true, &ty);
     for (int i = 0; i < 40000; i++) /* short decimals, as clients send them: the old loop stops early */
         check_print(WP_F64, wp_f64_bits((double)(int64_t)(rnd() >> 40) / 1e6), true, &ty);
+    for (int i = 0; i < 30000; i++) /* 1 .. 2^54 at full precision: a point after 1 to 16 digits */
+        check_print(WP_F64, wp_f64_bits(ldexp((double)(rnd() >> 11), (int)(rnd() % 54) - 53)), true, &ty);
     exponent_edges(WP_F64, 52, 11, &ty);
     report("f64 sample", &ty);
     for (int i = 0; i < 1000000; i++) check_print(WP_F64, rnd(), false, &trip);
@@ -305,6 +313,25 @@ static void test_integers(void) {
     char s[24];
     CHECK(wp_num_u64_text(s, 0) == 1 && !strcmp(s, "0"));
     CHECK(wp_num_u64_text(s, UINT64_MAX) == 20 && !strcmp(s, "18446744073709551615"));
+    for (int i = 0; i < 200000; i++) { /* signed, every length, and the neighbours of each power of ten */
+        const uint64_t m = i < 38 ? (uint64_t)pow(10, i / 2) + (uint64_t)(i % 3) - 1 : rnd() >> (rnd() % 64);
+        const int64_t v = (int64_t)(i & 1 ? 0 - m : m);
+        char got[24], want[24];
+        int n = wp_num_i64_text(got, v);
+        sprintf(want, "%lld", (long long)v);
+        bad += strcmp(got, want) != 0 || n != (int)strlen(want);
+    }
+    CHECKF(bad == 0, "%d signed integers printed wrong", bad);
+    CHECK(wp_num_i64_text(s, INT64_MIN) == 20 && !strcmp(s, "-9223372036854775808"));
+    CHECK(wp_num_i64_text(s, INT64_MAX) == 19 && !strcmp(s, "9223372036854775807"));
+    CHECK(wp_num_i64_text(s, 0) == 1 && !strcmp(s, "0"));
+    for (uint64_t p = 1, k = 1; k <= 19; p *= 10, k++) { /* 10^k - 1 and 10^k: the lengths' edges */
+        char want[24];
+        sprintf(want, "%llu", (unsigned long long)(p * 10 - 1));
+        CHECKF(wp_num_u64_text(s, p * 10 - 1) == (int)k && !strcmp(s, want), "%s", want);
+        sprintf(want, "%llu", (unsigned long long)p);
+        CHECKF(wp_num_u64_text(s, p) == (int)k && !strcmp(s, want), "%s", want);
+    }
     wp_json_bits_text(WP_I64, (uint64_t)INT64_MIN, s, sizeof s);
     CHECK(!strcmp(s, "\"-9223372036854775808\""));
     wp_json_bits_text(WP_I32, 0x80000000u, s, sizeof s);
@@ -331,33 +358,120 @@ static void test_list(void) {
     }
 }
 
+/* The list of n values one value at a time (wp_json_bits_text and commas): what the list writer must
+ * give, byte for byte. */
+static char *reference_list(wp_type t, const void *words, uint64_t n, size_t *len) {
+    char *text = malloc((size_t)n * 26 + 3), *p = text;
+    *p++ = '[';
+    for (uint64_t i = 0; i < n; i++) {
+        if (i) *p++ = ',';
+        wp_json_bits_text(t, wp_data_load(t, words, i), p, 48);
+        p += strlen(p);
+    }
+    *p++ = ']';
+    *p = 0;
+    *len = (size_t)(p - text);
+    return text;
+}
+
+/* Every f16 and bf16 value in one list (long enough for several threads), after some text already in
+ * the builder: printed as one value at a time prints them, read back to the same bits (NaNs as NaN). */
+static void test_half_lists(void) {
+    T_CASE("every half in a list");
+    const wp_type types[] = {WP_F16, WP_BF16};
+    for (size_t k = 0; k < 2; k++) {
+        const wp_type t = types[k];
+        enum { N = 4 * 65536 };
+        uint16_t *words = malloc(N * 2), *back = malloc(N * 2);
+        for (uint32_t i = 0; i < N; i++) words[i] = (uint16_t)(i * 40503u); /* every value, four times, mixed */
+        size_t want_len;
+        char *want = reference_list(t, words, N, &want_len);
+        wp_jtext got = {0};
+        wp_jtext_put(&got, "{\"data\":", 8);
+        const bool ok = wp_json_append_values(&got, t, words, N);
+        CHECKF(ok && got.n == want_len + 8 && !memcmp(got.p + 8, want, want_len), "%s: other bytes", wp_type_name(t));
+        uint64_t count = 0;
+        size_t used = 0;
+        int bad = 0;
+        if (ok && wp_json_scan_array(got.p + 8, got.n - 8, t, back, N, &count, &used) && count == N)
+            for (uint32_t i = 0; i < N; i++) {
+                const bool nan = isnan(wp_value_to_double(t, words[i]));
+                bad += nan ? !isnan(wp_value_to_double(t, back[i])) : back[i] != words[i];
+            }
+        else
+            bad = -1;
+        CHECKF(bad == 0, "%s: %d values read back wrong", wp_type_name(t), bad);
+        free(got.p), free(want), free(words), free(back);
+    }
+}
+
+/* Integers at their edges in a list, each type: printed as one at a time prints them, read back. */
+static void test_int_lists(void) {
+    T_CASE("integer edges in a list");
+    const wp_type types[] = {WP_I32, WP_U32, WP_I64, WP_U64};
+    enum { N = 2000 };
+    for (size_t k = 0; k < 4; k++) {
+        const wp_type t = types[k];
+        uint64_t words[N], back[N];
+        for (int i = 0; i < N; i++) { /* 2^j + d, -(2^j + d), 10^j + d: every length, both ends */
+            const int j = i / 8 % 64, d = i % 8 - 4;
+            const uint64_t base = i % 3 == 2 ? (uint64_t)pow(10, j % 20) : 1ull << j;
+            const uint64_t v = i % 3 == 1 ? 0 - (base + (uint64_t)d) : base + (uint64_t)d;
+            wp_data_store(t, words, (uint64_t)i, v & wp_type_bitmask(t));
+        }
+        size_t want_len;
+        char *want = reference_list(t, words, N, &want_len);
+        wp_jtext got = {0};
+        CHECKF(wp_json_append_values(&got, t, words, N) && got.n == want_len && !memcmp(got.p, want, want_len),
+               "%s: other bytes", wp_type_name(t));
+        uint64_t count = 0;
+        size_t used = 0;
+        CHECKF(wp_json_scan_array(got.p, got.n, t, back, N, &count, &used) && count == N &&
+                   !memcmp(back, words, N * wp_type_size(t)),
+               "%s: does not read back", wp_type_name(t));
+        free(got.p), free(want);
+    }
+}
+
 /* Lists long enough to be read and printed on several threads (where the machine has several CPUs):
- * the same bytes as one pass, read back to the same words; a string with a comma or a bracket at a cut
- * still declines. */
+ * the bytes of one value at a time, read back to the same words; a string with a comma or a bracket at
+ * a cut still declines. */
 static void test_long_lists(void) {
     T_CASE("long lists");
     enum { N = 300000 };
-    const wp_type types[] = {WP_F64, WP_F16, WP_I64};
-    for (size_t k = 0; k < 3; k++) {
+    const wp_type types[] = {WP_F64, WP_F32, WP_F16, WP_BF16, WP_I32, WP_U32, WP_I64, WP_U64};
+    for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
         const wp_type t = types[k];
         uint64_t *words = malloc(N * 8), *back = malloc(N * 8);
         for (int i = 0; i < N; i++) words[i] = rnd();
         if (t == WP_F64)
             for (int i = 0; i < N; i++) words[i] &= 0xFFEFFFFFFFFFFFFFull; /* no NaN: "NaN" reads back as one */
+        if (t == WP_F32)
+            for (int i = 0; i < N * 2; i++) ((uint32_t *)words)[i] &= 0xFF7FFFFFu;
         if (t == WP_F16)
             for (int i = 0; i < N * 4; i++) ((uint16_t *)words)[i] &= 0xFBFF;
+        if (t == WP_BF16)
+            for (int i = 0; i < N * 4; i++) ((uint16_t *)words)[i] &= 0xFF7F;
         wp_jtext one = {0};
         wp_json_append_values(&one, t, words, N);
         if (one.p) one.p[one.n] = 0; /* the builder keeps room for it */
+        size_t want_len;
+        char *want = reference_list(t, words, N, &want_len);
         cJSON *raw = wp_json_values_raw(t, words, N);
-        CHECKF(raw && one.p && raw->valuestring && one.n == strlen(raw->valuestring) &&
-                   !memcmp(one.p, raw->valuestring, one.n),
+        CHECKF(raw && one.p && raw->valuestring && one.n == want_len && !memcmp(one.p, want, want_len) &&
+                   !strcmp(raw->valuestring, want),
                "%s: threads print other bytes", wp_type_name(t));
+        free(want);
         uint64_t count = 0;
         size_t used = 0;
         bool ok = one.p && wp_json_scan_array(one.p, one.n, t, back, N, &count, &used);
         CHECKF(ok && count == N && used == one.n && !memcmp(back, words, N * wp_type_size(t)),
                "%s: the long list does not read back", wp_type_name(t));
+        void *fresh = NULL;
+        ok = one.p && wp_json_scan_array_new(one.p, one.n, t, &fresh, &count, &used);
+        CHECKF(ok && count == N && used == one.n && !memcmp(fresh, words, N * wp_type_size(t)),
+               "%s: the long list does not read back into a new buffer", wp_type_name(t));
+        free(fresh);
         if (one.p && t == WP_I64) { /* a string value cut by a comma, then by a bracket: never read */
             char *mid = strstr(one.p + one.n / 2, ",\""); /* the comma before a string */
             if (mid++) {
@@ -379,6 +493,8 @@ int main(void) {
     test_integers();
     test_int_strings();
     test_list();
+    test_half_lists();
+    test_int_lists();
     test_long_lists();
     test_print_small();
     test_print_f32();
