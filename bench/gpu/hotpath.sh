@@ -8,7 +8,8 @@
 # (bench/http/bench_json.c: a reduce sent as JSON, a scan answered as JSON, MB/s of bytes in and out).
 #   bench/gpu.sh hotpath  (BUILD=build; DURATION=4; CONNS="1 64 256"; MODES="cuda emu"; FLAGS="": more
 #                         warpd flags for every mode; NGINX_THREADS=8; PROFILE=1, PROFILE_MODES, PROFILE_ROUTES;
-#                         STARTS=1: daemon starts per mode)
+#                         STARTS=1: daemon starts per mode; JSON_FLAGS="--conn-memory 1048576": the JSON
+#                         half again with these daemon flags)
 DURATION=${DURATION:-4}
 CONNS=${CONNS:-1 64 256}
 PERF=(env LD_LIBRARY_PATH=$PWD/.perf/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$PWD/.perf/perf")
@@ -114,4 +115,9 @@ if [ "${JSON:-1}" = 1 ]; then
   echo
   echo "inline JSON of 10^6 values through a cuda daemon (best of 3)"
   BENCH_JSON_BACKEND=cuda BENCH_JSON_ONLY=http WARPD_BIN="$BUILD/warpd" "$BUILD/bench/http/bench_json" 3
+  if [ -n "${JSON_FLAGS:-}" ]; then
+    echo; echo "the same with the daemon flags $JSON_FLAGS"
+    BENCH_JSON_FLAGS="$JSON_FLAGS" BENCH_JSON_BACKEND=cuda BENCH_JSON_ONLY=http WARPD_BIN="$BUILD/warpd" \
+      "$BUILD/bench/http/bench_json" 3
+  fi
 fi

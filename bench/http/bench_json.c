@@ -7,7 +7,8 @@
  * "data" (request bytes over the round trip), and POST /v1/scan of them answered as "data" (request and
  * answer bytes over the round trip). The best of ROUNDS. Prints numbers, never pass/fail.
  *   bench_json [ROUNDS]      BENCH_JSON_ONLY=inproc|http picks one half; BENCH_JSON_BACKEND=cuda runs
- *                            the daemon on the GPU (default emu). */
+ *                            the daemon on the GPU (default emu); BENCH_JSON_FLAGS="--conn-memory 1048576"
+ *                            adds daemon flags (split at spaces, at most 8). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,8 +155,13 @@ int main(int argc, char **argv) {
     char cache_dir[] = "/tmp/warpd-bench-json-XXXXXX", banner[1024], cmd[128];
     if (!mkdtemp(cache_dir)) return 1;
     const char *backend = getenv("BENCH_JSON_BACKEND") ? getenv("BENCH_JSON_BACKEND") : "emu";
-    const char *args[] = {"--backend", backend,      "--listen",  "127.0.0.1:0", "--cache-dir",
-                          cache_dir,   "--max-body", "268435456", NULL};
+    const char *args[32] = {"--backend", backend,      "--listen",  "127.0.0.1:0", "--cache-dir",
+                            cache_dir,   "--max-body", "268435456", NULL};
+    char flags[512];
+    snprintf(flags, sizeof flags, "%s", getenv("BENCH_JSON_FLAGS") ? getenv("BENCH_JSON_FLAGS") : "");
+    int na = 8;
+    for (char *save = NULL, *f = strtok_r(flags, " ", &save); f && na < 16; f = strtok_r(NULL, " ", &save)) args[na++] = f;
+    args[na] = NULL;
     pid_t pid = bench_daemon_start(bin, args, true, banner, sizeof banner);
     if (pid > 0) {
         for (size_t i = 0; i < ntypes; i++) bench_http(bench_daemon_port(banner), types[i], rounds);
