@@ -248,128 +248,131 @@ static void output_free(warp_output *o) {
 
 static bool is_shuffle(const wp_family *f) { return f->arg != NULL; }
 
-/* One array of a warp answer, as text (jsonout.h): a 32-lane answer is ~200 values, which as cJSON
- * nodes cost most of the request's CPU. The bytes are what cJSON printed for the same nodes. */
-typedef struct {
-    wp_jtext t;
-    int n;
-} lane_list;
-
-static void list_next(lane_list *l) { wp_jtext_add(&l->t, l->n++ ? "," : "[", 1); }
-/* The next value, text of len bytes (a literal: LIT). */
-static void list_text(lane_list *l, const char *text, size_t len) {
-    list_next(l);
-    wp_jtext_add(&l->t, text, len);
-}
+/* The lane lists of a warp answer, written straight into the answer's text (jsonout.h), one list after
+ * another: a 32-lane answer is ~200 values, which as cJSON nodes, or as a buffer a list, cost most of
+ * the request's CPU. The bytes are what cJSON printed for the same nodes. */
 #define LIT(s) s, sizeof s - 1
+
 /* true, false, or null (v < 0) */
-static void list_tri(lane_list *l, int v) {
+static void put_tri(wp_jtext *o, int v) {
     if (v < 0)
-        list_text(l, LIT("null"));
+        wp_jtext_add(o, LIT("null"));
     else if (v)
-        list_text(l, LIT("true"));
+        wp_jtext_add(o, LIT("true"));
     else
-        list_text(l, LIT("false"));
-}
-/* Closes the list into the answer as "name": [...], and frees it. */
-static void list_add(wp_jtext *o, const char *name, lane_list *l) {
-    if (!l->n) wp_jtext_put(&l->t, "[", 1);
-    wp_jtext_put(&l->t, "]", 1);
-    wp_jtext_key(o, name);
-    if (l->t.failed)
-        o->failed = 1;
-    else
-        wp_jtext_text(o, l->t.p, l->t.n);
-    free(l->t.p);
+        wp_jtext_add(o, LIT("false"));
 }
 
 /* A value as the family gives it (as_input: as the type's value, whatever the family's output is). */
-static void lane_value(lane_list *l, const wp_spec *s, uint64_t bits, bool as_input) {
-    char buf[48];
-    switch (as_input ? WP_OUT_VALUE : s->family->out) {
-    case WP_OUT_BOOL:
-        list_tri(l, bits != 0);
+static void lane_value(wp_jtext *o, const wp_spec *s, uint64_t bits, bool as_input) {
+    const wp_out_kind out = as_input ? WP_OUT_VALUE : s->family->out;
+    if (out == WP_OUT_BOOL) {
+        put_tri(o, bits != 0);
         return;
-    case WP_OUT_MASK:
-    case WP_OUT_MASK_PRED:
-        snprintf(buf, sizeof buf, "\"0x%08x\"", (uint32_t)bits);
-        break;
-    default:
-        wp_json_bits_text(s->type, bits, buf, sizeof buf);
-        break;
     }
-    list_text(l, buf, strlen(buf));
+    char *d = wp_jtext_room(o, WP_JSON_VALUE_MAX);
+    if (!d) return;
+    if (out == WP_OUT_MASK || out == WP_OUT_MASK_PRED)
+        o->n += (size_t)snprintf(d, WP_JSON_VALUE_MAX, "\"0x%08x\"", (uint32_t)bits);
+    else
+        o->n += (size_t)wp_json_value_text(s->type, bits, d);
 }
 
 /* A lane's values: one value, or a list of them when the family gives several per lane. */
-static void lane_values(lane_list *l, int elems, const uint64_t *bits, const uint8_t *why, const wp_spec *s,
+static void lane_values(wp_jtext *o, int elems, const uint64_t *bits, const uint8_t *why, const wp_spec *s,
                         bool as_input) {
-    if (elems > 1) {
-        list_next(l);
-        lane_list inner = {.t = l->t};
-        for (int e = 0; e < elems; e++)
-            if (!why || why[e] == WP_WHY_DEFINED)
-                lane_value(&inner, s, bits[e], as_input);
-            else
-                list_tri(&inner, -1);
-        wp_jtext_put(&inner.t, "]", 1);
-        l->t = inner.t;
-    } else if (!why || why[0] == WP_WHY_DEFINED)
-        lane_value(l, s, bits[0], as_input);
-    else
-        list_tri(l, -1);
+    if (elems > 1) wp_jtext_add(o, "[", 1);
+    for (int e = 0; e < elems; e++) {
+        if (e) wp_jtext_add(o, ",", 1);
+        if (!why || why[e] == WP_WHY_DEFINED)
+            lane_value(o, s, bits[e], as_input);
+        else
+            put_tri(o, -1);
+    }
+    if (elems > 1) wp_jtext_add(o, "]", 1);
+}
+
+/* Whether each of a lane's elems values is defined (*all), any is, and the first reason one is not. */
+typedef struct {
+    bool all, any;
+    wp_why why;
+} lane_defined;
+static lane_defined lane_defined_of(const uint8_t *why, int elems) {
+    lane_defined d = {.all = true, .any = false, .why = WP_WHY_DEFINED};
+    for (int e = 0; e < elems; e++) {
+        const bool ok = why[e] == WP_WHY_DEFINED;
+        d.any |= ok;
+        if (!ok && d.all) d.why = (wp_why)why[e], d.all = false;
+    }
+    return d;
+}
+
+enum { L_OUT, L_DEF, L_WHY, L_SRC, L_PRED, L_LANE_PRED, L_INPUT, N_LISTS };
+
+/* Lane i's entry of list k. */
+static void lane_entry(wp_jtext *o, int k, int i, const wp_spec *s, const warp_input *w, const warp_output *val,
+                       const warp_output *emu) {
+    const int elems = s->family->out == WP_OUT_VALUE ? w->elems : 1;
+    const size_t k0 = (size_t)i * w->elems;
+    const lane_defined d = k == L_OUT || k == L_INPUT || k == L_LANE_PRED ? (lane_defined){0}
+                                                                          : lane_defined_of(&emu->why[k0], elems);
+    switch (k) {
+    case L_OUT:
+        lane_values(o, elems, &val->out[k0], &emu->why[k0], s, false);
+        return;
+    case L_DEF:
+        put_tri(o, d.all);
+        return;
+    case L_WHY:
+        if (d.all)
+            put_tri(o, -1);
+        else
+            wp_jtext_str(o, wp_why_name(d.why));
+        return;
+    case L_SRC: { /* src[] counts lanes within the warp (within the wave for WP_F_WAVE families) */
+        const int group = (s->family->flags & WP_F_WAVE) ? s->width : WP_WARP_SIZE;
+        const int base = i & ~(group - 1), j = val->src[i];
+        char *t = d.any && j != WP_SRC_NONE ? wp_jtext_room(o, 24) : NULL;
+        if (t)
+            o->n += (size_t)wp_json_fmt_i64(t, j < 0 ? i : base + j);
+        else
+            put_tri(o, -1);
+        return;
+    }
+    case L_PRED:
+        put_tri(o, !d.all ? -1 : val->src[i] != 0);
+        return;
+    case L_LANE_PRED: /* each lane's own predicate, as the vote saw it (inactive lanes: null) */
+        put_tri(o, !w->active[i] ? -1
+                                 : wp_lanes_pred(s->type, w->job.pred_kind, w->in[k0], w->job.pred_a, w->job.pred_b));
+        return;
+    default: /* L_INPUT */
+        lane_values(o, w->elems, &w->in[k0], NULL, s, true);
+        return;
+    }
 }
 
 /* The lists of the answer (opened by the caller) from "output" on. */
 static void build_lanes(wp_jtext *o, const wp_spec *s, const warp_input *w, const warp_output *val,
                         const warp_output *emu) {
-    enum { OUT, DEF, WHY, SRC, PRED, LANE_PRED, INPUT, N_LISTS };
     static const char *const names[N_LISTS] = {"output",    "defined", "undefined_reason", "source_lane", "pred",
                                                "lane_pred", "input"};
-    bool want[N_LISTS] = {true, true, true, is_shuffle(s->family), s->family->out == WP_OUT_MASK_PRED,
-                          (s->family->flags & WP_F_PRED) != 0,
-                          /* the input as the kernel saw it (after generation and rounding to the type), for diagrams */
-                          !(s->family->flags & WP_F_NO_INPUT)};
-    lane_list l[N_LISTS] = {0};
-    int elems = s->family->out == WP_OUT_VALUE ? w->elems : 1;
-    for (int i = 0; i < w->n; i++) {
-        const size_t k0 = (size_t)i * w->elems;
-        bool all = true, any_def = false;
-        wp_why first_why = WP_WHY_DEFINED;
-        for (int e = 0; e < elems; e++) {
-            bool ok = emu->why[k0 + e] == WP_WHY_DEFINED;
-            any_def |= ok;
-            if (!ok && all) first_why = (wp_why)emu->why[k0 + e], all = false;
+    const bool want[N_LISTS] = {true, true, true, is_shuffle(s->family), s->family->out == WP_OUT_MASK_PRED,
+                                (s->family->flags & WP_F_PRED) != 0,
+                                /* the input as the kernel saw it (after generation and rounding), for diagrams */
+                                !(s->family->flags & WP_F_NO_INPUT)};
+    /* the lists' text, most of the answer, in one allocation: null is the longest entry but a value */
+    wp_jtext_room(o, (size_t)N_LISTS * (size_t)w->n * (8 + (size_t)w->elems * 24) + 256);
+    for (int k = 0; k < N_LISTS; k++) {
+        if (!want[k]) continue;
+        wp_jtext_key(o, names[k]);
+        wp_jtext_add(o, "[", 1);
+        for (int i = 0; i < w->n; i++) {
+            if (i) wp_jtext_add(o, ",", 1);
+            lane_entry(o, k, i, s, w, val, emu);
         }
-        lane_values(&l[OUT], elems, &val->out[k0], &emu->why[k0], s, false);
-        list_tri(&l[DEF], all);
-        if (all)
-            list_tri(&l[WHY], -1);
-        else {
-            list_next(&l[WHY]);
-            wp_jtext_str(&l[WHY].t, wp_why_name(first_why));
-        }
-        if (want[SRC]) { /* src[] counts lanes within the warp (within the wave for WP_F_WAVE families) */
-            int group = (s->family->flags & WP_F_WAVE) ? s->width : WP_WARP_SIZE;
-            int base = i & ~(group - 1), j = val->src[i];
-            if (any_def && j != WP_SRC_NONE) {
-                char t[24];
-                list_text(&l[SRC], t, (size_t)wp_json_fmt_i64(t, j < 0 ? i : base + j));
-            } else
-                list_tri(&l[SRC], -1);
-        }
-        if (want[PRED]) list_tri(&l[PRED], !all ? -1 : val->src[i] != 0);
-        if (want[LANE_PRED]) /* each lane's own predicate, as the vote saw it (inactive lanes: null) */
-            list_tri(&l[LANE_PRED],
-                     !w->active[i] ? -1
-                                   : wp_lanes_pred(s->type, w->job.pred_kind, w->in[k0], w->job.pred_a, w->job.pred_b));
-        if (want[INPUT]) lane_values(&l[INPUT], w->elems, &w->in[k0], NULL, s, true);
+        wp_jtext_add(o, "]", 1);
     }
-    for (int k = 0; k < N_LISTS; k++)
-        if (want[k])
-            list_add(o, names[k], &l[k]);
-        else
-            free(l[k].t.p);
 }
 
 static void add_spec_fields(wp_jtext *o, const wp_spec *s) {

@@ -12,8 +12,8 @@
 
 #define WP_INLINE static inline __attribute__((always_inline))
 
-#define WP_LIST_THREADS_MAX 8               /* threads one list may use */
-#define WP_LIST_BYTES_PER_THREAD (1 << 20)  /* of text read: below this, one thread */
+#define WP_LIST_THREADS_MAX 16              /* threads one list may use */
+#define WP_LIST_BYTES_PER_THREAD (1 << 19)  /* of text read: below this, one thread */
 #define WP_LIST_VALUES_PER_THREAD (1 << 16) /* printed: below this many values, one thread */
 
 /* How many threads a list of this much work gets (units: a thread's worth, WP_LIST_BYTES_PER_THREAD of

@@ -151,7 +151,6 @@ const wp_json_half_text *wp_json_half_texts(wp_type t) {
 }
 
 /* One value's text into buf (WP_JSON_VALUE_MAX bytes), NUL-terminated; returns its length. */
-#define WP_JSON_VALUE_MAX 48
 _Static_assert(WP_JSON_VALUE_MAX >= WP_NUM_TEXT_MAX, "a float's text is written in place");
 static inline int value_text(wp_type t, uint64_t bits, char *buf) {
     int n;
@@ -176,6 +175,8 @@ static inline int value_text(wp_type t, uint64_t bits, char *buf) {
         return wp_json_float_text(t, bits, buf);
     }
 }
+
+int wp_json_value_text(wp_type t, uint64_t bits, char *buf) { return value_text(t, bits, buf); }
 
 void wp_json_bits_text(wp_type t, uint64_t bits, char *buf, size_t n) {
     char text[WP_JSON_VALUE_MAX];

@@ -45,6 +45,9 @@ bool wp_json_scan_array_new(const char *text, size_t n, wp_type t, void **out, u
 cJSON *wp_json_from_bits(wp_type t, uint64_t bits); /* a raw item: printing it is a copy */
 /* The JSON text of one value (as wp_json_from_bits prints it); buf of 48 bytes is always enough. */
 void wp_json_bits_text(wp_type t, uint64_t bits, char *buf, size_t n);
+/* The same text written at buf, which has WP_JSON_VALUE_MAX bytes of room (NUL-terminated); its length. */
+#define WP_JSON_VALUE_MAX 48
+int wp_json_value_text(wp_type t, uint64_t bits, char *buf);
 /* Its parts, for the list writer (jsonlist.c). A float's text (f32, f64, f16, bf16) at buf, which has
  * WP_NUM_TEXT_MAX bytes of room (util/numtext.h), NUL-terminated; returns its length. */
 int wp_json_float_text(wp_type t, uint64_t bits, char *buf);
