@@ -165,7 +165,8 @@ int main(int argc, char **argv) {
     char flags[512];
     snprintf(flags, sizeof flags, "%s", getenv("BENCH_JSON_FLAGS") ? getenv("BENCH_JSON_FLAGS") : "");
     int na = 8;
-    for (char *save = NULL, *f = strtok_r(flags, " ", &save); f && na < 16; f = strtok_r(NULL, " ", &save)) args[na++] = f;
+    for (char *save = NULL, *f = strtok_r(flags, " ", &save); f && na < 16; f = strtok_r(NULL, " ", &save))
+        args[na++] = f;
     args[na] = NULL;
     pid_t pid = bench_daemon_start(bin, args, true, banner, sizeof banner);
     if (pid > 0) {

@@ -314,8 +314,8 @@ static void lane_entry(wp_jtext *o, int k, int i, const wp_spec *s, const warp_i
                        const warp_output *emu) {
     const int elems = s->family->out == WP_OUT_VALUE ? w->elems : 1;
     const size_t k0 = (size_t)i * w->elems;
-    const lane_defined d = k == L_OUT || k == L_INPUT || k == L_LANE_PRED ? (lane_defined){0}
-                                                                          : lane_defined_of(&emu->why[k0], elems);
+    const lane_defined d =
+        k == L_OUT || k == L_INPUT || k == L_LANE_PRED ? (lane_defined){0} : lane_defined_of(&emu->why[k0], elems);
     switch (k) {
     case L_OUT:
         lane_values(o, elems, &val->out[k0], &emu->why[k0], s, false);
@@ -343,8 +343,8 @@ static void lane_entry(wp_jtext *o, int k, int i, const wp_spec *s, const warp_i
         put_tri(o, !d.all ? -1 : val->src[i] != 0);
         return;
     case L_LANE_PRED: /* each lane's own predicate, as the vote saw it (inactive lanes: null) */
-        put_tri(o, !w->active[i] ? -1
-                                 : wp_lanes_pred(s->type, w->job.pred_kind, w->in[k0], w->job.pred_a, w->job.pred_b));
+        put_tri(o,
+                !w->active[i] ? -1 : wp_lanes_pred(s->type, w->job.pred_kind, w->in[k0], w->job.pred_a, w->job.pred_b));
         return;
     default: /* L_INPUT */
         lane_values(o, w->elems, &w->in[k0], NULL, s, true);
