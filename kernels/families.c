@@ -278,7 +278,7 @@ static const wp_family *const families[] = {
 
 const wp_family *wp_family_find(const char *name) {
     for (size_t i = 0; name && i < WP_ARRAY_LEN(families); i++)
-        if (!strcmp(families[i]->name, name)) return families[i];
+        if (families[i]->name[0] == name[0] && !strcmp(families[i]->name, name)) return families[i]; /* a byte first */
     return NULL;
 }
 

@@ -4,6 +4,7 @@
 
 #include "data.h"
 #include "stats.h"
+#include "util/json.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -184,13 +185,13 @@ static int validate_data(wp_spec *s, wp_err *err) {
  * asks for keys itself). */
 static int keys_from_json(const cJSON *obj, wp_data_spec *d, wp_err *err) {
     d->keys = WP_I32;
-    const cJSON *keys = cJSON_GetObjectItemCaseSensitive(obj, "keys");
+    const cJSON *keys = wp_json_get(obj, "keys");
     if (!keys) return 0;
     if (!cJSON_IsObject(keys))
         return WP_FAIL(err, 400, "wrong_type", "keys",
                        "keys must be an object: {\"type\", \"data\"}, {\"type\", \"data_b64\"}, {\"buffer\"} or "
                        "{\"shm\"}");
-    const cJSON *ty = cJSON_GetObjectItemCaseSensitive(keys, "type");
+    const cJSON *ty = wp_json_get(keys, "type");
     if (!ty) return 0;
     const int t = cJSON_IsString(ty) ? wp_type_parse(ty->valuestring) : -1;
     if (t < 0 || !wp_type_is_int((wp_type)t))
@@ -205,7 +206,7 @@ static bool is_int(double d) { return d > -2147483649.0 && d < 2147483648.0 && d
 int wp_spec_data_from_json(const cJSON *obj, wp_spec *out, wp_err *err) {
     wp_data_spec *d = &out->data;
     d->strategy = WP_STRAT_AUTO;
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, "strategy");
+    const cJSON *v = wp_json_get(obj, "strategy");
     if (v) {
         if (!cJSON_IsString(v)) return WP_FAIL(err, 400, "wrong_type", "strategy", "strategy must be a string");
         d->strategy = wp_strategy_parse(v->valuestring);
@@ -214,7 +215,7 @@ int wp_spec_data_from_json(const cJSON *obj, wp_spec *out, wp_err *err) {
                            "unknown strategy \"%.40s\" (auto gmem smem shfl_xor shfl_down redux atomic shfl_up)",
                            v->valuestring);
     }
-    v = cJSON_GetObjectItemCaseSensitive(obj, "block");
+    v = wp_json_get(obj, "block");
     if (v) {
         if (!cJSON_IsNumber(v) || !is_int(v->valuedouble))
             return WP_FAIL(err, 400, "bad_block", "block",
@@ -224,20 +225,20 @@ int wp_spec_data_from_json(const cJSON *obj, wp_spec *out, wp_err *err) {
             return WP_FAIL(err, 400, "bad_block", "block",
                            "block must be a power of two 32..1024 (block_reduce, block_scan: an integer 1..1024)");
     }
-    v = cJSON_GetObjectItemCaseSensitive(obj, "accumulate");
+    v = wp_json_get(obj, "accumulate");
     if (v) {
         if (!cJSON_IsString(v) || (strcmp(v->valuestring, "f32") && strcmp(v->valuestring, "native")))
             return WP_FAIL(err, 400, "bad_value", "accumulate", "accumulate must be \"f32\" or \"native\"");
         d->native = !strcmp(v->valuestring, "native");
     }
-    const cJSON *ex = cJSON_GetObjectItemCaseSensitive(obj, "exclusive");
-    const cJSON *in = cJSON_GetObjectItemCaseSensitive(obj, "inclusive");
+    const cJSON *ex = wp_json_get(obj, "exclusive");
+    const cJSON *in = wp_json_get(obj, "inclusive");
     if (ex && !cJSON_IsBool(ex)) return WP_FAIL(err, 400, "wrong_type", "exclusive", "exclusive must be true or false");
     if (in && !cJSON_IsBool(in)) return WP_FAIL(err, 400, "wrong_type", "inclusive", "inclusive must be true or false");
     if (ex && in && cJSON_IsTrue(ex) == cJSON_IsTrue(in))
         return WP_FAIL(err, 400, "bad_value", "exclusive", "exclusive and inclusive contradict each other");
     d->exclusive = ex ? cJSON_IsTrue(ex) : in ? !cJSON_IsTrue(in) : false;
-    v = cJSON_GetObjectItemCaseSensitive(obj, "radius");
+    v = wp_json_get(obj, "radius");
     if (v) {
         if (!cJSON_IsNumber(v) || !is_int(v->valuedouble) || v->valuedouble < 1 ||
             v->valuedouble > WP_STENCIL_MAX_RADIUS)
@@ -245,15 +246,14 @@ int wp_spec_data_from_json(const cJSON *obj, wp_spec *out, wp_err *err) {
         d->radius = (int)v->valuedouble;
     }
     if (out->family->flags & WP_F_KEYS) return keys_from_json(obj, d, err);
-    if (cJSON_GetObjectItemCaseSensitive(obj, "keys"))
-        return WP_FAIL(err, 400, "unknown_field", "keys", "only reduce_by_key takes keys");
+    if (wp_json_get(obj, "keys")) return WP_FAIL(err, 400, "unknown_field", "keys", "only reduce_by_key takes keys");
     return 0;
 }
 
 /* "map" (WP_F_MAP families): an expression over x and y (whether the request has the second input that
  * y reads is the endpoint's business); "op": "dot" sets it to x*y. */
 static int spec_map_from_json(const cJSON *obj, bool dot, wp_spec *out, wp_err *err) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, "map");
+    const cJSON *v = wp_json_get(obj, "map");
     if (v && !(out->family->flags & WP_F_MAP))
         return WP_FAIL(err, 400, "unknown_field", "map", "family %s takes no map", out->family->name);
     if (v && dot) return WP_FAIL(err, 400, "bad_map", "map", "op dot is the map x*y with op sum: give map or dot");
@@ -269,7 +269,7 @@ static int spec_map_from_json(const cJSON *obj, bool dot, wp_spec *out, wp_err *
 int wp_spec_from_json(const cJSON *obj, const char *arch, wp_spec *out, wp_err *err) {
     memset(out, 0, sizeof *out);
     if (!cJSON_IsObject(obj)) return WP_FAIL(err, 400, "bad_request", "", "the body must be a JSON object");
-    const cJSON *fam = cJSON_GetObjectItemCaseSensitive(obj, "family");
+    const cJSON *fam = wp_json_get(obj, "family");
     if (!fam) return WP_FAIL(err, 400, "missing_field", "family", "family is required");
     if (!cJSON_IsString(fam)) return WP_FAIL(err, 400, "wrong_type", "family", "family must be a string");
     out->family = wp_family_find(fam->valuestring);
@@ -278,7 +278,7 @@ int wp_spec_from_json(const cJSON *obj, const char *arch, wp_spec *out, wp_err *
                        fam->valuestring);
     const wp_family *f = out->family;
 
-    const cJSON *ty = cJSON_GetObjectItemCaseSensitive(obj, "type");
+    const cJSON *ty = wp_json_get(obj, "type");
     if (ty) {
         if (!cJSON_IsString(ty)) return WP_FAIL(err, 400, "wrong_type", "type", "type must be a string");
         int t = wp_type_parse(ty->valuestring);
@@ -291,7 +291,7 @@ int wp_spec_from_json(const cJSON *obj, const char *arch, wp_spec *out, wp_err *
     }
 
     out->width = 32;
-    const cJSON *w = cJSON_GetObjectItemCaseSensitive(obj, "width");
+    const cJSON *w = wp_json_get(obj, "width");
     if (w) {
         if (!cJSON_IsNumber(w)) return WP_FAIL(err, 400, "wrong_type", "width", "width must be a number");
         if (!width_in_json_range(f, w->valuedouble)) {
@@ -304,10 +304,10 @@ int wp_spec_from_json(const cJSON *obj, const char *arch, wp_spec *out, wp_err *
     }
 
     out->mask = 0xffffffffu;
-    const cJSON *m = cJSON_GetObjectItemCaseSensitive(obj, "mask");
+    const cJSON *m = wp_json_get(obj, "mask");
     if (m && wp_mask_from_json(m, "mask", &out->mask, err)) return -1;
 
-    const cJSON *op = cJSON_GetObjectItemCaseSensitive(obj, "op");
+    const cJSON *op = wp_json_get(obj, "op");
     bool dot = false; /* "op": "dot" is map x*y, op sum */
     if (f->flags & WP_F_OP) {
         const char *text = "sum";

@@ -11,7 +11,7 @@
 
 int wp_stat_parse(const char *name) {
     for (int k = 1; name && k < WP_STAT_KINDS; k++)
-        if (!strcmp(name, wp_stat_name(k))) return k;
+        if (name[0] == wp_stat_name(k)[0] && !strcmp(name, wp_stat_name(k))) return k;
     return WP_STAT_NONE;
 }
 

@@ -34,7 +34,7 @@ bool wp_type_is_float(wp_type t) { return type_ok(t) && !type_rows[t].is_int; }
 int wp_type_parse(const char *s) {
     if (!s) return -1;
     for (int t = 0; t < WP_TYPE_COUNT; t++)
-        if (strcmp(s, type_rows[t].name) == 0) return t;
+        if (s[0] == type_rows[t].name[0] && strcmp(s, type_rows[t].name) == 0) return t;
     return -1;
 }
 

@@ -23,6 +23,7 @@
 #include "engine/batch.h"
 #include "jsonval.h"
 #include "util/base64.h"
+#include "util/json.h"
 #include "util/jsonout.h"
 
 #define WP_REDUCE_JSON_MAX (1u << 22) /* elements a JSON result may hold; more: base64, raw or a buffer */
@@ -127,19 +128,19 @@ static int parse_body(wp_app *app, reduce_req *q) {
 /* The family (the endpoint's default, or one of its list) and which one input form is given. */
 static int parse_family_form(reduce_req *q) {
     const char *const *allowed = q->scan ? scan_families : reduce_families;
-    const cJSON *fam = cJSON_GetObjectItemCaseSensitive(q->body, "family");
+    const cJSON *fam = wp_json_get(q->body, "family");
     if (fam && (!cJSON_IsString(fam) || !listed(allowed, fam->valuestring)))
         return WP_FAIL(&q->err, 400, "bad_family", "family", "%s runs %s", q->scan ? "/v1/scan" : "/v1/reduce",
                        q->scan ? "device_scan, warp_scan, block_scan or stencil"
                                : "device_reduce, warp_reduce, block_reduce, argmin, argmax, segmented_reduce, "
                                  "reduce_by_key or histogram");
     if (!fam) wp_json_str_k(q->body, "family", allowed[0]);
-    q->f = wp_family_find(cJSON_GetObjectItemCaseSensitive(q->body, "family")->valuestring);
-    q->data = cJSON_GetObjectItemCaseSensitive(q->body, "data");
-    q->b64 = cJSON_GetObjectItemCaseSensitive(q->body, "data_b64");
-    q->bufid = cJSON_GetObjectItemCaseSensitive(q->body, "buffer");
-    q->gen = cJSON_GetObjectItemCaseSensitive(q->body, "generate");
-    q->shm = cJSON_GetObjectItemCaseSensitive(q->body, "shm");
+    q->f = wp_family_find(wp_json_get(q->body, "family")->valuestring);
+    q->data = wp_json_get(q->body, "data");
+    q->b64 = wp_json_get(q->body, "data_b64");
+    q->bufid = wp_json_get(q->body, "buffer");
+    q->gen = wp_json_get(q->body, "generate");
+    q->shm = wp_json_get(q->body, "shm");
     int forms = !!q->data + !!q->b64 + !!q->bufid + !!q->gen + !!q->shm + q->raw;
     if (forms != 1)
         return WP_FAIL(&q->err, 400, forms ? "bad_request" : "missing_field", "data",
@@ -150,7 +151,7 @@ static int parse_family_form(reduce_req *q) {
 
 /* "weights": stencil only, 2*radius+1 numbers. */
 static int parse_weights(reduce_req *q, wp_reduce_job *job) {
-    const cJSON *w = cJSON_GetObjectItemCaseSensitive(q->body, "weights");
+    const cJSON *w = wp_json_get(q->body, "weights");
     if (!w) return 0;
     int want = 2 * q->spec.data.radius + 1, i = 0;
     if (!(q->f->flags & WP_F_RADIUS) || !cJSON_IsArray(w) || cJSON_GetArraySize(w) != want)
@@ -183,7 +184,7 @@ static int parse_second(reduce_req *q) {
  * worker: its input inline in the body (nothing to read on the device here) and its result in the
  * answer; whether it is small enough to batch wp_batch_hand_reduce decides. */
 static bool may_hand(wp_app *app, const reduce_req *q) {
-    const cJSON *out = cJSON_GetObjectItemCaseSensitive(q->body, "output");
+    const cJSON *out = wp_json_get(q->body, "output");
     return wp_app_hands_gpu_jobs(app) && (q->data || q->b64) && !q->raw && !q->spec.data.map_y &&
            (!out || (cJSON_IsString(out) && strcmp(out->valuestring, "buffer")));
 }
@@ -193,10 +194,10 @@ static int parse_job(wp_app *app, reduce_req *q) {
     if (parse_body(app, q) || parse_family_form(q)) return -1;
     if (q->bufid) {
         if (reduce_buffer_lookup(app, q)) return -1;
-    } else if (!cJSON_GetObjectItemCaseSensitive(q->body, "type")) {
+    } else if (!wp_json_get(q->body, "type")) {
         wp_json_str_k(q->body, "type", "f32");
     }
-    if (q->f->flags & WP_F_OP && !cJSON_GetObjectItemCaseSensitive(q->body, "op") && q->raw)
+    if (q->f->flags & WP_F_OP && !wp_json_get(q->body, "op") && q->raw)
         return WP_FAIL(&q->err, 400, "missing_field", "op", "a raw body needs ?type=...&op=...");
     if (wp_spec_from_json(q->body, app->arch, &q->spec, &q->err) || parse_second(q)) return -1;
     int rc = q->in.held ? reduce_input_buffer(app, q) : wp_app_backend(app, q->body, q->f, &q->be, &q->err);
@@ -218,7 +219,7 @@ static int parse_job(wp_app *app, reduce_req *q) {
         return 1;
     *job = (wp_reduce_job){.spec = &q->spec, .compile_on_emu = compile, .memory_only = q->inline_run};
     q->job.untimed = !profile; /* a batched job on cuda: no timing events unless profiled */
-    const cJSON *iv = cJSON_GetObjectItemCaseSensitive(q->body, "init");
+    const cJSON *iv = wp_json_get(q->body, "init");
     if (iv && !(q->f->flags & WP_F_SCAN))
         return WP_FAIL(&q->err, 400, "unknown_field", "init", "family %s takes no init", q->f->name);
     if (iv && wp_json_to_bits(iv, q->spec.type, "init", &job->init, &q->err)) return -1;
@@ -250,7 +251,7 @@ static int read_input(wp_app *app, reduce_req *q) {
     if (in->host) in->data = in->host;
     if (q->spec.data.map_y && reduce_input_second(app, q->req, q->body, t, q->be, in->count, &q->in2, &q->err))
         return -1;
-    const cJSON *offs = cJSON_GetObjectItemCaseSensitive(q->body, "offsets");
+    const cJSON *offs = wp_json_get(q->body, "offsets");
     if (q->f->flags & WP_F_SEGMENTS) return reduce_input_offsets(offs, in, &q->err);
     if (offs) return WP_FAIL(&q->err, 400, "unknown_field", "offsets", "only segmented_reduce takes offsets");
     return q->f->flags & WP_F_BINS ? reduce_hist_input(&q->hist, in, &q->err) : 0;
@@ -258,12 +259,12 @@ static int read_input(wp_app *app, reduce_req *q) {
 
 /* "output": a form's name, or {"shm": {"id", "offset"}} (a region of the caller's: api_shm.c). */
 static int parse_output(reduce_req *q) {
-    const cJSON *outv = cJSON_GetObjectItemCaseSensitive(q->body, "output");
+    const cJSON *outv = wp_json_get(q->body, "output");
     if (!outv) return 0;
     static const char *const names[] = {
         [FORM_JSON] = "json", [FORM_B64] = "b64", [FORM_RAW] = "raw", [FORM_BUFFER] = "buffer"};
-    const cJSON *shm = cJSON_IsObject(outv) ? cJSON_GetObjectItemCaseSensitive(outv, "shm") : NULL;
-    const cJSON *into = cJSON_IsObject(outv) ? cJSON_GetObjectItemCaseSensitive(outv, "buffer") : NULL;
+    const cJSON *shm = cJSON_IsObject(outv) ? wp_json_get(outv, "shm") : NULL;
+    const cJSON *into = cJSON_IsObject(outv) ? wp_json_get(outv, "buffer") : NULL;
     if ((shm || into) && cJSON_GetArraySize(outv) == 1) {
         if (!q->array)
             return WP_FAIL(&q->err, 400, "bad_value", shm ? "output.shm" : "output.buffer",
@@ -286,7 +287,7 @@ static int parse_output(reduce_req *q) {
 /* The result into a region: through host memory (out_host), or a device buffer when it is large and
  * on a GPU, copied out by DMA after the run (finish_output). */
 static int plan_shm_output(wp_app *app, reduce_req *q) {
-    const cJSON *shm = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(q->body, "output"), "shm");
+    const cJSON *shm = wp_json_get(wp_json_get(q->body, "output"), "shm");
     const size_t bytes = q->plan.out_bytes;
     if (!(q->out_region = wp_api_shm_output(app, q->req, shm, bytes, &q->out_offset, &q->err))) return -1;
     if (bytes > WP_REDUCE_INLINE_MAX && !wp_backend_on_host(q->be)) {
@@ -301,7 +302,7 @@ static int plan_shm_output(wp_app *app, reduce_req *q) {
 /* The result into a buffer of the registry ("output": {"buffer": ID}, e.g. a CUDA IPC buffer): held
  * for the request, of the job's type; the engine checks its size and device (400 bad_output). */
 static int plan_into_output(wp_app *app, reduce_req *q) {
-    const cJSON *id = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(q->body, "output"), "buffer");
+    const cJSON *id = wp_json_get(wp_json_get(q->body, "output"), "buffer");
     if (!cJSON_IsString(id))
         return WP_FAIL(&q->err, 400, "wrong_type", "output.buffer", "output.buffer must be a buffer's id");
     if (!(q->out_into = wp_buffers_get(app->buffers, q->req->user, id->valuestring, &q->out_info, &q->err))) {

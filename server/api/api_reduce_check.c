@@ -6,6 +6,7 @@
 #include "api_reduce_impl.h"
 #include "jsonval.h"
 #include "kernels/stats.h"
+#include "util/json.h"
 
 /* ---- the float64 (integers: exact) reference of "check" ---- */
 
@@ -148,7 +149,7 @@ cJSON *reduce_check_array(const wp_spec *s, const uint8_t *host, uint64_t n, con
 /* ---- statistics and norms (kernels/stats.h) ---- */
 
 int reduce_stat_ddof(const cJSON *body, const wp_spec *s, int *ddof, wp_err *err) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, "ddof");
+    const cJSON *v = wp_json_get(body, "ddof");
     *ddof = 0;
     if (!v) return 0;
     if (!(s->family->flags & WP_F_OP)) /* histogram, argmin, argmax: no op, so no statistic */

@@ -11,6 +11,7 @@
 #include "api_reduce_impl.h"
 #include "jsonval.h"
 #include "util/base64.h"
+#include "util/json.h"
 
 /* Query arguments of a raw body, and how each becomes JSON. */
 static const struct {
@@ -257,12 +258,12 @@ int reduce_input_generate(wp_app *app, wp_backend *be, const cJSON *g, wp_type t
     static const char *const fields[] = {"kind", "n", "seed", "value", NULL};
     if (!cJSON_IsObject(g)) return WP_FAIL(err, 400, "wrong_type", "generate", "generate must be an object");
     if (wp_json_only(g, "generate.", fields, err)) return -1;
-    const cJSON *kind = cJSON_GetObjectItemCaseSensitive(g, "kind");
+    const cJSON *kind = wp_json_get(g, "kind");
     int k = -1;
     for (int i = 0; kind && cJSON_IsString(kind) && i < (int)WP_ARRAY_LEN(gen_kinds); i++)
         if (!strcmp(kind->valuestring, gen_kinds[i])) k = i;
     if (k < 0) return WP_FAIL(err, 400, "bad_value", "generate.kind", "generate.kind must be iota, random or constant");
-    const cJSON *nv = cJSON_GetObjectItemCaseSensitive(g, "n");
+    const cJSON *nv = wp_json_get(g, "n");
     if (!nv) return WP_FAIL(err, 400, "missing_field", "generate.n", "generate.n is required");
     if (!cJSON_IsNumber(nv) || nv->valuedouble < 0 || nv->valuedouble != floor(nv->valuedouble) ||
         nv->valuedouble > 1e15)
@@ -273,10 +274,10 @@ int reduce_input_generate(wp_app *app, wp_backend *be, const cJSON *g, wp_type t
     if (inline_run && in->count * wp_type_size(t) > WP_REDUCE_INLINE_MAX) return 1;
     wp_reduce_job job = {.n = in->count, .gen_kind = k, .seed = 1, .memory_only = inline_run};
     long long seed;
-    const cJSON *sv = cJSON_GetObjectItemCaseSensitive(g, "seed");
+    const cJSON *sv = wp_json_get(g, "seed");
     if (sv && wp_json_int(sv, "generate.seed", 0, 9007199254740991LL, &seed, err)) return -1;
     if (sv) job.seed = (uint64_t)seed;
-    const cJSON *value = cJSON_GetObjectItemCaseSensitive(g, "value");
+    const cJSON *value = wp_json_get(g, "value");
     if (k == WP_GEN_CONSTANT && !value)
         return WP_FAIL(err, 400, "missing_field", "generate.value", "generate.value is required for constant");
     if (value && wp_json_to_bits(value, t, "generate.value", &job.constant, err)) return -1;
@@ -325,7 +326,7 @@ int reduce_buffer_lookup(wp_app *app, reduce_req *q) {
     if (!cJSON_IsString(q->bufid)) return WP_FAIL(&q->err, 400, "wrong_type", "buffer", "buffer must be an id string");
     if (!(q->in.held = wp_buffers_get(app->buffers, q->req->user, q->bufid->valuestring, &q->binfo, &q->err)))
         return -1;
-    const cJSON *ty = cJSON_GetObjectItemCaseSensitive(q->body, "type");
+    const cJSON *ty = wp_json_get(q->body, "type");
     if (!ty)
         wp_json_str_k(q->body, "type", wp_type_name(q->binfo.type));
     else if (!cJSON_IsString(ty) || wp_type_parse(ty->valuestring) != (int)q->binfo.type)
@@ -341,7 +342,7 @@ int reduce_input_buffer(wp_app *app, reduce_req *q) {
     int pinned;
     if (wp_placement_pin(q->body, &pinned, &q->err) || !(q->be = wp_placement_pick(app, q->in.held, pinned, &q->err)))
         return -1;
-    const cJSON *bw = cJSON_GetObjectItemCaseSensitive(q->body, "backend");
+    const cJSON *bw = wp_json_get(q->body, "backend");
     if (bw &&
         (!cJSON_IsString(bw) || (strcmp(bw->valuestring, "auto") && strcmp(bw->valuestring, wp_backend_name(q->be)))))
         return WP_FAIL(&q->err, 400, "backend_mismatch", "backend", "buffer %s lives on %s", q->binfo.id,
@@ -349,7 +350,7 @@ int reduce_input_buffer(wp_app *app, reduce_req *q) {
     q->in.in = q->in.held;
     q->in.count = q->binfo.count;
     q->in.form = FORM_BUFFER;
-    const cJSON *cnt = cJSON_GetObjectItemCaseSensitive(q->body, "count");
+    const cJSON *cnt = wp_json_get(q->body, "count");
     long long c;
     if (cnt && wp_json_int(cnt, "count", 0, (long long)q->binfo.count, &c, &q->err)) return -1;
     if (cnt) q->in.count = (uint64_t)c;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "api_reduce_impl.h"
+#include "util/json.h"
 
 static const struct {
     const char *name, *first; /* the field, and the first input's form of the same shape */
@@ -17,7 +18,7 @@ int reduce_second_form(const cJSON *body, const cJSON **value, const char **name
     *value = NULL;
     *name = NULL;
     for (size_t i = 0; i < WP_ARRAY_LEN(second_forms); i++) {
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, second_forms[i].name);
+        const cJSON *v = wp_json_get(body, second_forms[i].name);
         if (!v) continue;
         if (*value)
             return WP_FAIL(err, 400, "bad_request", second_forms[i].name,
@@ -61,7 +62,7 @@ static int second_buffer(wp_app *app, const wp_user *who, const cJSON *body, con
         return WP_FAIL(err, 400, "backend_mismatch", "buffer2", "buffer %s lives on %s, the job runs on %s", info.id,
                        wp_backend_name(wp_buf_backend(in2->held)), wp_backend_name(be));
     in2->in = in2->held;
-    in2->count = cJSON_GetObjectItemCaseSensitive(body, "count") && info.count >= count ? count : info.count;
+    in2->count = wp_json_get(body, "count") && info.count >= count ? count : info.count;
     in2->form = FORM_BUFFER;
     return 0;
 }

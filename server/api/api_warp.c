@@ -8,6 +8,7 @@
 #include "api.h"
 #include "jsonval.h"
 #include "kernels/lanes.h"
+#include "util/json.h"
 #include "util/jsonout.h"
 
 typedef struct {
@@ -34,16 +35,16 @@ static uint64_t xorshift(uint64_t *s) {
 static int parse_generated(const cJSON *g, wp_type t, bool array_ok, warp_input *w, wp_err *err) {
     static const char *const keys[] = {"iota", "random", "seed", "elems", NULL};
     if (wp_json_only(g, "input.", keys, err)) return -1;
-    const cJSON *iota = cJSON_GetObjectItemCaseSensitive(g, "iota");
-    const cJSON *rnd = cJSON_GetObjectItemCaseSensitive(g, "random");
+    const cJSON *iota = wp_json_get(g, "iota");
+    const cJSON *rnd = wp_json_get(g, "random");
     if (!!iota == !!rnd)
         return WP_FAIL(err, 400, "bad_input", "input",
                        "input must be a list, {\"iota\":N} or {\"random\":N,\"seed\":S}");
     long long n, elems = 1, seed = 1;
     if (wp_json_int(iota ? iota : rnd, iota ? "input.iota" : "input.random", 1, WP_MAX_LANES, &n, err)) return -1;
-    const cJSON *e = cJSON_GetObjectItemCaseSensitive(g, "elems");
+    const cJSON *e = wp_json_get(g, "elems");
     if (e && wp_json_int(e, "input.elems", 1, array_ok ? WP_MAX_ELEMS : 1, &elems, err)) return -1;
-    const cJSON *s = cJSON_GetObjectItemCaseSensitive(g, "seed");
+    const cJSON *s = wp_json_get(g, "seed");
     if (s && wp_json_int(s, "input.seed", 0, 9007199254740991LL, &seed, err)) return -1;
     w->n = (int)n, w->elems = (int)elems;
     w->in = calloc((size_t)(n * elems), sizeof *w->in);
@@ -134,7 +135,7 @@ static int parse_pred(const cJSON *p, wp_type t, warp_input *w, wp_err *err) {
     w->job.pred_kind = WP_PRED_NONZERO;
     if (!p) return 0;
     if (!cJSON_IsObject(p)) return WP_FAIL(err, 400, "wrong_type", "args.pred", "args.pred must be an object");
-    const cJSON *op = cJSON_GetObjectItemCaseSensitive(p, "op");
+    const cJSON *op = wp_json_get(p, "op");
     if (!cJSON_IsString(op)) return WP_FAIL(err, 400, "bad_pred", "args.pred.op", "args.pred.op must be a string");
     for (size_t i = 0; i < WP_ARRAY_LEN(preds); i++) {
         if (strcmp(op->valuestring, preds[i].name)) continue;
@@ -146,7 +147,7 @@ static int parse_pred(const cJSON *p, wp_type t, warp_input *w, wp_err *err) {
         for (int c = 1; keys[c]; c++) {
             char field[32];
             snprintf(field, sizeof field, "args.pred.%s", keys[c]);
-            const cJSON *v = cJSON_GetObjectItemCaseSensitive(p, keys[c]);
+            const cJSON *v = wp_json_get(p, keys[c]);
             if (!v) return WP_FAIL(err, 400, "missing_field", field, "%s is required for %s", field, preds[i].name);
             if (wp_json_to_bits(v, t, field, c == 1 ? &w->job.pred_a : &w->job.pred_b, err)) return -1;
         }
@@ -171,7 +172,7 @@ static int parse_args(const cJSON *args, const wp_family *f, wp_type t, warp_inp
     if (f->arg) {
         char field[48];
         snprintf(field, sizeof field, "args.%s", f->arg);
-        const cJSON *a = cJSON_GetObjectItemCaseSensitive(args, f->arg);
+        const cJSON *a = wp_json_get(args, f->arg);
         long long v;
         if (cJSON_IsArray(a)) {
             if (cJSON_GetArraySize(a) != w->n)
@@ -192,20 +193,20 @@ static int parse_args(const cJSON *args, const wp_family *f, wp_type t, warp_inp
     w->job.first = 0, w->job.second = w->elems > 1 ? 1 : 0;
     if (f->flags & WP_F_SWAP) {
         long long v;
-        const cJSON *a = cJSON_GetObjectItemCaseSensitive(args, "first");
+        const cJSON *a = wp_json_get(args, "first");
         if (a && wp_json_int(a, "args.first", 0, w->elems - 1, &v, err)) return -1;
         if (a) w->job.first = (int)v;
-        a = cJSON_GetObjectItemCaseSensitive(args, "second");
+        a = wp_json_get(args, "second");
         if (a && wp_json_int(a, "args.second", 0, w->elems - 1, &v, err)) return -1;
         if (a) w->job.second = (int)v;
     }
-    return (f->flags & WP_F_PRED) ? parse_pred(cJSON_GetObjectItemCaseSensitive(args, "pred"), t, w, err) : 0;
+    return (f->flags & WP_F_PRED) ? parse_pred(wp_json_get(args, "pred"), t, w, err) : 0;
 }
 
 static int parse_warp_input(const cJSON *req, const wp_spec *s, warp_input *w, wp_err *err) {
     const wp_family *f = s->family;
     bool array_ok = (f->flags & WP_F_ARRAY) != 0;
-    const cJSON *in = cJSON_GetObjectItemCaseSensitive(req, "input");
+    const cJSON *in = wp_json_get(req, "input");
     int rc;
     if (!in) {
         cJSON *def = cJSON_Parse("{\"iota\":32}");
@@ -218,8 +219,8 @@ static int parse_warp_input(const cJSON *req, const wp_spec *s, warp_input *w, w
     else
         rc = WP_FAIL(err, 400, "wrong_type", "input", "input must be a list or an object");
     if (rc) return -1;
-    if (parse_active(cJSON_GetObjectItemCaseSensitive(req, "active"), w, err)) return -1;
-    if (parse_args(cJSON_GetObjectItemCaseSensitive(req, "args"), f, s->type, w, err)) return -1;
+    if (parse_active(wp_json_get(req, "active"), w, err)) return -1;
+    if (parse_args(wp_json_get(req, "args"), f, s->type, w, err)) return -1;
     w->job.n = w->n, w->job.elems = w->elems, w->job.in = w->in, w->job.arg = w->arg, w->job.active = w->active;
     return 0;
 }
@@ -390,7 +391,7 @@ static const char *const warp_fields[] = {"family", "type",   "width",   "mask",
 
 /* Data-parallel families (reductions, scans, ...) are jobs over arrays, not 32-lane primitives. */
 static int refuse_data_family(const cJSON *body, wp_err *err) {
-    const cJSON *fam = cJSON_GetObjectItemCaseSensitive(body, "family");
+    const cJSON *fam = wp_json_get(body, "family");
     const wp_family *f = cJSON_IsString(fam) ? wp_family_find(fam->valuestring) : NULL;
     if (f && (f->flags & WP_F_DATA))
         return WP_FAIL(err, 400, "not_a_warp_primitive", "family",

@@ -2,6 +2,7 @@
  * from a cJSON value, a number or a string; their text (the f16 and bf16 texts as tables); and where a
  * body's "data" list starts. Long lists of them are jsonlist.c's. */
 #include "jsonval.h"
+#include "util/json.h"
 #include "util/jsonout.h"
 #include "util/numtext.h"
 
@@ -92,7 +93,7 @@ int wp_json_string_to_bits(const char *s, wp_type t, const char *field, uint64_t
 
 int wp_json_to_bits(const cJSON *v, wp_type t, const char *field, uint64_t *out, wp_err *err) {
     if (cJSON_IsObject(v)) {
-        const cJSON *b = cJSON_GetObjectItemCaseSensitive(v, "bits");
+        const cJSON *b = wp_json_get(v, "bits");
         if (!cJSON_IsString(b) || cJSON_GetArraySize(v) != 1)
             return WP_FAIL(err, 400, "bad_value", field, "%s: an object value must be {\"bits\":\"0x...\"}", field);
         char *end = NULL;

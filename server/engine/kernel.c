@@ -6,6 +6,7 @@
 #include "app.h"
 #include "batch.h"
 #include "placement.h"
+#include "util/json.h"
 #include "util/sha256.h"
 
 typedef struct {
@@ -187,7 +188,7 @@ int wp_app_pick(wp_app *app, const char *want, int pinned, const wp_family *f, w
 }
 
 int wp_app_backend(wp_app *app, const cJSON *req, const wp_family *f, wp_backend **out, wp_err *err) {
-    const cJSON *b = cJSON_GetObjectItemCaseSensitive(req, "backend");
+    const cJSON *b = wp_json_get(req, "backend");
     if (b && !cJSON_IsString(b)) return WP_FAIL(err, 400, "wrong_type", "backend", "backend must be a string");
     int pinned;
     if (wp_placement_pin(req, &pinned, err)) return -1;

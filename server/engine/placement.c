@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "app.h"
+#include "util/json.h"
 
 static int ordinal_of(const wp_app *app, const wp_backend *b) {
     for (int i = 0; i < app->n_devices; i++)
@@ -58,7 +59,7 @@ wp_backend *wp_placement_pick(wp_app *app, const wp_buf *buf, int pinned, wp_err
 
 int wp_placement_pin(const cJSON *body, int *pinned, wp_err *err) {
     *pinned = -1;
-    const cJSON *v = body ? cJSON_GetObjectItemCaseSensitive(body, "device") : NULL;
+    const cJSON *v = body ? wp_json_get(body, "device") : NULL;
     if (!v) return 0;
     if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble != floor(v->valuedouble) || v->valuedouble > 1e6)
         return WP_FAIL(err, 400, "bad_device", "device", "device must be a device ordinal (0, 1, ...)");

@@ -136,7 +136,7 @@ void wp_metrics_observe_kernel(wp_metrics *m, const char *family, const char *ba
     while (b < METRICS_BACKENDS && strcmp(kernel_backends[b], backend)) b++;
     if (b == METRICS_BACKENDS) return;
     for (int i = 0; i < m->nfamilies; i++)
-        if (!strcmp(m->families[i]->name, family)) {
+        if (m->families[i]->name[0] == family[0] && !strcmp(m->families[i]->name, family)) {
             wp_histo_observe(m->kernels[i * METRICS_BACKENDS + b], seconds);
             return;
         }

@@ -7,6 +7,7 @@
 #include <cjson/cJSON.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "common.h"
 
@@ -14,6 +15,15 @@
  * first byte that is not whitespace (RFC 8259: space, tab, CR, LF) lies, or n when there is none: a
  * JSON text is one value, so a body or file with such a byte is refused. */
 size_t wp_json_trailing(const char *text, size_t n, const char *end);
+/* cJSON_GetObjectItemCaseSensitive's answer (the first member named key; NULL for none, a NULL obj or
+ * key, or at a member without a name), a byte compared before each strcmp: a request's parse looks up
+ * dozens of optional keys, most of them absent. */
+static inline cJSON *wp_json_get(const cJSON *obj, const char *key) {
+    if (!obj || !key) return NULL;
+    for (cJSON *c = obj->child; c && c->string; c = c->next)
+        if (c->string[0] == key[0] && !strcmp(c->string, key)) return c;
+    return NULL;
+}
 /* Body nesting depth (arrays/objects) without parsing; used to refuse deep JSON before cJSON. */
 int wp_json_depth(const char *text, size_t n);
 
