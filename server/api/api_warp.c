@@ -250,47 +250,47 @@ static void output_free(warp_output *o) {
 static bool is_shuffle(const wp_family *f) { return f->arg != NULL; }
 
 /* The lane lists of a warp answer, written straight into the answer's text (jsonout.h), one list after
- * another: a 32-lane answer is ~200 values, which as cJSON nodes, or as a buffer a list, cost most of
- * the request's CPU. The bytes are what cJSON printed for the same nodes. */
+ * another, each entry through a pointer into room taken once a list: a 32-lane answer is ~200 values,
+ * which as cJSON nodes, or as a buffer and a bounds check a piece, cost most of the request's CPU. The
+ * bytes are what cJSON printed for the same nodes. */
+#define LANE_VALUE_ROOM (WP_JSON_VALUE_MAX + 1) /* a value's text and the comma or bracket after it */
 #define LIT(s) s, sizeof s - 1
 
+static char *put_lit(char *d, const char *s, size_t n) {
+    memcpy(d, s, n);
+    return d + n;
+}
 /* true, false, or null (v < 0) */
-static void put_tri(wp_jtext *o, int v) {
-    if (v < 0)
-        wp_jtext_add(o, LIT("null"));
-    else if (v)
-        wp_jtext_add(o, LIT("true"));
-    else
-        wp_jtext_add(o, LIT("false"));
+static char *put_tri(char *d, int v) {
+    return v < 0 ? put_lit(d, LIT("null")) : v ? put_lit(d, LIT("true")) : put_lit(d, LIT("false"));
+}
+/* "0x%08x" with the quotes */
+static char *put_mask(char *d, uint32_t m) {
+    static const char hex[] = "0123456789abcdef";
+    d = put_lit(d, LIT("\"0x"));
+    for (int i = 7; i >= 0; i--) *d++ = hex[(m >> (4 * i)) & 15];
+    *d++ = '"';
+    return d;
 }
 
 /* A value as the family gives it (as_input: as the type's value, whatever the family's output is). */
-static void lane_value(wp_jtext *o, const wp_spec *s, uint64_t bits, bool as_input) {
+static char *lane_value(char *d, const wp_spec *s, uint64_t bits, bool as_input) {
     const wp_out_kind out = as_input ? WP_OUT_VALUE : s->family->out;
-    if (out == WP_OUT_BOOL) {
-        put_tri(o, bits != 0);
-        return;
-    }
-    char *d = wp_jtext_room(o, WP_JSON_VALUE_MAX);
-    if (!d) return;
-    if (out == WP_OUT_MASK || out == WP_OUT_MASK_PRED)
-        o->n += (size_t)snprintf(d, WP_JSON_VALUE_MAX, "\"0x%08x\"", (uint32_t)bits);
-    else
-        o->n += (size_t)wp_json_value_text(s->type, bits, d);
+    if (out == WP_OUT_BOOL) return put_tri(d, bits != 0);
+    if (out == WP_OUT_MASK || out == WP_OUT_MASK_PRED) return put_mask(d, (uint32_t)bits);
+    return d + wp_json_value_text(s->type, bits, d);
 }
 
 /* A lane's values: one value, or a list of them when the family gives several per lane. */
-static void lane_values(wp_jtext *o, int elems, const uint64_t *bits, const uint8_t *why, const wp_spec *s,
-                        bool as_input) {
-    if (elems > 1) wp_jtext_add(o, "[", 1);
+static char *lane_values(char *d, int elems, const uint64_t *bits, const uint8_t *why, const wp_spec *s,
+                         bool as_input) {
+    if (elems > 1) *d++ = '[';
     for (int e = 0; e < elems; e++) {
-        if (e) wp_jtext_add(o, ",", 1);
-        if (!why || why[e] == WP_WHY_DEFINED)
-            lane_value(o, s, bits[e], as_input);
-        else
-            put_tri(o, -1);
+        if (e) *d++ = ',';
+        d = !why || why[e] == WP_WHY_DEFINED ? lane_value(d, s, bits[e], as_input) : put_tri(d, -1);
     }
-    if (elems > 1) wp_jtext_add(o, "]", 1);
+    if (elems > 1) *d++ = ']';
+    return d;
 }
 
 /* Whether each of a lane's elems values is defined (*all), any is, and the first reason one is not. */
@@ -310,46 +310,37 @@ static lane_defined lane_defined_of(const uint8_t *why, int elems) {
 
 enum { L_OUT, L_DEF, L_WHY, L_SRC, L_PRED, L_LANE_PRED, L_INPUT, N_LISTS };
 
-/* Lane i's entry of list k. */
-static void lane_entry(wp_jtext *o, int k, int i, const wp_spec *s, const warp_input *w, const warp_output *val,
-                       const warp_output *emu) {
+/* Lane i's entry of list k at d; returns its end. At most LANE_VALUE_ROOM bytes a value (a reason's name
+ * is a short identifier: no escapes). */
+static char *lane_entry(char *d, int k, int i, const wp_spec *s, const warp_input *w, const warp_output *val,
+                        const warp_output *emu) {
     const int elems = s->family->out == WP_OUT_VALUE ? w->elems : 1;
     const size_t k0 = (size_t)i * w->elems;
-    const lane_defined d =
+    const lane_defined ld =
         k == L_OUT || k == L_INPUT || k == L_LANE_PRED ? (lane_defined){0} : lane_defined_of(&emu->why[k0], elems);
     switch (k) {
     case L_OUT:
-        lane_values(o, elems, &val->out[k0], &emu->why[k0], s, false);
-        return;
+        return lane_values(d, elems, &val->out[k0], &emu->why[k0], s, false);
     case L_DEF:
-        put_tri(o, d.all);
-        return;
+        return put_tri(d, ld.all);
     case L_WHY:
-        if (d.all)
-            put_tri(o, -1);
-        else
-            wp_jtext_str(o, wp_why_name(d.why));
-        return;
+        if (ld.all) return put_tri(d, -1);
+        *d++ = '"';
+        d = put_lit(d, wp_why_name(ld.why), strlen(wp_why_name(ld.why)));
+        *d++ = '"';
+        return d;
     case L_SRC: { /* src[] counts lanes within the warp (within the wave for WP_F_WAVE families) */
         const int group = (s->family->flags & WP_F_WAVE) ? s->width : WP_WARP_SIZE;
         const int base = i & ~(group - 1), j = val->src[i];
-        char *t = d.any && j != WP_SRC_NONE ? wp_jtext_room(o, 24) : NULL;
-        if (t)
-            o->n += (size_t)wp_json_fmt_i64(t, j < 0 ? i : base + j);
-        else
-            put_tri(o, -1);
-        return;
+        return ld.any && j != WP_SRC_NONE ? d + wp_json_fmt_i64(d, j < 0 ? i : base + j) : put_tri(d, -1);
     }
     case L_PRED:
-        put_tri(o, !d.all ? -1 : val->src[i] != 0);
-        return;
+        return put_tri(d, !ld.all ? -1 : val->src[i] != 0);
     case L_LANE_PRED: /* each lane's own predicate, as the vote saw it (inactive lanes: null) */
-        put_tri(o,
-                !w->active[i] ? -1 : wp_lanes_pred(s->type, w->job.pred_kind, w->in[k0], w->job.pred_a, w->job.pred_b));
-        return;
+        return put_tri(
+            d, !w->active[i] ? -1 : wp_lanes_pred(s->type, w->job.pred_kind, w->in[k0], w->job.pred_a, w->job.pred_b));
     default: /* L_INPUT */
-        lane_values(o, w->elems, &w->in[k0], NULL, s, true);
-        return;
+        return lane_values(d, w->elems, &w->in[k0], NULL, s, true);
     }
 }
 
@@ -362,17 +353,19 @@ static void build_lanes(wp_jtext *o, const wp_spec *s, const warp_input *w, cons
                                 (s->family->flags & WP_F_PRED) != 0,
                                 /* the input as the kernel saw it (after generation and rounding), for diagrams */
                                 !(s->family->flags & WP_F_NO_INPUT)};
-    /* the lists' text, most of the answer, in one allocation: null is the longest entry but a value */
-    wp_jtext_room(o, (size_t)N_LISTS * (size_t)w->n * (8 + (size_t)w->elems * 24) + 256);
+    const size_t room = (size_t)w->n * ((size_t)w->elems * LANE_VALUE_ROOM + 2) + 2; /* a list, at most */
     for (int k = 0; k < N_LISTS; k++) {
         if (!want[k]) continue;
         wp_jtext_key(o, names[k]);
-        wp_jtext_add(o, "[", 1);
+        char *const d0 = wp_jtext_room(o, room), *d = d0;
+        if (!d0) return; /* remembered: the answer fails */
+        *d++ = '[';
         for (int i = 0; i < w->n; i++) {
-            if (i) wp_jtext_add(o, ",", 1);
-            lane_entry(o, k, i, s, w, val, emu);
+            if (i) *d++ = ',';
+            d = lane_entry(d, k, i, s, w, val, emu);
         }
-        wp_jtext_add(o, "]", 1);
+        *d++ = ']';
+        o->n += (size_t)(d - d0);
     }
 }
 
