@@ -47,6 +47,14 @@ else
   run_with "2 devices, today's engine (one stream, no batching)" "" --emu-devices 2 --streams-per-device 1 --batch-max 1
   run_with "3 devices, device 1 lost" "WARPD_EMU_FAIL_DEVICE=1" --emu-devices 3
   run_with "1 device, lost" "WARPD_EMU_FAIL_DEVICE=0" --emu-devices 1
+  # the HTTP threads by default on the emulator, whose jobs they run: every CPU, 4..16
+  rm -f "$tmp/out"
+  if warpd_start "$bin" "$tmp" --backend emu --no-disk-cache; then
+    n=$(http_threads "$pid"); want=$(default_threads 0)
+    if [ "$n" = "$want" ]; then pass=$((pass+1)); echo "ok   emu: $n HTTP threads by default"
+    else fail=$((fail+1)); echo "FAIL emu: $n HTTP threads by default, not $want"; fi
+    kill -TERM $pid; wait $pid; pid=
+  else fail=$((fail+1)); echo "FAIL the daemon did not start"; cat "$tmp/err"; fi
   # --devices is checked with the other flags: a bad list exits 2 at once (it used to fall back to the
   # emulator with a warning under --backend auto)
   for bad in "0,x" "0,0" "" "-1" "1,,2"; do
