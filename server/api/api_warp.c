@@ -273,12 +273,21 @@ static char *put_mask(char *d, uint32_t m) {
     return d;
 }
 
+/* 0..99 as its digits (lane indexes, iota inputs: most of a warp answer's integers); else NULL. */
+static char *put_small(char *d, uint32_t u) {
+    if (u >= 100) return NULL;
+    if (u >= 10) *d++ = (char)('0' + u / 10);
+    *d++ = (char)('0' + u % 10);
+    return d;
+}
+
 /* A value as the family gives it (as_input: as the type's value, whatever the family's output is). */
 static char *lane_value(char *d, const wp_spec *s, uint64_t bits, bool as_input) {
     const wp_out_kind out = as_input ? WP_OUT_VALUE : s->family->out;
     if (out == WP_OUT_BOOL) return put_tri(d, bits != 0);
     if (out == WP_OUT_MASK || out == WP_OUT_MASK_PRED) return put_mask(d, (uint32_t)bits);
-    return d + wp_json_value_text(s->type, bits, d);
+    char *e = s->type == WP_I32 || s->type == WP_U32 ? put_small(d, (uint32_t)bits) : NULL;
+    return e ? e : d + wp_json_value_text(s->type, bits, d);
 }
 
 /* A lane's values: one value, or a list of them when the family gives several per lane. */
@@ -332,7 +341,10 @@ static char *lane_entry(char *d, int k, int i, const wp_spec *s, const warp_inpu
     case L_SRC: { /* src[] counts lanes within the warp (within the wave for WP_F_WAVE families) */
         const int group = (s->family->flags & WP_F_WAVE) ? s->width : WP_WARP_SIZE;
         const int base = i & ~(group - 1), j = val->src[i];
-        return ld.any && j != WP_SRC_NONE ? d + wp_json_fmt_i64(d, j < 0 ? i : base + j) : put_tri(d, -1);
+        if (!ld.any || j == WP_SRC_NONE) return put_tri(d, -1);
+        const int lane = j < 0 ? i : base + j;
+        char *e = put_small(d, (uint32_t)lane); /* a negative lane is no small one */
+        return e ? e : d + wp_json_fmt_i64(d, lane);
     }
     case L_PRED:
         return put_tri(d, !ld.all ? -1 : val->src[i] != 0);
