@@ -1,6 +1,6 @@
 /* json.h — JSON helpers that know no element types: the text before parsing (depth, trailing bytes),
- * fields of a parsed object (integers, booleans, unknown keys) and constant-key adders. Typed values
- * are api/jsonval.h's. Owns: nothing mutable; any thread. */
+ * members looked up, fields of a parsed object (integers, booleans, unknown keys) and constant-key
+ * adders. Typed values are api/jsonval.h's. Owns: nothing mutable; any thread. */
 #ifndef WP_JSON_H
 #define WP_JSON_H
 
