@@ -28,6 +28,7 @@
 #include "jsonval.h"
 #include "kernels/data.h"
 #include "util/base64.h"
+#include "util/json.h"
 
 #define BUFFERS_PATH "/v1/buffers/"
 #define WP_BUFFERS_STAGE_BYTES (1u << 20)      /* host staging between JSON/base64/generated values and the device */
@@ -126,10 +127,10 @@ typedef struct {
 static int parse_generate(const cJSON *g, wp_type t, generate_spec *out, wp_err *err) {
     if (!cJSON_IsObject(g)) return WP_FAIL(err, 400, "wrong_type", "generate", "generate must be an object");
     if (wp_json_only(g, "generate.", generate_fields, err)) return -1;
-    const cJSON *kind = cJSON_GetObjectItemCaseSensitive(g, "kind");
-    const cJSON *n = cJSON_GetObjectItemCaseSensitive(g, "n");
-    const cJSON *seed = cJSON_GetObjectItemCaseSensitive(g, "seed");
-    const cJSON *value = cJSON_GetObjectItemCaseSensitive(g, "value");
+    const cJSON *kind = wp_json_get(g, "kind");
+    const cJSON *n = wp_json_get(g, "n");
+    const cJSON *seed = wp_json_get(g, "seed");
+    const cJSON *value = wp_json_get(g, "value");
     if (!cJSON_IsString(kind))
         return WP_FAIL(err, 400, kind ? "wrong_type" : "missing_field", "generate.kind",
                        "generate.kind must be \"iota\", \"random\" or \"constant\"");
@@ -225,7 +226,7 @@ static int json_placement(wp_app *app, const cJSON *body, const cJSON *backend, 
     if (backend && !cJSON_IsString(backend))
         return WP_FAIL(err, 400, "wrong_type", "backend", "backend must be a string");
     int pinned;
-    const cJSON *shard = cJSON_GetObjectItemCaseSensitive(body, "shard");
+    const cJSON *shard = wp_json_get(body, "shard");
     if (wp_placement_pin(body, &pinned, err) ||
         pick_backend(app, backend ? backend->valuestring : NULL, pinned, be, err))
         return -1;
@@ -246,7 +247,7 @@ static const char *const ipc_alone[] = {"data", "data_b64", "generate", "shm", "
 static int ipc_int(const cJSON *ipc, const char *key, long long lo, long long dflt, long long *out, wp_err *err) {
     char field[32];
     snprintf(field, sizeof field, "cuda_ipc.%s", key);
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(ipc, key);
+    const cJSON *v = wp_json_get(ipc, key);
     *out = dflt;
     if (!v && dflt < 0) return WP_FAIL(err, 400, "missing_field", field, "%s is required", field);
     return v ? wp_json_int(v, field, lo, IPC_MAX_INT, out, err) : 0;
@@ -254,7 +255,7 @@ static int ipc_int(const cJSON *ipc, const char *key, long long lo, long long df
 
 /* The 64-byte handle from its base64 text. */
 static int ipc_handle(const cJSON *ipc, unsigned char out[64], wp_err *err) {
-    const cJSON *h = cJSON_GetObjectItemCaseSensitive(ipc, "handle");
+    const cJSON *h = wp_json_get(ipc, "handle");
     size_t n = 0;
     if (!cJSON_IsString(h))
         return WP_FAIL(err, 400, h ? "wrong_type" : "missing_field", "cuda_ipc.handle",
@@ -268,7 +269,7 @@ static int ipc_handle(const cJSON *ipc, unsigned char out[64], wp_err *err) {
 
 /* The type: cuda_ipc.type, else the body's (both: they must agree). */
 static int ipc_type(const cJSON *ipc, wp_type body_type, bool body_has, wp_type *t, wp_err *err) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(ipc, "type");
+    const cJSON *v = wp_json_get(ipc, "type");
     *t = body_type;
     if (!v && !body_has)
         return WP_FAIL(err, 400, "missing_field", "cuda_ipc.type", "cuda_ipc.type (the elements' type) is required");
@@ -283,7 +284,7 @@ static int ipc_type(const cJSON *ipc, wp_type body_type, bool body_has, wp_type 
 static int put_ipc(wp_app *app, const wp_user *who, const cJSON *body, const cJSON *ipc, wp_type t, double ttl_s,
                    wp_buffer_info *info, wp_err *err) {
     for (int i = 0; ipc_alone[i]; i++)
-        if (cJSON_GetObjectItemCaseSensitive(body, ipc_alone[i]))
+        if (wp_json_get(body, ipc_alone[i]))
             return WP_FAIL(err, 400, "bad_input", ipc_alone[i], "cuda_ipc takes no %s (its memory is where it is)",
                            ipc_alone[i]);
     if (!cJSON_IsObject(ipc)) return WP_FAIL(err, 400, "wrong_type", "cuda_ipc", "cuda_ipc must be an object");
@@ -291,9 +292,8 @@ static int put_ipc(wp_app *app, const wp_user *who, const cJSON *body, const cJS
     long long device, offset, count;
     wp_backend *be = NULL;
     if (wp_json_only(ipc, "cuda_ipc.", ipc_fields, err) || ipc_handle(ipc, handle, err) ||
-        ipc_type(ipc, t, cJSON_GetObjectItemCaseSensitive(body, "type") != NULL, &t, err) ||
-        ipc_int(ipc, "device", 0, 0, &device, err) || ipc_int(ipc, "offset", 0, 0, &offset, err) ||
-        ipc_int(ipc, "count", 0, -1, &count, err))
+        ipc_type(ipc, t, wp_json_get(body, "type") != NULL, &t, err) || ipc_int(ipc, "device", 0, 0, &device, err) ||
+        ipc_int(ipc, "offset", 0, 0, &offset, err) || ipc_int(ipc, "count", 0, -1, &count, err))
         return -1;
     if (!app->cuda)
         return WP_FAIL(err, 400, "needs_gpu", "cuda_ipc",
@@ -358,8 +358,8 @@ static int fill_input(wp_app *app, wp_backend *be, wp_buf *buf, wp_type t, const
 
 /* type and ttl of a JSON body. */
 static int put_common(const cJSON *body, bool ipc, wp_type *t, double *ttl_s, wp_err *err) {
-    const cJSON *type = cJSON_GetObjectItemCaseSensitive(body, "type");
-    const cJSON *ttl = cJSON_GetObjectItemCaseSensitive(body, "ttl");
+    const cJSON *type = wp_json_get(body, "type");
+    const cJSON *ttl = wp_json_get(body, "ttl");
     if (type && !cJSON_IsString(type)) return WP_FAIL(err, 400, "wrong_type", "type", "type must be a string");
     if ((type || !ipc) && parse_type(type ? type->valuestring : NULL, t, err)) return -1; /* ipc: cuda_ipc.type */
     if (ttl && !cJSON_IsNumber(ttl)) return WP_FAIL(err, 400, "wrong_type", "ttl", "ttl must be a number of seconds");
@@ -373,11 +373,11 @@ static int put_json(wp_app *app, const wp_req *req, wp_buffer_info *info, wp_err
     if (!body) return -1;
     int rc = -1;
     wp_buf *buf = NULL;
-    put_input in = {.data = cJSON_GetObjectItemCaseSensitive(body, "data"),
-                    .b64 = cJSON_GetObjectItemCaseSensitive(body, "data_b64"),
-                    .gen = cJSON_GetObjectItemCaseSensitive(body, "generate"),
-                    .shm = cJSON_GetObjectItemCaseSensitive(body, "shm")};
-    const cJSON *ipc = cJSON_GetObjectItemCaseSensitive(body, "cuda_ipc");
+    put_input in = {.data = wp_json_get(body, "data"),
+                    .b64 = wp_json_get(body, "data_b64"),
+                    .gen = wp_json_get(body, "generate"),
+                    .shm = wp_json_get(body, "shm")};
+    const cJSON *ipc = wp_json_get(body, "cuda_ipc");
     wp_type t = WP_F32;
     wp_backend *be;
     double ttl_s = 0;
@@ -388,7 +388,7 @@ static int put_json(wp_app *app, const wp_req *req, wp_buffer_info *info, wp_err
         rc = put_ipc(app, req->user, body, ipc, t, ttl_s, info, err);
         goto out;
     }
-    if (json_placement(app, body, cJSON_GetObjectItemCaseSensitive(body, "backend"), &be, &ss, err) ||
+    if (json_placement(app, body, wp_json_get(body, "backend"), &be, &ss, err) ||
         input_count(app, req, &in, t, be, &count, err) || !(buf = create(app, req->user, be, &ss, t, count, err)) ||
         fill_input(app, be, buf, t, &in, err))
         goto out;

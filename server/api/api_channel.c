@@ -49,7 +49,7 @@ static const char *const add_fields[] = {"shm", "bytes", "spin_us", "ttl_s", NUL
 
 /* An optional whole-number field in [lo, hi] into *v (left as it is when absent). */
 static int opt_u32(const cJSON *body, const char *name, long long lo, long long hi, uint32_t *v, wp_err *err) {
-    const cJSON *f = cJSON_GetObjectItemCaseSensitive(body, name);
+    const cJSON *f = wp_json_get(body, name);
     long long x = 0;
     if (f && wp_json_int(f, name, lo, hi, &x, err)) return -1;
     if (f) *v = (uint32_t)x;
@@ -58,15 +58,15 @@ static int opt_u32(const cJSON *body, const char *name, long long lo, long long 
 
 static int parse_add(wp_app *app, const wp_req *req, const cJSON *body, wp_channel_args *a, wp_err *err) {
     if (wp_json_only(body, "", add_fields, err)) return -1;
-    const cJSON *shm = cJSON_GetObjectItemCaseSensitive(body, "shm");
+    const cJSON *shm = wp_json_get(body, "shm");
     if (!shm)
         return WP_FAIL(err, 400, "missing_field", "shm",
                        "shm ({\"id\", \"offset\"}: the channel's region) is required");
-    if (cJSON_GetObjectItemCaseSensitive(shm, "count"))
+    if (wp_json_get(shm, "count"))
         return WP_FAIL(err, 400, "unknown_field", "shm.count",
                        "a channel takes shm.id and shm.offset; its size is bytes");
     long long bytes = 0;
-    const cJSON *b = cJSON_GetObjectItemCaseSensitive(body, "bytes");
+    const cJSON *b = wp_json_get(body, "bytes");
     if (b && wp_json_int(b, "bytes", WP_CHANNEL_MIN_BYTES, 1LL << 40, &bytes, err)) return -1;
     a->bytes = (uint64_t)bytes;
     a->spin_us = WP_CHANNEL_SPIN_DEFAULT_US;

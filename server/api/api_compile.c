@@ -9,6 +9,7 @@
 #include "engine/compile.h"
 #include "engine/prewarm.h"
 #include "jsonval.h"
+#include "util/json.h"
 
 /* POST /v1/compile with "specs": 200 {"results":[...],"count","ok","failed","compiled","elapsed_ms"},
  * 400 only when the body itself is malformed. */
@@ -35,9 +36,9 @@ static void compile_many(wp_app *app, const cJSON *body, wp_resp *resp) {
 
 /* The access log's kernel fields from a compile's answer (static strings only: the note outlives it). */
 static void note_compile(wp_resp *resp, const cJSON *body, const cJSON *out) {
-    const cJSON *fam = cJSON_GetObjectItemCaseSensitive(body, "family");
-    const cJSON *src = cJSON_GetObjectItemCaseSensitive(out, "cache");
-    const cJSON *hash = cJSON_GetObjectItemCaseSensitive(out, "hash");
+    const cJSON *fam = wp_json_get(body, "family");
+    const cJSON *src = wp_json_get(out, "cache");
+    const cJSON *hash = wp_json_get(out, "hash");
     const wp_family *f = cJSON_IsString(fam) ? wp_family_find(fam->valuestring) : NULL;
     const char *cache = NULL;
     for (int i = 0; cJSON_IsString(src) && i <= WP_SRC_COMPILE; i++)
@@ -50,7 +51,7 @@ void wp_api_compile(void *appv, const wp_req *req, wp_resp *resp) {
     wp_err err = {0};
     cJSON *out = NULL;
     cJSON *body = wp_api_parse_body(app, req, &err);
-    bool many = body && cJSON_GetObjectItemCaseSensitive(body, "specs");
+    bool many = body && wp_json_get(body, "specs");
     if (many && wp_user_role(req->user) < WP_ROLE_ADMIN) { /* prewarm fills the shared cache: the admin's */
         WP_FAIL(&err, 403, "forbidden", "specs", "a prewarm ({\"specs\": [...]}) needs the admin role; %s has %s",
                 wp_user_name(req->user), wp_role_name(wp_user_role(req->user)));

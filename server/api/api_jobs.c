@@ -17,6 +17,7 @@
 #include "api.h"
 #include "engine/jobs.h"
 #include "jsonval.h"
+#include "util/json.h"
 
 #define JOBS_PATH "/v1/jobs/"
 #define RETRY_AFTER_S "1"
@@ -90,8 +91,8 @@ void wp_api_jobs_submit(void *appv, const wp_req *req, wp_resp *resp) {
     cJSON *view = NULL;
     cJSON *body = wp_api_parse_body(app, req, &err);
     if (!body || wp_json_only(body, "", submit_fields, &err)) goto fail;
-    const cJSON *kind = cJSON_GetObjectItemCaseSensitive(body, "kind");
-    const cJSON *request = cJSON_GetObjectItemCaseSensitive(body, "request");
+    const cJSON *kind = wp_json_get(body, "kind");
+    const cJSON *request = wp_json_get(body, "request");
     if (!kind) {
         WP_FAIL(&err, 400, "missing_field", "kind", "kind is required: one of the POST endpoints (warp, compile, ...)");
         goto fail;

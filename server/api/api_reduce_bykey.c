@@ -10,6 +10,7 @@
 #include "api_reduce_impl.h"
 #include "jsonval.h"
 #include "util/base64.h"
+#include "util/json.h"
 
 #define WP_BYKEY_JSON_MAX (1u << 22) /* runs a JSON answer may hold; more: b64 or buffer */
 
@@ -73,16 +74,14 @@ static int keys_buffer(wp_app *app, const wp_user *who, const cJSON *id, wp_spec
 /* The keys in their form, as long as the data. */
 static int read_keys(wp_app *app, const wp_req *req, const cJSON *body, wp_spec *spec, wp_backend *be, uint64_t count,
                      bykey_req *k, wp_err *err) {
-    const cJSON *keys = cJSON_GetObjectItemCaseSensitive(body, "keys");
+    const cJSON *keys = wp_json_get(body, "keys");
     if (!keys)
         return WP_FAIL(err, 400, "missing_field", "keys",
                        "reduce_by_key needs \"keys\": {\"type\", \"data\"} or "
                        "{\"buffer\"}, as long as the data");
-    const cJSON *ty = cJSON_GetObjectItemCaseSensitive(keys, "type"),
-                *data = cJSON_GetObjectItemCaseSensitive(keys, "data"),
-                *b64 = cJSON_GetObjectItemCaseSensitive(keys, "data_b64"),
-                *id = cJSON_GetObjectItemCaseSensitive(keys, "buffer"),
-                *shm = cJSON_GetObjectItemCaseSensitive(keys, "shm");
+    const cJSON *ty = wp_json_get(keys, "type"), *data = wp_json_get(keys, "data"),
+                *b64 = wp_json_get(keys, "data_b64"), *id = wp_json_get(keys, "buffer"),
+                *shm = wp_json_get(keys, "shm");
     static const char *const fields[] = {"type", "data", "data_b64", "buffer", "shm", NULL};
     if (wp_json_only(keys, "keys.", fields, err)) return -1;
     if (!!data + !!b64 + !!id + !!shm != 1)
@@ -121,7 +120,7 @@ static int device_input(wp_backend *be, const reduce_input *in, size_t esize, wp
 
 /* "output": json, b64 or buffer; by default the values' form, as other arrays (b64 for data_b64). */
 static int output_form(const cJSON *body, data_form in_form, data_form *form, wp_err *err) {
-    const cJSON *o = cJSON_GetObjectItemCaseSensitive(body, "output");
+    const cJSON *o = wp_json_get(body, "output");
     const char *v = o ? (cJSON_IsString(o) ? o->valuestring : "") : in_form == FORM_B64 ? "b64" : "json";
     *form = !strcmp(v, "json")     ? FORM_JSON
             : !strcmp(v, "b64")    ? FORM_B64

@@ -10,6 +10,7 @@
 
 #include "api_reduce_impl.h"
 #include "jsonval.h"
+#include "util/json.h"
 #include "util/jsonout.h"
 
 /* "range": [lo, hi] (numbers), or "lo,hi" (a raw body's query). */
@@ -43,17 +44,17 @@ static int parse_bins(const cJSON *b, uint64_t *bins, wp_err *err) {
 }
 
 int reduce_hist_parse(const cJSON *body, wp_spec *spec, wp_hist *h, wp_reduce_job *job, wp_err *err) {
-    const cJSON *bins_v = cJSON_GetObjectItemCaseSensitive(body, "bins");
-    const cJSON *range_v = cJSON_GetObjectItemCaseSensitive(body, "range");
+    const cJSON *bins_v = wp_json_get(body, "bins");
+    const cJSON *range_v = wp_json_get(body, "range");
     if (!(spec->family->flags & WP_F_BINS)) {
         if (bins_v || range_v)
             return WP_FAIL(err, 400, "unknown_field", bins_v ? "bins" : "range", "only family histogram takes %s",
                            bins_v ? "bins" : "range");
         return 0;
     }
-    if (cJSON_GetObjectItemCaseSensitive(body, "weights"))
+    if (wp_json_get(body, "weights"))
         return WP_FAIL(err, 400, "unknown_field", "weights", "histogram takes no weights");
-    const cJSON *out = cJSON_GetObjectItemCaseSensitive(body, "output");
+    const cJSON *out = wp_json_get(body, "output");
     if (out && !(cJSON_IsString(out) && !strcmp(out->valuestring, "json")))
         return WP_FAIL(err, 400, "bad_value", "output", "a histogram answers in JSON (output \"json\" or none)");
     uint64_t bins = 0;
@@ -61,7 +62,7 @@ int reduce_hist_parse(const cJSON *body, wp_spec *spec, wp_hist *h, wp_reduce_jo
     if (parse_bins(bins_v, &bins, err) || parse_range(range_v, &lo, &hi, err) ||
         wp_hist_setup(spec->type, bins, lo, hi, h, err))
         return -1;
-    const cJSON *strat = cJSON_GetObjectItemCaseSensitive(body, "strategy");
+    const cJSON *strat = wp_json_get(body, "strategy");
     const bool chosen = strat && cJSON_IsString(strat) && strcmp(strat->valuestring, "auto");
     if (!chosen) spec->data.strategy = bins <= WP_HIST_SMEM_BINS ? WP_STRAT_SMEM : WP_STRAT_ATOMIC;
     if (spec->data.strategy == WP_STRAT_SMEM && bins > WP_HIST_SMEM_BINS)

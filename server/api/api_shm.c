@@ -44,15 +44,15 @@ static const char *const add_fields[] = {"name", "offset", "bytes", NULL};
 
 static int parse_add(const cJSON *body, const char **name, uint64_t *offset, int64_t *bytes, wp_err *err) {
     if (wp_json_only(body, "", add_fields, err)) return -1;
-    const cJSON *n = cJSON_GetObjectItemCaseSensitive(body, "name");
+    const cJSON *n = wp_json_get(body, "name");
     if (!n)
         return WP_FAIL(err, 400, "missing_field", "name", "name (the shared-memory object, /warpd-...) is required");
     if (!cJSON_IsString(n)) return WP_FAIL(err, 400, "wrong_type", "name", "name must be a string");
     long long v = 0;
-    const cJSON *o = cJSON_GetObjectItemCaseSensitive(body, "offset");
+    const cJSON *o = wp_json_get(body, "offset");
     if (o && wp_json_int(o, "offset", 0, MAX_JSON_INT, &v, err)) return -1;
     *offset = (uint64_t)v;
-    const cJSON *b = cJSON_GetObjectItemCaseSensitive(body, "bytes");
+    const cJSON *b = wp_json_get(body, "bytes");
     v = -1;
     if (b && wp_json_int(b, "bytes", 1, MAX_JSON_INT, &v, err)) return -1;
     *bytes = v;
@@ -155,7 +155,7 @@ wp_region *wp_api_shm_hold(wp_app *app, const wp_req *req, const cJSON *at, cons
         return NULL;
     }
     if (wp_json_only(at, prefix, use_fields, err)) return NULL;
-    const cJSON *id = cJSON_GetObjectItemCaseSensitive(at, "id");
+    const cJSON *id = wp_json_get(at, "id");
     char id_field[64], off_field[64];
     snprintf(id_field, sizeof id_field, "%sid", prefix);
     snprintf(off_field, sizeof off_field, "%soffset", prefix);
@@ -165,7 +165,7 @@ wp_region *wp_api_shm_hold(wp_app *app, const wp_req *req, const cJSON *at, cons
         return NULL;
     }
     long long v = 0;
-    const cJSON *o = cJSON_GetObjectItemCaseSensitive(at, "offset");
+    const cJSON *o = wp_json_get(at, "offset");
     if (o && wp_json_int(o, off_field, 0, MAX_JSON_INT, &v, err)) return NULL;
     *offset = (uint64_t)v;
     return wp_regions_hold(app->regions, req->user, id->valuestring, id_field, err);
@@ -179,7 +179,7 @@ wp_region *wp_api_shm_input(wp_app *app, const wp_req *req, const cJSON *shm, wp
     wp_region_describe(g, &r);
     const uint64_t esize = wp_type_size(t);
     long long v = -1;
-    const cJSON *c = cJSON_GetObjectItemCaseSensitive(shm, "count");
+    const cJSON *c = wp_json_get(shm, "count");
     if (c && wp_json_int(c, "shm.count", 0, MAX_JSON_INT, &v, err)) return wp_region_put(g), NULL;
     if (*offset % esize)
         WP_FAIL(err, 400, "out_of_range", "shm.offset", "shm.offset %llu is not a multiple of the %s size (%llu)",
@@ -198,7 +198,7 @@ wp_region *wp_api_shm_input(wp_app *app, const wp_req *req, const cJSON *shm, wp
 
 wp_region *wp_api_shm_output(wp_app *app, const wp_req *req, const cJSON *shm, uint64_t bytes, uint64_t *offset,
                              wp_err *err) {
-    if (cJSON_GetObjectItemCaseSensitive(shm, "count")) {
+    if (wp_json_get(shm, "count")) {
         WP_FAIL(err, 400, "unknown_field", "output.shm.count",
                 "an output region takes id and offset; the count is the result's");
         return NULL;

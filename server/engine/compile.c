@@ -23,13 +23,13 @@ static const char *const data_fields[] = {"strategy", "block", "accumulate", "ex
 static int no_data_fields(const cJSON *body, const wp_family *f, wp_err *err) {
     if (f->flags & WP_F_DATA) return 0;
     for (int i = 0; data_fields[i]; i++)
-        if (cJSON_GetObjectItemCaseSensitive(body, data_fields[i]))
+        if (wp_json_get(body, data_fields[i]))
             return WP_FAIL(err, 400, "unknown_field", data_fields[i], "family %s takes no %s", f->name, data_fields[i]);
     return 0;
 }
 
 static bool want(const cJSON *body, const char *name, wp_err *err, int *bad) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, name);
+    const cJSON *v = wp_json_get(body, name);
     if (!v) return false;
     if (!cJSON_IsBool(v)) {
         WP_FAIL(err, 400, "wrong_type", name, "%s must be true or false", name);

@@ -35,8 +35,8 @@ const cJSON *wp_prewarm_specs(const cJSON *doc, wp_err *err) {
             return NULL;
         }
     }
-    const cJSON *specs = cJSON_GetObjectItemCaseSensitive(doc, "specs");
-    const cJSON *desc = cJSON_GetObjectItemCaseSensitive(doc, "description");
+    const cJSON *specs = wp_json_get(doc, "specs");
+    const cJSON *desc = wp_json_get(doc, "description");
     if (desc && !cJSON_IsString(desc)) {
         WP_FAIL(err, 400, "wrong_type", "description", "description must be a string");
         return NULL;
@@ -188,7 +188,7 @@ static void run_spec(batch *b, int i, wp_artifact *prebuilt, bool again) {
     if (atomic_load(&b->p->stop))
         WP_FAIL(&err, 503, "stopped", "", "the batch was stopped before this spec");
     else if (wp_compile_spec(b->app, b->items[i], prebuilt, &out, &err) == 0 && out) {
-        const cJSON *cache = cJSON_GetObjectItemCaseSensitive(out, "cache");
+        const cJSON *cache = wp_json_get(out, "cache");
         if (cJSON_IsString(cache) && !strcmp(cache->valuestring, "compile"))
             atomic_fetch_add(&b->p->compiled, 1);
         else if (again)
@@ -322,11 +322,11 @@ struct wp_prewarm {
 
 static void *prewarm_main(void *arg) {
     wp_prewarm *w = arg;
-    cJSON *results = wp_compile_batch(w->app, cJSON_GetObjectItemCaseSensitive(w->doc, "specs"), w->threads, &w->p);
+    cJSON *results = wp_compile_batch(w->app, wp_json_get(w->doc, "specs"), w->threads, &w->p);
     int i = 0;
     for (const cJSON *r = results ? results->child : NULL; r; r = r->next, i++) {
-        const cJSON *e = cJSON_GetObjectItemCaseSensitive(r, "error");
-        const cJSON *msg = cJSON_GetObjectItemCaseSensitive(e, "message");
+        const cJSON *e = wp_json_get(r, "error");
+        const cJSON *msg = wp_json_get(e, "message");
         if (cJSON_IsString(msg) && !atomic_load(&w->p.stop))
             fprintf(stderr, "warpd: prewarm spec %d: %s\n", i, msg->valuestring);
     }
@@ -347,7 +347,7 @@ wp_prewarm *wp_prewarm_start(wp_app *app, cJSON *doc, int threads, wp_err *err) 
      * the whole set */
     if (threads > 1) threads--;
     *w = (wp_prewarm){.app = app, .doc = doc, .threads = threads, .started_ns = wp_now_ns()};
-    w->p.total = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "specs"));
+    w->p.total = cJSON_GetArraySize(wp_json_get(doc, "specs"));
     atomic_store(&w->running, true);
     if (pthread_create(&w->thread, NULL, prewarm_main, w)) {
         cJSON_Delete(doc);
@@ -434,7 +434,7 @@ int wp_prewarm_run_and_exit(wp_app *app, cJSON *doc, int workers) {
         return 1;
     }
     memset(p, 0, sizeof *p);
-    const cJSON *specs = cJSON_GetObjectItemCaseSensitive(doc, "specs");
+    const cJSON *specs = wp_json_get(doc, "specs");
     p->total = cJSON_GetArraySize(specs);
     uint64_t t0 = wp_now_ns();
     batch b;

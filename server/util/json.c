@@ -78,7 +78,7 @@ cJSON *wp_json_bool_k(cJSON *obj, const char *key, bool v) { return add_k(obj, k
 cJSON *wp_json_obj_k(cJSON *obj, const char *key) { return add_k(obj, key, cJSON_CreateObject()); }
 
 int wp_json_bool(const cJSON *obj, const char *name, bool *out, wp_err *err) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
+    const cJSON *v = wp_json_get(obj, name);
     *out = false;
     if (!v) return 0;
     if (!cJSON_IsBool(v)) return WP_FAIL(err, 400, "wrong_type", name, "%s must be true or false", name);
