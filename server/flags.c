@@ -496,8 +496,7 @@ void wp_options_defaults(wp_options *o) {
                       .channels_max = WP_CHANNELS_DEFAULT_MAX};
 }
 
-/* After the flags: the access rules made whole (a token, or loopback only), and the defaults that
- * depend on the CPUs. Returns 0, else the exit status. */
+/* Once the backends are open: --threads when it was not given (flags.h). */
 void wp_options_threads_for(wp_options *o, bool gpu) {
     if (o->threads) return;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -507,6 +506,8 @@ void wp_options_threads_for(wp_options *o, bool gpu) {
                                               : (int)cpus;
 }
 
+/* After the flags: the access rules made whole (a token, or loopback only), and the defaults that
+ * depend on the CPUs. Returns 0, else the exit status. */
 int wp_options_finish(wp_options *o) {
     wp_err access_err = {0};
     wp_access_set_listen(o->access, o->host);
