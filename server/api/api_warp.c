@@ -232,20 +232,19 @@ typedef struct {
     wp_warp_result r;
 } warp_output;
 
+/* The three lists in one block: out (n * elems), src (n), why (n * elems). */
 static int output_alloc(warp_output *o, int n, int elems) {
-    o->out = calloc((size_t)n * elems, sizeof *o->out);
-    o->src = malloc((size_t)n * sizeof *o->src);
-    o->why = calloc((size_t)n * elems, 1);
-    if (!o->out || !o->src || !o->why) return -1;
+    const size_t ne = (size_t)n * (size_t)elems;
+    unsigned char *p = calloc(1, ne * sizeof *o->out + (size_t)n * sizeof *o->src + ne);
+    if (!p) return -1;
+    o->out = (uint64_t *)p;
+    o->src = (int32_t *)(p + ne * sizeof *o->out);
+    o->why = p + ne * sizeof *o->out + (size_t)n * sizeof *o->src;
     for (int i = 0; i < n; i++) o->src[i] = -1;
     o->r = (wp_warp_result){o->out, o->src, o->why};
     return 0;
 }
-static void output_free(warp_output *o) {
-    free(o->out);
-    free(o->src);
-    free(o->why);
-}
+static void output_free(warp_output *o) { free(o->out); }
 
 static bool is_shuffle(const wp_family *f) { return f->arg != NULL; }
 
@@ -302,58 +301,108 @@ static char *lane_values(char *d, int elems, const uint64_t *bits, const uint8_t
     return d;
 }
 
-/* Whether each of a lane's elems values is defined (*all), any is, and the first reason one is not. */
+/* Whether each of a lane's elems values is defined (all), any is, and the first reason one is not. */
 typedef struct {
     bool all, any;
-    wp_why why;
+    uint8_t why;
 } lane_defined;
 static lane_defined lane_defined_of(const uint8_t *why, int elems) {
     lane_defined d = {.all = true, .any = false, .why = WP_WHY_DEFINED};
     for (int e = 0; e < elems; e++) {
         const bool ok = why[e] == WP_WHY_DEFINED;
         d.any |= ok;
-        if (!ok && d.all) d.why = (wp_why)why[e], d.all = false;
+        if (!ok && d.all) d.why = why[e], d.all = false;
     }
     return d;
 }
 
+/* What a list's entries are made of: the request, its runs, and each lane's defined summary. */
+typedef struct {
+    const wp_spec *s;
+    const warp_input *w;
+    const warp_output *val, *emu;
+    const lane_defined *ld; /* w->n of them */
+    int elems;              /* values an output entry holds */
+} lane_ctx;
+
 enum { L_OUT, L_DEF, L_WHY, L_SRC, L_PRED, L_LANE_PRED, L_INPUT, N_LISTS };
 
-/* Lane i's entry of list k at d; returns its end. At most LANE_VALUE_ROOM bytes a value (a reason's name
- * is a short identifier: no escapes). */
-static char *lane_entry(char *d, int k, int i, const wp_spec *s, const warp_input *w, const warp_output *val,
-                        const warp_output *emu) {
-    const int elems = s->family->out == WP_OUT_VALUE ? w->elems : 1;
-    const size_t k0 = (size_t)i * w->elems;
-    const lane_defined ld =
-        k == L_OUT || k == L_INPUT || k == L_LANE_PRED ? (lane_defined){0} : lane_defined_of(&emu->why[k0], elems);
-    switch (k) {
-    case L_OUT:
-        return lane_values(d, elems, &val->out[k0], &emu->why[k0], s, false);
-    case L_DEF:
-        return put_tri(d, ld.all);
-    case L_WHY:
-        if (ld.all) return put_tri(d, -1);
-        *d++ = '"';
-        d = put_lit(d, wp_why_name(ld.why), strlen(wp_why_name(ld.why)));
-        *d++ = '"';
-        return d;
-    case L_SRC: { /* src[] counts lanes within the warp (within the wave for WP_F_WAVE families) */
-        const int group = (s->family->flags & WP_F_WAVE) ? s->width : WP_WARP_SIZE;
-        const int base = i & ~(group - 1), j = val->src[i];
-        if (!ld.any || j == WP_SRC_NONE) return put_tri(d, -1);
-        const int lane = j < 0 ? i : base + j;
-        char *e = put_small(d, (uint32_t)lane); /* a negative lane is no small one */
-        return e ? e : d + wp_json_fmt_i64(d, lane);
+/* A lane's undefined_reason: null when defined (a reason's name is a short identifier: no escapes). */
+static char *put_why(char *d, lane_defined ld) {
+    if (ld.all) return put_tri(d, -1);
+    const char *name = wp_why_name((wp_why)ld.why);
+    *d++ = '"';
+    d = put_lit(d, name, strlen(name));
+    *d++ = '"';
+    return d;
+}
+
+/* Lane i's source_lane: src[] counts lanes within the warp (within the wave for WP_F_WAVE families). */
+static char *put_src(char *d, int i, const lane_ctx *c) {
+    const int group = (c->s->family->flags & WP_F_WAVE) ? c->s->width : WP_WARP_SIZE;
+    const int base = i & ~(group - 1), j = c->val->src[i];
+    if (!c->ld[i].any || j == WP_SRC_NONE) return put_tri(d, -1);
+    const int lane = j < 0 ? i : base + j;
+    char *e = put_small(d, (uint32_t)lane); /* a negative lane is no small one */
+    return e ? e : d + wp_json_fmt_i64(d, lane);
+}
+
+/* Lane i's own predicate, as the vote saw it (inactive lanes: null). */
+static char *put_lane_pred(char *d, int i, const lane_ctx *c) {
+    const warp_input *w = c->w;
+    if (!w->active[i]) return put_tri(d, -1);
+    return put_tri(
+        d, wp_lanes_pred(c->s->type, w->job.pred_kind, w->in[(size_t)i * w->elems], w->job.pred_a, w->job.pred_b));
+}
+
+/* The output list (or, as_input, the input list), lane by lane, at d; returns its end. A 32-bit integer
+ * 0..99 that is defined (most of them) is written inline; anything else through lane_values. */
+static char *put_value_list(char *d, const lane_ctx *c, bool as_input) {
+    const warp_input *w = c->w;
+    const int elems = as_input ? w->elems : c->elems, we = w->elems;
+    const uint64_t *bits = as_input ? w->in : c->val->out;
+    const uint8_t *why = as_input ? NULL : c->emu->why;
+    const wp_out_kind out = as_input ? WP_OUT_VALUE : c->s->family->out;
+    const bool small = elems == 1 && out == WP_OUT_VALUE && (c->s->type == WP_I32 || c->s->type == WP_U32);
+    for (int i = 0; i < w->n; i++) {
+        if (i) *d++ = ',';
+        const size_t k0 = (size_t)i * we;
+        const uint32_t u = (uint32_t)bits[k0];
+        if (small && u < 100 && (!why || why[k0] == WP_WHY_DEFINED)) {
+            if (u >= 10) *d++ = (char)('0' + u / 10);
+            *d++ = (char)('0' + u % 10);
+            continue;
+        }
+        d = lane_values(d, elems, &bits[k0], why ? &why[k0] : NULL, c->s, as_input);
     }
-    case L_PRED:
-        return put_tri(d, !ld.all ? -1 : val->src[i] != 0);
-    case L_LANE_PRED: /* each lane's own predicate, as the vote saw it (inactive lanes: null) */
-        return put_tri(
-            d, !w->active[i] ? -1 : wp_lanes_pred(s->type, w->job.pred_kind, w->in[k0], w->job.pred_a, w->job.pred_b));
-    default: /* L_INPUT */
-        return lane_values(d, w->elems, &w->in[k0], NULL, s, true);
+    return d;
+}
+
+/* List k's entries, lane by lane, at d; returns their end. A loop a list: the list's kind is decided
+ * once, not once an entry. */
+static char *put_entries(char *d, int k, const lane_ctx *c) {
+    if (k == L_OUT || k == L_INPUT) return put_value_list(d, c, k == L_INPUT);
+    for (int i = 0; i < c->w->n; i++) {
+        if (i) *d++ = ',';
+        switch (k) {
+        case L_DEF:
+            d = put_tri(d, c->ld[i].all);
+            break;
+        case L_WHY:
+            d = put_why(d, c->ld[i]);
+            break;
+        case L_SRC:
+            d = put_src(d, i, c);
+            break;
+        case L_PRED:
+            d = put_tri(d, !c->ld[i].all ? -1 : c->val->src[i] != 0);
+            break;
+        default:
+            d = put_lane_pred(d, i, c);
+            break; /* L_LANE_PRED */
+        }
     }
+    return d;
 }
 
 /* The lists of the answer (opened by the caller) from "output" on. */
@@ -365,6 +414,10 @@ static void build_lanes(wp_jtext *o, const wp_spec *s, const warp_input *w, cons
                                 (s->family->flags & WP_F_PRED) != 0,
                                 /* the input as the kernel saw it (after generation and rounding), for diagrams */
                                 !(s->family->flags & WP_F_NO_INPUT)};
+    const int elems = s->family->out == WP_OUT_VALUE ? w->elems : 1;
+    lane_defined ld[WP_MAX_LANES];
+    for (int i = 0; i < w->n; i++) ld[i] = lane_defined_of(&emu->why[(size_t)i * w->elems], elems);
+    const lane_ctx c = {.s = s, .w = w, .val = val, .emu = emu, .ld = ld, .elems = elems};
     const size_t room = (size_t)w->n * ((size_t)w->elems * LANE_VALUE_ROOM + 2) + 2; /* a list, at most */
     for (int k = 0; k < N_LISTS; k++) {
         if (!want[k]) continue;
@@ -372,10 +425,7 @@ static void build_lanes(wp_jtext *o, const wp_spec *s, const warp_input *w, cons
         char *const d0 = wp_jtext_room(o, room), *d = d0;
         if (!d0) return; /* remembered: the answer fails */
         *d++ = '[';
-        for (int i = 0; i < w->n; i++) {
-            if (i) *d++ = ',';
-            d = lane_entry(d, k, i, s, w, val, emu);
-        }
+        d = put_entries(d, k, &c);
         *d++ = ']';
         o->n += (size_t)(d - d0);
     }
@@ -417,9 +467,9 @@ typedef struct {
 /* The emulator's run (on cuda: which lanes are defined; elsewhere the job itself, batched). */
 static int warp_run_emu(wp_app *app, wp_backend *be, const wp_spec *spec, const warp_input *w, bool may_defer,
                         bool profile, warp_runs *r, wp_err *err) {
-    if (output_alloc(&r->emu, w->n, w->elems) || output_alloc(&r->dev, w->n, w->elems))
-        return WP_FAIL(err, 500, "no_memory", "", "out of memory");
     r->on_cuda = !wp_backend_on_host(be);
+    if (output_alloc(&r->emu, w->n, w->elems) || (r->on_cuda && output_alloc(&r->dev, w->n, w->elems)))
+        return WP_FAIL(err, 500, "no_memory", "", "out of memory");
     r->dev_t.untimed = !profile; /* cuda: no timing events unless profiled (wp_backend_run_warp) */
     r->batch_size = 1;
     return r->on_cuda

@@ -48,7 +48,8 @@ int wp_json_fmt_i64(char *buf, int64_t v) { return wp_num_i64_text(buf, v); }
  * notation (its exponent lies in -3..11), trailing zeros dropped; and it reads back to d. */
 static int milli_text(double d, char *buf) {
     if (!(fabs(d) < 1e12)) return -1;
-    long long k = llround(d * 1000.0);
+    /* any k that passes the check below is the one: distinct k give distinct k/1000 below 10^15 */
+    const long long k = (long long)(d * 1000.0 + (d < 0 ? -0.5 : 0.5));
     if ((double)k / 1000.0 != d) return -1;
     int n = 0;
     if (k < 0) buf[n++] = '-';
@@ -82,7 +83,7 @@ static bool put_number(out_buf *b, double d) {
     }
     if (d == 0)
         n = signbit(d) ? (memcpy(t, "-0", 3), 2) : (memcpy(t, "0", 2), 1); /* %1.15g keeps the sign */
-    else if (fabs(d) < 1e15 && d == floor(d))
+    else if (fabs(d) < 1e15 && d == (double)(int64_t)d)
         n = wp_json_fmt_i64(t, (int64_t)d); /* at most 15 digits: %1.15g prints them all */
     else if ((n = milli_text(d, t)) < 0) {
         n = snprintf(t, 26, "%1.15g", d);
