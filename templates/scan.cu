@@ -504,8 +504,17 @@ WP_DEV void wp_device_scan_run(const wp_data_params &p, const unsigned long long
     }
 }
 
+/* Blocks an SM should hold at once: with a 4-byte exact operator (integers: the look-back a warp tree),
+ * five of 256 threads (48 registers) rather than the four that 64 registers allow: more tiles in flight
+ * (i32 sum +1.5 % at 2^24..2^30 on the H200). Floats keep four: their left fold is the look-back's
+ * critical path, and at 48 registers it spills (f32 -5 %). */
+template <typename A, class OpM, int BLOCK> struct wp_scan_min_blocks {
+    static constexpr int value =
+        sizeof(A) <= 4 && wp_tree_exact<typename wp_split<OpM>::op>::value && BLOCK <= 256 ? 1280 / BLOCK : 1;
+};
+
 template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int EXCL, class Op>
-__global__ void __launch_bounds__(BLOCK) wp_device_scan(wp_data_params p) {
+__global__ void __launch_bounds__(BLOCK, wp_scan_min_blocks<A, Op, BLOCK>::value) wp_device_scan(wp_data_params p) {
     wp_grid_entry();
     wp_device_scan_run<T, A, BLOCK, STRAT, EXCL, Op>(p, blockIdx.x);
 }
