@@ -397,9 +397,9 @@ static char *put_entries(char *d, int k, const lane_ctx *c) {
         case L_PRED:
             d = put_tri(d, !c->ld[i].all ? -1 : c->val->src[i] != 0);
             break;
-        default:
+        default: /* L_LANE_PRED */
             d = put_lane_pred(d, i, c);
-            break; /* L_LANE_PRED */
+            break;
         }
     }
     return d;
