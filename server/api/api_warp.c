@@ -355,8 +355,8 @@ static char *put_lane_pred(char *d, int i, const lane_ctx *c) {
         d, wp_lanes_pred(c->s->type, w->job.pred_kind, w->in[(size_t)i * w->elems], w->job.pred_a, w->job.pred_b));
 }
 
-/* The output list (or, as_input, the input list), lane by lane, at d; returns its end. A 32-bit integer
- * 0..99 that is defined (most of them) is written inline; anything else through lane_values. */
+/* The output list (or, as_input, the input list), lane by lane, at d; returns its end. A defined 32-bit
+ * integer 0..99 (most of them) goes straight to put_small; anything else through lane_values. */
 static char *put_value_list(char *d, const lane_ctx *c, bool as_input) {
     const warp_input *w = c->w;
     const int elems = as_input ? w->elems : c->elems, we = w->elems;
@@ -367,13 +367,8 @@ static char *put_value_list(char *d, const lane_ctx *c, bool as_input) {
     for (int i = 0; i < w->n; i++) {
         if (i) *d++ = ',';
         const size_t k0 = (size_t)i * we;
-        const uint32_t u = (uint32_t)bits[k0];
-        if (small && u < 100 && (!why || why[k0] == WP_WHY_DEFINED)) {
-            if (u >= 10) *d++ = (char)('0' + u / 10);
-            *d++ = (char)('0' + u % 10);
-            continue;
-        }
-        d = lane_values(d, elems, &bits[k0], why ? &why[k0] : NULL, c->s, as_input);
+        char *e = small && (!why || why[k0] == WP_WHY_DEFINED) ? put_small(d, (uint32_t)bits[k0]) : NULL;
+        d = e ? e : lane_values(d, elems, &bits[k0], why ? &why[k0] : NULL, c->s, as_input);
     }
     return d;
 }
