@@ -3,7 +3,8 @@
 # the emulator, at 1, 64 and 256 connections (req/s, p50, p99), then each route's ratio to the same
 # daemon's health and to nginx; the batch sizes seen; with PROFILE=1 a profile of the cuda daemon under the
 # tiny reduce at 256 connections (top symbols, and CPU seconds per thread name; PROFILE_MODES="cuda emu"
-# and PROFILE_ROUTES="reduce warp" profile more).
+# and PROFILE_ROUTES="reduce warp" profile more). Under each warpd row, bench/http/cpushare.py's line: how
+# busy the machine's CPUs were, and the daemon's CPU µs a request, by thread name.
 # Then (JSON=0 leaves it out) inline JSON of 10^6 values both ways for every type through a cuda daemon
 # (bench/http/bench_json.c: a reduce sent as JSON, a scan answered as JSON, MB/s of bytes in and out).
 #   bench/gpu.sh hotpath  (BUILD=build; DURATION=4; CONNS="1 64 256"; MODES="cuda emu"; FLAGS="": more
@@ -31,12 +32,16 @@ echo 'wrk.method = "GET"' >"$tmp/health.lua"; cp "$tmp/health.lua" "$tmp/nginx.l
 declare -A RPS P50
 cell() { # label route url conns
   local t=$(($4 < 8 ? $4 : 8))
+  [ -n "$pid" ] && python3 bench/http/cpushare.py snap "$pid" >"$tmp/cpu0" 2>/dev/null
   "$WRK" -t"$t" -c"$4" -d"${DURATION}s" --latency -s "$tmp/$2.lua" "$3" >"$tmp/wrk" 2>&1
+  [ -n "$pid" ] && python3 bench/http/cpushare.py snap "$pid" >"$tmp/cpu1" 2>/dev/null
   local rps p50 p99 bad
   rps=$(awk '/^Requests\/sec/ {print $2}' "$tmp/wrk"); p50=$(awk '$1=="50%" {print $2}' "$tmp/wrk")
   p99=$(awk '$1=="99%" {print $2}' "$tmp/wrk"); bad=$(awk '/Non-2xx/ {print $NF}' "$tmp/wrk")
   RPS[$1/$2/$4]=$rps; P50[$1/$2/$4]=$p50
   printf "%-8s %-7s %5s %12s %10s %10s %7s\n" "$1" "$2" "$4" "${rps:-?}" "${p50:-?}" "${p99:-?}" "${bad:-0}"
+  local n; n=$(awk '/requests in/ {print $1}' "$tmp/wrk")
+  [ -n "$pid" ] && [ -n "$n" ] && printf "#   %s\n" "$(python3 bench/http/cpushare.py diff "$tmp/cpu0" "$tmp/cpu1" "$n" 2>&1)"
 }
 us() { awk -v v="$1" 'BEGIN { if (v ~ /us$/) print v+0; else if (v ~ /ms$/) print v*1000; else if (v ~ /s$/) print v*1e6; else print v }'; }
 
@@ -78,6 +83,8 @@ profile() { # mode route: under the tiny job at 256 connections
   echo "== with callees"
   "${PERF[@]}" report -i "$tmp/perf.data" --children --sort sym -g none 2>/dev/null | grep '%' | head -45
   "${PERF[@]}" report -i "$tmp/perf.data" --no-children --sort comm -g none 2>/dev/null | grep '%' | head -10
+  echo "== the HTTP threads alone (wp-http): self"
+  "${PERF[@]}" report -i "$tmp/perf.data" --comm wp-http --no-children --sort dso,sym -g none 2>/dev/null | grep '%' | head -40
   wait
 }
 

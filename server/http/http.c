@@ -216,6 +216,11 @@ void *http_worker_main(void *arg) {
 
 /* ---------- parking (http.h) ---------- */
 
+/* A call parked on warpd's own loop (http_loop.h) is not suspended: suspending and resuming cost its
+ * HTTP thread two epoll_ctl calls, an empty read and a wake a request. Its daemon asks the handler
+ * again each pass (on_request), which answers once park_state says the other thread is done. */
+enum { PARK_NONE, PARK_RUNNING, PARK_DONE, PARK_ORPHAN };
+
 static wp_call *call_of(const wp_req *req) { return (wp_call *)(void *)((char *)req - offsetof(wp_call, req)); }
 
 bool wp_req_park(const wp_req *req, wp_park_fn finish, void *ctx) {
@@ -227,15 +232,47 @@ bool wp_req_park(const wp_req *req, wp_park_fn finish, void *ctx) {
     c->parked = true;
     c->state = CALL_QUEUED;
     atomic_fetch_add(&c->http->parked, 1);
-    MHD_suspend_connection(c->mc);
+    if (c->loop) { /* the hand-over to the other thread publishes this store */
+        atomic_store_explicit(&c->park_state, PARK_RUNNING, memory_order_relaxed);
+        wp_http_loop_park(c->loop);
+    } else {
+        MHD_suspend_connection(c->mc);
+    }
     return true;
 }
+
+static void call_end(wp_http *h, wp_call *c, bool completed);
 
 void wp_req_unpark(const wp_req *req) {
     wp_call *c = call_of(req);
     wp_http *h = c->http;
-    http_resume(c);                  /* from here on c belongs to the HTTP thread */
-    atomic_fetch_sub(&h->parked, 1); /* h outlives it: the stop waits for this */
+    wp_http_loop *loop = c->loop;
+    if (!loop) {
+        http_resume(c); /* from here on c belongs to the HTTP thread */
+    } else if (atomic_exchange(&c->park_state, PARK_DONE) == PARK_ORPHAN) {
+        call_end(h, c, false); /* its connection ended while we ran: the end is ours */
+    }                          /* else from the exchange on c belongs to the HTTP thread */
+    if (loop) wp_http_loop_ended(loop);
+    atomic_fetch_sub(&h->parked, 1); /* h and the loops outlive it: the stop waits for this */
+}
+
+/* On the HTTP thread, each pass of its daemon while c is parked on its loop: true while the other
+ * thread runs it; false once it is done (c is then the HTTP thread's again, as after a resume). */
+static bool park_running(wp_call *c) {
+    if (atomic_load_explicit(&c->park_state, memory_order_acquire) != PARK_DONE) return true;
+    atomic_store_explicit(&c->park_state, PARK_NONE, memory_order_relaxed);
+    wp_http_loop_unpark(c->loop);
+    c->state = CALL_DONE;
+    return false;
+}
+
+/* On the HTTP thread, when c's connection ends while it is parked on its loop: true if the other
+ * thread still runs it (it now ends c, wp_req_unpark), false if it was done. */
+static bool park_orphaned(wp_call *c) {
+    if (atomic_load_explicit(&c->park_state, memory_order_relaxed) == PARK_NONE) return false;
+    wp_http_loop_unpark(c->loop);
+    int running = PARK_RUNNING;
+    return atomic_compare_exchange_strong(&c->park_state, &running, PARK_ORPHAN);
 }
 
 /* A parked call back on its HTTP thread: its answer made (finish), or the handler run again on a
@@ -451,6 +488,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
     wp_http *h = cls;
     wp_call *c = *con_cls;
     if (!c) return on_headers(h, mc, url, method, con_cls);
+    if (c->state == CALL_QUEUED && c->parked && c->loop && park_running(c)) return MHD_YES;
     if (c->state == CALL_DONE && c->parked) { /* unparked: its answer, or a worker after all */
         park_finish(h, c);
         if (!c->resp.defer) return http_send_resp(h, c, NULL);
@@ -468,15 +506,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
     return on_body_done(h, c, mc, url, method);
 }
 
-static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls, enum MHD_RequestTerminationCode why) {
-    (void)mc;
-    wp_http *h = cls;
-    wp_call *c = *con_cls;
-    if (!c) return;
-    *con_cls = NULL;
-    atomic_fetch_sub(&h->active, 1);
-    wp_reqlog_end(h->cfg.reqlog, &c->rec, c->route, c->body_len + c->discarded,
-                  why == MHD_REQUEST_TERMINATED_COMPLETED_OK);
+/* The end of c: its log line and metrics, its memory. On its HTTP thread, or on the thread that ran it
+ * when its connection ended while it was parked. */
+static void call_end(wp_http *h, wp_call *c, bool completed) {
+    wp_reqlog_end(h->cfg.reqlog, &c->rec, c->route, c->body_len + c->discarded, completed);
     if (c->suspended) {
         pthread_mutex_lock(&h->mu);
         h->in_work--;
@@ -487,6 +520,17 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls, e
     free(c->body);
     free(c->resp.body);
     call_free(h, c);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls, enum MHD_RequestTerminationCode why) {
+    (void)mc;
+    wp_http *h = cls;
+    wp_call *c = *con_cls;
+    if (!c) return;
+    *con_cls = NULL;
+    atomic_fetch_sub(&h->active, 1);
+    if (park_orphaned(c)) return; /* the thread that runs it ends it */
+    call_end(h, c, why == MHD_REQUEST_TERMINATED_COMPLETED_OK);
 }
 
 /* ---------- connection guard hooks (conn_guard.h) ---------- */

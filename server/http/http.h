@@ -108,7 +108,10 @@ typedef void (*wp_handler)(void *app, const wp_req *req, wp_resp *resp);
 /* Parking. A handler called with req->may_defer (on an HTTP thread) may hand its request to another
  * thread that does not block one per request (the batcher's runners, batch.h) instead of answering
  * or deferring it: it calls wp_req_park before that thread can see the request, hands it over and
- * returns without an answer. The connection waits, suspended, and its event loop serves others. The
+ * returns without an answer. The connection waits and its event loop serves others (on warpd's own
+ * loop it is not suspended: the loop asks after it each pass, http_loop.h). While parked, the other
+ * thread may use req's own fields (times, user, body, may_defer) and resp, never what libmicrohttpd
+ * keeps (conn, wp_req_query, method, path, content_type, accept): the client may go meanwhile. The
  * other thread calls wp_req_unpark once it is done with the request; then, on the HTTP thread,
  * finish(app, req, resp, ctx) fills the answer, or sets resp->defer to have the handler run again on
  * a worker (as a deferred call: may_defer false). finish may be NULL: the other thread filled the

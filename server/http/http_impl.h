@@ -36,6 +36,9 @@ typedef struct wp_call {
     wp_park_fn park_fn;   /* parked (wp_req_park): the answer's maker once unparked, then NULL */
     void *park_ctx;
     bool parked; /* the handler parked the call (the HTTP thread's own note) */
+    /* a call parked on warpd's own loop stays in its daemon, not suspended: PARK_RUNNING until the
+     * other thread is done (PARK_DONE), or PARK_ORPHAN when its connection ended first (http.c) */
+    atomic_int park_state;
     char *body;
     size_t body_len, body_cap, discarded; /* body_len: bytes received (streamed ones included) */
     uint64_t length;                      /* Content-Length, when the request has one */

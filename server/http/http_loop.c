@@ -1,6 +1,7 @@
 /* http_loop.c — warpd's event loop for one single-thread libmicrohttpd daemon (http_loop.h): an epoll
  * set of the daemon's own epoll descriptor and an eventfd, polled without sleeping for busy_poll_us
- * after the daemon last had something to do, else waited on up to the daemon's next timeout.
+ * after the daemon last had something to do, else waited on up to the daemon's next timeout; while
+ * parked calls wait on other threads, polled within the window and past it woken by their ends.
  * Owns: wp_http_loop. */
 #include "http_loop.h"
 
@@ -15,6 +16,10 @@
 #include <unistd.h>
 
 enum { TAG_DAEMON = 1, TAG_WAKE = 2 };
+
+/* Past the busy window, a loop whose daemon waits only on parked calls sleeps this long at most
+ * between passes: an end of a parked call wakes it sooner (wp_http_loop_ended). */
+#define WP_LOOP_PARKED_SLEEP_MS 1
 
 static _Thread_local wp_http_loop *current_loop; /* the loop this thread runs (set by loop_main) */
 
@@ -32,6 +37,14 @@ struct wp_http_loop {
     bool quiesce_asked, quiesced, stop;
     atomic_bool asked;    /* quiesce or stop asked (else a wake is only a resume: no lock to take) */
     MHD_socket listen_fd; /* what MHD_quiesce_daemon gave back */
+
+    /* Parked calls (wp_http_loop_park): the loop's thread counts them; other threads count their ends
+     * and wake the loop only while it sleeps (ended and sleeping: each side writes one, then reads the
+     * other, both sequentially consistent, so an end is never missed by a loop going to sleep). */
+    int parked;           /* the loop's thread's */
+    unsigned ended_seen;  /* ended as of the loop's last pass */
+    atomic_uint ended;    /* ends signalled so far */
+    atomic_bool sleeping; /* the loop waits past its window while calls are parked */
 };
 
 /* The daemon's own bound on the wait, in ms: 0 when a connection needs processing now, -1 for none. */
@@ -58,24 +71,36 @@ static bool take_requests(wp_http_loop *l) {
     return stop;
 }
 
+/* The wait of one pass, in ms. A parked call keeps the daemon's timeout at 0 (libmicrohttpd asks
+ * its handler each pass until it answers): within the window the loop polls it, past the window it
+ * sleeps until a parked call ends or WP_LOOP_PARKED_SLEEP_MS passes. */
+static int pass_wait_ms(wp_http_loop *l, int daemon_ms, bool in_window) {
+    if (daemon_ms != 0) return in_window ? 0 : daemon_ms;
+    if (l->parked == 0 || in_window) return 0;
+    atomic_store(&l->sleeping, true);
+    if (atomic_load(&l->ended) != l->ended_seen) return 0; /* one ended since the last pass */
+    return WP_LOOP_PARKED_SLEEP_MS;
+}
+
 static void *loop_main(void *arg) {
     wp_http_loop *l = arg;
     current_loop = l;
     uint64_t busy_until = 0;
     for (;;) {
         const int daemon_ms = daemon_timeout_ms(l->d);
-        const bool spinning =
-            daemon_ms != 0 && l->busy_ns && wp_now_ns() < busy_until && (!l->may_poll || l->may_poll(l->may_poll_ctx));
-        const int ms = spinning ? 0 : daemon_ms;
+        const bool in_window = l->busy_ns && wp_now_ns() < busy_until && (!l->may_poll || l->may_poll(l->may_poll_ctx));
+        const int ms = pass_wait_ms(l, daemon_ms, in_window);
         struct epoll_event ev[2];
         const int n = epoll_wait(l->ep, ev, 2, ms);
+        atomic_store_explicit(&l->sleeping, false, memory_order_relaxed);
+        l->ended_seen = atomic_load(&l->ended); /* before the pass: an end after it is seen next time */
         bool ready = false;
         for (int i = 0; i < n; i++) {
             if (ev[i].data.u32 == TAG_WAKE && take_requests(l)) return NULL;
             ready = true; /* the daemon's events, or a connection resumed */
         }
         /* the daemon runs when it has events, or when its own timeout is due (connection timeouts) */
-        if (ready || daemon_ms == 0 || (n == 0 && !spinning)) MHD_run(l->d);
+        if (ready || daemon_ms == 0 || (n == 0 && ms != 0)) MHD_run(l->d);
         if (ready && l->busy_ns) busy_until = wp_now_ns() + l->busy_ns;
     }
 }
@@ -142,6 +167,15 @@ static void ask(wp_http_loop *l, bool *what) {
 }
 
 wp_http_loop *wp_http_loop_current(void) { return current_loop; }
+
+void wp_http_loop_park(wp_http_loop *l) { l->parked++; }
+
+void wp_http_loop_unpark(wp_http_loop *l) { l->parked--; }
+
+void wp_http_loop_ended(wp_http_loop *l) {
+    atomic_fetch_add(&l->ended, 1);
+    if (atomic_load(&l->sleeping)) ask(l, NULL);
+}
 
 void wp_http_loop_wake(wp_http_loop *l) {
     if (l) ask(l, NULL);

@@ -13,12 +13,13 @@
  * MHD_resume_connection (thread-safe) then belongs to the loop's thread: the loop quiesces the daemon
  * itself when asked to, and it is stopped before the daemon is. Without an internal thread
  * libmicrohttpd signals nothing when a connection is resumed: whoever resumes one wakes its loop
- * (wp_http_loop_wake), which then runs the daemon.
+ * (wp_http_loop_wake), which then runs the daemon. A parked call is not suspended (below): no
+ * resume, and a wake only when the loop sleeps.
  *
  * Threads: wp_http_loop_start, _quiesce and _stop are called by the thread that owns the daemon (the
  * one starting and stopping the server), never from the loop's own thread (that is, never from a
- * request callback). wp_http_loop_wake and wp_http_loop_current: any thread. The callbacks of the
- * daemon run on the loop's thread.
+ * request callback). wp_http_loop_wake, wp_http_loop_ended and wp_http_loop_current: any thread;
+ * wp_http_loop_park and _unpark: the loop's thread. The callbacks of the daemon run on the loop's thread.
  * Owns: wp_http_loop, its thread, epoll descriptor and eventfd, and each loop thread's note of its
  * loop (thread-local, for wp_http_loop_current); not the daemon. */
 #ifndef WP_HTTP_LOOP_H
@@ -50,6 +51,14 @@ wp_http_loop *wp_http_loop_current(void);
 /* Makes the loop run its daemon soon (after an MHD_resume_connection on another thread). NULL is
  * ignored. */
 void wp_http_loop_wake(wp_http_loop *l);
+
+/* Parked calls: a call whose handler returned without an answer while another thread finishes it
+ * stays in its daemon (not suspended), which asks its handler again each pass until it answers. The
+ * loop's thread notes each such call (park) and its end as it sees it (unpark); the other thread,
+ * once it is done with one, calls wp_http_loop_ended, which wakes the loop only if it sleeps. */
+void wp_http_loop_park(wp_http_loop *l);   /* the loop's thread */
+void wp_http_loop_unpark(wp_http_loop *l); /* the loop's thread */
+void wp_http_loop_ended(wp_http_loop *l);  /* any thread */
 
 /* MHD_quiesce_daemon on the loop's thread; returns what it returned (the listening socket, now the
  * caller's, or MHD_INVALID_SOCKET). The loop goes on serving the connections already open. */

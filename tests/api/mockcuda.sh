@@ -220,6 +220,51 @@ for mode in never always; do
   fi
 done
 
+# ---- parked jobs whose clients go while their kernels run (each launch takes 300 ms): a parked
+# connection stays in its loop (in its epoll set once kept alive), so libmicrohttpd sees the reset and
+# ends the request at once; the runner that still runs the job ends the call when it is done. Each
+# request is logged once, unanswered (status 0) and aborted; the daemon goes on; ASan sees nothing
+# leaked or used after it was freed. ----
+export MOCKCUDA_LAUNCH_DELAY_US=300000
+if start "cuda on the mock, --inline-gpu never, 300 ms a launch, clients that reset mid-job" \
+  --inline-gpu never --access-log "$tmp/access.log"; then
+  # the kernel in memory, then the batch's, built in the background once a handed job asked for it
+  for _ in 1 2; do post /v1/reduce "$REDUCE" >/dev/null; done
+  for _ in $(seq 1200); do
+    [ "$(metric 'warpd_background_builds_total{outcome="built"}')" -ge 1 ] && break; sleep 0.05
+  done
+  for _ in 1 2; do post /v1/reduce "$REDUCE" >/dev/null; done # handed over from now on
+  h0=$(metric 'warpd_http_handed_total ') b0=$(metric 'warpd_batches_total ')
+  python3 - "$port" "$REDUCE" 6 <<'PY' >"$tmp/rst" 2>&1
+import socket, struct, sys, time
+port, body, n = int(sys.argv[1]), sys.argv[2].encode(), int(sys.argv[3])
+head = b"POST /v1/reduce HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+socks = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(n)]
+for s in socks:  # a first request: the connection kept alive is in its daemon's epoll set
+    s.sendall(b"GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+    got = b""
+    while not got.endswith(b'{"status":"ok"}'):
+        got += s.recv(4096)
+for s in socks:
+    s.sendall(head % len(body) + body)
+time.sleep(0.1)  # parked: their kernels run
+for s in socks:
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    s.close()  # a reset, not a FIN: the daemon's epoll reports it at once
+print("reset", n)
+PY
+  sleep 1 # the kernels end; the runners end the calls
+  h1=$(metric 'warpd_http_handed_total ') b1=$(metric 'warpd_batches_total ')
+  check "clients reset mid-job: their 6 jobs were handed over, parked, run by the runners ($h0 -> $h1 handed, $b0 -> $b1 batches)" \
+    '[ $((h1 - h0)) -ge 6 ] && [ $b1 -gt $b0 ]'
+  code=$(post /v1/reduce "$REDUCE")
+  check "clients reset mid-job: the next reduce answers 200" '[ "$code" = 200 ]'
+  n=$(grep -c '"path":"/v1/reduce".*"status":0,.*"aborted":true' "$tmp/access.log")
+  check "clients reset mid-job: each logged once, unanswered and aborted ($n lines)" '[ "$n" = 6 ]'
+  stop "clients-reset daemon"
+fi
+unset MOCKCUDA_LAUNCH_DELAY_US
+
 # ---- device loss: the mock's 3rd launch fails with a sticky CUDA_ERROR_ILLEGAL_ADDRESS ----
 export MOCKCUDA_FAIL_AFTER=3
 if start "cuda on the mock, MOCKCUDA_FAIL_AFTER=3 (a sticky error, then a context reset)"; then

@@ -11,6 +11,7 @@
  * MOCKCUDA_FAIL_AFTER=N: the N-th launch (cuLaunchKernel, cuLaunchKernelEx or cuGraphLaunch; 1-based)
  * fails with CUDA_ERROR_ILLEGAL_ADDRESS, and so does every later call but the teardown ones until the
  * context is reset or destroyed (a sticky error, as a lost device). Once per process.
+ * MOCKCUDA_LAUNCH_DELAY_US=N: every launch takes N µs (a slow kernel: a job still runs when its client goes).
  *
  * Host registration (cuMemHostRegister) is recorded: registering a range twice, unregistering one never
  * registered, and registrations left at exit are misuse. CUDA IPC: a handle is 64 bytes, "MOCKIPC1",
@@ -20,6 +21,7 @@
  * misuse. cuPointerGetAttribute(DEVICE_ORDINAL) answers the claimed device for those, 0 for the rest.
  *
  * Misuse it can see goes to stderr as a line starting "mockcuda: " (the test fails on it). */
+#define _POSIX_C_SOURCE 200809L /* nanosleep */
 #include <cudaTypedefs.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -28,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define MOCK_EXPORT __attribute__((visibility("default")))
 #define MOCK_VERSION 13000
@@ -49,6 +52,13 @@ static void *new_handle(void) { return (void *)atomic_fetch_add(&next_handle, 16
 
 static CUresult count_launch(void) {
     STICKY_CHECK();
+    const char *delay = getenv("MOCKCUDA_LAUNCH_DELAY_US"); /* a slow kernel: the launch takes this long */
+    if (delay && *delay) {
+        const long us = atol(delay);
+        struct timespec ts = {us / 1000000, us % 1000000 * 1000};
+        while (nanosleep(&ts, &ts) != 0) { /* EINTR: the rest */
+        }
+    }
     long n = atomic_fetch_add(&launches, 1) + 1;
     const char *env = getenv("MOCKCUDA_FAIL_AFTER");
     if (env && *env && n >= atol(env) && !atomic_exchange(&tripped, true)) {
