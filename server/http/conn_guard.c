@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -19,12 +20,15 @@
 
 typedef enum { SLOT_FREE, SLOT_WAIT_HEADERS, SLOT_IN_REQUEST, SLOT_IDLE } slot_state;
 
+/* A slot's state, since and rdhup are written by the HTTP threads at a request's begin and end without
+ * the lock (relaxed atomics: the watch thread reads a snapshot, as it would have read one just before or
+ * after the lock); the rest only under it. */
 typedef struct {
     int fd;
-    slot_state state;
+    atomic_int state;                 /* a slot_state */
     bool closing;                     /* shut down by the guard; MHD has yet to close it */
-    bool rdhup;                       /* the peer had hung up at the last tick */
-    uint64_t since;                   /* when the state began (ns) */
+    atomic_bool rdhup;                /* the peer had hung up at the last tick */
+    atomic_uint_least64_t since;      /* when the state began (ns) */
     unsigned next;                    /* free list */
     unsigned char peer[16], peer_len; /* the peer's address (IPv4 as 4 bytes, mapped ones too); 0: unknown */
 } slot;
@@ -44,6 +48,15 @@ struct wp_guard {
 
 #define NO_SLOT UINT32_MAX
 
+static slot_state state(const slot *s) { return (slot_state)atomic_load_explicit(&s->state, memory_order_relaxed); }
+static uint64_t since(const slot *s) { return atomic_load_explicit(&s->since, memory_order_relaxed); }
+
+/* Open, not shut down yet, and between requests or waiting for headers: what the guard may close. */
+static bool outside_request(const slot *s) {
+    const slot_state st = state(s);
+    return st != SLOT_FREE && st != SLOT_IN_REQUEST && !s->closing;
+}
+
 static void slot_shut(wp_guard *g, slot *s) {
     shutdown(s->fd, SHUT_RDWR); /* MHD reads the end of the stream and closes it on its own thread */
     s->closing = true;
@@ -56,8 +69,8 @@ static void evict_locked(wp_guard *g) {
         slot *oldest = NULL;
         for (unsigned i = 0; i < g->cap; i++) {
             slot *s = &g->slots[i];
-            if (s->state == SLOT_FREE || s->state == SLOT_IN_REQUEST || s->closing) continue;
-            if (!oldest || s->since < oldest->since) oldest = s;
+            if (!outside_request(s)) continue;
+            if (!oldest || since(s) < since(oldest)) oldest = s;
         }
         if (!oldest) return; /* every connection is inside a request: nothing to take */
         slot_shut(g, oldest);
@@ -73,9 +86,9 @@ static void tick_locked(wp_guard *g) {
     unsigned n = 0;
     for (unsigned i = 0; i < g->cap; i++) {
         slot *s = &g->slots[i];
-        if (s->state == SLOT_FREE || s->state == SLOT_IN_REQUEST || s->closing) continue;
-        uint64_t limit = s->state == SLOT_WAIT_HEADERS ? header_ns : idle_ns + header_ns;
-        if (now - s->since >= limit) {
+        if (!outside_request(s)) continue;
+        uint64_t limit = state(s) == SLOT_WAIT_HEADERS ? header_ns : idle_ns + header_ns;
+        if (now - since(s) >= limit) {
             slot_shut(g, s);
             g->header_timeouts++;
             continue;
@@ -84,17 +97,20 @@ static void tick_locked(wp_guard *g) {
         g->pidx[n++] = i;
     }
     if (n == 0 || poll(g->pfd, n, 0) <= 0) {
-        for (unsigned k = 0; k < n; k++) g->slots[g->pidx[k]].rdhup = false;
+        for (unsigned k = 0; k < n; k++)
+            atomic_store_explicit(&g->slots[g->pidx[k]].rdhup, false, memory_order_relaxed);
         return;
     }
     for (unsigned k = 0; k < n; k++) {
         slot *s = &g->slots[g->pidx[k]];
         bool gone = g->pfd[k].revents & (POLLRDHUP | POLLHUP | POLLERR);
-        if (gone && s->rdhup) { /* two ticks: MHD had time to read whatever came before the FIN */
+        if (gone &&
+            atomic_load_explicit(
+                &s->rdhup, memory_order_relaxed)) { /* two ticks: MHD had time to read whatever came before the FIN */
             slot_shut(g, s);
             g->peer_gone++;
         }
-        s->rdhup = gone;
+        atomic_store_explicit(&s->rdhup, gone, memory_order_relaxed);
     }
 }
 
@@ -186,7 +202,7 @@ static unsigned peer_count_locked(const wp_guard *g, const slot *s) {
     unsigned n = 0;
     for (unsigned i = 0; i < g->cap; i++) {
         const slot *o = &g->slots[i];
-        if (o != s && o->state != SLOT_FREE && !o->closing && o->peer_len == s->peer_len &&
+        if (o != s && state(o) != SLOT_FREE && !o->closing && o->peer_len == s->peer_len &&
             !memcmp(o->peer, s->peer, s->peer_len))
             n++;
     }
@@ -203,7 +219,13 @@ void *wp_guard_conn_open(wp_guard *g, int fd, const void *peer) {
     }
     slot *s = &g->slots[g->free_head];
     g->free_head = s->next;
-    *s = (slot){.fd = fd, .state = SLOT_WAIT_HEADERS, .since = wp_now_ns(), .next = NO_SLOT};
+    s->fd = fd;
+    s->closing = false;
+    s->next = NO_SLOT;
+    s->peer_len = 0;
+    atomic_store_explicit(&s->rdhup, false, memory_order_relaxed);
+    atomic_store_explicit(&s->since, wp_now_ns(), memory_order_relaxed);
+    atomic_store_explicit(&s->state, SLOT_WAIT_HEADERS, memory_order_relaxed);
     g->open++;
     if (g->cfg.per_peer && (s->peer_len = peer_bytes(peer, s->peer)) && peer_count_locked(g, s) >= g->cfg.per_peer) {
         slot_shut(g, s);
@@ -220,20 +242,19 @@ void wp_guard_conn_close(wp_guard *g, void *token) {
     pthread_mutex_lock(&g->mu);
     if (s->closing) g->closing--;
     g->open--;
-    s->state = SLOT_FREE;
+    atomic_store_explicit(&s->state, SLOT_FREE, memory_order_relaxed);
     s->closing = false;
     s->next = g->free_head;
     g->free_head = (unsigned)(s - g->slots);
     pthread_mutex_unlock(&g->mu);
 }
 
+/* A request's begin or end, on its HTTP thread: no lock (the slot's atomics). */
 static void set_state(wp_guard *g, slot *s, slot_state st) {
     if (!g || !s) return;
-    pthread_mutex_lock(&g->mu);
-    s->state = st;
-    s->since = wp_now_ns();
-    s->rdhup = false;
-    pthread_mutex_unlock(&g->mu);
+    atomic_store_explicit(&s->since, wp_now_ns(), memory_order_relaxed);
+    atomic_store_explicit(&s->rdhup, false, memory_order_relaxed);
+    atomic_store_explicit(&s->state, st, memory_order_relaxed);
 }
 
 void wp_guard_request_begin(wp_guard *g, void *token) { set_state(g, token, SLOT_IN_REQUEST); }

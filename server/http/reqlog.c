@@ -1,6 +1,7 @@
 /* reqlog.c — request ids, W3C trace context, the access log (one JSON line per request) and request
  * latencies for /metrics (see reqlog.h).
- * Owns: wp_reqlog (the access log's descriptor and the lock that keeps its lines whole). */
+ * Owns: wp_reqlog (the access log's descriptor and the lock that keeps its lines whole) and each
+ * thread's pool of random bytes for ids (thread-local: a new id takes no lock). */
 #include "reqlog.h"
 
 #include <arpa/inet.h>
@@ -29,9 +30,6 @@ struct wp_reqlog {
     pthread_mutex_t mu; /* one line at a time, whole */
     wp_metrics *metrics;
     atomic_uint_least64_t id_counter; /* ids when the kernel has no entropy to give yet */
-    pthread_mutex_t pool_mu;          /* guards the random pool */
-    uint8_t pool[REQLOG_POOL];
-    size_t pool_left; /* unused bytes at the pool's end */
 };
 
 wp_reqlog *wp_reqlog_open(const char *access_log, wp_metrics *metrics, wp_err *err) {
@@ -43,7 +41,6 @@ wp_reqlog *wp_reqlog_open(const char *access_log, wp_metrics *metrics, wp_err *e
     l->fd = -1;
     l->metrics = metrics;
     pthread_mutex_init(&l->mu, NULL);
-    pthread_mutex_init(&l->pool_mu, NULL);
     l->on = access_log != NULL;
     if (access_log && !strcmp(access_log, "-")) {
         l->fd = STDOUT_FILENO;
@@ -82,7 +79,6 @@ void wp_reqlog_close(wp_reqlog *l) {
     if (l->own_fd) close(l->fd);
     free(l->path);
     pthread_mutex_destroy(&l->mu);
-    pthread_mutex_destroy(&l->pool_mu);
     free(l);
 }
 
@@ -94,25 +90,27 @@ bool wp_request_id_valid(const char *s) {
     return n >= 1 && n <= WP_REQUEST_ID_MAX && s[n] == 0;
 }
 
-/* 16 random bytes from l's pool (refilled by one getrandom call), or straight from the kernel. */
-static bool random16(wp_reqlog *l, uint64_t r[2]) {
-    if (!l) return getrandom(r, 16, GRND_NONBLOCK) == 16;
-    pthread_mutex_lock(&l->pool_mu);
-    if (l->pool_left < 16 && getrandom(l->pool, sizeof l->pool, GRND_NONBLOCK) == (ssize_t)sizeof l->pool)
-        l->pool_left = sizeof l->pool;
-    bool ok = l->pool_left >= 16;
-    if (ok) {
-        l->pool_left -= 16;
-        memcpy(r, l->pool + l->pool_left, 16);
-        memset(l->pool + l->pool_left, 0, 16); /* never handed out twice */
-    }
-    pthread_mutex_unlock(&l->pool_mu);
-    return ok;
+/* Each thread's random bytes for ids, refilled by one getrandom call: no lock a request. */
+static _Thread_local struct {
+    uint8_t bytes[REQLOG_POOL];
+    size_t left; /* unused bytes at the end */
+} id_pool;
+
+/* 16 random bytes from this thread's pool; false when the kernel has no entropy to give yet. */
+static bool random16(uint64_t r[2]) {
+    if (id_pool.left < 16 &&
+        getrandom(id_pool.bytes, sizeof id_pool.bytes, GRND_NONBLOCK) == (ssize_t)sizeof id_pool.bytes)
+        id_pool.left = sizeof id_pool.bytes;
+    if (id_pool.left < 16) return false;
+    id_pool.left -= 16;
+    memcpy(r, id_pool.bytes + id_pool.left, 16);
+    memset(id_pool.bytes + id_pool.left, 0, 16); /* never handed out twice */
+    return true;
 }
 
 static void new_id(wp_reqlog *l, char out[WP_REQUEST_ID_MAX + 1]) {
     uint64_t r[2];
-    if (!random16(l, r)) { /* no entropy yet: still unique */
+    if (!random16(r)) { /* no entropy yet: still unique */
         uint64_t c = l ? atomic_fetch_add(&l->id_counter, 1) + 1 : 1;
         r[0] = wp_now_ns() ^ (c * 0x9E3779B97F4A7C15ull);
         r[0] ^= r[0] >> 31, r[0] *= 0xBF58476D1CE4E5B9ull, r[0] ^= r[0] >> 27;

@@ -12,8 +12,8 @@
  * http.c calls wp_reqlog_begin when a request's headers are in, wp_reqlog_queued/_dequeued around its
  * wait for a worker, wp_reqlog_respond when its response is handed over and wp_reqlog_end when it is
  * over; handlers annotate the record through wp_resp.note (http.h).
- * Owns: wp_reqlog (the access log's descriptor and lock). A wp_reqrec lives in http.c's per-request
- * state and is touched by one thread at a time (the request's). */
+ * Owns: wp_reqlog (the access log's descriptor and lock) and each thread's random bytes for new ids.
+ * A wp_reqrec lives in http.c's per-request state and is touched by one thread at a time (the request's). */
 #ifndef WP_REQLOG_H
 #define WP_REQLOG_H
 
