@@ -1,8 +1,9 @@
 /* http.c — a request's way through libmicrohttpd: access checks, reads bodies up to a limit, routes by
  * method and path, runs WP_ROUTE_WORK handlers on a worker pool while the connection is suspended,
  * hands raw bodies of routes with stream hooks to them chunk by chunk as they arrive.
- * Owns: wp_call (a request, and the idle ones kept for the next), the routing, the work queue and its
- * workers. Responses are http_resp.c's; start, stop and the transport http_start.c's.
+ * Owns: wp_call (a request, and the idle ones kept for the next: each thread's own, then the
+ * server's), the routing, the work queue and its workers. Responses are http_resp.c's; start, stop and
+ * the transport http_start.c's.
  * Knows nothing of what a handler does. */
 #include "http_impl.h"
 
@@ -28,22 +29,73 @@
 
 #define WP_HTTP_IDLE_CALLS 64
 
-/* A zeroed call: an idle one, else a new one. Any thread. */
-static wp_call *call_new(wp_http *h) {
-    pthread_mutex_lock(&h->calls_mu);
-    wp_call *c = h->idle_calls;
-    if (c) {
-        h->idle_calls = c->next;
-        h->n_idle_calls--;
+/* Each thread's idle calls: a request's call is made and ended on its HTTP thread, so the common case
+ * takes no lock. A thread's are freed when it ends (the key's destructor); past WP_HTTP_THREAD_CALLS,
+ * and when the key cannot be had, the server's shared list (under calls_mu) takes them. */
+#define WP_HTTP_THREAD_CALLS 32
+typedef struct {
+    wp_call *head;
+    int n;
+    bool registered; /* with calls_key: its destructor frees them */
+} call_cache;
+static _Thread_local call_cache thread_calls;
+static pthread_key_t calls_key;
+static pthread_once_t calls_once = PTHREAD_ONCE_INIT;
+static bool calls_key_ok;
+
+static void calls_drop(void *p) {
+    call_cache *cc = p;
+    while (cc->head) {
+        wp_call *c = cc->head;
+        cc->head = c->next;
+        free(c);
     }
-    pthread_mutex_unlock(&h->calls_mu);
+    cc->n = 0;
+    cc->registered = false;
+}
+
+static void calls_key_make(void) { calls_key_ok = pthread_key_create(&calls_key, calls_drop) == 0; }
+
+/* This thread's cache, registered for its end; NULL when it cannot be. */
+static call_cache *thread_cache(void) {
+    call_cache *cc = &thread_calls;
+    if (!cc->registered) {
+        pthread_once(&calls_once, calls_key_make);
+        cc->registered = calls_key_ok && pthread_setspecific(calls_key, cc) == 0;
+    }
+    return cc->registered ? cc : NULL;
+}
+
+/* A zeroed call: this thread's idle one, the server's, else a new one. Any thread. */
+static wp_call *call_new(wp_http *h) {
+    call_cache *cc = &thread_calls;
+    wp_call *c = cc->head;
+    if (c) {
+        cc->head = c->next;
+        cc->n--;
+    } else {
+        pthread_mutex_lock(&h->calls_mu);
+        if ((c = h->idle_calls)) {
+            h->idle_calls = c->next;
+            h->n_idle_calls--;
+        }
+        pthread_mutex_unlock(&h->calls_mu);
+    }
     if (!c) return calloc(1, sizeof *c);
     memset(c, 0, sizeof *c);
     return c;
 }
 
-/* c (its own allocations freed already) kept idle, or freed past WP_HTTP_IDLE_CALLS. Any thread. */
+/* c (its own allocations freed already) kept idle: by this thread, else by the server up to
+ * WP_HTTP_IDLE_CALLS, else freed. Any thread. */
 static void call_free(wp_http *h, wp_call *c) {
+    call_cache *cc = thread_cache();
+    if (cc && cc->n < WP_HTTP_THREAD_CALLS) {
+        c->next = cc->head;
+        cc->head = c;
+        cc->n++;
+        return;
+    }
     pthread_mutex_lock(&h->calls_mu);
     bool keep = h->n_idle_calls < WP_HTTP_IDLE_CALLS;
     if (keep) {
