@@ -71,12 +71,12 @@ static bool take_requests(wp_http_loop *l) {
     return stop;
 }
 
-/* The wait of one pass, in ms. A parked call keeps the daemon's timeout at 0 (libmicrohttpd asks
- * its handler each pass until it answers): within the window the loop polls it, past the window it
- * sleeps until a parked call ends or WP_LOOP_PARKED_SLEEP_MS passes. */
+/* The wait of one pass, in ms: none within the window, else the daemon's. A parked call keeps the
+ * daemon's timeout at 0 (libmicrohttpd asks its handler each pass until it answers), so while calls
+ * are parked the loop sleeps past the window until one ends or WP_LOOP_PARKED_SLEEP_MS passes. */
 static int pass_wait_ms(wp_http_loop *l, int daemon_ms, bool in_window) {
-    if (daemon_ms != 0) return in_window ? 0 : daemon_ms;
-    if (l->parked == 0 || in_window) return 0;
+    if (in_window) return 0;
+    if (l->parked == 0) return daemon_ms;
     atomic_store(&l->sleeping, true);
     if (atomic_load(&l->ended) != l->ended_seen) return 0; /* one ended since the last pass */
     return WP_LOOP_PARKED_SLEEP_MS;
