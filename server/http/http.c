@@ -301,17 +301,19 @@ void wp_req_unpark(const wp_req *req) {
     wp_http_loop *loop = c->loop;
     if (!loop) {
         http_resume(c); /* from here on c belongs to the HTTP thread */
-    } else if (atomic_exchange(&c->park_state, PARK_DONE) == PARK_ORPHAN) {
-        call_end(h, c, false); /* its connection ended while we ran: the end is ours */
-    }                          /* else from the exchange on c belongs to the HTTP thread */
-    if (loop) wp_http_loop_ended(loop);
+    } else {            /* from the exchange on c belongs to the HTTP thread, unless orphaned */
+        if (atomic_exchange(&c->park_state, PARK_DONE) == PARK_ORPHAN) call_end(h, c, false);
+        wp_http_loop_ended(loop);
+    }
     atomic_fetch_sub(&h->parked, 1); /* h and the loops outlive it: the stop waits for this */
 }
 
-/* On the HTTP thread, each pass of its daemon while c is parked on its loop: true while the other
- * thread runs it; false once it is done (c is then the HTTP thread's again, as after a resume). */
+/* On the HTTP thread, at each call of the handler: true while c is parked on its loop and the other
+ * thread runs it; false when it is not parked there, or once it is done (c is then the HTTP thread's
+ * again, as after a resume). */
 static bool park_running(wp_call *c) {
-    if (atomic_load_explicit(&c->park_state, memory_order_acquire) != PARK_DONE) return true;
+    const int st = atomic_load_explicit(&c->park_state, memory_order_acquire);
+    if (st != PARK_DONE) return st != PARK_NONE;
     atomic_store_explicit(&c->park_state, PARK_NONE, memory_order_relaxed);
     wp_http_loop_unpark(c->loop);
     c->state = CALL_DONE;
@@ -540,7 +542,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
     wp_http *h = cls;
     wp_call *c = *con_cls;
     if (!c) return on_headers(h, mc, url, method, con_cls);
-    if (c->state == CALL_QUEUED && c->parked && c->loop && park_running(c)) return MHD_YES;
+    if (park_running(c)) return MHD_YES;
     if (c->state == CALL_DONE && c->parked) { /* unparked: its answer, or a worker after all */
         park_finish(h, c);
         if (!c->resp.defer) return http_send_resp(h, c, NULL);
