@@ -50,6 +50,8 @@ struct wp_guard {
 
 static slot_state state(const slot *s) { return (slot_state)atomic_load_explicit(&s->state, memory_order_relaxed); }
 static uint64_t since(const slot *s) { return atomic_load_explicit(&s->since, memory_order_relaxed); }
+static bool hung_up(const slot *s) { return atomic_load_explicit(&s->rdhup, memory_order_relaxed); }
+static void set_hung_up(slot *s, bool v) { atomic_store_explicit(&s->rdhup, v, memory_order_relaxed); }
 
 /* Open, not shut down yet, and between requests or waiting for headers: what the guard may close. */
 static bool outside_request(const slot *s) {
@@ -97,20 +99,17 @@ static void tick_locked(wp_guard *g) {
         g->pidx[n++] = i;
     }
     if (n == 0 || poll(g->pfd, n, 0) <= 0) {
-        for (unsigned k = 0; k < n; k++)
-            atomic_store_explicit(&g->slots[g->pidx[k]].rdhup, false, memory_order_relaxed);
+        for (unsigned k = 0; k < n; k++) set_hung_up(&g->slots[g->pidx[k]], false);
         return;
     }
     for (unsigned k = 0; k < n; k++) {
         slot *s = &g->slots[g->pidx[k]];
         bool gone = g->pfd[k].revents & (POLLRDHUP | POLLHUP | POLLERR);
-        if (gone &&
-            atomic_load_explicit(
-                &s->rdhup, memory_order_relaxed)) { /* two ticks: MHD had time to read whatever came before the FIN */
+        if (gone && hung_up(s)) { /* two ticks: MHD had time to read whatever came before the FIN */
             slot_shut(g, s);
             g->peer_gone++;
         }
-        atomic_store_explicit(&s->rdhup, gone, memory_order_relaxed);
+        set_hung_up(s, gone);
     }
 }
 
@@ -223,7 +222,7 @@ void *wp_guard_conn_open(wp_guard *g, int fd, const void *peer) {
     s->closing = false;
     s->next = NO_SLOT;
     s->peer_len = 0;
-    atomic_store_explicit(&s->rdhup, false, memory_order_relaxed);
+    set_hung_up(s, false);
     atomic_store_explicit(&s->since, wp_now_ns(), memory_order_relaxed);
     atomic_store_explicit(&s->state, SLOT_WAIT_HEADERS, memory_order_relaxed);
     g->open++;
@@ -253,7 +252,7 @@ void wp_guard_conn_close(wp_guard *g, void *token) {
 static void set_state(wp_guard *g, slot *s, slot_state st) {
     if (!g || !s) return;
     atomic_store_explicit(&s->since, wp_now_ns(), memory_order_relaxed);
-    atomic_store_explicit(&s->rdhup, false, memory_order_relaxed);
+    set_hung_up(s, false);
     atomic_store_explicit(&s->state, st, memory_order_relaxed);
 }
 
