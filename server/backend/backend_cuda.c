@@ -40,6 +40,7 @@ static void cuda_info(wp_backend *base, wp_device_info *out) {
 
 static bool cuda_usable(wp_backend *base, char *why, size_t n) {
     cuda_backend *b = (cuda_backend *)base;
+    if (atomic_load_explicit(&b->live_gen, memory_order_acquire)) return true;
     pthread_mutex_lock(&b->mu);
     bool ok = b->ctx != NULL;
     if (!ok && n) snprintf(why, n, "%s", b->lost_reason);
@@ -65,6 +66,8 @@ static bool cuda_lane_free(wp_backend *base) {
 
 static unsigned cuda_generation(wp_backend *base) {
     cuda_backend *b = (cuda_backend *)base;
+    const unsigned live = atomic_load_explicit(&b->live_gen, memory_order_acquire);
+    if (live) return live;
     pthread_mutex_lock(&b->mu);
     unsigned g = b->generation;
     pthread_mutex_unlock(&b->mu);
@@ -107,7 +110,7 @@ wp_backend *wp_backend_cuda_open_streams(int device_ordinal, int streams, wp_err
     }
     b->base.ops = &cuda_ops;
     b->zero_copy = true;
-    if (pthread_mutex_init(&b->mu, NULL) != 0 || pthread_cond_init(&b->cv, NULL) != 0 ||
+    if (wp_mutex_init_brief(&b->mu) != 0 || pthread_cond_init(&b->cv, NULL) != 0 ||
         pthread_mutex_init(&b->load_mu, NULL) != 0) {
         free(b);
         WP_FAIL(err, 500, "internal", "", "pthread_mutex_init failed");

@@ -25,6 +25,10 @@ static CUresult context_ready(cuda_backend *b, const char **call) {
     return b->cu.ctx_synchronize(b->ctx);
 }
 
+void cuda_publish(cuda_backend *b) {
+    atomic_store_explicit(&b->live_gen, b->ctx && !b->resetting ? b->generation : 0, memory_order_release);
+}
+
 /* Gives up b->ctx (primary: release; own: destroy). */
 static void context_drop(cuda_backend *b) {
     if (!b->ctx) return;
@@ -157,6 +161,7 @@ static void recover(cuda_backend *b, unsigned gen, wp_err *err) {
     while (b->resetting) wait_cv(b);
     if (b->generation == gen && b->ctx) {
         b->resetting = true;
+        cuda_publish(b);
         while (b->inflight > 0) wait_cv(b);
         const char *how = "";
         if (cuda_reset(b, &how, b->lost_reason, sizeof b->lost_reason) == 0)
@@ -165,6 +170,7 @@ static void recover(cuda_backend *b, unsigned gen, wp_err *err) {
             snprintf(err->msg + len, sizeof err->msg - len, "; the CUDA context could not be recreated: %s",
                      b->lost_reason);
         b->resetting = false;
+        cuda_publish(b);
         pthread_cond_broadcast(&b->cv);
         if (!b->ctx) wp_lane_gate_wake_all(&b->lane_gate); /* lane waiters: the device is lost */
     } else if (!b->ctx) {
@@ -253,6 +259,7 @@ int cuda_device_start(cuda_backend *b, int ordinal, wp_err *err) {
     b->info.mem_total = total;
     b->info.mem_free = free_bytes;
     b->generation = 1;
+    cuda_publish(b);
     return 0;
 fail:
     return WP_FAIL(err, 503, "cuda_unavailable", "", "device %d: %s failed: %s", ordinal, call,
@@ -295,4 +302,5 @@ void cuda_device_stop(cuda_backend *b) {
     free(b->lanes);
     b->lanes = NULL;
     context_drop(b);
+    cuda_publish(b);
 }

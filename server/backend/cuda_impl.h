@@ -77,6 +77,10 @@ typedef struct cuda_backend {
     bool wait_yield;              /* --gpu-wait yield (cuda_event_wait); set before the first job, read without mu */
     bool zero_copy;               /* --zero-copy (cuda_zero_copy); likewise */
     atomic_ullong zero_copy_runs; /* runs made zero-copy (wp_device_info) */
+    /* The generation while ctx is usable and no reset runs, else 0: written under mu (cuda_publish),
+     * read without it, so that asking whether the device is usable and in which generation costs a
+     * load, not the device's lock (0 sends the reader to mu). */
+    atomic_uint live_gen;
     cuda_ring *idle_rings;
     int n_idle_rings;
     struct {
@@ -98,6 +102,7 @@ typedef struct {
 } cuda_op;
 
 /* cuda_device.c */
+void cuda_publish(cuda_backend *b); /* live_gen from ctx, generation and resetting; mu held */
 int cuda_device_start(cuda_backend *b, int ordinal, wp_err *err); /* context and facts */
 /* cuInit, the ordinal checked against the driver's count, the device and its sm (major * 10 + minor):
  * how opening a device and wp_backend_cuda_sm both begin. 0, or -1 with err (503 cuda_unavailable). */

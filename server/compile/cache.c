@@ -2,7 +2,10 @@
  * store, with one build per cold key however many threads ask at once.
  * Owns: wp_cache, wp_kernel. Knows nothing of HTTP, NVRTC or which backend loads the cubin.
  *
- * Locking: one mutex guards the index, the LRU, every entry's refs/state/fn fields and the stats.
+ * Locking: one mutex guards the index, the LRU, every entry's state and fn fields and the stats. Two
+ * things a memory hit does go without it: an entry's reference is dropped with an atomic decrement (the
+ * last one frees it: the index holds one while it is indexed, so none is raised from zero), and a
+ * function already loaded is read after an acquire load of its slot's state (FN_LOADED is final).
  * Builds, disk reads and writes, backend loads and frees all run outside it. Each entry has a
  * condition variable for "its state or its loaded function changed".
  *
@@ -114,7 +117,7 @@ static void index_insert(wp_cache *c, wp_kernel *k) {
     k->hash_next = c->buckets[b];
     c->buckets[b] = k;
     k->indexed = true;
-    k->refs++;
+    atomic_fetch_add(&k->refs, 1);
     c->n_indexed++;
 }
 
@@ -154,7 +157,7 @@ bool cache_index_remove(wp_cache *c, wp_kernel *k) {
     }
     k->indexed = false;
     c->n_indexed--;
-    return --k->refs == 0;
+    return atomic_fetch_sub(&k->refs, 1) == 1;
 }
 
 /* Evicts from the cold end until under the cap; entries whose last reference that was are chained
@@ -287,7 +290,7 @@ wp_cache *wp_cache_open(const char *dir, size_t mem_cap, wp_err *err) {
     wp_kernel **buckets = calloc(CACHE_MIN_BUCKETS, sizeof *buckets);
     char *dir_copy = dir ? strdup(dir) : NULL;
     wp_disk *disk = dir ? wp_disk_open(dir) : NULL;
-    if (!c || !buckets || (dir && (!dir_copy || !disk)) || pthread_mutex_init(&c->mu, NULL)) {
+    if (!c || !buckets || (dir && (!dir_copy || !disk)) || wp_mutex_init_brief(&c->mu)) {
         free(c);
         free(buckets);
         free(dir_copy);
@@ -356,11 +359,11 @@ bool wp_cache_contains(wp_cache *c, const uint8_t key[32]) {
 
 /* A memory hit: most recently used, counted. Under mu. True when the caller should refresh the
  * file's mtime (after unlocking), so other daemons see the use. */
-static bool note_memory_hit(wp_cache *c, wp_kernel *k) {
+static bool note_memory_hit(wp_cache *c, wp_kernel *k, double now) {
     c->st.hits_memory++;
     k->hits++;
-    k->last_used = wp_unix_now();
-    if (k->indexed) {
+    k->last_used = now;
+    if (k->indexed && c->lru_head != k) {
         lru_unlink(c, k);
         lru_push_front(c, k);
     }
@@ -373,7 +376,7 @@ static bool note_memory_hit(wp_cache *c, wp_kernel *k) {
 static wp_kernel *wait_for_build(wp_cache *c, wp_kernel *k, bool *touch, wp_err *err) {
     while (k->state == KERNEL_BUILDING) pthread_cond_wait(&k->changed, &c->mu);
     if (k->state == KERNEL_READY) {
-        *touch = note_memory_hit(c, k);
+        *touch = note_memory_hit(c, k, wp_unix_now());
         return k;
     }
     if (err) *err = k->build_err;
@@ -382,11 +385,12 @@ static wp_kernel *wait_for_build(wp_cache *c, wp_kernel *k, bool *touch, wp_err 
 
 wp_kernel *wp_cache_peek(wp_cache *c, const uint8_t key[32]) {
     bool touch = false;
+    const double now = wp_unix_now(); /* outside the lock: every HTTP thread asks here */
     pthread_mutex_lock(&c->mu);
     wp_kernel *k = cache_index_find(c, key);
     if (k && k->state == KERNEL_READY) {
-        k->refs++;
-        touch = note_memory_hit(c, k);
+        atomic_fetch_add(&k->refs, 1);
+        touch = note_memory_hit(c, k, now);
     } else {
         k = NULL;
     }
@@ -440,8 +444,7 @@ static void finish_build(wp_cache *c, wp_kernel *k, wp_source from, int rc, cons
         k->build_err = *build_err;
         k->state = KERNEL_FAILED;
         if (k->indexed) cache_index_remove(c, k); /* not cached: the next ask builds again */
-        k->refs--;                                /* ours */
-        if (k->refs == 0) {
+        if (atomic_fetch_sub(&k->refs, 1) == 1) { /* ours */
             k->hash_next = *dead;
             *dead = k;
         }
@@ -455,9 +458,9 @@ wp_kernel *wp_cache_get_named(wp_cache *c, const uint8_t key[32], const char *ke
     wp_kernel *k = cache_index_find(c, key);
     if (k) {
         bool touch = false;
-        k->refs++;
+        atomic_fetch_add(&k->refs, 1);
         wp_kernel *got = wait_for_build(c, k, &touch, err);
-        bool last = !got && --k->refs == 0;
+        bool last = !got && atomic_fetch_sub(&k->refs, 1) == 1;
         pthread_mutex_unlock(&c->mu);
         if (last) kernel_free(k);
         if (touch) wp_disk_touch(c->disk, key);
@@ -474,7 +477,7 @@ wp_kernel *wp_cache_get_named(wp_cache *c, const uint8_t key[32], const char *ke
         WP_FAIL(err, 500, "out_of_memory", "", "out of memory in the cache");
         return NULL;
     }
-    k->refs = 1; /* ours; the index adds its own */
+    atomic_store(&k->refs, 1); /* ours; the index adds its own */
     index_insert(c, k);
     pthread_mutex_unlock(&c->mu);
 
@@ -501,11 +504,9 @@ wp_kernel *wp_cache_get(wp_cache *c, const uint8_t key[32], wp_build_fn build, v
 }
 
 void wp_kernel_release(wp_cache *c, wp_kernel *k) {
+    (void)c; /* no lock: the last reference frees (cache.c's top) */
     if (!k) return;
-    pthread_mutex_lock(&c->mu);
-    bool last = --k->refs == 0;
-    pthread_mutex_unlock(&c->mu);
-    if (last) kernel_free(k);
+    if (atomic_fetch_sub_explicit(&k->refs, 1, memory_order_acq_rel) == 1) kernel_free(k);
 }
 
 const wp_artifact *wp_kernel_artifact(const wp_kernel *k) { return &k->art; }
@@ -521,8 +522,17 @@ static int fn_slot(wp_kernel *k, void *backend) {
     return free_slot;
 }
 
+/* The function k has loaded on backend, or NULL; without the lock (cache.c's top). */
+static void *fn_loaded(wp_kernel *k, const void *backend) {
+    for (int i = 0; i < WP_KERNEL_BACKENDS; i++)
+        if (atomic_load_explicit(&k->fns[i].state, memory_order_acquire) == FN_LOADED && k->fns[i].backend == backend)
+            return k->fns[i].fn;
+    return NULL;
+}
+
 int wp_kernel_function(wp_kernel *k, void *backend, wp_load_fn load, wp_unload_fn unload, void **fn, wp_err *err) {
     wp_cache *c = k->cache;
+    if ((*fn = fn_loaded(k, backend))) return 0;
     pthread_mutex_lock(&c->mu);
     int i = fn_slot(k, backend);
     if (i < 0) {

@@ -5,6 +5,7 @@
 #define WP_CACHE_IMPL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "cache.h"
 #include "cache_disk.h"
@@ -16,14 +17,17 @@ struct wp_kernel {
     uint8_t key[32];
     wp_artifact art;
     size_t bytes; /* wp_artifact_bytes, counted while indexed and ready */
-    int refs;     /* users, plus one while indexed */
+    /* users, plus one while indexed: raised under mu (from the index or a holder), dropped anywhere */
+    atomic_int refs;
     kernel_state state;
     wp_err build_err; /* KERNEL_FAILED: what the waiters get */
     bool indexed;     /* in the hash index (and, once ready, the LRU) */
     wp_kernel *hash_next, *lru_prev, *lru_next;
     pthread_cond_t changed;
-    struct { /* the loaded function on each backend (device) that ran it */
-        fn_state state;
+    /* The loaded function on each backend (device) that ran it. state is written under mu; FN_LOADED is
+     * final, and fn and backend are then read without mu. */
+    struct {
+        _Atomic fn_state state;
         void *fn, *backend;
         wp_unload_fn unload;
     } fns[WP_KERNEL_BACKENDS];
