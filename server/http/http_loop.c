@@ -21,11 +21,6 @@ enum { TAG_DAEMON = 1, TAG_WAKE = 2 };
  * between passes: an end of a parked call wakes it sooner (wp_http_loop_ended). */
 #define WP_LOOP_PARKED_SLEEP_MS 1
 
-/* While calls are parked the daemon's timeout stays 0, and each run of the daemon asks the handler of
- * every parked call again. A pass with no event and no end runs the daemon only if it last ran this
- * long ago (so a connection that libmicrohttpd keeps ready for other reasons waits at most this). */
-#define WP_LOOP_PARKED_RUN_NS 20000u
-
 static _Thread_local wp_http_loop *current_loop; /* the loop this thread runs (set by loop_main) */
 
 struct wp_http_loop {
@@ -76,16 +71,6 @@ static bool take_requests(wp_http_loop *l) {
     return stop;
 }
 
-/* Whether this pass runs the daemon: on events, on a parked call's end, when its own timeout is due
- * (connection timeouts; 0 while connections need processing), or on a wait that timed out. While calls
- * are parked a due timeout alone runs it at most every WP_LOOP_PARKED_RUN_NS. */
-static bool pass_runs(const wp_http_loop *l, bool events, bool ended, int daemon_ms, bool timed_out,
-                      uint64_t last_run) {
-    if (events || ended || timed_out) return true;
-    if (daemon_ms != 0) return false;
-    return l->parked == 0 || wp_now_ns() - last_run >= WP_LOOP_PARKED_RUN_NS;
-}
-
 /* The wait of one pass, in ms: none within the window, else the daemon's. A parked call keeps the
  * daemon's timeout at 0 (libmicrohttpd asks its handler each pass until it answers), so while calls
  * are parked the loop sleeps past the window until one ends or WP_LOOP_PARKED_SLEEP_MS passes. */
@@ -100,7 +85,7 @@ static int pass_wait_ms(wp_http_loop *l, int daemon_ms, bool in_window) {
 static void *loop_main(void *arg) {
     wp_http_loop *l = arg;
     current_loop = l;
-    uint64_t busy_until = 0, last_run = 0;
+    uint64_t busy_until = 0;
     for (;;) {
         const int daemon_ms = daemon_timeout_ms(l->d);
         const bool in_window = l->busy_ns && wp_now_ns() < busy_until && (!l->may_poll || l->may_poll(l->may_poll_ctx));
@@ -108,18 +93,14 @@ static void *loop_main(void *arg) {
         struct epoll_event ev[2];
         const int n = epoll_wait(l->ep, ev, 2, ms);
         atomic_store_explicit(&l->sleeping, false, memory_order_relaxed);
-        const unsigned ended = atomic_load(&l->ended); /* before the pass: an end after it is seen next time */
-        const bool news = ended != l->ended_seen;
-        l->ended_seen = ended;
+        l->ended_seen = atomic_load(&l->ended); /* before the pass: an end after it is seen next time */
         bool ready = false;
         for (int i = 0; i < n; i++) {
             if (ev[i].data.u32 == TAG_WAKE && take_requests(l)) return NULL;
             ready = true; /* the daemon's events, or a connection resumed */
         }
-        if (pass_runs(l, ready, news, daemon_ms, n == 0 && ms != 0, last_run)) {
-            MHD_run(l->d);
-            if (l->parked) last_run = wp_now_ns();
-        }
+        /* the daemon runs when it has events, or when its own timeout is due (connection timeouts) */
+        if (ready || daemon_ms == 0 || (n == 0 && ms != 0)) MHD_run(l->d);
         if (ready && l->busy_ns) busy_until = wp_now_ns() + l->busy_ns;
     }
 }
