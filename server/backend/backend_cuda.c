@@ -110,7 +110,7 @@ wp_backend *wp_backend_cuda_open_streams(int device_ordinal, int streams, wp_err
     }
     b->base.ops = &cuda_ops;
     b->zero_copy = true;
-    if (wp_mutex_init_brief(&b->mu) != 0 || pthread_cond_init(&b->cv, NULL) != 0 ||
+    if (pthread_mutex_init(&b->mu, NULL) != 0 || pthread_cond_init(&b->cv, NULL) != 0 ||
         pthread_mutex_init(&b->load_mu, NULL) != 0) {
         free(b);
         WP_FAIL(err, 500, "internal", "", "pthread_mutex_init failed");

@@ -290,7 +290,7 @@ wp_cache *wp_cache_open(const char *dir, size_t mem_cap, wp_err *err) {
     wp_kernel **buckets = calloc(CACHE_MIN_BUCKETS, sizeof *buckets);
     char *dir_copy = dir ? strdup(dir) : NULL;
     wp_disk *disk = dir ? wp_disk_open(dir) : NULL;
-    if (!c || !buckets || (dir && (!dir_copy || !disk)) || wp_mutex_init_brief(&c->mu)) {
+    if (!c || !buckets || (dir && (!dir_copy || !disk)) || pthread_mutex_init(&c->mu, NULL)) {
         free(c);
         free(buckets);
         free(dir_copy);

@@ -32,15 +32,6 @@ uint64_t wp_now_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-int wp_mutex_init_brief(pthread_mutex_t *mu) {
-    pthread_mutexattr_t a;
-    if (pthread_mutexattr_init(&a)) return -1;
-    pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ADAPTIVE_NP);
-    const int rc = pthread_mutex_init(mu, &a);
-    pthread_mutexattr_destroy(&a);
-    return rc;
-}
-
 char *wp_read_file(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;

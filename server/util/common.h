@@ -3,7 +3,6 @@
 #ifndef WP_COMMON_H
 #define WP_COMMON_H
 
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -28,10 +27,6 @@ uint64_t wp_now_ns(void); /* CLOCK_MONOTONIC */
 double wp_unix_now(void); /* CLOCK_REALTIME, in seconds */
 static inline double wp_ms_since(uint64_t t0_ns) { return (double)(wp_now_ns() - t0_ns) / 1e6; }
 static inline double wp_us_since(uint64_t t0_ns) { return (double)(wp_now_ns() - t0_ns) / 1e3; }
-
-/* A mutex for short critical sections that many threads take: it spins briefly before it sleeps
- * (glibc's adaptive kind), so a thread that finds it held rarely pays a futex sleep and wake. */
-int wp_mutex_init_brief(pthread_mutex_t *mu);
 
 /* 64 unguessable bits (getrandom; the clock, mixed, if the kernel has none to give): ids that one client
  * cannot guess to reach another's data. */
