@@ -5,8 +5,9 @@
  * virtual machines the wake-up of a sleeping thread is a large share of a small request's round trip.
  * A gate (may_poll) can forbid the polling: http.c's while any HTTP worker runs a call, whose CPU it
  * is (async jobs' and compiles' threads are not counted: at the default window that costs them little).
- * While it waits past the window it sleeps in epoll_wait on the daemon's epoll descriptor (and its own
- * eventfd), bounded by the daemon's next connection timeout.
+ * Nor does a loop poll while it has parked calls (http_loop.c says why). While it waits past the
+ * window it sleeps in epoll_wait on the daemon's epoll descriptor (and its own eventfd), bounded by
+ * the daemon's next connection timeout.
  *
  * The daemon must be started with MHD_USE_EPOLL and MHD_ALLOW_SUSPEND_RESUME, without
  * MHD_USE_INTERNAL_POLLING_THREAD or a thread pool. Every libmicrohttpd call on it but
