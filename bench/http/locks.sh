@@ -16,10 +16,11 @@ flags=("$@")
 if ! command -v perf >/dev/null || ! command -v wrk >/dev/null; then echo "locks.sh: needs perf and wrk"; exit 2; fi
 make -s "$BUILD/warpd" "$BUILD/mockcuda/libcuda.so.1" >/dev/null || { echo "locks.sh: build failed"; exit 1; }
 libc=$(ldd "$BUILD/warpd" | awk '/libc.so.6/ {print $3}')
-perf probe -q -x "$libc" --add pthread_mutex_lock 2>/dev/null # already there: fine
+added=0 # the probe, when this run adds it, is removed at the end (one already there is left)
+perf probe -q -x "$libc" --add pthread_mutex_lock 2>/dev/null && added=1
 tmp=$(mktemp -d)
 pid=
-trap '[ -n "$pid" ] && kill $pid 2>/dev/null; rm -rf "$tmp"' EXIT
+trap '[ -n "$pid" ] && kill $pid 2>/dev/null; rm -rf "$tmp"; [ $added = 1 ] && perf probe -q -d probe_libc:pthread_mutex_lock' EXIT
 
 case $route in
   reduce) body='{"type":"f32","op":"sum","data":[1.5,2,3]}' ;;

@@ -17,8 +17,8 @@
 
 enum { TAG_DAEMON = 1, TAG_WAKE = 2 };
 
-/* Past the busy window, a loop whose daemon waits only on parked calls sleeps this long at most
- * between passes: an end of a parked call wakes it sooner (wp_http_loop_ended). */
+/* A loop with parked calls (it does not busy-poll then) sleeps this long at most between passes: an
+ * event, or the end of a parked call (wp_http_loop_ended), wakes it sooner. */
 #define WP_LOOP_PARKED_SLEEP_MS 1
 
 static _Thread_local wp_http_loop *current_loop; /* the loop this thread runs (set by loop_main) */
@@ -44,7 +44,7 @@ struct wp_http_loop {
     int parked;           /* the loop's thread's */
     unsigned ended_seen;  /* ended as of the loop's last pass */
     atomic_uint ended;    /* ends signalled so far */
-    atomic_bool sleeping; /* the loop waits past its window while calls are parked */
+    atomic_bool sleeping; /* the loop sleeps while calls are parked */
 };
 
 /* The daemon's own bound on the wait, in ms: 0 when a connection needs processing now, -1 for none. */
