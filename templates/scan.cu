@@ -137,9 +137,17 @@ __global__ void __launch_bounds__(WP_ROUND32(BLOCK)) wp_block_scan(wp_data_param
 #ifndef WP_LOOKBACK_LANE_TILES
 #define WP_LOOKBACK_LANE_TILES 2 /* tiles each lane of the look-back warp reads per window (1, 2, 4) */
 #endif
-#ifndef WP_LOOKBACK_SLEEP_NS
-#define WP_LOOKBACK_SLEEP_NS 0 /* back-off between polls of a window, doubling up to 8x; 0: spin */
+/* The look-back's pauses, on grids of WP_LOOKBACK_PAUSE_GRID tiles or more (as CUB's delays): a sleep
+ * after the tile publishes its aggregate, before the first poll (about an L2 write's round trip: the
+ * tiles below have time to publish, and fewer warps spin on the status words), then a sleep between
+ * polls. Both measured on the H200 (bench/RESULTS.md); 0 turns either off. */
+#ifndef WP_LOOKBACK_FIRST_NS
+#define WP_LOOKBACK_FIRST_NS 1300
 #endif
+#ifndef WP_LOOKBACK_SLEEP_NS
+#define WP_LOOKBACK_SLEEP_NS 200
+#endif
+#define WP_LOOKBACK_PAUSE_GRID 500
 #define WP_LOOKBACK_DEPTH 512   /* tiles of aggregates a look-back stashes before it waits for a prefix */
 #define WP_SCAN_STAGE_MAX 32768 /* shared bytes a block may use for the transpose (else direct loads) */
 
@@ -224,11 +232,13 @@ template <typename A, class Op>
 WP_DEV A wp_scan_lookback(const wp_data_params &p, unsigned long long tile, Op op, A *stash) {
     typedef wp_tile_status<A> status;
     constexpr int K = WP_LOOKBACK_LANE_TILES, W = 32 * K, WINDOWS = WP_LOOKBACK_DEPTH / W;
-    constexpr int SLEEP_NS = WP_LOOKBACK_SLEEP_NS;
     static_assert(K >= 1 && WINDOWS >= 1, "look-back window");
     const int lane = wp_lane();
     long long top = (long long)tile - 1;
     int win = 0;
+    const bool pause = gridDim.x >= WP_LOOKBACK_PAUSE_GRID;
+    if constexpr (WP_LOOKBACK_FIRST_NS > 0)
+        if (pause) __nanosleep(WP_LOOKBACK_FIRST_NS);
     for (;;) {
         A v[K];
         bool ready[K], pre[K];
@@ -237,7 +247,6 @@ WP_DEV A wp_scan_lookback(const wp_data_params &p, unsigned long long tile, Op o
             v[k] = wp_zero<A>();
             ready[k] = pre[k] = false;
         }
-        unsigned sleep_ns = (unsigned)SLEEP_NS;
         int dp; /* distance of the nearest prefix; -1: none in the window */
         for (;;) {
 #pragma unroll
@@ -262,10 +271,8 @@ WP_DEV A wp_scan_lookback(const wp_data_params &p, unsigned long long tile, Op o
                 }
             }
             if (complete) break;
-            if constexpr (SLEEP_NS > 0) {
-                __nanosleep(sleep_ns);
-                sleep_ns = min(2 * sleep_ns, 8u * SLEEP_NS);
-            }
+            if constexpr (WP_LOOKBACK_SLEEP_NS > 0)
+                if (pause) __nanosleep(WP_LOOKBACK_SLEEP_NS);
         }
         A *s = stash + win * W;
 #pragma unroll
@@ -504,17 +511,8 @@ WP_DEV void wp_device_scan_run(const wp_data_params &p, const unsigned long long
     }
 }
 
-/* Blocks an SM should hold at once: with a 4-byte exact operator (integers: the look-back a warp tree),
- * five of 256 threads (48 registers) rather than the four that 64 registers allow: more tiles in flight
- * (i32 sum +1.5 % at 2^24..2^30 on the H200). Floats keep four: their left fold is the look-back's
- * critical path, and at 48 registers it spills (f32 -5 %). */
-template <typename A, class OpM, int BLOCK> struct wp_scan_min_blocks {
-    static constexpr int value =
-        sizeof(A) <= 4 && wp_tree_exact<typename wp_split<OpM>::op>::value && BLOCK <= 256 ? 1280 / BLOCK : 1;
-};
-
 template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int EXCL, class Op>
-__global__ void __launch_bounds__(BLOCK, wp_scan_min_blocks<A, Op, BLOCK>::value) wp_device_scan(wp_data_params p) {
+__global__ void __launch_bounds__(BLOCK) wp_device_scan(wp_data_params p) {
     wp_grid_entry();
     wp_device_scan_run<T, A, BLOCK, STRAT, EXCL, Op>(p, blockIdx.x);
 }
