@@ -110,8 +110,13 @@ typedef struct {
     uint64_t n, nv, *partials;
 } block_range;
 
+/* A block's thread values: on the stack up to this block size (a small job's one block: no heap, whose
+ * 2 KiB requests miss malloc's per-thread cache), else on the heap. Only the first `valid` are read. */
+#define EMU_STACK_BLOCK 256
+
 static bool fold_blocks(const block_range *r) {
-    uint64_t *vals = calloc(r->block, sizeof *vals);
+    uint64_t small[EMU_STACK_BLOCK];
+    uint64_t *vals = r->block <= EMU_STACK_BLOCK ? small : calloc(r->block, sizeof *vals);
     if (!vals) return false;
     for (unsigned b = r->b0; b < r->b1; b++) {
         uint64_t left = r->nv - (uint64_t)b * WP_REDUCE_UNROLL * r->block; /* threads with a first vector */
@@ -121,7 +126,7 @@ static bool fold_blocks(const block_range *r) {
         for (unsigned t = 0; t < valid; t++) thread_fold(r->c, b, t, r->grid, r->block, r->n, r->vec, &vals[t]);
         r->partials[b] = wp_remu_group_reduce(r->c, r->bstrat, vals, (int)r->block, (int)valid);
     }
-    free(vals);
+    if (vals != small) free(vals);
     return true;
 }
 
@@ -143,8 +148,8 @@ void wp_emu_device_reduce(const wp_spec *s, const wp_data_params *p, const wp_da
     unsigned vec = 16 / (unsigned)wp_type_size(s->type), grid = plan->grid, block = plan->block;
     int bstrat = c.strategy == WP_STRAT_ATOMIC ? WP_STRAT_SHFL_DOWN : c.strategy;
     uint64_t n = p->n, nv = (n + vec - 1) / vec;
-    uint64_t *vals = calloc(block, sizeof *vals), *partials = calloc(grid ? grid : 1, sizeof *partials);
-    if (!vals || !partials || grid == 0) goto done;
+    uint64_t *vals = NULL, *partials = calloc(grid ? grid : 1, sizeof *partials);
+    if (!partials || grid == 0) goto done;
     block_range all = {.c = &c,
                        .bstrat = bstrat,
                        .b0 = 0,
@@ -162,6 +167,7 @@ void wp_emu_device_reduce(const wp_spec *s, const wp_data_params *p, const wp_da
     } else if (c.strategy == WP_STRAT_ATOMIC) {
         result = fold_from_identity(&c, partials, (int)grid);
     } else { /* the last block: thread t folds partials t, t + block, ... */
+        if (!(vals = calloc(block, sizeof *vals))) goto done;
         for (unsigned t = 0; t < block && t < grid; t++) {
             vals[t] = partials[t];
             for (unsigned i = t + block; i < grid; i += block) vals[t] = wp_remu_apply(&c, vals[t], partials[i]);

@@ -50,11 +50,12 @@ static int parse_generated(const cJSON *g, wp_type t, bool array_ok, warp_input 
     w->in = calloc((size_t)(n * elems), sizeof *w->in);
     if (!w->in) return WP_FAIL(err, 500, "no_memory", "input", "out of memory");
     uint64_t state = (uint64_t)seed * 0x9E3779B97F4A7C15ull + 1;
+    const bool int_iota = iota && wp_type_is_int(t); /* i itself: a lane count is far below any int's range */
     for (long long i = 0; i < n * elems; i++) {
         double v =
             iota ? (double)i
                  : (wp_type_is_int(t) ? (double)(xorshift(&state) % 100) : (double)(xorshift(&state) % 400) / 4.0);
-        w->in[i] = wp_value_from_double(t, v);
+        w->in[i] = int_iota ? (uint64_t)i : wp_value_from_double(t, v);
     }
     return 0;
 }
@@ -170,8 +171,10 @@ static int parse_args(const cJSON *args, const wp_family *f, wp_type t, warp_inp
     if (!w->arg) return WP_FAIL(err, 500, "no_memory", "args", "out of memory");
     for (int i = 0; i < w->n; i++) w->arg[i] = f->arg_default;
     if (f->arg) {
-        char field[48];
-        snprintf(field, sizeof field, "args.%s", f->arg);
+        char field[48] = "args."; /* not snprintf: this runs on every request, the name only on an error */
+        const size_t an = strnlen(f->arg, sizeof field - 6);
+        memcpy(field + 5, f->arg, an);
+        field[5 + an] = 0;
         const cJSON *a = wp_json_get(args, f->arg);
         long long v;
         if (cJSON_IsArray(a)) {
@@ -431,8 +434,9 @@ static void add_spec_fields(wp_jtext *o, const wp_spec *s) {
     wp_jtext_kstr(o, "family", s->family->name);
     wp_jtext_kstr(o, "type", wp_type_name(s->type));
     wp_jtext_knum(o, "width", s->width);
-    snprintf(m, sizeof m, "0x%08x", s->mask);
-    wp_jtext_kstr(o, "mask", m);
+    *put_mask(m, s->mask) = 0; /* "0x%08x" in quotes */
+    wp_jtext_key(o, "mask");
+    wp_jtext_text(o, m, strlen(m));
     if (s->family->flags & WP_F_OP) wp_jtext_kstr(o, "op", s->op.text);
 }
 
