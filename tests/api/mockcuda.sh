@@ -220,13 +220,16 @@ for mode in never always; do
   fi
 done
 
-# ---- parked jobs whose clients go while their kernels run (each launch takes 300 ms): a parked
-# connection stays in its loop (in its epoll set once kept alive), so libmicrohttpd sees the reset and
-# ends the request at once; the runner that still runs the job ends the call when it is done. Each
-# request is logged once, unanswered (status 0) and aborted; the daemon goes on; ASan sees nothing
-# leaked or used after it was freed. ----
-export MOCKCUDA_LAUNCH_DELAY_US=300000
-if start "cuda on the mock, --inline-gpu never, 300 ms a launch, clients that reset mid-job" \
+# ---- parked jobs whose clients go while their kernels run (each of those launches takes 1 s, the
+# others none: the mock reads the delay from a file at each launch): a parked connection stays in its
+# loop (in its epoll set once kept alive), so libmicrohttpd sees the reset and ends the request at once;
+# the runner that still runs the job ends the call when it is done. Each request is logged once,
+# unanswered (status 0) and aborted; the daemon goes on; ASan sees nothing leaked or used after it was
+# freed. The reset must land while the kernel runs: 300 ms was once too short on a loaded machine. ----
+delay_file="$tmp/launch_delay_us"
+: >"$delay_file"
+export MOCKCUDA_LAUNCH_DELAY_US="@$delay_file"
+if start "cuda on the mock, --inline-gpu never, 1 s a launch, clients that reset mid-job" \
   --inline-gpu never --access-log "$tmp/access.log"; then
   # the kernel in memory, then the batch's, built in the background once a handed job asked for it
   for _ in 1 2; do post /v1/reduce "$REDUCE" >/dev/null; done
@@ -235,6 +238,7 @@ if start "cuda on the mock, --inline-gpu never, 300 ms a launch, clients that re
   done
   for _ in 1 2; do post /v1/reduce "$REDUCE" >/dev/null; done # handed over from now on
   h0=$(metric 'warpd_http_handed_total ') b0=$(metric 'warpd_batches_total ')
+  echo 1000000 >"$delay_file"
   python3 - "$port" "$REDUCE" 4 "$tmp/access.log" <<'PY' >"$tmp/rst" 2>&1
 import re, socket, struct, sys, time, urllib.request
 port, body, n, log = int(sys.argv[1]), sys.argv[2].encode(), int(sys.argv[3]), sys.argv[4]
@@ -260,12 +264,13 @@ for i in range(n):  # one at a time: each job a batch of one, as the ones before
     time.sleep(0.25)
     h = handed()
     s.sendall(head % len(body) + body)
-    until(lambda: handed() > h)  # parked: its kernel runs (300 ms)
+    until(lambda: handed() > h)  # parked: its kernel runs (1 s)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     s.close()  # a reset, not a FIN: the daemon's epoll reports it at once
     until(lambda: orphans() > i)  # the kernel ends; the runner ends the call
 print("reset", n)
 PY
+  : >"$delay_file"
   h1=$(metric 'warpd_http_handed_total ') b1=$(metric 'warpd_batches_total ')
   check "clients reset mid-job: their 4 jobs were handed over, parked, run by the runners ($h0 -> $h1 handed, $b0 -> $b1 batches)" \
     '[ $((h1 - h0)) -ge 4 ] && [ $b1 -gt $b0 ]'

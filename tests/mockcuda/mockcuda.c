@@ -11,7 +11,9 @@
  * MOCKCUDA_FAIL_AFTER=N: the N-th launch (cuLaunchKernel, cuLaunchKernelEx or cuGraphLaunch; 1-based)
  * fails with CUDA_ERROR_ILLEGAL_ADDRESS, and so does every later call but the teardown ones until the
  * context is reset or destroyed (a sticky error, as a lost device). Once per process.
- * MOCKCUDA_LAUNCH_DELAY_US=N: every launch takes N µs (a slow kernel: a job still runs when its client goes).
+ * MOCKCUDA_LAUNCH_DELAY_US=N: every launch takes N µs (a slow kernel: a job still runs when its client goes);
+ * =@PATH: N is read from the file PATH at each launch (absent or empty: no delay), so a test slows only
+ * the launches it means to.
  *
  * Host registration (cuMemHostRegister) is recorded: registering a range twice, unregistering one never
  * registered, and registrations left at exit are misuse. CUDA IPC: a handle is 64 bytes, "MOCKIPC1",
@@ -53,6 +55,13 @@ static void *new_handle(void) { return (void *)atomic_fetch_add(&next_handle, 16
 static CUresult count_launch(void) {
     STICKY_CHECK();
     const char *delay = getenv("MOCKCUDA_LAUNCH_DELAY_US"); /* a slow kernel: the launch takes this long */
+    char text[32] = "";
+    if (delay && delay[0] == '@') { /* the delay from a file, read now */
+        FILE *f = fopen(delay + 1, "r");
+        if (f && !fgets(text, sizeof text, f)) text[0] = 0;
+        if (f) fclose(f);
+        delay = text;
+    }
     if (delay && *delay) {
         const long us = atol(delay);
         struct timespec ts = {us / 1000000, us % 1000000 * 1000};
