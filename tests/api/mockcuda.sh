@@ -246,14 +246,22 @@ head = b"POST /v1/reduce HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: applicatio
 def handed():
     text = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=30).read().decode()
     return int(re.search(r"^warpd_http_handed_total (\d+)", text, re.M).group(1))
-def orphans():
+def lines():  # this route's lines in the access log: (all, unanswered and aborted)
     with open(log) as f:
-        return sum('"status":0,' in l and '"aborted":true' in l for l in f)
+        mine = [l for l in f if '"path":"/v1/reduce"' in l]
+    return len(mine), sum('"status":0,' in l and '"aborted":true' in l for l in mine)
 def until(cond):  # a wait, not a sleep: the machine may be slow
     end = time.time() + 30
     while not cond() and time.time() < end:
         time.sleep(0.01)
-for i in range(n):  # one at a time: each job a batch of one, as the ones before (its kernel in memory)
+# One at a time: each job a batch of one, as the ones before (its kernel in memory). On a loaded machine
+# a reset can land unseen (the connection read in the pass that took its request, outside the epoll
+# set): its job is then answered into the closed socket and logged once, not as aborted. So: until n
+# resets were seen, at most 3n tries (a reset seen twice would log a fifth aborted line).
+tries = 0
+while lines()[1] < n and tries < 3 * n:
+    tries += 1
+    before = lines()[0]
     s = socket.create_connection(("127.0.0.1", port), timeout=30)
     s.sendall(b"GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")  # kept alive
     got = b""
@@ -267,8 +275,9 @@ for i in range(n):  # one at a time: each job a batch of one, as the ones before
     until(lambda: handed() > h)  # parked: its kernel runs (1 s)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     s.close()  # a reset, not a FIN: the daemon's epoll reports it at once
-    until(lambda: orphans() > i)  # the kernel ends; the runner ends the call
-print("reset", n)
+    until(lambda: lines()[0] > before)  # the kernel ends; the runner ends the call
+total, aborted = lines()
+print("tries %d logged %d aborted %d" % (tries, total, aborted))
 PY
   : >"$delay_file"
   h1=$(metric 'warpd_http_handed_total ') b1=$(metric 'warpd_batches_total ')
@@ -276,8 +285,10 @@ PY
     '[ $((h1 - h0)) -ge 4 ] && [ $b1 -gt $b0 ]'
   code=$(post /v1/reduce "$REDUCE")
   check "clients reset mid-job: the next reduce answers 200" '[ "$code" = 200 ]'
-  n=$(grep -c '"path":"/v1/reduce".*"status":0,.*"aborted":true' "$tmp/access.log")
-  check "clients reset mid-job: each logged once, unanswered and aborted ($n lines)" '[ "$n" = 4 ]'
+  read -r tries aborted < <(awk '/^tries/ {print $2, $6}' "$tmp/rst")
+  check "clients reset mid-job: 4 logged once each, unanswered and aborted (${aborted:-?} lines, ${tries:-?} tries)" \
+    '[ "${aborted:-0}" = 4 ]'
+  [ "${aborted:-0}" = 4 ] || { cat "$tmp/rst"; grep '"path":"/v1/reduce"' "$tmp/access.log" | tail -8; }
   stop "clients-reset daemon"
 fi
 unset MOCKCUDA_LAUNCH_DELAY_US
