@@ -9,8 +9,8 @@
 // median of R single calls, each between its own two events: the latency a lone request sees, where CUB's second kernel
 // shows). Reductions also get "graph": the R launches captured as one CUDA graph and one replay timed, per launch (the
 // host's cost of submitting each launch left out: what the GPU itself takes, launch gaps included).
-//   bench_reduce [--max-log2 N] [--min-log2 N] [--quick] [--only reduce|scan] [--no-sweep]
-// --only runs the reduce rows (sum, max) or the scan rows alone (and that family's block sweep).
+//   bench_reduce [--max-log2 N] [--min-log2 N] [--quick] [--only reduce|scan] [--no-sweep] [--types LIST]
+// --types: the element types, of f32, i32, f64, i64 (default f32,i32). --only runs the reduce rows (sum, max) or the scan rows alone (and that family's block sweep).
 // It also prints the launch floor: an empty kernel's time per launch, pipelined and one call.
 #include <cub/cub.cuh>
 #include <cuda_runtime.h>
@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "lib/reduce_entry.h"
@@ -301,7 +302,7 @@ static double copy_gbps(unsigned long long bytes) {
 int main(int argc, char **argv) {
     int max_log2 = 30, min_log2 = 10;
     bool quick = false, sweep = true;
-    const char *only = NULL;
+    const char *only = NULL, *types = "f32,i32";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--max-log2") && i + 1 < argc)
             max_log2 = atoi(argv[++i]);
@@ -309,12 +310,16 @@ int main(int argc, char **argv) {
             min_log2 = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--only") && i + 1 < argc)
             only = argv[++i];
+        else if (!strcmp(argv[i], "--types") && i + 1 < argc)
+            types = argv[++i];
         else if (!strcmp(argv[i], "--no-sweep"))
             sweep = false;
         else if (!strcmp(argv[i], "--quick"))
             quick = true;
         else {
-            fprintf(stderr, "usage: %s [--max-log2 N] [--min-log2 N] [--quick] [--only reduce|scan] [--no-sweep]\n",
+            fprintf(stderr,
+                    "usage: %s [--max-log2 N] [--min-log2 N] [--quick] [--only reduce|scan] [--no-sweep] "
+                    "[--types f32,i32,f64,i64]\n",
                     argv[0]);
             return 2;
         }
@@ -327,7 +332,8 @@ int main(int argc, char **argv) {
     CHECK_CUDA(cudaSetDevice(0));
     size_t free_b = 0, total_b = 0;
     CHECK_CUDA(cudaMemGetInfo(&free_b, &total_b));
-    while (max_log2 > 10 && (3ull << max_log2) * 4 > free_b * 9 / 10) max_log2--; // three buffers per type
+    const unsigned long long widest = strstr(types, "64") ? 8 : 4;
+    while (max_log2 > 10 && (3ull << max_log2) * widest > free_b * 9 / 10) max_log2--; // three buffers per type
     printf("device: %s; CUB %d.%d.%d\n", wpb_device(), CUB_MAJOR_VERSION, CUB_MINOR_VERSION, CUB_SUBMINOR_VERSION);
     printf("device-to-device copy, 2^28 floats: %.0f GB/s (read + written)\n", copy_gbps(4ull << 28));
     double floor_pipe = 0, floor_one = 0, floor_graph = 0;
@@ -340,15 +346,20 @@ int main(int argc, char **argv) {
            wpb_overlap() ? "on" : "off", wpb_overlap() && pdl ? " for inputs under WARPD_PDL bytes" : "");
     std::vector<Row> rows;
     if (min_log2 < 10) min_log2 = 10;
-    bench_type<float>("f32", min_log2, max_log2, rows, quick, only);
-    bench_type<int>("i32", min_log2, max_log2, rows, quick, only);
+    const std::string want = std::string(",") + types + ",";
+    auto wants = [&](const char *t) { return want.find(std::string(",") + t + ",") != std::string::npos; };
+    if (wants("f32")) bench_type<float>("f32", min_log2, max_log2, rows, quick, only);
+    if (wants("i32")) bench_type<int>("i32", min_log2, max_log2, rows, quick, only);
+    if (wants("f64")) bench_type<double>("f64", min_log2, max_log2, rows, quick, only);
+    if (wants("i64")) bench_type<long long>("i64", min_log2, max_log2, rows, quick, only);
     printf("\n%-14s %-4s %6s | %-45s | %-30s | %-30s | %s\n", "", "", "", "pipelined (per launch)", "one call (median)",
            "graph (per launch)", "");
     printf("%-14s %-4s %6s | %9s %7s %9s %7s %5s | %9s %9s %10s | %9s %9s %10s | %s\n", "what", "type", "n", "warpd us",
            "GB/s", "CUB us", "GB/s", "ratio", "warpd us", "CUB us", "time ratio", "warpd us", "CUB us", "time ratio",
            "result");
     for (const Row &r : rows) {
-        double bytes = (double)(1ull << r.log2n) * 4.0 * (strncmp(r.what, "scan", 4) ? 1 : 2);
+        const double size = strstr(r.type, "64") ? 8.0 : 4.0;
+        double bytes = (double)(1ull << r.log2n) * size * (strncmp(r.what, "scan", 4) ? 1 : 2);
         double ours_gbps = bytes / r.ours_us / 1e3, cub_gbps = bytes / r.cub_us / 1e3;
         printf("%-14s %-4s   2^%-2d | %9.2f %7.0f %9.2f %7.0f %5.3f | %9.2f %9.2f %10.3f | %9.2f %9.2f %10.3f | %s\n",
                r.what, r.type, r.log2n, r.ours_us, ours_gbps, r.cub_us, cub_gbps, ours_gbps / cub_gbps, r.ours_one,
