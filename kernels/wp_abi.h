@@ -80,11 +80,11 @@ enum {
 
 /* device_scan tile status: one record per tile from p.scratch, stamped (epoch << 2 | WP_TILE_*). An
  * accumulator of up to 4 bytes: one 8-byte word, the stamp in its high half and the value's bits in
- * the low one. Wider: 24 bytes, the stamp (4 bytes, then 4 unused), the aggregate, the inclusive
- * prefix. A record size is a layout: the engine zeroes the status before another layout reads it. */
+ * the low one. An 8-byte one: 16 bytes, the stamp word, then the value's bits, written and read as one
+ * 16-byte access. A record size is a layout: the engine zeroes the status before another layout reads it. */
 enum { WP_TILE_NONE = 0, WP_TILE_AGGREGATE = 1, WP_TILE_PREFIX = 2 };
 #define WP_TILE_RECORD_PACKED 8
-#define WP_TILE_RECORD_WIDE 24
+#define WP_TILE_RECORD_WIDE 16
 
 typedef struct wp_data_params {
     unsigned long long in;      /* const T * : n elements */

@@ -153,8 +153,8 @@ __global__ void __launch_bounds__(WP_ROUND32(BLOCK)) wp_block_scan(wp_data_param
 
 /* Tile status (wp_abi.h): one record per tile from p.scratch. An accumulator of up to 4 bytes shares
  * its 8-byte word with the stamp ((epoch << 2 | WP_TILE_*) << 32 | bits): one load reads both, and a
- * prefix replaces the aggregate. A wider one: 24 bytes, the stamp, A_i, P_i, the stamp written last
- * behind a release store. */
+ * prefix replaces the aggregate. An 8-byte one: a 16-byte record, the stamp word and the value's bits,
+ * written and read as one access; a prefix replaces the aggregate there too. */
 WP_DEV unsigned wp_tile_epoch(const wp_data_params &p) { return p.epoch & 0x3fffffffu; }
 WP_DEV unsigned long long wp_ld_relaxed64(const unsigned long long *p) {
     unsigned long long v;
@@ -181,22 +181,29 @@ template <typename A> struct wp_tile_status<A, true> {
         return true;
     }
 };
+/* The 16-byte record's one access: the stamp word and the value's bits together (as CUB's tile status
+ * for 8-byte values: a 16-byte relaxed access is read and written whole). */
+WP_DEV void wp_st_relaxed128(unsigned long long *p, unsigned long long a, unsigned long long b) {
+    asm volatile("st.relaxed.gpu.global.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(a), "l"(b) : "memory");
+}
+WP_DEV void wp_ld_relaxed128(const unsigned long long *p, unsigned long long *a, unsigned long long *b) {
+    asm volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];" : "=l"(*a), "=l"(*b) : "l"(p) : "memory");
+}
 template <typename A> struct wp_tile_status<A, false> {
-    static_assert(sizeof(A) <= 8, "a wide record holds 8-byte values");
+    static_assert(sizeof(A) == 8, "a wide record holds an 8-byte value");
     static WP_DEV unsigned long long *record(const wp_data_params &p, unsigned long long tile) {
         return (unsigned long long *)(p.scratch + tile * WP_TILE_RECORD_WIDE);
     }
     static WP_DEV void publish(const wp_data_params &p, unsigned long long tile, int level, A v) {
-        unsigned long long *r = record(p, tile);
-        *(A *)(r + 1 + (level == WP_TILE_PREFIX)) = v;
-        wp_st_release((unsigned *)r, wp_tile_epoch(p) << 2 | (unsigned)level);
+        const unsigned long long stamp = wp_tile_epoch(p) << 2 | (unsigned)level;
+        wp_st_relaxed128(record(p, tile), stamp, (unsigned long long)wp_raw<A>::bits(v));
     }
     static WP_DEV bool read(const wp_data_params &p, unsigned long long tile, A *v, bool *prefix) {
-        const unsigned long long *r = record(p, tile);
-        const unsigned st = wp_ld_acquire((const unsigned *)r);
-        if ((st >> 2) != wp_tile_epoch(p)) return false;
-        *prefix = (st & 3u) == WP_TILE_PREFIX;
-        *v = wp_ld_gpu((const A *)(r + 1 + *prefix));
+        unsigned long long stamp, bits;
+        wp_ld_relaxed128(record(p, tile), &stamp, &bits);
+        if ((stamp >> 2) != wp_tile_epoch(p)) return false;
+        *prefix = (stamp & 3u) == WP_TILE_PREFIX;
+        *v = wp_raw<A>::value((typename wp_raw<A>::word)bits);
         return true;
     }
 };
