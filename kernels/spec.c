@@ -329,9 +329,7 @@ int wp_spec_from_json(const cJSON *obj, const char *arch, wp_spec *out, wp_err *
     } else if (op) {
         return WP_FAIL(err, 400, "unknown_field", "op", "family %s takes no op", f->name);
     }
-    const size_t arch_n = strnlen(arch, sizeof out->arch - 1); /* a copy, not snprintf: every job passes here */
-    memcpy(out->arch, arch, arch_n);
-    out->arch[arch_n] = 0;
+    wp_copy_cut(out->arch, sizeof out->arch, arch);
     if ((f->flags & WP_F_DATA) && (wp_spec_data_from_json(obj, out, err) || spec_map_from_json(obj, dot, out, err))) {
         wp_spec_free(out);
         return -1;

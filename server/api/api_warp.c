@@ -171,10 +171,8 @@ static int parse_args(const cJSON *args, const wp_family *f, wp_type t, warp_inp
     if (!w->arg) return WP_FAIL(err, 500, "no_memory", "args", "out of memory");
     for (int i = 0; i < w->n; i++) w->arg[i] = f->arg_default;
     if (f->arg) {
-        char field[48] = "args."; /* not snprintf: this runs on every request, the name only on an error */
-        const size_t an = strnlen(f->arg, sizeof field - 6);
-        memcpy(field + 5, f->arg, an);
-        field[5 + an] = 0;
+        char field[48] = "args."; /* the name is needed only on an error: no snprintf on every request */
+        wp_copy_cut(field + 5, sizeof field - 5, f->arg);
         const cJSON *a = wp_json_get(args, f->arg);
         long long v;
         if (cJSON_IsArray(a)) {
@@ -434,9 +432,9 @@ static void add_spec_fields(wp_jtext *o, const wp_spec *s) {
     wp_jtext_kstr(o, "family", s->family->name);
     wp_jtext_kstr(o, "type", wp_type_name(s->type));
     wp_jtext_knum(o, "width", s->width);
-    *put_mask(m, s->mask) = 0; /* "0x%08x" in quotes */
+    const char *e = put_mask(m, s->mask); /* "0x%08x" in quotes */
     wp_jtext_key(o, "mask");
-    wp_jtext_text(o, m, strlen(m));
+    wp_jtext_text(o, m, (size_t)(e - m));
     if (s->family->flags & WP_F_OP) wp_jtext_kstr(o, "op", s->op.text);
 }
 

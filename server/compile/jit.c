@@ -371,26 +371,18 @@ static void jit_inputs_key(const wp_jit *j, const jit_inputs *in, uint8_t key[32
     wp_sha256_final(&s, key);
 }
 
-/* src's first n bytes into dst of dn bytes, cut to fit, NUL-terminated (when dn > 0) */
-static void copy_text(char *dst, size_t dn, const char *src, size_t n) {
-    if (!dst || !dn) return;
-    if (n >= dn) n = dn - 1;
-    memcpy(dst, src, n);
-    dst[n] = 0;
-}
-
 int wp_jit_key(const wp_jit *j, const wp_spec *s, uint8_t key[32], char *key_text, size_t kn, wp_err *err) {
     char text[WP_JIT_MEMO_TEXT];
     const int len = wp_jit_memo_text(s, text, sizeof text);
     if (len > 0 && wp_jit_memo_get(j->memo, text, (size_t)len, key)) {
-        copy_text(key_text, kn, text, (size_t)len);
+        if (key_text) wp_copy_cut(key_text, kn, text);
         return 0;
     }
     jit_inputs in;
     if (jit_inputs_make(j, s, &in, err)) return -1;
     jit_inputs_key(j, &in, key);
     if (len > 0) wp_jit_memo_put(j->memo, text, (size_t)len, key);
-    copy_text(key_text, kn, in.key_text, strlen(in.key_text));
+    if (key_text) wp_copy_cut(key_text, kn, in.key_text);
     return 0;
 }
 

@@ -35,6 +35,10 @@ uint64_t wp_random_u64(void);
 /* MemAvailable of /proc/meminfo in bytes (what the host can give without swapping); 0 when unknown. */
 uint64_t wp_mem_available(void);
 
+/* src into dst of cap bytes, cut to cap - 1 bytes, NUL-terminated (nothing when cap is 0); returns the
+ * bytes copied. A copy, not snprintf("%s"): request paths use it. */
+size_t wp_copy_cut(char *dst, size_t cap, const char *src);
+
 /* Reads a whole file; returns malloc'd buffer (NUL-terminated) or NULL with errno set. */
 char *wp_read_file(const char *path, size_t *len);
 

@@ -14,7 +14,9 @@
  *    lists; integers at every length and both ends of each type in a list, printed and read back.
  *  - lists: wp_json_values_raw against a cJSON array of wp_json_from_bits items; every f16 and bf16
  *    value in one list after other text; and lists long enough for several threads (printed and read)
- *    against one value at a time. */
+ *    against one value at a time.
+ *  - wp_copy_cut (util/common.c), the copy that replaced snprintf("%s") on request paths: whole, cut
+ *    to its room, and into no room at all. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -24,6 +26,7 @@
 #include "api/jsonval.h"
 #include "kernels/data.h"
 #include "t.h"
+#include "util/common.h"
 #include "util/numtext.h"
 
 static uint64_t rng = 0x2545F4914F6CDD1Dull;
@@ -489,7 +492,19 @@ static void test_long_lists(void) {
     }
 }
 
+static void test_copy_cut(void) {
+    char d[8];
+    memset(d, 'x', sizeof d);
+    CHECK(wp_copy_cut(d, sizeof d, "sm_90") == 5 && !strcmp(d, "sm_90"));
+    CHECK(wp_copy_cut(d, sizeof d, "0123456789") == 7 && !strcmp(d, "0123456"));
+    CHECK(wp_copy_cut(d, 1, "abc") == 0 && d[0] == 0);
+    d[0] = 'x';
+    CHECK(wp_copy_cut(d, 0, "abc") == 0 && d[0] == 'x');
+    CHECK(wp_copy_cut(d, sizeof d, "") == 0 && d[0] == 0);
+}
+
 int main(void) {
+    test_copy_cut();
     test_integers();
     test_int_strings();
     test_list();
