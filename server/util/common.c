@@ -32,14 +32,6 @@ uint64_t wp_now_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-size_t wp_copy_cut(char *dst, size_t cap, const char *src) {
-    if (!cap) return 0;
-    const size_t n = strnlen(src, cap - 1);
-    memcpy(dst, src, n);
-    dst[n] = 0;
-    return n;
-}
-
 char *wp_read_file(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;

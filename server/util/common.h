@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* An error a caller can show a client: HTTP status, stable code, the field at fault, a message.
  * Filled once, where the fault is found. status 0 means "no error". */
@@ -36,8 +37,15 @@ uint64_t wp_random_u64(void);
 uint64_t wp_mem_available(void);
 
 /* src into dst of cap bytes, cut to cap - 1 bytes, NUL-terminated (nothing when cap is 0); returns the
- * bytes copied. A copy, not snprintf("%s"): request paths use it. */
-size_t wp_copy_cut(char *dst, size_t cap, const char *src);
+ * bytes copied. A copy, not snprintf("%s"): request paths use it (inline: no call into this file). */
+static inline size_t wp_copy_cut(char *dst, size_t cap, const char *src) {
+    if (!cap) return 0;
+    const char *nul = memchr(src, 0, cap - 1);
+    const size_t n = nul ? (size_t)(nul - src) : cap - 1;
+    memcpy(dst, src, n);
+    dst[n] = 0;
+    return n;
+}
 
 /* Reads a whole file; returns malloc'd buffer (NUL-terminated) or NULL with errno set. */
 char *wp_read_file(const char *path, size_t *len);

@@ -15,7 +15,7 @@
  *  - lists: wp_json_values_raw against a cJSON array of wp_json_from_bits items; every f16 and bf16
  *    value in one list after other text; and lists long enough for several threads (printed and read)
  *    against one value at a time.
- *  - wp_copy_cut (util/common.c), the copy that replaced snprintf("%s") on request paths: whole, cut
+ *  - wp_copy_cut (util/common.h), the copy that replaced snprintf("%s") on request paths: whole, cut
  *    to its room, and into no room at all. */
 #include <math.h>
 #include <stdint.h>
