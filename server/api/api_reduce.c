@@ -522,7 +522,8 @@ static int respond(wp_app *app, reduce_req *q, wp_resp *resp) {
     return 0;
 }
 
-/* After the run (rc as wp_batch_run_reduce's): the answer, an error, or a deferral; frees q's parts. */
+/* After the run (rc as wp_batch_run_reduce's): the answer, an error, or a deferral (q's parts are then
+ * req_free's). */
 static bool answer(wp_app *app, reduce_req *q, wp_resp *resp, int rc) {
     bool ok = false;
     if (rc == 0) rc = finish_output(q);
@@ -542,7 +543,6 @@ static bool answer(wp_app *app, reduce_req *q, wp_resp *resp, int rc) {
         resp->defer = true; /* http.c calls again on a worker, where nothing above is left over */
     else if (rc < 0)
         wp_resp_error(resp, &q->err);
-    req_free(app, q);
     return ok;
 }
 
@@ -594,11 +594,13 @@ static bool handle(wp_app *app, const wp_req *req, wp_resp *resp, bool scan, raw
         rc = plan_output(app, &q);
     }
     if (rc == 0 && q.hand) {
-        if (reduce_hand(app, &q, resp, answer) == 0) return true; /* parked: the runner answers (api_reduce_hand.c) */
-        rc = 1;                                                   /* not handed: to a worker after all */
+        if (reduce_hand(app, &q, resp, answer, req_free) == 0) return true; /* parked: the runner answers */
+        rc = 1;                                                             /* not handed: to a worker after all */
     }
     if (rc == 0) rc = wp_batch_run_reduce(app, q.be, &q.job, &q.err);
-    return answer(app, &q, resp, rc);
+    ok = answer(app, &q, resp, rc);
+    req_free(app, &q);
+    return ok;
 }
 
 void wp_api_reduce(void *app, const wp_req *req, wp_resp *resp) { handle(app, req, resp, false, NULL); }

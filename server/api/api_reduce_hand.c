@@ -1,25 +1,41 @@
 /* api_reduce_hand.c — a small reduce or scan job on the GPU under load, handed to the batcher's runners
  * (batch_exec.h) instead of a worker: the request moves to the heap, its connection is parked
  * (wp_req_park), and the runner that ran its batch writes the answer (api_reduce.c's reduce_answer) and
- * unparks it. api_reduce.c decides when (a cached small job with its data in the body). */
+ * unparks it. What the HTTP thread allocated (the request and its parts, the batcher's room) is given
+ * back on the HTTP thread when the call ends (wp_req_on_end), not on the runner.
+ * api_reduce.c decides when (a cached small job with its data in the body). */
+#include <stddef.h>
 #include <stdlib.h>
 
 #include "api.h"
 #include "api_reduce_impl.h"
 
-/* The request on the heap, and how it is answered (api_reduce.c's, passed in: no file here needs it). */
+/* The request on the heap, how it is answered and given back (api_reduce.c's, passed in: no file here
+ * needs it), then the batcher's room for the hand-over. */
 typedef struct {
     reduce_req q;
     reduce_answer_fn answer;
+    reduce_free_fn free_parts;
+    max_align_t room[]; /* wp_batch_hand_reduce_room() bytes */
 } handed_req;
+
+/* When the call ends: on its HTTP thread (or on the runner, when the client went while it ran). */
+static void hand_release(void *ctx) {
+    handed_req *h = ctx;
+    h->free_parts(h->q.app, &h->q);
+    free(h);
+}
 
 static bool hand_park(void *ctx) {
     handed_req *h = ctx;
-    return wp_req_park(h->q.req, NULL, h);
+    if (!wp_req_park(h->q.req, NULL, h)) return false;
+    wp_req_on_end(h->q.req, hand_release, h);
+    return true;
 }
 
 /* On the runner, once the job has run: the answer written there (the HTTP threads' cores serve the
- * connections), then the connection unparked, to send it. */
+ * connections), into a block of the runner's own (one the HTTP thread gave it made the warp job 10-20 %
+ * slower: bench/RESULTS.md), then the connection unparked, to send it. */
 static void hand_done(void *ctx, int rc, const wp_err *err) {
     handed_req *h = ctx;
     reduce_req *q = &h->q;
@@ -28,23 +44,22 @@ static void hand_done(void *ctx, int rc, const wp_err *err) {
     const double run_us = j->untimed ? j->device_us : j->upload_us + j->res.kernel_us + j->download_us;
     const double wait_us = wp_us_since(q->t_hand_ns) - run_us;
     q->hand_wait_us = wait_us > 0 ? wait_us : 0;
-    const wp_req *req = q->req;
     h->answer(q->app, q, q->resp, rc);
-    free(h);
-    wp_req_unpark(req);
+    wp_req_unpark(q->req); /* h is the HTTP thread's from here on */
 }
 
-int reduce_hand(wp_app *app, reduce_req *q, wp_resp *resp, reduce_answer_fn answer) {
-    handed_req *h = malloc(sizeof *h);
+int reduce_hand(wp_app *app, reduce_req *q, wp_resp *resp, reduce_answer_fn answer, reduce_free_fn free_parts) {
+    handed_req *h = malloc(sizeof *h + wp_batch_hand_reduce_room());
     if (!h) return 1;
     h->q = *q;
     h->answer = answer;
+    h->free_parts = free_parts;
     reduce_req *hq = &h->q;
     hq->job.job.spec = &hq->spec;
     hq->app = app;
     hq->resp = resp;
     hq->t_hand_ns = wp_now_ns();
-    if (wp_batch_hand_reduce(app, hq->be, &hq->job, hand_park, hand_done, h) == 0) return 0;
+    if (wp_batch_hand_reduce(app, hq->be, &hq->job, hand_park, hand_done, h, h->room) == 0) return 0;
     free(h); /* it took nothing: q still owns every part */
     return 1;
 }

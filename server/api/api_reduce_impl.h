@@ -140,13 +140,15 @@ typedef struct {
     wp_resp *resp;
 } reduce_req;
 
-/* After the run (rc as wp_batch_run_reduce's): the answer, an error or a deferral into resp; gives back
- * every part of q (not q itself). api_reduce.c's, passed to reduce_hand. */
+/* After the run (rc as wp_batch_run_reduce's): the answer, an error or a deferral into resp.
+ * api_reduce.c's, passed to reduce_hand with the function that then gives back every part of q (not q
+ * itself). */
 typedef bool (*reduce_answer_fn)(wp_app *app, reduce_req *q, wp_resp *resp, int rc);
+typedef void (*reduce_free_fn)(wp_app *app, reduce_req *q);
 /* api_reduce_hand.c: moves q to the heap and hands its job to the batcher's runners (the connection
- * parked until the runner has answered into resp with answer): 0, or 1 when it was not handed (q keeps
- * its parts). */
-int reduce_hand(wp_app *app, reduce_req *q, wp_resp *resp, reduce_answer_fn answer);
+ * parked until the runner has answered into resp with answer; q's parts given back with free_parts
+ * on the HTTP thread, when the call ends): 0, or 1 when it was not handed (q keeps its parts). */
+int reduce_hand(wp_app *app, reduce_req *q, wp_resp *resp, reduce_answer_fn answer, reduce_free_fn free_parts);
 /* api_reduce_input.c, the buffer form: "buffer" looked up (held until the request is over; its type is
  * the job's), then its backend and count (1: defer a large one on the HTTP thread). */
 int reduce_buffer_lookup(wp_app *app, reduce_req *q);

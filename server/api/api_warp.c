@@ -6,18 +6,11 @@
 #include <string.h>
 
 #include "api.h"
+#include "api_warp_impl.h"
 #include "jsonval.h"
 #include "kernels/lanes.h"
 #include "util/json.h"
 #include "util/jsonout.h"
-
-typedef struct {
-    int n, elems;
-    uint64_t *in;
-    int32_t *arg;
-    uint8_t *active;
-    wp_warp_job job;
-} warp_input;
 
 static void input_free(warp_input *w) {
     free(w->in);
@@ -226,13 +219,6 @@ static int parse_warp_input(const cJSON *req, const wp_spec *s, warp_input *w, w
     return 0;
 }
 
-typedef struct {
-    uint64_t *out;
-    int32_t *src;
-    uint8_t *why;
-    wp_warp_result r;
-} warp_output;
-
 /* The three lists in one block: out (n * elems), src (n), why (n * elems). */
 static int output_alloc(warp_output *o, int n, int elems) {
     const size_t ne = (size_t)n * (size_t)elems;
@@ -245,186 +231,9 @@ static int output_alloc(warp_output *o, int n, int elems) {
     o->r = (wp_warp_result){o->out, o->src, o->why};
     return 0;
 }
-static void output_free(warp_output *o) { free(o->out); }
-
-static bool is_shuffle(const wp_family *f) { return f->arg != NULL; }
-
-/* The lane lists of a warp answer, written straight into the answer's text (jsonout.h), one list after
- * another, each entry through a pointer into room taken once a list: a 32-lane answer is ~200 values,
- * which as cJSON nodes, or as a buffer and a bounds check a piece, cost most of the request's CPU. The
- * bytes are what cJSON printed for the same nodes. */
-#define LANE_VALUE_ROOM (WP_JSON_VALUE_MAX + 1) /* a value's text and the comma or bracket after it */
-#define LIT(s) s, sizeof s - 1
-
-static char *put_lit(char *d, const char *s, size_t n) {
-    memcpy(d, s, n);
-    return d + n;
-}
-/* true, false, or null (v < 0) */
-static char *put_tri(char *d, int v) {
-    return v < 0 ? put_lit(d, LIT("null")) : v ? put_lit(d, LIT("true")) : put_lit(d, LIT("false"));
-}
-/* "0x%08x" with the quotes */
-static char *put_mask(char *d, uint32_t m) {
-    static const char hex[] = "0123456789abcdef";
-    d = put_lit(d, LIT("\"0x"));
-    for (int i = 7; i >= 0; i--) *d++ = hex[(m >> (4 * i)) & 15];
-    *d++ = '"';
-    return d;
-}
-
-/* 0..99 as its digits (lane indexes, iota inputs: most of a warp answer's integers); else NULL. */
-static char *put_small(char *d, uint32_t u) {
-    if (u >= 100) return NULL;
-    if (u >= 10) *d++ = (char)('0' + u / 10);
-    *d++ = (char)('0' + u % 10);
-    return d;
-}
-
-/* A value as the family gives it (as_input: as the type's value, whatever the family's output is). */
-static char *lane_value(char *d, const wp_spec *s, uint64_t bits, bool as_input) {
-    const wp_out_kind out = as_input ? WP_OUT_VALUE : s->family->out;
-    if (out == WP_OUT_BOOL) return put_tri(d, bits != 0);
-    if (out == WP_OUT_MASK || out == WP_OUT_MASK_PRED) return put_mask(d, (uint32_t)bits);
-    char *e = s->type == WP_I32 || s->type == WP_U32 ? put_small(d, (uint32_t)bits) : NULL;
-    return e ? e : d + wp_json_value_text(s->type, bits, d);
-}
-
-/* A lane's values: one value, or a list of them when the family gives several per lane. */
-static char *lane_values(char *d, int elems, const uint64_t *bits, const uint8_t *why, const wp_spec *s,
-                         bool as_input) {
-    if (elems > 1) *d++ = '[';
-    for (int e = 0; e < elems; e++) {
-        if (e) *d++ = ',';
-        d = !why || why[e] == WP_WHY_DEFINED ? lane_value(d, s, bits[e], as_input) : put_tri(d, -1);
-    }
-    if (elems > 1) *d++ = ']';
-    return d;
-}
-
-/* Whether each of a lane's elems values is defined (all), any is, and the first reason one is not. */
-typedef struct {
-    bool all, any;
-    uint8_t why;
-} lane_defined;
-static lane_defined lane_defined_of(const uint8_t *why, int elems) {
-    lane_defined d = {.all = true, .any = false, .why = WP_WHY_DEFINED};
-    for (int e = 0; e < elems; e++) {
-        const bool ok = why[e] == WP_WHY_DEFINED;
-        d.any |= ok;
-        if (!ok && d.all) d.why = why[e], d.all = false;
-    }
-    return d;
-}
-
-/* What a list's entries are made of: the request, its runs, and each lane's defined summary. */
-typedef struct {
-    const wp_spec *s;
-    const warp_input *w;
-    const warp_output *val, *emu;
-    const lane_defined *ld; /* w->n of them */
-    int elems;              /* values an output entry holds */
-} lane_ctx;
-
-enum { L_OUT, L_DEF, L_WHY, L_SRC, L_PRED, L_LANE_PRED, L_INPUT, N_LISTS };
-
-/* A lane's undefined_reason: null when defined (a reason's name is a short identifier: no escapes). */
-static char *put_why(char *d, lane_defined ld) {
-    if (ld.all) return put_tri(d, -1);
-    const char *name = wp_why_name((wp_why)ld.why);
-    *d++ = '"';
-    d = put_lit(d, name, strlen(name));
-    *d++ = '"';
-    return d;
-}
-
-/* Lane i's source_lane: src[] counts lanes within the warp (within the wave for WP_F_WAVE families). */
-static char *put_src(char *d, int i, const lane_ctx *c) {
-    const int group = (c->s->family->flags & WP_F_WAVE) ? c->s->width : WP_WARP_SIZE;
-    const int base = i & ~(group - 1), j = c->val->src[i];
-    if (!c->ld[i].any || j == WP_SRC_NONE) return put_tri(d, -1);
-    const int lane = j < 0 ? i : base + j;
-    char *e = put_small(d, (uint32_t)lane); /* a negative lane is no small one */
-    return e ? e : d + wp_json_fmt_i64(d, lane);
-}
-
-/* Lane i's own predicate, as the vote saw it (inactive lanes: null). */
-static char *put_lane_pred(char *d, int i, const lane_ctx *c) {
-    const warp_input *w = c->w;
-    if (!w->active[i]) return put_tri(d, -1);
-    return put_tri(
-        d, wp_lanes_pred(c->s->type, w->job.pred_kind, w->in[(size_t)i * w->elems], w->job.pred_a, w->job.pred_b));
-}
-
-/* The output list (or, as_input, the input list), lane by lane, at d; returns its end. A defined 32-bit
- * integer 0..99 (most of them) goes straight to put_small; anything else through lane_values. */
-static char *put_value_list(char *d, const lane_ctx *c, bool as_input) {
-    const warp_input *w = c->w;
-    const int elems = as_input ? w->elems : c->elems, we = w->elems;
-    const uint64_t *bits = as_input ? w->in : c->val->out;
-    const uint8_t *why = as_input ? NULL : c->emu->why;
-    const wp_out_kind out = as_input ? WP_OUT_VALUE : c->s->family->out;
-    const bool small = elems == 1 && out == WP_OUT_VALUE && (c->s->type == WP_I32 || c->s->type == WP_U32);
-    for (int i = 0; i < w->n; i++) {
-        if (i) *d++ = ',';
-        const size_t k0 = (size_t)i * we;
-        char *e = small && (!why || why[k0] == WP_WHY_DEFINED) ? put_small(d, (uint32_t)bits[k0]) : NULL;
-        d = e ? e : lane_values(d, elems, &bits[k0], why ? &why[k0] : NULL, c->s, as_input);
-    }
-    return d;
-}
-
-/* List k's entries, lane by lane, at d; returns their end. A loop a list: the list's kind is decided
- * once, not once an entry. */
-static char *put_entries(char *d, int k, const lane_ctx *c) {
-    if (k == L_OUT || k == L_INPUT) return put_value_list(d, c, k == L_INPUT);
-    for (int i = 0; i < c->w->n; i++) {
-        if (i) *d++ = ',';
-        switch (k) {
-        case L_DEF:
-            d = put_tri(d, c->ld[i].all);
-            break;
-        case L_WHY:
-            d = put_why(d, c->ld[i]);
-            break;
-        case L_SRC:
-            d = put_src(d, i, c);
-            break;
-        case L_PRED:
-            d = put_tri(d, !c->ld[i].all ? -1 : c->val->src[i] != 0);
-            break;
-        default: /* L_LANE_PRED */
-            d = put_lane_pred(d, i, c);
-            break;
-        }
-    }
-    return d;
-}
-
-/* The lists of the answer (opened by the caller) from "output" on. */
-static void build_lanes(wp_jtext *o, const wp_spec *s, const warp_input *w, const warp_output *val,
-                        const warp_output *emu) {
-    static const char *const names[N_LISTS] = {"output",    "defined", "undefined_reason", "source_lane", "pred",
-                                               "lane_pred", "input"};
-    const bool want[N_LISTS] = {true, true, true, is_shuffle(s->family), s->family->out == WP_OUT_MASK_PRED,
-                                (s->family->flags & WP_F_PRED) != 0,
-                                /* the input as the kernel saw it (after generation and rounding), for diagrams */
-                                !(s->family->flags & WP_F_NO_INPUT)};
-    const int elems = s->family->out == WP_OUT_VALUE ? w->elems : 1;
-    lane_defined ld[WP_MAX_LANES];
-    for (int i = 0; i < w->n; i++) ld[i] = lane_defined_of(&emu->why[(size_t)i * w->elems], elems);
-    const lane_ctx c = {.s = s, .w = w, .val = val, .emu = emu, .ld = ld, .elems = elems};
-    const size_t room = (size_t)w->n * ((size_t)w->elems * LANE_VALUE_ROOM + 2) + 2; /* a list, at most */
-    for (int k = 0; k < N_LISTS; k++) {
-        if (!want[k]) continue;
-        wp_jtext_key(o, names[k]);
-        char *const d0 = wp_jtext_room(o, room), *d = d0;
-        if (!d0) return; /* remembered: the answer fails */
-        *d++ = '[';
-        d = put_entries(d, k, &c);
-        *d++ = ']';
-        o->n += (size_t)(d - d0);
-    }
+static void output_free(warp_output *o) {
+    free(o->out);
+    o->out = NULL;
 }
 
 static void add_spec_fields(wp_jtext *o, const wp_spec *s) {
@@ -432,7 +241,7 @@ static void add_spec_fields(wp_jtext *o, const wp_spec *s) {
     wp_jtext_kstr(o, "family", s->family->name);
     wp_jtext_kstr(o, "type", wp_type_name(s->type));
     wp_jtext_knum(o, "width", s->width);
-    const char *e = put_mask(m, s->mask); /* "0x%08x" in quotes */
+    const char *e = warp_put_mask(m, s->mask); /* "0x%08x" in quotes */
     wp_jtext_key(o, "mask");
     wp_jtext_text(o, m, (size_t)(e - m));
     if (s->family->flags & WP_F_OP) wp_jtext_kstr(o, "op", s->op.text);
@@ -499,7 +308,7 @@ static char *warp_answer(const wp_spec *spec, const warp_input *w, const warp_ru
                          size_t *len) {
     wp_jtext o = {0};
     wp_jtext_open(&o, '{');
-    build_lanes(&o, spec, w, r->on_cuda ? &r->dev : &r->emu, &r->emu);
+    warp_lanes_put(&o, spec, w, r->on_cuda ? &r->dev : &r->emu, &r->emu);
     add_spec_fields(&o, spec);
     wp_jtext_knum(&o, "lanes", w->n);
     if (w->elems > 1) wp_jtext_knum(&o, "elems", w->elems);
@@ -573,6 +382,7 @@ typedef struct {
     double hand_wait_us; /* the hand-off's share: the runner's queue, not the run */
     wp_app *app;         /* handed: what the runner answers with, and where */
     wp_resp *resp;
+    void *hand_room; /* handed: the batcher's (wp_batch_hand_warp_room) */
 } warp_call;
 
 static void call_free(wp_app *app, warp_call *c) {
@@ -582,11 +392,12 @@ static void call_free(wp_app *app, warp_call *c) {
     input_free(&c->w);
     wp_spec_free(&c->spec);
     cJSON_Delete(c->body);
+    free(c->hand_room);
     free(c);
 }
 
-/* The answer of a run (rc 0), an error (-1) or a deferral (1); frees c. */
-static void call_answer(wp_app *app, warp_call *c, wp_resp *resp, int rc) {
+/* The answer of a run (rc 0), an error (-1) or a deferral (1). */
+static void call_reply(warp_call *c, wp_resp *resp, int rc) {
     if (rc > 0) {
         resp->defer = true;
     } else if (rc < 0) {
@@ -600,18 +411,32 @@ static void call_answer(wp_app *app, warp_call *c, wp_resp *resp, int rc) {
         wp_resp_note_kernel(resp, wp_backend_name(c->be), c->rk.kernel ? wp_source_name(c->rk.source) : "none",
                             c->spec.family->name, c->rk.kernel ? c->rk.hash : NULL);
     }
+}
+
+/* The same, then c freed. */
+static void call_answer(wp_app *app, warp_call *c, wp_resp *resp, int rc) {
+    call_reply(c, resp, rc);
     call_free(app, c);
 }
 
 /* ---- handed to the batcher's runners: parked until the device's run is done ---- */
 
+/* When the call ends: on its HTTP thread (or on the runner, when the client went while it ran). */
+static void hand_release(void *ctx) {
+    warp_call *c = ctx;
+    call_free(c->app, c);
+}
+
 static bool hand_park(void *ctx) {
     warp_call *c = ctx;
-    return wp_req_park(c->req, NULL, c);
+    if (!wp_req_park(c->req, NULL, c)) return false;
+    wp_req_on_end(c->req, hand_release, c);
+    return true;
 }
 
 /* On the runner, once the device's run is done: the answer written there (the HTTP threads' cores
- * serve the connections), then the connection unparked, to send it. */
+ * serve the connections), then the connection unparked, to send it. c is given back on the HTTP thread
+ * (hand_release), which allocated it and its parts; what the runner allocated, on the runner. */
 static void hand_done(void *ctx, int rc, const wp_err *err) {
     warp_call *c = ctx;
     if (rc < 0) c->err = *err;
@@ -620,9 +445,10 @@ static void hand_done(void *ctx, int rc, const wp_err *err) {
     const double wait_us = wp_us_since(c->t_hand_ns) - run_us;
     c->hand_wait_us = wait_us > 0 ? wait_us : 0;
     if (rc == 0) warp_ran(c->app, c->be, &c->spec, &c->runs);
-    const wp_req *req = c->req;
-    call_answer(c->app, c, c->resp, rc);
-    wp_req_unpark(req);
+    call_reply(c, c->resp, rc);
+    output_free(&c->runs.emu); /* the runner's allocations, given back on it */
+    output_free(&c->runs.dev);
+    wp_req_unpark(c->req); /* c is the HTTP thread's from here on */
 }
 
 /* On the runner, before the device's run: the emulator's (which lanes are defined), off the HTTP thread. */
@@ -639,11 +465,12 @@ static int try_hand(wp_app *app, warp_call *c, wp_resp *resp) {
     c->resp = resp;
     int rc = wp_app_kernel_memory(app, &c->spec, c->be, &c->rk, &c->err);
     if (rc) return rc;
+    if (!(c->hand_room = malloc(wp_batch_hand_warp_room()))) return 1;
     c->t_hand_ns = wp_now_ns();
     c->runs.dev_t.untimed = !c->profile; /* as warp_run_emu sets it: the device's run reads it */
     const wp_batch_hand_hooks hooks = {.park = hand_park, .prep = hand_prep, .done = hand_done, .ctx = c};
     if (wp_batch_hand_warp(app, c->be, c->rk.fn, &c->spec, &c->w.job, &c->runs.dev.r, &c->runs.dev_t,
-                           &c->runs.batch_size, &hooks) == 0)
+                           &c->runs.batch_size, &hooks, c->hand_room) == 0)
         return 0;
     c->t_hand_ns = 0;
     return 1;

@@ -35,9 +35,9 @@ int wp_batch_run_warp(struct wp_app *app, wp_backend *be, void *fn, const wp_spe
                       wp_warp_result *res, wp_run_timing *t, bool no_wait, int *size, wp_err *err);
 
 /* The same handed to the batcher's runners (see wp_batch_hand_reduce below: 1, nothing done, or 0 and
- * done(ctx, rc, err) once it has run; job, res, t and size must stay put until then). prep, when not
- * NULL, is called on the runner before the job is batched (the caller's own work, off the HTTP thread):
- * -1 with err, and the job is done at once, unrun. */
+ * done(ctx, rc, err) once it has run; job, res, t, size and room must stay put until then). prep, when
+ * not NULL, is called on the runner before the job is batched (the caller's own work, off the HTTP
+ * thread): -1 with err, and the job is done at once, unrun. */
 typedef bool (*wp_batch_park_fn)(void *ctx);
 typedef void (*wp_batch_done_fn)(void *ctx, int rc, const wp_err *err);
 typedef int (*wp_batch_prep_fn)(void *ctx, wp_err *err);
@@ -48,7 +48,13 @@ typedef struct {
     void *ctx;
 } wp_batch_hand_hooks;
 int wp_batch_hand_warp(struct wp_app *app, wp_backend *be, void *fn, const wp_spec *s, const wp_warp_job *job,
-                       wp_warp_result *res, wp_run_timing *t, int *size, const wp_batch_hand_hooks *hooks);
+                       wp_warp_result *res, wp_run_timing *t, int *size, const wp_batch_hand_hooks *hooks, void *room);
+/* The room a hand-over keeps its state in while the runners have it: the caller's memory, at least this
+ * many bytes, aligned as malloc aligns. The caller allocates it and gives it back once done has
+ * returned, on its own thread: glibc's malloc takes the owning thread's arena lock for a block that
+ * another thread frees, which the HTTP threads and the runners would contend for on every job. */
+size_t wp_batch_hand_warp_room(void);
+size_t wp_batch_hand_reduce_room(void);
 
 /* ---- /v1/reduce, /v1/scan (batch_reduce.c) ----
  * A job with its input on the host (in_host: n packed elements) or in job.in (a buffer on be), and,
@@ -80,10 +86,10 @@ int wp_batch_run_reduce(struct wp_app *app, wp_backend *be, wp_batch_reduce *j, 
  * does not wait for it. Returns 1 when the job cannot be handed (not on a GPU, not batchable, no
  * runners, or park(ctx) said no), and nothing was done: run it with wp_batch_run_reduce. Else 0: park(ctx)
  * was called first, then the job queued, and done(ctx, rc, err) is called once it has run, on a runner
- * (or on this thread when it could not be queued): rc as wp_batch_run_reduce returns. The job must stay
- * where it is until done. */
+ * (or on this thread when it could not be queued): rc as wp_batch_run_reduce returns. The job and room
+ * (wp_batch_hand_reduce_room bytes, the caller's) must stay where they are until done. */
 int wp_batch_hand_reduce(struct wp_app *app, wp_backend *be, wp_batch_reduce *j, wp_batch_park_fn park,
-                         wp_batch_done_fn done, void *ctx);
+                         wp_batch_done_fn done, void *ctx, void *room);
 
 /* ---- device memory of batched launches ---- */
 typedef struct wp_batch_mem wp_batch_mem;

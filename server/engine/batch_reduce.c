@@ -508,22 +508,19 @@ static void handed_done(wp_batch_job *bj) {
     wp_batch_done_fn done = h->done;
     void *ctx = h->ctx;
     wp_spec_free(&h->it.sized);
-    free(h);
-    done(ctx, rc, &err);
+    done(ctx, rc, &err); /* h is the caller's room: given back on its thread */
 }
 
+size_t wp_batch_hand_reduce_room(void) { return sizeof(handed_item); }
+
 int wp_batch_hand_reduce(wp_app *app, wp_backend *be, wp_batch_reduce *j, wp_batch_park_fn park, wp_batch_done_fn done,
-                         void *ctx) {
+                         void *ctx, void *room) {
     if (is_emu(be) || !j->job.memory_only || !batchable(app, be, j)) return 1;
-    handed_item *h = calloc(1, sizeof *h);
-    if (!h || !park(ctx)) { /* as it was: the caller runs it */
-        free(h);
-        return 1;
-    }
+    handed_item *h = room;
+    if (!park(ctx)) return 1; /* as it was: the caller runs it */
     job_start(j);
-    h->untimed_ok = j->untimed;
+    *h = (handed_item){.app = app, .be = be, .j = j, .untimed_ok = j->untimed, .done = done, .ctx = ctx};
     j->untimed = false;
-    *h = (handed_item){.app = app, .be = be, .j = j, .untimed_ok = h->untimed_ok, .done = done, .ctx = ctx};
     h->bj.on_done = handed_done;
     h->bj.prepare = handed_prepare;
     h->bj.owner = be;

@@ -188,31 +188,29 @@ static void handed_done(wp_batch_job *bj) {
     const int rc = h->it.rc;
     const wp_err err = h->it.err;
     const wp_batch_hand_hooks hooks = h->hooks;
-    free(h);
-    hooks.done(hooks.ctx, rc, &err);
+    hooks.done(hooks.ctx, rc, &err); /* h is the caller's room: given back on its thread */
 }
 
+size_t wp_batch_hand_warp_room(void) { return sizeof(handed_item); }
+
 int wp_batch_hand_warp(wp_app *app, wp_backend *be, void *fn, const wp_spec *s, const wp_warp_job *job,
-                       wp_warp_result *res, wp_run_timing *t, int *size, const wp_batch_hand_hooks *hooks) {
+                       wp_warp_result *res, wp_run_timing *t, int *size, const wp_batch_hand_hooks *hooks, void *room) {
     if (alone(app, be, fn, s, job) || wp_batcher_runners(app->batcher) < 1) return 1;
-    handed_item *h = calloc(1, sizeof *h);
-    if (!h || !hooks->park(hooks->ctx)) {
-        free(h);
-        return 1;
-    }
-    h->it = (warp_item){.be = be,
-                        .fn = fn,
-                        .spec = s,
-                        .job = job,
-                        .res = res,
-                        .t = t,
-                        .mem = app->batch_mem,
-                        .handed = true,
-                        .runner_wait = app->runner_wait};
+    handed_item *h = room;
+    if (!hooks->park(hooks->ctx)) return 1;
+    *h = (handed_item){.it = {.be = be,
+                              .fn = fn,
+                              .spec = s,
+                              .job = job,
+                              .res = res,
+                              .t = t,
+                              .mem = app->batch_mem,
+                              .handed = true,
+                              .runner_wait = app->runner_wait},
+                       .size = size,
+                       .hooks = *hooks};
     h->bj = (wp_batch_job){
         .owner = be, .run = warp_batch, .payload = &h->it, .on_done = handed_done, .prepare = handed_prepare};
-    h->size = size;
-    h->hooks = *hooks;
     *size = 1;
     if (wp_batcher_hand(app->batcher, &h->bj) != 0) { /* no runner took it (stopping) */
         h->it.rc = -1;

@@ -295,6 +295,12 @@ bool wp_req_park(const wp_req *req, wp_park_fn finish, void *ctx) {
 
 static void call_end(wp_http *h, wp_call *c, bool completed);
 
+void wp_req_on_end(const wp_req *req, void (*release)(void *ctx), void *ctx) {
+    wp_call *c = call_of(req);
+    c->release = release;
+    c->release_ctx = ctx;
+}
+
 void wp_req_unpark(const wp_req *req) {
     wp_call *c = call_of(req);
     wp_http *h = c->http;
@@ -571,6 +577,7 @@ static void call_end(wp_http *h, wp_call *c, bool completed) {
         pthread_mutex_unlock(&h->mu);
     }
     if (c->sink) c->route->stream->close(c->sink);
+    if (c->release) c->release(c->release_ctx);
     free(c->body);
     free(c->resp.body);
     call_free(h, c);

@@ -123,6 +123,15 @@ typedef void (*wp_park_fn)(void *app, const wp_req *req, wp_resp *resp, void *ct
 bool wp_req_park(const wp_req *req, wp_park_fn finish, void *ctx);
 void wp_req_unpark(const wp_req *req);
 
+/* The release of a request's own state (a parked request's, kept on the heap while another thread ran
+ * its job): release(ctx) is called once, when the call ends — on its HTTP thread after the answer is
+ * sent or the connection ended, or on the other thread when the connection ended while that thread
+ * still ran the job (wp_req_unpark). So what the HTTP thread allocated for a request is given back on
+ * it: glibc's malloc takes the owning thread's arena lock for a block another thread frees, a lock the
+ * HTTP threads and the runners would contend for on every handed job. At most one a request.
+ * Threads: the handler, on the HTTP thread (parked: before the hand-over, or before it returns). */
+void wp_req_on_end(const wp_req *req, void (*release)(void *ctx), void *ctx);
+
 /* A route's streaming hooks. When a request to the route announces its length (Content-Length, not
  * 0) and its Content-Type is application/octet-stream, the body is not gathered in memory:
  *   open:  on the HTTP thread as soon as the headers are in (req has method, path, content type,

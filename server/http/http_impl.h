@@ -35,6 +35,8 @@ typedef struct wp_call {
     struct wp_http *http; /* its server (wp_req_park and wp_req_unpark reach it from the request) */
     wp_park_fn park_fn;   /* parked (wp_req_park): the answer's maker once unparked, then NULL */
     void *park_ctx;
+    void (*release)(void *); /* wp_req_on_end's: called once, by call_end */
+    void *release_ctx;
     bool parked; /* the handler parked the call (the HTTP thread's own note) */
     /* a call parked on warpd's own loop stays in its daemon, not suspended: PARK_RUNNING until the
      * other thread is done (PARK_DONE), or PARK_ORPHAN when its connection ended first (http.c) */

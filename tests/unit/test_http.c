@@ -4,11 +4,12 @@
  * handler inline or deferred), worker pool under load, 503 when the queue is full, a clean stop
  * with requests in flight (ASan checks that nothing leaks), and the event loops' busy-polling (the
  * serving thread stays awake between the requests of a connection; deferred replies and the stop still
- * wake it). */
+ * wake it), and a parked request's state released where its call ends. */
 #include <dirent.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include "http/http.h"
@@ -172,6 +173,49 @@ static void h_stream(void *app, const wp_req *req, wp_resp *resp) {
     }
 }
 
+/* /park: parked on the HTTP thread (wp_req_park), answered by a thread of its own (a body "1": once the
+ * gate opens); its state is given back by wp_req_on_end's release, which counts where it ran. */
+static atomic_int parks, park_gate, released, released_on_http, park_answered;
+typedef struct {
+    const wp_req *req;
+    wp_resp *resp;
+    pthread_t http_thread;
+    bool gated;
+} park_state;
+
+static void park_release(void *ctx) {
+    park_state *st = ctx;
+    if (pthread_equal(pthread_self(), st->http_thread)) atomic_fetch_add(&released_on_http, 1);
+    atomic_fetch_add(&released, 1);
+    free(st);
+}
+
+static void *park_thread(void *arg) {
+    park_state *st = arg;
+    for (int i = 0; st->gated && !atomic_load(&park_gate) && i < GATE_MAX_MS; i++) sleep_ms(1);
+    wp_resp_bytes(st->resp, 200, "text/plain", "parked", 6);
+    atomic_fetch_add(&park_answered, 1);
+    wp_req_unpark(st->req); /* st is the HTTP thread's (or, the client gone, released here) */
+    return NULL;
+}
+
+static void h_park(void *app, const wp_req *req, wp_resp *resp) {
+    (void)app;
+    park_state *st = calloc(1, sizeof *st);
+    *st = (park_state){
+        .req = req, .resp = resp, .http_thread = pthread_self(), .gated = req->body && req->body[0] == '1'};
+    pthread_t th;
+    if (!req->may_defer || !wp_req_park(req, NULL, st)) {
+        free(st);
+        wp_resp_bytes(resp, 500, "text/plain", "not parked", 10);
+        return;
+    }
+    wp_req_on_end(req, park_release, st);
+    atomic_fetch_add(&parks, 1);
+    pthread_create(&th, NULL, park_thread, st);
+    pthread_detach(th);
+}
+
 static const wp_route routes[] = {
     {"GET", "/echo", h_echo_get, WP_ROUTE_INLINE, NULL},
     {"POST", "/echo", h_echo_post, WP_ROUTE_INLINE, NULL},
@@ -184,6 +228,7 @@ static const wp_route routes[] = {
     {"GET", "/ping", h_ping, WP_ROUTE_INLINE, NULL},
     {"POST", "/stream", h_stream, WP_ROUTE_INLINE, &test_hooks},
     {"POST", "/stream-work", h_stream, WP_ROUTE_WORK | WP_ROUTE_TRY_INLINE, &test_hooks},
+    {"POST", "/park", h_park, WP_ROUTE_WORK | WP_ROUTE_TRY_INLINE, NULL},
     {NULL, NULL, NULL, 0, NULL},
 };
 
@@ -617,6 +662,40 @@ static void test_stop_in_flight(void) {
     hc_resp_free(&r);
 }
 
+static bool wait_count(atomic_int *v, int want) {
+    for (int i = 0; i < 3000 && atomic_load(v) < want; i++) sleep_ms(1);
+    return atomic_load(v) == want;
+}
+
+/* A parked request's release (wp_req_on_end): once, on its HTTP thread after the answer; on the thread
+ * that ran it when the client went meanwhile. */
+static void test_park_release(void) {
+    T_CASE("a parked request's state released where its call ends");
+    wp_http *h = start(2, 8);
+    if (!h) return;
+    port_of = wp_http_port(h);
+    hc_resp r;
+    CHECK(req("POST", "/park", NULL, "0", 1, 0, &r) == 0 && r.status == 200 && r.body_len == 6 &&
+          !memcmp(r.body, "parked", 6));
+    hc_resp_free(&r);
+    CHECKF(wait_count(&released, 1) && atomic_load(&released_on_http) == 1,
+           "released %d, on the HTTP thread %d: want 1, 1", atomic_load(&released), atomic_load(&released_on_http));
+    hc_conn gone;
+    const char *len_headers[] = {"Content-Length: 1", NULL};
+    CHECK(hc_open(&gone, HOST, port_of, 0) == 0 && hc_send(&gone, "POST", "/park", len_headers, "1", 1, 0) == 0);
+    CHECK(wait_count(&parks, 2));                        /* parked, its thread at the gate */
+    struct linger reset = {.l_onoff = 1, .l_linger = 0}; /* close with a reset: seen at once while parked */
+    setsockopt(gone.fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+    hc_close(&gone);
+    for (int i = 0; i < 3000 && wp_http_active(h) > 0; i++) sleep_ms(1);
+    CHECKF(wp_http_active(h) == 0, "%d requests still active after the client's reset", wp_http_active(h));
+    atomic_store(&park_gate, 1);
+    CHECKF(wait_count(&park_answered, 2) && wait_count(&released, 2) && atomic_load(&released_on_http) == 1,
+           "answered %d, released %d, on the HTTP thread %d: want 2, 2, 1", atomic_load(&park_answered),
+           atomic_load(&released), atomic_load(&released_on_http));
+    wp_http_stop(h);
+}
+
 static void test_bad_start(void) {
     T_CASE("start errors");
     wp_http_config cfg = {.host = "256.1.1.1", .port = 0, .threads = 1, .workers = 1, .max_body = 1, .max_queue = 1};
@@ -780,6 +859,7 @@ int main(void) {
     }
     test_busy();
     test_stop_in_flight();
+    test_park_release();
     test_bad_start();
     test_busy_poll();
     return t_done("http");

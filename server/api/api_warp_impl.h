@@ -1,0 +1,34 @@
+/* api_warp_impl.h — what api_warp.c (POST /v1/warp: parse, run, answer) and api_warp_lanes.c (the
+ * answer's lane lists) share. Threads: as api_warp.c's request (one thread at a time per request). */
+#ifndef WP_API_WARP_IMPL_H
+#define WP_API_WARP_IMPL_H
+
+#include <stdint.h>
+
+#include "api.h"
+#include "util/jsonout.h"
+
+/* A request's lanes as parsed: values (n * elems), shuffle arguments, the active set, and the job. */
+typedef struct {
+    int n, elems;
+    uint64_t *in;
+    int32_t *arg;
+    uint8_t *active;
+    wp_warp_job job;
+} warp_input;
+
+/* A run's lanes: outputs (n * elems), source lanes (n) and why a lane is undefined (n * elems). */
+typedef struct {
+    uint64_t *out;
+    int32_t *src;
+    uint8_t *why;
+    wp_warp_result r;
+} warp_output;
+
+/* The answer's lists from "output" on, into the open object o (val: the run reported, emu: the
+ * emulator's, which says which lanes are defined). */
+void warp_lanes_put(wp_jtext *o, const wp_spec *s, const warp_input *w, const warp_output *val, const warp_output *emu);
+/* A mask as the answer writes it, "0x%08x" in quotes, at d; returns the end. */
+char *warp_put_mask(char *d, uint32_t m);
+
+#endif
