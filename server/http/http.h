@@ -128,8 +128,9 @@ void wp_req_unpark(const wp_req *req);
  * sent or the connection ended, or on the other thread when the connection ended while that thread
  * still ran the job (wp_req_unpark). So what the HTTP thread allocated for a request is given back on
  * it: glibc's malloc takes the owning thread's arena lock for a block another thread frees, a lock the
- * HTTP threads and the runners would contend for on every handed job. At most one a request.
- * Threads: the handler, on the HTTP thread (parked: before the hand-over, or before it returns). */
+ * HTTP threads and the runners would contend for on every handed job. At most one a request, and only
+ * for one that wp_req_park parked (a request of a connection's call).
+ * Threads: the handler, on the HTTP thread, after wp_req_park and before it returns. */
 void wp_req_on_end(const wp_req *req, void (*release)(void *ctx), void *ctx);
 
 /* A route's streaming hooks. When a request to the route announces its length (Content-Length, not
