@@ -31,9 +31,10 @@ static void usage(FILE *f) {
             "                       the least recently used files are removed\n"
             "  --templates DIR      CUDA templates (default %s)\n"
             "  --web DIR            playground files served at / (default %s)\n"
-            "  --threads N          HTTP threads (default every CPU on the emulator, half of them beside a GPU;\n"
-            "                       %d..%d); on host:port each has its own\n"
-            "                       listening socket (SO_REUSEPORT), so the kernel spreads connections evenly\n"
+            "  --threads N          HTTP threads (default every CPU on the emulator; beside a GPU the CPUs less\n"
+            "                       the runners, a stream of each device, and an eighth; %d..%d); on host:port\n"
+            "                       each has its own listening socket (SO_REUSEPORT), so the kernel spreads\n"
+            "                       connections evenly\n"
             "  --listen-pool        one listening socket for all HTTP threads instead (libmicrohttpd's pool)\n"
             "  --busy-poll-us N     after its last event an HTTP thread keeps polling its connections this\n"
             "                       long before it sleeps (default %d; 0: at once): a client's next request\n"
@@ -497,10 +498,10 @@ void wp_options_defaults(wp_options *o) {
 }
 
 /* Once the backends are open: --threads when it was not given (flags.h). */
-void wp_options_threads_for(wp_options *o, bool gpu) {
+void wp_options_threads_for(wp_options *o, int runners) {
     if (o->threads) return;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    if (gpu) cpus /= 2; /* H100 machine, 16 CPUs: 8 HTTP threads served 60k small reduces a second against 4's 54k */
+    if (runners > 0) cpus -= runners + cpus / 8; /* the runners', and an eighth for workers and the rest */
     o->threads = cpus < MIN_DEFAULT_THREADS   ? MIN_DEFAULT_THREADS
                  : cpus > MAX_DEFAULT_THREADS ? MAX_DEFAULT_THREADS
                                               : (int)cpus;

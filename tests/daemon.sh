@@ -3,7 +3,7 @@
 # --tls-cert, or "unix:PATH" when the flags end with --listen unix:PATH).
 #   count FILE NAME                 (below) tallies a test program's "N passed, N failed" line
 #   warpd_seed DIR, case_files      (below) the API case table's kernel cache, and its files in order
-#   http_threads PID, default_threads HALF   (below) a daemon's HTTP threads, and how many it starts by default
+#   http_threads PID, default_threads RUNNERS   (below) a daemon's HTTP threads, and how many it starts by default
 #   warpd_start BIN DIR [flags...]  runs BIN --listen 127.0.0.1:0 --cache-dir DIR/cache flags..., stdout
 #                                   in DIR/out, stderr in DIR/err; sets $pid, $port (TCP), $url
 #                                   (http[s]://HOST:PORT as printed, or unix:PATH); 1 if it did not start.
@@ -56,9 +56,10 @@ case_files() {
 
 # http_threads PID: how many of the process's threads are HTTP threads (named wp-http).
 http_threads() { cat /proc/"$1"/task/*/comm 2>/dev/null | grep -c '^wp-http$'; }
-# default_threads 0|1: the HTTP threads a daemon starts without --threads, every CPU on the emulator (0),
-# half of them beside a GPU (1); 4..16 either way (flags.c, wp_options_threads_for).
+# default_threads RUNNERS: the HTTP threads a daemon starts without --threads, every CPU on the emulator
+# (0 runners); beside a GPU the CPUs less its batcher's runners (a stream of each device) and an eighth;
+# 4..16 either way (flags.c, wp_options_threads_for).
 default_threads() {
-  local n; n=$(nproc); [ "$1" = 1 ] && n=$((n / 2))
+  local n; n=$(nproc); [ "$1" -gt 0 ] && n=$((n - $1 - n / 8))
   [ "$n" -lt 4 ] && n=4; [ "$n" -gt 16 ] && n=16; echo "$n"
 }

@@ -60,8 +60,8 @@ if start "cuda on the mock, --batch-window-us 20000" --batch-window-us 20000; th
   check "info: the mock device (Mock GPU, sm_90, 132 SMs, 8 GiB)" \
     'grep -q "\"name\":\"Mock GPU\",\"sm\":\"sm_90\",\"sms\":132,\"memory_total\":8589934592" "$tmp/info"'
   check "info: driver version 13000" 'grep -q "\"driver_version\":13000" "$tmp/info"'
-  check "HTTP threads beside a GPU by default: half the CPUs, 4..16 ($(default_threads 1))" \
-    '[ "$(http_threads "$pid")" = "$(default_threads 1)" ]'
+  check "HTTP threads beside a GPU by default: the CPUs less 4 runners and an eighth, 4..16 ($(default_threads 4))" \
+    '[ "$(http_threads "$pid")" = "$(default_threads 4)" ]'
 
   code=$(post /v1/warp "$WARP")
   check "warp: 200 on cuda" '[ "$code" = 200 ] && grep -q "\"backend\":\"cuda\"" "$tmp/body"'
