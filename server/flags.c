@@ -501,7 +501,10 @@ void wp_options_defaults(wp_options *o) {
 void wp_options_threads_for(wp_options *o, int runners) {
     if (o->threads) return;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    if (runners > 0) cpus -= runners + cpus / 8; /* the runners', and an eighth for workers and the rest */
+    if (runners > 0) { /* the runners', and an eighth for workers and the rest; at least half, as before */
+        const long left = cpus - runners - cpus / 8;
+        cpus = left > cpus / 2 ? left : cpus / 2;
+    }
     o->threads = cpus < MIN_DEFAULT_THREADS   ? MIN_DEFAULT_THREADS
                  : cpus > MAX_DEFAULT_THREADS ? MAX_DEFAULT_THREADS
                                               : (int)cpus;

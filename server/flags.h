@@ -82,9 +82,10 @@ int wp_options_parse(int argc, char **argv, wp_options *o);
 int wp_options_finish(wp_options *o);
 /* Once the backends are open: --threads when it was not given. Every CPU on the emulator, whose jobs run
  * on the HTTP threads (H200 host, 16 CPUs: 16 threads took the emulator's tiny reduce from 310k to 406k
- * req/s against 8); beside a GPU, what the batcher's runners (one a stream of each device: runners) and
- * an eighth of the CPUs for workers and the rest leave (16 CPUs, 4 runners: 10 threads took cuda's tiny
- * reduce from 286k-293k to 325k-334k req/s and its warp from 247k-249k to 287k-305k against 8). */
+ * req/s against 8); beside a GPU, what the batcher's runners (runners: one a stream of each device, 0
+ * when it batches nothing) and an eighth of the CPUs for workers and the rest leave, but at least half
+ * the CPUs (16 CPUs, 4 runners: 10 threads took cuda's tiny reduce from 286k-293k to 325k-334k req/s
+ * and its warp from 247k-249k to 287k-305k against 8; more devices are not measured: half, as before). */
 void wp_options_threads_for(wp_options *o, int runners);
 
 #endif

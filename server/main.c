@@ -487,7 +487,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "warpd: cannot start the prewarm: %s\n", err.msg);
         return 1;
     }
-    wp_options_threads_for(&o, app.cuda ? o.streams_per_device * app.n_devices : 0);
+    wp_options_threads_for(&o, wp_batcher_runners(app.batcher));
     rc = start_http(&o, &app, reqlog, tls_cert, tls_key, &err);
     if (tls_key) explicit_bzero(tls_key, strlen(tls_key)); /* http_start.c keeps its own copy */
     free(tls_key);

@@ -57,9 +57,10 @@ case_files() {
 # http_threads PID: how many of the process's threads are HTTP threads (named wp-http).
 http_threads() { cat /proc/"$1"/task/*/comm 2>/dev/null | grep -c '^wp-http$'; }
 # default_threads RUNNERS: the HTTP threads a daemon starts without --threads, every CPU on the emulator
-# (0 runners); beside a GPU the CPUs less its batcher's runners (a stream of each device) and an eighth;
-# 4..16 either way (flags.c, wp_options_threads_for).
+# (0 runners); beside a GPU the CPUs less its batcher's runners (a stream of each device) and an eighth,
+# at least half of them; 4..16 either way (flags.c, wp_options_threads_for).
 default_threads() {
-  local n; n=$(nproc); [ "$1" -gt 0 ] && n=$((n - $1 - n / 8))
+  local c n; c=$(getconf _NPROCESSORS_ONLN); n=$c
+  if [ "$1" -gt 0 ]; then n=$((c - $1 - c / 8)); [ "$n" -lt $((c / 2)) ] && n=$((c / 2)); fi
   [ "$n" -lt 4 ] && n=4; [ "$n" -gt 16 ] && n=16; echo "$n"
 }

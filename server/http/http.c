@@ -589,9 +589,9 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls, e
     wp_call *c = *con_cls;
     if (!c) return;
     *con_cls = NULL;
-    atomic_fetch_sub(&h->active, 1);
-    if (park_orphaned(c)) return; /* the thread that runs it ends it */
-    call_end(h, c, why == MHD_REQUEST_TERMINATED_COMPLETED_OK);
+    const bool orphaned = park_orphaned(c); /* then the thread that runs it ends it */
+    atomic_fetch_sub(&h->active, 1);        /* after: once it no longer counts, who ends it is settled */
+    if (!orphaned) call_end(h, c, why == MHD_REQUEST_TERMINATED_COMPLETED_OK);
 }
 
 /* ---------- connection guard hooks (conn_guard.h) ---------- */

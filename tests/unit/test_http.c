@@ -202,6 +202,10 @@ static void *park_thread(void *arg) {
 static void h_park(void *app, const wp_req *req, wp_resp *resp) {
     (void)app;
     park_state *st = calloc(1, sizeof *st);
+    if (!st) {
+        wp_resp_bytes(resp, 500, "text/plain", "no memory", 9);
+        return;
+    }
     *st = (park_state){
         .req = req, .resp = resp, .http_thread = pthread_self(), .gated = req->body && req->body[0] == '1'};
     pthread_t th;
@@ -682,7 +686,12 @@ static void test_park_release(void) {
            "released %d, on the HTTP thread %d: want 1, 1", atomic_load(&released), atomic_load(&released_on_http));
     hc_conn gone;
     const char *len_headers[] = {"Content-Length: 1", NULL};
-    CHECK(hc_open(&gone, HOST, port_of, 0) == 0 && hc_send(&gone, "POST", "/park", len_headers, "1", 1, 0) == 0);
+    if (hc_open(&gone, HOST, port_of, 0) != 0) {
+        CHECKF(0, "cannot connect to port %d", port_of);
+        wp_http_stop(h);
+        return;
+    }
+    CHECK(hc_send(&gone, "POST", "/park", len_headers, "1", 1, 0) == 0);
     CHECK(wait_count(&parks, 2));                        /* parked, its thread at the gate */
     struct linger reset = {.l_onoff = 1, .l_linger = 0}; /* close with a reset: seen at once while parked */
     setsockopt(gone.fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
