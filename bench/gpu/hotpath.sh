@@ -21,13 +21,8 @@ make -j16 "$BUILD/warpd" "$BUILD/bench/http/bench_json" >"$OUT/build.log" 2>&1 |
 gpu_commit_line
 grep -m1 "model name" /proc/cpuinfo; echo "CPUs: $(nproc)"
 
-REDUCE='{"type":"f32","op":"sum","data":[1.5,2,3]}'
-WARP='{"family":"shfl_xor","type":"i32","width":32,"args":{"lane_mask":1},"input":{"iota":32}}'
-for r in reduce warp; do
-  b=$REDUCE; [ $r = warp ] && b=$WARP
-  printf 'wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\nwrk.body = %s\n' "'$b'" >"$tmp/$r.lua"
-done
-echo 'wrk.method = "GET"' >"$tmp/health.lua"; cp "$tmp/health.lua" "$tmp/nginx.lua"
+gpu_tiny_scripts "$tmp"
+cp "$tmp/health.lua" "$tmp/nginx.lua"
 
 declare -A RPS P50
 cell() { # label route url conns
@@ -51,23 +46,9 @@ if gpu_nginx_start "${NGINX_THREADS:-8}" "$tmp"; then
   gpu_nginx_stop "$tmp"
 fi
 
-start() { # flags...
-  local port=$((20000 + RANDOM % 20000))
-  # shellcheck disable=SC2086
-  "$BUILD/warpd" --listen 127.0.0.1:$port --no-disk-cache ${FLAGS:-} "$@" >"$tmp/log" 2>&1 &
-  pid=$!
-  base="http://127.0.0.1:$port"
-  for _ in $(seq 200); do curl -sf "$base/v1/ready" >/dev/null && break; sleep 0.05; done
-  curl -s -o /dev/null -H 'Content-Type: application/json' -d "$REDUCE" "$base/v1/reduce"
-  curl -s -o /dev/null -H 'Content-Type: application/json' -d "$WARP" "$base/v1/warp"
-  for r in reduce warp; do "$WRK" -t2 -c16 -d1s -s "$tmp/$r.lua" "$base/v1/$r" >/dev/null 2>&1; done
-  for _ in $(seq 100); do # the batch kernels, built in the background once asked for
-    curl -s "$base/metrics" >"$tmp/m"
-    grep -q '^warpd_background_builds_queued [1-9]' "$tmp/m" || break
-    sleep 0.05
-  done
-}
-stop() { kill $pid 2>/dev/null; wait $pid 2>/dev/null; pid=; }
+# shellcheck disable=SC2086 # FLAGS: words
+start() { gpu_tiny_start "$tmp" ${FLAGS:-} "$@"; } # flags...
+stop() { gpu_tiny_stop; }
 batches() {
   curl -s "$base/metrics" | awk '
     /^warpd_batches_total / {b=$2} /^warpd_batched_jobs_total / {j=$2}

@@ -12,34 +12,13 @@ make -j16 "$BUILD/warpd" >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; 
 gpu_commit_line
 tmp=$(mktemp -d); pid=
 trap '[ -n "$pid" ] && kill $pid 2>/dev/null; rm -rf "$tmp"' EXIT
-REDUCE='{"type":"f32","op":"sum","data":[1.5,2,3]}'
-WARP='{"family":"shfl_xor","type":"i32","width":32,"args":{"lane_mask":1},"input":{"iota":32}}'
-for r in reduce warp; do
-  b=$REDUCE; [ $r = warp ] && b=$WARP
-  printf 'wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\nwrk.body = %s\n' "'$b'" >"$tmp/$r.lua"
-done
-echo 'wrk.method = "GET"' >"$tmp/health.lua"
-start() { # flags...
-  local port=$((20000 + RANDOM % 20000))
-  # shellcheck disable=SC2086
-  "$BUILD/warpd" --listen 127.0.0.1:$port --no-disk-cache "$@" >"$tmp/log" 2>&1 &
-  pid=$!; base="http://127.0.0.1:$port"
-  for _ in $(seq 200); do curl -sf "$base/v1/ready" >/dev/null && break; sleep 0.05; done
-  curl -s -o /dev/null -H 'Content-Type: application/json' -d "$REDUCE" "$base/v1/reduce"
-  curl -s -o /dev/null -H 'Content-Type: application/json' -d "$WARP" "$base/v1/warp"
-  for r in reduce warp; do "$WRK" -t2 -c16 -d1s -s "$tmp/$r.lua" "$base/v1/$r" >/dev/null 2>&1; done
-  for _ in $(seq 100); do # the batch kernels, built in the background once asked for
-    curl -s "$base/metrics" | grep -q '^warpd_background_builds_queued [1-9]' || break
-    sleep 0.05
-  done
-}
-stop() { kill $pid 2>/dev/null; wait $pid 2>/dev/null; pid=; }
+gpu_tiny_scripts "$tmp"
 requests() { curl -s "$base/metrics" | awk '/^warpd_http_requests_total /{print $2}'; }
 IFS=, read -r -a cases <<<"${CASES:-emu:reduce:--threads 8,cuda:reduce,cuda:health}"
 for c in "${cases[@]}"; do
   IFS=: read -r mode route flags <<<"$c"
-  # shellcheck disable=SC2086
-  start --backend "$mode" $flags
+  # shellcheck disable=SC2086 # flags: words
+  gpu_tiny_start "$tmp" --backend "$mode" $flags
   "$WRK" -t8 -c256 -d6s -s "$tmp/$route.lua" "$base/v1/$route" >"$tmp/wrk" 2>&1 &
   w=$!
   sleep 2
@@ -56,5 +35,5 @@ for c in "${cases[@]}"; do
     grep '%' | awk -v n="$n" -v r="$RATE" '{s = $2 / r / n * 1e6; $1 = ""; $2 = ""; printf "%8.3f %s\n", s, $0}' >"$f"
   echo "   ${COMM:-wp-http}, by symbol (us a request; all in $f):"
   head -"${TOP:-25}" "$f" | sed 's/^/   /'
-  stop
+  gpu_tiny_stop
 done

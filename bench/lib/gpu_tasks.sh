@@ -98,3 +98,37 @@ gpu_nginx_stop() { # dir
   [ -f "$1/nginx.pid" ] && kill "$(cat "$1/nginx.pid")" 2>/dev/null
   rm -f "$1/nginx.pid"; sleep 0.3
 }
+
+# The request path's tiny jobs (tasks hotpath and perreq): a cached 3-element f32 sum and a 32-lane i32
+# shfl_xor. gpu_tiny_scripts writes wrk scripts for them and for a GET into dir (reduce.lua, warp.lua,
+# health.lua).
+GPU_TINY_REDUCE='{"type":"f32","op":"sum","data":[1.5,2,3]}'
+GPU_TINY_WARP='{"family":"shfl_xor","type":"i32","width":32,"args":{"lane_mask":1},"input":{"iota":32}}'
+gpu_tiny_scripts() { # dir
+  local r b
+  for r in reduce warp; do
+    b=$GPU_TINY_REDUCE; [ $r = warp ] && b=$GPU_TINY_WARP
+    printf 'wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\nwrk.body = %s\n' "'$b'" >"$1/$r.lua"
+  done
+  echo 'wrk.method = "GET"' >"$1/health.lua"
+}
+
+# Starts $BUILD/warpd with the flags on a random loopback port (its output in dir/log; sets pid and
+# base), waits until it is ready and warms the tiny jobs up: one of each, a second of wrk each (dir's
+# scripts), then until the batch kernels asked for are built in the background. gpu_tiny_stop ends it.
+gpu_tiny_start() { # dir flags...
+  local dir=$1 port=$((20000 + RANDOM % 20000)) r
+  shift
+  "$BUILD/warpd" --listen 127.0.0.1:$port --no-disk-cache "$@" >"$dir/log" 2>&1 &
+  pid=$!
+  base="http://127.0.0.1:$port"
+  for _ in $(seq 200); do curl -sf "$base/v1/ready" >/dev/null && break; sleep 0.05; done
+  curl -s -o /dev/null -H 'Content-Type: application/json' -d "$GPU_TINY_REDUCE" "$base/v1/reduce"
+  curl -s -o /dev/null -H 'Content-Type: application/json' -d "$GPU_TINY_WARP" "$base/v1/warp"
+  for r in reduce warp; do "$WRK" -t2 -c16 -d1s -s "$dir/$r.lua" "$base/v1/$r" >/dev/null 2>&1; done
+  for _ in $(seq 100); do
+    curl -s "$base/metrics" | grep -q '^warpd_background_builds_queued [1-9]' || break
+    sleep 0.05
+  done
+}
+gpu_tiny_stop() { kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; pid=; }
