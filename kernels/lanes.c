@@ -17,12 +17,6 @@ uint32_t wp_lanes_tile_bits(int width, int lane) {
     return ((1u << width) - 1u) << wp_lanes_seg(width, lane);
 }
 
-wp_why wp_lanes_call_why(const wp_lanes_warp *w, uint32_t member_mask, int lane) {
-    if (!wp_lanes_has(w->active, lane)) return WP_WHY_INACTIVE;
-    if (!wp_lanes_has(member_mask, lane)) return WP_WHY_NOT_MEMBER;
-    return WP_WHY_DEFINED;
-}
-
 uint32_t wp_lanes_participants(const wp_lanes_warp *w, uint32_t member_mask, int width, int lane) {
     return member_mask & wp_lanes_tile_bits(width, lane) & w->active;
 }
@@ -31,50 +25,7 @@ uint32_t wp_lanes_tile_relative(uint32_t mask, int width, int lane) {
     return (mask & wp_lanes_tile_bits(width, lane)) >> wp_lanes_seg(width, lane);
 }
 
-/* Source lane of each mode and whether it is in range (PTX shfl.sync's pval). 64-bit arithmetic so
- * that no argument overflows; an out-of-range j never indexes anything. */
-static int64_t shfl_j(wp_shfl_mode mode, int width, int lane, int32_t b, bool *in_range) {
-    int64_t seg = wp_lanes_seg(width, lane), last = seg + width - 1, j;
-    switch (mode) {
-    case WP_SHFL_IDX:
-        j = seg | ((uint32_t)b & (uint32_t)(width - 1));
-        *in_range = true;
-        return j;
-    case WP_SHFL_UP:
-        j = (int64_t)lane - b;
-        *in_range = j >= seg;
-        return j;
-    case WP_SHFL_DOWN:
-        j = (int64_t)lane + b;
-        *in_range = j <= last;
-        return j;
-    case WP_SHFL_BFLY:
-        j = (int64_t)((uint32_t)lane ^ (uint32_t)b);
-        *in_range = j >= 0 && j <= last;
-        return j;
-    }
-    *in_range = false;
-    return -1;
-}
-
-int wp_lanes_shfl_src(wp_shfl_mode mode, int width, int lane, int32_t b, uint32_t member_mask, uint32_t active,
-                      wp_why *why) {
-    bool in_range;
-    int64_t j = shfl_j(mode, width, lane, b, &in_range);
-    *why = WP_WHY_DEFINED;
-    if (!in_range) return -1;
-    if (!wp_lanes_has(member_mask, (int)j))
-        *why = WP_WHY_SRC_NOT_MEMBER;
-    else if (!wp_lanes_has(active, (int)j))
-        *why = WP_WHY_SRC_INACTIVE;
-    return (int)j;
-}
-
 uint64_t wp_lanes_bits(wp_type t, uint64_t slot) { return slot & wp_type_bitmask(t); }
-
-void wp_lanes_set_why(wp_warp_result *res, int elems, int t, wp_why why) {
-    for (int e = 0; e < elems; e++) res->why[(size_t)t * elems + e] = (uint8_t)why;
-}
 
 void wp_lanes_each(const struct wp_spec *s, const wp_warp_job *job, wp_warp_result *res, wp_lanes_fn fn, int how) {
     for (int w = 0; w < wp_lanes_warp_count(job->n); w++) {

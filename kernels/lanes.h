@@ -28,7 +28,11 @@ uint32_t wp_lanes_tile_bits(int width, int lane);                               
 
 /* Whether a lane calls the primitive: DEFINED when it does, else INACTIVE (returned early or past n)
  * or NOT_MEMBER (active, not in member_mask: it skips the call). */
-wp_why wp_lanes_call_why(const wp_lanes_warp *w, uint32_t member_mask, int lane);
+static inline wp_why wp_lanes_call_why(const wp_lanes_warp *w, uint32_t member_mask, int lane) {
+    if (!wp_lanes_has(w->active, lane)) return WP_WHY_INACTIVE;
+    if (!wp_lanes_has(member_mask, lane)) return WP_WHY_NOT_MEMBER;
+    return WP_WHY_DEFINED;
+}
 
 /* TILED families: the lanes taking part in `lane`'s call, member_mask & tile_bits(lane) & active. */
 uint32_t wp_lanes_participants(const wp_lanes_warp *w, uint32_t member_mask, int width, int lane);
@@ -41,8 +45,43 @@ typedef enum { WP_SHFL_IDX, WP_SHFL_UP, WP_SHFL_DOWN, WP_SHFL_BFLY } wp_shfl_mod
  * (0..31), or -1 when j is out of range (pval false: the lane keeps its own value, defined).
  * *why: DEFINED, or SRC_NOT_MEMBER / SRC_INACTIVE when j is in range but not readable (the
  * returned j still names the lane that was read). */
-int wp_lanes_shfl_src(wp_shfl_mode mode, int width, int lane, int32_t b, uint32_t member_mask, uint32_t active,
-                      wp_why *why);
+/* Source lane of each mode and whether it is in range (PTX shfl.sync's pval). 64-bit arithmetic so
+ * that no argument overflows; an out-of-range j never indexes anything. */
+static inline int64_t wp_lanes_shfl_j(wp_shfl_mode mode, int width, int lane, int32_t b, bool *in_range) {
+    int64_t seg = wp_lanes_seg(width, lane), last = seg + width - 1, j;
+    switch (mode) {
+    case WP_SHFL_IDX:
+        j = seg | ((uint32_t)b & (uint32_t)(width - 1));
+        *in_range = true;
+        return j;
+    case WP_SHFL_UP:
+        j = (int64_t)lane - b;
+        *in_range = j >= seg;
+        return j;
+    case WP_SHFL_DOWN:
+        j = (int64_t)lane + b;
+        *in_range = j <= last;
+        return j;
+    case WP_SHFL_BFLY:
+        j = (int64_t)((uint32_t)lane ^ (uint32_t)b);
+        *in_range = j >= 0 && j <= last;
+        return j;
+    }
+    *in_range = false;
+    return -1;
+}
+static inline int wp_lanes_shfl_src(wp_shfl_mode mode, int width, int lane, int32_t b, uint32_t member_mask,
+                                    uint32_t active, wp_why *why) {
+    bool in_range;
+    int64_t j = wp_lanes_shfl_j(mode, width, lane, b, &in_range);
+    *why = WP_WHY_DEFINED;
+    if (!in_range) return -1;
+    if (!wp_lanes_has(member_mask, (int)j))
+        *why = WP_WHY_SRC_NOT_MEMBER;
+    else if (!wp_lanes_has(active, (int)j))
+        *why = WP_WHY_SRC_INACTIVE;
+    return (int)j;
+}
 
 /* A vote predicate (WP_PRED_*) on the raw bits x of type t, constants a and b raw bits of t too.
  * Integers compare as signed/unsigned per type, floats as double (f16/bf16 widened exactly);
@@ -53,7 +92,9 @@ bool wp_lanes_pred(wp_type t, int pred_kind, uint64_t x, uint64_t a, uint64_t b)
 uint64_t wp_lanes_bits(wp_type t, uint64_t slot);
 
 /* Sets the why of every element of job thread t. */
-void wp_lanes_set_why(wp_warp_result *res, int elems, int t, wp_why why);
+static inline void wp_lanes_set_why(wp_warp_result *res, int elems, int t, wp_why why) {
+    for (int e = 0; e < elems; e++) res->why[(size_t)t * elems + e] = (uint8_t)why;
+}
 
 /* Calls fn for every lane of every warp of the job that is present (thread < n); `how` is passed
  * through (a family file's variant: shuffle mode, vote kind, ...). */

@@ -21,7 +21,8 @@ static void shuffle_lane(const wp_spec *s, const wp_warp_job *job, wp_warp_resul
     wp_lanes_set_why(res, elems, t, why);
     if (why != WP_WHY_DEFINED) return;
     const uint64_t *from = job->in + (size_t)(warp->base + (j < 0 ? lane : j)) * elems;
-    for (int e = 0; e < elems; e++) res->out[(size_t)t * elems + e] = wp_lanes_bits(s->type, from[e]);
+    const uint64_t bits = wp_type_bitmask(s->type); /* wp_lanes_bits, once a lane */
+    for (int e = 0; e < elems; e++) res->out[(size_t)t * elems + e] = from[e] & bits;
 }
 
 void wp_emu_shfl(const wp_spec *s, const wp_warp_job *job, wp_warp_result *res) {

@@ -267,24 +267,39 @@ static int spec_map_from_json(const cJSON *obj, bool dot, wp_spec *out, wp_err *
 }
 
 int wp_spec_from_json(const cJSON *obj, const char *arch, wp_spec *out, wp_err *err) {
+    return wp_spec_from_json_or(obj, NULL, NULL, arch, out, err);
+}
+
+/* A string member's text, or the default when there is none; NULL (err set) for a non-string. */
+static const char *string_or(const cJSON *obj, const char *key, const char *dflt, wp_err *err) {
+    const cJSON *v = wp_json_get(obj, key);
+    if (!v) return dflt;
+    if (!cJSON_IsString(v)) WP_FAIL(err, 400, "wrong_type", key, "%s must be a string", key);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+int wp_spec_from_json_or(const cJSON *obj, const char *family, const char *type, const char *arch, wp_spec *out,
+                         wp_err *err) {
     memset(out, 0, sizeof *out);
     if (!cJSON_IsObject(obj)) return WP_FAIL(err, 400, "bad_request", "", "the body must be a JSON object");
-    const cJSON *fam = wp_json_get(obj, "family");
-    if (!fam) return WP_FAIL(err, 400, "missing_field", "family", "family is required");
-    if (!cJSON_IsString(fam)) return WP_FAIL(err, 400, "wrong_type", "family", "family must be a string");
-    out->family = wp_family_find(fam->valuestring);
+    if (!wp_json_get(obj, "family") && !family)
+        return WP_FAIL(err, 400, "missing_field", "family", "family is required");
+    const char *fam = string_or(obj, "family", family, err);
+    if (!fam) return -1;
+    out->family = wp_family_find(fam);
     if (!out->family)
         return WP_FAIL(err, 400, "unknown_family", "family", "unknown family \"%.60s\" (GET /v1/families lists them)",
-                       fam->valuestring);
+                       fam);
     const wp_family *f = out->family;
 
-    const cJSON *ty = wp_json_get(obj, "type");
-    if (ty) {
-        if (!cJSON_IsString(ty)) return WP_FAIL(err, 400, "wrong_type", "type", "type must be a string");
-        int t = wp_type_parse(ty->valuestring);
+    const bool typed = wp_json_get(obj, "type") || type;
+    const char *ty = string_or(obj, "type", type, err);
+    if (typed) {
+        if (!ty) return -1;
+        int t = wp_type_parse(ty);
         if (t < 0)
             return WP_FAIL(err, 400, "unknown_type", "type",
-                           "unknown type \"%.40s\" (i32 u32 i64 u64 f32 f64 f16 bf16)", ty->valuestring);
+                           "unknown type \"%.40s\" (i32 u32 i64 u64 f32 f64 f16 bf16)", ty);
         out->type = (wp_type)t;
     } else {
         out->type = (wp_type)first_type(f->types);

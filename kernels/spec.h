@@ -43,6 +43,10 @@ typedef struct wp_spec {
  * the caller's business (it knows the endpoint's other fields). Defaults: type = the family's
  * first type, width 32, mask 0xffffffff, op "sum". Errors name the field. */
 int wp_spec_from_json(const cJSON *obj, const char *arch, wp_spec *out, wp_err *err);
+/* The same with a family and a type for a body that names none (NULL: the rules above), where the
+ * endpoint has its defaults: the body itself is read, never edited (util/jsonparse.h). */
+int wp_spec_from_json_or(const cJSON *obj, const char *family, const char *type, const char *arch, wp_spec *out,
+                         wp_err *err);
 int wp_spec_validate(wp_spec *s, wp_err *err); /* checks a filled-in spec against its family */
 /* The data-family fields of a JSON object: "strategy" (name or "auto"), "block", "accumulate"
  * ("f32" or "native"), "exclusive" (bool) or "inclusive" (bool), "radius". Absent fields take the

@@ -73,23 +73,23 @@ static void req_free(wp_app *app, reduce_req *q) {
 static void add_timing(wp_jtext *t, const reduce_req *q) {
     const wp_req *req = q->req;
     const wp_reduce_result *r = &q->job.res;
-    wp_jtext_kobj(t, "timing");
+    wp_jtext_qobj(t, WP_JKEY("timing"));
     uint64_t t_body = req->t_body_ns ? req->t_body_ns : req->t_start_ns;
-    wp_jtext_knum(t, "receive_us", (double)(t_body - req->t_start_ns) / 1e3);
-    wp_jtext_knum(t, "handoff_us", wp_req_handoff_us(req) + q->hand_wait_us);
-    wp_jtext_knum(t, "parse_us", q->parse_us);
+    wp_jtext_qnum(t, WP_JKEY("receive_us"), (double)(t_body - req->t_start_ns) / 1e3);
+    wp_jtext_qnum(t, WP_JKEY("handoff_us"), wp_req_handoff_us(req) + q->hand_wait_us);
+    wp_jtext_qnum(t, WP_JKEY("parse_us"), q->parse_us);
     const bool timed = !q->job.untimed; /* else the device's steps are null, and device_us says the round trip */
     /* a region's copy to the device (q->in.upload_us) is the host's own measure: there untimed too */
-    wp_jtext_knum_or_null(t, "upload_us", timed || q->in.upload_us > 0, q->in.upload_us + q->job.upload_us);
-    if (q->in.form == FORM_GENERATE) wp_jtext_knum(t, "generate_us", q->in.generate_us);
-    wp_jtext_knum(t, "key_us", r->key_us);
-    wp_jtext_knum(t, "cache_us", r->cache_us);
-    wp_jtext_knum(t, "compile_ms", r->compile_ms);
-    wp_jtext_knum(t, "load_us", r->load_us);
-    wp_jtext_knum_or_null(t, "kernel_us", timed, r->kernel_us);
-    wp_jtext_knum_or_null(t, "download_us", timed, q->job.download_us);
-    if (q->job.device_us > 0) wp_jtext_knum(t, "device_us", q->job.device_us);
-    wp_jtext_knum(t, "total_us", wp_us_since(req->t_start_ns));
+    wp_jtext_qnum_or_null(t, WP_JKEY("upload_us"), timed || q->in.upload_us > 0, q->in.upload_us + q->job.upload_us);
+    if (q->in.form == FORM_GENERATE) wp_jtext_qnum(t, WP_JKEY("generate_us"), q->in.generate_us);
+    wp_jtext_qnum(t, WP_JKEY("key_us"), r->key_us);
+    wp_jtext_qnum(t, WP_JKEY("cache_us"), r->cache_us);
+    wp_jtext_qnum(t, WP_JKEY("compile_ms"), r->compile_ms);
+    wp_jtext_qnum(t, WP_JKEY("load_us"), r->load_us);
+    wp_jtext_qnum_or_null(t, WP_JKEY("kernel_us"), timed, r->kernel_us);
+    wp_jtext_qnum_or_null(t, WP_JKEY("download_us"), timed, q->job.download_us);
+    if (q->job.device_us > 0) wp_jtext_qnum(t, WP_JKEY("device_us"), q->job.device_us);
+    wp_jtext_qnum(t, WP_JKEY("total_us"), wp_us_since(req->t_start_ns));
     wp_jtext_close(t, '}');
 }
 
@@ -134,8 +134,8 @@ static int parse_family_form(reduce_req *q) {
                        q->scan ? "device_scan, warp_scan, block_scan or stencil"
                                : "device_reduce, warp_reduce, block_reduce, argmin, argmax, segmented_reduce, "
                                  "reduce_by_key or histogram");
-    if (!fam) wp_json_str_k(q->body, "family", allowed[0]);
-    q->f = wp_family_find(wp_json_get(q->body, "family")->valuestring);
+    if (!fam) q->family_default = allowed[0];
+    q->f = wp_family_find(fam ? fam->valuestring : allowed[0]);
     q->data = wp_json_get(q->body, "data");
     q->b64 = wp_json_get(q->body, "data_b64");
     q->bufid = wp_json_get(q->body, "buffer");
@@ -195,11 +195,13 @@ static int parse_job(wp_app *app, reduce_req *q) {
     if (q->bufid) {
         if (reduce_buffer_lookup(app, q)) return -1;
     } else if (!wp_json_get(q->body, "type")) {
-        wp_json_str_k(q->body, "type", "f32");
+        q->type_default = "f32";
     }
     if (q->f->flags & WP_F_OP && !wp_json_get(q->body, "op") && q->raw)
         return WP_FAIL(&q->err, 400, "missing_field", "op", "a raw body needs ?type=...&op=...");
-    if (wp_spec_from_json(q->body, app->arch, &q->spec, &q->err) || parse_second(q)) return -1;
+    if (wp_spec_from_json_or(q->body, q->family_default, q->type_default, app->arch, &q->spec, &q->err) ||
+        parse_second(q))
+        return -1;
     int rc = q->in.held ? reduce_input_buffer(app, q) : wp_app_backend(app, q->body, q->f, &q->be, &q->err);
     if (rc) return rc;
     if (q->spec.data.map_y && q->inline_run) return 1;                       /* two inputs: on a worker */
@@ -385,7 +387,7 @@ static int add_tree_result(reduce_req *q, wp_jtext *o) {
 /* "data": the list as text straight into the answer (a scan answers 10^6 values, too many for a cJSON
  * node each; long lists are printed on several threads, jsonval.h). -1 when out of memory. */
 static int add_data(wp_jtext *o, wp_type t, const uint8_t *host, uint64_t count) {
-    wp_jtext_key(o, "data");
+    wp_jtext_qkey(o, WP_JKEY("data"));
     return wp_json_append_values(o, t, host, count) ? 0 : -1;
 }
 
@@ -396,29 +398,29 @@ static int add_result(wp_app *app, reduce_req *q, wp_jtext *o) {
     if (q->spec.data.stat || q->f->data_out == WP_DATA_COUNTS) return add_tree_result(q, o);
     if (q->f->data_out == WP_DATA_VALUE || q->f->data_out == WP_DATA_ARG) {
         add_value(o, "value", t, r->has_value, r->value);
-        if (q->f->data_out == WP_DATA_ARG) wp_jtext_knum(o, "index", (double)r->index);
+        if (q->f->data_out == WP_DATA_ARG) wp_jtext_qnum(o, WP_JKEY("index"), (double)r->index);
         if (r->acc_type != t && q->f->data_out == WP_DATA_VALUE) {
-            wp_jtext_kobj(o, "accumulator");
-            wp_jtext_kstr(o, "type", wp_type_name(r->acc_type));
+            wp_jtext_qobj(o, WP_JKEY("accumulator"));
+            wp_jtext_qstr(o, WP_JKEY("type"), wp_type_name(r->acc_type));
             add_value(o, "value", r->acc_type, r->has_value, r->acc_value);
             wp_jtext_close(o, '}');
         }
         return 0;
     }
-    wp_jtext_knum(o, "out_count", (double)r->out_count);
+    wp_jtext_qnum(o, WP_JKEY("out_count"), (double)r->out_count);
     if (q->out_form == FORM_SHM) {
         const uint64_t bytes = r->out_count * wp_type_size(t);
         cJSON *written = wp_api_shm_written(q->out_region, q->out_offset, r->out_count, bytes);
         if (written) {
-            wp_jtext_key(o, "output");
+            wp_jtext_qkey(o, WP_JKEY("output"));
             wp_jtext_json(o, written);
         }
         cJSON_Delete(written);
     } else if (q->out_form == FORM_INTO) {
-        wp_jtext_kobj(o, "output");
-        wp_jtext_kobj(o, "buffer");
-        wp_jtext_kstr(o, "id", q->out_info.id);
-        wp_jtext_knum(o, "count", (double)r->out_count);
+        wp_jtext_qobj(o, WP_JKEY("output"));
+        wp_jtext_qobj(o, WP_JKEY("buffer"));
+        wp_jtext_qstr(o, WP_JKEY("id"), q->out_info.id);
+        wp_jtext_qnum(o, WP_JKEY("count"), (double)r->out_count);
         wp_jtext_close(o, '}');
         wp_jtext_close(o, '}');
     } else if (q->out_form == FORM_BUFFER) {
@@ -426,15 +428,15 @@ static int add_result(wp_app *app, reduce_req *q, wp_jtext *o) {
         wp_buf *created = q->out_buf;
         q->out_buf = NULL; /* commit frees it on failure */
         if (wp_buffers_commit(app->buffers, created, 0, &info, &q->err)) return -1;
-        wp_jtext_kobj(o, "buffer");
-        wp_jtext_kstr(o, "id", info.id);
-        wp_jtext_kstr(o, "type", wp_type_name(info.type));
-        wp_jtext_knum(o, "count", (double)info.count);
+        wp_jtext_qobj(o, WP_JKEY("buffer"));
+        wp_jtext_qstr(o, WP_JKEY("id"), info.id);
+        wp_jtext_qstr(o, WP_JKEY("type"), wp_type_name(info.type));
+        wp_jtext_qnum(o, WP_JKEY("count"), (double)info.count);
         wp_jtext_close(o, '}');
     } else if (q->out_form == FORM_B64) {
         char *text = wp_b64_encode(q->out_host, q->plan.out_bytes);
         if (!text) return WP_FAIL(&q->err, 500, "out_of_memory", "", "out of memory");
-        wp_jtext_kstr(o, "data_b64", text);
+        wp_jtext_qstr(o, WP_JKEY("data_b64"), text);
         free(text);
     } else if (add_data(o, t, q->out_host, r->out_count)) {
         return WP_FAIL(&q->err, 500, "out_of_memory", "", "out of memory");
@@ -467,7 +469,7 @@ static int add_check(reduce_req *q, wp_jtext *o) {
                              : cJSON_CreateObject();
     free(mapped);
     if (c) {
-        wp_jtext_key(o, "check");
+        wp_jtext_qkey(o, WP_JKEY("check"));
         wp_jtext_json(o, c);
     }
     cJSON_Delete(c);
@@ -482,37 +484,37 @@ static int respond(wp_app *app, reduce_req *q, wp_resp *resp) {
     const wp_family *f = q->f;
     wp_jtext o = {0};
     wp_jtext_open(&o, '{');
-    wp_jtext_kstr(&o, "family", f->name);
-    wp_jtext_kstr(&o, "type", wp_type_name(s->type));
-    if (f->flags & WP_F_OP) wp_jtext_kstr(&o, "op", s->op.text);
-    if (s->data.map.expr) wp_jtext_kstr(&o, "map", s->data.map.text);
-    if (f->flags & WP_F_SCAN) wp_jtext_kbool(&o, "exclusive", s->data.exclusive);
-    if (f->flags & WP_F_WIDTH_GROUP) wp_jtext_knum(&o, "width", s->width);
-    if (f->flags & WP_F_RADIUS) wp_jtext_knum(&o, "radius", s->data.radius);
-    wp_jtext_knum(&o, "count", (double)q->in.count);
-    if (!q->in.count && f->data_out == WP_DATA_VALUE) wp_jtext_kbool(&o, "empty", true);
+    wp_jtext_qstr(&o, WP_JKEY("family"), f->name);
+    wp_jtext_qstr(&o, WP_JKEY("type"), wp_type_name(s->type));
+    if (f->flags & WP_F_OP) wp_jtext_qstr(&o, WP_JKEY("op"), s->op.text);
+    if (s->data.map.expr) wp_jtext_qstr(&o, WP_JKEY("map"), s->data.map.text);
+    if (f->flags & WP_F_SCAN) wp_jtext_qbool(&o, WP_JKEY("exclusive"), s->data.exclusive);
+    if (f->flags & WP_F_WIDTH_GROUP) wp_jtext_qnum(&o, WP_JKEY("width"), s->width);
+    if (f->flags & WP_F_RADIUS) wp_jtext_qnum(&o, WP_JKEY("radius"), s->data.radius);
+    wp_jtext_qnum(&o, WP_JKEY("count"), (double)q->in.count);
+    if (!q->in.count && f->data_out == WP_DATA_VALUE) wp_jtext_qbool(&o, WP_JKEY("empty"), true);
     if (add_result(app, q, &o)) {
         free(o.p);
         return -1;
     }
     if (f->flags & WP_F_ACCUM && (s->type == WP_F16 || s->type == WP_BF16) && !s->data.stat)
-        wp_jtext_kstr(&o, "accumulate", s->data.native ? "native" : "f32");
-    wp_jtext_kstr(&o, "backend", wp_backend_name(q->be));
-    wp_jtext_kstr(&o, "device", wp_backend_facts(q->be)->name);
-    wp_jtext_kstr(&o, "strategy", wp_strategy_name(r->strategy));
-    wp_jtext_kbool(&o, "deterministic", r->deterministic);
-    wp_jtext_knum(&o, "block", r->block);
-    wp_jtext_knum(&o, "grid", r->grid);
-    wp_jtext_kstr(&o, "key", r->key_text);
-    if (r->hash[0]) wp_jtext_kstr(&o, "hash", r->hash);
-    wp_jtext_kstr(&o, "cache", r->compiled ? wp_source_name(r->source) : "none");
-    if (q->in.held) wp_jtext_kstr(&o, "input_buffer", q->binfo.id);
+        wp_jtext_qstr(&o, WP_JKEY("accumulate"), s->data.native ? "native" : "f32");
+    wp_jtext_qstr(&o, WP_JKEY("backend"), wp_backend_name(q->be));
+    wp_jtext_qstr(&o, WP_JKEY("device"), wp_backend_facts(q->be)->name);
+    wp_jtext_qstr(&o, WP_JKEY("strategy"), wp_strategy_name(r->strategy));
+    wp_jtext_qbool(&o, WP_JKEY("deterministic"), r->deterministic);
+    wp_jtext_qnum(&o, WP_JKEY("block"), r->block);
+    wp_jtext_qnum(&o, WP_JKEY("grid"), r->grid);
+    wp_jtext_qstr(&o, WP_JKEY("key"), r->key_text);
+    if (r->hash[0]) wp_jtext_qstr(&o, WP_JKEY("hash"), r->hash);
+    wp_jtext_qstr(&o, WP_JKEY("cache"), r->compiled ? wp_source_name(r->source) : "none");
+    if (q->in.held) wp_jtext_qstr(&o, WP_JKEY("input_buffer"), q->binfo.id);
     if (q->check && add_check(q, &o)) {
         free(o.p);
         return -1;
     }
-    wp_jtext_kobj(&o, "batch");
-    wp_jtext_knum(&o, "size", q->job.size);
+    wp_jtext_qobj(&o, WP_JKEY("batch"));
+    wp_jtext_qnum(&o, WP_JKEY("size"), q->job.size);
     wp_jtext_close(&o, '}');
     add_timing(&o, q);
     wp_jtext_close(&o, '}');

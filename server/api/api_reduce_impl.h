@@ -110,7 +110,8 @@ typedef struct {
     wp_err err;
     wp_spec spec;
     const wp_family *f;
-    cJSON *body;
+    cJSON *body;                               /* read, never edited (util/jsonparse.h) */
+    const char *family_default, *type_default; /* what the body does not name: the spec's */
     fast_data fast;
     const cJSON *data, *b64, *bufid, *gen, *shm; /* which input form the body names */
     wp_buffer_info binfo;

@@ -328,7 +328,7 @@ int reduce_buffer_lookup(wp_app *app, reduce_req *q) {
         return -1;
     const cJSON *ty = wp_json_get(q->body, "type");
     if (!ty)
-        wp_json_str_k(q->body, "type", wp_type_name(q->binfo.type));
+        q->type_default = wp_type_name(q->binfo.type);
     else if (!cJSON_IsString(ty) || wp_type_parse(ty->valuestring) != (int)q->binfo.type)
         return WP_FAIL(&q->err, 400, "type_mismatch", "type", "buffer %s holds %s", q->binfo.id,
                        wp_type_name(q->binfo.type));

@@ -238,13 +238,13 @@ static void output_free(warp_output *o) {
 
 static void add_spec_fields(wp_jtext *o, const wp_spec *s) {
     char m[16];
-    wp_jtext_kstr(o, "family", s->family->name);
-    wp_jtext_kstr(o, "type", wp_type_name(s->type));
-    wp_jtext_knum(o, "width", s->width);
+    wp_jtext_qstr(o, WP_JKEY("family"), s->family->name);
+    wp_jtext_qstr(o, WP_JKEY("type"), wp_type_name(s->type));
+    wp_jtext_qnum(o, WP_JKEY("width"), s->width);
     const char *e = warp_put_mask(m, s->mask); /* "0x%08x" in quotes */
-    wp_jtext_key(o, "mask");
+    wp_jtext_qkey(o, WP_JKEY("mask"));
     wp_jtext_text(o, m, (size_t)(e - m));
-    if (s->family->flags & WP_F_OP) wp_jtext_kstr(o, "op", s->op.text);
+    if (s->family->flags & WP_F_OP) wp_jtext_qstr(o, WP_JKEY("op"), s->op.text);
 }
 
 static const char *const warp_fields[] = {"family", "type",   "width",   "mask",   "op",      "args",
@@ -307,40 +307,41 @@ static char *warp_answer(const wp_spec *spec, const warp_input *w, const warp_ru
                          const wp_ready_kernel *rk, double parse_us, double hand_wait_us, const wp_req *req,
                          size_t *len) {
     wp_jtext o = {0};
+    wp_jtext_room(&o, 1024 + warp_lanes_room(w)); /* a failure is remembered */
     wp_jtext_open(&o, '{');
     warp_lanes_put(&o, spec, w, r->on_cuda ? &r->dev : &r->emu, &r->emu);
     add_spec_fields(&o, spec);
-    wp_jtext_knum(&o, "lanes", w->n);
-    if (w->elems > 1) wp_jtext_knum(&o, "elems", w->elems);
-    wp_jtext_kstr(&o, "backend", wp_backend_name(be));
-    wp_jtext_kstr(&o, "device", wp_backend_facts(be)->name);
+    wp_jtext_qnum(&o, WP_JKEY("lanes"), w->n);
+    if (w->elems > 1) wp_jtext_qnum(&o, WP_JKEY("elems"), w->elems);
+    wp_jtext_qstr(&o, WP_JKEY("backend"), wp_backend_name(be));
+    wp_jtext_qstr(&o, WP_JKEY("device"), wp_backend_facts(be)->name);
     if (rk->kernel) {
-        wp_jtext_kstr(&o, "key", rk->key_text);
-        wp_jtext_kstr(&o, "hash", rk->hash);
-        wp_jtext_kstr(&o, "cache", wp_source_name(rk->source));
+        wp_jtext_qstr(&o, WP_JKEY("key"), rk->key_text);
+        wp_jtext_qstr(&o, WP_JKEY("hash"), rk->hash);
+        wp_jtext_qstr(&o, WP_JKEY("cache"), wp_source_name(rk->source));
     } else {
-        wp_jtext_kstr(&o, "cache", "none");
+        wp_jtext_qstr(&o, WP_JKEY("cache"), "none");
     }
-    wp_jtext_kobj(&o, "batch");
-    wp_jtext_knum(&o, "size", r->batch_size);
+    wp_jtext_qobj(&o, WP_JKEY("batch"));
+    wp_jtext_qnum(&o, WP_JKEY("size"), r->batch_size);
     wp_jtext_close(&o, '}');
-    wp_jtext_kobj(&o, "timing");
+    wp_jtext_qobj(&o, WP_JKEY("timing"));
     const wp_run_timing *rt = r->on_cuda ? &r->dev_t : &r->emu_t;
     const uint64_t t_body = req->t_body_ns ? req->t_body_ns : req->t_start_ns;
-    wp_jtext_knum(&o, "receive_us", (double)(t_body - req->t_start_ns) / 1e3);
-    wp_jtext_knum(&o, "handoff_us", wp_req_handoff_us(req) + hand_wait_us);
-    wp_jtext_knum(&o, "parse_us", parse_us);
-    wp_jtext_knum(&o, "key_us", rk->key_us);
-    wp_jtext_knum(&o, "cache_us", rk->cache_us);
-    wp_jtext_knum(&o, "compile_ms", rk->compile_ms);
-    wp_jtext_knum(&o, "load_us", rk->load_us);
+    wp_jtext_qnum(&o, WP_JKEY("receive_us"), (double)(t_body - req->t_start_ns) / 1e3);
+    wp_jtext_qnum(&o, WP_JKEY("handoff_us"), wp_req_handoff_us(req) + hand_wait_us);
+    wp_jtext_qnum(&o, WP_JKEY("parse_us"), parse_us);
+    wp_jtext_qnum(&o, WP_JKEY("key_us"), rk->key_us);
+    wp_jtext_qnum(&o, WP_JKEY("cache_us"), rk->cache_us);
+    wp_jtext_qnum(&o, WP_JKEY("compile_ms"), rk->compile_ms);
+    wp_jtext_qnum(&o, WP_JKEY("load_us"), rk->load_us);
     /* untimed (cuda without "profile"): the device's steps were not measured: null, and device_us */
-    wp_jtext_knum_or_null(&o, "upload_us", !rt->untimed, rt->upload_us);
-    wp_jtext_knum_or_null(&o, "kernel_us", !rt->untimed, rt->kernel_us);
-    wp_jtext_knum_or_null(&o, "download_us", !rt->untimed, rt->download_us);
-    if (rt->device_us > 0) wp_jtext_knum(&o, "device_us", rt->device_us);
-    wp_jtext_knum(&o, "emulate_us", r->emu_t.kernel_us);
-    wp_jtext_knum(&o, "total_us", wp_us_since(req->t_start_ns));
+    wp_jtext_qnum_or_null(&o, WP_JKEY("upload_us"), !rt->untimed, rt->upload_us);
+    wp_jtext_qnum_or_null(&o, WP_JKEY("kernel_us"), !rt->untimed, rt->kernel_us);
+    wp_jtext_qnum_or_null(&o, WP_JKEY("download_us"), !rt->untimed, rt->download_us);
+    if (rt->device_us > 0) wp_jtext_qnum(&o, WP_JKEY("device_us"), rt->device_us);
+    wp_jtext_qnum(&o, WP_JKEY("emulate_us"), r->emu_t.kernel_us);
+    wp_jtext_qnum(&o, WP_JKEY("total_us"), wp_us_since(req->t_start_ns));
     wp_jtext_close(&o, '}');
     wp_jtext_close(&o, '}');
     return wp_jtext_take(&o, len);

@@ -28,6 +28,9 @@ typedef struct {
 /* The answer's lists from "output" on, into the open object o (val: the run reported, emu: the
  * emulator's, which says which lanes are defined). */
 void warp_lanes_put(wp_jtext *o, const wp_spec *s, const warp_input *w, const warp_output *val, const warp_output *emu);
+/* The room one of those lists takes at most: an answer of about 1 KiB more, taken at once, is never
+ * grown (a grown answer is a realloc and a copy). */
+size_t warp_lanes_room(const warp_input *w);
 /* A mask as the answer writes it, "0x%08x" in quotes, at d; returns the end. */
 char *warp_put_mask(char *d, uint32_t m);
 

@@ -8,12 +8,16 @@
 
 static bool is_shuffle(const wp_family *f) { return f->arg != NULL; }
 
+
 /* The lane lists of a warp answer, written straight into the answer's text (jsonout.h), one list after
  * another, each entry through a pointer into room taken once a list: a 32-lane answer is ~200 values,
  * which as cJSON nodes, or as a buffer and a bounds check a piece, cost most of the request's CPU. The
  * bytes are what cJSON printed for the same nodes. */
 #define LANE_VALUE_ROOM (WP_JSON_VALUE_MAX + 1) /* a value's text and the comma or bracket after it */
 #define LIT(s) s, sizeof s - 1
+
+/* A list's room at most (every entry of the widest text). */
+size_t warp_lanes_room(const warp_input *w) { return (size_t)w->n * ((size_t)w->elems * LANE_VALUE_ROOM + 2) + 2; }
 
 static char *put_lit(char *d, const char *s, size_t n) {
     memcpy(d, s, n);
@@ -83,6 +87,7 @@ typedef struct {
     const warp_output *val, *emu;
     const lane_defined *ld; /* w->n of them */
     int elems;              /* values an output entry holds */
+    bool all_defined;       /* every lane's every value: defined and undefined_reason are runs */
 } lane_ctx;
 
 enum { L_OUT, L_DEF, L_WHY, L_SRC, L_PRED, L_LANE_PRED, L_INPUT, N_LISTS };
@@ -133,10 +138,21 @@ static char *put_value_list(char *d, const lane_ctx *c, bool as_input) {
     return d;
 }
 
+/* n entries of a 5-byte word ("true" or "null") and their commas, at d, copied from a run of 32. */
+static char *put_run(char *d, const char *run32, int n) {
+    if (n < 1) return d;
+    for (; n > 32; n -= 32) d = put_lit(d, run32, 32 * 5);
+    return put_lit(d, run32, (size_t)n * 5 - 1);
+}
+#define RUN8(w) w "," w "," w "," w "," w "," w "," w "," w ","
+#define RUN32(w) RUN8(w) RUN8(w) RUN8(w) RUN8(w)
+
 /* List k's entries, lane by lane, at d; returns their end. A loop a list: the list's kind is decided
  * once, not once an entry. */
 static char *put_entries(char *d, int k, const lane_ctx *c) {
     if (k == L_OUT || k == L_INPUT) return put_value_list(d, c, k == L_INPUT);
+    if (c->all_defined && (k == L_DEF || k == L_WHY))
+        return put_run(d, k == L_DEF ? RUN32("true") : RUN32("null"), c->w->n);
     for (int i = 0; i < c->w->n; i++) {
         if (i) *d++ = ',';
         switch (k) {
@@ -162,20 +178,30 @@ static char *put_entries(char *d, int k, const lane_ctx *c) {
 
 void warp_lanes_put(wp_jtext *o, const wp_spec *s, const warp_input *w, const warp_output *val,
                     const warp_output *emu) {
-    static const char *const names[N_LISTS] = {"output",    "defined", "undefined_reason", "source_lane", "pred",
-                                               "lane_pred", "input"};
+#define NAME(k)                                                                                                        \
+    { WP_JKEY(k) }
+    static const struct {
+        const char *q;
+        size_t n;
+    } names[N_LISTS] = {NAME("output"),    NAME("defined"), NAME("undefined_reason"), NAME("source_lane"), NAME("pred"),
+                        NAME("lane_pred"), NAME("input")};
+#undef NAME
     const bool want[N_LISTS] = {true, true, true, is_shuffle(s->family), s->family->out == WP_OUT_MASK_PRED,
                                 (s->family->flags & WP_F_PRED) != 0,
                                 /* the input as the kernel saw it (after generation and rounding), for diagrams */
                                 !(s->family->flags & WP_F_NO_INPUT)};
     const int elems = s->family->out == WP_OUT_VALUE ? w->elems : 1;
     lane_defined ld[WP_MAX_LANES];
-    for (int i = 0; i < w->n; i++) ld[i] = lane_defined_of(&emu->why[(size_t)i * w->elems], elems);
-    const lane_ctx c = {.s = s, .w = w, .val = val, .emu = emu, .ld = ld, .elems = elems};
-    const size_t room = (size_t)w->n * ((size_t)w->elems * LANE_VALUE_ROOM + 2) + 2; /* a list, at most */
+    bool all = true;
+    for (int i = 0; i < w->n; i++) {
+        ld[i] = lane_defined_of(&emu->why[(size_t)i * w->elems], elems);
+        all &= ld[i].all;
+    }
+    const lane_ctx c = {.s = s, .w = w, .val = val, .emu = emu, .ld = ld, .elems = elems, .all_defined = all};
+    const size_t room = warp_lanes_room(w);
     for (int k = 0; k < N_LISTS; k++) {
         if (!want[k]) continue;
-        wp_jtext_key(o, names[k]);
+        wp_jtext_qkey(o, names[k].q, names[k].n);
         char *const d0 = wp_jtext_room(o, room), *d = d0;
         if (!d0) return; /* remembered: the answer fails */
         *d++ = '[';

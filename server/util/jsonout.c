@@ -298,6 +298,36 @@ void wp_jtext_kobj(wp_jtext *t, const char *key) {
     putc_(t, '{');
 }
 
+void wp_jtext_qnum(wp_jtext *t, const char *q, size_t n, double v) {
+    wp_jtext_qkey(t, q, n);
+    if (!put_number(t, v)) t->failed = 1;
+}
+void wp_jtext_qstr(wp_jtext *t, const char *q, size_t n, const char *s) {
+    if (!s) return;
+    wp_jtext_qkey(t, q, n);
+    put_string(t, s);
+}
+void wp_jtext_qbool(wp_jtext *t, const char *q, size_t n, bool v) {
+    wp_jtext_qkey(t, q, n);
+    if (v)
+        put(t, "true", 4);
+    else
+        put(t, "false", 5);
+}
+void wp_jtext_qnull(wp_jtext *t, const char *q, size_t n) {
+    wp_jtext_qkey(t, q, n);
+    put(t, "null", 4);
+}
+void wp_jtext_qnum_or_null(wp_jtext *t, const char *q, size_t n, bool has, double v) {
+    if (has)
+        wp_jtext_qnum(t, q, n, v);
+    else
+        wp_jtext_qnull(t, q, n);
+}
+void wp_jtext_qobj(wp_jtext *t, const char *q, size_t n) {
+    wp_jtext_qkey(t, q, n);
+    putc_(t, '{');
+}
 char *wp_jtext_take(wp_jtext *t, size_t *len) {
     char *p = NULL;
     if (reserve(t, 0)) {

@@ -64,6 +64,24 @@ void wp_jtext_kbool(wp_jtext *t, const char *key, bool v);
 void wp_jtext_knull(wp_jtext *t, const char *key);
 void wp_jtext_knum_or_null(wp_jtext *t, const char *key, bool has, double v); /* "key":v, or null (no measure) */
 void wp_jtext_kobj(wp_jtext *t, const char *key); /* "key":{ ... closed by wp_jtext_close(t, '}') */
+/* The same pairs with a key known when compiling: WP_JKEY("name") gives its text "name": and that
+ * text's length, so the pair costs one copy of a known length (a small answer's thirty keys were a
+ * tenth of its handler). The name must be a string literal of plain characters: no '"', '\\' or
+ * control character (nothing to escape). */
+#define WP_JKEY(k) ("\"" k "\":"), (sizeof(k) + 2)
+static inline void wp_jtext_qkey(wp_jtext *t, const char *q, size_t n) {
+    if (t->n && !t->failed) { /* the ',' before it, as wp_jtext_key puts it */
+        const char c = t->p[t->n - 1];
+        if (c != '{' && c != '[' && c != ':' && c != ',') wp_jtext_add(t, ",", 1);
+    }
+    wp_jtext_add(t, q, n);
+}
+void wp_jtext_qnum(wp_jtext *t, const char *q, size_t n, double v);
+void wp_jtext_qstr(wp_jtext *t, const char *q, size_t n, const char *s); /* s NULL: no pair */
+void wp_jtext_qbool(wp_jtext *t, const char *q, size_t n, bool v);
+void wp_jtext_qnull(wp_jtext *t, const char *q, size_t n);
+void wp_jtext_qnum_or_null(wp_jtext *t, const char *q, size_t n, bool has, double v);
+void wp_jtext_qobj(wp_jtext *t, const char *q, size_t n);
 /* The text, NUL-terminated (*len its length) and the builder emptied; NULL when an allocation
  * failed (or a tree was refused), the builder freed. */
 char *wp_jtext_take(wp_jtext *t, size_t *len);

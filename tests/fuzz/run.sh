@@ -25,7 +25,7 @@ runs_for() { # inputs per harness with FUZZ_FIXED=1: about 15 s each on the 2-co
   # first counts, since the data families' tests took the suite past 15 minutes; make fuzz searches on)
   case $1 in
     fuzz_base64) echo 1750000 ;; fuzz_data) echo 1000000 ;; fuzz_expr) echo 150000 ;;
-    fuzz_jobs) echo 300000 ;; fuzz_url) echo 6000 ;; fuzz_shm) echo 150000 ;; fuzz_users) echo 150000 ;;
+    fuzz_jobs) echo 300000 ;; fuzz_json) echo 300000 ;; fuzz_url) echo 6000 ;; fuzz_shm) echo 150000 ;; fuzz_users) echo 150000 ;;
     *) echo 450000 ;;
   esac
 }
