@@ -8,7 +8,6 @@
 
 static bool is_shuffle(const wp_family *f) { return f->arg != NULL; }
 
-
 /* The lane lists of a warp answer, written straight into the answer's text (jsonout.h), one list after
  * another, each entry through a pointer into room taken once a list: a 32-lane answer is ~200 values,
  * which as cJSON nodes, or as a buffer and a bounds check a piece, cost most of the request's CPU. The
