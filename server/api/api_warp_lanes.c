@@ -37,10 +37,16 @@ char *warp_put_mask(char *d, uint32_t m) {
 
 /* 0..99 as its digits (lane indexes, iota inputs: most of a warp answer's integers); else NULL. */
 static char *put_small(char *d, uint32_t u) {
+    static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                                "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                                "8081828384858687888990919293949596979899";
     if (u >= 100) return NULL;
-    if (u >= 10) *d++ = (char)('0' + u / 10);
-    *d++ = (char)('0' + u % 10);
-    return d;
+    if (u < 10) {
+        *d = (char)('0' + u);
+        return d + 1;
+    }
+    memcpy(d, pairs + 2 * u, 2);
+    return d + 2;
 }
 
 /* A value as the family gives it (as_input: as the type's value, whatever the family's output is). */
