@@ -53,7 +53,7 @@ EOF
 for r in reduce warp; do sed "s/}'\$/,\"profile\":true}'/" "$tmp/$r.lua" >"$tmp/${r}_prof.lua"; done
 
 start() { # flags...
-  local port=$((20000 + RANDOM % 20000))
+  local port=$((20000 + RANDOM % 12000))
   "$BUILD/warpd" --listen 127.0.0.1:$port --no-disk-cache "$@" >"$tmp/log" 2>&1 &
   pid=$!
   base="http://127.0.0.1:$port"

@@ -21,7 +21,7 @@ for th in ${THREADS:-4 8}; do
     for c in ${CONNS:-1 256}; do cell "nginx x$th" http://127.0.0.1:18390/ "$c"; done
     gpu_nginx_stop "$tmp"
   fi
-  port=$((20000 + RANDOM % 20000))
+  port=$((20000 + RANDOM % 12000))
   "$BUILD/warpd" --listen 127.0.0.1:$port --no-disk-cache --threads "$th" >"$tmp/log" 2>&1 &
   pid=$!
   for _ in $(seq 200); do curl -sf "http://127.0.0.1:$port/v1/health" >/dev/null && break; sleep 0.05; done

@@ -5,7 +5,7 @@
 #                            ipc_phases.py's cProfile tables)
 make -j16 "$BUILD/warpd" >/dev/null 2>&1 || { echo "build failed"; exit 1; }
 daemon() { # flags...: a daemon on a random port, $port and $pid set
-  port=$((20000 + RANDOM % 20000))
+  port=$((20000 + RANDOM % 12000))
   "$BUILD/warpd" --listen 127.0.0.1:$port --no-disk-cache "$@" >"$OUT/ipclat-daemon.log" 2>&1 &
   pid=$!
   for _ in $(seq 200); do curl -sf "http://127.0.0.1:$port/v1/ready" >/dev/null && break; sleep 0.05; done

@@ -22,7 +22,7 @@ if [ "${SKIP_TESTS:-0}" != 1 ]; then
 fi
 tmp=$(mktemp -d); pid=
 trap '[ -n "$pid" ] && kill $pid 2>/dev/null; rm -rf "$tmp"' EXIT
-port=$((20000 + RANDOM % 20000)); base="http://127.0.0.1:$port"
+port=$((20000 + RANDOM % 12000)); base="http://127.0.0.1:$port"
 build/warpd --listen 127.0.0.1:$port --no-disk-cache --max-body $((9 << 30)) --max-elements $((1 << 31)) ${DAEMON_FLAGS:-} \
   >"$OUT/multi_daemon.log" 2>&1 &
 pid=$!

@@ -17,7 +17,7 @@ trap '[ -n "$pid" ] && kill $pid 2>/dev/null; rm -rf "$tmp"' EXIT
 echo 'wrk.method = "POST"; wrk.headers["Content-Type"] = "application/json"; wrk.body = '"'"'{"type":"f32","op":"sum","data":[1,2,3]}'"'" >"$tmp/reduce.lua"
 echo 'wrk.method = "POST"; wrk.headers["Content-Type"] = "application/json"; wrk.body = '"'"'{"family":"shfl_xor","type":"i32","width":32,"args":{"lane_mask":1},"input":{"iota":32}}'"'" >"$tmp/warp.lua"
 echo 'wrk.method = "GET"' >"$tmp/health.lua"
-port=$((20000 + RANDOM % 20000)); base=http://127.0.0.1:$port
+port=$((20000 + RANDOM % 12000)); base=http://127.0.0.1:$port
 # shellcheck disable=SC2086
 "${PIN[@]}" "$BUILD/warpd" --listen 127.0.0.1:$port --no-disk-cache ${FLAGS:-} >"$tmp/log" 2>&1 &
 pid=$!

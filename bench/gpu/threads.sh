@@ -15,7 +15,7 @@ else
   body='{"type":"f32","op":"sum","data":[1,2,3]}'
 fi
 printf 'wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\nwrk.body = %s\n' "'$body'" >"$tmp/r.lua"
-port=$((20000 + RANDOM % 20000))
+port=$((20000 + RANDOM % 12000))
 "$BUILD/warpd" --listen 127.0.0.1:$port --no-disk-cache "$@" >"$tmp/log" 2>&1 &
 pid=$!
 for _ in $(seq 200); do curl -sf "http://127.0.0.1:$port/v1/ready" >/dev/null && break; sleep 0.05; done

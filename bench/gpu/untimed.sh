@@ -12,7 +12,7 @@ if [ "${SKIP_TESTS:-0}" != 1 ]; then
   BUILD=build timeout 300 build/tests/gpu/test_gpu_batch >"$OUT/test_gpu_batch.log" 2>&1
   echo "test_gpu_batch: $(tail -1 "$OUT/test_gpu_batch.log")"
 fi
-port=$((20000 + RANDOM % 20000))
+port=$((20000 + RANDOM % 12000))
 build/warpd --listen 127.0.0.1:$port --no-disk-cache >"$OUT/latency_daemon.log" 2>&1 &
 pid=$!
 for _ in $(seq 200); do curl -sf "http://127.0.0.1:$port/v1/ready" >/dev/null && break; sleep 0.05; done

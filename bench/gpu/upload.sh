@@ -8,7 +8,7 @@ trap '[ -n "$pid" ] && kill $pid 2>/dev/null; rm -rf "$tmp"' EXIT
 make -j16 "$BUILD/warpd" >/dev/null 2>&1 || { echo "build failed"; exit 1; }
 head -c "$BYTES" /dev/zero >"$tmp/big"
 for cm in ${CONN_MEMORY:-262144 65536 262144 65536}; do
-  port=$((20000 + RANDOM % 20000))
+  port=$((20000 + RANDOM % 12000))
   "$BUILD/warpd" --listen 127.0.0.1:$port --no-disk-cache --conn-memory "$cm" --max-body $((BYTES + (64 << 20))) >"$tmp/log" 2>&1 &
   pid=$!
   for _ in $(seq 200); do curl -sf "http://127.0.0.1:$port/v1/ready" >/dev/null && break; sleep 0.05; done

@@ -7,7 +7,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}
-tmp=$(mktemp -d); port=$((20000 + RANDOM % 20000))
+tmp=$(mktemp -d); port=$((20000 + RANDOM % 12000))
 "$BUILD/warpd" --listen 127.0.0.1:$port --max-body $((1100 << 20)) --no-disk-cache >"$tmp/out" 2>&1 &
 pid=$!; trap 'kill $pid 2>/dev/null; rm -rf "$tmp"' EXIT
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/v1/ready" >/dev/null && break; sleep 0.1; done

@@ -34,7 +34,7 @@ if [ -n "$body" ]; then
   lua=(-s "$tmp/r.lua")
 fi
 
-port=$((20000 + RANDOM % 20000))
+port=$((20000 + RANDOM % 12000))
 LD_LIBRARY_PATH=$BUILD/mockcuda "$BUILD/warpd" --backend cuda --no-disk-cache --threads 2 "${flags[@]}" \
   --listen 127.0.0.1:$port >"$tmp/log" 2>&1 &
 pid=$!

@@ -117,7 +117,7 @@ gpu_tiny_scripts() { # dir
 # base), waits until it is ready and warms the tiny jobs up: one of each, a second of wrk each (dir's
 # scripts), then until the batch kernels asked for are built in the background. gpu_tiny_stop ends it.
 gpu_tiny_start() { # dir flags...
-  local dir=$1 port=$((20000 + RANDOM % 20000)) r
+  local dir=$1 port=$((20000 + RANDOM % 12000)) r # under the ephemeral ports (32768 up), which wrk's connections hold
   shift
   "$BUILD/warpd" --listen 127.0.0.1:$port --no-disk-cache "$@" >"$dir/log" 2>&1 &
   pid=$!

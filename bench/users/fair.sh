@@ -26,7 +26,7 @@ flood=flood-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n') tiny=tiny-$(od -An -N
   echo "tiny run $(printf %s "$tiny" | sha256sum | cut -d' ' -f1)"
 } >"$tmp/tokens"
 chmod 600 "$tmp/tokens"
-port=${PORT:-$((20000 + RANDOM % 20000))}
+port=${PORT:-$((20000 + RANDOM % 12000))}
 # shellcheck disable=SC2086
 "$BUILD/warpd" --listen 127.0.0.1:$port --no-disk-cache --tokens "$tmp/tokens" $WARPD_FLAGS >"$tmp/log" 2>&1 &
 pid=$!
