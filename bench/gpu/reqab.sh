@@ -1,0 +1,31 @@
+# reqab — the request path, an older tree against this one: daemon starts alternating (old, new, old,
+# new, ...) on each backend, each start measured at 256 connections on health, the tiny reduce and the
+# tiny warp (wrk, D seconds a cell), printed as req/s and the ratio to the same start's health. The old
+# tree travels as a tarball: `git archive OLD | gzip > bench/old.tgz` (git-ignored: name it in carry);
+# it is built in /tmp/old. A start that answers nothing leaves its log in $OUT/fail_*.log.
+#   bench/gpu.sh reqab  (OLD_TGZ=bench/old.tgz; ROUNDS=2; MODES="cuda emu"; D=3; FLAGS="": more warpd flags)
+OLD_TGZ=${OLD_TGZ:-bench/old.tgz}
+[ -f "$OLD_TGZ" ] || { echo "reqab: no $OLD_TGZ (git archive OLD | gzip > $OLD_TGZ)"; exit 2; }
+rm -rf /tmp/old && mkdir -p /tmp/old && tar xzf "$OLD_TGZ" -C /tmp/old
+make -j16 "$BUILD/warpd" >"$OUT/build_new.log" 2>&1 || { tail -20 "$OUT/build_new.log"; exit 1; }
+(cd /tmp/old && make -j16 build/warpd >"$OUT/build_old.log" 2>&1) || { tail -20 "$OUT/build_old.log"; exit 1; }
+gpu_commit_line
+tmp=$(mktemp -d); pid=
+trap '[ -n "$pid" ] && kill $pid 2>/dev/null; rm -rf "$tmp"' EXIT
+gpu_tiny_scripts "$tmp"
+krps() { "$WRK" -t8 -c256 -d"${D:-3}s" -s "$tmp/$1.lua" "$base/v1/$1" 2>&1 | awk '/^Requests\/sec/ {printf "%.0f", $2 / 1000}'; }
+for r in $(seq "${ROUNDS:-2}"); do
+  for mode in ${MODES:-cuda emu}; do
+    for v in old new; do
+      b=$BUILD
+      [ $v = old ] && b=/tmp/old/build
+      # shellcheck disable=SC2086 # FLAGS: words
+      BUILD=$b gpu_tiny_start "$tmp" --backend "$mode" ${FLAGS:-}
+      h=$(krps health) a=$(krps reduce) w=$(krps warp)
+      [ "${h:-0}" -gt 0 ] || cp "$tmp/log" "$OUT/fail_${r}_${mode}_$v.log"
+      gpu_tiny_stop
+      awk -v m="$mode" -v v=$v -v h="${h:-0}" -v a="${a:-0}" -v w="${w:-0}" 'BEGIN {
+        printf "%-5s %-4s health %4dk  reduce %4dk (%.2fx)  warp %4dk (%.2fx)\n", m, v, h, a, h ? a / h : 0, w, h ? w / h : 0 }'
+    done
+  done
+done
