@@ -3,7 +3,8 @@
 # tiny warp (wrk, D seconds a cell), printed as req/s and the ratio to the same start's health. The old
 # tree travels as a tarball: `git archive OLD | gzip > bench/old.tgz` (git-ignored: name it in carry);
 # it is built in /tmp/old. A start that answers nothing leaves its log in $OUT/fail_*.log.
-#   bench/gpu.sh reqab  (OLD_TGZ=bench/old.tgz; ROUNDS=2; MODES="cuda emu"; D=3; FLAGS="": more warpd flags)
+#   bench/gpu.sh reqab  (OLD_TGZ=bench/old.tgz; ROUNDS=2; MODES="cuda emu"; ORDER="old new"; D=3; FLAGS="":
+#                        more warpd flags)
 OLD_TGZ=${OLD_TGZ:-bench/old.tgz}
 [ -f "$OLD_TGZ" ] || { echo "reqab: no $OLD_TGZ (git archive OLD | gzip > $OLD_TGZ)"; exit 2; }
 rm -rf /tmp/old && mkdir -p /tmp/old && tar xzf "$OLD_TGZ" -C /tmp/old
@@ -16,7 +17,7 @@ gpu_tiny_scripts "$tmp"
 krps() { "$WRK" -t8 -c256 -d"${D:-3}s" -s "$tmp/$1.lua" "$base/v1/$1" 2>&1 | awk '/^Requests\/sec/ {printf "%.0f", $2 / 1000}'; }
 for r in $(seq "${ROUNDS:-2}"); do
   for mode in ${MODES:-cuda emu}; do
-    for v in old new; do
+    for v in ${ORDER:-old new}; do
       b=$BUILD
       [ $v = old ] && b=/tmp/old/build
       # shellcheck disable=SC2086 # FLAGS: words
