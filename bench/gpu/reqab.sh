@@ -19,13 +19,13 @@ for r in $(seq "${ROUNDS:-2}"); do
   for mode in ${MODES:-cuda emu}; do
     for v in ${ORDER:-old new}; do
       b=$BUILD
-      [ $v = old ] && b=/tmp/old/build
+      [ "$v" = old ] && b=/tmp/old/build
       # shellcheck disable=SC2086 # FLAGS: words
       BUILD=$b gpu_tiny_start "$tmp" --backend "$mode" ${FLAGS:-}
       h=$(krps health) a=$(krps reduce) w=$(krps warp)
       [ "${h:-0}" -gt 0 ] || cp "$tmp/log" "$OUT/fail_${r}_${mode}_$v.log"
       gpu_tiny_stop
-      awk -v m="$mode" -v v=$v -v h="${h:-0}" -v a="${a:-0}" -v w="${w:-0}" 'BEGIN {
+      awk -v m="$mode" -v v="$v" -v h="${h:-0}" -v a="${a:-0}" -v w="${w:-0}" 'BEGIN {
         printf "%-5s %-4s health %4dk  reduce %4dk (%.2fx)  warp %4dk (%.2fx)\n", m, v, h, a, h ? a / h : 0, w, h ? w / h : 0 }'
     done
   done
