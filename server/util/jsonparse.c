@@ -3,7 +3,9 @@
  * the string bytes, the second fills one block of that size (the nodes, then the strings). Every
  * rule that decides a value follows cJSON 1.7.15's parser: whitespace is any byte up to 32, a number
  * is read by strtod (a whole number of up to 15 digits is exact without it), valueint saturates at
- * INT_MAX and INT_MIN, true's valueint is 1, and a list's first child's prev is its last child. */
+ * INT_MAX and INT_MIN, true's valueint is 1, and a list's first child's prev is its last child.
+ * strtod is given the text's '.', where cJSON puts the locale's decimal point: the same while
+ * LC_NUMERIC is "C", as in warpd, which never calls setlocale. */
 #include "jsonparse.h"
 
 #include <limits.h>
@@ -18,8 +20,9 @@
 typedef struct {
     const unsigned char *p, *end;
     int depth, max_depth;
-    size_t nodes, bytes; /* counted (first pass) or taken (second) */
-    cJSON *node;         /* second pass: the block's nodes, then its strings */
+    size_t nodes, bytes;        /* counted (first pass) or taken (second) */
+    size_t node_cap, bytes_cap; /* second pass: what the first counted (never passed: the same text) */
+    cJSON *node;                /* second pass: the block's nodes, then its strings */
     char *str;
 } reader;
 
@@ -35,10 +38,11 @@ static inline bool number_byte(unsigned char c) {
     return is_digit(c) || c == '+' || c == '-' || c == 'e' || c == 'E' || c == '.';
 }
 
-/* The next node (zeroed), or NULL in the counting pass. */
+/* The next node (zeroed), or NULL in the counting pass (and, never, past the block: the caller's text
+ * changed between the passes; the pass then fails on the NULL rather than write past it). */
 static cJSON *take_node(reader *r) {
     const size_t i = r->nodes++;
-    if (!r->node) return NULL;
+    if (!r->node || i >= r->node_cap) return NULL;
     memset(&r->node[i], 0, sizeof r->node[i]);
     return &r->node[i];
 }
@@ -49,6 +53,7 @@ static bool read_string(reader *r, char **out) {
     while (q < r->end && *q != '"' && *q != '\\') q++;
     if (q == r->end || *q != '"') return false; /* unterminated, or an escape: cJSON reads it */
     const size_t n = (size_t)(q - s);
+    if (r->str && r->bytes_cap - r->bytes < n + 1) return false; /* never: as take_node */
     if (r->str) {
         memcpy(r->str, s, n);
         r->str[n] = 0;
@@ -126,6 +131,7 @@ static void link_child(cJSON **head, cJSON **last, cJSON *child) {
 /* One member: "key" : value. */
 static bool read_member(reader *r, cJSON **head, cJSON **last) {
     cJSON *child = take_node(r);
+    if (r->node && !child) return false;
     char *key = NULL;
     if (!at(r, '"') || !read_string(r, &key)) return false;
     skip_space(r);
@@ -139,6 +145,7 @@ static bool read_member(reader *r, cJSON **head, cJSON **last) {
 
 static bool read_element(reader *r, cJSON **head, cJSON **last) {
     cJSON *child = take_node(r);
+    if (r->node && !child) return false;
     if (!read_value(r, child)) return false;
     if (child) link_child(head, last, child);
     return true;
@@ -215,7 +222,9 @@ cJSON *wp_json_parse_fast(const char *text, size_t n, int max_depth, const char 
     cJSON *block = malloc(nodes * sizeof(cJSON) + bytes);
     if (!block) return NULL;
     r.node = block;
+    r.node_cap = nodes;
     r.str = (char *)(block + nodes);
+    r.bytes_cap = bytes;
     if (!read_root(&r, text, n, block) || r.nodes != nodes || r.bytes != bytes) { /* never: the same text twice */
         free(block);
         return NULL;
