@@ -270,32 +270,31 @@ int wp_spec_from_json(const cJSON *obj, const char *arch, wp_spec *out, wp_err *
     return wp_spec_from_json_or(obj, NULL, NULL, arch, out, err);
 }
 
-/* A string member's text, or the default when there is none; NULL (err set) for a non-string. */
-static const char *string_or(const cJSON *obj, const char *key, const char *dflt, wp_err *err) {
+/* A string member's text in *out, or dflt when there is none: 0, or -1 with err for a member that is
+ * not a string. */
+static int string_or(const cJSON *obj, const char *key, const char *dflt, const char **out, wp_err *err) {
     const cJSON *v = wp_json_get(obj, key);
-    if (!v) return dflt;
-    if (!cJSON_IsString(v)) WP_FAIL(err, 400, "wrong_type", key, "%s must be a string", key);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
+    *out = NULL;
+    if (v && !cJSON_IsString(v)) return WP_FAIL(err, 400, "wrong_type", key, "%s must be a string", key);
+    *out = v ? v->valuestring : dflt;
+    return 0;
 }
 
 int wp_spec_from_json_or(const cJSON *obj, const char *family, const char *type, const char *arch, wp_spec *out,
                          wp_err *err) {
     memset(out, 0, sizeof *out);
     if (!cJSON_IsObject(obj)) return WP_FAIL(err, 400, "bad_request", "", "the body must be a JSON object");
-    if (!wp_json_get(obj, "family") && !family)
-        return WP_FAIL(err, 400, "missing_field", "family", "family is required");
-    const char *fam = string_or(obj, "family", family, err);
-    if (!fam) return -1;
+    const char *fam, *ty;
+    if (string_or(obj, "family", family, &fam, err)) return -1;
+    if (!fam) return WP_FAIL(err, 400, "missing_field", "family", "family is required");
     out->family = wp_family_find(fam);
     if (!out->family)
         return WP_FAIL(err, 400, "unknown_family", "family", "unknown family \"%.60s\" (GET /v1/families lists them)",
                        fam);
     const wp_family *f = out->family;
 
-    const bool typed = wp_json_get(obj, "type") || type;
-    const char *ty = string_or(obj, "type", type, err);
-    if (typed) {
-        if (!ty) return -1;
+    if (string_or(obj, "type", type, &ty, err)) return -1;
+    if (ty) {
         int t = wp_type_parse(ty);
         if (t < 0)
             return WP_FAIL(err, 400, "unknown_type", "type",
