@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "t.h"
+#include "tests/jsontree.h"
 #include "util/jsonparse.h"
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
@@ -129,26 +130,6 @@ static void value(text *t, int depth) {
     }
 }
 
-/* Two trees alike in every field cJSON's parser sets, links included. */
-static bool same(const cJSON *a, const cJSON *b) {
-    for (; a || b; a = a->next, b = b->next) {
-        if (!a || !b || (a->type & 0xff) != (b->type & 0xff) || a->valueint != b->valueint ||
-            memcmp(&a->valuedouble, &b->valuedouble, sizeof a->valuedouble) != 0)
-            return false;
-        if (!a->string != !b->string || (a->string && strcmp(a->string, b->string)) ||
-            !a->valuestring != !b->valuestring || (a->valuestring && strcmp(a->valuestring, b->valuestring)))
-            return false;
-        if (!a->child != !b->child || (a->child && !same(a->child, b->child))) return false;
-        if (a->child) { /* the first child's prev is the last one in both */
-            const cJSON *la = a->child, *lb = b->child;
-            while (la->next) la = la->next, lb = lb->next;
-            if (a->child->prev != la || b->child->prev != lb) return false;
-        }
-        if (a->next && a->next->prev != a) return false;
-    }
-    return true;
-}
-
 static int taken, declined;
 
 /* The fast parse of s[0..n), if it takes it, is cJSON's. */
@@ -162,7 +143,7 @@ static void compare(const char *s, size_t n, bool must_take) {
     }
     taken++;
     cJSON *ref = cJSON_ParseWithLengthOpts(s, n, &e2, 0);
-    CHECKF(ref && cJSON_IsObject(ref) && same(fast, ref) && e1 == e2, "not cJSON's tree: %.*s",
+    CHECKF(ref && cJSON_IsObject(ref) && wp_test_json_same(fast, ref) && e1 == e2, "not cJSON's tree: %.*s",
            (int)(n < 200 ? n : 200), s);
     cJSON_Delete(ref);
     cJSON_Delete(fast);
