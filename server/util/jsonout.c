@@ -267,37 +267,6 @@ bool wp_jtext_members(wp_jtext *t, const cJSON *obj) {
     }
     return !t->failed;
 }
-void wp_jtext_knum(wp_jtext *t, const char *key, double v) {
-    wp_jtext_key(t, key);
-    if (!put_number(t, v)) t->failed = 1;
-}
-void wp_jtext_kstr(wp_jtext *t, const char *key, const char *s) {
-    if (!s) return;
-    wp_jtext_key(t, key);
-    put_string(t, s);
-}
-void wp_jtext_kbool(wp_jtext *t, const char *key, bool v) {
-    wp_jtext_key(t, key);
-    if (v)
-        put(t, "true", 4);
-    else
-        put(t, "false", 5);
-}
-void wp_jtext_knull(wp_jtext *t, const char *key) {
-    wp_jtext_key(t, key);
-    put(t, "null", 4);
-}
-void wp_jtext_knum_or_null(wp_jtext *t, const char *key, bool has, double v) {
-    if (has)
-        wp_jtext_knum(t, key, v);
-    else
-        wp_jtext_knull(t, key);
-}
-void wp_jtext_kobj(wp_jtext *t, const char *key) {
-    wp_jtext_key(t, key);
-    putc_(t, '{');
-}
-
 void wp_jtext_qnum(wp_jtext *t, const char *q, size_t n, double v) {
     wp_jtext_qkey(t, q, n);
     if (!put_number(t, v)) t->failed = 1;

@@ -48,26 +48,20 @@ cJSON *wp_jtext_raw(wp_jtext *t);
 
 /* A whole answer as text, in the bytes wp_json_print gives for the equivalent tree, without building
  * it. Every value writer puts the ',' a value needs (none after '{', '[', ':' or ','), so an object
- * is: wp_jtext_open(t, '{'), pairs (wp_jtext_key + a value, or the k* writers), wp_jtext_close(t, '}').
+ * is: wp_jtext_open(t, '{'), pairs (wp_jtext_key + a value, or the q* writers below), wp_jtext_close(t, '}').
  * Numbers print as a cJSON number item prints (NaN and infinities: null). */
 void wp_jtext_open(wp_jtext *t, char c);  /* '{' or '[' */
 void wp_jtext_close(wp_jtext *t, char c); /* '}' or ']' */
 void wp_jtext_key(wp_jtext *t, const char *key);
 void wp_jtext_num(wp_jtext *t, double v);
-void wp_jtext_sval(wp_jtext *t, const char *s);                  /* a string value; NULL: null */
-void wp_jtext_text(wp_jtext *t, const char *json, size_t n);     /* a value already JSON text */
-bool wp_jtext_json(wp_jtext *t, const cJSON *item);              /* a tree; false where cJSON refuses it */
-bool wp_jtext_members(wp_jtext *t, const cJSON *obj);            /* an object's pairs, into the open object */
-void wp_jtext_knum(wp_jtext *t, const char *key, double v);      /* "key":v */
-void wp_jtext_kstr(wp_jtext *t, const char *key, const char *s); /* "key":"s"; s NULL: no pair, as cJSON */
-void wp_jtext_kbool(wp_jtext *t, const char *key, bool v);
-void wp_jtext_knull(wp_jtext *t, const char *key);
-void wp_jtext_knum_or_null(wp_jtext *t, const char *key, bool has, double v); /* "key":v, or null (no measure) */
-void wp_jtext_kobj(wp_jtext *t, const char *key); /* "key":{ ... closed by wp_jtext_close(t, '}') */
-/* The same pairs with a key known when compiling: WP_JKEY("name") gives its text "name": and that
- * text's length, so the pair costs one copy of a known length (a small answer's thirty keys were a
- * tenth of its handler). The name must be a string literal of plain characters: no '"', '\\' or
- * control character (nothing to escape). */
+void wp_jtext_sval(wp_jtext *t, const char *s);              /* a string value; NULL: null */
+void wp_jtext_text(wp_jtext *t, const char *json, size_t n); /* a value already JSON text */
+bool wp_jtext_json(wp_jtext *t, const cJSON *item);          /* a tree; false where cJSON refuses it */
+bool wp_jtext_members(wp_jtext *t, const cJSON *obj);        /* an object's pairs, into the open object */
+/* Pairs with a key known when compiling: WP_JKEY("name") gives its text "name": and that text's
+ * length, so the key costs one copy of a known length (a small answer's thirty keys were a tenth of
+ * its handler). The name must be a string literal of plain characters: no '"', '\\' or control
+ * character (nothing to escape); a key made at run time goes through wp_jtext_key. */
 #define WP_JKEY(k) ("\"" k "\":"), (sizeof(k) + 2)
 static inline void wp_jtext_qkey(wp_jtext *t, const char *q, size_t n) {
     if (t->n && !t->failed) { /* the ',' before it, as wp_jtext_key puts it */
@@ -76,12 +70,12 @@ static inline void wp_jtext_qkey(wp_jtext *t, const char *q, size_t n) {
     }
     wp_jtext_add(t, q, n);
 }
-void wp_jtext_qnum(wp_jtext *t, const char *q, size_t n, double v);
-void wp_jtext_qstr(wp_jtext *t, const char *q, size_t n, const char *s); /* s NULL: no pair */
+void wp_jtext_qnum(wp_jtext *t, const char *q, size_t n, double v);      /* "key":v */
+void wp_jtext_qstr(wp_jtext *t, const char *q, size_t n, const char *s); /* "key":"s"; s NULL: no pair, as cJSON */
 void wp_jtext_qbool(wp_jtext *t, const char *q, size_t n, bool v);
 void wp_jtext_qnull(wp_jtext *t, const char *q, size_t n);
-void wp_jtext_qnum_or_null(wp_jtext *t, const char *q, size_t n, bool has, double v);
-void wp_jtext_qobj(wp_jtext *t, const char *q, size_t n);
+void wp_jtext_qnum_or_null(wp_jtext *t, const char *q, size_t n, bool has, double v); /* v, or null (no measure) */
+void wp_jtext_qobj(wp_jtext *t, const char *q, size_t n); /* "key":{ ... closed by wp_jtext_close(t, '}') */
 /* The text, NUL-terminated (*len its length) and the builder emptied; NULL when an allocation
  * failed (or a tree was refused), the builder freed. */
 char *wp_jtext_take(wp_jtext *t, size_t *len);

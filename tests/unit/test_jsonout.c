@@ -98,6 +98,19 @@ static char *random_text(void) {
     return s;
 }
 
+/* Keys random_item draws now and then that the q* writers can write (they take a literal). */
+static const struct {
+    const char *name, *q;
+    size_t n;
+} qkeys[] = {{"key", WP_JKEY("key")}, {"value", WP_JKEY("value")}, {"timing_us", WP_JKEY("timing_us")}};
+#define N_QKEYS (int)(sizeof qkeys / sizeof qkeys[0])
+
+static int qkey_of(const char *key) {
+    for (int i = 0; key && i < N_QKEYS; i++)
+        if (!strcmp(key, qkeys[i].name)) return i;
+    return -1;
+}
+
 static cJSON *random_item(int depth) {
     int kind = rndn(depth > 3 ? 7 : 9);
     switch (kind) {
@@ -124,7 +137,9 @@ static cJSON *random_item(int depth) {
         int n = rndn(6);
         for (int i = 0; i < n; i++) {
             cJSON *child = random_item(depth + 1);
-            if (obj) {
+            if (obj && rndn(3) == 0) { /* a key the q* writers can write too */
+                cJSON_AddItemToObject(c, qkeys[rndn(N_QKEYS)].name, child);
+            } else if (obj) {
                 char *k = random_text();
                 cJSON_AddItemToObject(c, k, child);
                 free(k);
@@ -152,46 +167,53 @@ static void same_as_cjson(const cJSON *tree, const char *what) {
 
 /* it (under key, when given) through the text writers, choosing among the ways each can be written */
 static void write_item(wp_jtext *t, const cJSON *it, const char *key) {
-    const bool k_form = key && rndn(2); /* the k* writer, else wp_jtext_key + the value's */
-    if (key && !k_form) wp_jtext_key(t, key);
+    const int k = qkey_of(key);
+    const bool q_form = k >= 0 && rndn(2); /* a q* writer, else wp_jtext_key + the value's */
+    const char *q = q_form ? qkeys[k].q : NULL;
+    const size_t qn = q_form ? qkeys[k].n : 0;
+    if (key && !q_form) wp_jtext_key(t, key);
     switch (it->type & 0xFF) {
     case cJSON_NULL:
-        if (k_form)
-            wp_jtext_knull(t, key);
+        if (q_form && rndn(2))
+            wp_jtext_qnull(t, q, qn);
+        else if (q_form)
+            wp_jtext_qnum_or_null(t, q, qn, false, 1.0);
         else
             wp_jtext_text(t, "null", 4);
         return;
     case cJSON_False:
     case cJSON_True:
-        if (k_form)
-            wp_jtext_kbool(t, key, cJSON_IsTrue(it));
+        if (q_form)
+            wp_jtext_qbool(t, q, qn, cJSON_IsTrue(it));
         else if (cJSON_IsTrue(it))
             wp_jtext_text(t, "true", 4);
         else
             wp_jtext_text(t, "false", 5);
         return;
     case cJSON_Number:
-        if (k_form)
-            wp_jtext_knum(t, key, it->valuedouble);
+        if (q_form && rndn(2))
+            wp_jtext_qnum(t, q, qn, it->valuedouble);
+        else if (q_form)
+            wp_jtext_qnum_or_null(t, q, qn, true, it->valuedouble);
         else
             wp_jtext_num(t, it->valuedouble);
         return;
     case cJSON_String:
-        if (k_form)
-            wp_jtext_kstr(t, key, it->valuestring);
+        if (q_form)
+            wp_jtext_qstr(t, q, qn, it->valuestring);
         else
             wp_jtext_sval(t, it->valuestring);
         return;
     case cJSON_Raw:
-        if (k_form) wp_jtext_key(t, key);
+        if (q_form) wp_jtext_qkey(t, q, qn);
         wp_jtext_text(t, it->valuestring, strlen(it->valuestring));
         return;
     default: {
         const bool obj = cJSON_IsObject(it);
-        if (obj && k_form)
-            wp_jtext_kobj(t, key);
-        else if (k_form) {
-            wp_jtext_key(t, key);
+        if (obj && q_form)
+            wp_jtext_qobj(t, q, qn);
+        else if (q_form) {
+            wp_jtext_qkey(t, q, qn);
             wp_jtext_open(t, '[');
         } else
             wp_jtext_open(t, obj ? '{' : '[');
@@ -316,10 +338,10 @@ int main(void) {
         cJSON_Delete(e);
         wp_jtext t = {0}; /* a NULL string: no pair, as cJSON_AddStringToObject(o, "k", NULL) adds none */
         wp_jtext_open(&t, '{');
-        wp_jtext_kstr(&t, "k", NULL);
-        wp_jtext_kstr(&t, "j", "v");
-        wp_jtext_knum_or_null(&t, "a", false, 1);
-        wp_jtext_knum_or_null(&t, "b", true, 2.5);
+        wp_jtext_qstr(&t, WP_JKEY("k"), NULL);
+        wp_jtext_qstr(&t, WP_JKEY("j"), "v");
+        wp_jtext_qnum_or_null(&t, WP_JKEY("a"), false, 1);
+        wp_jtext_qnum_or_null(&t, WP_JKEY("b"), true, 2.5);
         wp_jtext_close(&t, '}');
         char *got = wp_jtext_take(&t, NULL);
         CHECKF(got && !strcmp(got, "{\"j\":\"v\",\"a\":null,\"b\":2.5}"), "NULL string, or_null: %s",
