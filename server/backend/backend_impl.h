@@ -74,8 +74,12 @@ struct wp_backend {
     wp_device_info facts; /* what does not change (name, sm, SMs, total memory), set at open */
     int ordinal;          /* the device's number (cuda: the driver's; emu: --emu-devices' index) */
     int index;            /* its place in the served list: the "device" number of the API (placement.h) */
-    atomic_int running;   /* jobs running on it now (wp_backend_job_enter/leave): placement's load */
-    char lost[160];       /* emu test hook (WARPD_EMU_FAIL_DEVICE): "" or why the device is lost */
+    /* jobs running on it now (wp_backend_job_enter/leave): placement's load. Every job writes it, from
+     * every thread: it has a cache line of its own, so that reading the fields around it misses nothing. */
+    char running_apart[64];
+    atomic_int running;
+    char running_apart_too[64];
+    char lost[160]; /* emu test hook (WARPD_EMU_FAIL_DEVICE): "" or why the device is lost */
 };
 
 #endif

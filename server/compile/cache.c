@@ -2,10 +2,12 @@
  * store, with one build per cold key however many threads ask at once.
  * Owns: wp_cache, wp_kernel. Knows nothing of HTTP, NVRTC or which backend loads the cubin.
  *
- * Locking: one mutex guards the index, the LRU, every entry's state and fn fields and the stats. Two
- * things a memory hit does go without it: an entry's reference is dropped with an atomic decrement (the
- * last one frees it: the index holds one while it is indexed, so none is raised from zero), and a
- * function already loaded is read after an acquire load of its slot's state (FN_LOADED is final).
+ * Locking: one mutex guards the index, the LRU, every entry's state and fn fields and the stats. What
+ * a memory hit does goes without it: a thread's repeated peek is served from its slot (cache_peek.c;
+ * the first, a locked one, fills it), an entry's reference is dropped with an atomic decrement (the
+ * last one frees it: the index holds one while it is indexed, and a slot one while it holds it, so
+ * none is raised from zero), and a function already loaded is read after an acquire load of its
+ * slot's state (FN_LOADED is final).
  * Builds, disk reads and writes, backend loads and frees all run outside it. Each entry has a
  * condition variable for "its state or its loaded function changed".
  *
@@ -143,9 +145,34 @@ static void lru_push_front(wp_cache *c, wp_kernel *k) {
     c->lru_head = k;
 }
 
+/* Under mu: k (indexed, ready) moved to its place in the LRU by its last_used. */
+static void lru_place(wp_cache *c, wp_kernel *k) {
+    lru_unlink(c, k);
+    wp_kernel *after = NULL; /* the last entry used later than k */
+    for (wp_kernel *e = c->lru_head; e && e->last_used > k->last_used; e = e->lru_next) after = e;
+    if (!after) {
+        lru_push_front(c, k);
+        return;
+    }
+    k->lru_prev = after;
+    k->lru_next = after->lru_next;
+    if (after->lru_next)
+        after->lru_next->lru_prev = k;
+    else
+        c->lru_tail = k;
+    after->lru_next = k;
+}
+
+void cache_settle(wp_cache *c) {
+    wp_kernel *moved[WP_CACHE_PEEK_SLOTS];
+    const int n = cache_peek_settle(c, moved);
+    for (int i = 0; i < n; i++) lru_place(c, moved[i]);
+}
+
 /* Takes k out of the index (and the LRU when ready) and drops the index's reference.
  * Returns true when that was the last reference: the caller frees k after unlocking. */
 bool cache_index_remove(wp_cache *c, wp_kernel *k) {
+    cache_peek_forget(c, k);
     wp_kernel **p = &c->buckets[bucket_of(c, k->key)];
     while (*p != k) p = &(*p)->hash_next;
     *p = k->hash_next;
@@ -163,6 +190,7 @@ bool cache_index_remove(wp_cache *c, wp_kernel *k) {
 /* Evicts from the cold end until under the cap; entries whose last reference that was are chained
  * through hash_next onto *dead for freeing outside the lock. */
 static void evict_to_cap(wp_cache *c, wp_kernel **dead) {
+    if (c->st.bytes > c->st.cap_bytes) cache_settle(c); /* the LRU's order */
     while (c->st.bytes > c->st.cap_bytes && c->lru_tail) {
         wp_kernel *k = c->lru_tail;
         c->st.evictions++;
@@ -286,7 +314,9 @@ wp_cache *wp_cache_open(const char *dir, size_t mem_cap, wp_err *err) {
         WP_FAIL(err, 500, "cache_dir", "", "cache directory %.150s: %s", dir, strerror(errno));
         return NULL;
     }
-    wp_cache *c = calloc(1, sizeof *c);
+    const size_t size = (sizeof(wp_cache) + 63) / 64 * 64;
+    wp_cache *c = aligned_alloc(64, size); /* its peek slots are a cache line each */
+    if (c) memset(c, 0, size);
     wp_kernel **buckets = calloc(CACHE_MIN_BUCKETS, sizeof *buckets);
     char *dir_copy = dir ? strdup(dir) : NULL;
     wp_disk *disk = dir ? wp_disk_open(dir) : NULL;
@@ -310,8 +340,8 @@ wp_cache *wp_cache_open(const char *dir, size_t mem_cap, wp_err *err) {
 /* Every entry must have been released. */
 void wp_cache_close(wp_cache *c) {
     if (!c) return;
-    wp_kernel *dead = NULL;
     pthread_mutex_lock(&c->mu);
+    wp_kernel *dead = cache_peek_close(c);
     for (size_t i = 0; i < c->n_buckets; i++)
         while (c->buckets[i]) {
             wp_kernel *k = c->buckets[i];
@@ -334,6 +364,7 @@ void wp_cache_close(wp_cache *c) {
 double cache_memory_last_used(void *ctx, const uint8_t key[32]) {
     wp_cache *c = ctx;
     pthread_mutex_lock(&c->mu);
+    cache_settle(c);
     wp_kernel *k = cache_index_find(c, key);
     double t = k && k->state == KERNEL_READY ? k->last_used : 0;
     pthread_mutex_unlock(&c->mu);
@@ -383,18 +414,25 @@ static wp_kernel *wait_for_build(wp_cache *c, wp_kernel *k, bool *touch, wp_err 
     return NULL;
 }
 
+/* Every HTTP thread asks here: first its slot, without the lock (cache_peek.c); a locked hit fills it. */
 wp_kernel *wp_cache_peek(wp_cache *c, const uint8_t key[32]) {
+    const double now = wp_unix_now();
+    wp_kernel *k = cache_peek_fast(c, key, now), *old = NULL;
+    if (k) return k;
     bool touch = false;
-    const double now = wp_unix_now(); /* outside the lock: every HTTP thread asks here */
     pthread_mutex_lock(&c->mu);
-    wp_kernel *k = cache_index_find(c, key);
+    k = cache_index_find(c, key);
     if (k && k->state == KERNEL_READY) {
         atomic_fetch_add(&k->refs, 1);
         touch = note_memory_hit(c, k, now);
+        bool old_moved;
+        old = cache_peek_fill(c, k, &old_moved);
+        if (old_moved) lru_place(c, old);
     } else {
         k = NULL;
     }
     pthread_mutex_unlock(&c->mu);
+    wp_kernel_release(c, old);
     if (touch) wp_disk_touch(c->disk, key);
     return k;
 }
@@ -569,6 +607,7 @@ void wp_cache_stats_get(wp_cache *c, wp_cache_stats *out) {
     wp_disk_stats ds = {0};
     if (c->disk) wp_disk_stats_get(c->disk, &ds); /* before mu: the lock order */
     pthread_mutex_lock(&c->mu);
+    cache_settle(c);
     *out = c->st;
     pthread_mutex_unlock(&c->mu);
     out->disk_entries = ds.entries;

@@ -18,6 +18,7 @@ static int recent_first(const void *a, const void *b) {
 
 /* The memory tier's ready entries, appended to v (room for all of them is made here). Under mu. */
 static int list_memory(wp_cache *c, wp_cache_entry **v, size_t *n) {
+    cache_settle(c);
     wp_cache_entry *grown = realloc(*v, (*n + c->st.entries + 1) * sizeof **v);
     if (!grown) return -1;
     *v = grown;
@@ -127,6 +128,7 @@ void wp_cache_prune(wp_cache *c, double older_than_s, unsigned tiers, wp_cache_p
     if (!(tiers & WP_TIER_MEMORY)) return;
     wp_kernel *dead = NULL;
     pthread_mutex_lock(&c->mu);
+    cache_settle(c); /* the LRU's order */
     for (wp_kernel *k = c->lru_tail, *prev; k && k->last_used < cutoff; k = prev) {
         prev = k->lru_prev;
         out->memory_entries++;

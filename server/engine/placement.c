@@ -43,6 +43,11 @@ wp_backend *wp_placement_pick(wp_app *app, const wp_buf *buf, int pinned, wp_err
         }
         return b;
     }
+    if (app->n_devices == 1) { /* the only one: no rotation to take (a line every request would write) */
+        if (wp_backend_usable(app->devices[0], NULL, 0)) return app->devices[0];
+        WP_FAIL(err, 503, "no_device", "", "every device is lost until warpd restarts");
+        return NULL;
+    }
     /* least loaded, starting the scan at a rotating device so ties spread */
     unsigned start = app->n_devices ? (unsigned)atomic_fetch_add(&app->placement_rr, 1) % (unsigned)app->n_devices : 0;
     wp_backend *best = NULL;
