@@ -1,8 +1,8 @@
-/* cache_peek.c — the memory hit without the cache's lock: a slot a thread (threads hash onto
- * WP_CACHE_PEEK_SLOTS slots) that remembers the kernel its last locked hit found, with a reference of
- * its own. A peek that finds its key there takes a reference and counts the hit in the slot; nothing
- * it writes is shared with other threads. Every HTTP thread asked the cache's mutex on every small
- * job, and under load they slept on it.
+/* cache_peek.c — the memory hit without the cache's lock: a slot a thread (wp_thread_slot: the first
+ * WP_CACHE_PEEK_SLOTS threads to ask have one each; later ones share) that remembers the kernel its
+ * last locked hit found, with a reference of its own. A peek that finds its key there takes a
+ * reference and counts the hit in the slot; nothing it writes is shared with other threads. Every HTTP
+ * thread asked the cache's mutex on every small job, and under load they slept on it.
  * Owns: the slots of a wp_cache (cache_impl.h). cache.c fills them under mu after a locked hit, and
  * settles them (their hits and last uses folded into the entries and the stats; the entries used later
  * than the LRU knew, moved up it there) under mu before anything reads those: the stats, the listing,
@@ -15,13 +15,12 @@
  * owner's peek and a fill or a forget apart (a thread that finds it busy takes the lock instead). */
 #include "cache_impl.h"
 
+#include "util/common.h"
+
 #include <stdint.h>
 #include <string.h>
 
-static cache_peek_slot *slot_of(wp_cache *c) {
-    const uint64_t t = (uint64_t)pthread_self() * 0x9E3779B97F4A7C15ull; /* glibc: the thread's address */
-    return &c->peek[t >> (64 - WP_CACHE_PEEK_BITS)];
-}
+static cache_peek_slot *slot_of(wp_cache *c) { return &c->peek[wp_thread_slot(WP_CACHE_PEEK_BITS)]; }
 
 static bool slot_take(cache_peek_slot *s) { return !atomic_exchange_explicit(&s->busy, true, memory_order_acquire); }
 static void slot_give(cache_peek_slot *s) { atomic_store_explicit(&s->busy, false, memory_order_release); }

@@ -178,7 +178,8 @@ void wp_http_loop_unpark(wp_http_loop *l) { l->parked--; }
 
 void wp_http_loop_ended(wp_http_loop *l) {
     atomic_fetch_add(&l->ended, 1);
-    if (atomic_load(&l->sleeping)) ask(l, NULL);
+    /* one wake for a sleep: the ends of a batch's other calls on this loop find it taken */
+    if (atomic_load(&l->sleeping) && atomic_exchange(&l->sleeping, false)) ask(l, NULL);
 }
 
 void wp_http_loop_wake(wp_http_loop *l) {

@@ -4,6 +4,7 @@
 #include "common.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,14 @@ int wp_err_set(wp_err *e, int status, const char *code, const char *field, const
 
 void wp_err_clear(wp_err *e) {
     if (e) memset(e, 0, sizeof *e);
+}
+
+/* Slots are handed out in the order threads first ask, so the first 2^bits threads to ask share none. */
+unsigned wp_thread_slot(unsigned bits) {
+    static atomic_uint next;            /* the module's own: the next slot to hand out */
+    static _Thread_local unsigned mine; /* the thread's slot + 1; 0: none yet */
+    if (!mine) mine = atomic_fetch_add_explicit(&next, 1, memory_order_relaxed) + 1;
+    return (mine - 1) & ((1u << bits) - 1);
 }
 
 uint64_t wp_now_ns(void) {

@@ -24,6 +24,10 @@ int wp_err_set(wp_err *e, int status, const char *code, const char *field, const
 #define WP_FAIL(e, st, c, f, ...) wp_err_set((e), (st), (c), (f), __VA_ARGS__)
 void wp_err_clear(wp_err *e);
 
+/* A number 0 .. 2^bits - 1 for the calling thread (bits 1..16), the same for its life, spread over
+ * threads: the stripe of a counter that many threads write, so that they rarely write one cache line. */
+unsigned wp_thread_slot(unsigned bits);
+
 uint64_t wp_now_ns(void); /* CLOCK_MONOTONIC */
 double wp_unix_now(void); /* CLOCK_REALTIME, in seconds */
 static inline double wp_ms_since(uint64_t t0_ns) { return (double)(wp_now_ns() - t0_ns) / 1e6; }

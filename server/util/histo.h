@@ -1,6 +1,7 @@
 /* histo.h — one Prometheus histogram: fixed bucket upper bounds in seconds (an implied +Inf bucket after
  * the last), a sum and a count. Lock-free: an observation is one relaxed atomic add into its bucket and
- * one into the sum (whole nanoseconds), so any thread may observe while another renders. The count is
+ * one into the sum (whole nanoseconds), in the calling thread's stripe (wp_thread_slot: threads that
+ * observe at once write different cache lines), so any thread may observe while another renders. The count is
  * not kept apart: it is the sum of the buckets as read while rendering, so a rendering's +Inf bucket
  * always equals its _count, even while observations land (the _sum may be a few observations apart).
  * Owns: wp_histo. Knows nothing of names or labels beyond what wp_histo_write is handed. */

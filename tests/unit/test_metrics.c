@@ -14,6 +14,7 @@
 #include "http/metrics.h"
 #include "t.h"
 #include "tests/promtext.h"
+#include "util/common.h"
 #include "util/histo.h"
 
 static int parse(const char *text, pt_doc *d) { return pt_parse(text, strlen(text), d); }
@@ -149,7 +150,7 @@ static void test_histo_buckets(void) {
     CHECK(!strcmp(v, "NaN"));
 }
 
-#define OBSERVERS 4
+#define OBSERVERS 20 /* more than the histogram's stripes: some threads share one */
 #define OBSERVATIONS 20000
 
 static void *observe_many(void *arg) {
@@ -182,7 +183,35 @@ static void test_histo_concurrent(void) {
     for (int i = 0; i < OBSERVERS; i++) pthread_join(th[i], NULL);
     CHECK(consistent == renders);
     CHECK(wp_histo_count(h) == (uint64_t)OBSERVERS * OBSERVATIONS); /* no observation lost */
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    wp_histo_write(h, f, "r_seconds", "");
+    fclose(f); /* each thread: 200 times 0 + 0.001 + ... + 0.099 s = 990 s; the stripes added up */
+    CHECKF(strstr(text, "r_seconds_sum 19800\n") && strstr(text, "r_seconds_bucket{le=\"0.0001\"} 4000\n") &&
+               strstr(text, "r_seconds_count 400000\n"),
+           "%s", text);
+    free(text);
     wp_histo_free(h);
+}
+
+static void *take_slot(void *arg) {
+    *(unsigned *)arg = wp_thread_slot(4) + 1;
+    *(unsigned *)arg = *(unsigned *)arg == wp_thread_slot(4) + 1 ? *(unsigned *)arg : 0; /* the same again */
+    return NULL;
+}
+
+static void test_thread_slot(void) {
+    T_CASE("thread slots: the first 16 threads to ask have one each");
+    unsigned got[16] = {0}, seen = 0;
+    pthread_t th[16];
+    for (int i = 0; i < 16; i++) {
+        pthread_create(&th[i], NULL, take_slot, &got[i]);
+        pthread_join(th[i], NULL); /* one after another: nothing else asks in between */
+    }
+    for (int i = 0; i < 16; i++)
+        if (got[i]) seen |= 1u << (got[i] - 1);
+    CHECK(seen == 0xffff);
 }
 
 static void noop(void *app, const wp_req *req, wp_resp *resp) { (void)app, (void)req, (void)resp; }
@@ -267,6 +296,7 @@ int main(void) {
     test_parser_refuses();
     test_histo_buckets();
     test_histo_concurrent();
+    test_thread_slot();
     test_registry();
     return t_done("metrics");
 }
