@@ -76,7 +76,7 @@ static void add_timing(wp_jtext *t, const reduce_req *q) {
     wp_jtext_qobj(t, WP_JKEY("timing"));
     uint64_t t_body = req->t_body_ns ? req->t_body_ns : req->t_start_ns;
     wp_jtext_qnum(t, WP_JKEY("receive_us"), (double)(t_body - req->t_start_ns) / 1e3);
-    wp_jtext_qnum(t, WP_JKEY("handoff_us"), wp_req_handoff_us(req) + q->hand_wait_us);
+    wp_jtext_qnum(t, WP_JKEY("handoff_us"), wp_req_handoff_us(req) + q->hand_wait_us + q->job.queue_us);
     wp_jtext_qnum(t, WP_JKEY("parse_us"), q->parse_us);
     const bool timed = !q->job.untimed; /* else the device's steps are null, and device_us says the round trip */
     /* a region's copy to the device (q->in.upload_us) is the host's own measure: there untimed too */
@@ -98,6 +98,7 @@ static void add_timing(wp_jtext *t, const reduce_req *q) {
 static void note_stages(wp_resp *resp, const reduce_req *q) {
     const wp_reduce_result *r = &q->job.res;
     if (q->t_hand_ns) wp_resp_stage(resp, "runner", q->hand_wait_us);
+    if (q->job.queue_us > 0) wp_resp_stage(resp, "batch", q->job.queue_us);
     wp_resp_stage(resp, "parse", q->parse_us);
     wp_resp_stage(resp, "upload", q->in.upload_us + q->job.upload_us);
     if (q->in.form == FORM_GENERATE) wp_resp_stage(resp, "generate", q->in.generate_us);
@@ -596,8 +597,8 @@ static bool handle(wp_app *app, const wp_req *req, wp_resp *resp, bool scan, raw
         rc = plan_output(app, &q);
     }
     if (rc == 0 && q.hand) {
-        if (reduce_hand(app, &q, resp, answer, req_free) == 0) return true; /* parked: the runner answers */
-        rc = 1;                                                             /* not handed: to a worker after all */
+        if (reduce_hand(app, &q, answer, req_free) == 0) return true; /* parked until the runner is done */
+        rc = 1;                                                       /* not handed: to a worker after all */
     }
     if (rc == 0) rc = wp_batch_run_reduce(app, q.be, &q.job, &q.err);
     ok = answer(app, &q, resp, rc);

@@ -1,8 +1,8 @@
 /* api_reduce_hand.c — a small reduce or scan job on the GPU under load, handed to the batcher's runners
  * (batch_exec.h) instead of a worker: the request moves to the heap, its connection is parked
- * (wp_req_park), and the runner that ran its batch writes the answer (api_reduce.c's reduce_answer) and
- * unparks it. What the HTTP thread allocated (the request and its parts, the batcher's room) is given
- * back on the HTTP thread when the call ends (wp_req_on_end), not on the runner.
+ * (wp_req_park), the runner that ran its batch unparks it, and its HTTP thread writes the answer
+ * (api_reduce.c's reduce_answer). What the HTTP thread allocated (the request and its parts, the
+ * batcher's room) is given back on the HTTP thread when the call ends (wp_req_on_end), not on the runner.
  * api_reduce.c decides when (a cached small job with its data in the body). */
 #include <stddef.h>
 #include <stdlib.h>
@@ -16,6 +16,7 @@ typedef struct {
     reduce_req q;
     reduce_answer_fn answer;
     reduce_free_fn free_parts;
+    int rc;             /* the run's, set by the runner before it unparks */
     max_align_t room[]; /* wp_batch_hand_reduce_room() bytes */
 } handed_req;
 
@@ -26,29 +27,36 @@ static void hand_release(void *ctx) {
     free(h);
 }
 
-static bool hand_park(void *ctx) {
-    handed_req *h = ctx;
-    if (!wp_req_park(h->q.req, NULL, h)) return false;
-    wp_req_on_end(h->q.req, hand_release, h);
-    return true;
-}
-
-/* On the runner, once the job has run: the answer written there (the HTTP threads' cores serve the
- * connections), into a block of the runner's own (one the HTTP thread gave it made the warp job 10-20 %
- * slower: bench/RESULTS.md), then the connection unparked, to send it. */
-static void hand_done(void *ctx, int rc, const wp_err *err) {
+/* On the HTTP thread, once the runner is done: the answer, written where it is sent. A runner writes
+ * one answer after another while its batch's connections wait; here the HTTP threads write theirs side by
+ * side, and the text stays in the cache of the core that sends it. */
+static void hand_finish(void *app, const wp_req *req, wp_resp *resp, void *ctx) {
+    (void)app, (void)req;
     handed_req *h = ctx;
     reduce_req *q = &h->q;
-    if (rc < 0) q->err = *err;
     const wp_batch_reduce *j = &q->job;
     const double run_us = j->untimed ? j->device_us : j->upload_us + j->res.kernel_us + j->download_us;
     const double wait_us = wp_us_since(q->t_hand_ns) - run_us;
     q->hand_wait_us = wait_us > 0 ? wait_us : 0;
-    h->answer(q->app, q, q->resp, rc);
-    wp_req_unpark(q->req); /* h is the HTTP thread's from here on */
+    h->answer(q->app, q, resp, h->rc);
 }
 
-int reduce_hand(wp_app *app, reduce_req *q, wp_resp *resp, reduce_answer_fn answer, reduce_free_fn free_parts) {
+static bool hand_park(void *ctx) {
+    handed_req *h = ctx;
+    if (!wp_req_park(h->q.req, hand_finish, h)) return false;
+    wp_req_on_end(h->q.req, hand_release, h);
+    return true;
+}
+
+/* On the runner, once the job has run: its outcome kept, the connection unparked (hand_finish answers). */
+static void hand_done(void *ctx, int rc, const wp_err *err) {
+    handed_req *h = ctx;
+    if (rc < 0) h->q.err = *err;
+    h->rc = rc;
+    wp_req_unpark(h->q.req); /* h is the HTTP thread's from here on */
+}
+
+int reduce_hand(wp_app *app, reduce_req *q, reduce_answer_fn answer, reduce_free_fn free_parts) {
     handed_req *h = malloc(sizeof *h + wp_batch_hand_reduce_room());
     if (!h) return 1;
     h->q = *q;
@@ -57,7 +65,6 @@ int reduce_hand(wp_app *app, reduce_req *q, wp_resp *resp, reduce_answer_fn answ
     reduce_req *hq = &h->q;
     hq->job.job.spec = &hq->spec;
     hq->app = app;
-    hq->resp = resp;
     hq->t_hand_ns = wp_now_ns();
     if (wp_batch_hand_reduce(app, hq->be, &hq->job, hand_park, hand_done, h, h->room) == 0) return 0;
     free(h); /* it took nothing: q still owns every part */

@@ -137,8 +137,7 @@ typedef struct {
     bool hand;           /* may be handed: the HTTP thread would otherwise defer it to a worker */
     uint64_t t_hand_ns;  /* when it was handed */
     double hand_wait_us; /* the hand-off's share: the runner's queue, not the run */
-    wp_app *app;         /* handed: what the runner answers with, and where */
-    wp_resp *resp;
+    wp_app *app;         /* handed: what the HTTP thread answers with once the runner is done */
 } reduce_req;
 
 /* After the run (rc as wp_batch_run_reduce's): the answer, an error or a deferral into resp.
@@ -147,9 +146,9 @@ typedef struct {
 typedef bool (*reduce_answer_fn)(wp_app *app, reduce_req *q, wp_resp *resp, int rc);
 typedef void (*reduce_free_fn)(wp_app *app, reduce_req *q);
 /* api_reduce_hand.c: moves q to the heap and hands its job to the batcher's runners (the connection
- * parked until the runner has answered into resp with answer; q's parts given back with free_parts
- * on the HTTP thread, when the call ends): 0, or 1 when it was not handed (q keeps its parts). */
-int reduce_hand(wp_app *app, reduce_req *q, wp_resp *resp, reduce_answer_fn answer, reduce_free_fn free_parts);
+ * parked until the runner is done; then the HTTP thread answers with answer, and q's parts are given
+ * back with free_parts there, when the call ends): 0, or 1 when it was not handed (q keeps its parts). */
+int reduce_hand(wp_app *app, reduce_req *q, reduce_answer_fn answer, reduce_free_fn free_parts);
 /* api_reduce_input.c, the buffer form: "buffer" looked up (held until the request is over; its type is
  * the job's), then its backend and count (1: defer a large one on the HTTP thread). */
 int reduce_buffer_lookup(wp_app *app, reduce_req *q);

@@ -329,7 +329,7 @@ static char *warp_answer(const wp_spec *spec, const warp_input *w, const warp_ru
     const wp_run_timing *rt = r->on_cuda ? &r->dev_t : &r->emu_t;
     const uint64_t t_body = req->t_body_ns ? req->t_body_ns : req->t_start_ns;
     wp_jtext_qnum(&o, WP_JKEY("receive_us"), (double)(t_body - req->t_start_ns) / 1e3);
-    wp_jtext_qnum(&o, WP_JKEY("handoff_us"), wp_req_handoff_us(req) + hand_wait_us);
+    wp_jtext_qnum(&o, WP_JKEY("handoff_us"), wp_req_handoff_us(req) + hand_wait_us + rt->queue_us);
     wp_jtext_qnum(&o, WP_JKEY("parse_us"), parse_us);
     wp_jtext_qnum(&o, WP_JKEY("key_us"), rk->key_us);
     wp_jtext_qnum(&o, WP_JKEY("cache_us"), rk->cache_us);
@@ -350,6 +350,7 @@ static char *warp_answer(const wp_spec *spec, const warp_input *w, const warp_ru
 /* The same stages for the Server-Timing header (http_resp.c adds arrival, hand-off, answer, total). */
 static void note_stages(wp_resp *resp, const warp_runs *r, const wp_ready_kernel *rk, double parse_us) {
     const wp_run_timing *rt = r->on_cuda ? &r->dev_t : &r->emu_t;
+    if (rt->queue_us > 0) wp_resp_stage(resp, "batch", rt->queue_us);
     wp_resp_stage(resp, "parse", parse_us);
     wp_resp_stage(resp, "key", rk->key_us);
     wp_resp_stage(resp, "cache", rk->cache_us - rk->compile_ms * 1e3); /* cache_us holds the compile */
@@ -381,9 +382,9 @@ typedef struct {
     double parse_us;
     uint64_t t_hand_ns;  /* handed: when */
     double hand_wait_us; /* the hand-off's share: the runner's queue, not the run */
-    wp_app *app;         /* handed: what the runner answers with, and where */
-    wp_resp *resp;
-    void *hand_room; /* handed: the batcher's (wp_batch_hand_warp_room) */
+    wp_app *app;         /* handed: the runner counts the run in it */
+    int hand_rc;         /* handed: the run's, set by the runner before it unparks */
+    void *hand_room;     /* handed: the batcher's (wp_batch_hand_warp_room) */
 } warp_call;
 
 static void call_free(wp_app *app, warp_call *c) {
@@ -428,48 +429,46 @@ static void hand_release(void *ctx) {
     call_free(c->app, c);
 }
 
-static bool hand_park(void *ctx) {
+/* On the HTTP thread, once the runner is done: the answer, written where it is sent (a runner would
+ * write its batch's answers one after another while their connections wait). */
+static void hand_finish(void *app, const wp_req *req, wp_resp *resp, void *ctx) {
+    (void)app, (void)req;
     warp_call *c = ctx;
-    if (!wp_req_park(c->req, NULL, c)) return false;
-    wp_req_on_end(c->req, hand_release, c);
-    return true;
-}
-
-/* On the runner, once the device's run is done: the answer written there (the HTTP threads' cores
- * serve the connections), then the connection unparked, to send it. c is given back on the HTTP thread
- * (hand_release), which allocated it and its parts; what the runner allocated, on the runner. */
-static void hand_done(void *ctx, int rc, const wp_err *err) {
-    warp_call *c = ctx;
-    if (rc < 0) c->err = *err;
     const wp_run_timing *t = &c->runs.dev_t;
     const double run_us = t->untimed ? t->device_us : t->upload_us + t->kernel_us + t->download_us;
     const double wait_us = wp_us_since(c->t_hand_ns) - run_us;
     c->hand_wait_us = wait_us > 0 ? wait_us : 0;
+    call_reply(c, resp, c->hand_rc);
+}
+
+static bool hand_park(void *ctx) {
+    warp_call *c = ctx;
+    if (!wp_req_park(c->req, hand_finish, c)) return false;
+    wp_req_on_end(c->req, hand_release, c);
+    return true;
+}
+
+/* On the runner, once the device's run is done: the run counted, the connection unparked. */
+static void hand_done(void *ctx, int rc, const wp_err *err) {
+    warp_call *c = ctx;
+    if (rc < 0) c->err = *err;
+    c->hand_rc = rc;
     if (rc == 0) warp_ran(c->app, c->be, &c->spec, &c->runs);
-    call_reply(c, c->resp, rc);
-    output_free(&c->runs.emu); /* the runner's allocations, given back on it */
-    output_free(&c->runs.dev);
     wp_req_unpark(c->req); /* c is the HTTP thread's from here on */
 }
 
-/* On the runner, before the device's run: the emulator's (which lanes are defined), off the HTTP thread. */
-static int hand_prep(void *ctx, wp_err *err) {
-    warp_call *c = ctx;
-    return warp_run_emu(c->app, c->be, &c->spec, &c->w, true, c->profile, &c->runs, err);
-}
-
-/* On the HTTP thread, a GPU job with its kernel in memory: handed to the runners, which run the
- * emulator and the device. 0: handed (c is theirs); else the rc to answer with (1: to a worker). */
-static int try_hand(wp_app *app, warp_call *c, wp_resp *resp) {
+/* On the HTTP thread, a GPU job with its kernel in memory: the emulator's run (which lanes are
+ * defined), then the device's handed to the runners. 0: handed (c is theirs until done); else the rc
+ * to answer with (1: to a worker). */
+static int try_hand(wp_app *app, warp_call *c) {
     if (!wp_app_hands_gpu_jobs(app)) return 1;
     c->app = app;
-    c->resp = resp;
     int rc = wp_app_kernel_memory(app, &c->spec, c->be, &c->rk, &c->err);
     if (rc) return rc;
     if (!(c->hand_room = malloc(wp_batch_hand_warp_room()))) return 1;
+    if (warp_run_emu(app, c->be, &c->spec, &c->w, true, c->profile, &c->runs, &c->err)) return -1;
     c->t_hand_ns = wp_now_ns();
-    c->runs.dev_t.untimed = !c->profile; /* as warp_run_emu sets it: the device's run reads it */
-    const wp_batch_hand_hooks hooks = {.park = hand_park, .prep = hand_prep, .done = hand_done, .ctx = c};
+    const wp_batch_hand_hooks hooks = {.park = hand_park, .done = hand_done, .ctx = c};
     if (wp_batch_hand_warp(app, c->be, c->rk.fn, &c->spec, &c->w.job, &c->runs.dev.r, &c->runs.dev_t,
                            &c->runs.batch_size, &hooks, c->hand_room) == 0)
         return 0;
@@ -483,7 +482,7 @@ static int warp_job(wp_app *app, warp_call *c, wp_resp *resp) {
     int rc = 0;
     if (c->spec.family->backends & WP_BACKEND_CUDA) {
         if (c->req->may_defer && !wp_app_may_run_inline(app, c->be)) {
-            rc = try_hand(app, c, resp);
+            rc = try_hand(app, c);
             if (rc == 0) return 0;
         } else if (c->req->may_defer) {
             rc = wp_app_kernel_peek(app, &c->spec, c->be, &c->rk, &c->err);

@@ -28,6 +28,7 @@ typedef struct {
     bool untimed;
     double device_us; /* cuda: the host's clock from the start of the device call (the image into staging
                        * included) to the end of its wait */
+    double queue_us;  /* a batched run's wait in the batch queue before its batch ran (the batcher's) */
 } wp_run_timing;
 
 /* CUDA: NULL with *err (and a reason in err->msg) when libcuda or a device is missing. */

@@ -7,6 +7,8 @@
  * Owns: wp_batcher, batch_queue, the runner threads. */
 #include "batch.h"
 
+#include "util/common.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <semaphore.h>
@@ -149,11 +151,13 @@ static int gather(wp_batcher *bt, batch_queue *q, wp_batch_job *leader, wp_batch
             if (pthread_cond_timedwait(&leader->cond, &bt->lock, &until) == ETIMEDOUT) break;
     }
     int n = 0;
+    const uint64_t now = wp_now_ns();
     while (q->head && n < bt->cfg.max) {
         wp_batch_job *j = q->head;
         q->head = j->next;
         jobs[n++] = j;
         q->waiting--;
+        j->queue_us = (double)(now - j->t_queued_ns) / 1e3;
     }
     if (!q->head) q->tail = &q->head;
     q->gatherer = NULL;
@@ -169,6 +173,8 @@ int wp_batcher_submit(wp_batcher *bt, wp_batch_job *job) {
     job->next = NULL;
     job->done = job->leader = false;
     job->size = 1;
+    job->queue_us = 0;
+    job->t_queued_ns = wp_now_ns();
     bool can_wait = false;   /* its condition variable is made (glibc never fails to) */
     pthread_condattr_t attr; /* a window is timed on the monotonic clock: a clock step does not stretch it */
     if (bt->cfg.max > 1 && pthread_condattr_init(&attr) == 0) {
@@ -227,6 +233,7 @@ int wp_batcher_hand(wp_batcher *bt, wp_batch_job *job) {
     if (bt->n_runners < 1 || atomic_load_explicit(&bt->stopping, memory_order_relaxed)) return -1;
     job->done = job->leader = false;
     job->size = 1;
+    job->queue_us = 0; /* its queue is the caller's to time: from the hand-over to done */
     wp_batch_job *old = atomic_load_explicit(&bt->handed, memory_order_relaxed);
     do job->next = old;
     while (!atomic_compare_exchange_weak_explicit(&bt->handed, &old, job, memory_order_release, memory_order_relaxed));

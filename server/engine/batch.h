@@ -68,8 +68,10 @@ struct wp_batch_job {
     /* a handed job's, optional: called on the runner first, before it is batched — it may fill in key
      * (the HTTP thread need not); false: the job is not run, on_done is called at once */
     bool (*prepare)(wp_batch_job *job);
-    int size; /* out: the size of the batch it ran in */
+    int size;        /* out: the size of the batch it ran in */
+    double queue_us; /* out: from its submit to its batch's run (the window, the batches ahead of it) */
     /* the batcher's */
+    uint64_t t_queued_ns; /* when it was submitted */
     struct wp_batch_job *next;
     bool done, leader;
     pthread_cond_t cond; /* it waits here: for its result, or to lead */

@@ -35,15 +35,11 @@ int wp_batch_run_warp(struct wp_app *app, wp_backend *be, void *fn, const wp_spe
                       wp_warp_result *res, wp_run_timing *t, bool no_wait, int *size, wp_err *err);
 
 /* The same handed to the batcher's runners (see wp_batch_hand_reduce below: 1, nothing done, or 0 and
- * done(ctx, rc, err) once it has run; job, res, t, size and room must stay put until then). prep, when
- * not NULL, is called on the runner before the job is batched (the caller's own work, off the HTTP
- * thread): -1 with err, and the job is done at once, unrun. */
+ * done(ctx, rc, err) once it has run; job, res, t, size and room must stay put until then). */
 typedef bool (*wp_batch_park_fn)(void *ctx);
 typedef void (*wp_batch_done_fn)(void *ctx, int rc, const wp_err *err);
-typedef int (*wp_batch_prep_fn)(void *ctx, wp_err *err);
 typedef struct {
     wp_batch_park_fn park;
-    wp_batch_prep_fn prep;
     wp_batch_done_fn done;
     void *ctx;
 } wp_batch_hand_hooks;
@@ -75,6 +71,7 @@ typedef struct {
      * untimed (cuda, batched: res.kernel_us and the two copies' times were not measured) */
     bool untimed;
     double device_us; /* cuda, batched: the batch's round trip on the host's clock (wp_run_timing) */
+    double queue_us;  /* batched: the wait in the batch queue before its batch ran (wp_batch_job) */
 } wp_batch_reduce;
 
 /* Runs the job, batched when it is small (at most WP_BATCH_INPUT_MAX bytes of input, no output buffer).

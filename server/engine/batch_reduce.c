@@ -450,6 +450,7 @@ static int item_make(wp_app *app, wp_backend *be, wp_batch_reduce *j, bool untim
 static void job_start(wp_batch_reduce *j) {
     j->size = 1;
     j->device_us = 0;
+    j->queue_us = 0;
 }
 
 int wp_batch_run_reduce(wp_app *app, wp_backend *be, wp_batch_reduce *j, wp_err *err) {
@@ -464,6 +465,7 @@ int wp_batch_run_reduce(wp_app *app, wp_backend *be, wp_batch_reduce *j, wp_err 
         rc = run_alone(app, be, j, untimed_ok, err);
     } else if (rc == 0) {
         j->size = wp_batcher_submit(app->batcher, &bj);
+        j->queue_us = bj.queue_us;
         rc = it.rc;
         if (rc < 0) *err = it.err;
     }

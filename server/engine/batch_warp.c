@@ -153,6 +153,7 @@ int wp_batch_run_warp(wp_app *app, wp_backend *be, void *fn, const wp_spec *s, c
     wp_batch_job bj = {.owner = be, .run = warp_batch, .payload = &it, .no_wait = no_wait};
     if (warp_key(bj.key, sizeof bj.key, s, job, no_wait)) return wp_backend_run_warp(be, fn, s, job, res, t, err);
     *size = wp_batcher_submit(app->batcher, &bj);
+    t->queue_us = bj.queue_us;
     if (it.rc) *err = it.err;
     return it.rc;
 }
@@ -170,13 +171,9 @@ static handed_item *handed_of(wp_batch_job *bj) {
     return (handed_item *)(void *)((char *)bj - offsetof(handed_item, bj));
 }
 
-/* On the runner, before the job is batched: the caller's prep, then the key. */
+/* On the runner, before the job is batched: its key. */
 static bool handed_prepare(wp_batch_job *bj) {
     handed_item *h = handed_of(bj);
-    if (h->hooks.prep && h->hooks.prep(h->hooks.ctx, &h->it.err)) {
-        h->it.rc = -1;
-        return false;
-    }
     if (warp_key(bj->key, sizeof bj->key, h->it.spec, h->it.job, true))
         snprintf(bj->key, sizeof bj->key, "alone|%p", (void *)bj); /* no key text: a batch of its own */
     return true;

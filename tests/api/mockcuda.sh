@@ -191,8 +191,13 @@ for mode in never always; do
   if start "cuda on the mock, --inline-gpu $mode, --batch-window-us 20000" --inline-gpu "$mode" --batch-window-us 20000; then
     code=$(post /v1/reduce "$REDUCE")
     check "inline-gpu $mode: reduce 200 on cuda" '[ "$code" = 200 ] && grep -q "\"backend\":\"cuda\"" "$tmp/body"'
-    code=$(post /v1/reduce "$REDUCE")
+    code=$(curl -s -D "$tmp/head" -o "$tmp/body" -w '%{http_code}' -H 'Content-Type: application/json' \
+      --data-binary "$REDUCE" "$url/v1/reduce")
     check "inline-gpu $mode: again (kernel in memory) 200" '[ "$code" = 200 ]'
+    # on a worker (never), the job leads its batch and waits out the 20 ms window: timing says so
+    [ $mode = never ] && check "inline-gpu never: the batch window's wait is in handoff_us and Server-Timing's batch" \
+      'python3 -c "import json,sys; t = json.load(open(sys.argv[1]))[\"timing\"]; sys.exit(0 if 15000 <= t[\"handoff_us\"] <= t[\"total_us\"] else 1)" "$tmp/body" &&
+       grep -qi "^Server-Timing:.*batch;dur=[12][0-9]\." "$tmp/head"'
     code=$(post /v1/warp "$WARP")
     check "inline-gpu $mode: warp 200 on cuda" '[ "$code" = 200 ] && grep -q "\"backend\":\"cuda\"" "$tmp/body"'
     if [ $mode = never ]; then
@@ -215,6 +220,28 @@ for mode in never always; do
       done
       check "bursts: every request 200" '[ $burst_ok = 1 ]'
       check "bursts: warpd_batches_total and warpd_batched_jobs_total grow, some batch > 1" '[ $batched = 1 ]'
+      # After the bursts (the batch kernel built), a handed job's answer is written on its HTTP thread
+      # once the runner is done: its timing holds the hand-off (the runners' queue and the way back)
+      # beside the stages, all within total_us, and Server-Timing names it runner.
+      for route in warp reduce; do
+        body=$WARP
+        [ $route = reduce ] && body=$REDUCE
+        for _ in $(seq 50); do # a reduce is handed once its batch kernel, built in the background, is in
+          curl -s -D "$tmp/head" -o "$tmp/body" -H 'Content-Type: application/json' --data-binary "$body" "$url/v1/$route"
+          grep -qi '^Server-Timing:.*runner;dur=' "$tmp/head" && break
+          sleep 0.1
+        done
+        check "inline-gpu never: a handed $route's timing adds up within total_us, Server-Timing has runner" \
+          'python3 - "$tmp/body" "$tmp/head" <<'"'"'PY'"'"'
+import json, re, sys
+t = json.load(open(sys.argv[1]))["timing"]
+head = open(sys.argv[2]).read()
+parts = ["receive_us", "handoff_us", "parse_us", "key_us", "cache_us", "load_us", "device_us", "emulate_us"]
+spent = sum(t.get(k) or 0 for k in parts)
+ok = t["handoff_us"] > 0 and spent <= t["total_us"] + 1 and re.search(r"^Server-Timing:.*runner;dur=", head, re.M | re.I)
+sys.exit(0 if ok else 1)
+PY'
+      done
     fi
     stop "inline-gpu $mode daemon"
   fi
