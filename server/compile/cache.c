@@ -3,7 +3,7 @@
  * Owns: wp_cache, wp_kernel. Knows nothing of HTTP, NVRTC or which backend loads the cubin.
  *
  * Locking: one mutex guards the index, the LRU, every entry's state and fn fields and the stats. What
- * a memory hit does goes without it: a thread's repeated peek is served from its slot (cache_peek.c;
+ * a memory hit does goes without it: a thread's repeated peek is served from its slot (below;
  * the first, a locked one, fills it), an entry's reference is dropped with an atomic decrement (the
  * last one frees it: the index holds one while it is indexed, and a slot one while it holds it, so
  * none is raised from zero), and a function already loaded is read after an acquire load of its
@@ -28,6 +28,7 @@
 #include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/common.h"
 #include "util/sha256.h"
 
 #define CACHE_MIN_BUCKETS 64
@@ -163,16 +165,111 @@ static void lru_place(wp_cache *c, wp_kernel *k) {
     after->lru_next = k;
 }
 
+/* ---- a thread's memory hit without mu ----
+ * A slot a thread (wp_thread_slot: the first WP_CACHE_PEEK_SLOTS threads to ask have one each; later
+ * ones share) remembers the kernel its last locked hit found, with a reference of its own. A peek that
+ * finds its key there takes a reference and counts the hit in the slot, under the slot's busy flag:
+ * no lock (every HTTP thread asked mu on every small job, and under load they slept on it). The slots
+ * are filled under mu after a locked hit, and settled under mu (their hits and last uses folded into
+ * the entries and the stats; the entries used later than the LRU knew, moved up it) before anything
+ * reads those: the stats, the listing, the LRU's order.
+ *
+ * Why it is safe: a slot's kernel stays allocated while the slot holds its reference, and every write
+ * of a slot's kernel holds mu and the slot's busy flag (close: mu alone, with no peek left). An entry
+ * that leaves the index is first taken out of every slot that holds it (peek_forget waits out a peek
+ * in flight, a few instructions, that returns it as a hit: as a locked peek just before the removal
+ * would have), so no later peek returns it. A fill that finds the slot busy (another thread sharing
+ * it, mid-peek) leaves it as it is. */
+
+static bool slot_take(cache_peek_slot *s) { return !atomic_exchange_explicit(&s->busy, true, memory_order_acquire); }
+static void slot_give(cache_peek_slot *s) { atomic_store_explicit(&s->busy, false, memory_order_release); }
+
+static wp_kernel *peek_fast(wp_cache *c, cache_peek_slot *s, const uint8_t key[32], double now) {
+    if (!slot_take(s)) return NULL;
+    wp_kernel *k = s->k;
+    const bool hit = k && memcmp(k->key, key, 32) == 0 && !(c->disk && now - s->touched >= WP_DISK_TOUCH_S);
+    if (hit) {
+        atomic_fetch_add_explicit(&k->refs, 1, memory_order_relaxed); /* the slot holds one: never from zero */
+        atomic_fetch_add_explicit(&s->hits, 1, memory_order_relaxed);
+        atomic_store_explicit(&s->last_used, now, memory_order_relaxed);
+    }
+    slot_give(s);
+    return hit ? k : NULL;
+}
+
+/* Under mu: the slot's hits counted in its kernel and the stats. */
+static void fold_hits(wp_cache *c, cache_peek_slot *s) {
+    const uint64_t h = atomic_exchange_explicit(&s->hits, 0, memory_order_relaxed);
+    c->st.hits_memory += h;
+    s->k->hits += h;
+}
+
+/* Under mu: the slot's hits and last use folded into its kernel. True when that last use is later than
+ * the LRU knew (the caller moves it up). */
+static bool slot_settle(wp_cache *c, cache_peek_slot *s) {
+    wp_kernel *k = s->k;
+    fold_hits(c, s);
+    const double used = atomic_load_explicit(&s->last_used, memory_order_relaxed);
+    if (used <= k->last_used) return false;
+    k->last_used = used;
+    return k->indexed && k->state == KERNEL_READY;
+}
+
+/* Under mu, after a locked hit on k (ready): k put in slot s, unless it is busy. The kernel it held
+ * is settled and given back: a slot holds only indexed kernels (peek_forget), so the index's
+ * reference remains and this one is never the last. */
+static void peek_fill(wp_cache *c, cache_peek_slot *s, wp_kernel *k) {
+    if (!slot_take(s)) return;
+    wp_kernel *old = s->k;
+    if (old && slot_settle(c, s)) lru_place(c, old);
+    if (old) atomic_fetch_sub(&old->refs, 1);
+    atomic_fetch_add(&k->refs, 1);
+    s->k = k;
+    s->touched = k->touched;
+    atomic_store_explicit(&s->last_used, k->last_used, memory_order_relaxed);
+    slot_give(s);
+}
+
+/* Under mu, as k leaves the index (its reference still held): every slot holding k gives it back. */
+static void peek_forget(wp_cache *c, wp_kernel *k) {
+    for (int i = 0; i < WP_CACHE_PEEK_SLOTS; i++) {
+        cache_peek_slot *s = &c->peek[i];
+        if (s->k != k) continue;
+        while (!slot_take(s)) sched_yield(); /* a peek in flight: a few instructions, no lock */
+        fold_hits(c, s);
+        s->k = NULL;
+        atomic_fetch_sub(&k->refs, 1); /* the index still holds one: not the last */
+        slot_give(s);
+    }
+}
+
+/* Under mu, closing (no peek left): every slot emptied; the kernels whose last reference that was,
+ * chained through hash_next. */
+static wp_kernel *peek_close(wp_cache *c) {
+    wp_kernel *dead = NULL;
+    for (int i = 0; i < WP_CACHE_PEEK_SLOTS; i++) {
+        cache_peek_slot *s = &c->peek[i];
+        wp_kernel *k = s->k;
+        if (!k) continue;
+        fold_hits(c, s);
+        s->k = NULL;
+        if (atomic_fetch_sub(&k->refs, 1) == 1) {
+            k->hash_next = dead;
+            dead = k;
+        }
+    }
+    return dead;
+}
+
 void cache_settle(wp_cache *c) {
-    wp_kernel *moved[WP_CACHE_PEEK_SLOTS];
-    const int n = cache_peek_settle(c, moved);
-    for (int i = 0; i < n; i++) lru_place(c, moved[i]);
+    for (int i = 0; i < WP_CACHE_PEEK_SLOTS; i++)
+        if (c->peek[i].k && slot_settle(c, &c->peek[i])) lru_place(c, c->peek[i].k);
 }
 
 /* Takes k out of the index (and the LRU when ready) and drops the index's reference.
  * Returns true when that was the last reference: the caller frees k after unlocking. */
 bool cache_index_remove(wp_cache *c, wp_kernel *k) {
-    cache_peek_forget(c, k);
+    peek_forget(c, k);
     wp_kernel **p = &c->buckets[bucket_of(c, k->key)];
     while (*p != k) p = &(*p)->hash_next;
     *p = k->hash_next;
@@ -260,49 +357,6 @@ static uint64_t disk_store(wp_cache *c, const uint8_t key[32], double created, c
     return bytes;
 }
 
-static int mkdir_p(const char *dir) {
-    char path[CACHE_PATH_MAX];
-    if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path) return errno = ENAMETOOLONG, -1;
-    for (char *p = path + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = 0;
-        if (mkdir(path, 0700) && errno != EEXIST) return -1;
-        *p = '/';
-    }
-    if (mkdir(path, 0700) && errno != EEXIST) return -1;
-    return 0;
-}
-
-/* Removes <dir>/<2 hex>/<64 hex>.wpk.tmp.<pid>.<tid> files of writers that are gone (see the top). */
-#define CACHE_TMP_MIN_AGE_S 60
-static void sweep_stale_tmp(wp_cache *c) {
-    DIR *top = opendir(c->dir);
-    if (!top) return;
-    time_t now = time(NULL);
-    for (struct dirent *d; (d = readdir(top));) {
-        if (strlen(d->d_name) != 2 || !isxdigit((unsigned char)d->d_name[0]) || !isxdigit((unsigned char)d->d_name[1]))
-            continue;
-        char sub[CACHE_PATH_MAX];
-        snprintf(sub, sizeof sub, "%s/%s", c->dir, d->d_name);
-        DIR *in = opendir(sub);
-        if (!in) continue;
-        for (struct dirent *e; (e = readdir(in));) {
-            const char *t = strstr(e->d_name, ".wpk.tmp.");
-            int pid = 0;
-            if (!t || sscanf(t, ".wpk.tmp.%d.", &pid) != 1 || pid <= 0) continue;
-            if (pid == (int)getpid() || kill(pid, 0) == 0 || errno != ESRCH) continue; /* a live writer */
-            char path[CACHE_PATH_MAX + 300];
-            struct stat st;
-            snprintf(path, sizeof path, "%s/%s", sub, e->d_name);
-            if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) && now - st.st_mtime >= CACHE_TMP_MIN_AGE_S &&
-                unlink(path) == 0)
-                c->st.stale_tmp_removed++;
-        }
-        closedir(in);
-    }
-    closedir(top);
-}
-
 /* ---- the public face ---- */
 
 wp_cache *wp_cache_open(const char *dir, size_t mem_cap, wp_err *err) {
@@ -310,7 +364,7 @@ wp_cache *wp_cache_open(const char *dir, size_t mem_cap, wp_err *err) {
         WP_FAIL(err, 500, "cache_dir", "", "cache directory path too long");
         return NULL;
     }
-    if (dir && (mkdir_p(dir) || access(dir, R_OK | W_OK | X_OK))) {
+    if (dir && (wp_cache_dir_make(dir) || access(dir, R_OK | W_OK | X_OK))) {
         WP_FAIL(err, 500, "cache_dir", "", "cache directory %.150s: %s", dir, strerror(errno));
         return NULL;
     }
@@ -330,7 +384,7 @@ wp_cache *wp_cache_open(const char *dir, size_t mem_cap, wp_err *err) {
     }
     c->dir = dir_copy;
     c->disk = disk;
-    if (c->dir) sweep_stale_tmp(c);
+    if (c->dir) c->st.stale_tmp_removed = wp_cache_file_sweep(c->dir);
     c->buckets = buckets;
     c->n_buckets = CACHE_MIN_BUCKETS;
     c->st.cap_bytes = mem_cap;
@@ -341,7 +395,7 @@ wp_cache *wp_cache_open(const char *dir, size_t mem_cap, wp_err *err) {
 void wp_cache_close(wp_cache *c) {
     if (!c) return;
     pthread_mutex_lock(&c->mu);
-    wp_kernel *dead = cache_peek_close(c);
+    wp_kernel *dead = peek_close(c);
     for (size_t i = 0; i < c->n_buckets; i++)
         while (c->buckets[i]) {
             wp_kernel *k = c->buckets[i];
@@ -414,10 +468,11 @@ static wp_kernel *wait_for_build(wp_cache *c, wp_kernel *k, bool *touch, wp_err 
     return NULL;
 }
 
-/* Every HTTP thread asks here: first its slot, without the lock (cache_peek.c); a locked hit fills it. */
+/* Every HTTP thread asks here: first its slot, without the lock (above); a locked hit fills it. */
 wp_kernel *wp_cache_peek(wp_cache *c, const uint8_t key[32]) {
     const double now = wp_unix_now();
-    wp_kernel *k = cache_peek_fast(c, key, now), *old = NULL;
+    cache_peek_slot *s = &c->peek[wp_thread_slot(WP_CACHE_PEEK_BITS)];
+    wp_kernel *k = peek_fast(c, s, key, now);
     if (k) return k;
     bool touch = false;
     pthread_mutex_lock(&c->mu);
@@ -425,14 +480,11 @@ wp_kernel *wp_cache_peek(wp_cache *c, const uint8_t key[32]) {
     if (k && k->state == KERNEL_READY) {
         atomic_fetch_add(&k->refs, 1);
         touch = note_memory_hit(c, k, now);
-        bool old_moved;
-        old = cache_peek_fill(c, k, &old_moved);
-        if (old_moved) lru_place(c, old);
+        peek_fill(c, s, k);
     } else {
         k = NULL;
     }
     pthread_mutex_unlock(&c->mu);
-    wp_kernel_release(c, old);
     if (touch) wp_disk_touch(c->disk, key);
     return k;
 }

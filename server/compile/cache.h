@@ -34,7 +34,7 @@ wp_kernel *wp_cache_get_named(wp_cache *c, const uint8_t key[32], const char *ke
 void wp_kernel_release(wp_cache *c, wp_kernel *k);
 /* The entry if it is ready in memory (a memory hit, referenced), else NULL: never builds, never
  * reads the disk, never waits. For callers that must not block. Any thread; a thread that asks for
- * the key it asked for last takes no lock (cache_peek.c). */
+ * the key it asked for last takes no lock (cache.c). */
 wp_kernel *wp_cache_peek(wp_cache *c, const uint8_t key[32]);
 const wp_artifact *wp_kernel_artifact(const wp_kernel *k);
 

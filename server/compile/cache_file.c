@@ -1,4 +1,5 @@
-/* cache_file.c — one kernel's file in the disk cache: its format, read and checked, or written whole.
+/* cache_file.c — one kernel's file in the disk cache: its format, read and checked, or written whole;
+ * and the cache's directory: made, and the temp files of crashed writers swept when it is opened.
  * Owns: the format; nothing mutable (any thread). cache.c decides when to read or write, cache_disk.c
  * indexes the files.
  *
@@ -12,13 +13,17 @@
  * a whole file or none, also on a directory that several daemons share (docs/scaling.md). */
 #include "cache_file.h"
 
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "util/sha256.h"
@@ -289,4 +294,50 @@ uint64_t wp_cache_file_write(const char *path, const uint8_t key[32], double cre
     if (ok) fsync_dir(sub); /* the rename itself survives a crash */
     free(bytes);
     return ok ? total : 0;
+}
+
+/* ---- the cache's directory ---- */
+
+int wp_cache_dir_make(const char *dir) {
+    char path[WP_CACHE_FILE_PATH_MAX];
+    if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path) return errno = ENAMETOOLONG, -1;
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = 0;
+        if (mkdir(path, 0700) && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    if (mkdir(path, 0700) && errno != EEXIST) return -1;
+    return 0;
+}
+
+#define CACHE_TMP_MIN_AGE_S 60
+uint64_t wp_cache_file_sweep(const char *dir) {
+    uint64_t removed = 0;
+    DIR *top = opendir(dir);
+    if (!top) return 0;
+    time_t now = time(NULL);
+    for (struct dirent *d; (d = readdir(top));) {
+        if (strlen(d->d_name) != 2 || !isxdigit((unsigned char)d->d_name[0]) || !isxdigit((unsigned char)d->d_name[1]))
+            continue;
+        char sub[WP_CACHE_FILE_PATH_MAX];
+        snprintf(sub, sizeof sub, "%s/%s", dir, d->d_name);
+        DIR *in = opendir(sub);
+        if (!in) continue;
+        for (struct dirent *e; (e = readdir(in));) {
+            const char *t = strstr(e->d_name, ".wpk.tmp.");
+            int pid = 0;
+            if (!t || sscanf(t, ".wpk.tmp.%d.", &pid) != 1 || pid <= 0) continue;
+            if (pid == (int)getpid() || kill(pid, 0) == 0 || errno != ESRCH) continue; /* a live writer */
+            char path[WP_CACHE_FILE_PATH_MAX + 300];
+            struct stat st;
+            snprintf(path, sizeof path, "%s/%s", sub, e->d_name);
+            if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) && now - st.st_mtime >= CACHE_TMP_MIN_AGE_S &&
+                unlink(path) == 0)
+                removed++;
+        }
+        closedir(in);
+    }
+    closedir(top);
+    return removed;
 }

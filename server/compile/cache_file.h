@@ -27,4 +27,10 @@ uint64_t wp_cache_file_write(const char *path, const uint8_t key[32], double cre
  * when the file is not a cache file. */
 bool wp_cache_file_meta(const char *path, double *created, char *key_text, size_t n);
 
+/* The cache's directory made, with its parents (0700), or -1 with errno. */
+int wp_cache_dir_make(const char *dir);
+/* Removes <dir>/<2 hex>/<64 hex>.wpk.tmp.<pid>.<tid>... files whose writer is gone and that are over a
+ * minute old (another daemon sharing the directory may be writing its own); returns how many. */
+uint64_t wp_cache_file_sweep(const char *dir);
+
 #endif

@@ -37,14 +37,13 @@ struct wp_kernel {
     uint64_t hits;                      /* memory hits */
 };
 
-/* A thread's memory hit without mu (cache_peek.c): the kernel of its last locked hit, with a reference
- * of the slot's. k, gen and touched are written under mu and busy; hits and last_used by the owner's
- * peeks under busy, and taken in (settled) under mu. */
+/* A thread's memory hit without mu (cache.c): the kernel of its last locked hit, with a reference of
+ * the slot's. k and touched are written under mu and busy (close: mu alone, with no peek left); hits
+ * and last_used by the owner's peeks under busy, and taken in (settled) under mu. */
 #define WP_CACHE_PEEK_BITS 6
 #define WP_CACHE_PEEK_SLOTS (1 << WP_CACHE_PEEK_BITS)
 typedef struct {
     _Alignas(64) atomic_bool busy;
-    uint64_t gen;   /* the cache's generation when filled: used only while it is current */
     wp_kernel *k;   /* NULL: empty */
     double touched; /* k->touched when filled: a hit past WP_DISK_TOUCH_S takes the lock (it touches the file) */
     atomic_uint_least64_t hits; /* hits served here, not yet in k->hits and st.hits_memory */
@@ -59,8 +58,7 @@ struct wp_cache {
     wp_kernel *lru_head, *lru_tail; /* ready entries, most recent first */
     wp_cache_stats st;
     wp_disk *disk;                             /* the files' index and cap (cache_disk.c); NULL when memory only */
-    atomic_uint_least64_t gen;                 /* raised when an entry leaves the index */
-    cache_peek_slot peek[WP_CACHE_PEEK_SLOTS]; /* cache_peek.c */
+    cache_peek_slot peek[WP_CACHE_PEEK_SLOTS]; /* a thread's memory hit without mu (cache.c) */
 };
 
 /* cache.c: the index (under mu) */
@@ -70,25 +68,8 @@ wp_kernel *cache_index_find(wp_cache *c, const uint8_t key[32]);
 bool cache_index_remove(wp_cache *c, wp_kernel *k);
 void cache_free_chain(wp_kernel *k); /* frees k and the entries chained to it through hash_next */
 /* Under mu: every peek slot's hits and last use taken into the entries, the stats and the LRU's order
- * (cache_peek_settle, then the entries it moved placed). Before anything reads them. */
+ * Before anything reads them. */
 void cache_settle(wp_cache *c);
-
-/* cache_peek.c. Without mu: a hit in this thread's slot (a reference taken and the hit counted), or NULL. */
-wp_kernel *cache_peek_fast(wp_cache *c, const uint8_t key[32], double now);
-/* Under mu, after a locked hit on k (ready): k put in this thread's slot (unless it is busy). Returns the
- * kernel it held, whose slot reference the caller drops after unlocking (wp_kernel_release), or NULL;
- * *old_moved: that kernel was used later than the LRU knows (the caller places it). */
-wp_kernel *cache_peek_fill(wp_cache *c, wp_kernel *k, bool *old_moved);
-/* Under mu: every slot's hits and last use taken into its kernel and the stats; the indexed kernels
- * whose last use rose (to be placed in the LRU) written to moved (room for WP_CACHE_PEEK_SLOTS), their
- * count returned. */
-int cache_peek_settle(wp_cache *c, wp_kernel **moved);
-/* Under mu, as k leaves the index (before its reference is dropped): the generation raised, and the
- * slots that hold k give it back. */
-void cache_peek_forget(wp_cache *c, wp_kernel *k);
-/* Under mu, closing: every slot emptied; the kernels whose last reference that was, chained through
- * hash_next, for the caller to free. */
-wp_kernel *cache_peek_close(wp_cache *c);
 
 /* The last use of key in memory, for the disk index's LRU order (cache_disk.h's callback; ctx: the cache). */
 double cache_memory_last_used(void *ctx, const uint8_t key[32]);

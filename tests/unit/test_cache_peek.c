@@ -1,4 +1,4 @@
-/* test_cache_peek.c — the cache's memory hit without its lock (cache_peek.c): a thread's second peek
+/* test_cache_peek.c — the cache's memory hit without its lock (cache.c's slots): a thread's second peek
  * of a key is served from its slot and counted exactly as a locked hit (stats, listing, per-entry
  * hits), its last use still orders the LRU and the listing, an entry removed, pruned or evicted is
  * never served from a slot again, and a slot's reference is given back (ASan's leak check), also

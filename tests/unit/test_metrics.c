@@ -202,7 +202,7 @@ static void *take_slot(void *arg) {
 }
 
 static void test_thread_slot(void) {
-    T_CASE("thread slots: the first 16 threads to ask have one each");
+    T_CASE("thread slots: 16 threads that ask one after another have one each");
     unsigned got[16] = {0}, seen = 0;
     pthread_t th[16];
     for (int i = 0; i < 16; i++) {
