@@ -136,7 +136,7 @@ typedef struct {
     /* handed to the batcher's runners (the HTTP thread does not wait for a GPU job, batch_exec.h) */
     bool hand;           /* may be handed: the HTTP thread would otherwise defer it to a worker */
     uint64_t t_hand_ns;  /* when it was handed */
-    double hand_wait_us; /* the hand-off's share: the runner's queue, not the run */
+    double hand_wait_us; /* the hand-off's share: the runners' queue and the way back, not the run */
     wp_app *app;         /* handed: what the HTTP thread answers with once the runner is done */
 } reduce_req;
 

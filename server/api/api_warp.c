@@ -381,7 +381,7 @@ typedef struct {
     bool profile;
     double parse_us;
     uint64_t t_hand_ns;  /* handed: when */
-    double hand_wait_us; /* the hand-off's share: the runner's queue, not the run */
+    double hand_wait_us; /* the hand-off's share: the runners' queue and the way back, not the run */
     wp_app *app;         /* handed: the runner counts the run in it */
     int hand_rc;         /* handed: the run's, set by the runner before it unparks */
     void *hand_room;     /* handed: the batcher's (wp_batch_hand_warp_room) */
