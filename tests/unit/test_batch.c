@@ -1,9 +1,10 @@
 /* test_batch.c — server/engine/batch.c without HTTP or backends: jobs that wait while a batch of their key
  * runs form the next batch, all of them up to max (then the rest, in order); max 1 runs every job
- * alone; keys and owners never share a batch; every job runs exactly once and learns its batch size;
- * the counters add up. A batch's run blocks on a gate, so every queue is filled on purpose (the
- * test waits for the batcher's own count of waiting jobs), not by timing. The batch memory pool
- * (batch_mem.c) keeps each device's buffers apart: a batch on device 1 never gets device 0's. */
+ * alone; keys and owners never share a batch; every job runs exactly once and learns its batch size
+ * and its wait in the queue; the counters add up. A batch's run blocks on a gate, so every queue is
+ * filled on purpose (the test waits for the batcher's own count of waiting jobs), not by timing. The
+ * batch memory pool (batch_mem.c) keeps each device's buffers apart: a batch on device 1 never gets
+ * device 0's. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -232,6 +233,37 @@ static void no_wait_leader(void) {
     wp_batcher_close(bt);
 }
 
+/* The wait in the queue each job learns (queue_us): a lone leader waits out its window (2 ms here: the
+ * timed wait ends no sooner), and a job queued behind a gated batch waits at least as long as the gate
+ * stays shut after it queued (50 ms). Lower bounds only: a loaded machine makes both longer. */
+static void queue_time(void) {
+    wp_batch_config cfg = {.window_us = 2000, .max = 8};
+    wp_batcher *bt = wp_batcher_open(&cfg);
+    static submitter s[2];
+    static pthread_t th[2];
+    int owner;
+    reset();
+    open_gate();
+    start(&s[0], &th[0], bt, &owner, "k", 0, false);
+    pthread_join(th[0], NULL);
+    CHECKF(s[0].size == 1 && s[0].job.queue_us >= 2000, "alone: size %d, queue_us %.1f", s[0].size, s[0].job.queue_us);
+    wp_batcher_close(bt);
+
+    cfg.window_us = 0;
+    bt = wp_batcher_open(&cfg);
+    reset();
+    start(&s[0], &th[0], bt, &owner, "k", 0, true); /* leads, held at the gate */
+    wait_at_gate(1);
+    start(&s[1], &th[1], bt, &owner, "k", 1, false);
+    wait_waiting(bt, 1);
+    nanosleep(&(struct timespec){0, 50000000}, NULL);
+    open_gate();
+    for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+    CHECKF(s[1].job.queue_us >= 50000 && s[0].job.queue_us >= 0, "leader %.1f us, queued behind it %.1f us",
+           s[0].job.queue_us, s[1].job.queue_us);
+    wp_batcher_close(bt);
+}
+
 /* concurrency 2: two gated batches of one key run at once (one slot each), the third job waits for a
  * slot; when one batch ends, every job that waited forms the next batch in the freed slot, and no
  * more than two ever run together. Then 40 more jobs with the gate open (started once the first four
@@ -379,6 +411,8 @@ int main(void) {
     no_wait_leader();
     T_CASE("max 1");
     max_one();
+    T_CASE("the wait in the queue: a lone leader's window, the batch ahead");
+    queue_time();
     T_CASE("two slots: batches of one key side by side, never more");
     two_slots();
     T_CASE("batch memory per device");
