@@ -137,32 +137,29 @@ static void lru_unlink(wp_cache *c, wp_kernel *k) {
     k->lru_prev = k->lru_next = NULL;
 }
 
-static void lru_push_front(wp_cache *c, wp_kernel *k) {
-    k->lru_prev = NULL;
-    k->lru_next = c->lru_head;
-    if (c->lru_head)
-        c->lru_head->lru_prev = k;
+/* k linked in after `after`, or at the head when after is NULL. */
+static void lru_link_after(wp_cache *c, wp_kernel *after, wp_kernel *k) {
+    wp_kernel *next = after ? after->lru_next : c->lru_head;
+    k->lru_prev = after;
+    k->lru_next = next;
+    if (next)
+        next->lru_prev = k;
     else
         c->lru_tail = k;
-    c->lru_head = k;
+    if (after)
+        after->lru_next = k;
+    else
+        c->lru_head = k;
 }
+
+static void lru_push_front(wp_cache *c, wp_kernel *k) { lru_link_after(c, NULL, k); }
 
 /* Under mu: k (indexed, ready) moved to its place in the LRU by its last_used. */
 static void lru_place(wp_cache *c, wp_kernel *k) {
     lru_unlink(c, k);
     wp_kernel *after = NULL; /* the last entry used later than k */
     for (wp_kernel *e = c->lru_head; e && e->last_used > k->last_used; e = e->lru_next) after = e;
-    if (!after) {
-        lru_push_front(c, k);
-        return;
-    }
-    k->lru_prev = after;
-    k->lru_next = after->lru_next;
-    if (after->lru_next)
-        after->lru_next->lru_prev = k;
-    else
-        c->lru_tail = k;
-    after->lru_next = k;
+    lru_link_after(c, after, k);
 }
 
 /* ---- a thread's memory hit without mu ----
@@ -175,11 +172,11 @@ static void lru_place(wp_cache *c, wp_kernel *k) {
  * reads those: the stats, the listing, the LRU's order.
  *
  * Why it is safe: a slot's kernel stays allocated while the slot holds its reference, and every write
- * of a slot's kernel holds mu and the slot's busy flag (close: mu alone, with no peek left). An entry
- * that leaves the index is first taken out of every slot that holds it (peek_forget waits out a peek
- * in flight, a few instructions, that returns it as a hit: as a locked peek just before the removal
- * would have), so no later peek returns it. A fill that finds the slot busy (another thread sharing
- * it, mid-peek) leaves it as it is. */
+ * of a slot's kernel holds mu and the slot's busy flag. An entry that leaves the index (closing the
+ * cache included) is first taken out of every slot that holds it (peek_forget waits out a peek in
+ * flight, a few instructions, that returns it as a hit: as a locked peek just before the removal would
+ * have), so no later peek returns it, and a slot holds only indexed kernels. A fill that finds the
+ * slot busy (another thread sharing it, mid-peek) leaves it as it is. */
 
 static bool slot_take(cache_peek_slot *s) { return !atomic_exchange_explicit(&s->busy, true, memory_order_acquire); }
 static void slot_give(cache_peek_slot *s) { atomic_store_explicit(&s->busy, false, memory_order_release); }
@@ -241,24 +238,6 @@ static void peek_forget(wp_cache *c, wp_kernel *k) {
         atomic_fetch_sub(&k->refs, 1); /* the index still holds one: not the last */
         slot_give(s);
     }
-}
-
-/* Under mu, closing (no peek left): every slot emptied; the kernels whose last reference that was,
- * chained through hash_next. */
-static wp_kernel *peek_close(wp_cache *c) {
-    wp_kernel *dead = NULL;
-    for (int i = 0; i < WP_CACHE_PEEK_SLOTS; i++) {
-        cache_peek_slot *s = &c->peek[i];
-        wp_kernel *k = s->k;
-        if (!k) continue;
-        fold_hits(c, s);
-        s->k = NULL;
-        if (atomic_fetch_sub(&k->refs, 1) == 1) {
-            k->hash_next = dead;
-            dead = k;
-        }
-    }
-    return dead;
 }
 
 void cache_settle(wp_cache *c) {
@@ -394,9 +373,9 @@ wp_cache *wp_cache_open(const char *dir, size_t mem_cap, wp_err *err) {
 /* Every entry must have been released. */
 void wp_cache_close(wp_cache *c) {
     if (!c) return;
+    wp_kernel *dead = NULL;
     pthread_mutex_lock(&c->mu);
-    wp_kernel *dead = peek_close(c);
-    for (size_t i = 0; i < c->n_buckets; i++)
+    for (size_t i = 0; i < c->n_buckets; i++) /* each taken out of the peek slots first (peek_forget) */
         while (c->buckets[i]) {
             wp_kernel *k = c->buckets[i];
             if (cache_index_remove(c, k)) {

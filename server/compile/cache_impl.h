@@ -38,8 +38,8 @@ struct wp_kernel {
 };
 
 /* A thread's memory hit without mu (cache.c): the kernel of its last locked hit, with a reference of
- * the slot's. k and touched are written under mu and busy (close: mu alone, with no peek left); hits
- * and last_used by the owner's peeks under busy, and taken in (settled) under mu. */
+ * the slot's. k and touched are written under mu and busy; hits and last_used by the owner's peeks
+ * under busy, and taken in (settled) under mu. */
 #define WP_CACHE_PEEK_BITS 6
 #define WP_CACHE_PEEK_SLOTS (1 << WP_CACHE_PEEK_BITS)
 typedef struct {
