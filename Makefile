@@ -114,9 +114,10 @@ $(BUILD)/bench/launch/bench_smalljob: NVCC_LDLIBS += -lcuda # submits through th
 
 # A stand-in CUDA driver (tests/mockcuda): the cuda backend's host paths without a GPU (tests/api/mockcuda.sh).
 MOCKCUDA  := $(BUILD)/mockcuda/libcuda.so.1
-$(MOCKCUDA): tests/mockcuda/mockcuda.c
+$(MOCKCUDA): tests/mockcuda/mockcuda.c tests/mockcuda/mock_resident.c tests/mockcuda/mock_resident.h kernels/wp_abi.h
 	@mkdir -p $(dir $@)
-	$(CC) -std=c11 $(WARN) -O2 -g -fPIC -shared -fvisibility=hidden -I$(CUDA_HOME)/include -o $@ $<
+	$(CC) -std=c11 $(WARN) -O2 -g -fPIC -shared -fvisibility=hidden -I$(CUDA_HOME)/include -o $@ \
+	  tests/mockcuda/mockcuda.c tests/mockcuda/mock_resident.c -lpthread
 
 # The kernels the API case table compiles only in passing (tests/api/kcache.json), compiled once by the
 # sanitized daemon (--prewarm --exit): the suites that run the table start their daemons on a copy

@@ -24,7 +24,35 @@ typedef struct wp_warp_params {
     int pred_kind;                     /* WP_PRED_* */
     int first, second;                 /* swap: element indices */
     int reserved;
+    unsigned long long resident; /* 0: one job, the fields above. Else a resident block (below): the
+                                    device address of its mailbox; the fields above are unused */
+    unsigned resident_idle_us;   /* resident: leaves after this long without a job ... */
+    unsigned resident_life_us;   /* ... or, between jobs, this long after its launch */
 } wp_warp_params;
+
+/* ---- resident warp kernels (templates/wp_resident.cuh, server/backend/resident_box.h) ------------
+ * A warp kernel launched with p.resident set is one warp that stays on the device and takes small
+ * jobs (n <= 32 lanes) from a mailbox in mapped page-locked host memory, so a job costs a round trip
+ * over the bus instead of a launch. The mailbox is 16-byte lines, each written whole by one store and
+ * read whole by one load, word 0 of every line the job's sequence number (1..WP_RESIDENT_STOP - 1): a
+ * reader takes a job or a result only when every line it needs carries the number, so neither side
+ * needs a fence. Lines (words after the sequence number):
+ *   WP_RES_HEAD     n | elems << 8 | pred_kind << 16, the active lanes' bits, 0
+ *   WP_RES_HEAD + 1 pred_a (low, high), first;   WP_RES_HEAD + 2 pred_b (low, high), second
+ *   WP_RES_IN + lane * elems + e    arg[lane], in (low, high)
+ *   WP_RES_STATUS   [last sequence number taken, WP_RESIDENT_EXITED, 0, 0] once the kernel leaves
+ *   WP_RES_OUT + lane * elems + e   src[lane], out (low, high): every lane's, WP_WARP_POISON and -1
+ *                                   where the kernel did not write
+ * The host writes the header last; the sequence number WP_RESIDENT_STOP tells the kernel to leave. */
+#define WP_WARP_POISON 0xbadc0ffee0ddf00dull /* out[] pre-fill: a slot the kernel never wrote keeps it */
+#define WP_RESIDENT_LANES 32
+#define WP_RESIDENT_STOP 0xffffffffu
+#define WP_RESIDENT_EXITED 0x45584954u /* "EXIT" */
+#define WP_RES_HEAD 0
+#define WP_RES_IN 3
+#define WP_RES_STATUS (WP_RES_IN + WP_RESIDENT_LANES * WP_MAX_ELEMS + 1)
+#define WP_RES_OUT (WP_RES_STATUS + 8) /* its own 128 bytes apart from the status */
+#define WP_RES_LINES (WP_RES_OUT + WP_RESIDENT_LANES * WP_MAX_ELEMS)
 
 /* ---- data-parallel families (reductions, scans, stencil, generate): kernels/data.h ----------------
  * One parameter block for every such kernel, passed by value as its only argument. Elements are

@@ -113,6 +113,10 @@ static void usage(FILE *f) {
             "  --zero-copy on|off   on (default): a small untimed GPU job's kernel works on its data in\n"
             "                       page-locked host memory mapped into the device, with no copy either\n"
             "                       way; off: always copied in and out (as a profiled job is)\n"
+            "  --resident-us N      a small untimed /v1/warp job (up to 32 lanes) run alone on a GPU leaves\n"
+            "                       its kernel on the device, one warp waiting N µs for the next job of\n"
+            "                       that kernel, which then costs a trip over the bus, not a launch\n"
+            "                       (default 500; 0: none)\n"
             "  --devices all|0,2,.. the GPUs to serve on, one context each (default all visible; --device N\n"
             "                       alone means just N). Jobs go to the least-loaded one unless they pin\n"
             "                       \"device\": N or run over a buffer (then where it lives)\n"
@@ -351,6 +355,7 @@ static const opt_spec flag_table[] = {
     F_SIZE("--max-body", max_body, 1024, 1LL << 40),
     F_SIZE("--conn-memory", conn_memory, 16 << 10, 1LL << 30),
     F_INT("--busy-poll-us", busy_poll_us, 0, WP_BUSY_POLL_MAX_US),
+    F_INT("--resident-us", resident_us, 0, WP_RESIDENT_MAX_US),
     F_INT("--max-depth", max_depth, 4, 1000),
     F_INT("--max-queue", max_queue, 1, 1 << 20),
     F_INT("--max-jobs", max_jobs, 1, 1 << 20),
@@ -480,6 +485,7 @@ void wp_options_defaults(wp_options *o) {
                       .max_body = DEFAULT_MAX_BODY,
                       .conn_memory = DEFAULT_CONN_MEMORY,
                       .busy_poll_us = WP_BUSY_POLL_DEFAULT_US,
+                      .resident_us = WP_RESIDENT_DEFAULT_US,
                       .max_depth = DEFAULT_MAX_DEPTH,
                       .max_queue = DEFAULT_MAX_QUEUE,
                       .max_jobs = DEFAULT_MAX_JOBS,

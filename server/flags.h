@@ -62,6 +62,7 @@ typedef struct {
     bool gpu_wait_yield; /* --gpu-wait yield */
     int runner_wait;     /* --runner-wait: WP_WAIT_SPIN, WP_WAIT_YIELD (default) or WP_WAIT_SLEEP (buffer.h) */
     bool no_zero_copy;   /* --zero-copy off */
+    int resident_us;     /* --resident-us: a resident warp kernel's wait for its next job; 0: none */
     /* shared-memory regions (engine/regions.h) */
     bool shm_off, shm_remote;   /* --shm off, --shm-remote */
     const char *shm_prefix;     /* --shm-prefix */

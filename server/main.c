@@ -46,6 +46,7 @@ static int open_gpus(const wp_options *o, wp_app *app, wp_err *err) {
         wp_backend *b = wp_backend_cuda_open_streams(want[i], o->streams_per_device, err);
         wp_backend_cuda_set_wait(b, o->gpu_wait_yield);
         wp_backend_cuda_set_zero_copy(b, !o->no_zero_copy);
+        wp_backend_cuda_set_resident(b, o->resident_us);
         if (!b && all) { /* every visible GPU: one that will not open (busy, exclusive) is left out */
             wp_log(WP_LOG_WARN, "GPU %d left out: %s", want[i], err->msg);
             continue;

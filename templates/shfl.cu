@@ -2,6 +2,7 @@
  * (partner exchange of two array elements). Thin wrappers over wp_warp.cuh; every element of a
  * lane's array is shuffled with the same argument, and src[t] gets the lane the value came from
  * (the lane id shuffled alongside) or -1 when the source was out of range (docs/semantics.md). */
+#include "wp_resident.cuh"
 #include "wp_warp.cuh"
 
 /* One shuffle kind: how it moves a value and when its source lies in the caller's segment. */
@@ -52,22 +53,22 @@ template <class Kind, typename T, int WIDTH, unsigned MASK> __device__ __forcein
 }
 
 template <typename T, int WIDTH, unsigned MASK> __global__ void __launch_bounds__(WP_MAX_LANES) wp_shfl(wp_warp_params p) {
-    wp_shfl_run<wp_shfl_idx_kind, T, WIDTH, MASK>(p);
+    WP_WARP_SERVE(p, wp_shfl_run<wp_shfl_idx_kind, T, WIDTH, MASK>);
 }
 template <typename T, int WIDTH, unsigned MASK> __global__ void __launch_bounds__(WP_MAX_LANES) wp_shfl_up(wp_warp_params p) {
-    wp_shfl_run<wp_shfl_up_kind, T, WIDTH, MASK>(p);
+    WP_WARP_SERVE(p, wp_shfl_run<wp_shfl_up_kind, T, WIDTH, MASK>);
 }
 template <typename T, int WIDTH, unsigned MASK> __global__ void __launch_bounds__(WP_MAX_LANES) wp_shfl_down(wp_warp_params p) {
-    wp_shfl_run<wp_shfl_down_kind, T, WIDTH, MASK>(p);
+    WP_WARP_SERVE(p, wp_shfl_run<wp_shfl_down_kind, T, WIDTH, MASK>);
 }
 template <typename T, int WIDTH, unsigned MASK> __global__ void __launch_bounds__(WP_MAX_LANES) wp_shfl_xor(wp_warp_params p) {
-    wp_shfl_run<wp_shfl_xor_kind, T, WIDTH, MASK>(p);
+    WP_WARP_SERVE(p, wp_shfl_run<wp_shfl_xor_kind, T, WIDTH, MASK>);
 }
 
 /* Lane l and partner l ^ lane_mask exchange element `first` of one with element `second` of the
  * other: out[first] = partner.in[second], out[second] = partner.in[first]; the rest is copied.
  * Out of range, the xor shuffle returns the lane's own operand, so the lane swaps locally. */
-template <typename T, int WIDTH, unsigned MASK> __global__ void __launch_bounds__(WP_MAX_LANES) wp_swap(wp_warp_params p) {
+template <typename T, int WIDTH, unsigned MASK> __device__ __forceinline__ void wp_swap_run(const wp_warp_params &p) {
     const int t = wp_thread(), lane = wp_lane();
     if (!wp_thread_runs(p, t)) return;
     if (!wp_in_mask(MASK, lane)) return;
@@ -82,4 +83,7 @@ template <typename T, int WIDTH, unsigned MASK> __global__ void __launch_bounds_
     wp_slot_store<T>(p.out, row + p.first, to_first);
     const int from = wp_warp_shfl_xor<int, WIDTH, MASK>(lane, lane_mask);
     wp_src_store(p, t, wp_shfl_xor_in_range<WIDTH>(lane, lane_mask) ? from : -1);
+}
+template <typename T, int WIDTH, unsigned MASK> __global__ void __launch_bounds__(WP_MAX_LANES) wp_swap(wp_warp_params p) {
+    WP_WARP_SERVE(p, wp_swap_run<T, WIDTH, MASK>);
 }

@@ -16,11 +16,19 @@
 //             spins on (no event: the stream's own write says the kernel is done)
 //   mapped_poll the same, the host spinning on the result word itself (a floor: only a job whose every
 //             result word is known to change could finish this way)
+//   mapped_flag the mapped job whose kernel ends by fencing its writes and storing a sequence number in
+//             mapped memory, which the host spins on (general: the kernel says it is done)
+//   mapped_flag_q the same, with an event recorded after the launch and queried once after the flag
+//   resident  one block stays on the device and spins on a mailbox in mapped memory: the host writes
+//             the input and a sequence number and spins on the block's done word (no launch a job)
+//   resident16 the same with one 16-byte line each way (sequence number and inputs; sequence number and
+//             result), one warp, no fences
 //   launch    the launch alone and a wait (device memory already in place): no version is cheaper
 // Each iteration changes the input and checks the result (a stale or missing result counts as bad).
 // ITER iterations per variant per round, ROUNDS rounds taking the variants in turn; per iteration
 // host-clock µs, median and p99 over all rounds.
 #include <cuda.h>
+#include <immintrin.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -51,6 +59,101 @@ __global__ void job(const Entry *table) {
     }
 }
 
+// job, then a completion word: every thread's writes are fenced at system scope before the block's
+// barrier, and thread 0 stores seq into *done (mapped memory) that the host spins on: the job's end
+// as the kernel itself says it, without the stream's completion.
+__global__ void job_flag(const Entry *table, unsigned *done, unsigned seq) {
+    const Entry e = table[0];
+    float v = threadIdx.x < e.n ? e.in[threadIdx.x] : 0.0f;
+    for (int o = 16; o; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+    __shared__ float part[8];
+    if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = v;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        float s = 0;
+        for (int i = 0; i < 8; i++) s += part[i];
+        *e.out = s;
+    }
+    __threadfence_system();
+    __syncthreads();
+    if (threadIdx.x == 0) *(volatile unsigned *)done = seq;
+}
+
+// A resident job: one block that stays on the device and takes jobs from a mailbox in mapped memory.
+// Thread 0 spins on mail[0] (the job's sequence number; ~0u stops the kernel), the block runs the job
+// (its table and input read after the acquire, past the L1), fences and writes done = seq.
+__device__ __forceinline__ unsigned ld_acquire_sys(const unsigned *p) {
+    unsigned v;
+    asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+__global__ void job_resident(const Entry *table, const unsigned *mail, unsigned *done) {
+    __shared__ unsigned s_seq;
+    __shared__ float part[8];
+    unsigned last = 0;
+    for (;;) {
+        if (threadIdx.x == 0) {
+            unsigned s;
+            while ((s = ld_acquire_sys(mail)) == last) {
+            }
+            s_seq = s;
+        }
+        __syncthreads();
+        const unsigned s = s_seq;
+        if (s == ~0u) return;
+        last = s;
+        const volatile Entry *ve = table;
+        const float *in = (const float *)ve->in;
+        float *out = ve->out;
+        const unsigned n = ve->n;
+        float v = threadIdx.x < n ? ((const volatile float *)in)[threadIdx.x] : 0.0f;
+        for (int o = 16; o; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+        if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = v;
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            float t = 0;
+            for (int i = 0; i < 8; i++) t += part[i];
+            *out = t;
+        }
+        __threadfence_system();
+        __syncthreads();
+        if (threadIdx.x == 0) *(volatile unsigned *)done = s;
+    }
+}
+
+// The same with one read and one write of mapped memory a job: the mailbox line holds the sequence
+// number and the three inputs (one 16-byte load by lane 0, taken when its sequence number is new);
+// warp 0 sums them and lane 0 stores the result and the sequence number in one 16-byte store. No
+// fence: each side writes the line whole, so the other sees all of it or none.
+__global__ void job_resident16(const uint4 *mail, uint4 *done) {
+    unsigned last = 0;
+    for (;;) {
+        uint4 m = make_uint4(0, 0, 0, 0);
+        if (threadIdx.x == 0) {
+            do {
+                asm volatile("ld.volatile.global.v4.u32 {%0,%1,%2,%3}, [%4];"
+                             : "=r"(m.x), "=r"(m.y), "=r"(m.z), "=r"(m.w)
+                             : "l"(mail)
+                             : "memory");
+            } while (m.x == last);
+        }
+        m.x = __shfl_sync(0xffffffffu, m.x, 0);
+        if (m.x == ~0u) return;
+        last = m.x;
+        const unsigned y = __shfl_sync(0xffffffffu, m.y, 0), z = __shfl_sync(0xffffffffu, m.z, 0),
+                       w = __shfl_sync(0xffffffffu, m.w, 0);
+        const unsigned l = threadIdx.x;
+        float v = __uint_as_float(l == 0 ? y : l == 1 ? z : l == 2 ? w : 0u);
+        for (int o = 16; o; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+        if (threadIdx.x == 0) {
+            uint4 r = make_uint4(m.x, __float_as_uint(v), 0, 0);
+            asm volatile("st.volatile.global.v4.u32 [%0], {%1,%2,%3,%4};" ::"l"(done), "r"(r.x), "r"(r.y), "r"(r.z),
+                         "r"(r.w)
+                         : "memory");
+        }
+    }
+}
+
 #define CK(x)                                                                                                  \
     do {                                                                                                       \
         CUresult r_ = (x);                                                                                     \
@@ -77,6 +180,12 @@ int main(int argc, char **argv) {
     cudaFree(0);
     CUfunction fn;
     if (cudaGetFuncBySymbol((cudaFunction_t *)&fn, (const void *)job) != cudaSuccess) return 1;
+    CUfunction fn_flag;
+    if (cudaGetFuncBySymbol((cudaFunction_t *)&fn_flag, (const void *)job_flag) != cudaSuccess) return 1;
+    CUfunction fn_res;
+    if (cudaGetFuncBySymbol((cudaFunction_t *)&fn_res, (const void *)job_resident) != cudaSuccess) return 1;
+    CUfunction fn_res16;
+    if (cudaGetFuncBySymbol((cudaFunction_t *)&fn_res16, (const void *)job_resident16) != cudaSuccess) return 1;
     CUstream st;
     CK(cuStreamCreate(&st, CU_STREAM_NON_BLOCKING));
     CUdeviceptr dev;
@@ -90,6 +199,8 @@ int main(int argc, char **argv) {
     for (auto &e : ev) CK(cuEventCreate(&e, CU_EVENT_DEFAULT));
     for (auto &e : gev) CK(cuEventCreate(&e, CU_EVENT_DEFAULT));
     CK(cuEventCreate(&done, CU_EVENT_DISABLE_TIMING));
+    CUevent done_ev2;
+    CK(cuEventCreate(&done_ev2, CU_EVENT_DISABLE_TIMING));
 
     // the host image: table entry pointing into the image's own device (or mapped) copy
     auto fill = [&](unsigned char *h, CUdeviceptr base, float x) {
@@ -306,6 +417,93 @@ int main(int argc, char **argv) {
                       // the kernel has nothing left to write; the stream orders the next launch after it
                       return result(mapped);
                   }});
+    static unsigned flag_seq = 0;
+    vs.push_back({"mapped_flag", [&](float x) {
+                      fill(mapped, mapped_dev, x);
+                      CUdeviceptr table = mapped_dev + TABLE_AT, done = mapped_dev + HEAD_AT + 128;
+                      unsigned want = ++flag_seq;
+                      void *params[] = {&table, &done, &want};
+                      CK(cuLaunchKernel(fn_flag, 1, 1, 1, 256, 1, 1, 0, st, params, NULL));
+                      while (__atomic_load_n((volatile unsigned *)(mapped + HEAD_AT + 128), __ATOMIC_ACQUIRE) != want) {
+                      }
+                      return result(mapped);
+                  }});
+    // the same, the stream's event also recorded and queried once after the flag (the error check a
+    // server needs: a kernel that faults never writes the flag)
+    vs.push_back({"mapped_flag_q", [&](float x) {
+                      fill(mapped, mapped_dev, x);
+                      CUdeviceptr table = mapped_dev + TABLE_AT, done = mapped_dev + HEAD_AT + 128;
+                      unsigned want = ++flag_seq;
+                      void *params[] = {&table, &done, &want};
+                      CK(cuLaunchKernel(fn_flag, 1, 1, 1, 256, 1, 1, 0, st, params, NULL));
+                      CK(cuEventRecord(done_ev2, st));
+                      while (__atomic_load_n((volatile unsigned *)(mapped + HEAD_AT + 128), __ATOMIC_ACQUIRE) != want) {
+                      }
+                      CUresult q = cuEventQuery(done_ev2);
+                      if (q != CUDA_SUCCESS && q != CUDA_ERROR_NOT_READY) CK(q);
+                      return result(mapped);
+                  }});
+    // the resident block, on its own stream with its own mailbox page: started on its first job
+    unsigned char *rmap;
+    CK(cuMemHostAlloc((void **)&rmap, 4096, CU_MEMHOSTALLOC_DEVICEMAP));
+    memset(rmap, 0, 4096);
+    CUdeviceptr rmap_dev;
+    CK(cuMemHostGetDevicePointer(&rmap_dev, rmap, 0));
+    CUstream rst;
+    CK(cuStreamCreate(&rst, CU_STREAM_NON_BLOCKING));
+    bool res_started = false;
+    static unsigned res_seq = 0;
+    enum { R_MAIL = 0, R_DONE = 64, R_TABLE = 128, R_IN = 256, R_OUT = 512 };
+    vs.push_back({"resident", [&](float x) {
+                      if (!res_started) {
+                          Entry e = {(const float *)(rmap_dev + R_IN), (float *)(rmap_dev + R_OUT), 3};
+                          memcpy(rmap + R_TABLE, &e, sizeof e);
+                          CUdeviceptr t = rmap_dev + R_TABLE, m = rmap_dev + R_MAIL, d = rmap_dev + R_DONE;
+                          void *params[] = {&t, &m, &d};
+                          CK(cuLaunchKernel(fn_res, 1, 1, 1, 256, 1, 1, 0, rst, params, NULL));
+                          res_started = true;
+                      }
+                      float in[3] = {x, 1.0f, 2.0f};
+                      memcpy(rmap + R_IN, in, sizeof in);
+                      memset(rmap + R_OUT, 0xff, 4);
+                      const unsigned want = ++res_seq;
+                      __atomic_store_n((unsigned *)(rmap + R_MAIL), want, __ATOMIC_RELEASE);
+                      while (__atomic_load_n((volatile unsigned *)(rmap + R_DONE), __ATOMIC_ACQUIRE) != want) {
+                      }
+                      float r;
+                      memcpy(&r, rmap + R_OUT, sizeof r);
+                      return r;
+                  }});
+    bool res16_started = false;
+    CUstream rst16;
+    CK(cuStreamCreate(&rst16, CU_STREAM_NON_BLOCKING));
+    enum { R16_MAIL = 1024, R16_DONE = 1536 };
+    vs.push_back({"resident16", [&](float x) {
+                      if (!res16_started) {
+                          CUdeviceptr m = rmap_dev + R16_MAIL, d = rmap_dev + R16_DONE;
+                          void *params[] = {&m, &d};
+                          CK(cuLaunchKernel(fn_res16, 1, 1, 1, 32, 1, 1, 0, rst16, params, NULL));
+                          res16_started = true;
+                      }
+                      const unsigned want = ++res_seq;
+                      float in[3] = {x, 1.0f, 2.0f};
+                      unsigned line[4] = {want, 0, 0, 0};
+                      memcpy(line + 1, in, sizeof in);
+                      __m128i v;
+                      memcpy(&v, line, 16);
+                      asm volatile("movdqa %1, %0" : "=m"(*(__m128i *)(rmap + R16_MAIL)) : "x"(v) : "memory");
+                      for (;;) {
+                          __m128i d; // one 16-byte load each time round (asm: the compiler may not keep it)
+                          asm volatile("movdqa %1, %0" : "=x"(d) : "m"(*(const __m128i *)(rmap + R16_DONE)) : "memory");
+                          unsigned got[4];
+                          memcpy(got, &d, 16);
+                          if (got[0] == want) {
+                              float r;
+                              memcpy(&r, got + 1, 4);
+                              return r;
+                          }
+                      }
+                  }});
     // "launch": run stays empty; the loop uploads the image untimed and times only the launch and wait
     vs.push_back({"launch", nullptr});
 
@@ -349,6 +547,15 @@ int main(int argc, char **argv) {
         std::sort(v.us.begin(), v.us.end());
         auto q = [&](double p) { return v.us[(size_t)(p * (v.us.size() - 1))]; };
         printf("%-10s %9.2f %9.2f %9.2f %6d\n", v.label.c_str(), q(0.5), q(0.9), q(0.99), v.bad);
+    }
+    if (res16_started) {
+        unsigned stop[4] = {~0u, 0, 0, 0};
+        memcpy(rmap + R16_MAIL, stop, 16);
+        CK(cuStreamSynchronize(rst16));
+    }
+    if (res_started) {
+        __atomic_store_n((unsigned *)(rmap + R_MAIL), ~0u, __ATOMIC_RELEASE);
+        CK(cuStreamSynchronize(rst));
     }
     if (elapsed_sink < 0) printf("?\n");
     return 0;

@@ -23,8 +23,9 @@ static void write_registry(wp_app *app, FILE *f) {
         wp_backend_info(be, &di);
         if (!ndev)
             snprintf(b.driver, sizeof b.driver, "%d.%d", di.driver_version / 1000, di.driver_version % 1000 / 10);
-        dev[ndev++] = (wp_metrics_device){wp_backend_index(be), wp_backend_facts(be)->name, di.mem_total, di.mem_free,
-                                          di.zero_copy_runs};
+        dev[ndev++] =
+            (wp_metrics_device){wp_backend_index(be), wp_backend_facts(be)->name, di.mem_total,        di.mem_free,
+                                di.zero_copy_runs,    di.resident_runs,           di.resident_launches};
     }
     wp_metrics_write(app->metrics, f, &b, dev, ndev);
 }

@@ -17,8 +17,10 @@ typedef struct {
     int sm;              /* e.g. 90; 0 for emu */
     int sms;             /* multiprocessors (cores for emu) */
     uint64_t mem_total, mem_free;
-    int driver_version;      /* cuDriverGetVersion, 0 for emu */
-    uint64_t zero_copy_runs; /* cuda: runs whose kernel worked on host memory, copying nothing (--zero-copy) */
+    int driver_version;         /* cuDriverGetVersion, 0 for emu */
+    uint64_t zero_copy_runs;    /* cuda: runs whose kernel worked on host memory, copying nothing (--zero-copy) */
+    uint64_t resident_runs;     /* cuda: warp jobs a resident kernel answered (--resident-us) */
+    uint64_t resident_launches; /* cuda: resident kernels launched */
 } wp_device_info;
 
 typedef struct {
@@ -44,6 +46,13 @@ void wp_backend_cuda_set_wait(wp_backend *b, bool yield);
  * mapped into the device, with no upload and no download (two driver calls and two copies fewer). On
  * by default; off: always copied. Before the first job; other backends ignore it. */
 void wp_backend_cuda_set_zero_copy(wp_backend *b, bool on);
+/* --resident-us: how long a resident warp kernel waits for its next job (0: none). A small untimed
+ * /v1/warp job of one warp, run alone, leaves its kernel on the device as one warp that takes the next
+ * jobs of that kernel from mapped host memory (cuda_resident.c); on by default. Before the first job;
+ * other backends ignore it. */
+#define WP_RESIDENT_DEFAULT_US 500
+#define WP_RESIDENT_MAX_US 1000000
+void wp_backend_cuda_set_resident(wp_backend *b, int idle_us);
 int wp_backend_streams(const wp_backend *b); /* jobs it runs at once: the pool's size; 1 on emu */
 int wp_backend_ordinal(const wp_backend *b); /* its device number (cuda: the driver's) */
 /* Its place among the devices served (--devices 2,3: 0 and 1): the "device" number requests, buffers,

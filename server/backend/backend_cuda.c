@@ -13,7 +13,8 @@
 
 static void cuda_close(wp_backend *base) {
     cuda_backend *b = (cuda_backend *)base;
-    cuda_ipc_close_all(b); /* mappings no buffer gave back, while the context lives */
+    cuda_ipc_close_all(b);  /* mappings no buffer gave back, while the context lives */
+    cuda_resident_close(b); /* before the context's wait for all its work */
     cuda_device_stop(b);
     pthread_mutex_destroy(&b->mu);
     pthread_cond_destroy(&b->cv);
@@ -35,6 +36,8 @@ static void cuda_info(wp_backend *base, wp_device_info *out) {
     if (got) b->info.mem_free = free_bytes;
     *out = b->info;
     out->zero_copy_runs = atomic_load(&b->zero_copy_runs);
+    out->resident_runs = atomic_load(&b->resident.runs);
+    out->resident_launches = atomic_load(&b->resident.launches);
     pthread_mutex_unlock(&b->mu);
 }
 
@@ -54,6 +57,10 @@ void wp_backend_cuda_set_wait(wp_backend *base, bool yield) {
 
 void wp_backend_cuda_set_zero_copy(wp_backend *base, bool on) {
     if (base && !strcmp(base->ops->name, "cuda")) ((cuda_backend *)base)->zero_copy = on;
+}
+
+void wp_backend_cuda_set_resident(wp_backend *base, int idle_us) {
+    if (base && !strcmp(base->ops->name, "cuda")) ((cuda_backend *)base)->resident.idle_us = (unsigned)idle_us;
 }
 
 static bool cuda_lane_free(wp_backend *base) {
@@ -110,6 +117,7 @@ wp_backend *wp_backend_cuda_open_streams(int device_ordinal, int streams, wp_err
     }
     b->base.ops = &cuda_ops;
     b->zero_copy = true;
+    b->resident.idle_us = WP_RESIDENT_DEFAULT_US;
     if (pthread_mutex_init(&b->mu, NULL) != 0 || pthread_cond_init(&b->cv, NULL) != 0 ||
         pthread_mutex_init(&b->load_mu, NULL) != 0) {
         free(b);

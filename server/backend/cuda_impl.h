@@ -54,6 +54,26 @@ typedef struct cuda_ring {
     size_t slot_bytes;
 } cuda_ring;
 
+/* The device's resident warp kernel (cuda_resident.c), used by one job at a time (busy). */
+#define WP_RESIDENT_LIFE_US                                                                                            \
+    4000 /* a resident leaves between jobs this long after its launch (at least;                                       \
+            4 x --resident-us when that is longer) */
+typedef struct {
+    atomic_bool busy;    /* held by the job, unload or close using it; everything below is theirs */
+    unsigned generation; /* the context its objects live in; 0: none made */
+    CUstream stream;     /* its own: the kernel holds it while it stays */
+    CUevent ev_end;      /* recorded after its launch: its end */
+    void *box;           /* the mailbox: mapped page-locked (resident_box.h) */
+    CUdeviceptr box_dev; /* the mailbox's address on the device */
+    const void *fn;      /* the kernel it runs (a cuda_fn) */
+    bool alive;          /* launched and not yet seen gone */
+    bool off;            /* a kernel left without a word: resident kernels are not tried again */
+    unsigned seq;        /* the last job's sequence number */
+    unsigned idle_us;    /* --resident-us (0: none); set before the first job */
+    atomic_ullong runs;  /* jobs it answered (wp_device_info) */
+    atomic_ullong launches;
+} cuda_resident;
+
 typedef struct cuda_backend {
     wp_backend base;
     void *lib;
@@ -91,6 +111,7 @@ typedef struct cuda_backend {
     pthread_mutex_t load_mu;       /* a function's lazy reload after a reset; the IPC mappings below */
     struct cuda_ipc_map *ipc_maps; /* handles opened (cuda_ipc.c), each shared by its buffers */
     wp_device_info info;           /* mem_free updated by info under mu */
+    cuda_resident resident;
 } cuda_backend;
 
 /* An operation in progress: inside the gate, with a lane when it asked for one. */
@@ -150,6 +171,19 @@ void *cuda_upload_open(wp_backend *base, size_t slot_bytes, int slots, void **ho
 int cuda_upload_send(wp_backend *base, void *ringp, int slot, wp_buf *buf, size_t offset, size_t len, wp_err *err);
 int cuda_upload_wait(wp_backend *base, void *ringp, int slot, wp_err *err);
 void cuda_upload_close(wp_backend *base, void *ringp);
+
+/* cuda_resident.c. Whether job may go to the resident kernel (on, not off, fits one warp). */
+bool cuda_resident_fits(const cuda_backend *b, const wp_warp_job *job);
+/* An untimed job through the resident kernel of fn (f: its function in op's context), launched when
+ * it is not there: 0 done (res filled), 1 not taken (another job holds the resident, or the kernel
+ * left without it: run it as usual; op still open), -1 failed (err; op ended by cuda_op_fail). */
+int cuda_resident_run(cuda_op *op, const void *fn, CUfunction f, const wp_warp_job *job, wp_warp_result *res,
+                      wp_err *err);
+/* Before fn's module is unloaded (context current, generation gen): a resident running it leaves. */
+void cuda_resident_forget(cuda_backend *b, const void *fn, unsigned gen);
+/* At close, before the device stops: the resident leaves and its objects are freed (those of an older
+ * context died with it). */
+void cuda_resident_close(cuda_backend *b);
 
 /* cuda_streams.c */
 int cuda_lanes_make(cuda_backend *b, int n, wp_err *err); /* the pool, empty of driver objects */

@@ -101,6 +101,7 @@ void cuda_unload(wp_backend *base, void *p) {
     cuda_op op;
     /* A module of an older generation died with its context. */
     if (fn->module && cuda_op_begin(b, false, &op, NULL) == 0) {
+        cuda_resident_forget(b, fn, op.gen);
         if (fn->generation == op.gen) b->cu.module_unload(fn->module);
         cuda_op_end(&op);
     }
@@ -165,6 +166,23 @@ static int cuda_run_warp_on(cuda_op *op, cuda_fn *fn, const wp_warp_job *job, wp
     return 0;
 }
 
+/* An untimed job of one warp through the device's resident kernel: 0 done, 1 not taken, -1 failed. */
+static int cuda_run_warp_resident(cuda_backend *b, cuda_fn *fn, const wp_warp_job *job, wp_warp_result *res,
+                                  wp_run_timing *t, wp_err *err) {
+    cuda_op op;
+    if (cuda_op_begin(b, false, &op, err)) return -1;
+    const uint64_t t0 = wp_now_ns();
+    const char *call = "";
+    CUfunction function;
+    CUresult r = fn_function(&op, fn, &function, &call);
+    if (r != CUDA_SUCCESS) return cuda_op_fail(&op, err, call, r);
+    const int rc = cuda_resident_run(&op, fn, function, job, res, err);
+    if (rc < 0) return -1; /* op ended */
+    cuda_op_end(&op);
+    if (rc == 0) *t = (wp_run_timing){.untimed = true, .device_us = wp_us_since(t0)};
+    return rc;
+}
+
 int cuda_run_warp(wp_backend *base, void *fnp, const wp_spec *s, const wp_warp_job *job, wp_warp_result *res,
                   wp_run_timing *t, wp_err *err) {
     cuda_backend *b = (cuda_backend *)base;
@@ -178,6 +196,10 @@ int cuda_run_warp(wp_backend *base, void *fnp, const wp_spec *s, const wp_warp_j
         return WP_FAIL(err, 400, "unsupported_on_device", "family", "family %s needs sm_%d; the device is sm_%d",
                        s->family->name, s->family->min_sm, b->base.facts.sm);
     cuda_op op;
+    if (t && t->untimed && cuda_resident_fits(b, job)) {
+        const int rc = cuda_run_warp_resident(b, fn, job, res, t, err);
+        if (rc <= 0) return rc;
+    }
     if (cuda_op_begin(b, true, &op, err)) return -1;
     return cuda_run_warp_on(&op, fn, job, res, t, err); /* ends op */
 }

@@ -11,8 +11,6 @@
 
 #include "backend.h"
 
-#define WP_WARP_POISON 0xbadc0ffee0ddf00dull /* out[] pre-fill: a slot the kernel never wrote keeps it */
-
 typedef struct {
     size_t out, src, in, arg, active, download, total; /* byte offsets; download and total: lengths */
 } wp_warp_layout;

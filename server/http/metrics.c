@@ -215,6 +215,11 @@ static void write_devices(FILE *f, const wp_metrics_device *devs, int n) {
         {"warpd_device_zero_copy_runs_total", "counter",
          "Small untimed runs whose kernel worked on page-locked host memory, with no copy (--zero-copy).",
          offsetof(wp_metrics_device, zero_copy_runs)},
+        {"warpd_device_resident_runs_total", "counter",
+         "Small warp jobs a resident kernel answered from mapped host memory, with no launch (--resident-us).",
+         offsetof(wp_metrics_device, resident_runs)},
+        {"warpd_device_resident_launches_total", "counter", "Resident warp kernels launched (--resident-us).",
+         offsetof(wp_metrics_device, resident_launches)},
     };
     for (size_t g = 0; g < sizeof per_device / sizeof per_device[0]; g++) {
         head(f, per_device[g].name, per_device[g].type, per_device[g].help);

@@ -46,7 +46,8 @@ typedef struct {
     int ordinal;      /* CUDA device ordinal */
     const char *name; /* device name */
     uint64_t mem_total, mem_free;
-    uint64_t zero_copy_runs; /* a counter */
+    uint64_t zero_copy_runs;                   /* a counter */
+    uint64_t resident_runs, resident_launches; /* counters */
 } wp_metrics_device;
 
 /* Writes every metric this module owns, each with # HELP and # TYPE: the histograms (series with at

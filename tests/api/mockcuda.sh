@@ -101,13 +101,15 @@ if start "cuda on the mock, --batch-window-us 20000" --batch-window-us 20000; th
   check "timing: \"profile\": \"yes\" is a 400 wrong_type naming the field" \
     '[ "$code" = 400 ] && grep -q "\"code\":\"wrong_type\"" "$tmp/body" && grep -q "\"field\":\"profile\"" "$tmp/body"'
 
-  # Zero-copy (--zero-copy on, the default): an untimed small job runs on the mapped staging, a
-  # profiled one is copied (its steps are timed), each counted as such.
-  zc='warpd_device_zero_copy_runs_total{device="0"'
+  # Zero-copy (--zero-copy on, the default): an untimed small job runs on the mapped staging (a warp
+  # job of one warp: in the resident kernel's mailbox, counted there), a profiled one is copied (its
+  # steps are timed), each counted as such.
+  zc='warpd_device_zero_copy_runs_total{device="0"' rr='warpd_device_resident_runs_total{device="0"'
   for route in warp reduce; do
     body=$WARP; [ $route = reduce ] && body=$REDUCE
-    z0=$(metric "$zc"); post /v1/$route "$body" >/dev/null; z1=$(metric "$zc")
-    post /v1/$route "${body%\}},\"profile\":true}" >/dev/null; z2=$(metric "$zc")
+    z0=$(( $(metric "$zc") + $(metric "$rr") )); post /v1/$route "$body" >/dev/null
+    z1=$(( $(metric "$zc") + $(metric "$rr") ))
+    post /v1/$route "${body%\}},\"profile\":true}" >/dev/null; z2=$(( $(metric "$zc") + $(metric "$rr") ))
     check "zero-copy: an untimed $route runs zero-copy, a profiled one copies ($z0 -> $z1 -> $z2)" \
       '[ "$z1" = $((z0 + 1)) ] && [ "$z2" = "$z1" ]'
   done
@@ -469,6 +471,43 @@ if start "cuda on the mock, shared-memory regions and CUDA IPC buffers"; then
   mock_refused "ipc: data beside it" 400 bad_input data
   check "ipc: after the refusals the open handle is still the one mapping ($(free_mem))" '[ "$(free_mem)" = $((f1 - 8192)) ]'
   stop "shm and IPC daemon"
+fi
+
+# ---- resident warp kernels (--resident-us): a small untimed warp job run alone stays on the device
+# as one warp (the mock plays it with a thread) and the next jobs of its kernel go through its mailbox
+# with no launch; another kernel takes its place; it leaves when idle, and the next job launches it
+# again; a profiled job or one of more than 32 lanes never uses it; unloading its kernel stops it ----
+rl='warpd_device_resident_launches_total{device="0"'
+if start "cuda on the mock, --resident-us 1000000" --resident-us 1000000 --inline-gpu always; then
+  runs() { echo "$(metric "$rr")/$(metric "$rl")"; }
+  w16=${WARP/\"width\":32/\"width\":16}
+  post /v1/warp "$WARP" >/dev/null; r0=$(runs); ok3=1
+  for _ in 1 2 3; do [ "$(post /v1/warp "$WARP")" = 200 ] || ok3=0; done; r1=$(runs)
+  check "resident: three more jobs of one kernel, 200 each, no launch (runs/launches $r0 -> $r1)" \
+    '[ $ok3 = 1 ] && [ "${r1%/*}" = $((${r0%/*} + 3)) ] && [ "${r1#*/}" = "${r0#*/}" ]'
+  code=$(post /v1/warp "$w16"); r2=$(runs)
+  check "resident: another kernel takes its place: one launch ($r1 -> $r2)" \
+    '[ "$code" = 200 ] && [ "$r2" = "$((${r1%/*} + 1))/$((${r1#*/} + 1))" ]'
+  code=$(post /v1/warp "${w16%\}},\"profile\":true}"); r3=$(runs)
+  check "resident: a profiled job does not use it ($r2 -> $r3)" '[ "$code" = 200 ] && [ "$r3" = "$r2" ]'
+  code=$(post /v1/warp '{"family":"shfl_xor","type":"i32","width":16,"args":{"lane_mask":1},"input":{"iota":64}}')
+  r4=$(runs)
+  check "resident: a job of 64 lanes does not use it ($r3 -> $r4)" '[ "$code" = 200 ] && [ "$r4" = "$r3" ]'
+  sleep 1.5 # past --resident-us: the resident has left
+  code=$(post /v1/warp "$w16"); r5=$(runs)
+  check "resident: after it left, the next job launches it again ($r4 -> $r5)" \
+    '[ "$code" = 200 ] && [ "$r5" = "$((${r4%/*} + 1))/$((${r4#*/} + 1))" ]'
+  curl -s -X DELETE "$url/v1/cache?tier=memory" >/dev/null
+  code=$(post /v1/warp "$w16"); r6=$(runs)
+  check "resident: its kernel unloaded (a memory prune), the next job launches anew ($r5 -> $r6)" \
+    '[ "$code" = 200 ] && [ "$r6" = "$((${r5%/*} + 1))/$((${r5#*/} + 1))" ]'
+  stop "resident daemon (SIGTERM with a resident on the device)"
+fi
+if start "cuda on the mock, --resident-us 0" --resident-us 0 --inline-gpu always; then
+  post /v1/warp "$WARP" >/dev/null; post /v1/warp "$WARP" >/dev/null
+  check "resident: --resident-us 0 runs none ($(metric "$rr")/$(metric "$rl"))" \
+    '[ "$(metric "$rr")" = 0 ] && [ "$(metric "$rl")" = 0 ]'
+  stop "no-resident daemon"
 fi
 
 # ---- wp_backend_launch_io's images (fill): copied or zero-copy, every byte where it belongs ----

@@ -358,6 +358,19 @@ static void run_kernel(run_ctx *ctx, kernel_case *k) {
                 continue;
             }
             long bad = compare(k, &s, &job, &emu, &gpu, label);
+            /* untimed, as a request without "profile" runs: one warp goes to the resident kernel */
+            if (!bad && n <= WP_RESIDENT_LANES) {
+                for (int i = 0; i < n * elems; i++) out_gpu[i] = POISON;
+                for (int t = 0; t < n; t++) src_gpu[t] = -1;
+                timing = (wp_run_timing){.untimed = true};
+                strncat(label, " untimed", sizeof label - strlen(label) - 1);
+                if (wp_backend_run_warp(ctx->cuda, fn, &s, &job, &gpu, &timing, &err)) {
+                    k->failed++;
+                    add_detail(k, "%s: cuda failed: %s", label, err.msg);
+                    continue;
+                }
+                bad = compare(k, &s, &job, &emu, &gpu, label);
+            }
             k->mismatches += bad;
             if (bad)
                 k->failed++;
@@ -475,6 +488,16 @@ int main(int argc, char **argv) {
 
     int passed, failed;
     report(&ctx, wp_ms_since(t0) / 1000.0, &passed, &failed);
+    if (ctx.cuda) { /* the untimed runs of one warp: some answered by the resident kernel */
+        wp_device_info di;
+        wp_backend_info(ctx.cuda, &di);
+        printf("resident kernel: %llu runs, %llu launches\n", (unsigned long long)di.resident_runs,
+               (unsigned long long)di.resident_launches);
+        if (di.resident_runs == 0 && ctx.n_kernels > 0) {
+            printf("FAIL no untimed run went to the resident kernel\n");
+            failed++;
+        }
+    }
     printf("gpu_warp: %d passed, %d failed\n", passed, failed);
     rc = failed ? 1 : 0;
 out:

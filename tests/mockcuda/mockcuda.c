@@ -6,7 +6,8 @@
  * One device, "Mock GPU", sm_90, 132 SMs, 8 GiB. Device memory is host memory (CUdeviceptr = the
  * pointer); every copy and memset happens at once; streams, events, modules, functions and graphs are
  * opaque numbered handles; launches and graph replays do nothing (so results are garbage: expected);
- * events time nothing (elapsed 0.001 ms).
+ * events time nothing (elapsed 0.001 ms). A warp kernel (one whose name says it takes wp_warp_params)
+ * launched as a resident is played by a thread (mock_resident.c), and its stream's events wait for it.
  *
  * MOCKCUDA_FAIL_AFTER=N: the N-th launch (cuLaunchKernel, cuLaunchKernelEx or cuGraphLaunch; 1-based)
  * fails with CUDA_ERROR_ILLEGAL_ADDRESS, and so does every later call but the teardown ones until the
@@ -33,6 +34,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "mock_resident.h"
 
 #define MOCK_EXPORT __attribute__((visibility("default")))
 #define MOCK_VERSION 13000
@@ -457,6 +460,7 @@ static CUresult mock_ctx_set_current(CUcontext ctx) {
 static CUresult mock_ctx_synchronize(CUcontext ctx) {
     (void)ctx;
     STICKY_CHECK();
+    mock_resident_pending(0, 0, true);
     return CUDA_SUCCESS;
 }
 
@@ -467,10 +471,15 @@ static CUresult mock_stream_create(CUstream *s, unsigned int flags) {
     *s = (CUstream)new_handle();
     return CUDA_SUCCESS;
 }
-static CUresult mock_stream_destroy(CUstream s) { return s ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE; }
+static CUresult mock_stream_destroy(CUstream s) {
+    if (!s) return CUDA_ERROR_INVALID_HANDLE;
+    if (mock_resident_pending(0, (uintptr_t)s, false))
+        fprintf(stderr, "mockcuda: a stream destroyed under a resident\n");
+    return CUDA_SUCCESS;
+}
 static CUresult mock_stream_synchronize(CUstream s) {
-    (void)s;
     STICKY_CHECK();
+    mock_resident_pending(0, (uintptr_t)s, true);
     return CUDA_SUCCESS;
 }
 /* An event made with CU_EVENT_DISABLE_TIMING carries the low bit of its handle: timing it fails, as the
@@ -482,14 +491,23 @@ static CUresult mock_event_create(CUevent *e, unsigned int flags) {
 }
 static CUresult mock_event_destroy(CUevent e) { return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE; }
 static CUresult mock_event_record(CUevent e, CUstream s) {
-    (void)s;
     STICKY_CHECK();
-    return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+    if (!e) return CUDA_ERROR_INVALID_HANDLE;
+    mock_resident_event((uintptr_t)e, (uintptr_t)s);
+    return CUDA_SUCCESS;
 }
-/* cuEventSynchronize and cuEventQuery: launches finish at once here, so every event is done */
-static CUresult mock_event_done(CUevent e) {
+/* cuEventSynchronize and cuEventQuery: launches finish at once here, so every event is done but one
+ * recorded after a resident that has not left */
+static CUresult mock_event_sync(CUevent e) {
     STICKY_CHECK();
-    return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+    if (!e) return CUDA_ERROR_INVALID_HANDLE;
+    mock_resident_pending((uintptr_t)e, 0, true);
+    return CUDA_SUCCESS;
+}
+static CUresult mock_event_query(CUevent e) {
+    STICKY_CHECK();
+    if (!e) return CUDA_ERROR_INVALID_HANDLE;
+    return mock_resident_pending((uintptr_t)e, 0, false) ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
 }
 static CUresult mock_event_elapsed_time(float *ms, CUevent a, CUevent b) {
     STICKY_CHECK();
@@ -509,14 +527,17 @@ static CUresult mock_module_unload(CUmodule m) { return m ? CUDA_SUCCESS : CUDA_
 static CUresult mock_module_get_function(CUfunction *f, CUmodule m, const char *name) {
     STICKY_CHECK();
     if (!m || !name || !*name) return CUDA_ERROR_INVALID_VALUE;
-    *f = (CUfunction)new_handle();
+    /* a warp kernel's handle carries bit 3 (handles are 16 apart): its launches may be residents */
+    *f = (CUfunction)((uintptr_t)new_handle() | (strstr(name, "wp_warp_params") ? 8u : 0u));
     return CUDA_SUCCESS;
 }
 static CUresult mock_launch_kernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                    unsigned bz, unsigned shared, CUstream s, void **params, void **extra) {
-    (void)s, (void)params, (void)extra, (void)shared;
+    (void)extra, (void)shared;
     if (!f || !gx || !gy || !gz || !bx || !by || !bz || (size_t)bx * by * bz > 1024) return CUDA_ERROR_INVALID_VALUE;
-    return count_launch();
+    const CUresult r = count_launch();
+    if (r == CUDA_SUCCESS && ((uintptr_t)f & 8u) && params && params[0]) mock_resident_launch((uintptr_t)s, params[0]);
+    return r;
 }
 static CUresult mock_launch_kernel_ex(const CUlaunchConfig *cfg, CUfunction f, void **params, void **extra) {
     if (!cfg) return CUDA_ERROR_INVALID_VALUE;
@@ -614,8 +635,8 @@ MOCK_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **out, int ver
     SYM("cuEventCreate", PFN_cuEventCreate_v2000, mock_event_create);
     SYM("cuEventDestroy", PFN_cuEventDestroy_v4000, mock_event_destroy);
     SYM("cuEventRecord", PFN_cuEventRecord_v2000, mock_event_record);
-    SYM("cuEventSynchronize", PFN_cuEventSynchronize_v2000, mock_event_done);
-    SYM("cuEventQuery", PFN_cuEventQuery_v2000, mock_event_done);
+    SYM("cuEventSynchronize", PFN_cuEventSynchronize_v2000, mock_event_sync);
+    SYM("cuEventQuery", PFN_cuEventQuery_v2000, mock_event_query);
     SYM("cuEventElapsedTime", PFN_cuEventElapsedTime_v12080, mock_event_elapsed_time);
     SYM("cuModuleLoadData", PFN_cuModuleLoadData_v2000, mock_module_load_data);
     SYM("cuModuleUnload", PFN_cuModuleUnload_v2000, mock_module_unload);

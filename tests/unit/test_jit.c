@@ -357,7 +357,7 @@ static void test_overhead(wp_jit *jit) {
     const char *names[16], *texts[16];
     char *owned[16];
     int nh = 0;
-    const char *files[] = {"wp_common.cuh", "wp_warp.cuh", "wp_ops.cuh", "../kernels/wp_abi.h"};
+    const char *files[] = {"wp_common.cuh", "wp_warp.cuh", "wp_ops.cuh", "wp_resident.cuh", "../kernels/wp_abi.h"};
     for (size_t i = 0; i < WP_ARRAY_LEN(files); i++) {
         char path[600];
         snprintf(path, sizeof path, "%s/%s", WP_DEFAULT_TEMPLATES, files[i]);

@@ -248,7 +248,7 @@ static void test_registry(void) {
     wp_metrics_observe_kernel(m, "no_such_family", "emu", 0.00001);
     wp_metrics_observe_kernel(m, "shfl_xor", "tpu", 0.00001);
     wp_metrics_build b = {.version = "1.2.3", .nvrtc = "12.4", .driver = ""};
-    wp_metrics_device dev = {3, "GPU \"quoted\" \\ name\nnext", 80, 40, 7};
+    wp_metrics_device dev = {3, "GPU \"quoted\" \\ name\nnext", 80, 40, 7, 5, 2};
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
@@ -273,6 +273,9 @@ static void test_registry(void) {
     CHECK(pt_value(&d, "warpd_device_memory_free_bytes", devl) == 40);
     CHECK(pt_value(&d, "warpd_device_zero_copy_runs_total", devl) == 7);
     CHECK(strstr(text, "# TYPE warpd_device_zero_copy_runs_total counter\n") != NULL);
+    CHECK(pt_value(&d, "warpd_device_resident_runs_total", devl) == 5);
+    CHECK(pt_value(&d, "warpd_device_resident_launches_total", devl) == 2);
+    CHECK(strstr(text, "# TYPE warpd_device_resident_runs_total counter\n") != NULL);
     CHECK(pt_value(&d, "process_resident_memory_bytes", "") > 0);
     CHECK(pt_value(&d, "process_virtual_memory_bytes", "") > 0);
     CHECK(pt_value(&d, "process_open_fds", "") >= 3);

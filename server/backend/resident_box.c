@@ -1,0 +1,88 @@
+/* resident_box.c — a resident warp kernel's mailbox, the host's side (resident_box.h).
+ * Owns: nothing (functions over the caller's box). */
+#include "resident_box.h"
+
+#include <string.h>
+
+#if defined(__x86_64__)
+#include <emmintrin.h>
+
+typedef struct {
+    unsigned w[4];
+} box_line;
+
+/* One 16-byte store or load (movdqa on an aligned line: whole, x86-64 with AVX and every CPU since);
+ * the empty asm keeps the compiler from merging or dropping them. */
+static void line_put(void *box, int i, unsigned a, unsigned b, unsigned c, unsigned d) {
+    __m128i v = _mm_set_epi32((int)d, (int)c, (int)b, (int)a);
+    _mm_store_si128((__m128i *)((char *)box + (size_t)i * 16), v);
+    __asm__ volatile("" ::: "memory");
+}
+static box_line line_get(const void *box, int i) {
+    __asm__ volatile("" ::: "memory");
+    __m128i v = _mm_load_si128((const __m128i *)((const char *)box + (size_t)i * 16));
+    box_line l;
+    memcpy(l.w, &v, sizeof l.w);
+    return l;
+}
+
+bool wp_resident_box_usable(void) { return true; }
+#else
+typedef struct {
+    unsigned w[4];
+} box_line;
+static void line_put(void *box, int i, unsigned a, unsigned b, unsigned c, unsigned d) {
+    (void)box, (void)i, (void)a, (void)b, (void)c, (void)d;
+}
+static box_line line_get(const void *box, int i) {
+    (void)box, (void)i;
+    return (box_line){{0, 0, 0, 0}};
+}
+bool wp_resident_box_usable(void) { return false; }
+#endif
+
+static unsigned lo(uint64_t x) { return (unsigned)x; }
+static unsigned hi(uint64_t x) { return (unsigned)(x >> 32); }
+
+bool wp_resident_box_fits(const wp_warp_job *job) {
+    return job->n >= 1 && job->n <= WP_RESIDENT_LANES && job->elems >= 1 && job->elems <= WP_MAX_ELEMS;
+}
+
+unsigned wp_resident_box_next(unsigned seq) {
+    seq++;
+    return seq == 0 || seq == WP_RESIDENT_STOP ? 1 : seq;
+}
+
+void wp_resident_box_post(void *box, const wp_warp_job *job, unsigned seq) {
+    const int n = job->n, e = job->elems;
+    unsigned active = 0;
+    for (int l = 0; l < n; l++) active |= (job->active ? job->active[l] != 0 : 1u) << l;
+    for (int i = 0; i < n * e; i++) {
+        const uint64_t v = job->in ? job->in[i] : 0;
+        line_put(box, WP_RES_IN + i, seq, job->arg ? (unsigned)job->arg[i / e] : 0, lo(v), hi(v));
+    }
+    line_put(box, WP_RES_HEAD + 1, seq, lo(job->pred_a), hi(job->pred_a), (unsigned)job->first);
+    line_put(box, WP_RES_HEAD + 2, seq, lo(job->pred_b), hi(job->pred_b), (unsigned)job->second);
+    line_put(box, WP_RES_HEAD, seq, (unsigned)n | (unsigned)e << 8 | (unsigned)job->pred_kind << 16, active, 0);
+}
+
+int wp_resident_box_poll(const void *box, unsigned seq, int n, int elems) {
+    bool all = true;
+    for (int i = n * elems - 1; i >= 0 && all; i--) all = line_get(box, WP_RES_OUT + i).w[0] == seq;
+    if (all) return WP_RESIDENT_DONE;
+    return wp_resident_box_left(box) ? WP_RESIDENT_GONE : WP_RESIDENT_WAIT;
+}
+
+void wp_resident_box_read(const void *box, int n, int elems, wp_warp_result *res) {
+    for (int i = 0; i < n * elems; i++) {
+        const box_line l = line_get(box, WP_RES_OUT + i);
+        res->out[i] = (uint64_t)l.w[2] | (uint64_t)l.w[3] << 32;
+        if (i % elems == 0) res->src[i / elems] = (int32_t)l.w[1];
+    }
+}
+
+void wp_resident_box_stop(void *box) { line_put(box, WP_RES_HEAD, WP_RESIDENT_STOP, 0, 0, 0); }
+
+bool wp_resident_box_left(const void *box) { return line_get(box, WP_RES_STATUS).w[1] == WP_RESIDENT_EXITED; }
+
+void wp_resident_box_clear(void *box) { line_put(box, WP_RES_STATUS, 0, 0, 0, 0); }

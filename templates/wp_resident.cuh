@@ -1,0 +1,134 @@
+/* wp_resident.cuh — a warp kernel that stays on the device: launched as one warp with p.resident set,
+ * it takes jobs from the mailbox in mapped host memory that kernels/wp_abi.h lays out, runs each
+ * through the same body a plain launch runs, and answers in the mailbox's out lines; it leaves when
+ * told to (WP_RESIDENT_STOP), after resident_idle_us without a job, or between jobs once
+ * resident_life_us have passed since its launch, writing the status line as it goes.
+ * A job's lanes live in shared memory while it runs, so the body reads and writes what it would read
+ * and write in device memory. Every line is moved by one 16-byte volatile load or store: a line is
+ * whole or absent, and the sequence number in each says which job it belongs to (no fences). Each
+ * look reads the header and the first 32 input lines at once, so a job of one warp arrives in one
+ * round trip over the bus. */
+#ifndef WP_RESIDENT_CUH
+#define WP_RESIDENT_CUH
+
+#include "wp_common.cuh"
+
+struct wp_resident_lanes {
+    unsigned long long in[WP_RESIDENT_LANES * WP_MAX_ELEMS], out[WP_RESIDENT_LANES * WP_MAX_ELEMS];
+    int arg[WP_RESIDENT_LANES], src[WP_RESIDENT_LANES];
+    unsigned char active[WP_RESIDENT_LANES];
+};
+
+__device__ __forceinline__ uint4 wp_line_load(const uint4 *p) {
+    uint4 v;
+    asm volatile("ld.volatile.global.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p) : "memory");
+    return v;
+}
+__device__ __forceinline__ void wp_line_store(uint4 *p, unsigned a, unsigned b, unsigned c, unsigned d) {
+    asm volatile("st.volatile.global.v4.u32 [%0], {%1,%2,%3,%4};" ::"l"(p), "r"(a), "r"(b), "r"(c), "r"(d) : "memory");
+}
+__device__ __forceinline__ unsigned long long wp_globaltimer_ns() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+/* What one look at the mailbox read: the header's three lines and, in each lane, input line `lane`
+ * (a job of up to 32 lines is there whole after one round trip over the bus). */
+struct wp_resident_look {
+    uint4 h, a, b, v;
+};
+
+/* Every lane looks until the header carries a sequence number other than `last` (and not 0): true
+ * with the look; false once the idle or life time is spent (lane 0's clock decides for the warp). */
+__device__ __forceinline__ bool wp_resident_wait(const wp_warp_params &p, const uint4 *box, unsigned last,
+                                                 unsigned long long born, unsigned long long idle_from,
+                                                 wp_resident_look &k) {
+    for (;;) {
+        k.h = wp_line_load(box + WP_RES_HEAD);
+        k.a = wp_line_load(box + WP_RES_HEAD + 1);
+        k.b = wp_line_load(box + WP_RES_HEAD + 2);
+        k.v = wp_line_load(box + WP_RES_IN + threadIdx.x);
+        const unsigned s = __shfl_sync(0xffffffffu, k.h.x, 0);
+        if (s != last && s != 0) return true;
+        const unsigned long long now = wp_globaltimer_ns();
+        const bool out = now - idle_from > 1000ull * p.resident_idle_us || now - born > 1000ull * p.resident_life_us;
+        if (__shfl_sync(0xffffffffu, out, 0)) return false;
+    }
+}
+
+/* The job seq from the look (and the lines past the first 32) into L and q; false (look again) while
+ * a line of it is not yet there. */
+__device__ __forceinline__ bool wp_resident_take(const uint4 *box, unsigned seq, const wp_resident_look &k,
+                                                 wp_resident_lanes &L, wp_warp_params &q) {
+    const unsigned lane = threadIdx.x;
+    const int n = (int)(k.h.y & 0xffu), elems = (int)((k.h.y >> 8) & 0xffu);
+    bool ok = k.h.x == seq && k.a.x == seq && k.b.x == seq && n >= 1 && n <= WP_RESIDENT_LANES && elems >= 1 &&
+              elems <= WP_MAX_ELEMS;
+    if (__all_sync(0xffffffffu, ok)) {
+        for (int i = (int)lane; i < n * elems; i += WP_WARP_SIZE) {
+            const uint4 v = i < WP_WARP_SIZE ? k.v : wp_line_load(box + WP_RES_IN + i);
+            ok = ok && v.x == seq;
+            L.in[i] = (unsigned long long)v.z | (unsigned long long)v.w << 32;
+            L.out[i] = WP_WARP_POISON;
+            if (i % elems == 0) L.arg[i / elems] = (int)v.y;
+        }
+    }
+    if (!__all_sync(0xffffffffu, ok)) return false;
+    L.active[lane] = (k.h.z >> lane) & 1u;
+    L.src[lane] = -1;
+    q.in = (unsigned long long)L.in;
+    q.out = (unsigned long long)L.out;
+    q.src = (unsigned long long)L.src;
+    q.arg = (unsigned long long)L.arg;
+    q.active = (unsigned long long)L.active;
+    q.pred_a = (unsigned long long)k.a.y | (unsigned long long)k.a.z << 32;
+    q.pred_b = (unsigned long long)k.b.y | (unsigned long long)k.b.z << 32;
+    q.n = n;
+    q.elems = elems;
+    q.pred_kind = (int)(k.h.y >> 16);
+    q.first = (int)k.a.w;
+    q.second = (int)k.b.w;
+    q.reserved = 0;
+    q.resident = 0;
+    __syncwarp();
+    return true;
+}
+
+/* The kernel's life as a resident: jobs until told to leave or out of time. run(q) is the body a
+ * plain launch runs on p. */
+template <class Run> __device__ __forceinline__ void wp_resident_serve(const wp_warp_params &p, Run run) {
+    __shared__ wp_resident_lanes L;
+    if (threadIdx.x >= WP_WARP_SIZE) return; /* launched as one warp; any more threads would idle */
+    uint4 *box = (uint4 *)p.resident;
+    const unsigned long long born = wp_globaltimer_ns();
+    unsigned long long idle_from = born;
+    unsigned last = 0;
+    wp_resident_look k;
+    while (wp_resident_wait(p, box, last, born, idle_from, k)) {
+        const unsigned seq = __shfl_sync(0xffffffffu, k.h.x, 0);
+        if (seq == WP_RESIDENT_STOP) break;
+        wp_warp_params q;
+        if (!wp_resident_take(box, seq, k, L, q)) continue; /* a line not yet there: look again */
+        run(q);
+        __syncwarp();
+        for (int i = (int)threadIdx.x; i < q.n * q.elems; i += WP_WARP_SIZE)
+            wp_line_store(box + WP_RES_OUT + i, seq, (unsigned)L.src[i / q.elems], (unsigned)L.out[i],
+                          (unsigned)(L.out[i] >> 32));
+        __syncwarp();
+        last = seq;
+        idle_from = wp_globaltimer_ns();
+    }
+    if (threadIdx.x == 0) wp_line_store(box + WP_RES_STATUS, last, WP_RESIDENT_EXITED, 0, 0);
+}
+
+/* A warp kernel's body: BODY(p) for a plain launch, or the resident's loop over BODY(job). */
+#define WP_WARP_SERVE(p, ...)                                                                                  \
+    do {                                                                                                       \
+        if ((p).resident)                                                                                      \
+            wp_resident_serve(p, [](const wp_warp_params &q_) { __VA_ARGS__(q_); });                          \
+        else                                                                                                   \
+            __VA_ARGS__(p);                                                                                    \
+    } while (0)
+
+#endif

@@ -1,0 +1,150 @@
+/* mock_resident.c — resident warp kernels in the stand-in driver: a launch of a warp kernel with
+ * p.resident set starts a thread that plays the kernel on its mailbox (kernels/wp_abi.h): it answers
+ * each job with every lane's value unchanged and src -1 (plumbing, not results), leaves when told,
+ * after resident_idle_us without a job or past resident_life_us, and writes the status line. Events
+ * recorded on its stream are not done until it has left; a stream or context wait waits for it.
+ * Owns: the threads and the event table. */
+#define _POSIX_C_SOURCE 200809L
+#include "mock_resident.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../../kernels/wp_abi.h"
+
+#define MOCK_RESIDENTS 16
+#define MOCK_EVENTS 64
+
+typedef struct {
+    uintptr_t stream; /* 0: a free entry */
+    atomic_bool running;
+    unsigned *box; /* the mailbox, 4 words a line */
+    unsigned idle_us, life_us;
+    pthread_t thread;
+} resident;
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t left = PTHREAD_COND_INITIALIZER;
+static resident residents[MOCK_RESIDENTS];
+static struct {
+    uintptr_t event;
+    resident *r;
+} events[MOCK_EVENTS];
+
+static uint64_t now_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static unsigned word(const unsigned *box, int line, int w) {
+    return __atomic_load_n(&box[line * 4 + w], __ATOMIC_ACQUIRE);
+}
+
+/* A line as one store would: the payload first, the sequence number last. */
+static void put_line(unsigned *box, int line, unsigned seq, unsigned a, unsigned b, unsigned c) {
+    __atomic_store_n(&box[line * 4 + 1], a, __ATOMIC_RELAXED);
+    __atomic_store_n(&box[line * 4 + 2], b, __ATOMIC_RELAXED);
+    __atomic_store_n(&box[line * 4 + 3], c, __ATOMIC_RELAXED);
+    __atomic_store_n(&box[line * 4], seq, __ATOMIC_RELEASE);
+}
+
+static void answer(unsigned *box, unsigned seq) {
+    const unsigned head = word(box, WP_RES_HEAD, 1);
+    const int n = (int)(head & 0xffu), elems = (int)((head >> 8) & 0xffu);
+    for (int i = 0; i < n * elems && n <= WP_RESIDENT_LANES && elems <= WP_MAX_ELEMS; i++)
+        put_line(box, WP_RES_OUT + i, seq, 0xffffffffu, word(box, WP_RES_IN + i, 2), word(box, WP_RES_IN + i, 3));
+}
+
+static void *resident_main(void *arg) {
+    resident *r = arg;
+    const uint64_t born = now_us();
+    uint64_t idle_from = born;
+    unsigned last = 0;
+    for (;;) {
+        const unsigned seq = word(r->box, WP_RES_HEAD, 0);
+        if (seq == WP_RESIDENT_STOP) break;
+        if (seq != last && seq != 0) {
+            answer(r->box, seq);
+            last = seq;
+            idle_from = now_us();
+            continue;
+        }
+        const uint64_t t = now_us();
+        if (t - idle_from > r->idle_us || t - born > r->life_us) break;
+        struct timespec ts = {0, 20000}; /* 20 µs between looks: the machine may have few cores */
+        nanosleep(&ts, NULL);
+    }
+    put_line(r->box, WP_RES_STATUS, last, WP_RESIDENT_EXITED, 0, 0);
+    pthread_mutex_lock(&mu);
+    atomic_store(&r->running, false);
+    pthread_cond_broadcast(&left);
+    pthread_mutex_unlock(&mu);
+    return NULL;
+}
+
+static resident *running_on(uintptr_t stream) {
+    for (int i = 0; i < MOCK_RESIDENTS; i++)
+        if (residents[i].stream == stream && atomic_load(&residents[i].running)) return &residents[i];
+    return NULL;
+}
+
+void mock_resident_launch(uintptr_t stream, const void *warp_params) {
+    wp_warp_params p;
+    memcpy(&p, warp_params, sizeof p);
+    if (!p.resident) return;
+    pthread_mutex_lock(&mu);
+    resident *r = NULL;
+    for (int i = 0; i < MOCK_RESIDENTS && !r; i++)
+        if (!atomic_load(&residents[i].running)) r = &residents[i];
+    if (r) {
+        if (r->stream) pthread_join(r->thread, NULL); /* a thread that left: reap it */
+        r->stream = stream;
+        r->box = (unsigned *)(uintptr_t)p.resident;
+        r->idle_us = p.resident_idle_us;
+        r->life_us = p.resident_life_us;
+        atomic_store(&r->running, true);
+        if (pthread_create(&r->thread, NULL, resident_main, r) != 0) {
+            atomic_store(&r->running, false);
+            r->stream = 0;
+        }
+    }
+    pthread_mutex_unlock(&mu);
+}
+
+void mock_resident_event(uintptr_t event, uintptr_t stream) {
+    pthread_mutex_lock(&mu);
+    int free_slot = -1;
+    for (int i = 0; i < MOCK_EVENTS; i++) {
+        if (events[i].event == event) events[i].event = 0; /* recorded again: the old stand is gone */
+        if (!events[i].event && free_slot < 0) free_slot = i;
+    }
+    resident *r = running_on(stream);
+    if (r && free_slot >= 0) events[free_slot].event = event, events[free_slot].r = r;
+    pthread_mutex_unlock(&mu);
+}
+
+static bool pending_locked(uintptr_t event, uintptr_t stream) {
+    if (event) {
+        for (int i = 0; i < MOCK_EVENTS; i++)
+            if (events[i].event == event) return atomic_load(&events[i].r->running);
+        return false;
+    }
+    for (int i = 0; i < MOCK_RESIDENTS; i++)
+        if (atomic_load(&residents[i].running) && (!stream || residents[i].stream == stream)) return true;
+    return false;
+}
+
+bool mock_resident_pending(uintptr_t event, uintptr_t stream, bool wait) {
+    pthread_mutex_lock(&mu);
+    bool p = pending_locked(event, stream);
+    while (wait && p) {
+        pthread_cond_wait(&left, &mu);
+        p = pending_locked(event, stream);
+    }
+    pthread_mutex_unlock(&mu);
+    return p;
+}

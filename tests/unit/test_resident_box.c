@@ -1,0 +1,183 @@
+/* test_resident_box.c — server/backend/resident_box.c, the host's side of a resident warp kernel's
+ * mailbox: which jobs fit, the sequence numbers, a job's lines as kernels/wp_abi.h lays them out, and
+ * whole round trips against a thread that plays the kernel as templates/wp_resident.cuh does (takes a
+ * job when its header is new, answers every line, leaves on STOP or when told, writing the status
+ * line): answers read back exactly, a partial answer not taken as done, a kernel that left without the
+ * job reported gone, the status line cleared. */
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/resident_box.h"
+#include "t.h"
+
+static unsigned word(const unsigned *box, int line, int w) {
+    return __atomic_load_n(&box[line * 4 + w], __ATOMIC_ACQUIRE);
+}
+static void put(unsigned *box, int line, unsigned seq, unsigned a, unsigned b, unsigned c) {
+    __atomic_store_n(&box[line * 4 + 1], a, __ATOMIC_RELAXED);
+    __atomic_store_n(&box[line * 4 + 2], b, __ATOMIC_RELAXED);
+    __atomic_store_n(&box[line * 4 + 3], c, __ATOMIC_RELAXED);
+    __atomic_store_n(&box[line * 4], seq, __ATOMIC_RELEASE);
+}
+
+/* The kernel's part: out = ~in on active lanes (poison elsewhere), src = lane ^ 1 (-1 elsewhere). */
+typedef struct {
+    unsigned *box;
+    atomic_bool leave; /* leave at the next look without taking a job (an idle kernel's timer) */
+    atomic_int jobs;
+} device;
+
+static void answer(unsigned *box, unsigned seq) {
+    const unsigned h = word(box, WP_RES_HEAD, 1), active = word(box, WP_RES_HEAD, 2);
+    const int n = (int)(h & 0xffu), e = (int)((h >> 8) & 0xffu);
+    for (int i = 0; i < n * e; i++) {
+        const int lane = i / e;
+        const bool on = (active >> lane) & 1u;
+        const uint64_t in = (uint64_t)word(box, WP_RES_IN + i, 2) | (uint64_t)word(box, WP_RES_IN + i, 3) << 32;
+        const uint64_t out = on ? ~in : WP_WARP_POISON;
+        put(box, WP_RES_OUT + i, seq, on ? (unsigned)(lane ^ 1) : 0xffffffffu, (unsigned)out, (unsigned)(out >> 32));
+    }
+}
+
+static void *device_main(void *arg) {
+    device *d = arg;
+    unsigned last = 0;
+    for (;;) {
+        const unsigned seq = word(d->box, WP_RES_HEAD, 0);
+        if (seq == WP_RESIDENT_STOP || atomic_load(&d->leave)) break;
+        if (seq != last && seq != 0) {
+            answer(d->box, seq);
+            last = seq;
+            atomic_fetch_add(&d->jobs, 1);
+        }
+        sched_yield();
+    }
+    put(d->box, WP_RES_STATUS, last, WP_RESIDENT_EXITED, 0, 0);
+    return NULL;
+}
+
+static unsigned *box_new(void) {
+    unsigned *b = aligned_alloc(64, WP_RESIDENT_BOX_BYTES);
+    memset(b, 0, WP_RESIDENT_BOX_BYTES);
+    return b;
+}
+
+static void test_fits_and_numbers(void) {
+    T_CASE("which jobs fit; sequence numbers");
+    CHECK(wp_resident_box_usable());
+    const int ns[] = {0, 1, 32, 33}, es[] = {0, 1, WP_MAX_ELEMS, WP_MAX_ELEMS + 1};
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++) {
+            wp_warp_job job = {.n = ns[i], .elems = es[j]};
+            CHECKF(wp_resident_box_fits(&job) == ((i == 1 || i == 2) && (j == 1 || j == 2)), "n %d elems %d", ns[i],
+                   es[j]);
+        }
+    CHECK(wp_resident_box_next(0) == 1 && wp_resident_box_next(5) == 6);
+    CHECK(wp_resident_box_next(WP_RESIDENT_STOP - 1) == 1 && wp_resident_box_next(WP_RESIDENT_STOP) == 1);
+    CHECK(WP_RES_STATUS * 16 % 64 == 0 && WP_RES_OUT * 16 % 64 == 0 && WP_RES_OUT > WP_RES_IN + 32 * WP_MAX_ELEMS);
+}
+
+static void test_post_lines(void) {
+    T_CASE("a job's lines");
+    unsigned *box = box_new();
+    uint64_t in[6] = {1, 2, 0x1122334455667788ull, 4, 5, 6};
+    int32_t arg[3] = {-1, 7, 9};
+    uint8_t active[3] = {1, 0, 1};
+    wp_warp_job job = {.n = 3,
+                       .elems = 2,
+                       .in = in,
+                       .arg = arg,
+                       .active = active,
+                       .pred_kind = 5,
+                       .pred_a = 0xa0000000bull,
+                       .pred_b = 0xb0000000cull,
+                       .first = 1,
+                       .second = 0};
+    wp_resident_box_post(box, &job, 42);
+    CHECK(word(box, 0, 0) == 42 && word(box, 0, 1) == (3u | 2u << 8 | 5u << 16) && word(box, 0, 2) == 5u);
+    CHECK(word(box, 1, 0) == 42 && word(box, 1, 1) == 0xbu && word(box, 1, 2) == 0xau && word(box, 1, 3) == 1);
+    CHECK(word(box, 2, 0) == 42 && word(box, 2, 1) == 0xcu && word(box, 2, 2) == 0xbu && word(box, 2, 3) == 0);
+    CHECK(word(box, WP_RES_IN + 2, 0) == 42 && word(box, WP_RES_IN + 2, 1) == 7u);
+    CHECK(word(box, WP_RES_IN + 2, 2) == 0x55667788u && word(box, WP_RES_IN + 2, 3) == 0x11223344u);
+    CHECK(word(box, WP_RES_IN + 5, 1) == 9u && word(box, WP_RES_IN + 0, 1) == 0xffffffffu);
+    wp_warp_job bare = {.n = 32, .elems = 1}; /* no arrays: zeros, every lane active */
+    wp_resident_box_post(box, &bare, 43);
+    CHECK(word(box, 0, 2) == 0xffffffffu && word(box, WP_RES_IN + 31, 0) == 43 && word(box, WP_RES_IN + 31, 2) == 0);
+    free(box);
+}
+
+static void test_round_trips(void) {
+    T_CASE("round trips through a kernel thread");
+    device d = {.box = box_new()};
+    pthread_t th;
+    pthread_create(&th, NULL, device_main, &d);
+    unsigned seq = 0;
+    const int ns[] = {1, 7, 32}, es[] = {1, 3, WP_MAX_ELEMS};
+    for (int a = 0; a < 3; a++)
+        for (int b = 0; b < 3; b++) {
+            const int n = ns[a], e = es[b];
+            uint64_t in[32 * WP_MAX_ELEMS], out[32 * WP_MAX_ELEMS];
+            int32_t src[32];
+            uint8_t active[32];
+            for (int i = 0; i < n * e; i++) in[i] = 0x0123456789abcdefull * (uint64_t)(i + 1);
+            for (int l = 0; l < n; l++) active[l] = l % 3 != 1;
+            wp_warp_job job = {.n = n, .elems = e, .in = in, .active = active};
+            seq = wp_resident_box_next(seq);
+            wp_resident_box_post(d.box, &job, seq);
+            int st;
+            while ((st = wp_resident_box_poll(d.box, seq, n, e)) == WP_RESIDENT_WAIT) sched_yield();
+            CHECKF(st == WP_RESIDENT_DONE, "n %d elems %d: %d", n, e, st);
+            wp_resident_box_read(d.box, n, e, &(wp_warp_result){.out = out, .src = src});
+            int bad = 0;
+            for (int i = 0; i < n * e; i++) bad += out[i] != (active[i / e] ? ~in[i] : WP_WARP_POISON);
+            for (int l = 0; l < n; l++) bad += src[l] != (active[l] ? (l ^ 1) : -1);
+            CHECKF(bad == 0, "n %d elems %d: %d wrong", n, e, bad);
+        }
+    CHECK(atomic_load(&d.jobs) == 9);
+    /* an answer of which one line still carries the last job's number is not done */
+    uint64_t in[4] = {1, 2, 3, 4};
+    wp_warp_job job = {.n = 4, .elems = 1, .in = in};
+    const unsigned before = atomic_load(&d.jobs);
+    seq = wp_resident_box_next(seq);
+    wp_resident_box_post(d.box, &job, seq);
+    while (atomic_load(&d.jobs) == (int)before) sched_yield();
+    put(d.box, WP_RES_OUT + 2, seq - 1, 0, 0, 0);
+    CHECK(wp_resident_box_poll(d.box, seq, 4, 1) == WP_RESIDENT_WAIT);
+    CHECK(wp_resident_box_poll(d.box, seq, 2, 1) == WP_RESIDENT_DONE);
+    /* stop: the kernel leaves and says so */
+    CHECK(!wp_resident_box_left(d.box));
+    wp_resident_box_stop(d.box);
+    pthread_join(th, NULL);
+    CHECK(wp_resident_box_left(d.box) && word(d.box, WP_RES_STATUS, 0) == seq);
+    wp_resident_box_clear(d.box);
+    CHECK(!wp_resident_box_left(d.box));
+    free(d.box);
+}
+
+static void test_gone(void) {
+    T_CASE("a kernel that left without the job");
+    device d = {.box = box_new()};
+    atomic_store(&d.leave, true);
+    pthread_t th;
+    pthread_create(&th, NULL, device_main, &d);
+    pthread_join(th, NULL); /* it left at its first look, taking nothing */
+    uint64_t in[2] = {5, 6};
+    wp_warp_job job = {.n = 2, .elems = 1, .in = in};
+    wp_resident_box_post(d.box, &job, 1);
+    CHECK(wp_resident_box_poll(d.box, 1, 2, 1) == WP_RESIDENT_GONE && atomic_load(&d.jobs) == 0);
+    /* ... but an answer that is all there counts first, whatever the status line says */
+    answer(d.box, 1);
+    CHECK(wp_resident_box_poll(d.box, 1, 2, 1) == WP_RESIDENT_DONE);
+    free(d.box);
+}
+
+int main(void) {
+    test_fits_and_numbers();
+    test_post_lines();
+    test_round_trips();
+    test_gone();
+    return t_done("resident_box");
+}
