@@ -494,6 +494,7 @@ int wp_spec_key_text(const wp_spec *s, char *buf, size_t n) {
         key_put(&k, "/op=");
         key_put(&k, s->op.text);
     }
+    if (s->resident) key_put(&k, "/resident");
     key_put(&k, "/");
     key_put(&k, s->arch);
     return key_end(&k);

@@ -67,7 +67,7 @@ typedef struct {
     CUdeviceptr box_dev; /* the mailbox's address on the device */
     const void *fn;      /* the kernel it runs (a cuda_fn) */
     bool alive;          /* launched and not yet seen gone */
-    bool off;            /* a kernel left without a word: resident kernels are not tried again */
+    atomic_bool off;     /* a kernel left without a word: resident kernels are not tried again */
     unsigned seq;        /* the last job's sequence number */
     unsigned idle_us;    /* --resident-us (0: none); set before the first job */
     atomic_ullong runs;  /* jobs it answered (wp_device_info) */
@@ -172,7 +172,9 @@ int cuda_upload_send(wp_backend *base, void *ringp, int slot, wp_buf *buf, size_
 int cuda_upload_wait(wp_backend *base, void *ringp, int slot, wp_err *err);
 void cuda_upload_close(wp_backend *base, void *ringp);
 
-/* cuda_resident.c. Whether job may go to the resident kernel (on, not off, fits one warp). */
+/* cuda_resident.c. Whether job may go to the resident kernel (on, not off, fits one warp). Only a
+ * kernel built from the spec's resident variant (wp_spec.resident: -DWP_RESIDENT) may be launched as
+ * one: cuda_run_warp asks for both. */
 bool cuda_resident_fits(const cuda_backend *b, const wp_warp_job *job);
 /* An untimed job through the resident kernel of fn (f: its function in op's context), launched when
  * it is not there: 0 done (res filled), 1 not taken (another job holds the resident, or the kernel

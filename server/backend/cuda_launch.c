@@ -196,7 +196,7 @@ int cuda_run_warp(wp_backend *base, void *fnp, const wp_spec *s, const wp_warp_j
         return WP_FAIL(err, 400, "unsupported_on_device", "family", "family %s needs sm_%d; the device is sm_%d",
                        s->family->name, s->family->min_sm, b->base.facts.sm);
     cuda_op op;
-    if (t && t->untimed && cuda_resident_fits(b, job)) {
+    if (t && t->untimed && s && s->resident && cuda_resident_fits(b, job)) {
         const int rc = cuda_run_warp_resident(b, fn, job, res, t, err);
         if (rc <= 0) return rc;
     }

@@ -93,7 +93,7 @@ static int resident_gone(cuda_backend *b, cuda_resident *r, const wp_warp_job *j
     if ((*c = resident_wait_end(b, r)) != CUDA_SUCCESS) return -1;
     if (wp_resident_box_poll(r->box, r->seq, job->n, job->elems) == WP_RESIDENT_DONE) return 0;
     if (wp_resident_box_left(r->box)) return 1;
-    r->off = true;
+    atomic_store(&r->off, true);
     fprintf(stderr, "warpd: the resident warp kernel left without a word; resident kernels are off\n");
     return 2;
 }
@@ -128,7 +128,7 @@ static int resident_job(cuda_backend *b, cuda_resident *r, const void *fn, CUfun
         }
         if (b->wait_yield) sched_yield(); /* --gpu-wait yield: the CPU to any runnable thread meanwhile */
         if (look && wp_now_ns() - t0 > RESIDENT_ANSWER_NS) {
-            r->off = true;
+            atomic_store(&r->off, true);
             wp_resident_box_stop(r->box);
             *call = "the resident kernel (no answer in 2 s)";
             *c = CUDA_ERROR_LAUNCH_TIMEOUT;
@@ -154,7 +154,8 @@ int cuda_resident_run(cuda_op *op, const void *fn, CUfunction f, const wp_warp_j
 }
 
 bool cuda_resident_fits(const cuda_backend *b, const wp_warp_job *job) {
-    return b->resident.idle_us > 0 && !b->resident.off && wp_resident_box_usable() && wp_resident_box_fits(job);
+    return b->resident.idle_us > 0 && !atomic_load(&b->resident.off) && wp_resident_box_usable() &&
+           wp_resident_box_fits(job);
 }
 
 void cuda_resident_forget(cuda_backend *b, const void *fn, unsigned gen) {

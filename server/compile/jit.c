@@ -320,7 +320,7 @@ typedef struct {
     char name_expr[JIT_NAME_EXPR_MAX];
     char prelude[JIT_PRELUDE_MAX];
     char arch_opt[32];
-    const char *opts[JIT_MAX_OPTIONS + 2];
+    const char *opts[JIT_MAX_OPTIONS + 3]; /* -arch, the fixed ones, -DWP_NEED_FP16, -DWP_RESIDENT */
     int n_opts;
 } jit_inputs;
 
@@ -344,6 +344,7 @@ static int jit_inputs_make(const wp_jit *j, const wp_spec *s, jit_inputs *in, wp
     in->opts[in->n_opts++] = in->arch_opt;
     for (int i = 0; i < j->n_fixed; i++) in->opts[in->n_opts++] = j->fixed_opts[i];
     if (needs_fp16(s->type)) in->opts[in->n_opts++] = "-DWP_NEED_FP16";
+    if (s->resident) in->opts[in->n_opts++] = "-DWP_RESIDENT"; /* templates/wp_resident.cuh */
     return 0;
 }
 

@@ -15,8 +15,10 @@
 #include "backend/warp_grid.h"
 #include "batch.h"
 #include "batch_exec.h"
+#include "bgbuild.h"
 
 typedef struct {
+    wp_app *app;
     wp_backend *be;
     void *fn;
     const wp_spec *spec;
@@ -106,15 +108,34 @@ static int run_grid(warp_item *const *items, int n, wp_err *err) {
 
 static bool is_emu(const wp_backend *b) { return !strcmp(wp_backend_name(b), "emu"); }
 
+/* A job alone. On a GPU, untimed, of one warp and not handed to the runners (its caller waits on the
+ * HTTP thread: the device was idle): through the device's resident kernel, with the spec's resident
+ * build (wp_spec.resident) when that is in memory; when it is not, the background builder is asked
+ * for it (a kernel seen alone a few times is worth its compile) and the job runs as before. */
+static int run_alone(warp_item *it) {
+    if (it->app && !it->handed && it->t && it->t->untimed && it->job->n <= WP_RESIDENT_LANES && !is_emu(it->be) &&
+        wp_backend_cuda_resident_on(it->be)) {
+        wp_spec rs = *it->spec; /* shallow: shares the operator */
+        rs.resident = true;
+        wp_ready_kernel rk;
+        wp_err kerr = {0};
+        const int rc = wp_app_kernel_memory(it->app, &rs, it->be, &rk, &kerr);
+        if (rc == 0) {
+            const int r = wp_backend_run_warp(it->be, rk.fn, &rs, it->job, it->res, it->t, &it->err);
+            wp_app_kernel_put(it->app, &rk);
+            return r;
+        }
+        if (rc > 0) wp_bgbuild_want(it->app->bgbuild, &rs, it->be, 1);
+    }
+    return wp_backend_run_warp(it->be, it->fn, it->spec, it->job, it->res, it->t, &it->err);
+}
+
 /* The batcher's run: a batch of one, or emu, job by job; else one grid. */
 static void warp_batch(wp_batch_job *const *jobs, int n) {
     warp_item *items[WP_BATCH_MAX_LIMIT] = {0};
     for (int i = 0; i < n; i++) items[i] = jobs[i]->payload;
     if (n == 1 || is_emu(items[0]->be)) {
-        for (int i = 0; i < n; i++) {
-            warp_item *it = items[i];
-            it->rc = wp_backend_run_warp(it->be, it->fn, it->spec, it->job, it->res, it->t, &it->err);
-        }
+        for (int i = 0; i < n; i++) items[i]->rc = run_alone(items[i]);
         return;
     }
     wp_err err = {0};
@@ -149,7 +170,7 @@ int wp_batch_run_warp(wp_app *app, wp_backend *be, void *fn, const wp_spec *s, c
                       wp_warp_result *res, wp_run_timing *t, bool no_wait, int *size, wp_err *err) {
     *size = 1;
     if (alone(app, be, fn, s, job)) return wp_backend_run_warp(be, fn, s, job, res, t, err);
-    warp_item it = {.be = be, .fn = fn, .spec = s, .job = job, .res = res, .t = t, .mem = app->batch_mem};
+    warp_item it = {.app = app, .be = be, .fn = fn, .spec = s, .job = job, .res = res, .t = t, .mem = app->batch_mem};
     wp_batch_job bj = {.owner = be, .run = warp_batch, .payload = &it, .no_wait = no_wait};
     if (warp_key(bj.key, sizeof bj.key, s, job, no_wait)) return wp_backend_run_warp(be, fn, s, job, res, t, err);
     *size = wp_batcher_submit(app->batcher, &bj);

@@ -266,29 +266,41 @@ static long compare(kernel_case *k, const wp_spec *s, const wp_warp_job *job, co
     return bad;
 }
 
+/* s's kernel from the cache (compiled on a miss), loaded on cuda when there is one: the entry to
+ * release, or NULL with *what saying which step failed. */
+static wp_kernel *kernel_for(run_ctx *ctx, kernel_case *k, const wp_spec *s, char *key_text, size_t n, void **fn,
+                             const char **what, wp_err *err) {
+    uint8_t key[32];
+    *fn = NULL;
+    if (wp_jit_key(ctx->jit, s, key, key_text, n, err)) return *what = "key", NULL;
+    build_ctx bctx = {ctx->jit, s};
+    wp_source src;
+    wp_kernel *entry = wp_cache_get(ctx->cache, key, build, &bctx, &src, err);
+    if (!entry) return *what = "compile", NULL;
+    if (src == WP_SRC_COMPILE) k->compile_ms += wp_kernel_artifact(entry)->compile_ms;
+    if (ctx->cuda && wp_kernel_function(entry, ctx->cuda, wp_backend_load, wp_backend_unload, fn, err)) {
+        wp_kernel_release(ctx->cache, entry);
+        return *what = "load", NULL;
+    }
+    return entry;
+}
+
 static void run_kernel(run_ctx *ctx, kernel_case *k) {
     wp_spec s;
     wp_err err = {0};
     if (!spec_fill(&s, k, ctx->arch, &err)) return kernel_fail(k, "spec", &err);
-    uint8_t key[32];
-    char key_text[256];
-    if (wp_jit_key(ctx->jit, &s, key, key_text, sizeof key_text, &err)) {
+    char key_text[256], rkey_text[256];
+    const char *what = "";
+    void *fn = NULL, *rfn = NULL;
+    wp_kernel *entry = kernel_for(ctx, k, &s, key_text, sizeof key_text, &fn, &what, &err), *rentry = NULL;
+    /* the untimed runs of one warp: the spec's resident build, as the daemon runs them alone */
+    wp_spec rs = s;
+    rs.resident = true;
+    if (entry && ctx->cuda) rentry = kernel_for(ctx, k, &rs, rkey_text, sizeof rkey_text, &rfn, &what, &err);
+    if (!entry || (ctx->cuda && !rentry)) {
+        if (entry) wp_kernel_release(ctx->cache, entry);
         wp_spec_free(&s);
-        return kernel_fail(k, "key", &err);
-    }
-    build_ctx bctx = {ctx->jit, &s};
-    wp_source src;
-    wp_kernel *entry = wp_cache_get(ctx->cache, key, build, &bctx, &src, &err);
-    if (!entry) {
-        wp_spec_free(&s);
-        return kernel_fail(k, "compile", &err);
-    }
-    if (src == WP_SRC_COMPILE) k->compile_ms = wp_kernel_artifact(entry)->compile_ms;
-    void *fn = NULL;
-    if (ctx->cuda && wp_kernel_function(entry, ctx->cuda, wp_backend_load, wp_backend_unload, &fn, &err)) {
-        wp_kernel_release(ctx->cache, entry);
-        wp_spec_free(&s);
-        return kernel_fail(k, "load", &err);
+        return kernel_fail(k, what, &err);
     }
 
     enum { MAX_N = 64, MAX_E = 3 }; /* the largest shape and element count below */
@@ -364,7 +376,7 @@ static void run_kernel(run_ctx *ctx, kernel_case *k) {
                 for (int t = 0; t < n; t++) src_gpu[t] = -1;
                 timing = (wp_run_timing){.untimed = true};
                 strncat(label, " untimed", sizeof label - strlen(label) - 1);
-                if (wp_backend_run_warp(ctx->cuda, fn, &s, &job, &gpu, &timing, &err)) {
+                if (wp_backend_run_warp(ctx->cuda, rfn, &rs, &job, &gpu, &timing, &err)) {
                     k->failed++;
                     add_detail(k, "%s: cuda failed: %s", label, err.msg);
                     continue;
@@ -378,6 +390,7 @@ static void run_kernel(run_ctx *ctx, kernel_case *k) {
                 k->passed++;
         }
     wp_kernel_release(ctx->cache, entry);
+    if (rentry) wp_kernel_release(ctx->cache, rentry);
     wp_spec_free(&s);
 }
 

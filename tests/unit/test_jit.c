@@ -515,6 +515,44 @@ static void test_group(wp_jit *jit) {
     for (int i = 0; i < 5; i++) wp_spec_free(&s[i]);
 }
 
+/* Every warp family's resident build (wp_spec.resident: -DWP_RESIDENT, templates/wp_resident.cuh)
+ * compiles, with a key of its own ("/resident" before the arch) and a kernel of the same name as the
+ * plain build's: CI compiles the resident loop of every template, which only the GPU runs. */
+static void test_resident_builds(wp_jit *jit) {
+    T_CASE("resident builds");
+    int nf, built = 0;
+    const wp_family *const *fams = wp_family_list(&nf);
+    for (int fi = 0; fi < nf; fi++) {
+        const wp_family *f = fams[fi];
+        if (!f->template_file || (f->flags & WP_F_DATA)) continue;
+        wp_spec s;
+        int t = 0;
+        while (t < 32 && !(f->types >> t & 1u)) t++; /* its first type */
+        if (t == 32 || make_spec(f, (wp_type)t, 32, 0xffffffffu, "sum", ARCH, &s)) continue;
+        wp_spec rs = s;
+        rs.resident = true;
+        char plain_key[WP_SPEC_KEY_MAX], key[WP_SPEC_KEY_MAX];
+        CHECK(wp_spec_key_text(&s, plain_key, sizeof plain_key) > 0 && wp_spec_key_text(&rs, key, sizeof key) > 0);
+        CHECKF(strstr(key, "/resident/" ARCH) && strcmp(key, plain_key), "%s", key);
+        wp_artifact a = {0}, p = {0};
+        wp_err err = {0};
+        const int rc = wp_jit_compile(jit, &rs, &a, NULL, &err), prc = wp_jit_compile(jit, &s, &p, NULL, &err);
+        CHECKF(rc == 0 && prc == 0, "%s: %s", key, err.msg);
+        uint8_t jk[32], pjk[32];
+        char kt[WP_SPEC_KEY_MAX];
+        CHECK(wp_jit_key(jit, &rs, jk, kt, sizeof kt, &err) == 0 && wp_jit_key(jit, &s, pjk, kt, sizeof kt, &err) == 0);
+        CHECKF(memcmp(jk, pjk, sizeof jk) != 0, "%s: the same cache key as the plain build", key);
+        if (rc == 0 && prc == 0) {
+            CHECKF(a.lowered && p.lowered && !strcmp(a.lowered, p.lowered), "%s: %s", key, a.lowered);
+            built++;
+        }
+        if (rc == 0) wp_artifact_free(&a);
+        if (prc == 0) wp_artifact_free(&p);
+        wp_spec_free(&s);
+    }
+    CHECKF(built >= 10, "%d warp families built", built);
+}
+
 int main(void) {
     snprintf(cuda_include, sizeof cuda_include, "%s/include", WP_DEFAULT_CUDA_HOME);
     wp_err err = {0};
@@ -541,6 +579,7 @@ int main(void) {
         rm_rf(root);
     }
     test_overhead(jit);
+    test_resident_builds(jit);
     test_group(jit);
     test_slots(jit);
     sweep_run(jit, specs, quick, n, true);
