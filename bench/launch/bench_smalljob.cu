@@ -23,6 +23,8 @@
 //             the input and a sequence number and spins on the block's done word (no launch a job)
 //   resident16 the same with one 16-byte line each way (sequence number and inputs; sequence number and
 //             result), one warp, no fences
+//   resident32_all / resident32_head  the daemon's mailbox cut down: 32 lanes, 32 input lines and 32
+//             answer lines a job; each look reads every line at once (all) or the header alone first
 //   launch    the launch alone and a wait (device memory already in place): no version is cheaper
 // Each iteration changes the input and checks the result (a stale or missing result counts as bad).
 // ITER iterations per variant per round, ROUNDS rounds taking the variants in turn; per iteration
@@ -154,6 +156,43 @@ __global__ void job_resident16(const uint4 *mail, uint4 *done) {
     }
 }
 
+// The daemon's protocol (templates/wp_resident.cuh) cut down: 32 lanes, each job 32 input lines and
+// 32 answer lines, every line tagged with the job's number. ALL: each look reads the header, two more
+// header lines and line `lane` at once (as the daemon); else lane 0 looks at the header alone and the
+// warp then reads its lines (two round trips).
+__device__ __forceinline__ uint4 line_load(const uint4 *p) {
+    uint4 v;
+    asm volatile("ld.volatile.global.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p) : "memory");
+    return v;
+}
+template <bool ALL> __global__ void job_resident32(const uint4 *box, uint4 *out) {
+    const unsigned lane = threadIdx.x;
+    unsigned last = 0;
+    for (;;) {
+        uint4 h, a, b, v;
+        unsigned seq;
+        for (;;) {
+            if (ALL) {
+                h = line_load(box), a = line_load(box + 1), b = line_load(box + 2), v = line_load(box + 3 + lane);
+                seq = __shfl_sync(0xffffffffu, h.x, 0);
+            } else {
+                seq = 0;
+                if (lane == 0) seq = line_load(box).x;
+                seq = __shfl_sync(0xffffffffu, seq, 0);
+            }
+            if (seq != last && seq != 0) break;
+        }
+        if (seq == ~0u) return;
+        if (!ALL) a = line_load(box + 1), b = line_load(box + 2), v = line_load(box + 3 + lane);
+        if (!__all_sync(0xffffffffu, a.x == seq && b.x == seq && v.x == seq)) continue;
+        last = seq;
+        const float x = __uint_as_float(v.z) + 1.0f;
+        asm volatile("st.volatile.global.v4.u32 [%0], {%1,%2,%3,%4};" ::"l"(out + lane), "r"(seq), "r"(__float_as_uint(x)),
+                     "r"(0u), "r"(0u)
+                     : "memory");
+    }
+}
+
 #define CK(x)                                                                                                  \
     do {                                                                                                       \
         CUresult r_ = (x);                                                                                     \
@@ -186,6 +225,9 @@ int main(int argc, char **argv) {
     if (cudaGetFuncBySymbol((cudaFunction_t *)&fn_res, (const void *)job_resident) != cudaSuccess) return 1;
     CUfunction fn_res16;
     if (cudaGetFuncBySymbol((cudaFunction_t *)&fn_res16, (const void *)job_resident16) != cudaSuccess) return 1;
+    CUfunction fn_r32[2];
+    if (cudaGetFuncBySymbol((cudaFunction_t *)&fn_r32[0], (const void *)job_resident32<false>) != cudaSuccess) return 1;
+    if (cudaGetFuncBySymbol((cudaFunction_t *)&fn_r32[1], (const void *)job_resident32<true>) != cudaSuccess) return 1;
     CUstream st;
     CK(cuStreamCreate(&st, CU_STREAM_NON_BLOCKING));
     CUdeviceptr dev;
@@ -504,6 +546,57 @@ int main(int argc, char **argv) {
                           }
                       }
                   }});
+    // two mailboxes of 35 input lines and 32 answer lines, one for each resident32 variant
+    unsigned char *r32;
+    CK(cuMemHostAlloc((void **)&r32, 2 * 4096, CU_MEMHOSTALLOC_DEVICEMAP));
+    memset(r32, 0, 2 * 4096);
+    CUdeviceptr r32_dev;
+    CK(cuMemHostGetDevicePointer(&r32_dev, r32, 0));
+    CUstream r32_st[2];
+    bool r32_started[2] = {false, false};
+    unsigned r32_seq = 0;
+    for (int all = 0; all < 2; all++) {
+        CK(cuStreamCreate(&r32_st[all], CU_STREAM_NON_BLOCKING));
+        vs.push_back({all ? "resident32_all" : "resident32_head", [&, all](float x) {
+                          unsigned char *box = r32 + all * 4096, *out = box + 1024;
+                          if (!r32_started[all]) {
+                              CUdeviceptr b = r32_dev + all * 4096, o = b + 1024;
+                              void *params[] = {&b, &o};
+                              CK(cuLaunchKernel(fn_r32[all], 1, 1, 1, 32, 1, 1, 0, r32_st[all], params, NULL));
+                              r32_started[all] = true;
+                          }
+                          const unsigned want = ++r32_seq;
+                          auto put = [&](int line, unsigned a, unsigned b) {
+                              unsigned w[4] = {want, a, b, 0};
+                              __m128i v;
+                              memcpy(&v, w, 16);
+                              asm volatile("movdqa %1, %0" : "=m"(*(__m128i *)(box + line * 16)) : "x"(v) : "memory");
+                          };
+                          for (int l = 0; l < 32; l++) {
+                              const float in = l == 0 ? x : l < 3 ? (float)l : 0.0f;
+                              unsigned bits;
+                              memcpy(&bits, &in, 4);
+                              put(3 + l, 0, bits);
+                          }
+                          put(1, 0, 0);
+                          put(2, 0, 0);
+                          put(0, 32, 0);
+                          for (int l = 31; l >= 0;) {
+                              __m128i d;
+                              asm volatile("movdqa %1, %0" : "=x"(d) : "m"(*(const __m128i *)(out + l * 16)) : "memory");
+                              unsigned got[4];
+                              memcpy(got, &d, 16);
+                              if (got[0] == want) l--;
+                          }
+                          float sum = 0; // each lane answered its input + 1: the sum less 32 is x + 1 + 2
+                          for (int l = 0; l < 32; l++) {
+                              float v;
+                              memcpy(&v, out + l * 16 + 4, 4);
+                              sum += v;
+                          }
+                          return sum - 32.0f;
+                      }});
+    }
     // "launch": run stays empty; the loop uploads the image untimed and times only the launch and wait
     vs.push_back({"launch", nullptr});
 
@@ -548,6 +641,12 @@ int main(int argc, char **argv) {
         auto q = [&](double p) { return v.us[(size_t)(p * (v.us.size() - 1))]; };
         printf("%-10s %9.2f %9.2f %9.2f %6d\n", v.label.c_str(), q(0.5), q(0.9), q(0.99), v.bad);
     }
+    for (int all = 0; all < 2; all++)
+        if (r32_started[all]) {
+            unsigned stop[4] = {~0u, 0, 0, 0};
+            memcpy(r32 + all * 4096, stop, 16);
+            CK(cuStreamSynchronize(r32_st[all]));
+        }
     if (res16_started) {
         unsigned stop[4] = {~0u, 0, 0, 0};
         memcpy(rmap + R16_MAIL, stop, 16);
