@@ -111,21 +111,24 @@ static bool is_emu(const wp_backend *b) { return !strcmp(wp_backend_name(b), "em
 /* A job alone. On a GPU, untimed, of one warp and not handed to the runners (its caller waits on the
  * HTTP thread: the device was idle): through the device's resident kernel, with the spec's resident
  * build (wp_spec.resident) when that is in memory; when it is not, the background builder is asked
- * for it (a kernel seen alone a few times is worth its compile) and the job runs as before. */
+ * for it (a kernel seen alone a few times is worth its compile) and the job runs as before. The
+ * lookup's time is the device's (device_us: how the job got to run there). */
 static int run_alone(warp_item *it) {
     if (it->app && !it->handed && it->t && it->t->untimed && it->job->n <= WP_RESIDENT_LANES && !is_emu(it->be) &&
         wp_backend_cuda_resident_on(it->be)) {
+        const uint64_t t0 = wp_now_ns();
         wp_spec rs = *it->spec; /* shallow: shares the operator */
         rs.resident = true;
         wp_ready_kernel rk;
         wp_err kerr = {0};
         const int rc = wp_app_kernel_memory(it->app, &rs, it->be, &rk, &kerr);
-        if (rc == 0) {
-            const int r = wp_backend_run_warp(it->be, rk.fn, &rs, it->job, it->res, it->t, &it->err);
-            wp_app_kernel_put(it->app, &rk);
-            return r;
-        }
         if (rc > 0) wp_bgbuild_want(it->app->bgbuild, &rs, it->be, 1);
+        const double lookup_us = wp_us_since(t0);
+        const int r = rc == 0 ? wp_backend_run_warp(it->be, rk.fn, &rs, it->job, it->res, it->t, &it->err)
+                              : wp_backend_run_warp(it->be, it->fn, it->spec, it->job, it->res, it->t, &it->err);
+        if (rc == 0) wp_app_kernel_put(it->app, &rk);
+        if (r == 0) it->t->device_us += lookup_us;
+        return r;
     }
     return wp_backend_run_warp(it->be, it->fn, it->spec, it->job, it->res, it->t, &it->err);
 }
