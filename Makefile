@@ -116,7 +116,7 @@ $(BUILD)/bench/launch/bench_smalljob: NVCC_LDLIBS += -lcuda # submits through th
 MOCKCUDA  := $(BUILD)/mockcuda/libcuda.so.1
 $(MOCKCUDA): tests/mockcuda/mockcuda.c tests/mockcuda/mock_resident.c tests/mockcuda/mock_resident.h kernels/wp_abi.h
 	@mkdir -p $(dir $@)
-	$(CC) -std=c11 $(WARN) -O2 -g -fPIC -shared -fvisibility=hidden -I$(CUDA_HOME)/include -o $@ \
+	$(CC) -std=c11 $(WARN) -O2 -g -fPIC -shared -fvisibility=hidden -Wl,--no-undefined -I$(CUDA_HOME)/include -o $@ \
 	  tests/mockcuda/mockcuda.c tests/mockcuda/mock_resident.c -lpthread
 
 # The kernels the API case table compiles only in passing (tests/api/kcache.json), compiled once by the

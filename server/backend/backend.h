@@ -53,9 +53,9 @@ void wp_backend_cuda_set_zero_copy(wp_backend *b, bool on);
 #define WP_RESIDENT_DEFAULT_US 500
 #define WP_RESIDENT_MAX_US 1000000
 void wp_backend_cuda_set_resident(wp_backend *b, int idle_us);
-/* Whether b is a GPU whose warp jobs may go to a resident kernel now (on, and not turned off). Any
- * thread: a hint. */
-bool wp_backend_cuda_resident_on(wp_backend *b);
+/* Whether job may go to b's resident kernel now: b a GPU with residents on (and not turned off), job
+ * one warp of 32 active lanes (server/backend/resident_box.h). Any thread: a hint. */
+bool wp_backend_cuda_resident_fits(wp_backend *b, const wp_warp_job *job);
 int wp_backend_streams(const wp_backend *b); /* jobs it runs at once: the pool's size; 1 on emu */
 int wp_backend_ordinal(const wp_backend *b); /* its device number (cuda: the driver's) */
 /* Its place among the devices served (--devices 2,3: 0 and 1): the "device" number requests, buffers,

@@ -63,9 +63,8 @@ void wp_backend_cuda_set_resident(wp_backend *base, int idle_us) {
     if (base && !strcmp(base->ops->name, "cuda")) ((cuda_backend *)base)->resident.idle_us = (unsigned)idle_us;
 }
 
-bool wp_backend_cuda_resident_on(wp_backend *base) {
-    return base && !strcmp(base->ops->name, "cuda") && ((cuda_backend *)base)->resident.idle_us > 0 &&
-           !atomic_load(&((cuda_backend *)base)->resident.off);
+bool wp_backend_cuda_resident_fits(wp_backend *base, const wp_warp_job *job) {
+    return base && !strcmp(base->ops->name, "cuda") && cuda_resident_fits((cuda_backend *)base, job);
 }
 
 static bool cuda_lane_free(wp_backend *base) {

@@ -79,12 +79,13 @@ static CUresult resident_launch(cuda_backend *b, cuda_resident *r, const void *f
     p.resident_life_us = r->idle_us > WP_RESIDENT_LIFE_US / 4 ? 4 * r->idle_us : WP_RESIDENT_LIFE_US;
     void *params[] = {&p};
     CUresult c = b->cu.launch_kernel(f, 1, 1, 1, WP_RESIDENT_LANES, 1, 1, 0, r->stream, params, NULL);
-    if (c == CUDA_SUCCESS) c = b->cu.event_record(r->ev_end, r->stream);
     if (c != CUDA_SUCCESS) return c;
     r->alive = true;
     r->fn = fn;
     atomic_fetch_add_explicit(&r->launches, 1, memory_order_relaxed);
-    return CUDA_SUCCESS;
+    if ((c = b->cu.event_record(r->ev_end, r->stream)) != CUDA_SUCCESS)
+        wp_resident_box_stop(r->box); /* it leaves; the failure's context-wide wait sees it go */
+    return c;
 }
 
 /* The kernel has left, or said it is leaving: wait for its end and look again. 0: the job is done;
@@ -101,9 +102,10 @@ static int resident_gone(cuda_backend *b, cuda_resident *r, const wp_warp_job *j
 /* Posts job and waits for its answer: 0 done, 1 not taken, -1 failed (c, call). Holding r. */
 static int resident_job(cuda_backend *b, cuda_resident *r, const void *fn, CUfunction f, const wp_warp_job *job,
                         CUresult *c, const char **call) {
-    if (r->alive && r->fn != fn) {
+    if (r->alive && r->fn != fn) { /* another kernel's: it stays until it leaves (no thrashing) */
+        if (!wp_resident_box_left(r->box)) return 1;
         *call = "the resident kernel's end (cuEventSynchronize)";
-        if ((*c = resident_stop(b, r)) != CUDA_SUCCESS) return -1;
+        if ((*c = resident_wait_end(b, r)) != CUDA_SUCCESS) return -1;
     }
     r->seq = wp_resident_box_next(r->seq);
     wp_resident_box_post(r->box, job, r->seq);
@@ -127,12 +129,11 @@ static int resident_job(cuda_backend *b, cuda_resident *r, const void *fn, CUfun
             continue; /* launched again at the loop's top, once */
         }
         if (b->wait_yield) sched_yield(); /* --gpu-wait yield: the CPU to any runnable thread meanwhile */
-        if (look && wp_now_ns() - t0 > RESIDENT_ANSWER_NS) {
+        if (look && wp_now_ns() - t0 > RESIDENT_ANSWER_NS) { /* not scheduled, or wrong: told to leave */
             atomic_store(&r->off, true);
             wp_resident_box_stop(r->box);
-            *call = "the resident kernel (no answer in 2 s)";
-            *c = CUDA_ERROR_LAUNCH_TIMEOUT;
-            return -1;
+            fprintf(stderr, "warpd: the resident warp kernel did not answer in 2 s; resident kernels are off\n");
+            return 1; /* alive stays: an unload or close waits for its end */
         }
     }
 }
@@ -145,6 +146,11 @@ int cuda_resident_run(cuda_op *op, const void *fn, CUfunction f, const wp_warp_j
     const char *call = "";
     CUresult c = resident_ready(b, r, op->gen, &call);
     int rc = c == CUDA_SUCCESS ? resident_job(b, r, fn, f, job, &c, &call) : -1;
+    if (rc < 0 && !r->alive && !wp_cu_is_sticky(c)) { /* no resident made or launched: run as usual */
+        atomic_store(&r->off, true);
+        fprintf(stderr, "warpd: no resident warp kernel (%s failed: %d); resident kernels are off\n", call, (int)c);
+        rc = 1;
+    }
     if (rc == 0) {
         wp_resident_box_read(r->box, job->n, job->elems, res);
         atomic_fetch_add_explicit(&r->runs, 1, memory_order_relaxed);

@@ -11,16 +11,18 @@ typedef struct {
     unsigned w[4];
 } box_line;
 
-/* One 16-byte store or load (movdqa on an aligned line: whole, x86-64 with AVX and every CPU since);
- * the empty asm keeps the compiler from merging or dropping them. */
+/* One 16-byte store or load: a movdqa of an aligned line, written as such (asm), so no compiler can
+ * split, merge or drop it; whole on x86-64 with AVX and every CPU since. */
 static void line_put(void *box, int i, unsigned a, unsigned b, unsigned c, unsigned d) {
-    __m128i v = _mm_set_epi32((int)d, (int)c, (int)b, (int)a);
-    _mm_store_si128((__m128i *)((char *)box + (size_t)i * 16), v);
-    __asm__ volatile("" ::: "memory");
+    const __m128i v = _mm_set_epi32((int)d, (int)c, (int)b, (int)a);
+    __asm__ volatile("movdqa %1, %0" : "=m"(*(__m128i *)((char *)box + (size_t)i * 16)) : "x"(v) : "memory");
 }
 static box_line line_get(const void *box, int i) {
-    __asm__ volatile("" ::: "memory");
-    __m128i v = _mm_load_si128((const __m128i *)((const char *)box + (size_t)i * 16));
+    __m128i v;
+    __asm__ volatile("movdqa %1, %0"
+                     : "=x"(v)
+                     : "m"(*(const __m128i *)((const char *)box + (size_t)i * 16))
+                     : "memory");
     box_line l;
     memcpy(l.w, &v, sizeof l.w);
     return l;
@@ -45,7 +47,10 @@ static unsigned lo(uint64_t x) { return (unsigned)x; }
 static unsigned hi(uint64_t x) { return (unsigned)(x >> 32); }
 
 bool wp_resident_box_fits(const wp_warp_job *job) {
-    return job->n >= 1 && job->n <= WP_RESIDENT_LANES && job->elems >= 1 && job->elems <= WP_MAX_ELEMS;
+    if (job->n != WP_RESIDENT_LANES || job->elems < 1 || job->elems > WP_MAX_ELEMS) return false;
+    for (int l = 0; job->active && l < job->n; l++)
+        if (!job->active[l]) return false;
+    return true;
 }
 
 unsigned wp_resident_box_next(unsigned seq) {

@@ -17,7 +17,10 @@
 /* Whether this build can use resident kernels at all. */
 bool wp_resident_box_usable(void);
 
-/* Whether a job fits one resident warp (1..32 lanes, 1..WP_MAX_ELEMS elements). */
+/* Whether a job fits one resident warp: 32 lanes, all of them active, 1..WP_MAX_ELEMS elements. In a
+ * plain launch a lane past n or inactive exits; in the resident's loop it only waits for the next job,
+ * and a warp intrinsic whose mask names a lane that neither exited nor calls it is undefined: so every
+ * lane of a resident's job runs the primitive or is outside its mask. */
 bool wp_resident_box_fits(const wp_warp_job *job);
 
 /* The next sequence number after seq (skipping 0 and WP_RESIDENT_STOP). */

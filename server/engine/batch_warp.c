@@ -108,14 +108,13 @@ static int run_grid(warp_item *const *items, int n, wp_err *err) {
 
 static bool is_emu(const wp_backend *b) { return !strcmp(wp_backend_name(b), "emu"); }
 
-/* A job alone. On a GPU, untimed, of one warp and not handed to the runners (its caller waits on the
+/* A job alone. On a GPU, untimed, of one whole warp and not handed to the runners (its caller waits on the
  * HTTP thread: the device was idle): through the device's resident kernel, with the spec's resident
  * build (wp_spec.resident) when that is in memory; when it is not, the background builder is asked
  * for it (a kernel seen alone a few times is worth its compile) and the job runs as before. The
  * lookup's time is the device's (device_us: how the job got to run there). */
 static int run_alone(warp_item *it) {
-    if (it->app && !it->handed && it->t && it->t->untimed && it->job->n <= WP_RESIDENT_LANES && !is_emu(it->be) &&
-        wp_backend_cuda_resident_on(it->be)) {
+    if (it->app && !it->handed && it->t && it->t->untimed && wp_backend_cuda_resident_fits(it->be, it->job)) {
         const uint64_t t0 = wp_now_ns();
         wp_spec rs = *it->spec; /* shallow: shares the operator */
         rs.resident = true;

@@ -21,7 +21,8 @@
 typedef struct {
     uintptr_t stream; /* 0: a free entry */
     atomic_bool running;
-    unsigned *box; /* the mailbox, 4 words a line */
+    atomic_bool kill; /* its context went: stop, writing nothing */
+    unsigned *box;    /* the mailbox, 4 words a line */
     unsigned idle_us, life_us;
     pthread_t thread;
 } resident;
@@ -65,6 +66,7 @@ static void *resident_main(void *arg) {
     uint64_t idle_from = born;
     unsigned last = 0;
     for (;;) {
+        if (atomic_load(&r->kill)) goto killed;
         const unsigned seq = word(r->box, WP_RES_HEAD, 0);
         if (seq == WP_RESIDENT_STOP) break;
         if (seq != last && seq != 0) {
@@ -79,6 +81,7 @@ static void *resident_main(void *arg) {
         nanosleep(&ts, NULL);
     }
     put_line(r->box, WP_RES_STATUS, last, WP_RESIDENT_EXITED, 0, 0);
+killed:
     pthread_mutex_lock(&mu);
     atomic_store(&r->running, false);
     pthread_cond_broadcast(&left);
@@ -106,6 +109,7 @@ void mock_resident_launch(uintptr_t stream, const void *warp_params) {
         r->box = (unsigned *)(uintptr_t)p.resident;
         r->idle_us = p.resident_idle_us;
         r->life_us = p.resident_life_us;
+        atomic_store(&r->kill, false);
         atomic_store(&r->running, true);
         if (pthread_create(&r->thread, NULL, resident_main, r) != 0) {
             atomic_store(&r->running, false);
@@ -147,4 +151,11 @@ bool mock_resident_pending(uintptr_t event, uintptr_t stream, bool wait) {
     }
     pthread_mutex_unlock(&mu);
     return p;
+}
+
+void mock_resident_kill_all(void) {
+    pthread_mutex_lock(&mu);
+    for (int i = 0; i < MOCK_RESIDENTS; i++) atomic_store(&residents[i].kill, true);
+    while (pending_locked(0, 0)) pthread_cond_wait(&left, &mu);
+    pthread_mutex_unlock(&mu);
 }

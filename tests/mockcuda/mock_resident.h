@@ -10,6 +10,9 @@
 void mock_resident_launch(uintptr_t stream, const void *warp_params);
 /* An event recorded on stream s now stands for the resident there (if one runs). */
 void mock_resident_event(uintptr_t event, uintptr_t stream);
+/* A context reset or destroyed: every resident stops at once, writing nothing more (as a kernel killed
+ * with its context); returns once all have. */
+void mock_resident_kill_all(void);
 /* Whether event e (0: any on stream s; both 0: any at all) still waits for a resident; wait: until
  * it does not. */
 bool mock_resident_pending(uintptr_t event, uintptr_t stream, bool wait);

@@ -437,6 +437,7 @@ static CUresult mock_primary_ctx_retain(CUcontext *ctx, CUdevice dev) {
 static CUresult mock_primary_ctx_release(CUdevice dev) { return dev ? CUDA_ERROR_INVALID_DEVICE : CUDA_SUCCESS; }
 static CUresult mock_primary_ctx_reset(CUdevice dev) {
     if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+    mock_resident_kill_all(); /* the context's kernels die with it, before its memory goes */
     blk_free_all();
     atomic_store(&sticky, false);
     return CUDA_SUCCESS;
@@ -449,6 +450,7 @@ static CUresult mock_ctx_create(CUcontext *ctx, CUctxCreateParams *params, unsig
 }
 static CUresult mock_ctx_destroy(CUcontext ctx) {
     (void)ctx;
+    mock_resident_kill_all();
     blk_free_all();
     atomic_store(&sticky, false);
     return CUDA_SUCCESS;
