@@ -180,11 +180,13 @@ if start "cuda on the mock, --gpu-wait yield" --gpu-wait yield; then
   stop "gpu-wait yield daemon"
 fi
 
-# ---- --zero-copy off: every job copied ----
-if start "cuda on the mock, --zero-copy off" --zero-copy off; then
-  code=$(post /v1/warp "$WARP")
+# ---- --zero-copy off: every job copied; --resident-us 0: no resident either ----
+if start "cuda on the mock, --zero-copy off --resident-us 0" --zero-copy off --resident-us 0 --inline-gpu always; then
+  for _ in $(seq 12); do code=$(post /v1/warp "$WARP"); done # past the asks that build a resident
   z=$(metric 'warpd_device_zero_copy_runs_total{device="0"')
+  r=$(metric 'warpd_device_resident_runs_total{device="0"')/$(metric 'warpd_device_resident_launches_total{device="0"')
   check "zero-copy off: an untimed warp job 200, copied (zero-copy runs $z)" '[ "$code" = 200 ] && [ "$z" = 0 ]'
+  check "resident: --resident-us 0 runs none (runs/launches $r)" '[ "$r" = 0/0 ]'
   stop "zero-copy off daemon"
 fi
 
@@ -526,12 +528,26 @@ if start "cuda on the mock, --resident-us 1000000" --resident-us 1000000 --inlin
     '[ "$code" = 200 ] && [ "$r8" = "$r7" ]'
   stop "resident daemon (SIGTERM with a resident on the device)"
 fi
-if start "cuda on the mock, --resident-us 0" --resident-us 0 --inline-gpu always; then
-  post /v1/warp "$WARP" >/dev/null; post /v1/warp "$WARP" >/dev/null
-  check "resident: --resident-us 0 runs none ($(metric "$rr")/$(metric "$rl"))" \
-    '[ "$(metric "$rr")" = 0 ] && [ "$(metric "$rl")" = 0 ]'
-  stop "no-resident daemon"
-fi
+# a resident that ends without a word, or never answers: residents go off, each job still answers 200
+for mode in silent deaf; do
+  export MOCKCUDA_RESIDENT=$mode
+  if start "cuda on the mock, a $mode resident" --inline-gpu always; then
+    codes=
+    for _ in $(seq 60); do
+      codes="$codes $(post /v1/warp "$WARP")"
+      grep -q "resident kernels are off" "$tmp/err" && break
+      sleep 0.1
+    done
+    l0=$(metric "$rl"); codes2="$(post /v1/warp "$WARP") $(post /v1/warp "$WARP")"; l1=$(metric "$rl")
+    why="left without a word"; [ $mode = deaf ] && why="did not answer in 2 s"
+    check "resident: a $mode one turns them off ($why), every job 200, no launch after ($l0 -> $l1)" \
+      '[ -z "$(tr " " "\n" <<<"$codes $codes2" | grep -v "^$" | grep -v "^200$")" ] &&
+       grep -q "$why; resident kernels are off" "$tmp/err" &&
+       [ "$l0" -ge 1 ] && [ "$l1" = "$l0" ] && [ "$(metric "$rr")" = 0 ]'
+    stop "$mode resident daemon"
+  fi
+  unset MOCKCUDA_RESIDENT
+done
 
 # ---- wp_backend_launch_io's images (fill): copied or zero-copy, every byte where it belongs ----
 echo "-- mock_launch_io (the backend's calls on the stand-in driver)"

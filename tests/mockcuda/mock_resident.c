@@ -3,6 +3,8 @@
  * each job with every lane's value unchanged and src -1 (plumbing, not results), leaves when told,
  * after resident_idle_us without a job or past resident_life_us, and writes the status line. Events
  * recorded on its stream are not done until it has left; a stream or context wait waits for it.
+ * MOCKCUDA_RESIDENT=silent: a resident launch ends at once without a word (a kernel that does not
+ * serve as one); =deaf: the resident takes no job and leaves only when told (never scheduled, or hung).
  * Owns: the threads and the event table. */
 #define _POSIX_C_SOURCE 200809L
 #include "mock_resident.h"
@@ -62,6 +64,8 @@ static void answer(unsigned *box, unsigned seq) {
 
 static void *resident_main(void *arg) {
     resident *r = arg;
+    const char *mode = getenv("MOCKCUDA_RESIDENT");
+    const bool deaf = mode && !strcmp(mode, "deaf");
     const uint64_t born = now_us();
     uint64_t idle_from = born;
     unsigned last = 0;
@@ -69,14 +73,14 @@ static void *resident_main(void *arg) {
         if (atomic_load(&r->kill)) goto killed;
         const unsigned seq = word(r->box, WP_RES_HEAD, 0);
         if (seq == WP_RESIDENT_STOP) break;
-        if (seq != last && seq != 0) {
+        if (seq != last && seq != 0 && !deaf) {
             answer(r->box, seq);
             last = seq;
             idle_from = now_us();
             continue;
         }
         const uint64_t t = now_us();
-        if (t - idle_from > r->idle_us || t - born > r->life_us) break;
+        if (!deaf && (t - idle_from > r->idle_us || t - born > r->life_us)) break;
         struct timespec ts = {0, 20000}; /* 20 µs between looks: the machine may have few cores */
         nanosleep(&ts, NULL);
     }
@@ -98,7 +102,8 @@ static resident *running_on(uintptr_t stream) {
 void mock_resident_launch(uintptr_t stream, const void *warp_params) {
     wp_warp_params p;
     memcpy(&p, warp_params, sizeof p);
-    if (!p.resident) return;
+    const char *mode = getenv("MOCKCUDA_RESIDENT");
+    if (!p.resident || (mode && !strcmp(mode, "silent"))) return;
     pthread_mutex_lock(&mu);
     resident *r = NULL;
     for (int i = 0; i < MOCK_RESIDENTS && !r; i++)
