@@ -101,7 +101,7 @@ fi
 cost() {
   case $1 in
     api/transport.sh) echo 62 ;; api/transport_tls.sh) echo 42 ;; package) echo 65 ;; unit/test_jit) echo 60 ;; api/api.sh) echo 59 ;;
-    tests/web/run.sh) echo 49 ;; api/mockcuda.sh) echo 125 ;; tests/lint/run.sh) echo 40 ;;
+    tests/web/run.sh) echo 49 ;; api/mockcuda.sh) echo 45 ;; tests/lint/run.sh) echo 40 ;;
     tests/clients/python.sh) echo 35 ;; walk) echo 35 ;; api/slow_conns.sh) echo 30 ;;
     api/shm.sh | api/channels.sh | api/prewarm.sh | scale | tests/clients/run.sh) echo 25 ;;
     fuzz/*) echo 19 ;; *) echo 10 ;;

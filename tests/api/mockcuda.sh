@@ -262,10 +262,12 @@ delay_file="$tmp/launch_delay_us"
 export MOCKCUDA_LAUNCH_DELAY_US="@$delay_file"
 if start "cuda on the mock, --inline-gpu never, 1 s a launch, clients that reset mid-job" \
   --inline-gpu never --access-log "$tmp/access.log"; then
-  # the kernel in memory, then the batch's, built in the background once a handed job asked for it
+  # the kernel in memory, then the batch's, built in the background once handed jobs asked for it
+  # enough (each lone ask weighs 1: bgbuild.h's threshold)
   for _ in 1 2; do post /v1/reduce "$REDUCE" >/dev/null; done
   for _ in $(seq 1200); do
-    [ "$(metric 'warpd_background_builds_total{outcome="built"}')" -ge 1 ] && break; sleep 0.05
+    [ "$(metric 'warpd_background_builds_total{outcome="built"}')" -ge 1 ] && break
+    post /v1/reduce "$REDUCE" >/dev/null; sleep 0.05
   done
   for _ in 1 2; do post /v1/reduce "$REDUCE" >/dev/null; done # handed over from now on
   h0=$(metric 'warpd_http_handed_total ') b0=$(metric 'warpd_batches_total ')
