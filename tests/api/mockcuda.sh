@@ -481,7 +481,7 @@ fi
 # kernel's resident build in the background; once built, the next job leaves it on the device as one
 # warp (the mock plays it with a thread) and the jobs after it go through its mailbox with no launch;
 # another kernel takes its place; it leaves when idle, and the next job launches it again; a profiled
-# job or one of more than 32 lanes never uses it; unloading its kernel stops it ----
+# job, one of 31 or 64 lanes or with an inactive lane never uses it; unloading its kernel stops it ----
 rl='warpd_device_resident_launches_total{device="0"'
 if start "cuda on the mock, --resident-us 1000000" --resident-us 1000000 --inline-gpu always; then
   runs() { echo "$(metric "$rr")/$(metric "$rl")"; }
