@@ -47,18 +47,21 @@ struct Entry {
     unsigned n;
 };
 
-__global__ void job(const Entry *table) {
-    const Entry e = table[0];
-    float v = threadIdx.x < e.n ? e.in[threadIdx.x] : 0.0f;
-    for (int o = 16; o; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+// The 256-thread block's sum of v, in thread 0 (the others get their warp's part).
+__device__ __forceinline__ float block_sum(float v) {
     __shared__ float part[8];
+    for (int o = 16; o; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
     if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = v;
     __syncthreads();
-    if (threadIdx.x == 0) {
-        float s = 0;
-        for (int i = 0; i < 8; i++) s += part[i];
-        *e.out = s;
-    }
+    if (threadIdx.x == 0)
+        for (int i = 1; i < 8; i++) v += part[i];
+    return v;
+}
+
+__global__ void job(const Entry *table) {
+    const Entry e = table[0];
+    const float s = block_sum(threadIdx.x < e.n ? e.in[threadIdx.x] : 0.0f);
+    if (threadIdx.x == 0) *e.out = s;
 }
 
 // job, then a completion word: every thread's writes are fenced at system scope before the block's
@@ -66,16 +69,8 @@ __global__ void job(const Entry *table) {
 // as the kernel itself says it, without the stream's completion.
 __global__ void job_flag(const Entry *table, unsigned *done, unsigned seq) {
     const Entry e = table[0];
-    float v = threadIdx.x < e.n ? e.in[threadIdx.x] : 0.0f;
-    for (int o = 16; o; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
-    __shared__ float part[8];
-    if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = v;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        float s = 0;
-        for (int i = 0; i < 8; i++) s += part[i];
-        *e.out = s;
-    }
+    const float s = block_sum(threadIdx.x < e.n ? e.in[threadIdx.x] : 0.0f);
+    if (threadIdx.x == 0) *e.out = s;
     __threadfence_system();
     __syncthreads();
     if (threadIdx.x == 0) *(volatile unsigned *)done = seq;
@@ -91,7 +86,6 @@ __device__ __forceinline__ unsigned ld_acquire_sys(const unsigned *p) {
 }
 __global__ void job_resident(const Entry *table, const unsigned *mail, unsigned *done) {
     __shared__ unsigned s_seq;
-    __shared__ float part[8];
     unsigned last = 0;
     for (;;) {
         if (threadIdx.x == 0) {
@@ -108,19 +102,22 @@ __global__ void job_resident(const Entry *table, const unsigned *mail, unsigned 
         const float *in = (const float *)ve->in;
         float *out = ve->out;
         const unsigned n = ve->n;
-        float v = threadIdx.x < n ? ((const volatile float *)in)[threadIdx.x] : 0.0f;
-        for (int o = 16; o; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
-        if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = v;
-        __syncthreads();
-        if (threadIdx.x == 0) {
-            float t = 0;
-            for (int i = 0; i < 8; i++) t += part[i];
-            *out = t;
-        }
+        const float t = block_sum(threadIdx.x < n ? ((const volatile float *)in)[threadIdx.x] : 0.0f);
+        if (threadIdx.x == 0) *out = t;
         __threadfence_system();
         __syncthreads();
         if (threadIdx.x == 0) *(volatile unsigned *)done = s;
     }
+}
+
+// One 16-byte line of mapped memory, loaded or stored whole (volatile: past the L1, never merged).
+__device__ __forceinline__ uint4 line_load(const uint4 *p) {
+    uint4 v;
+    asm volatile("ld.volatile.global.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p) : "memory");
+    return v;
+}
+__device__ __forceinline__ void line_store(uint4 *p, uint4 v) {
+    asm volatile("st.volatile.global.v4.u32 [%0], {%1,%2,%3,%4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
 }
 
 // The same with one read and one write of mapped memory a job: the mailbox line holds the sequence
@@ -133,10 +130,7 @@ __global__ void job_resident16(const uint4 *mail, uint4 *done) {
         uint4 m = make_uint4(0, 0, 0, 0);
         if (threadIdx.x == 0) {
             do {
-                asm volatile("ld.volatile.global.v4.u32 {%0,%1,%2,%3}, [%4];"
-                             : "=r"(m.x), "=r"(m.y), "=r"(m.z), "=r"(m.w)
-                             : "l"(mail)
-                             : "memory");
+                m = line_load(mail);
             } while (m.x == last);
         }
         m.x = __shfl_sync(0xffffffffu, m.x, 0);
@@ -147,12 +141,7 @@ __global__ void job_resident16(const uint4 *mail, uint4 *done) {
         const unsigned l = threadIdx.x;
         float v = __uint_as_float(l == 0 ? y : l == 1 ? z : l == 2 ? w : 0u);
         for (int o = 16; o; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
-        if (threadIdx.x == 0) {
-            uint4 r = make_uint4(m.x, __float_as_uint(v), 0, 0);
-            asm volatile("st.volatile.global.v4.u32 [%0], {%1,%2,%3,%4};" ::"l"(done), "r"(r.x), "r"(r.y), "r"(r.z),
-                         "r"(r.w)
-                         : "memory");
-        }
+        if (threadIdx.x == 0) line_store(done, make_uint4(m.x, __float_as_uint(v), 0, 0));
     }
 }
 
@@ -160,11 +149,6 @@ __global__ void job_resident16(const uint4 *mail, uint4 *done) {
 // 32 answer lines, every line tagged with the job's number. ALL: each look reads the header, two more
 // header lines and line `lane` at once (as the daemon); else lane 0 looks at the header alone and the
 // warp then reads its lines (two round trips).
-__device__ __forceinline__ uint4 line_load(const uint4 *p) {
-    uint4 v;
-    asm volatile("ld.volatile.global.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p) : "memory");
-    return v;
-}
 template <bool ALL> __global__ void job_resident32(const uint4 *box, uint4 *out) {
     const unsigned lane = threadIdx.x;
     unsigned last = 0;
@@ -186,11 +170,21 @@ template <bool ALL> __global__ void job_resident32(const uint4 *box, uint4 *out)
         if (!ALL) a = line_load(box + 1), b = line_load(box + 2), v = line_load(box + 3 + lane);
         if (!__all_sync(0xffffffffu, a.x == seq && b.x == seq && v.x == seq)) continue;
         last = seq;
-        const float x = __uint_as_float(v.z) + 1.0f;
-        asm volatile("st.volatile.global.v4.u32 [%0], {%1,%2,%3,%4};" ::"l"(out + lane), "r"(seq), "r"(__float_as_uint(x)),
-                     "r"(0u), "r"(0u)
-                     : "memory");
+        line_store(out + lane, make_uint4(seq, __float_as_uint(__uint_as_float(v.z) + 1.0f), 0, 0));
     }
+}
+
+// The host's side of a line: one 16-byte store or load (movdqa written out: the compiler may neither
+// split it nor keep a load out of a loop).
+static void host_line_put(unsigned char *p, const unsigned w[4]) {
+    __m128i v;
+    memcpy(&v, w, 16);
+    asm volatile("movdqa %1, %0" : "=m"(*(__m128i *)p) : "x"(v) : "memory");
+}
+static void host_line_get(const unsigned char *p, unsigned w[4]) {
+    __m128i v;
+    asm volatile("movdqa %1, %0" : "=x"(v) : "m"(*(const __m128i *)p) : "memory");
+    memcpy(w, &v, 16);
 }
 
 #define CK(x)                                                                                                  \
@@ -531,14 +525,10 @@ int main(int argc, char **argv) {
                       float in[3] = {x, 1.0f, 2.0f};
                       unsigned line[4] = {want, 0, 0, 0};
                       memcpy(line + 1, in, sizeof in);
-                      __m128i v;
-                      memcpy(&v, line, 16);
-                      asm volatile("movdqa %1, %0" : "=m"(*(__m128i *)(rmap + R16_MAIL)) : "x"(v) : "memory");
+                      host_line_put(rmap + R16_MAIL, line);
                       for (;;) {
-                          __m128i d; // one 16-byte load each time round (asm: the compiler may not keep it)
-                          asm volatile("movdqa %1, %0" : "=x"(d) : "m"(*(const __m128i *)(rmap + R16_DONE)) : "memory");
                           unsigned got[4];
-                          memcpy(got, &d, 16);
+                          host_line_get(rmap + R16_DONE, got);
                           if (got[0] == want) {
                               float r;
                               memcpy(&r, got + 1, 4);
@@ -567,10 +557,8 @@ int main(int argc, char **argv) {
                           }
                           const unsigned want = ++r32_seq;
                           auto put = [&](int line, unsigned a, unsigned b) {
-                              unsigned w[4] = {want, a, b, 0};
-                              __m128i v;
-                              memcpy(&v, w, 16);
-                              asm volatile("movdqa %1, %0" : "=m"(*(__m128i *)(box + line * 16)) : "x"(v) : "memory");
+                              const unsigned w[4] = {want, a, b, 0};
+                              host_line_put(box + line * 16, w);
                           };
                           for (int l = 0; l < 32; l++) {
                               const float in = l == 0 ? x : l < 3 ? (float)l : 0.0f;
@@ -582,10 +570,8 @@ int main(int argc, char **argv) {
                           put(2, 0, 0);
                           put(0, 32, 0);
                           for (int l = 31; l >= 0;) {
-                              __m128i d;
-                              asm volatile("movdqa %1, %0" : "=x"(d) : "m"(*(const __m128i *)(out + l * 16)) : "memory");
                               unsigned got[4];
-                              memcpy(got, &d, 16);
+                              host_line_get(out + l * 16, got);
                               if (got[0] == want) l--;
                           }
                           float sum = 0; // each lane answered its input + 1: the sum less 32 is x + 1 + 2
