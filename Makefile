@@ -114,7 +114,8 @@ $(BUILD)/bench/launch/bench_smalljob: NVCC_LDLIBS += -lcuda # submits through th
 
 # A stand-in CUDA driver (tests/mockcuda): the cuda backend's host paths without a GPU (tests/api/mockcuda.sh).
 MOCKCUDA  := $(BUILD)/mockcuda/libcuda.so.1
-$(MOCKCUDA): tests/mockcuda/mockcuda.c tests/mockcuda/mock_resident.c tests/mockcuda/mock_resident.h kernels/wp_abi.h
+$(MOCKCUDA): tests/mockcuda/mockcuda.c tests/mockcuda/mock_resident.c tests/mockcuda/mock_resident.h \
+  tests/mockcuda/resident_lines.h kernels/wp_abi.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 $(WARN) -O2 -g -fPIC -shared -fvisibility=hidden -Wl,--no-undefined -I$(CUDA_HOME)/include -o $@ \
 	  tests/mockcuda/mockcuda.c tests/mockcuda/mock_resident.c -lpthread
@@ -219,7 +220,7 @@ format:
 	clang-format -i server/*.[ch] server/*/*.[ch] kernels/*.[ch] tests/*/*.[ch] bench/*/*.[ch]
 check-format:
 	clang-format --dry-run --Werror server/*.[ch] server/*/*.[ch] kernels/*.[ch] tests/unit/*.[ch] tests/api/*.[ch] tests/gpu/*.[ch] bench/*/*.[ch]
-	clang-format --dry-run --Werror tests/fuzz/*.[ch] tests/mockcuda/*.c
+	clang-format --dry-run --Werror tests/fuzz/*.[ch] tests/mockcuda/*.[ch]
 
 # ---- fuzzing (transport hardening): libFuzzer harnesses tests/fuzz/fuzz_*.c, clang with ASan + UBSan, over the
 # library built again with coverage. make fuzz: each for FUZZ_SECONDS (60) from its seed corpus

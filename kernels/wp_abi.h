@@ -31,12 +31,13 @@ typedef struct wp_warp_params {
 } wp_warp_params;
 
 /* ---- resident warp kernels (templates/wp_resident.cuh, server/backend/resident_box.h) ------------
- * A warp kernel launched with p.resident set is one warp that stays on the device and takes small
- * jobs (n <= 32 lanes) from a mailbox in mapped page-locked host memory, so a job costs a round trip
- * over the bus instead of a launch. The mailbox is 16-byte lines, each written whole by one store and
- * read whole by one load, word 0 of every line the job's sequence number (1..WP_RESIDENT_STOP - 1): a
- * reader takes a job or a result only when every line it needs carries the number, so neither side
- * needs a fence. Lines (words after the sequence number):
+ * A warp kernel launched with p.resident set is one warp that stays on the device and takes jobs of
+ * one whole warp (32 lanes, all active: server/backend/resident_box.h says why) from a mailbox in
+ * mapped page-locked host memory, so a job costs a round trip over the bus instead of a launch. The
+ * mailbox is 16-byte lines, each written whole by one store and read whole by one load, word 0 of
+ * every line the job's sequence number (1..WP_RESIDENT_STOP - 1): a reader takes a job or a result only
+ * when every line it needs carries the number, so neither side needs a fence. Lines (words after the
+ * sequence number):
  *   WP_RES_HEAD     n | elems << 8 | pred_kind << 16, the active lanes' bits, 0
  *   WP_RES_HEAD + 1 pred_a (low, high), first;   WP_RES_HEAD + 2 pred_b (low, high), second
  *   WP_RES_IN + lane * elems + e    arg[lane], in (low, high)

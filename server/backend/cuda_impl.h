@@ -54,10 +54,11 @@ typedef struct cuda_ring {
     size_t slot_bytes;
 } cuda_ring;
 
+/* A resident leaves between jobs this long after its launch (at least; 4 x --resident-us when that
+ * is longer). */
+#define WP_RESIDENT_LIFE_US 4000
+
 /* The device's resident warp kernel (cuda_resident.c), used by one job at a time (busy). */
-#define WP_RESIDENT_LIFE_US                                                                                            \
-    4000 /* a resident leaves between jobs this long after its launch (at least;                                       \
-            4 x --resident-us when that is longer) */
 typedef struct {
     atomic_bool busy;    /* held by the job, unload or close using it; everything below is theirs */
     unsigned generation; /* the context its objects live in; 0: none made */

@@ -4,12 +4,12 @@
 
 #include <string.h>
 
-#if defined(__x86_64__)
-#include <emmintrin.h>
-
 typedef struct {
     unsigned w[4];
 } box_line;
+
+#if defined(__x86_64__)
+#include <emmintrin.h>
 
 /* One 16-byte store or load: a movdqa of an aligned line, written as such (asm), so no compiler can
  * split, merge or drop it; whole on x86-64 with AVX and every CPU since. */
@@ -30,9 +30,6 @@ static box_line line_get(const void *box, int i) {
 
 bool wp_resident_box_usable(void) { return true; }
 #else
-typedef struct {
-    unsigned w[4];
-} box_line;
 static void line_put(void *box, int i, unsigned a, unsigned b, unsigned c, unsigned d) {
     (void)box, (void)i, (void)a, (void)b, (void)c, (void)d;
 }

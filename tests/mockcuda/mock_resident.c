@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "../../kernels/wp_abi.h"
+#include "resident_lines.h"
 
 #define MOCK_RESIDENTS 16
 #define MOCK_EVENTS 64
@@ -43,23 +44,12 @@ static uint64_t now_us(void) {
     return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
-static unsigned word(const unsigned *box, int line, int w) {
-    return __atomic_load_n(&box[line * 4 + w], __ATOMIC_ACQUIRE);
-}
-
-/* A line as one store would: the payload first, the sequence number last. */
-static void put_line(unsigned *box, int line, unsigned seq, unsigned a, unsigned b, unsigned c) {
-    __atomic_store_n(&box[line * 4 + 1], a, __ATOMIC_RELAXED);
-    __atomic_store_n(&box[line * 4 + 2], b, __ATOMIC_RELAXED);
-    __atomic_store_n(&box[line * 4 + 3], c, __ATOMIC_RELAXED);
-    __atomic_store_n(&box[line * 4], seq, __ATOMIC_RELEASE);
-}
-
 static void answer(unsigned *box, unsigned seq) {
-    const unsigned head = word(box, WP_RES_HEAD, 1);
+    const unsigned head = res_word(box, WP_RES_HEAD, 1);
     const int n = (int)(head & 0xffu), elems = (int)((head >> 8) & 0xffu);
     for (int i = 0; i < n * elems && n <= WP_RESIDENT_LANES && elems <= WP_MAX_ELEMS; i++)
-        put_line(box, WP_RES_OUT + i, seq, 0xffffffffu, word(box, WP_RES_IN + i, 2), word(box, WP_RES_IN + i, 3));
+        res_put_line(box, WP_RES_OUT + i, seq, 0xffffffffu, res_word(box, WP_RES_IN + i, 2),
+                     res_word(box, WP_RES_IN + i, 3));
 }
 
 static void *resident_main(void *arg) {
@@ -71,7 +61,7 @@ static void *resident_main(void *arg) {
     unsigned last = 0;
     for (;;) {
         if (atomic_load(&r->kill)) goto killed;
-        const unsigned seq = word(r->box, WP_RES_HEAD, 0);
+        const unsigned seq = res_word(r->box, WP_RES_HEAD, 0);
         if (seq == WP_RESIDENT_STOP) break;
         if (seq != last && seq != 0 && !deaf) {
             answer(r->box, seq);
@@ -84,7 +74,7 @@ static void *resident_main(void *arg) {
         struct timespec ts = {0, 20000}; /* 20 µs between looks: the machine may have few cores */
         nanosleep(&ts, NULL);
     }
-    put_line(r->box, WP_RES_STATUS, last, WP_RESIDENT_EXITED, 0, 0);
+    res_put_line(r->box, WP_RES_STATUS, last, WP_RESIDENT_EXITED, 0, 0);
 killed:
     pthread_mutex_lock(&mu);
     atomic_store(&r->running, false);

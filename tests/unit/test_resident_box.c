@@ -12,16 +12,7 @@
 
 #include "backend/resident_box.h"
 #include "t.h"
-
-static unsigned word(const unsigned *box, int line, int w) {
-    return __atomic_load_n(&box[line * 4 + w], __ATOMIC_ACQUIRE);
-}
-static void put(unsigned *box, int line, unsigned seq, unsigned a, unsigned b, unsigned c) {
-    __atomic_store_n(&box[line * 4 + 1], a, __ATOMIC_RELAXED);
-    __atomic_store_n(&box[line * 4 + 2], b, __ATOMIC_RELAXED);
-    __atomic_store_n(&box[line * 4 + 3], c, __ATOMIC_RELAXED);
-    __atomic_store_n(&box[line * 4], seq, __ATOMIC_RELEASE);
-}
+#include "tests/mockcuda/resident_lines.h"
 
 /* The kernel's part: out = ~in on active lanes (poison elsewhere), src = lane ^ 1 (-1 elsewhere). */
 typedef struct {
@@ -32,7 +23,7 @@ typedef struct {
 
 /* Lines in a shuffled order, the thread giving way between some: the host must wait for all of them. */
 static void answer(unsigned *box, unsigned seq) {
-    const unsigned h = word(box, WP_RES_HEAD, 1), active = word(box, WP_RES_HEAD, 2);
+    const unsigned h = res_word(box, WP_RES_HEAD, 1), active = res_word(box, WP_RES_HEAD, 2);
     const int n = (int)(h & 0xffu), e = (int)((h >> 8) & 0xffu);
     int order[32 * WP_MAX_ELEMS];
     for (int i = 0; i < n * e; i++) order[i] = i;
@@ -46,9 +37,10 @@ static void answer(unsigned *box, unsigned seq) {
         if (k % 5 == 4) sched_yield();
         const int lane = i / e;
         const bool on = (active >> lane) & 1u;
-        const uint64_t in = (uint64_t)word(box, WP_RES_IN + i, 2) | (uint64_t)word(box, WP_RES_IN + i, 3) << 32;
+        const uint64_t in = (uint64_t)res_word(box, WP_RES_IN + i, 2) | (uint64_t)res_word(box, WP_RES_IN + i, 3) << 32;
         const uint64_t out = on ? ~in : WP_WARP_POISON;
-        put(box, WP_RES_OUT + i, seq, on ? (unsigned)(lane ^ 1) : 0xffffffffu, (unsigned)out, (unsigned)(out >> 32));
+        res_put_line(box, WP_RES_OUT + i, seq, on ? (unsigned)(lane ^ 1) : 0xffffffffu, (unsigned)out,
+                     (unsigned)(out >> 32));
     }
 }
 
@@ -56,7 +48,7 @@ static void *device_main(void *arg) {
     device *d = arg;
     unsigned last = 0;
     for (;;) {
-        const unsigned seq = word(d->box, WP_RES_HEAD, 0);
+        const unsigned seq = res_word(d->box, WP_RES_HEAD, 0);
         if (seq == WP_RESIDENT_STOP || atomic_load(&d->leave)) break;
         if (seq != last && seq != 0) {
             answer(d->box, seq);
@@ -65,7 +57,7 @@ static void *device_main(void *arg) {
         }
         sched_yield();
     }
-    put(d->box, WP_RES_STATUS, last, WP_RESIDENT_EXITED, 0, 0);
+    res_put_line(d->box, WP_RES_STATUS, last, WP_RESIDENT_EXITED, 0, 0);
     return NULL;
 }
 
@@ -112,15 +104,18 @@ static void test_post_lines(void) {
                        .first = 1,
                        .second = 0};
     wp_resident_box_post(box, &job, 42);
-    CHECK(word(box, 0, 0) == 42 && word(box, 0, 1) == (3u | 2u << 8 | 5u << 16) && word(box, 0, 2) == 5u);
-    CHECK(word(box, 1, 0) == 42 && word(box, 1, 1) == 0xbu && word(box, 1, 2) == 0xau && word(box, 1, 3) == 1);
-    CHECK(word(box, 2, 0) == 42 && word(box, 2, 1) == 0xcu && word(box, 2, 2) == 0xbu && word(box, 2, 3) == 0);
-    CHECK(word(box, WP_RES_IN + 2, 0) == 42 && word(box, WP_RES_IN + 2, 1) == 7u);
-    CHECK(word(box, WP_RES_IN + 2, 2) == 0x55667788u && word(box, WP_RES_IN + 2, 3) == 0x11223344u);
-    CHECK(word(box, WP_RES_IN + 5, 1) == 9u && word(box, WP_RES_IN + 0, 1) == 0xffffffffu);
+    CHECK(res_word(box, 0, 0) == 42 && res_word(box, 0, 1) == (3u | 2u << 8 | 5u << 16) && res_word(box, 0, 2) == 5u);
+    CHECK(res_word(box, 1, 0) == 42 && res_word(box, 1, 1) == 0xbu && res_word(box, 1, 2) == 0xau &&
+          res_word(box, 1, 3) == 1);
+    CHECK(res_word(box, 2, 0) == 42 && res_word(box, 2, 1) == 0xcu && res_word(box, 2, 2) == 0xbu &&
+          res_word(box, 2, 3) == 0);
+    CHECK(res_word(box, WP_RES_IN + 2, 0) == 42 && res_word(box, WP_RES_IN + 2, 1) == 7u);
+    CHECK(res_word(box, WP_RES_IN + 2, 2) == 0x55667788u && res_word(box, WP_RES_IN + 2, 3) == 0x11223344u);
+    CHECK(res_word(box, WP_RES_IN + 5, 1) == 9u && res_word(box, WP_RES_IN + 0, 1) == 0xffffffffu);
     wp_warp_job bare = {.n = 32, .elems = 1}; /* no arrays: zeros, every lane active */
     wp_resident_box_post(box, &bare, 43);
-    CHECK(word(box, 0, 2) == 0xffffffffu && word(box, WP_RES_IN + 31, 0) == 43 && word(box, WP_RES_IN + 31, 2) == 0);
+    CHECK(res_word(box, 0, 2) == 0xffffffffu && res_word(box, WP_RES_IN + 31, 0) == 43 &&
+          res_word(box, WP_RES_IN + 31, 2) == 0);
     free(box);
 }
 
@@ -159,14 +154,14 @@ static void test_round_trips(void) {
     seq = wp_resident_box_next(seq);
     wp_resident_box_post(d.box, &job, seq);
     while (atomic_load(&d.jobs) == (int)before) sched_yield();
-    put(d.box, WP_RES_OUT + 2, seq - 1, 0, 0, 0);
+    res_put_line(d.box, WP_RES_OUT + 2, seq - 1, 0, 0, 0);
     CHECK(wp_resident_box_poll(d.box, seq, 4, 1) == WP_RESIDENT_WAIT);
     CHECK(wp_resident_box_poll(d.box, seq, 2, 1) == WP_RESIDENT_DONE);
     /* stop: the kernel leaves and says so */
     CHECK(!wp_resident_box_left(d.box));
     wp_resident_box_stop(d.box);
     pthread_join(th, NULL);
-    CHECK(wp_resident_box_left(d.box) && word(d.box, WP_RES_STATUS, 0) == seq);
+    CHECK(wp_resident_box_left(d.box) && res_word(d.box, WP_RES_STATUS, 0) == seq);
     wp_resident_box_clear(d.box);
     CHECK(!wp_resident_box_left(d.box));
     free(d.box);
