@@ -53,7 +53,9 @@ enum {
      * kernels/stats.h), run by the stats kernels (templates/stats.cuh) over the family's pass. */
     WP_F_STATS = 1u << 16,
     WP_F_KEYS = 1u << 17, /* reduce_by_key: a second input of integer keys ("keys"), runs of equal keys */
-    WP_F_BINS = 1u << 18  /* histogram: "bins" and "range" (kernels/hist.h); counts, no op */
+    WP_F_BINS = 1u << 18, /* histogram: "bins" and "range" (kernels/hist.h); counts, no op */
+    /* its batched kernel serves as a resident too (kernels/wp_abi.h, WP_DATA_RESIDENT), statistics aside */
+    WP_F_RESIDENT = 1u << 19
 };
 
 typedef enum {

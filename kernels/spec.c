@@ -444,6 +444,7 @@ static int data_key_text(const wp_spec *s, char *buf, size_t n) {
     key_put(&k, "/");
     key_put(&k, s->arch);
     if (s->data.batched) key_put(&k, "/batch");
+    if (s->resident) key_put(&k, "/resident");
     return key_end(&k);
 }
 

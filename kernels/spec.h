@@ -36,9 +36,9 @@ typedef struct wp_spec {
     wp_op op;          /* families with WP_F_OP; kind WP_OP_SUM otherwise (unused) */
     char arch[16];     /* "sm_90" */
     wp_data_spec data; /* WP_F_DATA families only */
-    bool resident;     /* warp families: the kernel built to serve as a resident too (compiled with
-                          -DWP_RESIDENT: templates/wp_resident.cuh; key ".../resident/sm_90"); never
-                          from a request */
+    bool resident;     /* the kernel built to serve as a resident too (compiled with -DWP_RESIDENT:
+                          templates/wp_resident.cuh; key ".../resident/sm_90" for a warp family, ".../batch/
+                          resident" for a batched data one, WP_F_RESIDENT); never from a request */
 } wp_spec;
 
 /* Reads family, type, width, mask, op from a JSON object (and, for data families, strategy, block,

@@ -55,6 +55,23 @@ typedef struct wp_warp_params {
 #define WP_RES_OUT (WP_RES_STATUS + 8) /* its own 128 bytes apart from the status */
 #define WP_RES_LINES (WP_RES_OUT + WP_RESIDENT_LANES * WP_MAX_ELEMS)
 
+/* A data family's batched kernel (WP_F_RESIDENT) serves as a resident too: launched as one block with
+ * wp_data_params.reserved == WP_DATA_RESIDENT, in = the mailbox, out = a device buffer of its own (the
+ * job's image lands there), n = the idle time, groups = the life time (µs). A job is a batch image
+ * (server/engine/batch_reduce.c) of one job of one block, relayed 12 bytes a line into the buffer; the
+ * block runs it as a launch of the batched kernel over that buffer would, then relays a region of the
+ * buffer back. The same mailbox and status line as a warp's; lines (words after the sequence number):
+ *   WP_DRES_HEAD      image lines, first byte of the region to answer, its length in bytes
+ *   WP_DRES_HEAD + 1  the block starts' offset in the image (the table is at 0), jobs, 0
+ *   WP_DRES_IN + i    image bytes 12 i .. 12 i + 11
+ *   WP_RES_OUT + i    the answered region's bytes 12 i .. 12 i + 11 */
+#define WP_DATA_RESIDENT 0x52455344 /* "RESD" in wp_data_params.reserved */
+#define WP_DRES_HEAD 0
+#define WP_DRES_IN 2
+#define WP_DRES_IN_LINES (WP_RES_STATUS - WP_DRES_IN)
+#define WP_DRES_OUT_LINES (WP_RES_LINES - WP_RES_OUT)
+#define WP_DRES_LINE_BYTES 12
+
 /* ---- data-parallel families (reductions, scans, stencil, generate): kernels/data.h ----------------
  * One parameter block for every such kernel, passed by value as its only argument. Elements are
  * packed in their own type (4 bytes for f32, 2 for f16, ...), not in 8-byte slots. */

@@ -5,6 +5,7 @@
  * The combining order is docs/semantics.md's and kernels/reduce.c's. */
 #include "wp_block.cuh"
 #include "wp_map.cuh"
+#include "wp_resident.cuh"
 
 /* Element -> accumulator: the value itself, or (value, index) for argmin/argmax. */
 template <typename T, typename A> struct wp_make_value {
@@ -46,12 +47,14 @@ template <typename T, bool STREAM>
 WP_DEV void wp_load_stream(const T *base, unsigned long long vec, T (&x)[16 / sizeof(T)]) {
     const uint4 *p = (const uint4 *)base + vec;
     uint4 w;
+#ifndef WP_RESIDENT /* a resident reads its jobs' inputs with plain loads (wp_ldg) */
     if constexpr (STREAM)
         asm("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
             : "=r"(w.x), "=r"(w.y), "=r"(w.z), "=r"(w.w)
             : "l"(p));
     else
-        w = __ldg(p);
+#endif
+        w = wp_ldg(p);
     memcpy(x, &w, 16);
 }
 
@@ -347,31 +350,45 @@ __global__ void __launch_bounds__(BLOCK) wp_segmented_reduce(wp_data_params p) {
 }
 
 /* ---- batched launches (server/batch_reduce.c): many small jobs of one kernel in one grid; block b
- * runs its job (wp_batch_job) through the very code path the job takes alone. ---- */
+ * runs its job (wp_batch_job) through the very code path the job takes alone. device_reduce's, argmin's
+ * and argmax's serve as residents too (WP_DATA_SERVE, templates/wp_resident.cuh). ---- */
+/* A resident build is one block on the device: its loop needs registers more than blocks an SM (the
+ * full-occupancy bound spills it). Registers never change a result's bits. */
+#ifdef WP_RESIDENT
+#define WP_REDUCE_BATCH_MIN_BLOCKS(BLOCK, Op) 1
+#else
+#define WP_REDUCE_BATCH_MIN_BLOCKS(BLOCK, Op) WP_REDUCE_MIN_BLOCKS_OP(BLOCK, Op)
+#endif
 template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
-__global__ void __launch_bounds__(BLOCK, WP_REDUCE_MIN_BLOCKS_OP(BLOCK, Op)) wp_device_reduce_batch(wp_data_params p) {
-    wp_data_params q;
-    unsigned G;
-    const unsigned bid = wp_batch_job(p, q, G);
-    typedef wp_split<Op> S;
-    wp_device_reduce_run<T, BLOCK, STRAT, typename S::op, wp_make_value<T, A>, typename S::map>(q, bid, G,
-                                                                                               typename S::op());
+__global__ void __launch_bounds__(BLOCK, WP_REDUCE_BATCH_MIN_BLOCKS(BLOCK, Op)) wp_device_reduce_batch(wp_data_params p) {
+    WP_DATA_SERVE(p, [](const wp_data_params &b) {
+        wp_data_params q;
+        unsigned G;
+        const unsigned bid = wp_batch_job(b, q, G);
+        typedef wp_split<Op> S;
+        wp_device_reduce_run<T, BLOCK, STRAT, typename S::op, wp_make_value<T, A>, typename S::map>(q, bid, G,
+                                                                                                   typename S::op());
+    });
 }
 template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
 __global__ void __launch_bounds__(BLOCK) wp_argmin_batch(wp_data_params p) {
-    wp_data_params q;
-    unsigned G;
-    const unsigned bid = wp_batch_job(p, q, G);
-    wp_device_reduce_run<T, BLOCK, STRAT, wp_op_arg<A, false>, wp_make_arg<T, A>, typename wp_split<Op>::map>(
-        q, bid, G, wp_op_arg<A, false>());
+    WP_DATA_SERVE(p, [](const wp_data_params &b) {
+        wp_data_params q;
+        unsigned G;
+        const unsigned bid = wp_batch_job(b, q, G);
+        wp_device_reduce_run<T, BLOCK, STRAT, wp_op_arg<A, false>, wp_make_arg<T, A>, typename wp_split<Op>::map>(
+            q, bid, G, wp_op_arg<A, false>());
+    });
 }
 template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
 __global__ void __launch_bounds__(BLOCK) wp_argmax_batch(wp_data_params p) {
-    wp_data_params q;
-    unsigned G;
-    const unsigned bid = wp_batch_job(p, q, G);
-    wp_device_reduce_run<T, BLOCK, STRAT, wp_op_arg<A, true>, wp_make_arg<T, A>, typename wp_split<Op>::map>(
-        q, bid, G, wp_op_arg<A, true>());
+    WP_DATA_SERVE(p, [](const wp_data_params &b) {
+        wp_data_params q;
+        unsigned G;
+        const unsigned bid = wp_batch_job(b, q, G);
+        wp_device_reduce_run<T, BLOCK, STRAT, wp_op_arg<A, true>, wp_make_arg<T, A>, typename wp_split<Op>::map>(
+            q, bid, G, wp_op_arg<A, true>());
+    });
 }
 template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
 __global__ void __launch_bounds__(BLOCK) wp_warp_reduce_batch(wp_data_params p) {

@@ -520,7 +520,7 @@ template <typename T> struct wp_vec {
     enum { N = 16 / sizeof(T) };
 };
 template <typename T> WP_DEV void wp_load_vec(const T *base, unsigned long long vec, T (&x)[16 / sizeof(T)]) {
-    const uint4 w = __ldg((const uint4 *)base + vec);
+    const uint4 w = wp_ldg((const uint4 *)base + vec);
     memcpy(x, &w, 16);
 }
 

@@ -38,6 +38,17 @@ __device__ __forceinline__ void wp_grid_entry() {
     wp_grid_launch_next();
 }
 
+/* A load of input the kernel only reads: __ldg, the read-only path. In a resident build
+ * (templates/wp_resident.cuh, -DWP_RESIDENT) a plain load: a resident's input changes between its jobs,
+ * which the read-only path (and a compiler told the memory is read-only) may not see. */
+template <typename V> __device__ __forceinline__ V wp_ldg(const V *p) {
+#ifdef WP_RESIDENT
+    return *p;
+#else
+    return __ldg(p);
+#endif
+}
+
 /* ---- compile-time checks ---------------------------------------------------------------------- */
 
 /* Used inside every WIDTH template, so a bad width fails at instantiation with this message. */

@@ -7,7 +7,8 @@
  * and write in device memory. Every line is moved by one 16-byte volatile load or store: a line is
  * whole or absent, and the sequence number in each says which job it belongs to (no fences). Lane 0
  * watches the header; a new number and the warp reads the header and the first 32 input lines at
- * once, so a job of one warp arrives in one more round trip over the bus. */
+ * once, so a job of one warp arrives in one more round trip over the bus. A batched data kernel
+ * (WP_DATA_SERVE) serves the same way as one block whose jobs are batch images of one job. */
 #ifndef WP_RESIDENT_CUH
 #define WP_RESIDENT_CUH
 
@@ -130,6 +131,83 @@ template <class Run> __device__ __forceinline__ void wp_resident_serve(const wp_
     if (threadIdx.x == 0) wp_line_store(box + WP_RES_STATUS, last, WP_RESIDENT_EXITED, 0, 0);
 }
 
+/* ---- a batched data kernel as a resident (kernels/wp_abi.h, WP_DATA_RESIDENT) ---- */
+
+/* Thread 0 watches the header until it carries a sequence number other than `last` (and not 0); the
+ * block then finds it (and the second header line) in h: true. False once the idle or life time is spent. */
+__device__ __forceinline__ bool wp_data_resident_wait(const wp_data_params &p, const uint4 *box, unsigned last,
+                                                      unsigned long long born, unsigned long long idle_from,
+                                                      uint4 &h, uint4 &h2) {
+    __shared__ uint4 s_h, s_h2;
+    __shared__ int s_got;
+    if (threadIdx.x == 0) {
+        int got = 0;
+        for (;;) {
+            const uint4 v = wp_line_load(box + WP_DRES_HEAD);
+            if (v.x != last && v.x != 0) {
+                s_h = v;
+                s_h2 = wp_line_load(box + WP_DRES_HEAD + 1);
+                got = 1;
+                break;
+            }
+            const unsigned long long now = wp_globaltimer_ns();
+            if (now - idle_from > 1000ull * p.n || now - born > 1000ull * p.groups) break;
+        }
+        s_got = got;
+    }
+    __syncthreads();
+    const bool got = s_got != 0;
+    h = s_h;
+    h2 = s_h2;
+    __syncthreads(); /* every thread has read them before thread 0 writes the next */
+    return got;
+}
+
+/* Job seq's image lines into img, 12 bytes a line: true when every line carried seq (else look again). */
+__device__ __forceinline__ bool wp_data_resident_take(const uint4 *box, unsigned seq, const uint4 &h,
+                                                      const uint4 &h2, unsigned char *img) {
+    const unsigned lines = h.y;
+    bool ok = h2.x == seq && lines <= WP_DRES_IN_LINES && h.w <= WP_DRES_OUT_LINES * WP_DRES_LINE_BYTES &&
+              h2.z >= 1;
+    for (unsigned i = threadIdx.x; ok && i < lines; i += blockDim.x) {
+        const uint4 v = wp_line_load(box + WP_DRES_IN + i);
+        ok = v.x == seq;
+        unsigned *d = (unsigned *)(img + (unsigned long long)WP_DRES_LINE_BYTES * i);
+        d[0] = v.y, d[1] = v.z, d[2] = v.w;
+    }
+    return __syncthreads_and(ok) != 0; /* also: the image is there for every thread */
+}
+
+/* The batched kernel's life as a resident: run(b) is its body over the batch parameters b (the image's
+ * table and block starts, in the device buffer p.out). */
+template <class Run> __device__ __forceinline__ void wp_data_resident_serve(const wp_data_params &p, Run run) {
+    uint4 *box = (uint4 *)p.in;
+    unsigned char *img = (unsigned char *)p.out;
+    const unsigned long long born = wp_globaltimer_ns();
+    unsigned long long idle_from = born;
+    unsigned last = 0;
+    uint4 h, h2;
+    while (wp_data_resident_wait(p, box, last, born, idle_from, h, h2)) {
+        const unsigned seq = h.x;
+        if (seq == WP_RESIDENT_STOP) break;
+        if (!wp_data_resident_take(box, seq, h, h2, img)) continue; /* a line not yet there: look again */
+        wp_data_params b; /* the batch's parameters: only these three are read (wp_batch_job) */
+        b.in = (unsigned long long)img;
+        b.aux = (unsigned long long)(img + h2.y);
+        b.n = h2.z;
+        run(b);
+        __syncthreads();
+        for (unsigned i = threadIdx.x; i * WP_DRES_LINE_BYTES < h.w; i += blockDim.x) {
+            const unsigned *s = (const unsigned *)(img + h.z + (unsigned long long)WP_DRES_LINE_BYTES * i);
+            wp_line_store(box + WP_RES_OUT + i, seq, s[0], s[1], s[2]);
+        }
+        __syncthreads();
+        last = seq;
+        idle_from = wp_globaltimer_ns();
+    }
+    if (threadIdx.x == 0) wp_line_store(box + WP_RES_STATUS, last, WP_RESIDENT_EXITED, 0, 0);
+}
+
 /* A warp kernel's body: BODY(p) for a plain launch, or (built with -DWP_RESIDENT: the spec's resident
  * variant, server/compile/jit.c) the resident's loop over BODY(job) when p.resident is set. The plain build
  * leaves the loop out: it costs NVRTC about as much again as the kernel itself. */
@@ -141,8 +219,18 @@ template <class Run> __device__ __forceinline__ void wp_resident_serve(const wp_
         else                                                                                                   \
             __VA_ARGS__(p);                                                                                    \
     } while (0)
+/* A batched data kernel's body (WP_F_RESIDENT): BODY(p) for a plain launch, or (-DWP_RESIDENT) the
+ * resident's loop over BODY(batch) when p.reserved is WP_DATA_RESIDENT. */
+#define WP_DATA_SERVE(p, ...)                                                                                  \
+    do {                                                                                                       \
+        if ((p).reserved == WP_DATA_RESIDENT)                                                                  \
+            wp_data_resident_serve(p, [](const wp_data_params &b_) { __VA_ARGS__(b_); });                     \
+        else                                                                                                   \
+            __VA_ARGS__(p);                                                                                    \
+    } while (0)
 #else
 #define WP_WARP_SERVE(p, ...) __VA_ARGS__(p)
+#define WP_DATA_SERVE(p, ...) __VA_ARGS__(p)
 #endif
 
 #endif

@@ -46,9 +46,10 @@ void wp_backend_cuda_set_wait(wp_backend *b, bool yield);
  * mapped into the device, with no upload and no download (two driver calls and two copies fewer). On
  * by default; off: always copied. Before the first job; other backends ignore it. */
 void wp_backend_cuda_set_zero_copy(wp_backend *b, bool on);
-/* --resident-us: how long a resident warp kernel waits for its next job (0: none). A small untimed
- * /v1/warp job of one warp, run alone, leaves its kernel on the device as one warp that takes the next
- * jobs of that kernel from mapped host memory (cuda_resident.c); on by default. Before the first job;
+/* --resident-us: how long a resident kernel waits for its next job (0: none). A small untimed
+ * /v1/warp job of one warp, or a small reduce of one block (device_reduce, argmin, argmax), run alone,
+ * leaves its kernel on the device, taking the next jobs of that kernel from mapped host memory
+ * (cuda_resident.c); on by default. Before the first job;
  * other backends ignore it. */
 #define WP_RESIDENT_DEFAULT_US 500
 #define WP_RESIDENT_MAX_US 1000000
@@ -56,6 +57,26 @@ void wp_backend_cuda_set_resident(wp_backend *b, int idle_us);
 /* Whether job may go to b's resident kernel now: b a GPU with residents on (and not turned off), job
  * one warp of 32 active lanes (server/backend/resident_box.h). Any thread: a hint. */
 bool wp_backend_cuda_resident_fits(wp_backend *b, const wp_warp_job *job);
+/* A batch image of one job of one block (server/engine/batch_reduce.c) for a batched data kernel that
+ * serves as a resident (kernels/wp_abi.h, WP_DATA_RESIDENT): the resident's device buffer is its base. */
+typedef struct {
+    unsigned block, smem;         /* the launch's block and dynamic shared memory */
+    size_t image_len;             /* bytes relayed from the image's start */
+    size_t total;                 /* device bytes the job uses from the base: the image, then its scratch */
+    size_t first_at;              /* the block starts' offset (the table is at 0) */
+    unsigned jobs;                /* table entries */
+    size_t answer_at, answer_len; /* the region relayed back, into image + answer_at */
+    void *image;                  /* host: at least image_len and answer_at + answer_len bytes */
+    void (*fill)(void *ctx, uint64_t base, void *image); /* writes the image for a base, first */
+    void *fill_ctx;
+} wp_resident_image;
+/* Whether im may go to b's resident now (as wp_backend_cuda_resident_fits): residents on, the image
+ * and its answer within the mailbox, total within the resident's buffer. Any thread: a hint. */
+bool wp_backend_cuda_resident_image_fits(wp_backend *b, const wp_resident_image *im);
+/* Runs im, untimed, through the resident of fn (a resident build, wp_spec.resident): 0 done (the
+ * answer in im->image, *device_us the round trip), 1 not taken (run it as usual), -1 failed (err). */
+int wp_backend_cuda_run_resident_image(wp_backend *b, void *fn, const wp_resident_image *im, double *device_us,
+                                       wp_err *err);
 int wp_backend_streams(const wp_backend *b); /* jobs it runs at once: the pool's size; 1 on emu */
 int wp_backend_ordinal(const wp_backend *b); /* its device number (cuda: the driver's) */
 /* Its place among the devices served (--devices 2,3: 0 and 1): the "device" number requests, buffers,

@@ -67,6 +67,16 @@ bool wp_backend_cuda_resident_fits(wp_backend *base, const wp_warp_job *job) {
     return base && !strcmp(base->ops->name, "cuda") && cuda_resident_fits((cuda_backend *)base, job);
 }
 
+bool wp_backend_cuda_resident_image_fits(wp_backend *base, const wp_resident_image *im) {
+    return base && !strcmp(base->ops->name, "cuda") && cuda_resident_image_fits((cuda_backend *)base, im);
+}
+
+int wp_backend_cuda_run_resident_image(wp_backend *base, void *fn, const wp_resident_image *im, double *device_us,
+                                       wp_err *err) {
+    if (!base || strcmp(base->ops->name, "cuda")) return 1;
+    return cuda_run_resident_image(base, fn, im, device_us, err);
+}
+
 static bool cuda_lane_free(wp_backend *base) {
     cuda_backend *b = (cuda_backend *)base;
     pthread_mutex_lock(&b->mu);

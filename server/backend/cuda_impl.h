@@ -58,7 +58,10 @@ typedef struct cuda_ring {
  * is longer). */
 #define WP_RESIDENT_LIFE_US 4000
 
-/* The device's resident warp kernel (cuda_resident.c), used by one job at a time (busy). */
+/* A data resident's device buffer: a job's image and scratch (wp_resident_image.total) fit it. */
+#define WP_RESIDENT_IMAGE_BYTES ((size_t)1 << 20)
+
+/* The device's resident kernel (cuda_resident.c), used by one job at a time (busy). */
 typedef struct {
     atomic_bool busy;    /* held by the job, unload or close using it; everything below is theirs */
     unsigned generation; /* the context its objects live in; 0: none made */
@@ -66,6 +69,7 @@ typedef struct {
     CUevent ev_end;      /* recorded after its launch: its end */
     void *box;           /* the mailbox: mapped page-locked (resident_box.h) */
     CUdeviceptr box_dev; /* the mailbox's address on the device */
+    CUdeviceptr image;   /* a data resident's buffer (WP_RESIDENT_IMAGE_BYTES): its jobs' images land there */
     const void *fn;      /* the kernel it runs (a cuda_fn) */
     bool alive;          /* launched and not yet seen gone */
     atomic_bool off;     /* a kernel left without a word: resident kernels are not tried again */
@@ -182,6 +186,12 @@ bool cuda_resident_fits(const cuda_backend *b, const wp_warp_job *job);
  * left without it: run it as usual; op still open), -1 failed (err; op ended by cuda_op_fail). */
 int cuda_resident_run(cuda_op *op, const void *fn, CUfunction f, const wp_warp_job *job, wp_warp_result *res,
                       wp_err *err);
+/* The same for a batched data kernel's image (backend.h's wp_resident_image): fits, and runs (0 done:
+ * the answer in im->image; 1 not taken; -1 failed, op ended). */
+bool cuda_resident_image_fits(const cuda_backend *b, const wp_resident_image *im);
+/* cuda_launch.c: im through the resident of fn (wp_backend_cuda_run_resident_image). */
+int cuda_run_resident_image(wp_backend *base, void *fn, const wp_resident_image *im, double *device_us, wp_err *err);
+int cuda_resident_run_image(cuda_op *op, const void *fn, CUfunction f, const wp_resident_image *im, wp_err *err);
 /* Before fn's module is unloaded (context current, generation gen): a resident running it leaves. */
 void cuda_resident_forget(cuda_backend *b, const void *fn, unsigned gen);
 /* At close, before the device stops: the resident leaves and its objects are freed (those of an older

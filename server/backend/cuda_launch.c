@@ -183,6 +183,24 @@ static int cuda_run_warp_resident(cuda_backend *b, cuda_fn *fn, const wp_warp_jo
     return rc;
 }
 
+int cuda_run_resident_image(wp_backend *base, void *fnp, const wp_resident_image *im, double *device_us, wp_err *err) {
+    cuda_backend *b = (cuda_backend *)base;
+    cuda_fn *fn = fnp;
+    if (!fn || !cuda_resident_image_fits(b, im)) return 1;
+    cuda_op op;
+    if (cuda_op_begin(b, false, &op, err)) return -1;
+    const uint64_t t0 = wp_now_ns();
+    const char *call = "";
+    CUfunction function;
+    CUresult r = fn_function(&op, fn, &function, &call);
+    if (r != CUDA_SUCCESS) return cuda_op_fail(&op, err, call, r);
+    const int rc = cuda_resident_run_image(&op, fn, function, im, err);
+    if (rc < 0) return -1; /* op ended */
+    cuda_op_end(&op);
+    if (rc == 0) *device_us = wp_us_since(t0);
+    return rc;
+}
+
 int cuda_run_warp(wp_backend *base, void *fnp, const wp_spec *s, const wp_warp_job *job, wp_warp_result *res,
                   wp_run_timing *t, wp_err *err) {
     cuda_backend *b = (cuda_backend *)base;

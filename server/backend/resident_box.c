@@ -1,4 +1,4 @@
-/* resident_box.c — a resident warp kernel's mailbox, the host's side (resident_box.h).
+/* resident_box.c — a resident kernel's mailbox, the host's side (resident_box.h).
  * Owns: nothing (functions over the caller's box). */
 #include "resident_box.h"
 
@@ -80,6 +80,43 @@ void wp_resident_box_read(const void *box, int n, int elems, wp_warp_result *res
         const box_line l = line_get(box, WP_RES_OUT + i);
         res->out[i] = (uint64_t)l.w[2] | (uint64_t)l.w[3] << 32;
         if (i % elems == 0) res->src[i / elems] = (int32_t)l.w[1];
+    }
+}
+
+bool wp_resident_box_image_fits(size_t image_len, size_t answer_len) {
+    return image_len <= (size_t)WP_DRES_IN_LINES * WP_DRES_LINE_BYTES &&
+           answer_len <= (size_t)WP_DRES_OUT_LINES * WP_DRES_LINE_BYTES;
+}
+
+static size_t lines_of(size_t bytes) { return (bytes + WP_DRES_LINE_BYTES - 1) / WP_DRES_LINE_BYTES; }
+
+void wp_resident_box_post_image(void *box, const void *image, size_t image_len, size_t first_at, unsigned jobs,
+                                size_t answer_at, size_t answer_len, unsigned seq) {
+    const unsigned char *b = image;
+    const size_t lines = lines_of(image_len);
+    for (size_t i = 0; i < lines; i++) {
+        unsigned w[3] = {0, 0, 0};
+        const size_t at = i * WP_DRES_LINE_BYTES, left = image_len - at;
+        memcpy(w, b + at, left < sizeof w ? left : sizeof w);
+        line_put(box, WP_DRES_IN + (int)i, seq, w[0], w[1], w[2]);
+    }
+    line_put(box, WP_DRES_HEAD + 1, seq, (unsigned)first_at, jobs, 0);
+    line_put(box, WP_DRES_HEAD, seq, (unsigned)lines, (unsigned)answer_at, (unsigned)answer_len);
+}
+
+int wp_resident_box_poll_image(const void *box, unsigned seq, size_t answer_len) {
+    bool all = true;
+    for (int i = (int)lines_of(answer_len) - 1; i >= 0 && all; i--) all = line_get(box, WP_RES_OUT + i).w[0] == seq;
+    if (all) return WP_RESIDENT_DONE;
+    return wp_resident_box_left(box) ? WP_RESIDENT_GONE : WP_RESIDENT_WAIT;
+}
+
+void wp_resident_box_read_image(const void *box, size_t answer_len, void *dst) {
+    unsigned char *d = dst;
+    for (size_t i = 0, at = 0; at < answer_len; i++, at += WP_DRES_LINE_BYTES) {
+        const box_line l = line_get(box, WP_RES_OUT + (int)i);
+        const size_t left = answer_len - at;
+        memcpy(d + at, &l.w[1], left < WP_DRES_LINE_BYTES ? left : WP_DRES_LINE_BYTES);
     }
 }
 

@@ -1,9 +1,9 @@
-/* resident_box.h — the host's side of a resident warp kernel's mailbox (kernels/wp_abi.h lays it out;
- * templates/wp_resident.cuh is the device's side): a job written as lines, its answer read back, the
- * kernel told to leave. Pure functions over the box's memory, no driver: cuda_resident.c runs them on
- * mapped page-locked memory, tests/unit/test_resident_box.c on memory a thread plays the device in.
- * Threads: one at a time per box (the caller's own lock). x86-64 only (16-byte loads and stores are
- * whole there); elsewhere wp_resident_box_usable() is false and nothing else may be called. */
+/* resident_box.h — the host's side of a resident kernel's mailbox (kernels/wp_abi.h lays it out;
+ * templates/wp_resident.cuh is the device's side): a job written as lines (a warp job, or a batched data
+ * kernel's image), its answer read back, the kernel told to leave. Pure functions over the box's memory, no driver:
+ * cuda_resident.c runs them on mapped page-locked memory, tests/unit/test_resident_box.c on memory a thread plays the
+ * device in. Threads: one at a time per box (the caller's own lock). x86-64 only (16-byte loads and stores are whole
+ * there); elsewhere wp_resident_box_usable() is false and nothing else may be called. */
 #ifndef WP_RESIDENT_BOX_H
 #define WP_RESIDENT_BOX_H
 
@@ -36,6 +36,21 @@ int wp_resident_box_poll(const void *box, unsigned seq, int n, int elems);
 
 /* A done job's answer: out (n*elems) and src (n) into res. */
 void wp_resident_box_read(const void *box, int n, int elems, wp_warp_result *res);
+
+/* A batched data kernel's job (kernels/wp_abi.h, WP_DATA_RESIDENT): whether an image of image_len bytes
+ * and an answer of answer_len fit the mailbox. */
+bool wp_resident_box_image_fits(size_t image_len, size_t answer_len);
+
+/* Writes job seq: image[0, image_len) as lines, then the header (the block starts at first_at, jobs
+ * jobs; the region [answer_at, answer_at + answer_len) of the device's copy to answer). */
+void wp_resident_box_post_image(void *box, const void *image, size_t image_len, size_t first_at, unsigned jobs,
+                                size_t answer_at, size_t answer_len, unsigned seq);
+
+/* Where image job seq stands (as wp_resident_box_poll). */
+int wp_resident_box_poll_image(const void *box, unsigned seq, size_t answer_len);
+
+/* A done image job's answer: answer_len bytes into dst. */
+void wp_resident_box_read_image(const void *box, size_t answer_len, void *dst);
 
 /* Tells the kernel to leave; whether it has (the status line). */
 void wp_resident_box_stop(void *box);

@@ -207,6 +207,13 @@ static void grid_image_fill(void *ctx, uint64_t base, void *image) {
     *g->p = (wp_data_params){.in = base + g->l->table, .aux = base + g->l->first, .n = (unsigned long long)g->n};
 }
 
+/* The same where the image and its scratch lie in one buffer at base (a resident's). */
+static void resident_image_fill(void *ctx, uint64_t base, void *image) {
+    grid_image *g = ctx;
+    g->dev = base;
+    grid_image_fill(ctx, base, image);
+}
+
 /* Whether the batch's kernel only loads and stores on its image (zero-copy may run it, wp_launch_io):
  * every job in one block. Blocks of one job meet through atomics and tickets in the image's heads and
  * scratch (reduce.cu), which need device memory. */
@@ -325,6 +332,59 @@ static int run_grid(reduce_item *const *items, int n, const wp_ready_kernel *rk,
     return rc;
 }
 
+/* Whether a batch of one may go to the device's resident (cuda_resident.c): a job of one block of a
+ * family whose batched kernel serves as one (WP_F_RESIDENT, statistics aside), run on its HTTP thread
+ * (not handed: the device was idle), untimed. */
+static bool resident_ok(reduce_item *const *items, int n) {
+    const reduce_item *it = items[0];
+    return n == 1 && !it->handed && it->untimed_ok && (it->sized.family->flags & WP_F_RESIDENT) &&
+           !it->sized.data.stat && it->plan.grid == 1 && it->plan.smem == 0;
+}
+
+/* A batch of one through the device's resident of the batched kernel's resident build, when that is in
+ * memory (else the background builder is asked for it, as batch_warp.c does): 0 done, 1 not taken. The
+ * lookup's time is the device's (device_us). */
+static int run_resident(reduce_item *const *items, const wp_ready_kernel *rk, wp_err *err) {
+    reduce_item *lead = items[0];
+    const uint64_t t0 = wp_now_ns();
+    batch_layout l = layout_for(items, 1);
+    wp_data_params p = {0};
+    grid_image g = {.items = items, .n = 1, .l = &l, .p = &p};
+    wp_resident_image im = {.block = lead->plan.block,
+                            .smem = lead->plan.smem,
+                            .image_len = l.upload_end,
+                            .total = l.total,
+                            .first_at = l.first,
+                            .jobs = 1,
+                            .answer_at = l.heads,
+                            .answer_len = l.download_end - l.heads,
+                            .fill = resident_image_fill,
+                            .fill_ctx = &g};
+    if (!wp_backend_cuda_resident_image_fits(lead->be, &im)) return 1;
+    wp_spec rs;
+    if (wp_spec_copy(&rs, &lead->sized)) return 1;
+    rs.data.batched = rs.resident = true;
+    wp_ready_kernel res;
+    wp_err kerr = {0};
+    int rc = wp_app_kernel_memory(lead->app, &rs, lead->be, &res, &kerr);
+    if (rc > 0) wp_bgbuild_want(lead->app->bgbuild, &rs, lead->be, 1);
+    wp_spec_free(&rs);
+    if (rc != 0) return 1;
+    unsigned char *h = malloc(l.download_end);
+    double device_us = 0;
+    im.image = h;
+    rc = h ? wp_backend_cuda_run_resident_image(lead->be, res.fn, &im, &device_us, err) : 1;
+    wp_app_kernel_put(lead->app, &res);
+    if (rc == 0) {
+        item_results(lead, h, rk, 0);
+        lead->j->upload_us = lead->j->download_us = 0;
+        lead->j->untimed = true;
+        lead->j->device_us = wp_us_since(t0);
+    }
+    free(h);
+    return rc;
+}
+
 /* The batcher's run: on cuda a batch — of one too — is one launch of the batched kernel: one upload,
  * one launch, one download, waited for once, where a job alone waits for each of its copies and its
  * launch. On emu, or with no batched kernel in memory yet (it is being built, bgbuild.h): the jobs
@@ -360,7 +420,8 @@ static void reduce_batch(wp_batch_job *const *jobs, int n) {
     if (got == 0 && cuda) {
         wp_err err = {0};
         for (int i = 0; i < n; i++) wp_backend_job_enter(lead->be); /* the device's load, for placement */
-        int rc = run_grid(items, n, &rk, &err);
+        int rc = resident_ok(items, n) ? run_resident(items, &rk, &err) : 1;
+        if (rc > 0) rc = run_grid(items, n, &rk, &err);
         for (int i = 0; i < n; i++) wp_backend_job_leave(lead->be);
         for (int i = 0; i < n; i++) {
             items[i]->rc = rc;

@@ -481,14 +481,15 @@ fi
 # kernel's resident build in the background; once built, the next job leaves it on the device as one
 # warp (the mock plays it with a thread) and the jobs after it go through its mailbox with no launch;
 # another kernel takes its place; it leaves when idle, and the next job launches it again; a profiled
-# job, one of 31 or 64 lanes or with an inactive lane never uses it; unloading its kernel stops it ----
+# job, one of 31 or 64 lanes or with an inactive lane never uses it; unloading its kernel stops it. A
+# small reduce's batched kernel serves the same way ----
 rl='warpd_device_resident_launches_total{device="0"'
 if start "cuda on the mock, --resident-us 1000000" --resident-us 1000000 --inline-gpu always; then
   runs() { echo "$(metric "$rr")/$(metric "$rl")"; }
-  until_resident() { # body: lone jobs until one is answered by a resident (its build is in the background)
+  until_resident() { # body [route]: lone jobs until one is answered by a resident (its build is in the background)
     local before; before=$(metric "$rr")
-    for _ in $(seq 150); do
-      post /v1/warp "$1" >/dev/null
+    for _ in $(seq 200); do
+      post "/v1/${2:-warp}" "$1" >/dev/null
       [ "$(metric "$rr")" -gt "$before" ] && return 0
       sleep 0.1
     done
@@ -528,6 +529,25 @@ if start "cuda on the mock, --resident-us 1000000" --resident-us 1000000 --inlin
   code=$(post /v1/warp "$w16"); r8=$(runs)
   check "resident: its kernel unloaded (a memory prune), the next job runs as before ($r7 -> $r8)" \
     '[ "$code" = 200 ] && [ "$r8" = "$r7" ]'
+  # a small reduce of one block: its batched kernel's resident build, the same way; the answer as the
+  # stand-in's plain launch gives it (a mock kernel computes nothing)
+  code=$(post /v1/reduce "$REDUCE"); plain=$(tr -d '\n' <"$tmp/body" | grep -o '"value":[^,]*')
+  until_resident "$REDUCE" reduce; got=$?; r9=$(runs)
+  check "resident: lone reduces ask for the batched kernel's resident build; then one runs there ($r8 -> $r9)" \
+    '[ $got = 0 ] && [ "${r9#*/}" -gt "${r8#*/}" ] && grep -q "/batch\"" "$tmp/body" &&
+     [ "$(tr -d "\n" <"$tmp/body" | grep -o "\"value\":[^,]*")" = "$plain" ]'
+  ok3=1
+  for _ in 1 2 3; do [ "$(post /v1/reduce "$REDUCE")" = 200 ] || ok3=0; done; r10=$(runs)
+  check "resident: three more reduces, 200 each, no launch ($r9 -> $r10)" \
+    '[ $ok3 = 1 ] && [ "${r10%/*}" = $((${r9%/*} + 3)) ] && [ "${r10#*/}" = "${r9#*/}" ]'
+  code=$(post /v1/reduce "${REDUCE%\}},\"profile\":true}"); r11=$(runs)
+  check "resident: a profiled reduce does not use it ($r10 -> $r11)" '[ "$code" = 200 ] && [ "$r11" = "$r10" ]'
+  big=$(printf '{"type":"f32","op":"sum","data":[%s1]}' "$(printf '1,%.0s' $(seq 999))")
+  code=$(post /v1/reduce "$big"); r12=$(runs)
+  check "resident: a reduce whose image does not fit the mailbox does not use it ($r11 -> $r12)" \
+    '[ "$code" = 200 ] && [ "$r12" = "$r11" ]'
+  code=$(post /v1/reduce '{"type":"f32","op":"mean","data":[1.5,2,3]}'); r13=$(runs)
+  check "resident: a statistic does not use it ($r12 -> $r13)" '[ "$code" = 200 ] && [ "$r13" = "$r12" ]'
   stop "resident daemon (SIGTERM with a resident on the device)"
 fi
 # a resident that ends without a word, or never answers: residents go off, each job still answers 200

@@ -7,7 +7,8 @@
  * give each job its alone bits. Batches of more than one must happen. The batching daemon runs small
  * untimed jobs zero-copy (the default: kernels on page-locked host memory), the reference copies
  * (--zero-copy off), so the same comparisons prove zero-copy gives the copied bits; zero-copy runs must
- * happen. Without a CUDA device it says
+ * happen. Lone small reduces through the device's resident kernel answer as the reference does.
+ * Without a CUDA device it says
  * SKIPPED and passes. Run from the repository root (tests/run.sh does); BUILD names the build dir. */
 #include <signal.h>
 #include <sys/types.h>
@@ -127,6 +128,65 @@ static long long metric_sum(const char *host, int port, const char *name) {
     return v;
 }
 
+/* Lone untimed small reduces of one block, of families whose batched kernel serves as a resident
+ * (device_reduce, argmin, argmax), several types, operators and sizes, each shape with fresh inputs
+ * until the device's resident answered several: every answer is the reference daemon's for the same
+ * input sent with "profile": true. Each shape's inputs change under the same resident, so a stale read
+ * of the last job's input would show. */
+static void resident_replays(const char *host, int port) {
+    static const struct {
+        const char *path, *spec;
+        int n;
+        bool floats;
+    } shapes[] = {
+        {"/v1/reduce", "\"type\":\"f32\",\"op\":\"sum\"", 3, true},
+        {"/v1/reduce", "\"type\":\"f32\",\"op\":\"sum\"", 300, true},
+        {"/v1/reduce", "\"type\":\"f64\",\"op\":\"sum\"", 200, true},
+        {"/v1/reduce", "\"type\":\"f16\",\"op\":\"max\"", 77, true},
+        {"/v1/reduce", "\"type\":\"i32\",\"op\":\"sum\",\"strategy\":\"atomic\"", 129, false},
+        {"/v1/reduce", "\"type\":\"i64\",\"op\":\"min\"", 33, false},
+        {"/v1/reduce", "\"type\":\"bf16\",\"op\":\"sum\",\"map\":\"x*x\"", 64, true},
+        {"/v1/reduce", "\"family\":\"argmin\",\"type\":\"f32\"", 50, true},
+        {"/v1/reduce", "\"family\":\"argmax\",\"type\":\"i32\"", 9, false},
+    };
+    const char *runs = "warpd_device_resident_runs_total";
+    long long total0 = metric_sum(host, port, runs);
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        int by_resident = 0, asked = 0;
+        for (int i = 0; i < 300 && by_resident < 8; i++, asked++) {
+            char vals[4096];
+            values(vals, sizeof vals, shapes[k].n, shapes[k].floats);
+            client c = {.host = host, .port = port, .path = shapes[k].path};
+            snprintf(c.body, sizeof c.body, "{%s,\"data\":%s", shapes[k].spec, vals);
+            client ref = c;
+            ref.port = ref_port;
+            strcat(c.body, "}");
+            strcat(ref.body, ",\"profile\":true}");
+            const long long r0 = metric_sum(host, port, runs);
+            run_client(&c);
+            const long long r1 = metric_sum(host, port, runs);
+            run_client(&ref);
+            CHECKF(c.rc == 0 && c.resp.status == 200 && ref.rc == 0 && ref.resp.status == 200, "%s {%s} n=%d: %d / %d",
+                   c.path, shapes[k].spec, shapes[k].n, c.resp.status, ref.resp.status);
+            if (c.rc == 0 && ref.rc == 0 && c.resp.body && ref.resp.body) {
+                size_t na = result_prefix(ref.resp.body), nc = result_prefix(c.resp.body);
+                CHECKF(na == nc && !memcmp(ref.resp.body, c.resp.body, na),
+                       "{%s} n=%d (%s) differs from the reference:\n  %.*s\n  %.*s", shapes[k].spec, shapes[k].n,
+                       r1 > r0 ? "resident" : "not resident", (int)na, ref.resp.body, (int)nc, c.resp.body);
+            }
+            by_resident += r1 > r0;
+            hc_resp_free(&c.resp);
+            hc_resp_free(&ref.resp);
+            if (!by_resident) usleep(30 * 1000); /* the resident build comes from the background builder */
+        }
+        CHECKF(by_resident >= 8, "{%s} n=%d: %d of %d answers from the resident", shapes[k].spec, shapes[k].n,
+               by_resident, asked);
+        printf("resident replays: {%s} n=%d: %d of %d answers from the resident\n", shapes[k].spec, shapes[k].n,
+               by_resident, asked);
+    }
+    printf("resident runs: %lld\n", metric_sum(host, port, runs) - total0);
+}
+
 int main(void) {
     wp_err err = {0};
     wp_backend *probe = wp_backend_cuda_open(0, &err);
@@ -168,6 +228,8 @@ int main(void) {
     lone_job(host, port);
     T_CASE("lone untimed jobs of one shape, fresh inputs: each answers as the profiled reference");
     replays(host, port);
+    T_CASE("lone small reduces through the device's resident: each answers as the profiled reference");
+    resident_replays(host, port);
     T_CASE("small untimed jobs ran zero-copy; the reference copied every one");
     long long zc = metric_sum(host, port, "warpd_device_zero_copy_runs_total"),
               zc_ref = metric_sum(host, ref_port, "warpd_device_zero_copy_runs_total");

@@ -1,6 +1,8 @@
-/* mock_resident.c — resident warp kernels in the stand-in driver: a launch of a warp kernel with
- * p.resident set starts a thread that plays the kernel on its mailbox (kernels/wp_abi.h): it answers
- * each job with every lane's value unchanged and src -1 (plumbing, not results), leaves when told,
+/* mock_resident.c — resident kernels in the stand-in driver: a launch of a warp kernel with
+ * p.resident set, or of a batched data kernel with p.reserved WP_DATA_RESIDENT, starts a thread that
+ * plays the kernel on its mailbox (kernels/wp_abi.h): it answers each warp job with every lane's value
+ * unchanged and src -1, and each data job with the asked region of its image as it came (what the
+ * stand-in's plain launch leaves there: plumbing, not results), leaves when told,
  * after resident_idle_us without a job or past resident_life_us, and writes the status line. Events
  * recorded on its stream are not done until it has left; a stream or context wait waits for it.
  * MOCKCUDA_RESIDENT=silent: a resident launch ends at once without a word (a kernel that does not
@@ -26,6 +28,7 @@ typedef struct {
     atomic_bool running;
     atomic_bool kill; /* its context went: stop, writing nothing */
     unsigned *box;    /* the mailbox, 4 words a line */
+    bool data;        /* a batched data kernel's (its jobs are images) */
     unsigned idle_us, life_us;
     pthread_t thread;
 } resident;
@@ -52,6 +55,26 @@ static void answer(unsigned *box, unsigned seq) {
                      res_word(box, WP_RES_IN + i, 3));
 }
 
+/* A data job: its image lines into a copy, the asked region of the copy back (zeros past the image). */
+static void answer_image(unsigned *box, unsigned seq) {
+    static const size_t cap = (size_t)(WP_DRES_IN_LINES + WP_DRES_OUT_LINES + 1) * WP_DRES_LINE_BYTES;
+    unsigned char img[(WP_DRES_IN_LINES + WP_DRES_OUT_LINES + 1) * WP_DRES_LINE_BYTES];
+    memset(img, 0, sizeof img);
+    const unsigned lines = res_word(box, WP_DRES_HEAD, 1), at = res_word(box, WP_DRES_HEAD, 2),
+                   len = res_word(box, WP_DRES_HEAD, 3);
+    for (unsigned i = 0; i < lines && i < WP_DRES_IN_LINES; i++)
+        for (int w = 0; w < 3; w++) {
+            const unsigned v = res_word(box, WP_DRES_IN + (int)i, 1 + w);
+            memcpy(img + i * WP_DRES_LINE_BYTES + 4 * w, &v, 4);
+        }
+    for (unsigned i = 0; (size_t)i * WP_DRES_LINE_BYTES < len && i < WP_DRES_OUT_LINES; i++) {
+        unsigned w[3] = {0, 0, 0};
+        const size_t from = (size_t)at + (size_t)i * WP_DRES_LINE_BYTES;
+        if (from + sizeof w <= cap) memcpy(w, img + from, sizeof w);
+        res_put_line(box, WP_RES_OUT + (int)i, seq, w[0], w[1], w[2]);
+    }
+}
+
 static void *resident_main(void *arg) {
     resident *r = arg;
     const char *mode = getenv("MOCKCUDA_RESIDENT");
@@ -64,7 +87,10 @@ static void *resident_main(void *arg) {
         const unsigned seq = res_word(r->box, WP_RES_HEAD, 0);
         if (seq == WP_RESIDENT_STOP) break;
         if (seq != last && seq != 0 && !deaf) {
-            answer(r->box, seq);
+            if (r->data)
+                answer_image(r->box, seq);
+            else
+                answer(r->box, seq);
             last = seq;
             idle_from = now_us();
             continue;
@@ -89,9 +115,19 @@ static resident *running_on(uintptr_t stream) {
     return NULL;
 }
 
-void mock_resident_launch(uintptr_t stream, const void *warp_params) {
+void mock_resident_launch(uintptr_t stream, const void *params, bool data) {
     wp_warp_params p;
-    memcpy(&p, warp_params, sizeof p);
+    memset(&p, 0, sizeof p);
+    if (data) { /* the same fields, as wp_abi.h lays a data resident's out */
+        wp_data_params d;
+        memcpy(&d, params, sizeof d);
+        if (d.reserved != WP_DATA_RESIDENT) return;
+        p.resident = d.in;
+        p.resident_idle_us = (unsigned)d.n;
+        p.resident_life_us = (unsigned)d.groups;
+    } else {
+        memcpy(&p, params, sizeof p);
+    }
     const char *mode = getenv("MOCKCUDA_RESIDENT");
     if (!p.resident || (mode && !strcmp(mode, "silent"))) return;
     pthread_mutex_lock(&mu);
@@ -102,6 +138,7 @@ void mock_resident_launch(uintptr_t stream, const void *warp_params) {
         if (r->stream) pthread_join(r->thread, NULL); /* a thread that left: reap it */
         r->stream = stream;
         r->box = (unsigned *)(uintptr_t)p.resident;
+        r->data = data;
         r->idle_us = p.resident_idle_us;
         r->life_us = p.resident_life_us;
         atomic_store(&r->kill, false);

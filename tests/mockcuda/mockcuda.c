@@ -529,8 +529,10 @@ static CUresult mock_module_unload(CUmodule m) { return m ? CUDA_SUCCESS : CUDA_
 static CUresult mock_module_get_function(CUfunction *f, CUmodule m, const char *name) {
     STICKY_CHECK();
     if (!m || !name || !*name) return CUDA_ERROR_INVALID_VALUE;
-    /* a warp kernel's handle carries bit 3 (handles are 16 apart): its launches may be residents */
-    *f = (CUfunction)((uintptr_t)new_handle() | (strstr(name, "wp_warp_params") ? 8u : 0u));
+    /* a warp kernel's handle carries bit 3, a batched data kernel's bit 2 (handles are 16 apart): their
+     * launches may be residents */
+    const bool data_batch = strstr(name, "wp_data_params") && strstr(name, "_batch");
+    *f = (CUfunction)((uintptr_t)new_handle() | (strstr(name, "wp_warp_params") ? 8u : 0u) | (data_batch ? 4u : 0u));
     return CUDA_SUCCESS;
 }
 static CUresult mock_launch_kernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
@@ -538,7 +540,8 @@ static CUresult mock_launch_kernel(CUfunction f, unsigned gx, unsigned gy, unsig
     (void)extra, (void)shared;
     if (!f || !gx || !gy || !gz || !bx || !by || !bz || (size_t)bx * by * bz > 1024) return CUDA_ERROR_INVALID_VALUE;
     const CUresult r = count_launch();
-    if (r == CUDA_SUCCESS && ((uintptr_t)f & 8u) && params && params[0]) mock_resident_launch((uintptr_t)s, params[0]);
+    if (r == CUDA_SUCCESS && ((uintptr_t)f & 12u) && params && params[0])
+        mock_resident_launch((uintptr_t)s, params[0], ((uintptr_t)f & 4u) != 0);
     return r;
 }
 static CUresult mock_launch_kernel_ex(const CUlaunchConfig *cfg, CUfunction f, void **params, void **extra) {

@@ -553,6 +553,43 @@ static void test_resident_builds(wp_jit *jit) {
     CHECKF(built >= 10, "%d warp families built", built);
 }
 
+/* The batched data kernels that serve as residents (WP_F_RESIDENT: device_reduce, argmin, argmax) compile
+ * in their resident build for a float, a half and an integer type, keyed ".../batch/resident", with
+ * no spills and the plain batched build's kernel name. */
+static void test_data_resident_builds(wp_jit *jit) {
+    T_CASE("data resident builds");
+    static const char *const specs[] = {
+        "{\"family\":\"device_reduce\",\"type\":\"f32\",\"op\":\"sum\"}",
+        "{\"family\":\"device_reduce\",\"type\":\"f16\",\"op\":\"max\"}",
+        "{\"family\":\"device_reduce\",\"type\":\"i64\",\"op\":\"sum\",\"strategy\":\"atomic\"}",
+        "{\"family\":\"argmin\",\"type\":\"f64\"}",
+        "{\"family\":\"argmax\",\"type\":\"i32\"}",
+    };
+    for (size_t i = 0; i < WP_ARRAY_LEN(specs); i++) {
+        cJSON *o = cJSON_Parse(specs[i]);
+        wp_spec s;
+        wp_err err = {0};
+        const int prc = wp_spec_from_json(o, ARCH, &s, &err);
+        cJSON_Delete(o);
+        CHECKF(prc == 0, "%s: %s", specs[i], err.msg);
+        if (prc) continue;
+        CHECK(s.family->flags & WP_F_RESIDENT);
+        s.data.batched = true;
+        wp_spec rs = s;
+        rs.resident = true;
+        char key[WP_SPEC_KEY_MAX];
+        CHECKF(wp_spec_key_text(&rs, key, sizeof key) > 0 && strstr(key, "/batch/resident"), "%s", key);
+        wp_artifact a = {0}, p = {0};
+        const int rc = wp_jit_compile(jit, &rs, &a, NULL, &err),
+                  rcp = rc ? -1 : wp_jit_compile(jit, &s, &p, NULL, &err);
+        CHECKF(rc == 0 && rcp == 0 && a.spills == 0, "%s: rc %d / %d, spills %d: %s", key, rc, rcp, a.spills, err.msg);
+        if (rc == 0 && rcp == 0) CHECKF(a.lowered && p.lowered && !strcmp(a.lowered, p.lowered), "%s", key);
+        if (rc == 0) wp_artifact_free(&a);
+        if (rcp == 0) wp_artifact_free(&p);
+        wp_spec_free(&s);
+    }
+}
+
 int main(void) {
     snprintf(cuda_include, sizeof cuda_include, "%s/include", WP_DEFAULT_CUDA_HOME);
     wp_err err = {0};
@@ -580,6 +617,7 @@ int main(void) {
     }
     test_overhead(jit);
     test_resident_builds(jit);
+    test_data_resident_builds(jit);
     test_group(jit);
     test_slots(jit);
     sweep_run(jit, specs, quick, n, true);

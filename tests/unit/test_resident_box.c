@@ -1,9 +1,9 @@
-/* test_resident_box.c — server/backend/resident_box.c, the host's side of a resident warp kernel's
- * mailbox: which jobs fit, the sequence numbers, a job's lines as kernels/wp_abi.h lays them out, and
- * whole round trips against a thread that plays the kernel as templates/wp_resident.cuh does (takes a
- * job when its header is new, answers every line, leaves on STOP or when told, writing the status
- * line): answers read back exactly, a partial answer not taken as done, a kernel that left without the
- * job reported gone, the status line cleared. */
+/* test_resident_box.c — server/backend/resident_box.c, the host's side of a resident kernel's
+ * mailbox: a data kernel's image as lines and its answer read back, which jobs fit, the sequence numbers, a job's lines
+ * as kernels/wp_abi.h lays them out, and whole round trips against a thread that plays the kernel as
+ * templates/wp_resident.cuh does (takes a job when its header is new, answers every line, leaves on STOP or when told,
+ * writing the status line): answers read back exactly, a partial answer not taken as done, a kernel that left without
+ * the job reported gone, the status line cleared. */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -184,8 +184,68 @@ static void test_gone(void) {
     free(d.box);
 }
 
+/* The data kernel's part: the image's lines into a copy, region [at, at + len) answered as each byte
+ * plus one, the lines in reverse order (the host must wait for the first). */
+static void answer_image(unsigned *box, unsigned seq, unsigned char *copy) {
+    const unsigned lines = res_word(box, WP_DRES_HEAD, 1), at = res_word(box, WP_DRES_HEAD, 2),
+                   len = res_word(box, WP_DRES_HEAD, 3);
+    for (unsigned i = 0; i < lines; i++)
+        for (int w = 0; w < 3; w++) {
+            const unsigned v = res_word(box, WP_DRES_IN + (int)i, 1 + w);
+            memcpy(copy + i * WP_DRES_LINE_BYTES + 4 * (unsigned)w, &v, 4);
+        }
+    for (int i = (int)((len + WP_DRES_LINE_BYTES - 1) / WP_DRES_LINE_BYTES) - 1; i >= 0; i--) {
+        unsigned char b[WP_DRES_LINE_BYTES];
+        for (int k = 0; k < WP_DRES_LINE_BYTES; k++)
+            b[k] = (unsigned char)(copy[at + (unsigned)i * 12 + (unsigned)k] + 1);
+        unsigned w[3];
+        memcpy(w, b, sizeof w);
+        res_put_line(box, WP_RES_OUT + i, seq, w[0], w[1], w[2]);
+    }
+}
+
+static void test_images(void) {
+    T_CASE("a data kernel's image: fits, lines, answer");
+    const size_t in_cap = (size_t)WP_DRES_IN_LINES * WP_DRES_LINE_BYTES,
+                 out_cap = (size_t)WP_DRES_OUT_LINES * WP_DRES_LINE_BYTES;
+    CHECK(wp_resident_box_image_fits(in_cap, out_cap) && !wp_resident_box_image_fits(in_cap + 1, 0) &&
+          !wp_resident_box_image_fits(0, out_cap + 1));
+    CHECK(WP_DRES_IN + WP_DRES_IN_LINES == WP_RES_STATUS && WP_RES_OUT + WP_DRES_OUT_LINES == WP_RES_LINES);
+    unsigned *box = box_new();
+    static unsigned char image[(WP_DRES_IN_LINES + WP_DRES_OUT_LINES + 2) * WP_DRES_LINE_BYTES], copy[sizeof image];
+    const size_t len = 1000, at = 512, answer_len = 301; /* neither a whole number of lines */
+    for (size_t i = 0; i < len; i++) image[i] = (unsigned char)(i * 7 + 3);
+    wp_resident_box_post_image(box, image, len, 256, 1, at, answer_len, 9);
+    CHECK(res_word(box, WP_DRES_HEAD, 0) == 9 && res_word(box, WP_DRES_HEAD, 1) == (len + 11) / 12 &&
+          res_word(box, WP_DRES_HEAD, 2) == at && res_word(box, WP_DRES_HEAD, 3) == answer_len);
+    CHECK(res_word(box, WP_DRES_HEAD + 1, 0) == 9 && res_word(box, WP_DRES_HEAD + 1, 1) == 256 &&
+          res_word(box, WP_DRES_HEAD + 1, 2) == 1);
+    const unsigned last = res_word(box, WP_DRES_IN + (int)((len - 4) / 12), 1 + (int)((len - 4) % 12) / 4);
+    CHECK(res_word(box, WP_DRES_IN + (int)((len - 4) / 12), 0) == 9 &&
+          (last & 0xffffffu) == (unsigned)(image[len - 4] | image[len - 3] << 8 | image[len - 2] << 16) &&
+          (last >> 24) == image[len - 1]);
+    CHECK(wp_resident_box_poll_image(box, 9, answer_len) == WP_RESIDENT_WAIT);
+    memset(copy, 0, sizeof copy);
+    answer_image(box, 9, copy);
+    res_put_line(box, WP_RES_OUT, 8, 0, 0, 0); /* the first line still an older job's: not done */
+    CHECK(wp_resident_box_poll_image(box, 9, answer_len) == WP_RESIDENT_WAIT);
+    answer_image(box, 9, copy);
+    CHECK(wp_resident_box_poll_image(box, 9, answer_len) == WP_RESIDENT_DONE);
+    unsigned char got[WP_DRES_OUT_LINES * WP_DRES_LINE_BYTES + 1];
+    memset(got, 0xee, sizeof got);
+    wp_resident_box_read_image(box, answer_len, got);
+    bool same = true;
+    for (size_t i = 0; i < answer_len; i++) same &= got[i] == (unsigned char)(copy[at + i] + 1);
+    CHECK(same && copy[at] == image[at] && got[answer_len] == 0xee); /* nothing past the answer written */
+    res_put_line(box, WP_RES_STATUS, 9, WP_RESIDENT_EXITED, 0, 0);
+    wp_resident_box_post_image(box, image, len, 256, 1, at, answer_len, 10);
+    CHECK(wp_resident_box_poll_image(box, 10, answer_len) == WP_RESIDENT_GONE);
+    free(box);
+}
+
 int main(void) {
     test_fits_and_numbers();
+    test_images();
     test_post_lines();
     test_round_trips();
     test_gone();
