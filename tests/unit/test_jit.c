@@ -554,15 +554,13 @@ static void test_resident_builds(wp_jit *jit) {
 }
 
 /* The batched data kernels that serve as residents (WP_F_RESIDENT: device_reduce, argmin, argmax) compile
- * in their resident build for a float, a half and an integer type, keyed ".../batch/resident", with
- * no spills and the plain batched build's kernel name. */
+ * in their resident build, keyed ".../batch/resident", with no spills; the first also in its plain
+ * batched build, to the same kernel name (the resident is looked up by it). */
 static void test_data_resident_builds(wp_jit *jit) {
     T_CASE("data resident builds");
     static const char *const specs[] = {
         "{\"family\":\"device_reduce\",\"type\":\"f32\",\"op\":\"sum\"}",
-        "{\"family\":\"device_reduce\",\"type\":\"f16\",\"op\":\"max\"}",
         "{\"family\":\"device_reduce\",\"type\":\"i64\",\"op\":\"sum\",\"strategy\":\"atomic\"}",
-        "{\"family\":\"argmin\",\"type\":\"f64\"}",
         "{\"family\":\"argmax\",\"type\":\"i32\"}",
     };
     for (size_t i = 0; i < WP_ARRAY_LEN(specs); i++) {
@@ -580,12 +578,14 @@ static void test_data_resident_builds(wp_jit *jit) {
         char key[WP_SPEC_KEY_MAX];
         CHECKF(wp_spec_key_text(&rs, key, sizeof key) > 0 && strstr(key, "/batch/resident"), "%s", key);
         wp_artifact a = {0}, p = {0};
-        const int rc = wp_jit_compile(jit, &rs, &a, NULL, &err),
-                  rcp = rc ? -1 : wp_jit_compile(jit, &s, &p, NULL, &err);
-        CHECKF(rc == 0 && rcp == 0 && a.spills == 0, "%s: rc %d / %d, spills %d: %s", key, rc, rcp, a.spills, err.msg);
-        if (rc == 0 && rcp == 0) CHECKF(a.lowered && p.lowered && !strcmp(a.lowered, p.lowered), "%s", key);
+        const int rc = wp_jit_compile(jit, &rs, &a, NULL, &err);
+        CHECKF(rc == 0 && a.spills == 0, "%s: rc %d, spills %d: %s", key, rc, a.spills, err.msg);
+        if (rc == 0 && i == 0) {
+            const int rcp = wp_jit_compile(jit, &s, &p, NULL, &err);
+            CHECKF(rcp == 0 && a.lowered && p.lowered && !strcmp(a.lowered, p.lowered), "%s: %s", key, err.msg);
+            if (rcp == 0) wp_artifact_free(&p);
+        }
         if (rc == 0) wp_artifact_free(&a);
-        if (rcp == 0) wp_artifact_free(&p);
         wp_spec_free(&s);
     }
 }
