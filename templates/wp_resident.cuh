@@ -34,30 +34,35 @@ __device__ __forceinline__ unsigned long long wp_globaltimer_ns() {
     return t;
 }
 
+/* The watch, in one thread: the header line until it carries a sequence number other than `last` (and
+ * not 0): true, the line in h. False once idle_us have passed since idle_from, or life_us since born.
+ * (Watching one line keeps the bus quiet while it waits: measured faster than reading every line each
+ * time round.) */
+__device__ __forceinline__ bool wp_resident_watch(const uint4 *head, unsigned last, unsigned long long born,
+                                                  unsigned long long idle_from, unsigned long long idle_us,
+                                                  unsigned long long life_us, uint4 &h) {
+    for (;;) {
+        h = wp_line_load(head);
+        if (h.x != last && h.x != 0) return true;
+        const unsigned long long now = wp_globaltimer_ns();
+        if (now - idle_from > 1000ull * idle_us || now - born > 1000ull * life_us) return false;
+    }
+}
+
 /* What a look at a new job read: the header's three lines and, in each lane, input line `lane` (a
  * job of up to 32 lines is there whole). */
 struct wp_resident_look {
     uint4 h, a, b, v;
 };
 
-/* Lane 0 watches the header until it carries a sequence number other than `last` (and not 0), then
- * every lane reads the look at once: true. False once the idle or life time is spent. (Watching one
- * line keeps the bus quiet while it waits: measured faster than reading every line each time round.) */
+/* Lane 0 watches the header (wp_resident_watch), then every lane reads the look at once: true. False
+ * once the idle or life time is spent. */
 __device__ __forceinline__ bool wp_resident_wait(const wp_warp_params &p, const uint4 *box, unsigned last,
                                                  unsigned long long born, unsigned long long idle_from,
                                                  wp_resident_look &k) {
     bool got = false;
-    if (threadIdx.x == 0) {
-        for (;;) {
-            const unsigned s = wp_line_load(box + WP_RES_HEAD).x;
-            if (s != last && s != 0) {
-                got = true;
-                break;
-            }
-            const unsigned long long now = wp_globaltimer_ns();
-            if (now - idle_from > 1000ull * p.resident_idle_us || now - born > 1000ull * p.resident_life_us) break;
-        }
-    }
+    if (threadIdx.x == 0)
+        got = wp_resident_watch(box + WP_RES_HEAD, last, born, idle_from, p.resident_idle_us, p.resident_life_us, k.h);
     if (!__shfl_sync(0xffffffffu, got, 0)) return false;
     k.h = wp_line_load(box + WP_RES_HEAD);
     k.a = wp_line_load(box + WP_RES_HEAD + 1);
@@ -141,19 +146,10 @@ __device__ __forceinline__ bool wp_data_resident_wait(const wp_data_params &p, c
     __shared__ uint4 s_h, s_h2;
     __shared__ int s_got;
     if (threadIdx.x == 0) {
-        int got = 0;
-        for (;;) {
-            const uint4 v = wp_line_load(box + WP_DRES_HEAD);
-            if (v.x != last && v.x != 0) {
-                s_h = v;
-                s_h2 = wp_line_load(box + WP_DRES_HEAD + 1);
-                got = 1;
-                break;
-            }
-            const unsigned long long now = wp_globaltimer_ns();
-            if (now - idle_from > 1000ull * p.n || now - born > 1000ull * p.groups) break;
-        }
-        s_got = got;
+        uint4 v;
+        s_got = wp_resident_watch(box + WP_DRES_HEAD, last, born, idle_from, p.n, p.groups, v);
+        s_h = v;
+        if (s_got) s_h2 = wp_line_load(box + WP_DRES_HEAD + 1);
     }
     __syncthreads();
     const bool got = s_got != 0;

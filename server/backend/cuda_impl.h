@@ -181,17 +181,21 @@ void cuda_upload_close(wp_backend *base, void *ringp);
  * kernel built from the spec's resident variant (wp_spec.resident: -DWP_RESIDENT) may be launched as
  * one: cuda_run_warp asks for both. */
 bool cuda_resident_fits(const cuda_backend *b, const wp_warp_job *job);
+/* A job for the resident: a warp job (its answer into res), or a batched data kernel's image
+ * (backend.h's wp_resident_image: its answer into image->image). */
+typedef struct {
+    const wp_warp_job *warp;
+    wp_warp_result *res;
+    const wp_resident_image *image;
+} cuda_resident_job;
 /* An untimed job through the resident kernel of fn (f: its function in op's context), launched when
- * it is not there: 0 done (res filled), 1 not taken (another job holds the resident, or the kernel
- * left without it: run it as usual; op still open), -1 failed (err; op ended by cuda_op_fail). */
-int cuda_resident_run(cuda_op *op, const void *fn, CUfunction f, const wp_warp_job *job, wp_warp_result *res,
-                      wp_err *err);
-/* The same for a batched data kernel's image (backend.h's wp_resident_image): fits, and runs (0 done:
- * the answer in im->image; 1 not taken; -1 failed, op ended). */
+ * it is not there: 0 done (the answer filled in), 1 not taken (another job holds the resident, or the
+ * kernel left without it: run it as usual; op still open), -1 failed (err; op ended by cuda_op_fail). */
+int cuda_resident_run(cuda_op *op, const void *fn, CUfunction f, const cuda_resident_job *j, wp_err *err);
+/* Whether an image may go to the resident (on, not off, within the mailbox and the resident's buffer). */
 bool cuda_resident_image_fits(const cuda_backend *b, const wp_resident_image *im);
 /* cuda_launch.c: im through the resident of fn (wp_backend_cuda_run_resident_image). */
 int cuda_run_resident_image(wp_backend *base, void *fn, const wp_resident_image *im, double *device_us, wp_err *err);
-int cuda_resident_run_image(cuda_op *op, const void *fn, CUfunction f, const wp_resident_image *im, wp_err *err);
 /* Before fn's module is unloaded (context current, generation gen): a resident running it leaves. */
 void cuda_resident_forget(cuda_backend *b, const void *fn, unsigned gen);
 /* At close, before the device stops: the resident leaves and its objects are freed (those of an older

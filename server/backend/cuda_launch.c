@@ -166,9 +166,9 @@ static int cuda_run_warp_on(cuda_op *op, cuda_fn *fn, const wp_warp_job *job, wp
     return 0;
 }
 
-/* An untimed job of one warp through the device's resident kernel: 0 done, 1 not taken, -1 failed. */
-static int cuda_run_warp_resident(cuda_backend *b, cuda_fn *fn, const wp_warp_job *job, wp_warp_result *res,
-                                  wp_run_timing *t, wp_err *err) {
+/* An untimed job through the device's resident kernel of fn: 0 done (*device_us its round trip), 1 not
+ * taken, -1 failed. */
+static int cuda_run_resident(cuda_backend *b, cuda_fn *fn, const cuda_resident_job *j, double *device_us, wp_err *err) {
     cuda_op op;
     if (cuda_op_begin(b, false, &op, err)) return -1;
     const uint64_t t0 = wp_now_ns();
@@ -176,29 +176,18 @@ static int cuda_run_warp_resident(cuda_backend *b, cuda_fn *fn, const wp_warp_jo
     CUfunction function;
     CUresult r = fn_function(&op, fn, &function, &call);
     if (r != CUDA_SUCCESS) return cuda_op_fail(&op, err, call, r);
-    const int rc = cuda_resident_run(&op, fn, function, job, res, err);
+    const int rc = cuda_resident_run(&op, fn, function, j, err);
     if (rc < 0) return -1; /* op ended */
     cuda_op_end(&op);
-    if (rc == 0) *t = (wp_run_timing){.untimed = true, .device_us = wp_us_since(t0)};
+    if (rc == 0) *device_us = wp_us_since(t0);
     return rc;
 }
 
 int cuda_run_resident_image(wp_backend *base, void *fnp, const wp_resident_image *im, double *device_us, wp_err *err) {
     cuda_backend *b = (cuda_backend *)base;
-    cuda_fn *fn = fnp;
-    if (!fn || !cuda_resident_image_fits(b, im)) return 1;
-    cuda_op op;
-    if (cuda_op_begin(b, false, &op, err)) return -1;
-    const uint64_t t0 = wp_now_ns();
-    const char *call = "";
-    CUfunction function;
-    CUresult r = fn_function(&op, fn, &function, &call);
-    if (r != CUDA_SUCCESS) return cuda_op_fail(&op, err, call, r);
-    const int rc = cuda_resident_run_image(&op, fn, function, im, err);
-    if (rc < 0) return -1; /* op ended */
-    cuda_op_end(&op);
-    if (rc == 0) *device_us = wp_us_since(t0);
-    return rc;
+    if (!fnp || !cuda_resident_image_fits(b, im)) return 1;
+    const cuda_resident_job j = {.image = im};
+    return cuda_run_resident(b, fnp, &j, device_us, err);
 }
 
 int cuda_run_warp(wp_backend *base, void *fnp, const wp_spec *s, const wp_warp_job *job, wp_warp_result *res,
@@ -215,7 +204,10 @@ int cuda_run_warp(wp_backend *base, void *fnp, const wp_spec *s, const wp_warp_j
                        s->family->name, s->family->min_sm, b->base.facts.sm);
     cuda_op op;
     if (t && t->untimed && s && s->resident && cuda_resident_fits(b, job)) {
-        const int rc = cuda_run_warp_resident(b, fn, job, res, t, err);
+        const cuda_resident_job j = {.warp = job, .res = res};
+        double device_us = 0;
+        const int rc = cuda_run_resident(b, fn, &j, &device_us, err);
+        if (rc == 0) *t = (wp_run_timing){.untimed = true, .device_us = device_us};
         if (rc <= 0) return rc;
     }
     if (cuda_op_begin(b, true, &op, err)) return -1;

@@ -16,12 +16,6 @@
 #define RESIDENT_ANSWER_NS 2000000000ull /* a job not answered in 2 s: the kernel is wrong */
 #define RESIDENT_QUERY_EVERY 1024        /* polls of the mailbox between looks at the kernel's end */
 
-/* A job for the resident: a warp job, or a batched data kernel's image. */
-typedef struct {
-    const wp_warp_job *warp;
-    const wp_resident_image *image;
-} resident_ask;
-
 static void resident_lock(cuda_resident *r) {
     while (atomic_exchange_explicit(&r->busy, true, memory_order_acquire)) sched_yield();
 }
@@ -84,18 +78,20 @@ static CUresult resident_stop(cuda_backend *b, cuda_resident *r) {
 /* The kernel of fn launched as a resident for jobs like a: a warp of a warp kernel, a block of a
  * batched data kernel. */
 static CUresult resident_launch(cuda_backend *b, cuda_resident *r, const void *fn, CUfunction f,
-                                const resident_ask *a) {
+                                const cuda_resident_job *a) {
     wp_resident_box_clear(r->box);
     const unsigned life_us = r->idle_us > WP_RESIDENT_LIFE_US / 4 ? 4 * r->idle_us : WP_RESIDENT_LIFE_US;
     wp_warp_params wp;
     wp_data_params dp;
     memset(&wp, 0, sizeof wp);
     memset(&dp, 0, sizeof dp);
-    wp.resident = r->box_dev;
+    wp.resident = dp.in = r->box_dev;
     wp.resident_idle_us = r->idle_us;
     wp.resident_life_us = life_us;
-    dp = (wp_data_params){
-        .in = r->box_dev, .out = r->image, .n = r->idle_us, .groups = life_us, .reserved = WP_DATA_RESIDENT};
+    dp.out = r->image;
+    dp.n = r->idle_us;
+    dp.groups = life_us;
+    dp.reserved = WP_DATA_RESIDENT;
     void *params[] = {a->warp ? (void *)&wp : (void *)&dp};
     const unsigned block = a->warp ? WP_RESIDENT_LANES : a->image->block, smem = a->warp ? 0 : a->image->smem;
     CUresult c = b->cu.launch_kernel(f, 1, 1, 1, block, 1, 1, smem, r->stream, params, NULL);
@@ -110,12 +106,12 @@ static CUresult resident_launch(cuda_backend *b, cuda_resident *r, const void *f
 
 /* The kernel has left, or said it is leaving: wait for its end and look again. 0: the job is done;
  * 1: it left without it (launch again); 2: it left without a word (not a resident kernel: off). */
-static int ask_poll(const cuda_resident *r, const resident_ask *a) {
+static int ask_poll(const cuda_resident *r, const cuda_resident_job *a) {
     return a->warp ? wp_resident_box_poll(r->box, r->seq, a->warp->n, a->warp->elems)
                    : wp_resident_box_poll_image(r->box, r->seq, a->image->answer_len);
 }
 
-static void ask_post(cuda_resident *r, const resident_ask *a) {
+static void ask_post(cuda_resident *r, const cuda_resident_job *a) {
     const wp_resident_image *im = a->image;
     if (a->warp)
         wp_resident_box_post(r->box, a->warp, r->seq);
@@ -124,7 +120,7 @@ static void ask_post(cuda_resident *r, const resident_ask *a) {
                                    im->answer_len, r->seq);
 }
 
-static int resident_gone(cuda_backend *b, cuda_resident *r, const resident_ask *a, CUresult *c) {
+static int resident_gone(cuda_backend *b, cuda_resident *r, const cuda_resident_job *a, CUresult *c) {
     if ((*c = resident_wait_end(b, r)) != CUDA_SUCCESS) return -1;
     if (ask_poll(r, a) == WP_RESIDENT_DONE) return 0;
     if (wp_resident_box_left(r->box)) return 1;
@@ -134,7 +130,7 @@ static int resident_gone(cuda_backend *b, cuda_resident *r, const resident_ask *
 }
 
 /* Posts job and waits for its answer: 0 done, 1 not taken, -1 failed (c, call). Holding r. */
-static int resident_job(cuda_backend *b, cuda_resident *r, const void *fn, CUfunction f, const resident_ask *a,
+static int resident_job(cuda_backend *b, cuda_resident *r, const void *fn, CUfunction f, const cuda_resident_job *a,
                         CUresult *c, const char **call) {
     if (r->alive && r->fn != fn) { /* another kernel's: it stays until it leaves (no thrashing) */
         if (!wp_resident_box_left(r->box)) return 1;
@@ -172,9 +168,7 @@ static int resident_job(cuda_backend *b, cuda_resident *r, const void *fn, CUfun
     }
 }
 
-/* Job a through the resident (rc of cuda_resident_run); res for a warp job's answer. */
-static int resident_run(cuda_op *op, const void *fn, CUfunction f, const resident_ask *a, wp_warp_result *res,
-                        wp_err *err) {
+int cuda_resident_run(cuda_op *op, const void *fn, CUfunction f, const cuda_resident_job *a, wp_err *err) {
     cuda_backend *b = op->b;
     cuda_resident *r = &b->resident;
     if (atomic_exchange_explicit(&r->busy, true, memory_order_acquire)) return 1; /* another job has it */
@@ -190,24 +184,13 @@ static int resident_run(cuda_op *op, const void *fn, CUfunction f, const residen
     if (rc == 0) {
         const wp_resident_image *im = a->image;
         if (a->warp)
-            wp_resident_box_read(r->box, a->warp->n, a->warp->elems, res);
+            wp_resident_box_read(r->box, a->warp->n, a->warp->elems, a->res);
         else
             wp_resident_box_read_image(r->box, im->answer_len, (unsigned char *)im->image + im->answer_at);
         atomic_fetch_add_explicit(&r->runs, 1, memory_order_relaxed);
     }
     resident_unlock(r);
     return rc < 0 ? cuda_op_fail(op, err, call, c) : rc;
-}
-
-int cuda_resident_run(cuda_op *op, const void *fn, CUfunction f, const wp_warp_job *job, wp_warp_result *res,
-                      wp_err *err) {
-    const resident_ask a = {.warp = job};
-    return resident_run(op, fn, f, &a, res, err);
-}
-
-int cuda_resident_run_image(cuda_op *op, const void *fn, CUfunction f, const wp_resident_image *im, wp_err *err) {
-    const resident_ask a = {.image = im};
-    return resident_run(op, fn, f, &a, NULL, err);
 }
 
 static bool residents_on(const cuda_backend *b) {

@@ -495,14 +495,19 @@ if start "cuda on the mock, --resident-us 1000000" --resident-us 1000000 --inlin
     done
     return 1
   }
+  three_more() { # what route body: three more jobs of the resident's kernel: 200 each, its runs, no launch
+    local before after ok=1
+    before=$(runs)
+    for _ in 1 2 3; do [ "$(post "/v1/$2" "$3")" = 200 ] || ok=0; done
+    after=$(runs)
+    check "resident: three more $1, 200 each, no launch (runs/launches $before -> $after)" \
+      '[ $ok = 1 ] && [ "${after%/*}" = $((${before%/*} + 3)) ] && [ "${after#*/}" = "${before#*/}" ]'
+  }
   w16=${WARP/\"width\":32/\"width\":16}
   r=$(runs); until_resident "$WARP"; got=$?; r0=$(runs)
   check "resident: lone jobs ask for the resident build; then one runs there ($r -> $r0)" \
     '[ $got = 0 ] && [ "${r0#*/}" -ge 1 ] && grep -q "\"backend\":\"cuda\"" "$tmp/body"'
-  ok3=1
-  for _ in 1 2 3; do [ "$(post /v1/warp "$WARP")" = 200 ] || ok3=0; done; r1=$(runs)
-  check "resident: three more jobs of one kernel, 200 each, no launch (runs/launches $r0 -> $r1)" \
-    '[ $ok3 = 1 ] && [ "${r1%/*}" = $((${r0%/*} + 3)) ] && [ "${r1#*/}" = "${r0#*/}" ]'
+  three_more "jobs of one kernel" warp "$WARP"; r1=$(runs)
   code=$(post /v1/warp "$w16"); r2=$(runs)
   check "resident: another kernel's job runs as before while it stays ($r1 -> $r2)" \
     '[ "$code" = 200 ] && [ "$r2" = "$r1" ]'
@@ -536,10 +541,7 @@ if start "cuda on the mock, --resident-us 1000000" --resident-us 1000000 --inlin
   check "resident: lone reduces ask for the batched kernel's resident build; then one runs there ($r8 -> $r9)" \
     '[ $got = 0 ] && [ "${r9#*/}" -gt "${r8#*/}" ] && grep -q "/batch\"" "$tmp/body" &&
      [ "$(tr -d "\n" <"$tmp/body" | grep -o "\"value\":[^,]*")" = "$plain" ]'
-  ok3=1
-  for _ in 1 2 3; do [ "$(post /v1/reduce "$REDUCE")" = 200 ] || ok3=0; done; r10=$(runs)
-  check "resident: three more reduces, 200 each, no launch ($r9 -> $r10)" \
-    '[ $ok3 = 1 ] && [ "${r10%/*}" = $((${r9%/*} + 3)) ] && [ "${r10#*/}" = "${r9#*/}" ]'
+  three_more reduces reduce "$REDUCE"; r10=$(runs)
   code=$(post /v1/reduce "${REDUCE%\}},\"profile\":true}"); r11=$(runs)
   check "resident: a profiled reduce does not use it ($r10 -> $r11)" '[ "$code" = 200 ] && [ "$r11" = "$r10" ]'
   big=$(printf '{"type":"f32","op":"sum","data":[%s1]}' "$(printf '1,%.0s' $(seq 999))")

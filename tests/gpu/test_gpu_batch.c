@@ -64,6 +64,30 @@ static void lone_job(const char *host, int port) {
     hc_resp_free(&ref.resp);
 }
 
+/* Sends body (an object's text without its closing brace) to the daemon under test as it is and to the
+ * reference with "profile": true: both must answer 200, with the same result. c keeps the daemon's
+ * answer (the caller frees it); true when both answered. what names the job in a failure. */
+static bool against_reference(const char *host, int port, const char *path, const char *body, client *c,
+                              const char *what) {
+    client ref = {.host = host, .port = ref_port, .path = path};
+    *c = (client){.host = host, .port = port, .path = path};
+    snprintf(c->body, sizeof c->body, "%s}", body);
+    snprintf(ref.body, sizeof ref.body, "%s,\"profile\":true}", body);
+    run_client(c);
+    run_client(&ref);
+    CHECKF(c->rc == 0 && c->resp.status == 200 && ref.rc == 0 && ref.resp.status == 200, "%s %s: %d / %d", path, what,
+           c->resp.status, ref.resp.status);
+    const bool both = c->rc == 0 && ref.rc == 0 && c->resp.body && ref.resp.body;
+    if (both) {
+        size_t na = result_prefix(ref.resp.body), nc = result_prefix(c->resp.body);
+        CHECKF(na == nc && !memcmp(ref.resp.body, c->resp.body, na),
+               "%s %s differs from the reference:\n  %.*s\n  %.*s", path, what, (int)na, ref.resp.body, (int)nc,
+               c->resp.body);
+    }
+    hc_resp_free(&ref.resp);
+    return both;
+}
+
 /* Lone untimed jobs of one shape with fresh inputs, one after another (each uploads its own input into
  * memory the one before used): each answer must be the reference daemon's for the same input sent
  * with "profile": true (timed, its own way), and must say it was untimed. A warp shape, and a reduce
@@ -72,39 +96,28 @@ static void replays(const char *host, int port) {
     for (int kind = 0; kind < 2; kind++) {
         int from_batch = 0, asked = 0;
         for (int i = 0; i < 200 && (kind ? from_batch < 10 : i < 16); i++, asked++) {
-            char vals[2048];
+            char vals[2048], body[4096], what[16];
             values(vals, sizeof vals, kind ? 40 : 32, kind == 1);
-            client c = {.host = host, .port = port, .path = kind ? "/v1/reduce" : "/v1/warp"};
             if (kind)
-                snprintf(c.body, sizeof c.body, "{\"type\":\"f32\",\"op\":\"sum\",\"data\":%s", vals);
+                snprintf(body, sizeof body, "{\"type\":\"f32\",\"op\":\"sum\",\"data\":%s", vals);
             else
-                snprintf(c.body, sizeof c.body,
+                snprintf(body, sizeof body,
                          "{\"family\":\"shfl_xor\",\"type\":\"i32\",\"width\":32,\"args\":{\"lane_mask\":3},"
                          "\"input\":%s",
                          vals);
-            client ref = c;
-            ref.port = ref_port;
-            strcat(c.body, "}");
-            strcat(ref.body, ",\"profile\":true}");
-            run_client(&c);
-            run_client(&ref);
-            CHECKF(c.rc == 0 && c.resp.status == 200 && ref.rc == 0 && ref.resp.status == 200, "%s %d: %d / %d", c.path,
-                   i, c.resp.status, ref.resp.status);
-            if (c.rc == 0 && ref.rc == 0 && c.resp.body && ref.resp.body) {
-                size_t na = result_prefix(ref.resp.body), nc = result_prefix(c.resp.body);
-                CHECKF(na == nc && !memcmp(ref.resp.body, c.resp.body, na),
-                       "%s %d differs from the reference:\n  %.*s\n  %.*s", c.path, i, (int)na, ref.resp.body, (int)nc,
-                       c.resp.body);
+            snprintf(what, sizeof what, "%d", i);
+            const char *path = kind ? "/v1/reduce" : "/v1/warp";
+            client c;
+            if (against_reference(host, port, path, body, &c, what)) {
                 /* untimed when it ran batched (a warp job always; a reduce from the _batch kernel): a reduce
                  * that ran alone, before that kernel was built, is timed */
                 const bool batched = strstr(c.resp.body, "/batch\",") != NULL;
                 const bool untimed = strstr(c.resp.body, "\"kernel_us\":null") != NULL;
-                CHECKF(untimed == (!kind || batched), "%s %d: %s", c.path, i,
+                CHECKF(untimed == (!kind || batched), "%s %d: %s", path, i,
                        untimed ? "untimed alone" : "timed batched");
                 from_batch += batched;
             }
             hc_resp_free(&c.resp);
-            hc_resp_free(&ref.resp);
             if (kind && !from_batch) usleep(50 * 1000); /* the _batch kernel builds in the background */
         }
         if (kind) CHECKF(from_batch >= 10, "reduce: %d of %d answers from the _batch kernel", from_batch, asked);
@@ -154,29 +167,15 @@ static void resident_replays(const char *host, int port) {
     for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
         int by_resident = 0, asked = 0;
         for (int i = 0; i < 300 && by_resident < 8; i++, asked++) {
-            char vals[4096];
+            char vals[4096], body[8192], what[96];
             values(vals, sizeof vals, shapes[k].n, shapes[k].floats);
-            client c = {.host = host, .port = port, .path = shapes[k].path};
-            snprintf(c.body, sizeof c.body, "{%s,\"data\":%s", shapes[k].spec, vals);
-            client ref = c;
-            ref.port = ref_port;
-            strcat(c.body, "}");
-            strcat(ref.body, ",\"profile\":true}");
+            snprintf(body, sizeof body, "{%s,\"data\":%s", shapes[k].spec, vals);
+            snprintf(what, sizeof what, "{%s} n=%d, job %d", shapes[k].spec, shapes[k].n, i);
             const long long r0 = metric_sum(host, port, runs);
-            run_client(&c);
-            const long long r1 = metric_sum(host, port, runs);
-            run_client(&ref);
-            CHECKF(c.rc == 0 && c.resp.status == 200 && ref.rc == 0 && ref.resp.status == 200, "%s {%s} n=%d: %d / %d",
-                   c.path, shapes[k].spec, shapes[k].n, c.resp.status, ref.resp.status);
-            if (c.rc == 0 && ref.rc == 0 && c.resp.body && ref.resp.body) {
-                size_t na = result_prefix(ref.resp.body), nc = result_prefix(c.resp.body);
-                CHECKF(na == nc && !memcmp(ref.resp.body, c.resp.body, na),
-                       "{%s} n=%d (%s) differs from the reference:\n  %.*s\n  %.*s", shapes[k].spec, shapes[k].n,
-                       r1 > r0 ? "resident" : "not resident", (int)na, ref.resp.body, (int)nc, c.resp.body);
-            }
-            by_resident += r1 > r0;
+            client c;
+            against_reference(host, port, shapes[k].path, body, &c, what);
+            by_resident += metric_sum(host, port, runs) > r0;
             hc_resp_free(&c.resp);
-            hc_resp_free(&ref.resp);
             if (!by_resident) usleep(30 * 1000); /* the resident build comes from the background builder */
         }
         CHECKF(by_resident >= 8, "{%s} n=%d: %d of %d answers from the resident", shapes[k].spec, shapes[k].n,

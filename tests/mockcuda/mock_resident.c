@@ -57,7 +57,6 @@ static void answer(unsigned *box, unsigned seq) {
 
 /* A data job: its image lines into a copy, the asked region of the copy back (zeros past the image). */
 static void answer_image(unsigned *box, unsigned seq) {
-    static const size_t cap = (size_t)(WP_DRES_IN_LINES + WP_DRES_OUT_LINES + 1) * WP_DRES_LINE_BYTES;
     unsigned char img[(WP_DRES_IN_LINES + WP_DRES_OUT_LINES + 1) * WP_DRES_LINE_BYTES];
     memset(img, 0, sizeof img);
     const unsigned lines = res_word(box, WP_DRES_HEAD, 1), at = res_word(box, WP_DRES_HEAD, 2),
@@ -70,7 +69,7 @@ static void answer_image(unsigned *box, unsigned seq) {
     for (unsigned i = 0; (size_t)i * WP_DRES_LINE_BYTES < len && i < WP_DRES_OUT_LINES; i++) {
         unsigned w[3] = {0, 0, 0};
         const size_t from = (size_t)at + (size_t)i * WP_DRES_LINE_BYTES;
-        if (from + sizeof w <= cap) memcpy(w, img + from, sizeof w);
+        if (from + sizeof w <= sizeof img) memcpy(w, img + from, sizeof w);
         res_put_line(box, WP_RES_OUT + (int)i, seq, w[0], w[1], w[2]);
     }
 }
