@@ -104,7 +104,7 @@ cost() {
     tests/web/run.sh) echo 49 ;; api/mockcuda.sh) echo 45 ;; tests/lint/run.sh) echo 40 ;;
     tests/clients/python.sh) echo 35 ;; walk) echo 35 ;; api/slow_conns.sh) echo 30 ;;
     api/shm.sh | api/channels.sh | api/prewarm.sh | scale | tests/clients/run.sh) echo 25 ;;
-    fuzz/*) echo 19 ;; *) echo 10 ;;
+    *) echo 10 ;;
   esac
 }
 order=()
