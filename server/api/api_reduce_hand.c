@@ -1,8 +1,9 @@
 /* api_reduce_hand.c — a small reduce or scan job on the GPU under load, handed to the batcher's runners
  * (batch_exec.h) instead of a worker: the request moves to the heap, its connection is parked
  * (wp_req_park), the runner that ran its batch unparks it, and its HTTP thread writes the answer
- * (api_reduce.c's reduce_answer). What the HTTP thread allocated (the request and its parts, the
- * batcher's room) is given back on the HTTP thread when the call ends (wp_req_on_end), not on the runner.
+ * (api_reduce.c's reduce_answer). The request and the batcher's room live in the call's room
+ * (wp_req_room: no allocation a job); what the HTTP thread allocated for the request's parts is given
+ * back on the HTTP thread when the call ends (wp_req_on_end), not on the runner.
  * api_reduce.c decides when (a cached small job with its data in the body). */
 #include <stddef.h>
 #include <stdlib.h>
@@ -20,11 +21,11 @@ typedef struct {
     max_align_t room[]; /* wp_batch_hand_reduce_room() bytes */
 } handed_req;
 
-/* When the call ends: on its HTTP thread (or on the runner, when the client went while it ran). */
+/* When the call ends: on its HTTP thread (or on the runner, when the client went while it ran). h is
+ * the call's room, which stays the call's. */
 static void hand_release(void *ctx) {
     handed_req *h = ctx;
     h->free_parts(h->q.app, &h->q);
-    free(h);
 }
 
 /* On the HTTP thread, once the runner is done: the answer, written where it is sent. A runner writes
@@ -57,7 +58,7 @@ static void hand_done(void *ctx, int rc, const wp_err *err) {
 }
 
 int reduce_hand(wp_app *app, reduce_req *q, reduce_answer_fn answer, reduce_free_fn free_parts) {
-    handed_req *h = malloc(sizeof *h + wp_batch_hand_reduce_room());
+    handed_req *h = wp_req_room(q->req, sizeof *h + wp_batch_hand_reduce_room());
     if (!h) return 1;
     h->q = *q;
     h->answer = answer;
@@ -67,6 +68,5 @@ int reduce_hand(wp_app *app, reduce_req *q, reduce_answer_fn answer, reduce_free
     hq->app = app;
     hq->t_hand_ns = wp_now_ns();
     if (wp_batch_hand_reduce(app, hq->be, &hq->job, hand_park, hand_done, h, h->room) == 0) return 0;
-    free(h); /* it took nothing: q still owns every part */
-    return 1;
+    return 1; /* it took nothing: q still owns every part */
 }

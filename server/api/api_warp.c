@@ -384,7 +384,7 @@ typedef struct {
     double hand_wait_us; /* the hand-off's share: the runners' queue and the way back, not the run */
     wp_app *app;         /* handed: the runner counts the run in it */
     int hand_rc;         /* handed: the run's, set by the runner before it unparks */
-    void *hand_room;     /* handed: the batcher's (wp_batch_hand_warp_room) */
+    void *hand_room;     /* handed: the batcher's (wp_batch_hand_warp_room), the call's room (wp_req_room) */
 } warp_call;
 
 static void call_free(wp_app *app, warp_call *c) {
@@ -394,7 +394,6 @@ static void call_free(wp_app *app, warp_call *c) {
     input_free(&c->w);
     wp_spec_free(&c->spec);
     cJSON_Delete(c->body);
-    free(c->hand_room);
     free(c);
 }
 
@@ -465,7 +464,7 @@ static int try_hand(wp_app *app, warp_call *c) {
     c->app = app;
     int rc = wp_app_kernel_memory(app, &c->spec, c->be, &c->rk, &c->err);
     if (rc) return rc;
-    if (!(c->hand_room = malloc(wp_batch_hand_warp_room()))) return 1;
+    if (!(c->hand_room = wp_req_room(c->req, wp_batch_hand_warp_room()))) return 1;
     if (warp_run_emu(app, c->be, &c->spec, &c->w, true, c->profile, &c->runs, &c->err)) return -1;
     c->t_hand_ns = wp_now_ns();
     const wp_batch_hand_hooks hooks = {.park = hand_park, .done = hand_done, .ctx = c};

@@ -48,7 +48,7 @@ static void calls_drop(void *p) {
     while (cc->head) {
         wp_call *c = cc->head;
         cc->head = c->next;
-        free(c);
+        http_call_destroy(c);
     }
     cc->n = 0;
     cc->registered = false;
@@ -82,7 +82,7 @@ static wp_call *call_new(wp_http *h) {
         pthread_mutex_unlock(&h->calls_mu);
     }
     if (!c) return calloc(1, sizeof *c);
-    memset(c, 0, sizeof *c);
+    memset(c, 0, offsetof(wp_call, room)); /* the room stays the call's */
     return c;
 }
 
@@ -104,7 +104,12 @@ static void call_free(wp_http *h, wp_call *c) {
         h->n_idle_calls++;
     }
     pthread_mutex_unlock(&h->calls_mu);
-    if (!keep) free(c);
+    if (!keep) http_call_destroy(c);
+}
+
+void http_call_destroy(wp_call *c) {
+    free(c->room);
+    free(c);
 }
 
 static bool is_octet_stream(const char *s) {
@@ -299,6 +304,17 @@ void wp_req_on_end(const wp_req *req, void (*release)(void *ctx), void *ctx) {
     wp_call *c = call_of(req);
     c->release = release;
     c->release_ctx = ctx;
+}
+
+void *wp_req_room(const wp_req *req, size_t bytes) {
+    if (!req->conn || !req->may_defer) return NULL;
+    wp_call *c = call_of(req);
+    if (c->room_size < bytes) {
+        free(c->room);
+        c->room = malloc(bytes);
+        c->room_size = c->room ? bytes : 0;
+    }
+    return c->room;
 }
 
 void wp_req_unpark(const wp_req *req) {

@@ -51,6 +51,9 @@ typedef struct wp_call {
     wp_resp resp;
     wp_access_verdict access; /* the checks' answer: denied or not, and the headers it adds */
     wp_reqrec rec;            /* id, trace context, what the access log and /metrics get (reqlog.h) */
+    /* last: kept when a call is reused (wp_req_room's), freed with the call */
+    void *room;
+    size_t room_size;
 } wp_call;
 
 struct wp_http {
@@ -102,8 +105,9 @@ void http_resp_fail(wp_resp *r, int status, const char *code, const char *field,
 enum MHD_Result http_send_resp(wp_http *h, wp_call *c, const char *allow);
 
 /* http.c */
-void http_resume(wp_call *c);      /* c done: its connection back to its daemon (any thread) */
-void *http_worker_main(void *arg); /* a worker thread of h (arg) */
+void http_call_destroy(wp_call *c); /* an idle call freed, its room with it */
+void http_resume(wp_call *c);       /* c done: its connection back to its daemon (any thread) */
+void *http_worker_main(void *arg);  /* a worker thread of h (arg) */
 /* libmicrohttpd's callbacks, cls the wp_http (MHD_OPTION_NOTIFY_CONNECTION, the access handler,
  * MHD_OPTION_NOTIFY_COMPLETED) */
 void http_on_connection(void *cls, struct MHD_Connection *mc, void **socket_context,

@@ -71,7 +71,7 @@ static void http_free(wp_http *h) {
     while (h->idle_calls) {
         wp_call *c = h->idle_calls;
         h->idle_calls = c->next;
-        free(c);
+        http_call_destroy(c);
     }
     pthread_mutex_destroy(&h->calls_mu);
     pthread_mutex_destroy(&h->mu);

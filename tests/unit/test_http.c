@@ -174,20 +174,30 @@ static void h_stream(void *app, const wp_req *req, wp_resp *resp) {
 }
 
 /* /park: parked on the HTTP thread (wp_req_park), answered by a thread of its own (a body "1": once the
- * gate opens); its state is given back by wp_req_on_end's release, which counts where it ran. */
-static atomic_int parks, park_gate, released, released_on_http, park_answered;
+ * gate opens); its state is given back by wp_req_on_end's release, which counts where it ran. A body
+ * "2": the state lives in the call's room (wp_req_room), whose bytes must last until the release. */
+static atomic_int parks, park_gate, released, released_on_http, park_answered, room_intact;
+#define PARK_ROOM_MAGIC 0x5eed5eedu
 typedef struct {
     const wp_req *req;
     wp_resp *resp;
     pthread_t http_thread;
-    bool gated;
+    bool gated, in_room;
+    unsigned magic;
+    unsigned char fill[512]; /* the room's bytes past the header: written, then read back at the release */
 } park_state;
 
 static void park_release(void *ctx) {
     park_state *st = ctx;
     if (pthread_equal(pthread_self(), st->http_thread)) atomic_fetch_add(&released_on_http, 1);
     atomic_fetch_add(&released, 1);
-    free(st);
+    if (!st->in_room) {
+        free(st);
+        return;
+    }
+    bool intact = st->magic == PARK_ROOM_MAGIC;
+    for (size_t i = 0; i < sizeof st->fill; i++) intact &= st->fill[i] == (unsigned char)i;
+    if (intact) atomic_fetch_add(&room_intact, 1);
 }
 
 static void *park_thread(void *arg) {
@@ -201,16 +211,22 @@ static void *park_thread(void *arg) {
 
 static void h_park(void *app, const wp_req *req, wp_resp *resp) {
     (void)app;
-    park_state *st = calloc(1, sizeof *st);
+    const bool in_room = req->body && req->body[0] == '2';
+    park_state *st = in_room ? wp_req_room(req, sizeof *st) : calloc(1, sizeof *st);
     if (!st) {
         wp_resp_bytes(resp, 500, "text/plain", "no memory", 9);
         return;
     }
-    *st = (park_state){
-        .req = req, .resp = resp, .http_thread = pthread_self(), .gated = req->body && req->body[0] == '1'};
+    *st = (park_state){.req = req,
+                       .resp = resp,
+                       .http_thread = pthread_self(),
+                       .gated = req->body && req->body[0] == '1',
+                       .in_room = in_room,
+                       .magic = PARK_ROOM_MAGIC};
+    for (size_t i = 0; i < sizeof st->fill; i++) st->fill[i] = (unsigned char)i;
     pthread_t th;
     if (!req->may_defer || !wp_req_park(req, NULL, st)) {
-        free(st);
+        if (!in_room) free(st);
         wp_resp_bytes(resp, 500, "text/plain", "not parked", 10);
         return;
     }
@@ -218,6 +234,13 @@ static void h_park(void *app, const wp_req *req, wp_resp *resp) {
     atomic_fetch_add(&parks, 1);
     pthread_create(&th, NULL, park_thread, st);
     pthread_detach(th);
+}
+
+/* /room: an inline route's request may not park, so it has no room. */
+static void h_room(void *app, const wp_req *req, wp_resp *resp) {
+    (void)app;
+    const bool none = wp_req_room(req, 64) == NULL;
+    wp_resp_bytes(resp, 200, "text/plain", none ? "none" : "room", 4);
 }
 
 static const wp_route routes[] = {
@@ -233,6 +256,7 @@ static const wp_route routes[] = {
     {"POST", "/stream", h_stream, WP_ROUTE_INLINE, &test_hooks},
     {"POST", "/stream-work", h_stream, WP_ROUTE_WORK | WP_ROUTE_TRY_INLINE, &test_hooks},
     {"POST", "/park", h_park, WP_ROUTE_WORK | WP_ROUTE_TRY_INLINE, NULL},
+    {"GET", "/room", h_room, WP_ROUTE_INLINE, NULL},
     {NULL, NULL, NULL, 0, NULL},
 };
 
@@ -705,6 +729,37 @@ static void test_park_release(void) {
     wp_http_stop(h);
 }
 
+/* A parked request's state in its call's room (wp_req_room): intact until its release, request after
+ * request on one connection; none for a request that cannot park. */
+static void test_park_room(void) {
+    T_CASE("a parked request's state in its call's room, intact until the call ends");
+    wp_http *h = start(2, 8);
+    if (!h) return;
+    port_of = wp_http_port(h);
+    const int r0 = atomic_load(&released);
+    hc_conn c;
+    if (hc_open(&c, HOST, port_of, 0) != 0) {
+        CHECKF(0, "cannot connect to port %d", port_of);
+        wp_http_stop(h);
+        return;
+    }
+    for (int i = 0; i < 5; i++) {
+        hc_resp r;
+        const char *len_headers[] = {"Content-Length: 1", NULL};
+        CHECK(hc_send(&c, "POST", "/park", len_headers, "2", 1, 0) == 0 && hc_recv(&c, "POST", &r) == 0 &&
+              r.status == 200 && r.body_len == 6);
+        hc_resp_free(&r);
+    }
+    hc_close(&c);
+    CHECKF(wait_count(&released, r0 + 5) && atomic_load(&room_intact) == 5, "released %d, intact %d: want %d, 5",
+           atomic_load(&released) - r0, atomic_load(&room_intact), 5);
+    hc_resp r;
+    CHECK(req("GET", "/room", NULL, NULL, 0, 0, &r) == 0 && r.status == 200 && r.body_len == 4 &&
+          !memcmp(r.body, "none", 4));
+    hc_resp_free(&r);
+    wp_http_stop(h);
+}
+
 static void test_bad_start(void) {
     T_CASE("start errors");
     wp_http_config cfg = {.host = "256.1.1.1", .port = 0, .threads = 1, .workers = 1, .max_body = 1, .max_queue = 1};
@@ -869,6 +924,7 @@ int main(void) {
     test_busy();
     test_stop_in_flight();
     test_park_release();
+    test_park_room();
     test_bad_start();
     test_busy_poll();
     return t_done("http");
