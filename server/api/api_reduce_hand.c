@@ -1,8 +1,8 @@
 /* api_reduce_hand.c — a small reduce or scan job on the GPU under load, handed to the batcher's runners
- * (batch_exec.h) instead of a worker: the request moves to the heap, its connection is parked
+ * (batch_exec.h) instead of a worker: the request moves into its call's room, its connection is parked
  * (wp_req_park), the runner that ran its batch unparks it, and its HTTP thread writes the answer
- * (api_reduce.c's reduce_answer). The request and the batcher's room live in the call's room
- * (wp_req_room: no allocation a job); what the HTTP thread allocated for the request's parts is given
+ * (api_reduce.c's reduce_answer). The request and the batcher's room take no allocation of their own
+ * (wp_req_room); what the HTTP thread allocated for the request's parts is given
  * back on the HTTP thread when the call ends (wp_req_on_end), not on the runner.
  * api_reduce.c decides when (a cached small job with its data in the body). */
 #include <stddef.h>
