@@ -5,7 +5,7 @@
 # "fuzz: N passed, N failed" (a harness fails on a crash, a leak, a timeout or a sanitizer report).
 #   tests/fuzz/run.sh [harness...]      FUZZ_SECONDS (default 20), FUZZ_ARGS (more libFuzzer flags)
 # FUZZ_FIXED=1 (what make test sets): instead of a time, each harness runs a fixed number of inputs
-# (runs_for below, about 5 s each on a 2-core machine) from a fixed seed, so the same tree gives the
+# (runs_for below, about 3 s each on a 2-core machine) from a fixed seed, so the same tree gives the
 # same inputs every time: make test cannot pass on one machine and fail on the next because one found
 # further. The open-ended search is make fuzz; what it finds goes into the seed corpus with the fix.
 set -uo pipefail
@@ -21,13 +21,13 @@ mkdir -p "$BUILD/fuzz/artifacts"
 kcache=${WARPD_FUZZ_CACHE:-$BUILD/fuzz/kcache}
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-runs_for() { # inputs per harness with FUZZ_FIXED=1: about 5 s each on the 2-core CI machine (about a sixth
+runs_for() { # inputs per harness with FUZZ_FIXED=1: about 3 s each on the 2-core CI machine (about a tenth
   # of the first counts: the data families' tests, then the resident kernels' checks, took the suite past
   # its 8 minutes; each harness still replays its whole seed corpus first, and make fuzz searches on)
   case $1 in
-    fuzz_base64) echo 500000 ;; fuzz_data) echo 300000 ;; fuzz_expr) echo 50000 ;;
-    fuzz_jobs) echo 90000 ;; fuzz_json) echo 90000 ;; fuzz_url) echo 2000 ;; fuzz_shm) echo 50000 ;; fuzz_users) echo 50000 ;;
-    *) echo 140000 ;;
+    fuzz_base64) echo 300000 ;; fuzz_data) echo 180000 ;; fuzz_expr) echo 30000 ;;
+    fuzz_jobs) echo 55000 ;; fuzz_json) echo 55000 ;; fuzz_url) echo 1200 ;; fuzz_shm) echo 30000 ;; fuzz_users) echo 30000 ;;
+    *) echo 85000 ;;
   esac
 }
 names=("$@")
