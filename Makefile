@@ -55,9 +55,14 @@ all: $(BUILD)/warpd
 deps:
 	@./.ci/deps.sh
 
+# The plain tree takes Debian's hardening flags where dpkg-buildflags is found (those the package ships
+# with; its -g -O2 are CFLAGS' already), so the package's tree (deb-obj, below) compiles again only the
+# two files that name the installed paths.
+DEB_FLAGS  = DEB_BUILD_MAINT_OPTIONS=hardening=+all dpkg-buildflags --get
+HARDEN    := $(filter-out -g -O%,$(shell $(DEB_FLAGS) CFLAGS 2>/dev/null)) $(shell $(DEB_FLAGS) CPPFLAGS 2>/dev/null)
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -c $< -o $@
+	$(CC) $(ALL_CFLAGS) $(HARDEN) -c $< -o $@
 # The sanitized trees (asan, fuzz) keep line tables and inlined frames (SAN_G), what their reports
 # print, but not the local variables of -g: a sixth less compile time. gdb sessions: the plain tree.
 SAN_G     ?= -g1
@@ -186,20 +191,21 @@ install: $(BUILD)/warpd
 	install -d $(DESTDIR)$(PREFIX)/share/warpd/prewarm && install -m 644 prewarm/default.json $(DESTDIR)$(PREFIX)/share/warpd/prewarm/
 
 # ---- Debian package (packaging/deb/; tested by tests/package/run.sh, a suite of `make test`) ----
-# `make deb`: $(BUILD)/warpd_<version>-<revision>_<arch>.deb. The daemon is compiled again in
-# $(BUILD)/deb-obj with Debian's hardening flags and the installed paths of the templates and the
-# playground; packaging/deb/build.sh lays out and builds the package. The version is WP_VERSION
+# `make deb`: $(BUILD)/warpd_<version>-<revision>_<arch>.deb. The daemon is the plain tree's objects
+# (compiled with Debian's hardening flags, HARDEN above) but the two files that name the installed
+# paths of the templates and the playground, compiled again in $(BUILD)/deb-obj with them;
+# packaging/deb/build.sh lays out and builds the package. The version is WP_VERSION
 # (server/engine/app.h), the one the daemon reports in /v1/info.
 WP_VERSION   := $(shell sed -n 's/^\#define WP_VERSION "\(.*\)"/\1/p' server/engine/app.h)
 DEB_REVISION ?= 1
 DEB_VERSION  := $(WP_VERSION)-$(DEB_REVISION)
 DEB_FILE      = $(BUILD)/warpd_$(DEB_VERSION)_$(shell dpkg --print-architecture).deb
 DEB_OBJDIR   := $(BUILD)/deb-obj
-DEB_FLAGS     = DEB_BUILD_MAINT_OPTIONS=hardening=+all dpkg-buildflags --get
 DEB_CFLAGS    = $(filter-out -DWP_DEFAULT_TEMPLATES=% -DWP_DEFAULT_WEB=% $(CFLAGS),$(ALL_CFLAGS)) \
                 $(shell $(DEB_FLAGS) CFLAGS) $(shell $(DEB_FLAGS) CPPFLAGS) \
                 -DWP_DEFAULT_TEMPLATES=\"/usr/share/warpd/templates\" -DWP_DEFAULT_WEB=\"/usr/share/warpd/web\"
-DEB_OBJ      := $(patsubst %.c,$(DEB_OBJDIR)/%.o,$(LIB_SRC) server/main.c)
+DEB_PATHS    := server/flags.c server/main.c
+DEB_OBJ      := $(filter-out $(call obj,$(DEB_PATHS)),$(LIB_OBJ)) $(patsubst %.c,$(DEB_OBJDIR)/%.o,$(DEB_PATHS))
 .PHONY: deb test-package test-scale
 deb: $(DEB_OBJDIR)/warpd
 	packaging/deb/build.sh $< $(DEB_VERSION) $(BUILD)/deb-stage $(DEB_FILE)
