@@ -359,36 +359,30 @@ __global__ void __launch_bounds__(BLOCK) wp_segmented_reduce(wp_data_params p) {
 #else
 #define WP_REDUCE_BATCH_MIN_BLOCKS(BLOCK, Op) WP_REDUCE_MIN_BLOCKS_OP(BLOCK, Op)
 #endif
-template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
-__global__ void __launch_bounds__(BLOCK, WP_REDUCE_BATCH_MIN_BLOCKS(BLOCK, Op)) wp_device_reduce_batch(wp_data_params p) {
+/* The body the three share: block b runs its job (wp_batch_job) through wp_device_reduce_run with the
+ * accumulator's operator OpA and element maker Make; a resident build loops over its jobs
+ * (WP_DATA_SERVE). */
+template <typename T, int BLOCK, int STRAT, class OpA, class Make, class Map>
+WP_DEV void wp_device_reduce_batched(const wp_data_params &p) {
     WP_DATA_SERVE(p, [](const wp_data_params &b) {
         wp_data_params q;
         unsigned G;
         const unsigned bid = wp_batch_job(b, q, G);
-        typedef wp_split<Op> S;
-        wp_device_reduce_run<T, BLOCK, STRAT, typename S::op, wp_make_value<T, A>, typename S::map>(q, bid, G,
-                                                                                                   typename S::op());
+        wp_device_reduce_run<T, BLOCK, STRAT, OpA, Make, Map>(q, bid, G, OpA());
     });
+}
+template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
+__global__ void __launch_bounds__(BLOCK, WP_REDUCE_BATCH_MIN_BLOCKS(BLOCK, Op)) wp_device_reduce_batch(wp_data_params p) {
+    typedef wp_split<Op> S;
+    wp_device_reduce_batched<T, BLOCK, STRAT, typename S::op, wp_make_value<T, A>, typename S::map>(p);
 }
 template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
 __global__ void __launch_bounds__(BLOCK) wp_argmin_batch(wp_data_params p) {
-    WP_DATA_SERVE(p, [](const wp_data_params &b) {
-        wp_data_params q;
-        unsigned G;
-        const unsigned bid = wp_batch_job(b, q, G);
-        wp_device_reduce_run<T, BLOCK, STRAT, wp_op_arg<A, false>, wp_make_arg<T, A>, typename wp_split<Op>::map>(
-            q, bid, G, wp_op_arg<A, false>());
-    });
+    wp_device_reduce_batched<T, BLOCK, STRAT, wp_op_arg<A, false>, wp_make_arg<T, A>, typename wp_split<Op>::map>(p);
 }
 template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
 __global__ void __launch_bounds__(BLOCK) wp_argmax_batch(wp_data_params p) {
-    WP_DATA_SERVE(p, [](const wp_data_params &b) {
-        wp_data_params q;
-        unsigned G;
-        const unsigned bid = wp_batch_job(b, q, G);
-        wp_device_reduce_run<T, BLOCK, STRAT, wp_op_arg<A, true>, wp_make_arg<T, A>, typename wp_split<Op>::map>(
-            q, bid, G, wp_op_arg<A, true>());
-    });
+    wp_device_reduce_batched<T, BLOCK, STRAT, wp_op_arg<A, true>, wp_make_arg<T, A>, typename wp_split<Op>::map>(p);
 }
 template <typename T, typename A, int WIDTH, int BLOCK, int STRAT, int VARIANT, class Op>
 __global__ void __launch_bounds__(BLOCK) wp_warp_reduce_batch(wp_data_params p) {
