@@ -57,9 +57,11 @@ deps:
 
 # The plain tree takes Debian's hardening flags where dpkg-buildflags is found (those the package ships
 # with; its -g -O2 are CFLAGS' already), so the package's tree (deb-obj, below) compiles again only the
-# two files that name the installed paths.
+# two files that name the installed paths. Not its link-time optimization (Ubuntu's dpkg-buildflags asks
+# for it): the objects must link with any compiler the machine has, the GPU machines' own included.
 DEB_FLAGS  = DEB_BUILD_MAINT_OPTIONS=hardening=+all dpkg-buildflags --get
-HARDEN    := $(filter-out -g -O%,$(shell $(DEB_FLAGS) CFLAGS 2>/dev/null)) $(shell $(DEB_FLAGS) CPPFLAGS 2>/dev/null)
+HARDEN    := $(filter-out -g -O% -flto% -ffat-lto-objects,$(shell $(DEB_FLAGS) CFLAGS 2>/dev/null)) \
+             $(shell $(DEB_FLAGS) CPPFLAGS 2>/dev/null)
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(HARDEN) -c $< -o $@
