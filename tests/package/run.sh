@@ -37,6 +37,16 @@ fi
 deb=$(ls -t "$BUILD"/warpd_"$version"-*_"$(dpkg --print-architecture)".deb | head -n 1)
 check "make deb built $deb" test -s "$deb"
 
+# ---- the plain tree's hardening flags (Makefile HARDEN): dpkg-buildflags' own, but not its link-time
+# optimization, which Ubuntu's asks for and a compiler without lto-wrapper cannot link (the GPU machines')
+mkdir -p "$tmp/fakebin"
+printf '#!/bin/sh\ncase "$*" in *CPPFLAGS*) echo "-Wdate-time -D_FORTIFY_SOURCE=3" ;;\n*CFLAGS*) echo "-g -O2 -flto=auto -ffat-lto-objects -fstack-protector-strong -fcf-protection" ;; esac\n' \
+  >"$tmp/fakebin/dpkg-buildflags"
+chmod +x "$tmp/fakebin/dpkg-buildflags"
+harden=$(PATH="$tmp/fakebin:$PATH" ${MAKE:-make} --no-print-directory --eval '__harden: ; @echo $(HARDEN)' __harden)
+check "HARDEN from an Ubuntu-like dpkg-buildflags: $harden" \
+  test "$harden" = "-fstack-protector-strong -fcf-protection -Wdate-time -D_FORTIFY_SOURCE=3"
+
 # ---- the package's fields and files
 field() { dpkg-deb -f "$deb" "$1"; }
 check "Package: warpd, Version: $version-*" test "$(field Package)" = warpd -a "${deb##*/}" = "warpd_$(field Version)_$(field Architecture).deb"
