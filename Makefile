@@ -203,8 +203,7 @@ DEB_REVISION ?= 1
 DEB_VERSION  := $(WP_VERSION)-$(DEB_REVISION)
 DEB_FILE      = $(BUILD)/warpd_$(DEB_VERSION)_$(shell dpkg --print-architecture).deb
 DEB_OBJDIR   := $(BUILD)/deb-obj
-DEB_CFLAGS    = $(filter-out -DWP_DEFAULT_TEMPLATES=% -DWP_DEFAULT_WEB=% $(CFLAGS),$(ALL_CFLAGS)) \
-                $(shell $(DEB_FLAGS) CFLAGS) $(shell $(DEB_FLAGS) CPPFLAGS) \
+DEB_CFLAGS    = $(filter-out -DWP_DEFAULT_TEMPLATES=% -DWP_DEFAULT_WEB=%,$(ALL_CFLAGS)) $(HARDEN) \
                 -DWP_DEFAULT_TEMPLATES=\"/usr/share/warpd/templates\" -DWP_DEFAULT_WEB=\"/usr/share/warpd/web\"
 DEB_PATHS    := server/flags.c server/main.c
 DEB_OBJ      := $(filter-out $(call obj,$(DEB_PATHS)),$(LIB_OBJ)) $(patsubst %.c,$(DEB_OBJDIR)/%.o,$(DEB_PATHS))
