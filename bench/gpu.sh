@@ -24,6 +24,7 @@ gpu_tasks=(
   "ipclat|(FLAGSETS= N=)|a repeated CUDA IPC reduce from Python taken apart: client phases, bare socket, daemon, wrk"
   "hotpath|(MODES= FLAGS= PROFILE=1 STARTS=)|the request path table: nginx, health, tiny reduce and warp on cuda and emu at 1/64/256 connections, ratios"
   "reqab|(OLD_TGZ= ROUNDS= MODES=)|an older tree against this one: health, tiny reduce and warp at 256 connections, daemon starts alternating"
+  "p50ab|(OLD_TGZ= ROUNDS= ORDER=)|an older tree against this one at one connection: wrk p50s and the answers' device_us, starts alternating"
   "flagab|(SETS= ROUNDS= MODES= D=)|daemon flag sets against each other: health, tiny reduce and warp at 256 connections, starts alternating"
   "perreq|(CASES= COMM= TOP=)|perf of the daemon under wrk at 256 connections as µs a request, by thread name and by symbol"
   "floor||loopback HTTP floor: nginx's fixed 200 and warpd's GET /v1/health at 1 and 256 connections"

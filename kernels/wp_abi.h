@@ -38,8 +38,11 @@ typedef struct wp_warp_params {
  * every line the job's sequence number (1..WP_RESIDENT_STOP - 1): a reader takes a job or a result only
  * when every line it needs carries the number, so neither side needs a fence. Lines (words after the
  * sequence number):
- *   WP_RES_HEAD     n | elems << 8 | pred_kind << 16, the active lanes' bits, 0
+ *   WP_RES_HEAD     n | elems << 8 | pred_kind << 16 | WP_RES_SHORT?, the active lanes' bits,
+ *                   first | second << 16 (as int16) when WP_RES_SHORT, else 0
  *   WP_RES_HEAD + 1 pred_a (low, high), first;   WP_RES_HEAD + 2 pred_b (low, high), second
+ *                   (read only without WP_RES_SHORT, which says both constants are 0 and first and second
+ *                   fit 16 bits: most jobs, whose look is then one line a lane)
  *   WP_RES_IN + lane * elems + e    arg[lane], in (low, high)
  *   WP_RES_STATUS   [last sequence number taken, WP_RESIDENT_EXITED, 0, 0] once the kernel leaves
  *   WP_RES_OUT + lane * elems + e   src[lane], out (low, high): every lane's, WP_WARP_POISON and -1
@@ -50,6 +53,7 @@ typedef struct wp_warp_params {
 #define WP_RESIDENT_STOP 0xffffffffu
 #define WP_RESIDENT_EXITED 0x45584954u /* "EXIT" */
 #define WP_RES_HEAD 0
+#define WP_RES_SHORT 0x80000000u /* in the header's word 1 */
 #define WP_RES_IN 3
 #define WP_RES_STATUS (WP_RES_IN + WP_RESIDENT_LANES * WP_MAX_ELEMS + 1)
 #define WP_RES_OUT (WP_RES_STATUS + 8) /* its own 128 bytes apart from the status */
@@ -58,18 +62,26 @@ typedef struct wp_warp_params {
 /* A data family's batched kernel (WP_F_RESIDENT) serves as a resident too: launched as one block with
  * wp_data_params.reserved == WP_DATA_RESIDENT, in = the mailbox, out = a device buffer of its own (the
  * job's image lands there), n = the idle time, groups = the life time (µs). A job is a batch image
- * (server/engine/batch_reduce.c) of one job of one block, relayed 12 bytes a line into the buffer; the
- * block runs it as a launch of the batched kernel over that buffer would, then relays a region of the
- * buffer back. The same mailbox and status line as a warp's; lines (words after the sequence number):
- *   WP_DRES_HEAD      image lines, first byte of the region to answer, its length in bytes
- *   WP_DRES_HEAD + 1  the block starts' offset in the image (the table is at 0), jobs, 0
- *   WP_DRES_IN + i    image bytes 12 i .. 12 i + 11
+ * (server/engine/batch_reduce.c) of one job of one block, sent as its words that are not zero: the
+ * block zeroes the image's bytes in its buffer and writes each word sent at its place, runs the image as a
+ * launch of the batched kernel over that buffer would, then relays a region of the buffer back. A tiny
+ * reduce's image is 1 KiB, mostly zeros (alignment, the head's counters): about ten lines go over the bus
+ * where 86 did. The header is one line, so that each look while the block waits is one load (two loads
+ * a look took half as long again); then the words, in one more round trip. The same mailbox and status
+ * line as a warp's; lines (words after the sequence number):
+ *   WP_DRES_HEAD      the words sent (lines) | jobs << 16, the block starts' offset in the image (the table
+ *                     is at 0) | the image's bytes << 16, the first byte of the region to answer | its
+ *                     length << 20
+ *   WP_DRES_IN + i    a byte offset in the image (a multiple of 8), the 8 bytes there (low, high)
  *   WP_RES_OUT + i    the answered region's bytes 12 i .. 12 i + 11 */
 #define WP_DATA_RESIDENT 0x52455344 /* "RESD" in wp_data_params.reserved */
 #define WP_DRES_HEAD 0
-#define WP_DRES_IN 2
+#define WP_DRES_IN 1
 #define WP_DRES_IN_LINES (WP_RES_STATUS - WP_DRES_IN)
 #define WP_DRES_OUT_LINES (WP_RES_LINES - WP_RES_OUT)
+#define WP_DRES_IMAGE_MAX 16384          /* an image's bytes (the block zeroes them all each job): under 1 << 16 */
+#define WP_DRES_ANSWER_AT_MAX (1u << 20) /* the region to answer starts below this */
+#define WP_DRES_WORD_BYTES 8
 #define WP_DRES_LINE_BYTES 12
 
 /* ---- data-parallel families (reductions, scans, stencil, generate): kernels/data.h ----------------

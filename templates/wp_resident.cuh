@@ -5,10 +5,13 @@
  * resident_life_us have passed since its launch, writing the status line as it goes.
  * A job's lanes live in shared memory while it runs, so the body reads and writes what it would read
  * and write in device memory. Every line is moved by one 16-byte volatile load or store: a line is
- * whole or absent, and the sequence number in each says which job it belongs to (no fences). Lane 0
- * watches the header; a new number and the warp reads the header and the first 32 input lines at
- * once, so a job of one warp arrives in one more round trip over the bus. A batched data kernel
- * (WP_DATA_SERVE) serves the same way as one block whose jobs are batch images of one job. */
+ * whole or absent, and the sequence number in each says which job it belongs to (no fences). A
+ * thread's loads from host memory go over the bus one after another, the lanes' at once, so each lane
+ * loads one line where it can. Lane 0 watches the header; a new number and each lane reads its input
+ * line, so a job of one warp arrives in one more round trip over the bus. A batched data kernel
+ * (WP_DATA_SERVE) serves the same way as one block whose jobs are batch images of one job, sent as
+ * their words that are not zero; its first warp watches the header and the first 31 words together, so
+ * a small image arrives with the look that sees its header. */
 #ifndef WP_RESIDENT_CUH
 #define WP_RESIDENT_CUH
 
@@ -37,7 +40,7 @@ __device__ __forceinline__ unsigned long long wp_globaltimer_ns() {
 /* The watch, in one thread: the header line until it carries a sequence number other than `last` (and
  * not 0): true, the line in h. False once idle_us have passed since idle_from, or life_us since born.
  * (Watching one line keeps the bus quiet while it waits: measured faster than reading every line each
- * time round.) */
+ * time round, and than reading two.) */
 __device__ __forceinline__ bool wp_resident_watch(const uint4 *head, unsigned last, unsigned long long born,
                                                   unsigned long long idle_from, unsigned long long idle_us,
                                                   unsigned long long life_us, uint4 &h) {
@@ -55,8 +58,16 @@ struct wp_resident_look {
     uint4 h, a, b, v;
 };
 
-/* Lane 0 watches the header (wp_resident_watch), then every lane reads the look at once: true. False
- * once the idle or life time is spent. */
+__device__ __forceinline__ uint4 wp_line_from(const uint4 &v, int lane) {
+    return make_uint4(__shfl_sync(0xffffffffu, v.x, lane), __shfl_sync(0xffffffffu, v.y, lane),
+                      __shfl_sync(0xffffffffu, v.z, lane), __shfl_sync(0xffffffffu, v.w, lane));
+}
+
+/* Lane 0 watches the header (wp_resident_watch); then each lane reads its input line, lanes 0 and 1
+ * the header's other two lines too unless the header says it all (WP_RES_SHORT: then a and b are made
+ * from it), and the warp shares the header lines: true. A thread's loads from
+ * host memory go over the bus one after another (the watch measured 1.1-1.4 us a look with one line,
+ * 1.9 with two), so each lane asks for as few as it can. False once the idle or life time is spent. */
 __device__ __forceinline__ bool wp_resident_wait(const wp_warp_params &p, const uint4 *box, unsigned last,
                                                  unsigned long long born, unsigned long long idle_from,
                                                  wp_resident_look &k) {
@@ -64,10 +75,13 @@ __device__ __forceinline__ bool wp_resident_wait(const wp_warp_params &p, const 
     if (threadIdx.x == 0)
         got = wp_resident_watch(box + WP_RES_HEAD, last, born, idle_from, p.resident_idle_us, p.resident_life_us, k.h);
     if (!__shfl_sync(0xffffffffu, got, 0)) return false;
-    k.h = wp_line_load(box + WP_RES_HEAD);
-    k.a = wp_line_load(box + WP_RES_HEAD + 1);
-    k.b = wp_line_load(box + WP_RES_HEAD + 2);
     k.v = wp_line_load(box + WP_RES_IN + threadIdx.x);
+    k.h = wp_line_from(k.h, 0);
+    const bool short_head = k.h.y & WP_RES_SHORT; /* no constants: the other two lines are not needed */
+    uint4 ab = make_uint4(k.h.x, 0, 0, (unsigned)(int)(short)(k.h.w & 0xffffu));
+    if (!short_head && threadIdx.x < 2) ab = wp_line_load(box + WP_RES_HEAD + 1 + threadIdx.x);
+    k.a = short_head ? ab : wp_line_from(ab, 0);
+    k.b = short_head ? make_uint4(k.h.x, 0, 0, (unsigned)(int)(short)(k.h.w >> 16)) : wp_line_from(ab, 1);
     return true;
 }
 
@@ -100,7 +114,7 @@ __device__ __forceinline__ bool wp_resident_take(const uint4 *box, unsigned seq,
     q.pred_b = (unsigned long long)k.b.y | (unsigned long long)k.b.z << 32;
     q.n = n;
     q.elems = elems;
-    q.pred_kind = (int)(k.h.y >> 16);
+    q.pred_kind = (int)((k.h.y & ~WP_RES_SHORT) >> 16);
     q.first = (int)k.a.w;
     q.second = (int)k.b.w;
     q.reserved = 0;
@@ -138,38 +152,76 @@ template <class Run> __device__ __forceinline__ void wp_resident_serve(const wp_
 
 /* ---- a batched data kernel as a resident (kernels/wp_abi.h, WP_DATA_RESIDENT) ---- */
 
-/* Thread 0 watches the header until it carries a sequence number other than `last` (and not 0); the
- * block then finds it (and the second header line) in h: true. False once the idle or life time is spent. */
+/* Warp 0 watches: at each look lane 0 reads the header and lane l the word line l - 1, one load a
+ * lane, so that a job of up to 31 words is there at the look that sees its header (a thread's loads
+ * from host memory go one after another, the lanes' at once). True once the header is new (not `last`,
+ * not 0) and every word line it names below 31 carries its number (a look that caught the host while
+ * it wrote is made again); h the header, v the lane's line. False once the idle or life time is spent. */
+__device__ __forceinline__ bool wp_data_resident_watch(const uint4 *box, unsigned last, unsigned long long born,
+                                                       unsigned long long idle_from, unsigned long long idle_us,
+                                                       unsigned long long life_us, uint4 &h, uint4 &v) {
+    const unsigned lane = threadIdx.x;
+    for (;;) {
+        v = wp_line_load(box + (lane == 0 ? WP_DRES_HEAD : WP_DRES_IN + lane - 1));
+        h = wp_line_from(v, 0);
+        if (h.x != last && h.x != 0) {
+            const unsigned words = h.y & 0xffffu;
+            if (h.x == WP_RESIDENT_STOP || __all_sync(0xffffffffu, lane == 0 || lane > words || v.x == h.x))
+                return true;
+            continue;
+        }
+        const unsigned long long now = wp_globaltimer_ns();
+        if (__shfl_sync(0xffffffffu, now - idle_from > 1000ull * idle_us || now - born > 1000ull * life_us, 0))
+            return false;
+    }
+}
+
+/* Warp 0 watches (wp_data_resident_watch); the block then finds the header in h and the word lines it
+ * read in pre (word i in pre[i + 1]): true. False once the idle or life time is spent. */
 __device__ __forceinline__ bool wp_data_resident_wait(const wp_data_params &p, const uint4 *box, unsigned last,
                                                       unsigned long long born, unsigned long long idle_from,
-                                                      uint4 &h, uint4 &h2) {
-    __shared__ uint4 s_h, s_h2;
+                                                      uint4 &h, uint4 *pre) {
     __shared__ int s_got;
-    if (threadIdx.x == 0) {
-        uint4 v;
-        s_got = wp_resident_watch(box + WP_DRES_HEAD, last, born, idle_from, p.n, p.groups, v);
-        s_h = v;
-        if (s_got) s_h2 = wp_line_load(box + WP_DRES_HEAD + 1);
+    if (threadIdx.x < WP_WARP_SIZE) {
+        uint4 v, hv;
+        const bool got = wp_data_resident_watch(box, last, born, idle_from, p.n, p.groups, hv, v);
+        pre[threadIdx.x] = v;
+        if (threadIdx.x == 0) s_got = got;
     }
     __syncthreads();
     const bool got = s_got != 0;
-    h = s_h;
-    h2 = s_h2;
-    __syncthreads(); /* every thread has read them before thread 0 writes the next */
+    h = pre[0];
+    __syncthreads(); /* every thread has read them before warp 0 writes the next */
     return got;
 }
 
-/* Job seq's image lines into img, 12 bytes a line: true when every line carried seq (else look again). */
-__device__ __forceinline__ bool wp_data_resident_take(const uint4 *box, unsigned seq, const uint4 &h,
-                                                      const uint4 &h2, unsigned char *img) {
-    const unsigned lines = h.y;
-    bool ok = h2.x == seq && lines <= WP_DRES_IN_LINES && h.w <= WP_DRES_OUT_LINES * WP_DRES_LINE_BYTES &&
-              h2.z >= 1;
-    for (unsigned i = threadIdx.x; ok && i < lines; i += blockDim.x) {
-        const uint4 v = wp_line_load(box + WP_DRES_IN + i);
-        ok = v.x == seq;
-        unsigned *d = (unsigned *)(img + (unsigned long long)WP_DRES_LINE_BYTES * i);
-        d[0] = v.y, d[1] = v.z, d[2] = v.w;
+/* A data job's header (kernels/wp_abi.h), unpacked. */
+struct wp_data_head {
+    unsigned seq, words, jobs, first_at, len, answer_at, answer_len;
+};
+__device__ __forceinline__ wp_data_head wp_data_head_of(const uint4 &h) {
+    return {h.x, h.y & 0xffffu, h.y >> 16, h.z & 0xffffu, h.z >> 16, h.w & (WP_DRES_ANSWER_AT_MAX - 1), h.w >> 20};
+}
+
+/* Job d.seq's image into img: its bytes zeroed (to the next multiple of 8), then each word sent at its
+ * place: the first 31 from the watch's lines (pre), the rest read now (each thread's first before the
+ * zeroing, so the bus's round trip overlaps it). True when every line carried the job's number (else
+ * look again). */
+__device__ __forceinline__ bool wp_data_resident_take(const uint4 *box, const wp_data_head &d, const uint4 *pre,
+                                                      unsigned char *img) {
+    bool ok = d.words <= WP_DRES_IN_LINES && d.len <= WP_DRES_IMAGE_MAX &&
+              d.answer_len <= WP_DRES_OUT_LINES * WP_DRES_LINE_BYTES && d.jobs >= 1;
+    const unsigned seen = WP_WARP_SIZE - 1; /* words the watch read */
+    uint4 first = make_uint4(0, 0, 0, 0);
+    if (ok && threadIdx.x >= seen && threadIdx.x < d.words) first = wp_line_load(box + WP_DRES_IN + threadIdx.x);
+    unsigned long long *w = (unsigned long long *)img;
+    for (unsigned i = threadIdx.x; ok && i < (d.len + WP_DRES_WORD_BYTES - 1) / WP_DRES_WORD_BYTES; i += blockDim.x)
+        w[i] = 0;
+    __syncthreads();
+    for (unsigned i = threadIdx.x; ok && i < d.words; i += blockDim.x) {
+        const uint4 v = i < seen ? pre[i + 1] : i == threadIdx.x ? first : wp_line_load(box + WP_DRES_IN + i);
+        ok = v.x == d.seq && v.y % WP_DRES_WORD_BYTES == 0 && v.y < d.len;
+        if (ok) w[v.y / WP_DRES_WORD_BYTES] = (unsigned long long)v.z | (unsigned long long)v.w << 32;
     }
     return __syncthreads_and(ok) != 0; /* also: the image is there for every thread */
 }
@@ -182,23 +234,24 @@ template <class Run> __device__ __forceinline__ void wp_data_resident_serve(cons
     const unsigned long long born = wp_globaltimer_ns();
     unsigned long long idle_from = born;
     unsigned last = 0;
-    uint4 h, h2;
-    while (wp_data_resident_wait(p, box, last, born, idle_from, h, h2)) {
-        const unsigned seq = h.x;
-        if (seq == WP_RESIDENT_STOP) break;
-        if (!wp_data_resident_take(box, seq, h, h2, img)) continue; /* a line not yet there: look again */
+    __shared__ uint4 pre[WP_WARP_SIZE]; /* the watch's lines: the header, then words 0..30 */
+    uint4 h;
+    while (wp_data_resident_wait(p, box, last, born, idle_from, h, pre)) {
+        const wp_data_head d = wp_data_head_of(h);
+        if (d.seq == WP_RESIDENT_STOP) break;
+        if (!wp_data_resident_take(box, d, pre, img)) continue; /* a line not yet there: look again */
         wp_data_params b; /* the batch's parameters: only these three are read (wp_batch_job) */
         b.in = (unsigned long long)img;
-        b.aux = (unsigned long long)(img + h2.y);
-        b.n = h2.z;
+        b.aux = (unsigned long long)(img + d.first_at);
+        b.n = d.jobs;
         run(b);
         __syncthreads();
-        for (unsigned i = threadIdx.x; i * WP_DRES_LINE_BYTES < h.w; i += blockDim.x) {
-            const unsigned *s = (const unsigned *)(img + h.z + (unsigned long long)WP_DRES_LINE_BYTES * i);
-            wp_line_store(box + WP_RES_OUT + i, seq, s[0], s[1], s[2]);
+        for (unsigned i = threadIdx.x; i * WP_DRES_LINE_BYTES < d.answer_len; i += blockDim.x) {
+            const unsigned *s = (const unsigned *)(img + d.answer_at + (unsigned long long)WP_DRES_LINE_BYTES * i);
+            wp_line_store(box + WP_RES_OUT + i, d.seq, s[0], s[1], s[2]);
         }
         __syncthreads();
-        last = seq;
+        last = d.seq;
         idle_from = wp_globaltimer_ns();
     }
     if (threadIdx.x == 0) wp_line_store(box + WP_RES_STATUS, last, WP_RESIDENT_EXITED, 0, 0);

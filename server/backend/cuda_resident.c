@@ -111,13 +111,14 @@ static int ask_poll(const cuda_resident *r, const cuda_resident_job *a) {
                    : wp_resident_box_poll_image(r->box, r->seq, a->image->answer_len);
 }
 
-static void ask_post(cuda_resident *r, const cuda_resident_job *a) {
+/* False: the job does not fit the mailbox (nothing written). */
+static bool ask_post(cuda_resident *r, const cuda_resident_job *a) {
     const wp_resident_image *im = a->image;
-    if (a->warp)
-        wp_resident_box_post(r->box, a->warp, r->seq);
-    else
-        wp_resident_box_post_image(r->box, im->image, im->image_len, im->first_at, im->jobs, im->answer_at,
-                                   im->answer_len, r->seq);
+    if (!a->warp)
+        return wp_resident_box_post_image(r->box, im->image, im->image_len, im->first_at, im->jobs, im->answer_at,
+                                          im->answer_len, r->seq);
+    wp_resident_box_post(r->box, a->warp, r->seq);
+    return true;
 }
 
 static int resident_gone(cuda_backend *b, cuda_resident *r, const cuda_resident_job *a, CUresult *c) {
@@ -138,7 +139,7 @@ static int resident_job(cuda_backend *b, cuda_resident *r, const void *fn, CUfun
         if ((*c = resident_wait_end(b, r)) != CUDA_SUCCESS) return -1;
     }
     r->seq = wp_resident_box_next(r->seq);
-    ask_post(r, a);
+    if (!ask_post(r, a)) return 1;
     bool launched = false;
     const uint64_t t0 = wp_now_ns();
     for (unsigned spins = 1;; spins++) {
@@ -202,7 +203,8 @@ bool cuda_resident_fits(const cuda_backend *b, const wp_warp_job *job) {
 }
 
 bool cuda_resident_image_fits(const cuda_backend *b, const wp_resident_image *im) {
-    return residents_on(b) && im->jobs >= 1 && im->block >= 1 && im->block <= 1024 &&
+    /* whole warps: the block's first warp watches the mailbox with every lane (templates/wp_resident.cuh) */
+    return residents_on(b) && im->jobs >= 1 && im->block >= 32 && im->block % 32 == 0 && im->block <= 1024 &&
            wp_resident_box_image_fits(im->image_len, im->answer_len) && im->total <= WP_RESIDENT_IMAGE_BYTES &&
            im->answer_at + im->answer_len + WP_DRES_LINE_BYTES <= WP_RESIDENT_IMAGE_BYTES && im->first_at <= UINT32_MAX;
 }

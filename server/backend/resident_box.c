@@ -2,6 +2,7 @@
  * Owns: nothing (functions over the caller's box). */
 #include "resident_box.h"
 
+#include <stdint.h>
 #include <string.h>
 
 typedef struct {
@@ -65,7 +66,14 @@ void wp_resident_box_post(void *box, const wp_warp_job *job, unsigned seq) {
     }
     line_put(box, WP_RES_HEAD + 1, seq, lo(job->pred_a), hi(job->pred_a), (unsigned)job->first);
     line_put(box, WP_RES_HEAD + 2, seq, lo(job->pred_b), hi(job->pred_b), (unsigned)job->second);
-    line_put(box, WP_RES_HEAD, seq, (unsigned)n | (unsigned)e << 8 | (unsigned)job->pred_kind << 16, active, 0);
+    const bool short_head = !job->pred_a && !job->pred_b && job->first >= INT16_MIN && job->first <= INT16_MAX &&
+                            job->second >= INT16_MIN && job->second <= INT16_MAX;
+    const unsigned shape = (unsigned)n | (unsigned)e << 8 | (unsigned)job->pred_kind << 16;
+    if (short_head)
+        line_put(box, WP_RES_HEAD, seq, shape | WP_RES_SHORT, active,
+                 (unsigned)(uint16_t)job->first | (unsigned)(uint16_t)job->second << 16);
+    else
+        line_put(box, WP_RES_HEAD, seq, shape, active, 0);
 }
 
 int wp_resident_box_poll(const void *box, unsigned seq, int n, int elems) {
@@ -84,24 +92,50 @@ void wp_resident_box_read(const void *box, int n, int elems, wp_warp_result *res
 }
 
 bool wp_resident_box_image_fits(size_t image_len, size_t answer_len) {
-    return image_len <= (size_t)WP_DRES_IN_LINES * WP_DRES_LINE_BYTES &&
-           answer_len <= (size_t)WP_DRES_OUT_LINES * WP_DRES_LINE_BYTES;
+    return image_len <= WP_DRES_IMAGE_MAX && answer_len <= (size_t)WP_DRES_OUT_LINES * WP_DRES_LINE_BYTES;
 }
 
 static size_t lines_of(size_t bytes) { return (bytes + WP_DRES_LINE_BYTES - 1) / WP_DRES_LINE_BYTES; }
 
-void wp_resident_box_post_image(void *box, const void *image, size_t image_len, size_t first_at, unsigned jobs,
-                                size_t answer_at, size_t answer_len, unsigned seq) {
-    const unsigned char *b = image;
-    const size_t lines = lines_of(image_len);
-    for (size_t i = 0; i < lines; i++) {
-        unsigned w[3] = {0, 0, 0};
-        const size_t at = i * WP_DRES_LINE_BYTES, left = image_len - at;
-        memcpy(w, b + at, left < sizeof w ? left : sizeof w);
-        line_put(box, WP_DRES_IN + (int)i, seq, w[0], w[1], w[2]);
+/* The image's word at byte at (zeros past len): one load but for a last partial word. */
+static uint64_t image_word(const unsigned char *b, size_t at, size_t len) {
+    uint64_t w = 0;
+    if (at + sizeof w <= len)
+        memcpy(&w, b + at, sizeof w);
+    else
+        memcpy(&w, b + at, len - at);
+    return w;
+}
+
+/* Whether the header can say it (kernels/wp_abi.h packs it into one line). */
+static bool header_fits(size_t image_len, size_t first_at, unsigned jobs, size_t answer_at, size_t answer_len) {
+    return image_len <= WP_DRES_IMAGE_MAX && first_at <= 0xffff && jobs <= 0xffff &&
+           answer_at < WP_DRES_ANSWER_AT_MAX && answer_len <= (size_t)WP_DRES_OUT_LINES * WP_DRES_LINE_BYTES;
+}
+
+/* The words of image[0, len) that are not zero, as lines from WP_DRES_IN; false (the lines past the
+ * mailbox not written) when they are more than it holds. */
+static bool put_words(void *box, const unsigned char *b, size_t len, unsigned seq, unsigned *words) {
+    unsigned n = 0;
+    for (size_t at = 0; at < len; at += WP_DRES_WORD_BYTES) {
+        const uint64_t w = image_word(b, at, len);
+        if (!w) continue;
+        if (n == WP_DRES_IN_LINES) return false;
+        line_put(box, WP_DRES_IN + (int)n++, seq, (unsigned)at, lo(w), hi(w));
     }
-    line_put(box, WP_DRES_HEAD + 1, seq, (unsigned)first_at, jobs, 0);
-    line_put(box, WP_DRES_HEAD, seq, (unsigned)lines, (unsigned)answer_at, (unsigned)answer_len);
+    *words = n;
+    return true;
+}
+
+bool wp_resident_box_post_image(void *box, const void *image, size_t image_len, size_t first_at, unsigned jobs,
+                                size_t answer_at, size_t answer_len, unsigned seq) {
+    unsigned words = 0;
+    if (!header_fits(image_len, first_at, jobs, answer_at, answer_len) ||
+        !put_words(box, image, image_len, seq, &words))
+        return false;
+    line_put(box, WP_DRES_HEAD, seq, words | jobs << 16, (unsigned)first_at | (unsigned)image_len << 16,
+             (unsigned)answer_at | (unsigned)answer_len << 20);
+    return true;
 }
 
 int wp_resident_box_poll_image(const void *box, unsigned seq, size_t answer_len) {

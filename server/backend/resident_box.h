@@ -38,12 +38,15 @@ int wp_resident_box_poll(const void *box, unsigned seq, int n, int elems);
 void wp_resident_box_read(const void *box, int n, int elems, wp_warp_result *res);
 
 /* A batched data kernel's job (kernels/wp_abi.h, WP_DATA_RESIDENT): whether an image of image_len bytes
- * and an answer of answer_len fit the mailbox. */
+ * and an answer of answer_len may fit the mailbox (the image's words that are not zero must fit too:
+ * wp_resident_box_post_image says). */
 bool wp_resident_box_image_fits(size_t image_len, size_t answer_len);
 
-/* Writes job seq: image[0, image_len) as lines, then the header (the block starts at first_at, jobs
- * jobs; the region [answer_at, answer_at + answer_len) of the device's copy to answer). */
-void wp_resident_box_post_image(void *box, const void *image, size_t image_len, size_t first_at, unsigned jobs,
+/* Writes job seq: the words of image[0, image_len) that are not zero as lines, then the header (the
+ * block starts at first_at, jobs jobs; the region [answer_at, answer_at + answer_len) of the device's
+ * copy to answer). False, with no header written (the kernel takes nothing), when those words are more
+ * than the mailbox holds or the header cannot say these numbers (kernels/wp_abi.h). */
+bool wp_resident_box_post_image(void *box, const void *image, size_t image_len, size_t first_at, unsigned jobs,
                                 size_t answer_at, size_t answer_len, unsigned seq);
 
 /* Where image job seq stands (as wp_resident_box_poll). */

@@ -341,6 +341,17 @@ static bool resident_ok(reduce_item *const *items, int n) {
            !it->sized.data.stat && it->plan.grid == 1 && it->plan.smem == 0;
 }
 
+/* What a resident's job answers: the bytes item_results reads (a value, or a value and its index, in the
+ * head's result slot; or the outputs), not the whole head. */
+static size_t answer_at(const reduce_item *it) {
+    return one_value(it->sized.family) ? it->head_at + HEAD_RESULT : it->out_at;
+}
+static size_t answer_len(const reduce_item *it) {
+    const wp_family *f = it->sized.family;
+    if (f->data_out == WP_DATA_ARG) return 16;
+    return one_value(f) ? wp_type_size(wp_data_acc_type(&it->sized)) : it->plan.out_bytes;
+}
+
 /* A batch of one through the device's resident of the batched kernel's resident build, when that is in
  * memory (else the background builder is asked for it, as batch_warp.c does): 0 done, 1 not taken. The
  * lookup's time is the device's (device_us). */
@@ -356,8 +367,8 @@ static int run_resident(reduce_item *const *items, const wp_ready_kernel *rk, wp
                             .total = l.total,
                             .first_at = l.first,
                             .jobs = 1,
-                            .answer_at = l.heads,
-                            .answer_len = l.download_end - l.heads,
+                            .answer_at = answer_at(lead),
+                            .answer_len = answer_len(lead),
                             .fill = resident_image_fill,
                             .fill_ctx = &g};
     if (!wp_backend_cuda_resident_image_fits(lead->be, &im)) return 1;

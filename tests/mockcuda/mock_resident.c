@@ -55,17 +55,19 @@ static void answer(unsigned *box, unsigned seq) {
                      res_word(box, WP_RES_IN + i, 3));
 }
 
-/* A data job: its image lines into a copy, the asked region of the copy back (zeros past the image). */
+/* A data job: its image's words into a zeroed copy, the asked region of the copy back (zeros past the
+ * image). */
 static void answer_image(unsigned *box, unsigned seq) {
-    unsigned char img[(WP_DRES_IN_LINES + WP_DRES_OUT_LINES + 1) * WP_DRES_LINE_BYTES];
+    unsigned char img[WP_DRES_IMAGE_MAX + WP_DRES_OUT_LINES * WP_DRES_LINE_BYTES];
     memset(img, 0, sizeof img);
-    const unsigned lines = res_word(box, WP_DRES_HEAD, 1), at = res_word(box, WP_DRES_HEAD, 2),
-                   len = res_word(box, WP_DRES_HEAD, 3);
-    for (unsigned i = 0; i < lines && i < WP_DRES_IN_LINES; i++)
-        for (int w = 0; w < 3; w++) {
-            const unsigned v = res_word(box, WP_DRES_IN + (int)i, 1 + w);
-            memcpy(img + i * WP_DRES_LINE_BYTES + 4 * w, &v, 4);
-        }
+    const unsigned words = res_word(box, WP_DRES_HEAD, 1) & 0xffffu,
+                   at = res_word(box, WP_DRES_HEAD, 3) & (WP_DRES_ANSWER_AT_MAX - 1),
+                   len = res_word(box, WP_DRES_HEAD, 3) >> 20;
+    for (unsigned i = 0; i < words && i < WP_DRES_IN_LINES; i++) {
+        const unsigned off = res_word(box, WP_DRES_IN + (int)i, 1);
+        const unsigned w[2] = {res_word(box, WP_DRES_IN + (int)i, 2), res_word(box, WP_DRES_IN + (int)i, 3)};
+        if (off % WP_DRES_WORD_BYTES == 0 && off < WP_DRES_IMAGE_MAX) memcpy(img + off, w, sizeof w);
+    }
     for (unsigned i = 0; (size_t)i * WP_DRES_LINE_BYTES < len && i < WP_DRES_OUT_LINES; i++) {
         unsigned w[3] = {0, 0, 0};
         const size_t from = (size_t)at + (size_t)i * WP_DRES_LINE_BYTES;

@@ -116,6 +116,19 @@ static void test_post_lines(void) {
     wp_resident_box_post(box, &bare, 43);
     CHECK(res_word(box, 0, 2) == 0xffffffffu && res_word(box, WP_RES_IN + 31, 0) == 43 &&
           res_word(box, WP_RES_IN + 31, 2) == 0);
+    /* no constants, first and second in 16 bits: the header says them (WP_RES_SHORT), as int16 */
+    CHECK(res_word(box, 0, 1) == (32u | 1u << 8 | WP_RES_SHORT) && res_word(box, 0, 3) == 0);
+    wp_warp_job swap = {.n = 32, .elems = 4, .pred_kind = 3, .first = -2, .second = 32767};
+    wp_resident_box_post(box, &swap, 44);
+    CHECK(res_word(box, 0, 1) == (32u | 4u << 8 | 3u << 16 | WP_RES_SHORT) &&
+          res_word(box, 0, 3) == (0xfffeu | 0x7fffu << 16) && res_word(box, 1, 0) == 44 && res_word(box, 2, 0) == 44);
+    swap.second = 32768; /* past int16: the long header, first and second in their lines */
+    wp_resident_box_post(box, &swap, 45);
+    CHECK(res_word(box, 0, 1) == (32u | 4u << 8 | 3u << 16) && res_word(box, 0, 3) == 0 &&
+          res_word(box, 1, 3) == (unsigned)-2 && res_word(box, 2, 3) == 32768u);
+    swap.second = 0, swap.pred_b = 1; /* a constant: the long header */
+    wp_resident_box_post(box, &swap, 46);
+    CHECK(!(res_word(box, 0, 1) & WP_RES_SHORT) && res_word(box, 2, 1) == 1);
     free(box);
 }
 
@@ -184,16 +197,18 @@ static void test_gone(void) {
     free(d.box);
 }
 
-/* The data kernel's part: the image's lines into a copy, region [at, at + len) answered as each byte
- * plus one, the lines in reverse order (the host must wait for the first). */
-static void answer_image(unsigned *box, unsigned seq, unsigned char *copy) {
-    const unsigned lines = res_word(box, WP_DRES_HEAD, 1), at = res_word(box, WP_DRES_HEAD, 2),
-                   len = res_word(box, WP_DRES_HEAD, 3);
-    for (unsigned i = 0; i < lines; i++)
-        for (int w = 0; w < 3; w++) {
-            const unsigned v = res_word(box, WP_DRES_IN + (int)i, 1 + w);
-            memcpy(copy + i * WP_DRES_LINE_BYTES + 4 * (unsigned)w, &v, 4);
-        }
+/* The data kernel's part: the image's words into a zeroed copy, region [at, at + len) answered as each
+ * byte plus one, the lines in reverse order (the host must wait for the first). */
+static void answer_image(unsigned *box, unsigned seq, unsigned char *copy, size_t cap) {
+    const unsigned words = res_word(box, WP_DRES_HEAD, 1) & 0xffffu,
+                   at = res_word(box, WP_DRES_HEAD, 3) & (WP_DRES_ANSWER_AT_MAX - 1),
+                   len = res_word(box, WP_DRES_HEAD, 3) >> 20;
+    memset(copy, 0, cap);
+    for (unsigned i = 0; i < words; i++) {
+        const unsigned off = res_word(box, WP_DRES_IN + (int)i, 1);
+        const unsigned w[2] = {res_word(box, WP_DRES_IN + (int)i, 2), res_word(box, WP_DRES_IN + (int)i, 3)};
+        if (off % 8 == 0 && off + 8 <= cap) memcpy(copy + off, w, sizeof w);
+    }
     for (int i = (int)((len + WP_DRES_LINE_BYTES - 1) / WP_DRES_LINE_BYTES) - 1; i >= 0; i--) {
         unsigned char b[WP_DRES_LINE_BYTES];
         for (int k = 0; k < WP_DRES_LINE_BYTES; k++)
@@ -204,42 +219,87 @@ static void answer_image(unsigned *box, unsigned seq, unsigned char *copy) {
     }
 }
 
+/* An image of len bytes: runs of zeros (whole words and parts of words) between bytes that are not. */
+static void fill_image(unsigned char *image, size_t len) {
+    for (size_t i = 0; i < len; i++) image[i] = (i / 40) % 3 == 1 || i % 13 == 5 ? 0 : (unsigned char)(i * 7 + 3);
+}
+
+static unsigned words_of(const unsigned char *image, size_t len) {
+    unsigned n = 0;
+    for (size_t at = 0; at < len; at += 8) {
+        bool any = false;
+        for (size_t k = at; k < at + 8 && k < len; k++) any |= image[k] != 0;
+        n += any;
+    }
+    return n;
+}
+
 static void test_images(void) {
-    T_CASE("a data kernel's image: fits, lines, answer");
-    const size_t in_cap = (size_t)WP_DRES_IN_LINES * WP_DRES_LINE_BYTES,
-                 out_cap = (size_t)WP_DRES_OUT_LINES * WP_DRES_LINE_BYTES;
-    CHECK(wp_resident_box_image_fits(in_cap, out_cap) && !wp_resident_box_image_fits(in_cap + 1, 0) &&
-          !wp_resident_box_image_fits(0, out_cap + 1));
+    T_CASE("a data kernel's image: fits, its words sent, answer");
+    const size_t out_cap = (size_t)WP_DRES_OUT_LINES * WP_DRES_LINE_BYTES;
+    CHECK(wp_resident_box_image_fits(WP_DRES_IMAGE_MAX, out_cap) &&
+          !wp_resident_box_image_fits(WP_DRES_IMAGE_MAX + 1, 0) && !wp_resident_box_image_fits(0, out_cap + 1));
     CHECK(WP_DRES_IN + WP_DRES_IN_LINES == WP_RES_STATUS && WP_RES_OUT + WP_DRES_OUT_LINES == WP_RES_LINES);
     unsigned *box = box_new();
-    static unsigned char image[(WP_DRES_IN_LINES + WP_DRES_OUT_LINES + 2) * WP_DRES_LINE_BYTES], copy[sizeof image];
-    const size_t len = 1000, at = 512, answer_len = 301; /* neither a whole number of lines */
-    for (size_t i = 0; i < len; i++) image[i] = (unsigned char)(i * 7 + 3);
-    wp_resident_box_post_image(box, image, len, 256, 1, at, answer_len, 9);
-    CHECK(res_word(box, WP_DRES_HEAD, 0) == 9 && res_word(box, WP_DRES_HEAD, 1) == (len + 11) / 12 &&
-          res_word(box, WP_DRES_HEAD, 2) == at && res_word(box, WP_DRES_HEAD, 3) == answer_len);
-    CHECK(res_word(box, WP_DRES_HEAD + 1, 0) == 9 && res_word(box, WP_DRES_HEAD + 1, 1) == 256 &&
-          res_word(box, WP_DRES_HEAD + 1, 2) == 1);
-    const unsigned last = res_word(box, WP_DRES_IN + (int)((len - 4) / 12), 1 + (int)((len - 4) % 12) / 4);
-    CHECK(res_word(box, WP_DRES_IN + (int)((len - 4) / 12), 0) == 9 &&
-          (last & 0xffffffu) == (unsigned)(image[len - 4] | image[len - 3] << 8 | image[len - 2] << 16) &&
-          (last >> 24) == image[len - 1]);
+    static unsigned char image[WP_DRES_IMAGE_MAX + 16], copy[sizeof image];
+    const size_t len = 1003, at = 512, answer_len = 301; /* neither a whole number of lines nor of words */
+    fill_image(image, len);
+    image[1000] = 0x11, image[1001] = 0, image[1002] = 0x33; /* the last word, partly zero and partly past len */
+    const unsigned words = words_of(image, len);
+    CHECK(words > 20 && words < len / 8); /* some words left out, some partly zero */
+    CHECK(wp_resident_box_post_image(box, image, len, 256, 1, at, answer_len, 9));
+    CHECK(res_word(box, WP_DRES_HEAD, 0) == 9 && res_word(box, WP_DRES_HEAD, 1) == (words | 1u << 16) &&
+          res_word(box, WP_DRES_HEAD, 2) == (256u | (unsigned)len << 16) &&
+          res_word(box, WP_DRES_HEAD, 3) == ((unsigned)at | (unsigned)answer_len << 20));
+    bool tagged = true, rising = true;
+    for (unsigned i = 0; i < words; i++) {
+        tagged &= res_word(box, WP_DRES_IN + (int)i, 0) == 9;
+        rising &= i == 0 || res_word(box, WP_DRES_IN + (int)i, 1) > res_word(box, WP_DRES_IN + (int)i - 1, 1);
+    }
+    CHECK(tagged && rising);
+    const unsigned last_off = res_word(box, WP_DRES_IN + (int)words - 1, 1); /* the partial last word: 3 bytes */
+    CHECK(last_off == 1000 &&
+          res_word(box, WP_DRES_IN + (int)words - 1, 2) ==
+              (unsigned)(image[1000] | image[1001] << 8 | image[1002] << 16) &&
+          res_word(box, WP_DRES_IN + (int)words - 1, 3) == 0);
     CHECK(wp_resident_box_poll_image(box, 9, answer_len) == WP_RESIDENT_WAIT);
-    memset(copy, 0, sizeof copy);
-    answer_image(box, 9, copy);
+    answer_image(box, 9, copy, sizeof copy);
+    CHECK(!memcmp(copy, image, len));          /* the words and the zeros rebuild the image */
     res_put_line(box, WP_RES_OUT, 8, 0, 0, 0); /* the first line still an older job's: not done */
     CHECK(wp_resident_box_poll_image(box, 9, answer_len) == WP_RESIDENT_WAIT);
-    answer_image(box, 9, copy);
+    answer_image(box, 9, copy, sizeof copy);
     CHECK(wp_resident_box_poll_image(box, 9, answer_len) == WP_RESIDENT_DONE);
     unsigned char got[WP_DRES_OUT_LINES * WP_DRES_LINE_BYTES + 1];
     memset(got, 0xee, sizeof got);
     wp_resident_box_read_image(box, answer_len, got);
     bool same = true;
     for (size_t i = 0; i < answer_len; i++) same &= got[i] == (unsigned char)(copy[at + i] + 1);
-    CHECK(same && copy[at] == image[at] && got[answer_len] == 0xee); /* nothing past the answer written */
+    CHECK(same && got[answer_len] == 0xee); /* nothing past the answer written */
     res_put_line(box, WP_RES_STATUS, 9, WP_RESIDENT_EXITED, 0, 0);
-    wp_resident_box_post_image(box, image, len, 256, 1, at, answer_len, 10);
+    CHECK(wp_resident_box_post_image(box, image, len, 256, 1, at, answer_len, 10));
     CHECK(wp_resident_box_poll_image(box, 10, answer_len) == WP_RESIDENT_GONE);
+
+    T_CASE("a data kernel's image: too many words for the mailbox, too long, or a header out of range, is not posted");
+    const size_t answer_max = (size_t)WP_DRES_OUT_LINES * WP_DRES_LINE_BYTES;
+    CHECK(wp_resident_box_post_image(box, image, 64, 0xffff, 0xffff, WP_DRES_ANSWER_AT_MAX - 1, answer_max, 20) &&
+          res_word(box, WP_DRES_HEAD, 1) >> 16 == 0xffff && (res_word(box, WP_DRES_HEAD, 2) & 0xffff) == 0xffff &&
+          (res_word(box, WP_DRES_HEAD, 3) & (WP_DRES_ANSWER_AT_MAX - 1)) == WP_DRES_ANSWER_AT_MAX - 1 &&
+          res_word(box, WP_DRES_HEAD, 3) >> 20 == answer_max);
+    CHECK(!wp_resident_box_post_image(box, image, 64, 0x10000, 1, 0, 4, 21) &&
+          !wp_resident_box_post_image(box, image, 64, 0, 0x10000, 0, 4, 21) &&
+          !wp_resident_box_post_image(box, image, 64, 0, 1, WP_DRES_ANSWER_AT_MAX, 4, 21) &&
+          !wp_resident_box_post_image(box, image, 64, 0, 1, 0, answer_max + 1, 21));
+    CHECK(res_word(box, WP_DRES_HEAD, 0) == 20);
+    const size_t dense = (size_t)(WP_DRES_IN_LINES + 1) * 8;
+    memset(image, 0x5a, dense);
+    CHECK(!wp_resident_box_post_image(box, image, dense, 0, 1, 0, 4, 11));
+    CHECK(res_word(box, WP_DRES_HEAD, 0) == 20);                              /* no header: the kernel takes nothing */
+    CHECK(wp_resident_box_post_image(box, image, dense - 8, 0, 1, 0, 4, 11)); /* one word fewer: fits */
+    CHECK((res_word(box, WP_DRES_HEAD, 1) & 0xffff) == WP_DRES_IN_LINES);
+    memset(image, 0, sizeof image);
+    image[WP_DRES_IMAGE_MAX - 1] = 1; /* sparse, but longer than the block zeroes */
+    CHECK(wp_resident_box_post_image(box, image, WP_DRES_IMAGE_MAX, 0, 1, 0, 4, 12) &&
+          !wp_resident_box_post_image(box, image, WP_DRES_IMAGE_MAX + 1, 0, 1, 0, 4, 13));
     free(box);
 }
 
