@@ -1,6 +1,8 @@
 /* api_warp.c — POST /v1/warp: run one warp primitive over 1..1024 lanes and report, per lane, the
  * output, where it came from and whether CUDA defines it, plus backend, cache key and timings.
  * The emulator always runs too: it is what says which lanes are defined. */
+#include <stdalign.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -379,12 +381,13 @@ typedef struct {
     cJSON *body;
     wp_backend *be;
     bool profile;
+    bool in_room; /* c is its call's room (call_new), not the heap's */
     double parse_us;
     uint64_t t_hand_ns;  /* handed: when */
     double hand_wait_us; /* the hand-off's share: the runners' queue and the way back, not the run */
     wp_app *app;         /* handed: the runner counts the run in it */
     int hand_rc;         /* handed: the run's, set by the runner before it unparks */
-    void *hand_room;     /* handed: the batcher's (wp_batch_hand_warp_room), the call's room (wp_req_room) */
+    void *hand_room;     /* handed: the batcher's (wp_batch_hand_warp_room), in the call's room (wp_req_room) */
 } warp_call;
 
 static void call_free(wp_app *app, warp_call *c) {
@@ -394,7 +397,24 @@ static void call_free(wp_app *app, warp_call *c) {
     input_free(&c->w);
     wp_spec_free(&c->spec);
     cJSON_Delete(c->body);
-    free(c);
+    if (!c->in_room) free(c);
+}
+
+/* A request's state: in its call's room when it has one (a request on an HTTP thread: no allocation of
+ * its own, where a calloc of its 2.6 KiB went through glibc's shared bins on every request), with the
+ * batcher's room for a hand-over after it; else on the heap. */
+static warp_call *call_new(const wp_req *req) {
+    const size_t head = (sizeof(warp_call) + alignof(max_align_t) - 1) & ~(alignof(max_align_t) - 1);
+    unsigned char *room = wp_req_room(req, head + wp_batch_hand_warp_room());
+    warp_call *c = room ? (warp_call *)(void *)room : calloc(1, sizeof *c);
+    if (!c) return NULL;
+    if (room) {
+        memset(c, 0, sizeof *c);
+        c->in_room = true;
+        c->hand_room = room + head;
+    }
+    c->req = req;
+    return c;
 }
 
 /* The answer of a run (rc 0), an error (-1) or a deferral (1). */
@@ -464,7 +484,7 @@ static int try_hand(wp_app *app, warp_call *c) {
     c->app = app;
     int rc = wp_app_kernel_memory(app, &c->spec, c->be, &c->rk, &c->err);
     if (rc) return rc;
-    if (!(c->hand_room = wp_req_room(c->req, wp_batch_hand_warp_room()))) return 1;
+    if (!c->hand_room && !(c->hand_room = wp_req_room(c->req, wp_batch_hand_warp_room()))) return 1;
     if (warp_run_emu(app, c->be, &c->spec, &c->w, true, c->profile, &c->runs, &c->err)) return -1;
     c->t_hand_ns = wp_now_ns();
     const wp_batch_hand_hooks hooks = {.park = hand_park, .done = hand_done, .ctx = c};
@@ -501,12 +521,11 @@ void wp_api_warp(void *appv, const wp_req *req, wp_resp *resp) {
         resp->defer = true;
         return;
     }
-    warp_call *c = calloc(1, sizeof *c);
+    warp_call *c = call_new(req);
     if (!c) {
         wp_resp_error(resp, &(wp_err){.status = 500, .code = "no_memory", .msg = "out of memory"});
         return;
     }
-    c->req = req;
     wp_err *err = &c->err;
     c->body = wp_api_parse_body(app, req, err);
     if (!c->body || wp_json_only(c->body, "", warp_fields, err) || refuse_data_family(c->body, err) ||

@@ -133,12 +133,13 @@ void wp_req_unpark(const wp_req *req);
  * Threads: the handler, on the HTTP thread, after wp_req_park and before it returns. */
 void wp_req_on_end(const wp_req *req, void (*release)(void *ctx), void *ctx);
 
-/* Memory of at least bytes for the state of a request the handler is about to park (a handed job's):
- * it belongs to the request's call and stays until the call ends (after the wp_req_on_end release),
- * then serves the next request of a call made on the same thread. So a handed job's state costs no
- * allocation of its own, and it is memory the HTTP thread wrote a moment ago. Not zeroed. NULL when
- * the request is not an HTTP thread's that may park (!req->may_defer) or there is no memory.
- * Threads: the handler, on the HTTP thread. */
+/* Memory of at least bytes for a request's state, whether the handler answers it at once or parks it
+ * (a handed job's): it belongs to the request's call and stays until the call ends (after the
+ * wp_req_on_end release), then serves the next request of a call made on the same thread. So the state
+ * costs no allocation of its own, and it is memory the HTTP thread wrote a moment ago. Not zeroed. A
+ * later call for the same request with more bytes moves it (the first memory is freed): ask once for
+ * all a request needs. NULL when the request is not an HTTP thread's that may park (!req->may_defer)
+ * or there is no memory. Threads: the handler, on the HTTP thread. */
 void *wp_req_room(const wp_req *req, size_t bytes);
 
 /* A route's streaming hooks. When a request to the route announces its length (Content-Length, not
