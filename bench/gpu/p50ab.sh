@@ -4,12 +4,7 @@
 # old tree travels as reqab's does: `git archive OLD | gzip > bench/old.tgz` (git-ignored: name it in
 # carry), built in /tmp/old.
 #   bench/gpu.sh p50ab  (OLD_TGZ=bench/old.tgz; ROUNDS=2; ORDER="old new"; D=3; LAT_N=2000; FLAGS="")
-OLD_TGZ=${OLD_TGZ:-bench/old.tgz}
-[ -f "$OLD_TGZ" ] || { echo "p50ab: no $OLD_TGZ (git archive OLD | gzip > $OLD_TGZ)"; exit 2; }
-rm -rf /tmp/old && mkdir -p /tmp/old && tar xzf "$OLD_TGZ" -C /tmp/old
-make -j16 "$BUILD/warpd" >"$OUT/build_new.log" 2>&1 || { tail -20 "$OUT/build_new.log"; exit 1; }
-(cd /tmp/old && make -j16 build/warpd >"$OUT/build_old.log" 2>&1) || { tail -20 "$OUT/build_old.log"; exit 1; }
-gpu_commit_line
+gpu_old_and_new p50ab || exit $?
 tmp=$(mktemp -d); pid=
 trap '[ -n "$pid" ] && kill $pid 2>/dev/null; rm -rf "$tmp"' EXIT
 gpu_tiny_scripts "$tmp"

@@ -5,12 +5,7 @@
 # it is built in /tmp/old. A start that answers nothing leaves its log in $OUT/fail_*.log.
 #   bench/gpu.sh reqab  (OLD_TGZ=bench/old.tgz; ROUNDS=2; MODES="cuda emu"; ORDER="old new"; D=3; FLAGS="":
 #                        more warpd flags)
-OLD_TGZ=${OLD_TGZ:-bench/old.tgz}
-[ -f "$OLD_TGZ" ] || { echo "reqab: no $OLD_TGZ (git archive OLD | gzip > $OLD_TGZ)"; exit 2; }
-rm -rf /tmp/old && mkdir -p /tmp/old && tar xzf "$OLD_TGZ" -C /tmp/old
-make -j16 "$BUILD/warpd" >"$OUT/build_new.log" 2>&1 || { tail -20 "$OUT/build_new.log"; exit 1; }
-(cd /tmp/old && make -j16 build/warpd >"$OUT/build_old.log" 2>&1) || { tail -20 "$OUT/build_old.log"; exit 1; }
-gpu_commit_line
+gpu_old_and_new reqab || exit $?
 tmp=$(mktemp -d); pid=
 trap '[ -n "$pid" ] && kill $pid 2>/dev/null; rm -rf "$tmp"' EXIT
 gpu_tiny_scripts "$tmp"

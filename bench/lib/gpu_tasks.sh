@@ -38,6 +38,18 @@ gpu_commit_line() {
   echo "commit ${WARPD_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo '?')}  $(date -u +%FT%TZ)"
 }
 
+# An older tree against this one (reqab, p50ab): $OLD_TGZ (default bench/old.tgz, `git archive OLD | gzip`)
+# unpacked and built in /tmp/old, this tree's warpd built, the commit line printed. Returns 2 without
+# the tarball, 1 when a build fails (its log's end printed).
+gpu_old_and_new() { # task
+  OLD_TGZ=${OLD_TGZ:-bench/old.tgz}
+  [ -f "$OLD_TGZ" ] || { echo "$1: no $OLD_TGZ (git archive OLD | gzip > $OLD_TGZ)"; return 2; }
+  rm -rf /tmp/old && mkdir -p /tmp/old && tar xzf "$OLD_TGZ" -C /tmp/old
+  make -j16 "$BUILD/warpd" >"$OUT/build_new.log" 2>&1 || { tail -20 "$OUT/build_new.log"; return 1; }
+  (cd /tmp/old && make -j16 build/warpd >"$OUT/build_old.log" 2>&1) || { tail -20 "$OUT/build_old.log"; return 1; }
+  gpu_commit_line
+}
+
 # Builds warpd, the ASan daemon and api_devices (tests/api/devices.sh --cuda), every tests/gpu program
 # and the extra targets given; on failure prints the build log's end and returns 1. Needs t0 (start).
 # shellcheck disable=SC2154 # t0: the task sets it
