@@ -66,9 +66,10 @@ typedef struct wp_warp_params {
  * block zeroes the image's bytes in its buffer and writes each word sent at its place, runs the image as a
  * launch of the batched kernel over that buffer would, then relays a region of the buffer back. A tiny
  * reduce's image is 1 KiB, mostly zeros (alignment, the head's counters): about ten lines go over the bus
- * where 86 did. The header is one line, so that each look while the block waits is one load (two loads
- * a look took half as long again); then the words, in one more round trip. The same mailbox and status
- * line as a warp's; lines (words after the sequence number):
+ * where 86 did. The header is one line, and the block's first warp reads it and the first 31 word lines
+ * at each look, one line a lane (a thread's loads go one after another: two a look took half as long
+ * again), so a small image is there at the look that sees its header. The same mailbox and status line
+ * as a warp's; lines (words after the sequence number; WP_DRES_* below unpack the header):
  *   WP_DRES_HEAD      the words sent (lines) | jobs << 16, the block starts' offset in the image (the table
  *                     is at 0) | the image's bytes << 16, the first byte of the region to answer | its
  *                     length << 20
@@ -82,6 +83,13 @@ typedef struct wp_warp_params {
 #define WP_DRES_IMAGE_MAX 16384          /* an image's bytes (the block zeroes them all each job): under 1 << 16 */
 #define WP_DRES_ANSWER_AT_MAX (1u << 20) /* the region to answer starts below this */
 #define WP_DRES_WORD_BYTES 8
+/* The header's fields from its words 1..3 (w1, w2, w3). */
+#define WP_DRES_WORDS(w1) ((w1)&0xffffu)
+#define WP_DRES_JOBS(w1) ((w1) >> 16)
+#define WP_DRES_FIRST_AT(w2) ((w2)&0xffffu)
+#define WP_DRES_LEN(w2) ((w2) >> 16)
+#define WP_DRES_ANSWER_AT(w3) ((w3) & (WP_DRES_ANSWER_AT_MAX - 1))
+#define WP_DRES_ANSWER_LEN(w3) ((w3) >> 20)
 #define WP_DRES_LINE_BYTES 12
 
 /* ---- data-parallel families (reductions, scans, stencil, generate): kernels/data.h ----------------

@@ -37,6 +37,13 @@ __device__ __forceinline__ unsigned long long wp_globaltimer_ns() {
     return t;
 }
 
+/* Whether a resident's time is spent: idle_us since idle_from (its last job), or life_us since born. */
+__device__ __forceinline__ bool wp_resident_spent(unsigned long long born, unsigned long long idle_from,
+                                                  unsigned long long idle_us, unsigned long long life_us) {
+    const unsigned long long now = wp_globaltimer_ns();
+    return now - idle_from > 1000ull * idle_us || now - born > 1000ull * life_us;
+}
+
 /* The watch, in one thread: the header line until it carries a sequence number other than `last` (and
  * not 0): true, the line in h. False once idle_us have passed since idle_from, or life_us since born.
  * (Watching one line keeps the bus quiet while it waits: measured faster than reading every line each
@@ -47,8 +54,7 @@ __device__ __forceinline__ bool wp_resident_watch(const uint4 *head, unsigned la
     for (;;) {
         h = wp_line_load(head);
         if (h.x != last && h.x != 0) return true;
-        const unsigned long long now = wp_globaltimer_ns();
-        if (now - idle_from > 1000ull * idle_us || now - born > 1000ull * life_us) return false;
+        if (wp_resident_spent(born, idle_from, idle_us, life_us)) return false;
     }
 }
 
@@ -165,14 +171,12 @@ __device__ __forceinline__ bool wp_data_resident_watch(const uint4 *box, unsigne
         v = wp_line_load(box + (lane == 0 ? WP_DRES_HEAD : WP_DRES_IN + lane - 1));
         h = wp_line_from(v, 0);
         if (h.x != last && h.x != 0) {
-            const unsigned words = h.y & 0xffffu;
+            const unsigned words = WP_DRES_WORDS(h.y);
             if (h.x == WP_RESIDENT_STOP || __all_sync(0xffffffffu, lane == 0 || lane > words || v.x == h.x))
                 return true;
             continue;
         }
-        const unsigned long long now = wp_globaltimer_ns();
-        if (__shfl_sync(0xffffffffu, now - idle_from > 1000ull * idle_us || now - born > 1000ull * life_us, 0))
-            return false;
+        if (__shfl_sync(0xffffffffu, wp_resident_spent(born, idle_from, idle_us, life_us), 0)) return false;
     }
 }
 
@@ -200,7 +204,8 @@ struct wp_data_head {
     unsigned seq, words, jobs, first_at, len, answer_at, answer_len;
 };
 __device__ __forceinline__ wp_data_head wp_data_head_of(const uint4 &h) {
-    return {h.x, h.y & 0xffffu, h.y >> 16, h.z & 0xffffu, h.z >> 16, h.w & (WP_DRES_ANSWER_AT_MAX - 1), h.w >> 20};
+    return {h.x, WP_DRES_WORDS(h.y), WP_DRES_JOBS(h.y), WP_DRES_FIRST_AT(h.z),
+            WP_DRES_LEN(h.z), WP_DRES_ANSWER_AT(h.w), WP_DRES_ANSWER_LEN(h.w)};
 }
 
 /* Job d.seq's image into img: its bytes zeroed (to the next multiple of 8), then each word sent at its

@@ -109,8 +109,8 @@ static uint64_t image_word(const unsigned char *b, size_t at, size_t len) {
 
 /* Whether the header can say it (kernels/wp_abi.h packs it into one line). */
 static bool header_fits(size_t image_len, size_t first_at, unsigned jobs, size_t answer_at, size_t answer_len) {
-    return image_len <= WP_DRES_IMAGE_MAX && first_at <= 0xffff && jobs <= 0xffff &&
-           answer_at < WP_DRES_ANSWER_AT_MAX && answer_len <= (size_t)WP_DRES_OUT_LINES * WP_DRES_LINE_BYTES;
+    return wp_resident_box_image_fits(image_len, answer_len) && first_at <= 0xffff && jobs <= 0xffff &&
+           answer_at < WP_DRES_ANSWER_AT_MAX;
 }
 
 /* The words of image[0, len) that are not zero, as lines from WP_DRES_IN; false (the lines past the

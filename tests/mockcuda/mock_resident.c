@@ -59,15 +59,9 @@ static void answer(unsigned *box, unsigned seq) {
  * image). */
 static void answer_image(unsigned *box, unsigned seq) {
     unsigned char img[WP_DRES_IMAGE_MAX + WP_DRES_OUT_LINES * WP_DRES_LINE_BYTES];
-    memset(img, 0, sizeof img);
-    const unsigned words = res_word(box, WP_DRES_HEAD, 1) & 0xffffu,
-                   at = res_word(box, WP_DRES_HEAD, 3) & (WP_DRES_ANSWER_AT_MAX - 1),
-                   len = res_word(box, WP_DRES_HEAD, 3) >> 20;
-    for (unsigned i = 0; i < words && i < WP_DRES_IN_LINES; i++) {
-        const unsigned off = res_word(box, WP_DRES_IN + (int)i, 1);
-        const unsigned w[2] = {res_word(box, WP_DRES_IN + (int)i, 2), res_word(box, WP_DRES_IN + (int)i, 3)};
-        if (off % WP_DRES_WORD_BYTES == 0 && off < WP_DRES_IMAGE_MAX) memcpy(img + off, w, sizeof w);
-    }
+    res_image_words(box, img, sizeof img);
+    const unsigned at = WP_DRES_ANSWER_AT(res_word(box, WP_DRES_HEAD, 3)),
+                   len = WP_DRES_ANSWER_LEN(res_word(box, WP_DRES_HEAD, 3));
     for (unsigned i = 0; (size_t)i * WP_DRES_LINE_BYTES < len && i < WP_DRES_OUT_LINES; i++) {
         unsigned w[3] = {0, 0, 0};
         const size_t from = (size_t)at + (size_t)i * WP_DRES_LINE_BYTES;

@@ -200,15 +200,9 @@ static void test_gone(void) {
 /* The data kernel's part: the image's words into a zeroed copy, region [at, at + len) answered as each
  * byte plus one, the lines in reverse order (the host must wait for the first). */
 static void answer_image(unsigned *box, unsigned seq, unsigned char *copy, size_t cap) {
-    const unsigned words = res_word(box, WP_DRES_HEAD, 1) & 0xffffu,
-                   at = res_word(box, WP_DRES_HEAD, 3) & (WP_DRES_ANSWER_AT_MAX - 1),
-                   len = res_word(box, WP_DRES_HEAD, 3) >> 20;
-    memset(copy, 0, cap);
-    for (unsigned i = 0; i < words; i++) {
-        const unsigned off = res_word(box, WP_DRES_IN + (int)i, 1);
-        const unsigned w[2] = {res_word(box, WP_DRES_IN + (int)i, 2), res_word(box, WP_DRES_IN + (int)i, 3)};
-        if (off % 8 == 0 && off + 8 <= cap) memcpy(copy + off, w, sizeof w);
-    }
+    res_image_words(box, copy, cap);
+    const unsigned at = WP_DRES_ANSWER_AT(res_word(box, WP_DRES_HEAD, 3)),
+                   len = WP_DRES_ANSWER_LEN(res_word(box, WP_DRES_HEAD, 3));
     for (int i = (int)((len + WP_DRES_LINE_BYTES - 1) / WP_DRES_LINE_BYTES) - 1; i >= 0; i--) {
         unsigned char b[WP_DRES_LINE_BYTES];
         for (int k = 0; k < WP_DRES_LINE_BYTES; k++)
