@@ -1,7 +1,6 @@
 /* api_warp.c — POST /v1/warp: run one warp primitive over 1..1024 lanes and report, per lane, the
  * output, where it came from and whether CUDA defines it, plus backend, cache key and timings.
  * The emulator always runs too: it is what says which lanes are defined. */
-#include <stdalign.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -404,14 +403,17 @@ static void call_free(wp_app *app, warp_call *c) {
  * its own, where a calloc of its 2.6 KiB went through glibc's shared bins on every request), with the
  * batcher's room for a hand-over after it; else on the heap. */
 static warp_call *call_new(const wp_req *req) {
-    const size_t head = (sizeof(warp_call) + alignof(max_align_t) - 1) & ~(alignof(max_align_t) - 1);
-    unsigned char *room = wp_req_room(req, head + wp_batch_hand_warp_room());
-    warp_call *c = room ? (warp_call *)(void *)room : calloc(1, sizeof *c);
+    typedef struct {
+        warp_call c;
+        max_align_t hand[]; /* wp_batch_hand_warp_room() bytes */
+    } in_room;
+    in_room *room = wp_req_room(req, sizeof *room + wp_batch_hand_warp_room());
+    warp_call *c = room ? &room->c : calloc(1, sizeof *c);
     if (!c) return NULL;
     if (room) {
         memset(c, 0, sizeof *c);
         c->in_room = true;
-        c->hand_room = room + head;
+        c->hand_room = room->hand;
     }
     c->req = req;
     return c;
