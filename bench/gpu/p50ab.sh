@@ -16,6 +16,10 @@ p50() { # route: two cells, "a/b" µs
   done
   echo "$out"
 }
+med() { # route field: the answers' median of a timing field (latency.py's output in $tmp/lat)
+  awk -v r="$1" -v f="$2" '$1==r {getline; for (i = 1; i <= NF; i++) if (index($i, f "=") == 1) print substr($i, length(f) + 2)}' "$tmp/lat"
+}
+tot() { awk -v r="$1" '$1==r {gsub(/\)/, "", $NF); print $NF}' "$tmp/lat"; } # route: its total_us median
 echo "| round | tree | health p50 µs | reduce p50 µs | warp p50 µs | reduce device_us / total_us | warp device_us / total_us |"
 echo "| --- | --- | --- | --- | --- | --- | --- |"
 for r in $(seq "${ROUNDS:-2}"); do
@@ -27,10 +31,6 @@ for r in $(seq "${ROUNDS:-2}"); do
     h=$(p50 health) a=$(p50 reduce) w=$(p50 warp)
     python3 bench/http/latency.py "${base##*:}" "${LAT_N:-2000}" >"$tmp/lat" 2>&1
     cp "$tmp/lat" "$OUT/lat_${r}_$v.txt"
-    med() { # route field
-      awk -v r="$1" -v f="$2" '$1==r {getline; for (i = 1; i <= NF; i++) if (index($i, f "=") == 1) print substr($i, length(f) + 2)}' "$tmp/lat"
-    }
-    tot() { awk -v r="$1" '$1==r {gsub(/\)/, "", $NF); print $NF}' "$tmp/lat"; }
     gpu_tiny_stop
     echo "| $r | $v | $h | $a | $w | $(med reduce device_us) / $(tot reduce) | $(med warp device_us) / $(tot warp) |"
   done
