@@ -205,8 +205,9 @@ bool cuda_resident_fits(const cuda_backend *b, const wp_warp_job *job) {
 bool cuda_resident_image_fits(const cuda_backend *b, const wp_resident_image *im) {
     /* whole warps: the block's first warp watches the mailbox with every lane (templates/wp_resident.cuh) */
     return residents_on(b) && im->jobs >= 1 && im->block >= 32 && im->block % 32 == 0 && im->block <= 1024 &&
-           wp_resident_box_image_fits(im->image_len, im->answer_len) && im->total <= WP_RESIDENT_IMAGE_BYTES &&
-           im->answer_at + im->answer_len + WP_DRES_LINE_BYTES <= WP_RESIDENT_IMAGE_BYTES && im->first_at <= UINT32_MAX;
+           wp_resident_box_image_fits(im->image_len, im->first_at, im->jobs, im->answer_at, im->answer_len) &&
+           im->total <= WP_RESIDENT_IMAGE_BYTES &&
+           im->answer_at + im->answer_len + WP_DRES_LINE_BYTES <= WP_RESIDENT_IMAGE_BYTES;
 }
 
 void cuda_resident_forget(cuda_backend *b, const void *fn, unsigned gen) {

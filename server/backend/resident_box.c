@@ -91,8 +91,9 @@ void wp_resident_box_read(const void *box, int n, int elems, wp_warp_result *res
     }
 }
 
-bool wp_resident_box_image_fits(size_t image_len, size_t answer_len) {
-    return image_len <= WP_DRES_IMAGE_MAX && answer_len <= (size_t)WP_DRES_OUT_LINES * WP_DRES_LINE_BYTES;
+bool wp_resident_box_image_fits(size_t image_len, size_t first_at, unsigned jobs, size_t answer_at, size_t answer_len) {
+    return image_len <= WP_DRES_IMAGE_MAX && answer_len <= (size_t)WP_DRES_OUT_LINES * WP_DRES_LINE_BYTES &&
+           first_at <= 0xffff && jobs <= 0xffff && answer_at < WP_DRES_ANSWER_AT_MAX;
 }
 
 static size_t lines_of(size_t bytes) { return (bytes + WP_DRES_LINE_BYTES - 1) / WP_DRES_LINE_BYTES; }
@@ -105,12 +106,6 @@ static uint64_t image_word(const unsigned char *b, size_t at, size_t len) {
     else
         memcpy(&w, b + at, len - at);
     return w;
-}
-
-/* Whether the header can say it (kernels/wp_abi.h packs it into one line). */
-static bool header_fits(size_t image_len, size_t first_at, unsigned jobs, size_t answer_at, size_t answer_len) {
-    return wp_resident_box_image_fits(image_len, answer_len) && first_at <= 0xffff && jobs <= 0xffff &&
-           answer_at < WP_DRES_ANSWER_AT_MAX;
 }
 
 /* The words of image[0, len) that are not zero, as lines from WP_DRES_IN; false (the lines past the
@@ -130,7 +125,7 @@ static bool put_words(void *box, const unsigned char *b, size_t len, unsigned se
 bool wp_resident_box_post_image(void *box, const void *image, size_t image_len, size_t first_at, unsigned jobs,
                                 size_t answer_at, size_t answer_len, unsigned seq) {
     unsigned words = 0;
-    if (!header_fits(image_len, first_at, jobs, answer_at, answer_len) ||
+    if (!wp_resident_box_image_fits(image_len, first_at, jobs, answer_at, answer_len) ||
         !put_words(box, image, image_len, seq, &words))
         return false;
     line_put(box, WP_DRES_HEAD, seq, words | jobs << 16, (unsigned)first_at | (unsigned)image_len << 16,

@@ -38,9 +38,10 @@ int wp_resident_box_poll(const void *box, unsigned seq, int n, int elems);
 void wp_resident_box_read(const void *box, int n, int elems, wp_warp_result *res);
 
 /* A batched data kernel's job (kernels/wp_abi.h, WP_DATA_RESIDENT): whether an image of image_len bytes
- * and an answer of answer_len may fit the mailbox (the image's words that are not zero must fit too:
- * wp_resident_box_post_image says). */
-bool wp_resident_box_image_fits(size_t image_len, size_t answer_len);
+ * (its blocks' starts at first_at, jobs jobs) and an answer of answer_len bytes at answer_at may fit
+ * the mailbox, every number within what the packed header can say (the image's words that are not
+ * zero must fit too: wp_resident_box_post_image says). */
+bool wp_resident_box_image_fits(size_t image_len, size_t first_at, unsigned jobs, size_t answer_at, size_t answer_len);
 
 /* Writes job seq: the words of image[0, image_len) that are not zero as lines, then the header (the
  * block starts at first_at, jobs jobs; the region [answer_at, answer_at + answer_len) of the device's

@@ -231,8 +231,12 @@ static unsigned words_of(const unsigned char *image, size_t len) {
 static void test_images(void) {
     T_CASE("a data kernel's image: fits, its words sent, answer");
     const size_t out_cap = (size_t)WP_DRES_OUT_LINES * WP_DRES_LINE_BYTES;
-    CHECK(wp_resident_box_image_fits(WP_DRES_IMAGE_MAX, out_cap) &&
-          !wp_resident_box_image_fits(WP_DRES_IMAGE_MAX + 1, 0) && !wp_resident_box_image_fits(0, out_cap + 1));
+    CHECK(wp_resident_box_image_fits(WP_DRES_IMAGE_MAX, 0xffff, 0xffff, WP_DRES_ANSWER_AT_MAX - 1, out_cap) &&
+          !wp_resident_box_image_fits(WP_DRES_IMAGE_MAX + 1, 0, 1, 0, 0) &&
+          !wp_resident_box_image_fits(0, 0, 1, 0, out_cap + 1));
+    /* every number the packed header cannot say is refused here, before the engine builds a post */
+    CHECK(!wp_resident_box_image_fits(64, 0x10000, 1, 0, 8) && !wp_resident_box_image_fits(64, 0, 0x10000, 0, 8) &&
+          !wp_resident_box_image_fits(64, 0, 1, WP_DRES_ANSWER_AT_MAX, 8));
     CHECK(WP_DRES_IN + WP_DRES_IN_LINES == WP_RES_STATUS && WP_RES_OUT + WP_DRES_OUT_LINES == WP_RES_LINES);
     unsigned *box = box_new();
     static unsigned char image[WP_DRES_IMAGE_MAX + 16], copy[sizeof image];
