@@ -29,8 +29,19 @@ static box_line line_get(const void *box, int i) {
     return l;
 }
 
+/* Lines [first, first + n) out of this CPU's caches (clflush, ordered after the stores to them). The
+ * resident watches its mailbox over the bus without a pause; while the posting core holds the lines,
+ * each of those reads takes them from that core's cache, and the host's own work beside it slowed by
+ * about a microsecond a request (H200 host: a job's parse and receive). Out of the caches, the device
+ * reads them from memory. */
+static void lines_flush(void *box, int first, int n) {
+    const uintptr_t from = (uintptr_t)box + (size_t)first * 16, to = from + (size_t)n * 16;
+    for (uintptr_t p = from & ~(uintptr_t)63; p < to; p += 64) _mm_clflush((const void *)p);
+}
+
 bool wp_resident_box_usable(void) { return true; }
 #else
+static void lines_flush(void *box, int first, int n) { (void)box, (void)first, (void)n; }
 static void line_put(void *box, int i, unsigned a, unsigned b, unsigned c, unsigned d) {
     (void)box, (void)i, (void)a, (void)b, (void)c, (void)d;
 }
@@ -74,6 +85,7 @@ void wp_resident_box_post(void *box, const wp_warp_job *job, unsigned seq) {
                  (unsigned)(uint16_t)job->first | (unsigned)(uint16_t)job->second << 16);
     else
         line_put(box, WP_RES_HEAD, seq, shape, active, 0);
+    lines_flush(box, WP_RES_HEAD, WP_RES_IN + n * e);
 }
 
 int wp_resident_box_poll(const void *box, unsigned seq, int n, int elems) {
@@ -95,6 +107,8 @@ bool wp_resident_box_image_fits(size_t image_len, size_t first_at, unsigned jobs
     return image_len <= WP_DRES_IMAGE_MAX && answer_len <= (size_t)WP_DRES_OUT_LINES * WP_DRES_LINE_BYTES &&
            first_at <= 0xffff && jobs <= 0xffff && answer_at < WP_DRES_ANSWER_AT_MAX;
 }
+
+#define WP_DRES_WATCH_LINES 32 /* the data watch: the header and 31 words, a lane each (templates/wp_resident.cuh) */
 
 static size_t lines_of(size_t bytes) { return (bytes + WP_DRES_LINE_BYTES - 1) / WP_DRES_LINE_BYTES; }
 
@@ -125,12 +139,15 @@ static bool put_words(void *box, const unsigned char *b, size_t len, unsigned se
 bool wp_resident_box_post_image(void *box, const void *image, size_t image_len, size_t first_at, unsigned jobs,
                                 size_t answer_at, size_t answer_len, unsigned seq) {
     unsigned words = 0;
-    if (!wp_resident_box_image_fits(image_len, first_at, jobs, answer_at, answer_len) ||
-        !put_words(box, image, image_len, seq, &words))
-        return false;
-    line_put(box, WP_DRES_HEAD, seq, words | jobs << 16, (unsigned)first_at | (unsigned)image_len << 16,
-             (unsigned)answer_at | (unsigned)answer_len << 20);
-    return true;
+    if (!wp_resident_box_image_fits(image_len, first_at, jobs, answer_at, answer_len)) return false;
+    const bool put = put_words(box, image, image_len, seq, &words);
+    if (put)
+        line_put(box, WP_DRES_HEAD, seq, words | jobs << 16, (unsigned)first_at | (unsigned)image_len << 16,
+                 (unsigned)answer_at | (unsigned)answer_len << 20);
+    /* the lines written, and at least those the watch reads at each look (the header and 31 words) */
+    const int written = put ? 1 + (int)words : 1 + WP_DRES_IN_LINES;
+    lines_flush(box, WP_DRES_HEAD, written > WP_DRES_WATCH_LINES ? written : WP_DRES_WATCH_LINES);
+    return put;
 }
 
 int wp_resident_box_poll_image(const void *box, unsigned seq, size_t answer_len) {
