@@ -7,8 +7,8 @@
  * and write in device memory. Every line is moved by one 16-byte volatile load or store: a line is
  * whole or absent, and the sequence number in each says which job it belongs to (no fences). A
  * thread's loads from host memory go over the bus one after another, the lanes' at once, so each lane
- * loads one line where it can. Lane 0 watches the header; a new number and each lane reads its input
- * line, so a job of one warp arrives in one more round trip over the bus. A batched data kernel
+ * loads one line where it can. Each lane watches its input line and lane 0 the header too, so a job
+ * of one warp arrives with the look that sees its header. A batched data kernel
  * (WP_DATA_SERVE) serves the same way as one block whose jobs are batch images of one job, sent as
  * their words that are not zero; its first warp watches the header and the first 31 words together, so
  * a small image arrives with the look that sees its header. */
@@ -25,7 +25,10 @@ struct wp_resident_lanes {
 
 __device__ __forceinline__ uint4 wp_line_load(const uint4 *p) {
     uint4 v;
-    asm volatile("ld.volatile.global.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p) : "memory");
+    asm volatile("ld.volatile.global.v4.u32 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p)
+                 : "memory");
     return v;
 }
 __device__ __forceinline__ void wp_line_store(uint4 *p, unsigned a, unsigned b, unsigned c, unsigned d) {
@@ -44,20 +47,6 @@ __device__ __forceinline__ bool wp_resident_spent(unsigned long long born, unsig
     return now - idle_from > 1000ull * idle_us || now - born > 1000ull * life_us;
 }
 
-/* The watch, in one thread: the header line until it carries a sequence number other than `last` (and
- * not 0): true, the line in h. False once idle_us have passed since idle_from, or life_us since born.
- * (Watching one line keeps the bus quiet while it waits: measured faster than reading every line each
- * time round, and than reading two.) */
-__device__ __forceinline__ bool wp_resident_watch(const uint4 *head, unsigned last, unsigned long long born,
-                                                  unsigned long long idle_from, unsigned long long idle_us,
-                                                  unsigned long long life_us, uint4 &h) {
-    for (;;) {
-        h = wp_line_load(head);
-        if (h.x != last && h.x != 0) return true;
-        if (wp_resident_spent(born, idle_from, idle_us, life_us)) return false;
-    }
-}
-
 /* What a look at a new job read: the header's three lines and, in each lane, input line `lane` (a
  * job of up to 32 lines is there whole). */
 struct wp_resident_look {
@@ -69,23 +58,33 @@ __device__ __forceinline__ uint4 wp_line_from(const uint4 &v, int lane) {
                       __shfl_sync(0xffffffffu, v.z, lane), __shfl_sync(0xffffffffu, v.w, lane));
 }
 
-/* Lane 0 watches the header (wp_resident_watch); then each lane reads its input line, lanes 0 and 1
- * the header's other two lines too unless the header says it all (WP_RES_SHORT: then a and b are made
- * from it), and the warp shares the header lines: true. A thread's loads from
- * host memory go over the bus one after another (the watch measured 1.1-1.4 us a look with one line,
- * 1.9 with two), so each lane asks for as few as it can. False once the idle or life time is spent. */
+/* The watch: at each look every lane reads its input line, and lane 0 the header too, so that a job
+ * of up to 32 lines is there at the look that sees its header (a thread's loads from host memory go
+ * over the bus one after another, the lanes' at once: lane 0's two make a look about half as long
+ * again as one line's, 1.9 against 1.1-1.4 us, where reading the job after its header took another
+ * round trip). A look that caught the host while it wrote is made again. Then lanes 0 and 1 read the
+ * header's other two lines unless the header says it all (WP_RES_SHORT: a and b are made from it), and
+ * the warp shares the header lines: true. False once the idle or life time is spent. */
 __device__ __forceinline__ bool wp_resident_wait(const wp_warp_params &p, const uint4 *box, unsigned last,
                                                  unsigned long long born, unsigned long long idle_from,
                                                  wp_resident_look &k) {
-    bool got = false;
-    if (threadIdx.x == 0)
-        got = wp_resident_watch(box + WP_RES_HEAD, last, born, idle_from, p.resident_idle_us, p.resident_life_us, k.h);
-    if (!__shfl_sync(0xffffffffu, got, 0)) return false;
-    k.v = wp_line_load(box + WP_RES_IN + threadIdx.x);
-    k.h = wp_line_from(k.h, 0);
+    const unsigned lane = threadIdx.x;
+    for (;;) {
+        k.v = wp_line_load(box + WP_RES_IN + lane);
+        uint4 hh = make_uint4(0, 0, 0, 0);
+        if (lane == 0) hh = wp_line_load(box + WP_RES_HEAD);
+        k.h = wp_line_from(hh, 0);
+        if (k.h.x != last && k.h.x != 0) {
+            const unsigned lines = (k.h.y & 0xffu) * ((k.h.y >> 8) & 0xffu);
+            if (k.h.x == WP_RESIDENT_STOP || __all_sync(0xffffffffu, lane >= lines || k.v.x == k.h.x)) break;
+            continue;
+        }
+        if (__shfl_sync(0xffffffffu, wp_resident_spent(born, idle_from, p.resident_idle_us, p.resident_life_us), 0))
+            return false;
+    }
     const bool short_head = k.h.y & WP_RES_SHORT; /* no constants: the other two lines are not needed */
     uint4 ab = make_uint4(k.h.x, 0, 0, (unsigned)(int)(short)(k.h.w & 0xffffu));
-    if (!short_head && threadIdx.x < 2) ab = wp_line_load(box + WP_RES_HEAD + 1 + threadIdx.x);
+    if (!short_head && lane < 2) ab = wp_line_load(box + WP_RES_HEAD + 1 + lane);
     k.a = short_head ? ab : wp_line_from(ab, 0);
     k.b = short_head ? make_uint4(k.h.x, 0, 0, (unsigned)(int)(short)(k.h.w >> 16)) : wp_line_from(ab, 1);
     return true;
@@ -183,8 +182,8 @@ __device__ __forceinline__ bool wp_data_resident_watch(const uint4 *box, unsigne
 /* Warp 0 watches (wp_data_resident_watch); the block then finds the header in h and the word lines it
  * read in pre (word i in pre[i + 1]): true. False once the idle or life time is spent. */
 __device__ __forceinline__ bool wp_data_resident_wait(const wp_data_params &p, const uint4 *box, unsigned last,
-                                                      unsigned long long born, unsigned long long idle_from,
-                                                      uint4 &h, uint4 *pre) {
+                                                      unsigned long long born, unsigned long long idle_from, uint4 &h,
+                                                      uint4 *pre) {
     __shared__ int s_got;
     if (threadIdx.x < WP_WARP_SIZE) {
         uint4 v, hv;
@@ -204,8 +203,13 @@ struct wp_data_head {
     unsigned seq, words, jobs, first_at, len, answer_at, answer_len;
 };
 __device__ __forceinline__ wp_data_head wp_data_head_of(const uint4 &h) {
-    return {h.x, WP_DRES_WORDS(h.y), WP_DRES_JOBS(h.y), WP_DRES_FIRST_AT(h.z),
-            WP_DRES_LEN(h.z), WP_DRES_ANSWER_AT(h.w), WP_DRES_ANSWER_LEN(h.w)};
+    return {h.x,
+            WP_DRES_WORDS(h.y),
+            WP_DRES_JOBS(h.y),
+            WP_DRES_FIRST_AT(h.z),
+            WP_DRES_LEN(h.z),
+            WP_DRES_ANSWER_AT(h.w),
+            WP_DRES_ANSWER_LEN(h.w)};
 }
 
 /* Job d.seq's image into img: its bytes zeroed (to the next multiple of 8), then each word sent at its
@@ -266,21 +270,21 @@ template <class Run> __device__ __forceinline__ void wp_data_resident_serve(cons
  * variant, server/compile/jit.c) the resident's loop over BODY(job) when p.resident is set. The plain build
  * leaves the loop out: it costs NVRTC about as much again as the kernel itself. */
 #ifdef WP_RESIDENT
-#define WP_WARP_SERVE(p, ...)                                                                                  \
-    do {                                                                                                       \
-        if ((p).resident)                                                                                      \
-            wp_resident_serve(p, [](const wp_warp_params &q_) { __VA_ARGS__(q_); });                          \
-        else                                                                                                   \
-            __VA_ARGS__(p);                                                                                    \
+#define WP_WARP_SERVE(p, ...)                                                                                          \
+    do {                                                                                                               \
+        if ((p).resident)                                                                                              \
+            wp_resident_serve(p, [](const wp_warp_params &q_) { __VA_ARGS__(q_); });                                   \
+        else                                                                                                           \
+            __VA_ARGS__(p);                                                                                            \
     } while (0)
 /* A batched data kernel's body (WP_F_RESIDENT): BODY(p) for a plain launch, or (-DWP_RESIDENT) the
  * resident's loop over BODY(batch) when p.reserved is WP_DATA_RESIDENT. */
-#define WP_DATA_SERVE(p, ...)                                                                                  \
-    do {                                                                                                       \
-        if ((p).reserved == WP_DATA_RESIDENT)                                                                  \
-            wp_data_resident_serve(p, [](const wp_data_params &b_) { __VA_ARGS__(b_); });                     \
-        else                                                                                                   \
-            __VA_ARGS__(p);                                                                                    \
+#define WP_DATA_SERVE(p, ...)                                                                                          \
+    do {                                                                                                               \
+        if ((p).reserved == WP_DATA_RESIDENT)                                                                          \
+            wp_data_resident_serve(p, [](const wp_data_params &b_) { __VA_ARGS__(b_); });                              \
+        else                                                                                                           \
+            __VA_ARGS__(p);                                                                                            \
     } while (0)
 #else
 #define WP_WARP_SERVE(p, ...) __VA_ARGS__(p)
