@@ -242,6 +242,12 @@ static void item_results(reduce_item *it, const unsigned char *h, const wp_ready
     memcpy(r->hash, rk->hash, sizeof r->hash);
     r->source = rk->source;
     r->compiled = true;
+    /* the batch's lookup of its kernel, made once for every job of it after they left the queue: in no
+     * other field (a handed job's hand-off leaves it out) */
+    r->key_us = rk->key_us;
+    r->cache_us = rk->cache_us;
+    r->compile_ms = rk->compile_ms;
+    r->load_us = rk->load_us;
     r->kernel_us = kernel_us;
     uint64_t ident = 0;
     bool has_ident = (f->flags & WP_F_OP) && wp_op_identity(&s->op, acc, &ident);

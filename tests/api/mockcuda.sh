@@ -90,6 +90,16 @@ if start "cuda on the mock, --batch-window-us 20000" --batch-window-us 20000; th
   check "timing: a batched reduce without profile: steps null, device_us a number ($got)" '[ "$code" = 200 ] && [ "$got" = "n n n v" ]'
   code=$(post /v1/reduce "${REDUCE%\}},\"profile\":true}"); got=$(timing)
   check "timing: with \"profile\": true every step is timed ($got)" '[ "$code" = 200 ] && [ "$got" = "v v v v" ]'
+  # The batch's kernel is looked up once it leaves the queue: that lookup is the job's key_us and
+  # cache_us (it was in no field, key_us 0), and the stages still add up within total_us.
+  code=$(post /v1/reduce "$REDUCE")
+  check "timing: a batched reduce reports its kernel's lookup in key_us and cache_us, within total_us" \
+    '[ "$code" = 200 ] && grep -q "/batch\"" "$tmp/body" && python3 - "$tmp/body" <<'"'"'PY'"'"'
+import json, sys
+t = json.load(open(sys.argv[1]))["timing"]
+parts = ["receive_us", "handoff_us", "parse_us", "key_us", "cache_us", "load_us", "device_us"]
+sys.exit(0 if t["key_us"] > 0 and t["cache_us"] > 0 and sum(t.get(k) or 0 for k in parts) <= t["total_us"] else 1)
+PY'
   code=$(post /v1/reduce '{"type":"i32","op":"sum","data":[]}'); got=$(timing)
   check "timing: an empty batched reduce (no launch) is untimed too ($got)" \
     '[ "$code" = 200 ] && grep -q "/batch\"" "$tmp/body" && [ "$got" = "n n n v" ]'
