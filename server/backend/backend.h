@@ -30,7 +30,8 @@ typedef struct {
     bool untimed;
     double device_us; /* cuda: the host's clock from the start of the device call (the image into staging
                        * included) to the end of its wait */
-    double queue_us;  /* a batched run's wait in the batch queue before its batch ran (the batcher's) */
+    double queue_us;  /* a batched run's time in the batcher outside the device's run: its entry, its wait
+                       * in the batch queue, the batch's bookkeeping (the batcher's) */
 } wp_run_timing;
 
 /* CUDA: NULL with *err (and a reason in err->msg) when libcuda or a device is missing. */

@@ -71,7 +71,8 @@ typedef struct {
      * untimed (cuda, batched: res.kernel_us and the two copies' times were not measured) */
     bool untimed;
     double device_us; /* cuda, batched: the batch's round trip on the host's clock (wp_run_timing) */
-    double queue_us;  /* batched: the wait in the batch queue before its batch ran (wp_batch_job) */
+    double queue_us;  /* batched: its time in the batcher outside the kernel's lookup and the device's run: the
+                       * entry, the wait in the batch queue, the batch's bookkeeping */
 } wp_batch_reduce;
 
 /* Runs the job, batched when it is small (at most WP_BATCH_INPUT_MAX bytes of input, no output buffer).

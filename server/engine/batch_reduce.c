@@ -525,6 +525,16 @@ static int item_make(wp_app *app, wp_backend *be, wp_batch_reduce *j, bool untim
     return 0;
 }
 
+/* The job's time in the batcher that no other field holds: from the start of its entry's making to its
+ * batch's end, less its kernel's lookup (key_us, cache_us, load_us) and the device's run (device_us, or
+ * the timed steps): the entry, the wait in the queue, the batch's own bookkeeping. */
+static double batch_own_us(const wp_batch_reduce *j, uint64_t t0) {
+    const wp_reduce_result *r = &j->res;
+    const double run = j->untimed ? j->device_us : j->upload_us + r->kernel_us + j->download_us;
+    const double own = wp_us_since(t0) - run - r->key_us - r->cache_us - r->load_us;
+    return own > 0 ? wp_us_to_ns(own) : 0;
+}
+
 static void job_start(wp_batch_reduce *j) {
     j->size = 1;
     j->device_us = 0;
@@ -537,15 +547,15 @@ int wp_batch_run_reduce(wp_app *app, wp_backend *be, wp_batch_reduce *j, wp_err 
     j->untimed = false; /* until a batched launch says otherwise */
     if (!batchable(app, be, j)) return run_alone(app, be, j, untimed_ok, err);
     reduce_item it = {0};
-    wp_batch_job bj = {0};
+    wp_batch_job bj = {.t_queued_ns = wp_now_ns()}; /* the entry's making is the batch's stage too */
     int rc = item_make(app, be, j, untimed_ok, &it, &bj, err);
     if (rc > 0) {
         rc = run_alone(app, be, j, untimed_ok, err);
     } else if (rc == 0) {
         j->size = wp_batcher_submit(app->batcher, &bj);
-        j->queue_us = bj.queue_us;
         rc = it.rc;
         if (rc < 0) *err = it.err;
+        j->queue_us = batch_own_us(j, bj.t_queued_ns);
     }
     wp_spec_free(&it.sized); /* a failed copy left nothing to free: safe */
     return rc;
