@@ -83,6 +83,11 @@ typedef struct wp_warp_params {
 #define WP_DRES_IMAGE_MAX 16384          /* an image's bytes (the block zeroes them all each job): under 1 << 16 */
 #define WP_DRES_ANSWER_AT_MAX (1u << 20) /* the region to answer starts below this */
 #define WP_DRES_WORD_BYTES 8
+/* What the watches read at every look (templates/wp_resident.cuh), which a post flushes out of the host's
+ * caches: a data job's header and its first 31 words (a lane each); a warp job's input lines, one a lane
+ * (lane 0 the header as well) */
+#define WP_DRES_WATCH_LINES 32
+#define WP_RES_WATCH_IN 32
 /* The header's fields from its words 1..3 (w1, w2, w3). */
 #define WP_DRES_WORDS(w1) ((w1)&0xffffu)
 #define WP_DRES_JOBS(w1) ((w1) >> 16)

@@ -17,6 +17,9 @@
 
 #include "wp_common.cuh"
 
+/* The host flushes what the watches read at every look (server/backend/resident_box.c): a line a lane. */
+static_assert(WP_DRES_WATCH_LINES == WP_WARP_SIZE && WP_RES_WATCH_IN == WP_WARP_SIZE, "a watched line a lane");
+
 struct wp_resident_lanes {
     unsigned long long in[WP_RESIDENT_LANES * WP_MAX_ELEMS], out[WP_RESIDENT_LANES * WP_MAX_ELEMS];
     int arg[WP_RESIDENT_LANES], src[WP_RESIDENT_LANES];
@@ -220,7 +223,7 @@ __device__ __forceinline__ bool wp_data_resident_take(const uint4 *box, const wp
                                                       unsigned char *img) {
     bool ok = d.words <= WP_DRES_IN_LINES && d.len <= WP_DRES_IMAGE_MAX &&
               d.answer_len <= WP_DRES_OUT_LINES * WP_DRES_LINE_BYTES && d.jobs >= 1;
-    const unsigned seen = WP_WARP_SIZE - 1; /* words the watch read */
+    const unsigned seen = WP_DRES_WATCH_LINES - 1; /* words the watch read (one lane, the header) */
     uint4 first = make_uint4(0, 0, 0, 0);
     if (ok && threadIdx.x >= seen && threadIdx.x < d.words) first = wp_line_load(box + WP_DRES_IN + threadIdx.x);
     unsigned long long *w = (unsigned long long *)img;

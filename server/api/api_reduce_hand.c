@@ -40,7 +40,7 @@ static void hand_finish(void *app, const wp_req *req, wp_resp *resp, void *ctx) 
     const double run_us = (j->untimed ? j->device_us : j->upload_us + r->kernel_us + j->download_us) + r->key_us +
                           r->cache_us + r->load_us;
     const double wait_us = wp_us_since(q->t_hand_ns) - run_us;
-    q->hand_wait_us = wait_us > 0 ? wait_us : 0;
+    q->hand_wait_us = wait_us > 0 ? wp_us_round_ns(wait_us) : 0;
     h->answer(q->app, q, resp, h->rc);
 }
 

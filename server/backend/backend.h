@@ -31,7 +31,8 @@ typedef struct {
     double device_us; /* cuda: the host's clock from the start of the device call (the image into staging
                        * included) to the end of its wait */
     double queue_us;  /* a batched run's time in the batcher outside the device's run: its entry, its wait
-                       * in the batch queue, the batch's bookkeeping (the batcher's) */
+                       * in the batch queue, the batch's bookkeeping (for a timed run also the host's side
+                       * of the launch, outside its timed steps) (the batcher's) */
 } wp_run_timing;
 
 /* CUDA: NULL with *err (and a reason in err->msg) when libcuda or a device is missing. */

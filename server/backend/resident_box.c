@@ -10,7 +10,9 @@ typedef struct {
 } box_line;
 
 #if defined(__x86_64__)
-#include <emmintrin.h>
+#include <cpuid.h>
+#include <immintrin.h>
+#include <stdatomic.h>
 
 /* One 16-byte store or load: a movdqa of an aligned line, written as such (asm), so no compiler can
  * split, merge or drop it; whole on x86-64 with AVX and every CPU since. */
@@ -29,14 +31,35 @@ static box_line line_get(const void *box, int i) {
     return l;
 }
 
-/* Lines [first, first + n) out of this CPU's caches (clflush, ordered after the stores to them). The
- * resident watches its mailbox over the bus without a pause; while the posting core holds the lines,
- * each of those reads takes them from that core's cache, and the host's own work beside it slowed by
- * about a microsecond a request (H200 host: a job's parse and receive). Out of the caches, the device
- * reads them from memory. */
+/* Whether the CPU has clflushopt (CPUID leaf 7, EBX bit 23), asked once: 1 no, 2 yes. */
+static bool has_clflushopt(void) {
+    static atomic_int known; /* 0 until asked: two first callers both ask, and agree */
+    int k = atomic_load_explicit(&known, memory_order_relaxed);
+    if (!k) {
+        unsigned a = 0, b = 0, c = 0, d = 0;
+        k = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & (1u << 23)) ? 2 : 1;
+        atomic_store_explicit(&known, k, memory_order_relaxed);
+    }
+    return k == 2;
+}
+__attribute__((target("clflushopt"))) static void flush_opt(uintptr_t from, uintptr_t to) {
+    for (uintptr_t p = from; p < to; p += 64) _mm_clflushopt((void *)p);
+    _mm_sfence(); /* they go out of order among themselves: done before the post returns */
+}
+
+/* Lines [first, first + n) out of this CPU's caches, after the stores to them. The resident watches its
+ * mailbox over the bus without a pause; while the posting core holds the lines, each of those reads
+ * takes them from that core's cache, and the host's own work beside it slowed by about a microsecond a
+ * request (H200 host: a job's parse and receive). Out of the caches, the device reads them from memory.
+ * clflushopt where the CPU has it (the flushes overlap), else clflush (one after another). */
 static void lines_flush(void *box, int first, int n) {
-    const uintptr_t from = (uintptr_t)box + (size_t)first * 16, to = from + (size_t)n * 16;
-    for (uintptr_t p = from & ~(uintptr_t)63; p < to; p += 64) _mm_clflush((const void *)p);
+    const uintptr_t from = ((uintptr_t)box + (size_t)first * 16) & ~(uintptr_t)63;
+    const uintptr_t to = (uintptr_t)box + (size_t)(first + n) * 16;
+    if (has_clflushopt()) {
+        flush_opt(from, to);
+        return;
+    }
+    for (uintptr_t p = from; p < to; p += 64) _mm_clflush((const void *)p);
 }
 
 bool wp_resident_box_usable(void) { return true; }
@@ -85,7 +108,8 @@ void wp_resident_box_post(void *box, const wp_warp_job *job, unsigned seq) {
                  (unsigned)(uint16_t)job->first | (unsigned)(uint16_t)job->second << 16);
     else
         line_put(box, WP_RES_HEAD, seq, shape, active, 0);
-    lines_flush(box, WP_RES_HEAD, WP_RES_IN + n * e);
+    /* what the watch reads at every look: the header's lines and each lane's first input line */
+    lines_flush(box, WP_RES_HEAD, WP_RES_IN + (n * e < WP_RES_WATCH_IN ? n * e : WP_RES_WATCH_IN));
 }
 
 int wp_resident_box_poll(const void *box, unsigned seq, int n, int elems) {
@@ -105,10 +129,8 @@ void wp_resident_box_read(const void *box, int n, int elems, wp_warp_result *res
 
 bool wp_resident_box_image_fits(size_t image_len, size_t first_at, unsigned jobs, size_t answer_at, size_t answer_len) {
     return image_len <= WP_DRES_IMAGE_MAX && answer_len <= (size_t)WP_DRES_OUT_LINES * WP_DRES_LINE_BYTES &&
-           first_at <= 0xffff && jobs <= 0xffff && answer_at < WP_DRES_ANSWER_AT_MAX;
+           first_at <= 0xffff && jobs >= 1 && jobs <= 0xffff && answer_at < WP_DRES_ANSWER_AT_MAX;
 }
-
-#define WP_DRES_WATCH_LINES 32 /* the data watch: the header and 31 words, a lane each (templates/wp_resident.cuh) */
 
 static size_t lines_of(size_t bytes) { return (bytes + WP_DRES_LINE_BYTES - 1) / WP_DRES_LINE_BYTES; }
 
@@ -144,9 +166,7 @@ bool wp_resident_box_post_image(void *box, const void *image, size_t image_len, 
     if (put)
         line_put(box, WP_DRES_HEAD, seq, words | jobs << 16, (unsigned)first_at | (unsigned)image_len << 16,
                  (unsigned)answer_at | (unsigned)answer_len << 20);
-    /* the lines written, and at least those the watch reads at each look (the header and 31 words) */
-    const int written = put ? 1 + (int)words : 1 + WP_DRES_IN_LINES;
-    lines_flush(box, WP_DRES_HEAD, written > WP_DRES_WATCH_LINES ? written : WP_DRES_WATCH_LINES);
+    lines_flush(box, WP_DRES_HEAD, WP_DRES_WATCH_LINES); /* what the watch reads at every look */
     return put;
 }
 

@@ -174,7 +174,7 @@ int wp_batcher_submit(wp_batcher *bt, wp_batch_job *job) {
     job->done = job->leader = false;
     job->size = 1;
     job->queue_us = 0;
-    if (!job->t_queued_ns) job->t_queued_ns = wp_now_ns();
+    job->t_queued_ns = job->t_entry_ns ? job->t_entry_ns : wp_now_ns();
     bool can_wait = false;   /* its condition variable is made (glibc never fails to) */
     pthread_condattr_t attr; /* a window is timed on the monotonic clock: a clock step does not stretch it */
     if (bt->cfg.max > 1 && pthread_condattr_init(&attr) == 0) {

@@ -68,12 +68,13 @@ struct wp_batch_job {
     /* a handed job's, optional: called on the runner first, before it is batched — it may fill in key
      * (the HTTP thread need not); false: the job is not run, on_done is called at once */
     bool (*prepare)(wp_batch_job *job);
-    /* when the caller began making this entry (its sized spec, its key), so that queue_us counts that
-     * too; 0: the submit sets it */
-    uint64_t t_queued_ns;
+    /* in, optional: when the caller began making this entry (its sized spec, its key), so that queue_us
+     * counts that too; 0: at the submit */
+    uint64_t t_entry_ns;
     int size;        /* out: the size of the batch it ran in */
-    double queue_us; /* out: from t_queued_ns to its batch's run (the entry, the window, the batches ahead) */
+    double queue_us; /* out: from its entry to its batch's run (the entry, the window, the batches ahead) */
     /* the batcher's */
+    uint64_t t_queued_ns; /* t_entry_ns, or when it was submitted */
     struct wp_batch_job *next;
     bool done, leader;
     pthread_cond_t cond; /* it waits here: for its result, or to lead */

@@ -532,7 +532,7 @@ static double batch_own_us(const wp_batch_reduce *j, uint64_t t0) {
     const wp_reduce_result *r = &j->res;
     const double run = j->untimed ? j->device_us : j->upload_us + r->kernel_us + j->download_us;
     const double own = wp_us_since(t0) - run - r->key_us - r->cache_us - r->load_us;
-    return own > 0 ? wp_us_to_ns(own) : 0;
+    return own > 0 ? wp_us_round_ns(own) : 0;
 }
 
 static void job_start(wp_batch_reduce *j) {
@@ -547,7 +547,7 @@ int wp_batch_run_reduce(wp_app *app, wp_backend *be, wp_batch_reduce *j, wp_err 
     j->untimed = false; /* until a batched launch says otherwise */
     if (!batchable(app, be, j)) return run_alone(app, be, j, untimed_ok, err);
     reduce_item it = {0};
-    wp_batch_job bj = {.t_queued_ns = wp_now_ns()}; /* the entry's making is the batch's stage too */
+    wp_batch_job bj = {.t_entry_ns = wp_now_ns()}; /* the entry's making is the batch's stage too */
     int rc = item_make(app, be, j, untimed_ok, &it, &bj, err);
     if (rc > 0) {
         rc = run_alone(app, be, j, untimed_ok, err);

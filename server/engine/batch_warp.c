@@ -173,13 +173,13 @@ int wp_batch_run_warp(wp_app *app, wp_backend *be, void *fn, const wp_spec *s, c
     *size = 1;
     if (alone(app, be, fn, s, job)) return wp_backend_run_warp(be, fn, s, job, res, t, err);
     warp_item it = {.app = app, .be = be, .fn = fn, .spec = s, .job = job, .res = res, .t = t, .mem = app->batch_mem};
-    wp_batch_job bj = {.owner = be, .run = warp_batch, .payload = &it, .no_wait = no_wait, .t_queued_ns = wp_now_ns()};
+    wp_batch_job bj = {.owner = be, .run = warp_batch, .payload = &it, .no_wait = no_wait, .t_entry_ns = wp_now_ns()};
     if (warp_key(bj.key, sizeof bj.key, s, job, no_wait)) return wp_backend_run_warp(be, fn, s, job, res, t, err);
     *size = wp_batcher_submit(app->batcher, &bj);
     /* its time in the batcher that no other field holds: the entry, the queue, the batch's bookkeeping */
     const double run = t->untimed ? t->device_us : t->upload_us + t->kernel_us + t->download_us;
     const double own = wp_us_since(bj.t_queued_ns) - run;
-    t->queue_us = own > 0 ? wp_us_to_ns(own) : 0;
+    t->queue_us = own > 0 ? wp_us_round_ns(own) : 0;
     if (it.rc) *err = it.err;
     return it.rc;
 }

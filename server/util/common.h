@@ -34,7 +34,7 @@ static inline double wp_ms_since(uint64_t t0_ns) { return (double)(wp_now_ns() -
 static inline double wp_us_since(uint64_t t0_ns) { return (double)(wp_now_ns() - t0_ns) / 1e3; }
 /* µs rounded to whole ns, as every clock difference above is (a difference of such figures is not, and
  * would print as 3.686999999999999 where 3.687 is meant). */
-static inline double wp_us_to_ns(double us) { return (double)(int64_t)(us * 1e3 + (us < 0 ? -0.5 : 0.5)) / 1e3; }
+static inline double wp_us_round_ns(double us) { return (double)(int64_t)(us * 1e3 + (us < 0 ? -0.5 : 0.5)) / 1e3; }
 
 /* 64 unguessable bits (getrandom; the clock, mixed, if the kernel has none to give): ids that one client
  * cannot guess to reach another's data. */

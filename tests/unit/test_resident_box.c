@@ -236,6 +236,7 @@ static void test_images(void) {
           !wp_resident_box_image_fits(0, 0, 1, 0, out_cap + 1));
     /* every number the packed header cannot say is refused here, before the engine builds a post */
     CHECK(!wp_resident_box_image_fits(64, 0x10000, 1, 0, 8) && !wp_resident_box_image_fits(64, 0, 0x10000, 0, 8) &&
+          !wp_resident_box_image_fits(64, 0, 0, 0, 8) && /* no job: the kernel's take refuses it too */
           !wp_resident_box_image_fits(64, 0, 1, WP_DRES_ANSWER_AT_MAX, 8));
     CHECK(WP_DRES_IN + WP_DRES_IN_LINES == WP_RES_STATUS && WP_RES_OUT + WP_DRES_OUT_LINES == WP_RES_LINES);
     unsigned *box = box_new();
