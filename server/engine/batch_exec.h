@@ -80,6 +80,11 @@ typedef struct {
  * ran). On success the caller frees res with wp_reduce_result_free. */
 int wp_batch_run_reduce(struct wp_app *app, wp_backend *be, wp_batch_reduce *j, wp_err *err);
 
+/* The job's time in the batcher that no other field holds (its queue_us), from elapsed_us, its time from
+ * the start of its entry's making to its batch's end: less its kernel's lookup (res.key_us, cache_us,
+ * load_us) and the device's run (device_us when untimed, else the timed steps); never below 0, to the ns. */
+double wp_batch_reduce_own_us(const wp_batch_reduce *j, double elapsed_us);
+
 /* Hands a small GPU job to the batcher's runners instead (wp_batcher_hand): the caller, an HTTP thread,
  * does not wait for it. Returns 1 when the job cannot be handed (not on a GPU, not batchable, no
  * runners, or park(ctx) said no), and nothing was done: run it with wp_batch_run_reduce. Else 0: park(ctx)

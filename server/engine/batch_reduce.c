@@ -525,13 +525,10 @@ static int item_make(wp_app *app, wp_backend *be, wp_batch_reduce *j, bool untim
     return 0;
 }
 
-/* The job's time in the batcher that no other field holds: from the start of its entry's making to its
- * batch's end, less its kernel's lookup (key_us, cache_us, load_us) and the device's run (device_us, or
- * the timed steps): the entry, the wait in the queue, the batch's own bookkeeping. */
-static double batch_own_us(const wp_batch_reduce *j, uint64_t t0) {
+double wp_batch_reduce_own_us(const wp_batch_reduce *j, double elapsed_us) {
     const wp_reduce_result *r = &j->res;
     const double run = j->untimed ? j->device_us : j->upload_us + r->kernel_us + j->download_us;
-    const double own = wp_us_since(t0) - run - r->key_us - r->cache_us - r->load_us;
+    const double own = elapsed_us - run - r->key_us - r->cache_us - r->load_us;
     return own > 0 ? wp_us_round_ns(own) : 0;
 }
 
@@ -555,7 +552,7 @@ int wp_batch_run_reduce(wp_app *app, wp_backend *be, wp_batch_reduce *j, wp_err 
         j->size = wp_batcher_submit(app->batcher, &bj);
         rc = it.rc;
         if (rc < 0) *err = it.err;
-        j->queue_us = batch_own_us(j, bj.t_queued_ns);
+        j->queue_us = wp_batch_reduce_own_us(j, wp_us_since(bj.t_queued_ns));
     }
     wp_spec_free(&it.sized); /* a failed copy left nothing to free: safe */
     return rc;

@@ -1,7 +1,8 @@
 /* test_batch.c — server/engine/batch.c without HTTP or backends: jobs that wait while a batch of their key
  * runs form the next batch, all of them up to max (then the rest, in order); max 1 runs every job
  * alone; keys and owners never share a batch; every job runs exactly once and learns its batch size
- * and its wait in the queue; the counters add up. A batch's run blocks on a gate, so every queue is
+ * and its wait in the queue (from an entry begun earlier, too); the counters add up; a batched reduce's
+ * own time leaves out its kernel's lookup and the device's run. A batch's run blocks on a gate, so every queue is
  * filled on purpose (the test waits for the batcher's own count of waiting jobs), not by timing. The
  * batch memory pool (batch_mem.c) keeps each device's buffers apart: a batch on device 1 never gets
  * device 0's. */
@@ -16,6 +17,7 @@
 #include "engine/batch.h"
 #include "engine/batch_exec.h"
 #include "t.h"
+#include "util/common.h"
 
 #define JOBS_MAX 64
 
@@ -262,6 +264,31 @@ static void queue_time(void) {
     CHECKF(s[1].job.queue_us >= 50000 && s[0].job.queue_us >= 0, "leader %.1f us, queued behind it %.1f us",
            s[0].job.queue_us, s[1].job.queue_us);
     wp_batcher_close(bt);
+
+    /* a caller that began the entry earlier (t_entry_ns) has that time counted too: a second here */
+    bt = wp_batcher_open(&cfg);
+    reset();
+    start(&s[0], &th[0], bt, &owner, "k", 0, false);
+    pthread_join(th[0], NULL); /* the first ran: s[0] is reused below */
+    s[0] = (submitter){.bt = bt, .p = {.id = 1}};
+    s[0].job = (wp_batch_job){.owner = &owner, .run = run, .payload = &s[0].p, .t_entry_ns = wp_now_ns() - 1000000000};
+    snprintf(s[0].job.key, sizeof s[0].job.key, "k");
+    submit(&s[0]);
+    CHECKF(s[0].job.queue_us >= 1e6 && s[0].job.t_entry_ns != 0, "entry a second ago: queue_us %.1f",
+           s[0].job.queue_us);
+    wp_batcher_close(bt);
+}
+
+/* A batched reduce's own time: its time from its entry to its batch's end less its kernel's lookup and
+ * the device's run, whichever way it ran; nothing counted twice, never below 0, whole ns. */
+static void own_time(void) {
+    wp_batch_reduce j = {.untimed = true, .device_us = 60, .upload_us = 7, .download_us = 7};
+    j.res.key_us = 5, j.res.cache_us = 3, j.res.load_us = 2, j.res.kernel_us = 9;
+    CHECK(wp_batch_reduce_own_us(&j, 100) == 30); /* untimed: the round trip, not the timed steps */
+    j.untimed = false;
+    CHECK(wp_batch_reduce_own_us(&j, 100) == 67); /* timed: 7 + 9 + 7 */
+    CHECK(wp_batch_reduce_own_us(&j, 20) == 0);   /* clocks that disagree: 0, not negative */
+    CHECK(wp_batch_reduce_own_us(&j, 33.0014999) == 0.001 && wp_batch_reduce_own_us(&j, 33.123456) == 0.123);
 }
 
 /* concurrency 2: two gated batches of one key run at once (one slot each), the third job waits for a
@@ -413,6 +440,8 @@ int main(void) {
     max_one();
     T_CASE("the wait in the queue: a lone leader's window, the batch ahead");
     queue_time();
+    T_CASE("a batched reduce's own time");
+    own_time();
     T_CASE("two slots: batches of one key side by side, never more");
     two_slots();
     T_CASE("batch memory per device");
