@@ -35,12 +35,8 @@ static void hand_finish(void *app, const wp_req *req, wp_resp *resp, void *ctx) 
     (void)app, (void)req;
     handed_req *h = ctx;
     reduce_req *q = &h->q;
-    const wp_batch_reduce *j = &q->job;
-    const wp_reduce_result *r = &j->res; /* the runner's lookup of the batch's kernel is in key/cache/load */
-    const double run_us = (j->untimed ? j->device_us : j->upload_us + r->kernel_us + j->download_us) + r->key_us +
-                          r->cache_us + r->load_us;
-    const double wait_us = wp_us_since(q->t_hand_ns) - run_us;
-    q->hand_wait_us = wait_us > 0 ? wp_us_round_ns(wait_us) : 0;
+    /* the runners' queue and the way back: not the run, nor the runner's lookup of the batch's kernel */
+    q->hand_wait_us = wp_batch_reduce_own_us(&q->job, wp_us_since(q->t_hand_ns));
     h->answer(q->app, q, resp, h->rc);
 }
 

@@ -455,10 +455,7 @@ static void hand_release(void *ctx) {
 static void hand_finish(void *app, const wp_req *req, wp_resp *resp, void *ctx) {
     (void)app, (void)req;
     warp_call *c = ctx;
-    const wp_run_timing *t = &c->runs.dev_t;
-    const double run_us = t->untimed ? t->device_us : t->upload_us + t->kernel_us + t->download_us;
-    const double wait_us = wp_us_since(c->t_hand_ns) - run_us;
-    c->hand_wait_us = wait_us > 0 ? wp_us_round_ns(wait_us) : 0;
+    c->hand_wait_us = wp_batch_warp_own_us(&c->runs.dev_t, wp_us_since(c->t_hand_ns));
     call_reply(c, resp, c->hand_rc);
 }
 

@@ -1,5 +1,5 @@
 /* resident_box.c — a resident kernel's mailbox, the host's side (resident_box.h).
- * Owns: nothing (functions over the caller's box). */
+ * Owns: nothing but whether the CPU has clflushopt, asked once (functions over the caller's box). */
 #include "resident_box.h"
 
 #include <stdint.h>

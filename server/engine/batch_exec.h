@@ -34,6 +34,10 @@ struct wp_app;
 int wp_batch_run_warp(struct wp_app *app, wp_backend *be, void *fn, const wp_spec *s, const wp_warp_job *job,
                       wp_warp_result *res, wp_run_timing *t, bool no_wait, int *size, wp_err *err);
 
+/* A warp job's time in the batcher (or a hand-over) that no other field holds, from elapsed_us: less the
+ * device's run (t->device_us when untimed, else the timed steps); never below 0, to the ns. */
+double wp_batch_warp_own_us(const wp_run_timing *t, double elapsed_us);
+
 /* The same handed to the batcher's runners (see wp_batch_hand_reduce below: 1, nothing done, or 0 and
  * done(ctx, rc, err) once it has run; job, res, t, size and room must stay put until then). */
 typedef bool (*wp_batch_park_fn)(void *ctx);

@@ -168,6 +168,11 @@ static int warp_key(char *out, size_t cap, const wp_spec *s, const wp_warp_job *
     return 0;
 }
 
+double wp_batch_warp_own_us(const wp_run_timing *t, double elapsed_us) {
+    const double own = elapsed_us - (t->untimed ? t->device_us : t->upload_us + t->kernel_us + t->download_us);
+    return own > 0 ? wp_us_round_ns(own) : 0;
+}
+
 int wp_batch_run_warp(wp_app *app, wp_backend *be, void *fn, const wp_spec *s, const wp_warp_job *job,
                       wp_warp_result *res, wp_run_timing *t, bool no_wait, int *size, wp_err *err) {
     *size = 1;
@@ -176,10 +181,7 @@ int wp_batch_run_warp(wp_app *app, wp_backend *be, void *fn, const wp_spec *s, c
     wp_batch_job bj = {.owner = be, .run = warp_batch, .payload = &it, .no_wait = no_wait, .t_entry_ns = wp_now_ns()};
     if (warp_key(bj.key, sizeof bj.key, s, job, no_wait)) return wp_backend_run_warp(be, fn, s, job, res, t, err);
     *size = wp_batcher_submit(app->batcher, &bj);
-    /* its time in the batcher that no other field holds: the entry, the queue, the batch's bookkeeping */
-    const double run = t->untimed ? t->device_us : t->upload_us + t->kernel_us + t->download_us;
-    const double own = wp_us_since(bj.t_queued_ns) - run;
-    t->queue_us = own > 0 ? wp_us_round_ns(own) : 0;
+    t->queue_us = wp_batch_warp_own_us(t, wp_us_since(bj.t_queued_ns)); /* the entry, the queue, the bookkeeping */
     if (it.rc) *err = it.err;
     return it.rc;
 }

@@ -289,6 +289,12 @@ static void own_time(void) {
     CHECK(wp_batch_reduce_own_us(&j, 100) == 67); /* timed: 7 + 9 + 7 */
     CHECK(wp_batch_reduce_own_us(&j, 20) == 0);   /* clocks that disagree: 0, not negative */
     CHECK(wp_batch_reduce_own_us(&j, 33.0014999) == 0.001 && wp_batch_reduce_own_us(&j, 33.123456) == 0.123);
+    /* a warp job's: no lookup in the batch (its kernel came with it) */
+    wp_run_timing t = {.untimed = true, .device_us = 60, .upload_us = 7, .kernel_us = 9, .download_us = 7};
+    CHECK(wp_batch_warp_own_us(&t, 100) == 40);
+    t.untimed = false;
+    CHECK(wp_batch_warp_own_us(&t, 100) == 77 && wp_batch_warp_own_us(&t, 20) == 0 &&
+          wp_batch_warp_own_us(&t, 23.123456) == 0.123);
 }
 
 /* concurrency 2: two gated batches of one key run at once (one slot each), the third job waits for a
