@@ -269,19 +269,43 @@ typedef struct {
     wp_run_timing emu_t, dev_t;
     bool on_cuda; /* emu devices (--emu-devices) are all the emulator */
     int batch_size;
+    /* on cuda, the emulator's run while the device works (wp_run_timing.meanwhile) */
+    wp_app *app;
+    const wp_spec *spec;
+    const warp_input *w;
+    bool emu_ran;
+    int emu_rc;
+    wp_err emu_err;
 } warp_runs;
 
-/* The emulator's run (on cuda: which lanes are defined; elsewhere the job itself, batched). */
-static int warp_run_emu(wp_app *app, wp_backend *be, const wp_spec *spec, const warp_input *w, bool may_defer,
-                        bool profile, warp_runs *r, wp_err *err) {
+/* The runs' results, allocated. */
+static int warp_runs_open(wp_backend *be, const warp_input *w, bool profile, warp_runs *r, wp_err *err) {
     r->on_cuda = !wp_backend_on_host(be);
     if (output_alloc(&r->emu, w->n, w->elems) || (r->on_cuda && output_alloc(&r->dev, w->n, w->elems)))
         return WP_FAIL(err, 500, "no_memory", "", "out of memory");
     r->dev_t.untimed = !profile; /* cuda: no timing events unless profiled (wp_backend_run_warp) */
     r->batch_size = 1;
-    return r->on_cuda
-               ? wp_backend_run_warp(app->emu, NULL, spec, &w->job, &r->emu.r, &r->emu_t, err)
-               : wp_batch_run_warp(app, be, NULL, spec, &w->job, &r->emu.r, &r->emu_t, may_defer, &r->batch_size, err);
+    return 0;
+}
+
+/* On cuda: the emulator's run, which says which lanes are defined (once; its rc and error kept). */
+static void emu_run(void *ctx) {
+    warp_runs *r = ctx;
+    if (r->emu_ran) return;
+    r->emu_ran = true;
+    r->emu_rc = wp_backend_run_warp(r->app->emu, NULL, r->spec, &r->w->job, &r->emu.r, &r->emu_t, &r->emu_err);
+}
+
+/* The emulator's run (on cuda: which lanes are defined; elsewhere the job itself, batched). */
+static int warp_run_emu(wp_app *app, wp_backend *be, const wp_spec *spec, const warp_input *w, bool may_defer,
+                        bool profile, warp_runs *r, wp_err *err) {
+    if (warp_runs_open(be, w, profile, r, err)) return -1;
+    if (!r->on_cuda)
+        return wp_batch_run_warp(app, be, NULL, spec, &w->job, &r->emu.r, &r->emu_t, may_defer, &r->batch_size, err);
+    r->app = app, r->spec = spec, r->w = w;
+    emu_run(r);
+    if (r->emu_rc) *err = r->emu_err;
+    return r->emu_rc;
 }
 
 /* After the runs: counted, and the kernel's time observed. */
@@ -292,12 +316,23 @@ static void warp_ran(wp_app *app, wp_backend *be, const wp_spec *spec, const war
                               (rt->untimed ? rt->device_us : rt->kernel_us) / 1e6);
 }
 
+/* The runs. On cuda the emulator's goes while the device works on a job alone (the wait of a lone job at
+ * one connection), else after the device's run. */
 static int warp_run(wp_app *app, wp_backend *be, const wp_spec *spec, const warp_input *w, const wp_ready_kernel *rk,
                     bool may_defer, bool profile, warp_runs *r, wp_err *err) {
-    if (warp_run_emu(app, be, spec, w, may_defer, profile, r, err)) return -1;
-    if (r->on_cuda &&
-        wp_batch_run_warp(app, be, rk->fn, spec, &w->job, &r->dev.r, &r->dev_t, may_defer, &r->batch_size, err))
-        return -1;
+    if (wp_backend_on_host(be)) {
+        if (warp_run_emu(app, be, spec, w, may_defer, profile, r, err)) return -1;
+    } else {
+        if (warp_runs_open(be, w, profile, r, err)) return -1;
+        r->app = app, r->spec = spec, r->w = w;
+        r->dev_t.meanwhile = emu_run, r->dev_t.meanwhile_ctx = r;
+        const int rc =
+            wp_batch_run_warp(app, be, rk->fn, spec, &w->job, &r->dev.r, &r->dev_t, may_defer, &r->batch_size, err);
+        r->dev_t.meanwhile = NULL;
+        emu_run(r); /* when the device's run did not */
+        if (r->emu_rc) *err = r->emu_err; /* the emulator's refusal first, as when it ran first */
+        if (r->emu_rc || rc) return -1;
+    }
     warp_ran(app, be, spec, r);
     return 0;
 }

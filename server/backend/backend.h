@@ -33,7 +33,22 @@ typedef struct {
     double queue_us;  /* a batched run's time in the batcher outside the device's run: its entry, its wait
                        * in the batch queue, the batch's bookkeeping (for a timed run also the host's side
                        * of the launch, outside its timed steps) (the batcher's) */
+    /* Set on the way in, for a job run alone on cuda: called once, on the thread that runs the job, while
+     * the device works on it (after its post or launch, before the wait), then cleared. For work the
+     * caller would do after the run anyway and that needs nothing of it (a warp job's emulated run).
+     * A run that does not call it (emu, a batch of several, a failure first) leaves it to the caller,
+     * which tells by its own record, not by this field (a run may overwrite the struct). */
+    void (*meanwhile)(void *ctx);
+    void *meanwhile_ctx;
 } wp_run_timing;
+
+/* t->meanwhile called and cleared, when set (t may be NULL). Threads: the run's. */
+static inline void wp_run_meanwhile(wp_run_timing *t) {
+    if (!t || !t->meanwhile) return;
+    void (*f)(void *) = t->meanwhile;
+    t->meanwhile = NULL;
+    f(t->meanwhile_ctx);
+}
 
 /* CUDA: NULL with *err (and a reason in err->msg) when libcuda or a device is missing. */
 wp_backend *wp_backend_cuda_open(int device_ordinal, wp_err *err); /* with WP_CUDA_STREAMS_DEFAULT streams */

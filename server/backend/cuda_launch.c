@@ -146,6 +146,7 @@ static int cuda_run_warp_on(cuda_op *op, cuda_fn *fn, const wp_warp_job *job, wp
     if (!zero_copy) CU_TRY(b->cu.memcpy_dtoh_async(h, ln->scratch, l.download, ln->stream), "cuMemcpyDtoHAsync");
     CUevent end = timed ? ln->ev_download : ln->ev_done;
     CU_TRY(b->cu.event_record(end, ln->stream), "cuEventRecord");
+    wp_run_meanwhile(t); /* the caller's own work while the device runs */
     CU_TRY(cuda_event_wait(b, end), "the warp run (cuEventSynchronize)");
     float upload_ms = 0, kernel_ms = 0, download_ms = 0;
     if (t && timed) {
@@ -204,7 +205,7 @@ int cuda_run_warp(wp_backend *base, void *fnp, const wp_spec *s, const wp_warp_j
                        s->family->name, s->family->min_sm, b->base.facts.sm);
     cuda_op op;
     if (t && t->untimed && s && s->resident && cuda_resident_fits(b, job)) {
-        const cuda_resident_job j = {.warp = job, .res = res};
+        const cuda_resident_job j = {.warp = job, .res = res, .t = t};
         double device_us = 0;
         const int rc = cuda_run_resident(b, fn, &j, &device_us, err);
         if (rc == 0) *t = (wp_run_timing){.untimed = true, .device_us = device_us};

@@ -560,6 +560,24 @@ if start "cuda on the mock, --resident-us 1000000" --resident-us 1000000 --inlin
     '[ "$code" = 200 ] && [ "$r12" = "$r11" ]'
   code=$(post /v1/reduce '{"type":"f32","op":"mean","data":[1.5,2,3]}'); r13=$(runs)
   check "resident: a statistic does not use it ($r12 -> $r13)" '[ "$code" = 200 ] && [ "$r13" = "$r12" ]'
+  # The emulator's run (which lanes are defined) goes while the device works on a lone warp job: a job
+  # whose member mask leaves lane 31 out has lane 31 "not_member" and lane 30 (its partner)
+  # "src_not_member", the rest defined, from a plain launch and from the resident alike.
+  wm=${WARP/0xffffffff/0x7fffffff}
+  lanes_ok() {
+    python3 -c 'import json, sys
+a = json.load(open(sys.argv[1])); u = a["undefined_reason"]; d = a["defined"]
+ok = u[31] == "not_member" and u[30] == "src_not_member" and u[:30] == [None] * 30
+sys.exit(0 if ok and d == [r is None for r in u] and a["timing"]["emulate_us"] > 0 else 1)' "$tmp/body"
+  }
+  code=$(post /v1/warp "$wm"); r14=$(runs)
+  check "warp on cuda, a plain launch: the emulated lanes' reasons ($r13 -> $r14)" \
+    '[ "$code" = 200 ] && [ "${r14%/*}" = "${r13%/*}" ] && lanes_ok'
+  until_resident "$wm"; got=$?; r15=$(runs)
+  check "warp on cuda through the resident: the emulated lanes' reasons" '[ $got = 0 ] && lanes_ok'
+  code=$(post /v1/warp "$wm"); r16=$(runs)
+  check "warp on cuda, the resident's next job: the same ($r15 -> $r16)" \
+    '[ "$code" = 200 ] && [ "${r16%/*}" = $((${r15%/*} + 1)) ] && lanes_ok'
   stop "resident daemon (SIGTERM with a resident on the device)"
 fi
 # a resident that ends without a word, or never answers: residents go off, each job still answers 200
