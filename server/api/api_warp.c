@@ -329,7 +329,7 @@ static int warp_run(wp_app *app, wp_backend *be, const wp_spec *spec, const warp
         const int rc =
             wp_batch_run_warp(app, be, rk->fn, spec, &w->job, &r->dev.r, &r->dev_t, may_defer, &r->batch_size, err);
         r->dev_t.meanwhile = NULL;
-        emu_run(r); /* when the device's run did not */
+        emu_run(r);                       /* when the device's run did not */
         if (r->emu_rc) *err = r->emu_err; /* the emulator's refusal first, as when it ran first */
         if (r->emu_rc || rc) return -1;
     }
