@@ -124,9 +124,8 @@ enum MHD_Result http_send_resp(wp_http *h, wp_call *c, const char *allow) {
     wp_resp *r = &c->resp;
     if (r->status == 0) http_resp_fail(r, 500, "internal", "", "the handler set no response");
     wp_reqlog_respond(&c->rec, r); /* the request id into an error body */
-    struct MHD_Response *mr =
-        r->body ? MHD_create_response_from_buffer_with_free_callback(r->body_len, r->body, wp_jtext_free)
-                : MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    struct MHD_Response *mr = r->body ? MHD_create_response_from_buffer(r->body_len, r->body, MHD_RESPMEM_MUST_FREE)
+                                      : MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
     if (!mr) return MHD_NO; /* c->resp.body is still ours: freed when the request completes */
     r->body = NULL;
     const char *type = r->content_type ? r->content_type : json_type;

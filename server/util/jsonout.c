@@ -2,62 +2,18 @@
  * (see jsonout.h), and integers to decimal text. cJSON spends a printf, a sscanf and a locale look-up
  * on every non-integral number (a response's timing object has eleven); here a number that is a whole
  * count of thousandths (every timing value) is written digit by digit, and the rest take cJSON's own
- * two printf steps with strtod for the read-back. Also a thread's few spare text buffers of 4 KiB
- * (wp_jtext_free), which the writers take for an answer of 1..4 KiB. */
+ * two printf steps with strtod for the read-back. */
 #include "jsonout.h"
 #include "numtext.h"
 
 #include <float.h>
-#include <malloc.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 typedef wp_jtext out_buf;
-
-/* A thread's answer buffers of POOL_BYTES (wp_jtext_free): an answer of 1..4 KiB (a 32-lane warp
- * answer's 1.2 KiB) is past the sizes glibc's per-thread cache keeps, so its malloc and free went
- * through the arena's bins (~1,800 instructions of the tiny warp's request, callgrind). Freed with the
- * thread (a key's destructor). */
-enum { POOL_BYTES = 4096, POOL_KEEP = 4 };
-typedef struct {
-    void *p[POOL_KEEP];
-    int n;
-    bool keyed;
-} text_pool;
-static _Thread_local text_pool pool;
-static pthread_key_t pool_key;
-static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
-static bool pool_key_ok;
-
-static void pool_drop(void *v) {
-    text_pool *tp = v;
-    while (tp->n > 0) free(tp->p[--tp->n]);
-}
-static void pool_key_make(void) { pool_key_ok = pthread_key_create(&pool_key, pool_drop) == 0; }
-
-static void *pool_take(void) { return pool.n > 0 ? pool.p[--pool.n] : NULL; }
-
-static bool pool_put(void *p) {
-    if (pool.n == POOL_KEEP) return false;
-    if (!pool.keyed) { /* the destructor that frees them when the thread ends */
-        pthread_once(&pool_once, pool_key_make);
-        if (!pool_key_ok || pthread_setspecific(pool_key, &pool) != 0) return false;
-        pool.keyed = true;
-    }
-    pool.p[pool.n++] = p;
-    return true;
-}
-
-void wp_jtext_free(void *p) {
-    if (!p) return;
-    const size_t usable = malloc_usable_size(p);
-    if (usable >= POOL_BYTES && usable < 2 * POOL_BYTES && pool_put(p)) return;
-    free(p);
-}
 
 /* Room for more bytes and a NUL: a first piece of up to 1 KiB gets 1 KiB; then the capacity doubles,
  * but a piece larger than that at once (a long list) gets what it needs and an eighth more: a
@@ -68,12 +24,9 @@ static bool reserve(out_buf *b, size_t more) {
     if (b->n + more + 1 <= b->cap) return true;
     const size_t need = b->n + more + 1;
     size_t cap = b->cap ? b->cap : 256;
-    if (!b->cap && need <= 1024) {
+    if (!b->cap && need <= 1024)
         cap = 1024; /* a small answer's first piece: glibc keeps 1 KiB blocks in a per-thread cache, not larger */
-    } else if (!b->cap && need <= POOL_BYTES) { /* one of this thread's buffers (wp_jtext_free) */
-        cap = POOL_BYTES;
-        if ((b->p = pool_take())) return (b->cap = cap), true;
-    } else if (need / 2 > cap)
+    else if (need / 2 > cap)
         cap = need + need / 8;
     while (cap < need) cap *= 2;
     char *p = realloc(b->p, cap);

@@ -28,10 +28,6 @@ typedef struct {
     size_t n, cap;
     int failed;
 } wp_jtext;
-/* Frees a text the writers made (or any malloc'd block), keeping one of 4..8 KiB for the calling
- * thread's next text of 1..4 KiB (a few a thread; freed when it ends): the release of an answer once
- * it is sent. free() is as right, only slower. */
-void wp_jtext_free(void *p);
 void wp_jtext_put(wp_jtext *t, const char *s, size_t n); /* text as it is */
 /* The same, inline while it fits (a warp answer appends a few hundred short pieces); else the call. */
 static inline void wp_jtext_add(wp_jtext *t, const char *s, size_t n) {

@@ -7,7 +7,6 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -247,26 +246,6 @@ static void writers_as_cjson(const cJSON *tree, const char *what) {
     free(got);
 }
 
-/* A text of n bytes of 'x' from the writers (*len its length). */
-static char *text_of(size_t n, size_t *len) {
-    wp_jtext t = {0};
-    char *d = wp_jtext_room(&t, n);
-    if (!d) return NULL;
-    memset(d, 'x', n);
-    t.n += n;
-    return wp_jtext_take(&t, len);
-}
-
-/* Three texts given back on a thread that then ends, with its spares. */
-static void *spare_in_thread(void *arg) {
-    (void)arg;
-    for (int i = 0; i < 3; i++) wp_jtext_free(text_of(2500 + (size_t)i, NULL));
-    char *a = text_of(2000, NULL), *b = text_of(2000, NULL);
-    wp_jtext_free(a);
-    wp_jtext_free(b);
-    return NULL;
-}
-
 int main(void) {
     T_CASE("edge numbers");
     for (size_t i = 0; i < sizeof edge / sizeof *edge; i++) {
@@ -403,29 +382,6 @@ int main(void) {
             CHECKF(!strcmp(a, b) && n == (int)strlen(b), "%s vs %s", a, b);
         }
         CHECK(wp_json_fmt_u64(a, UINT64_MAX) == 20 && !strcmp(a, "18446744073709551615"));
-    }
-    T_CASE("spare text buffers: an answer of 1..4 KiB reuses the one its thread freed");
-    {
-        char *first = text_of(2000, NULL);
-        CHECK(first != NULL);
-        wp_jtext_free(first);
-        void *other = malloc(4096); /* what malloc would hand out again, were first back in its bins */
-        size_t n = 0;
-        char *again = text_of(3000, &n);
-        free(other);
-        CHECKF(again == first && n == 3000 && again[2999] == 'x' && !again[3000], "%p %p %zu", (void *)again,
-               (void *)first, n);
-        char *small = text_of(100, NULL), *large = text_of(20000, NULL);
-        wp_jtext_free(small); /* glibc's own cache keeps these: not the thread's */
-        wp_jtext_free(large);
-        char *next = text_of(1500, NULL);
-        CHECK(next != small && next != large);
-        wp_jtext_free(next);
-        wp_jtext_free(again);
-        wp_jtext_free(NULL);
-        pthread_t th;
-        CHECK(pthread_create(&th, NULL, spare_in_thread, NULL) == 0 && pthread_join(th, NULL) == 0);
-        /* a thread's spares are freed when it ends: LeakSanitizer would report them */
     }
     return t_done("jsonout");
 }
