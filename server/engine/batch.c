@@ -169,12 +169,31 @@ static void queue_leave(wp_batcher *bt, batch_queue *q) {
     if (--q->users == 0 && !q->leaders && !q->head) queue_drop(bt, q);
 }
 
-int wp_batcher_submit(wp_batcher *bt, wp_batch_job *job) {
+static void job_enter(wp_batch_job *job) {
     job->next = NULL;
     job->done = job->leader = false;
     job->size = 1;
     job->queue_us = 0;
     job->t_queued_ns = job->t_entry_ns ? job->t_entry_ns : wp_now_ns();
+}
+
+/* job run now as a batch of one; the lock not held. */
+static int run_one(wp_batcher *bt, wp_batch_job *job) {
+    pthread_mutex_lock(&bt->lock);
+    count(bt, 1);
+    pthread_mutex_unlock(&bt->lock);
+    wp_batch_job *one[1] = {job};
+    job->run(one, 1);
+    return 1;
+}
+
+int wp_batcher_run_alone(wp_batcher *bt, wp_batch_job *job) {
+    job_enter(job);
+    return run_one(bt, job);
+}
+
+int wp_batcher_submit(wp_batcher *bt, wp_batch_job *job) {
+    job_enter(job);
     bool can_wait = false;   /* its condition variable is made (glibc never fails to) */
     pthread_condattr_t attr; /* a window is timed on the monotonic clock: a clock step does not stretch it */
     if (bt->cfg.max > 1 && pthread_condattr_init(&attr) == 0) {
@@ -184,12 +203,9 @@ int wp_batcher_submit(wp_batcher *bt, wp_batch_job *job) {
     pthread_mutex_lock(&bt->lock);
     batch_queue *q = can_wait ? queue_get(bt, job->owner, job->key) : NULL;
     if (!q) { /* no batching (or no memory for a queue): the job runs alone, now */
-        count(bt, 1);
         pthread_mutex_unlock(&bt->lock);
         if (can_wait) pthread_cond_destroy(&job->cond);
-        wp_batch_job *one[1] = {job};
-        job->run(one, 1);
-        return 1;
+        return run_one(bt, job);
     }
     q->users++;
     *q->tail = job;

@@ -90,6 +90,12 @@ int wp_batcher_window_us(const wp_batcher *bt); /* --batch-window-us */
  * batch's size (also in job->size). */
 int wp_batcher_submit(wp_batcher *bt, wp_batch_job *job);
 
+/* Runs job at once as a batch of one, on the calling thread, counted as one, without its queue (its key
+ * unused): for a job no other can join — an HTTP thread's under --inline-gpu idle, the one request in
+ * flight — whose queue's lock, condition variable and key cost a lone job at one connection about
+ * 1 µs. Returns 1. */
+int wp_batcher_run_alone(wp_batcher *bt, wp_batch_job *job);
+
 /* Queues job (owner, key or prepare, run, payload and on_done set) for a runner and returns at once: 0, or -1 when the
  * batcher has no runners, batches of one (max 1) or no memory for a queue — the caller then runs the
  * job itself (wp_batcher_submit). The job must stay where it is until on_done(job) is called. */

@@ -179,8 +179,12 @@ int wp_batch_run_warp(wp_app *app, wp_backend *be, void *fn, const wp_spec *s, c
     if (alone(app, be, fn, s, job)) return wp_backend_run_warp(be, fn, s, job, res, t, err);
     warp_item it = {.app = app, .be = be, .fn = fn, .spec = s, .job = job, .res = res, .t = t, .mem = app->batch_mem};
     wp_batch_job bj = {.owner = be, .run = warp_batch, .payload = &it, .no_wait = no_wait, .t_entry_ns = wp_now_ns()};
-    if (warp_key(bj.key, sizeof bj.key, s, job, no_wait)) return wp_backend_run_warp(be, fn, s, job, res, t, err);
-    *size = wp_batcher_submit(app->batcher, &bj);
+    if (wp_app_inline_alone(app, no_wait)) {
+        *size = wp_batcher_run_alone(app->batcher, &bj); /* no key, no queue */
+    } else {
+        if (warp_key(bj.key, sizeof bj.key, s, job, no_wait)) return wp_backend_run_warp(be, fn, s, job, res, t, err);
+        *size = wp_batcher_submit(app->batcher, &bj);
+    }
     t->queue_us = wp_batch_warp_own_us(t, wp_us_since(bj.t_queued_ns)); /* the entry, the queue, the bookkeeping */
     if (it.rc) *err = it.err;
     return it.rc;

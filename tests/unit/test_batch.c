@@ -235,6 +235,70 @@ static void no_wait_leader(void) {
     wp_batcher_close(bt);
 }
 
+typedef struct {
+    wp_batcher *bt;
+    wp_batch_job job;
+    payload p;
+    int size;
+    bool returned;
+} alone_call;
+
+static void *alone_main(void *arg) {
+    alone_call *a = arg;
+    const int size = wp_batcher_run_alone(a->bt, &a->job);
+    pthread_mutex_lock(&mu);
+    a->size = size;
+    a->returned = true;
+    pthread_mutex_unlock(&mu);
+    return NULL;
+}
+
+/* A job run alone (wp_batcher_run_alone: an HTTP thread's under --inline-gpu idle) does not queue: while
+ * a gated batch of its key and owner holds the one slot, it runs at once on the calling thread, alone,
+ * counted as a batch of one; the job queued behind the gate still waits for it. Through the queue it
+ * would wait behind the gate (the call would not return until it opened). */
+static void run_alone(void) {
+    wp_batch_config cfg = {.window_us = 0, .max = 8, .concurrency = 1};
+    wp_batcher *bt = wp_batcher_open(&cfg);
+    static submitter s[2];
+    static pthread_t th[2];
+    int owner;
+    reset();
+    start(&s[0], &th[0], bt, &owner, "k", 0, true);
+    wait_at_gate(1);
+    start(&s[1], &th[1], bt, &owner, "k", 1, false);
+    wait_waiting(bt, 1);
+    alone_call a = {.bt = bt};
+    a.job = (wp_batch_job){.owner = &owner, .run = run, .payload = &a.p, .no_wait = true, .t_entry_ns = wp_now_ns()};
+    snprintf(a.job.key, sizeof a.job.key, "k");
+    pthread_t ta;
+    pthread_create(&ta, NULL, alone_main, &a);
+    bool returned = false; /* before the gate opens (or 5 s: then it fails, not hangs) */
+    for (int i = 0; i < 5000 && !returned; i++) {
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+        pthread_mutex_lock(&mu);
+        returned = a.returned;
+        pthread_mutex_unlock(&mu);
+    }
+    pthread_mutex_lock(&mu);
+    const int seen = batches_seen, queued_runs = s[1].p.runs;
+    pthread_mutex_unlock(&mu);
+    CHECKF(returned && a.size == 1 && a.job.size == 1 && a.p.runs == 1 && seen == 1 && queued_runs == 0,
+           "returned %d, size %d, runs %d, %d batches, the queued job's runs %d", returned, a.size, a.p.runs, seen,
+           queued_runs);
+    CHECKF(a.job.t_queued_ns == a.job.t_entry_ns, "queued at %llu, entered at %llu",
+           (unsigned long long)a.job.t_queued_ns, (unsigned long long)a.job.t_entry_ns);
+    wp_batch_stats st;
+    wp_batcher_stats(bt, &st);
+    CHECKF(st.batches == 1 && st.jobs == 1 && st.le[0] == 1 && st.waiting == 1, "batches %llu jobs %llu waiting %d",
+           (unsigned long long)st.batches, (unsigned long long)st.jobs, st.waiting);
+    open_gate();
+    for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+    pthread_join(ta, NULL);
+    CHECKF(s[0].size == 1 && s[1].size == 1 && s[1].p.runs == 1, "gated %d, queued %d", s[0].size, s[1].size);
+    wp_batcher_close(bt);
+}
+
 /* The wait in the queue each job learns (queue_us): a lone leader waits out its window (2 ms here: the
  * timed wait ends no sooner), and a job queued behind a gated batch waits at least as long as the gate
  * stays shut after it queued (50 ms). Lower bounds only: a loaded machine makes both longer. */
@@ -442,6 +506,8 @@ int main(void) {
     window_fills();
     T_CASE("a leader on an HTTP thread takes no window");
     no_wait_leader();
+    T_CASE("a job run alone: at once, beside a running batch of its key, counted as one");
+    run_alone();
     T_CASE("max 1");
     max_one();
     T_CASE("the wait in the queue: a lone leader's window, the batch ahead");
