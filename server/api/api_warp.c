@@ -296,16 +296,26 @@ static void emu_run(void *ctx) {
     r->emu_rc = wp_backend_run_warp(r->app->emu, NULL, r->spec, &r->w->job, &r->emu.r, &r->emu_t, &r->emu_err);
 }
 
-/* The emulator's run (on cuda: which lanes are defined; elsewhere the job itself, batched). */
+/* On cuda: the emulator's run set to go while the device works (wp_run_timing.meanwhile). */
+static void emu_meanwhile(wp_app *app, const wp_spec *spec, const warp_input *w, warp_runs *r) {
+    r->app = app, r->spec = spec, r->w = w;
+    r->dev_t.meanwhile = emu_run, r->dev_t.meanwhile_ctx = r;
+}
+
+/* After the device's run (rc): the emulator's, when the run did not call it; -1 with err when either
+ * failed, the emulator's refusal first (as when it ran first). */
+static int emu_after(warp_runs *r, int rc, wp_err *err) {
+    r->dev_t.meanwhile = NULL;
+    emu_run(r);
+    if (r->emu_rc) *err = r->emu_err;
+    return r->emu_rc || rc ? -1 : 0;
+}
+
+/* On the emulator: the job itself, batched. */
 static int warp_run_emu(wp_app *app, wp_backend *be, const wp_spec *spec, const warp_input *w, bool may_defer,
                         bool profile, warp_runs *r, wp_err *err) {
     if (warp_runs_open(be, w, profile, r, err)) return -1;
-    if (!r->on_cuda)
-        return wp_batch_run_warp(app, be, NULL, spec, &w->job, &r->emu.r, &r->emu_t, may_defer, &r->batch_size, err);
-    r->app = app, r->spec = spec, r->w = w;
-    emu_run(r);
-    if (r->emu_rc) *err = r->emu_err;
-    return r->emu_rc;
+    return wp_batch_run_warp(app, be, NULL, spec, &w->job, &r->emu.r, &r->emu_t, may_defer, &r->batch_size, err);
 }
 
 /* After the runs: counted, and the kernel's time observed. */
@@ -324,14 +334,10 @@ static int warp_run(wp_app *app, wp_backend *be, const wp_spec *spec, const warp
         if (warp_run_emu(app, be, spec, w, may_defer, profile, r, err)) return -1;
     } else {
         if (warp_runs_open(be, w, profile, r, err)) return -1;
-        r->app = app, r->spec = spec, r->w = w;
-        r->dev_t.meanwhile = emu_run, r->dev_t.meanwhile_ctx = r;
+        emu_meanwhile(app, spec, w, r);
         const int rc =
             wp_batch_run_warp(app, be, rk->fn, spec, &w->job, &r->dev.r, &r->dev_t, may_defer, &r->batch_size, err);
-        r->dev_t.meanwhile = NULL;
-        emu_run(r);                       /* when the device's run did not */
-        if (r->emu_rc) *err = r->emu_err; /* the emulator's refusal first, as when it ran first */
-        if (r->emu_rc || rc) return -1;
+        if (emu_after(r, rc, err)) return -1;
     }
     warp_ran(app, be, spec, r);
     return 0;
@@ -501,10 +507,12 @@ static bool hand_park(void *ctx) {
     return true;
 }
 
-/* On the runner, once the device's run is done: the run counted, the connection unparked. */
+/* On the runner, once the device's run is done (its emulated run with it, or now): the run counted,
+ * the connection unparked. */
 static void hand_done(void *ctx, int rc, const wp_err *err) {
     warp_call *c = ctx;
     if (rc < 0) c->err = *err;
+    if (rc <= 0 && emu_after(&c->runs, rc, &c->err)) rc = -1; /* rc > 0: a worker runs it all again */
     c->hand_rc = rc;
     if (rc == 0) warp_ran(c->app, c->be, &c->spec, &c->runs);
     wp_req_unpark(c->req); /* c is the HTTP thread's from here on */
@@ -519,7 +527,8 @@ static int try_hand(wp_app *app, warp_call *c) {
     int rc = wp_app_kernel_memory(app, &c->spec, c->be, &c->rk, &c->err);
     if (rc) return rc;
     if (!c->hand_room && !(c->hand_room = wp_req_room(c->req, wp_batch_hand_warp_room()))) return 1;
-    if (warp_run_emu(app, c->be, &c->spec, &c->w, true, c->profile, &c->runs, &c->err)) return -1;
+    if (warp_runs_open(c->be, &c->w, c->profile, &c->runs, &c->err)) return -1;
+    emu_meanwhile(app, &c->spec, &c->w, &c->runs); /* on the runner, while the device works */
     c->t_hand_ns = wp_now_ns();
     const wp_batch_hand_hooks hooks = {.park = hand_park, .done = hand_done, .ctx = c};
     if (wp_batch_hand_warp(app, c->be, c->rk.fn, &c->spec, &c->w.job, &c->runs.dev.r, &c->runs.dev_t,

@@ -33,11 +33,12 @@ typedef struct {
     double queue_us;  /* a batched run's time in the batcher outside the device's run: its entry, its wait
                        * in the batch queue, the batch's bookkeeping (for a timed run also the host's side
                        * of the launch, outside its timed steps) (the batcher's) */
-    /* Set on the way in, for a job run alone on cuda: called once, on the thread that runs the job, while
-     * the device works on it (after its post or launch, before the wait), then cleared. For work the
-     * caller would do after the run anyway and that needs nothing of it (a warp job's emulated run).
-     * A run that does not call it (emu, a batch of several, a failure first) leaves it to the caller,
-     * which tells by its own record, not by this field (a run may overwrite the struct). */
+    /* Set on the way in, for a warp job on cuda: called once, on the thread that runs the job (or its
+     * batch: a runner's for a handed job), while the device works on it (after its post or launch,
+     * before the wait), then cleared. For work the caller would do after the run anyway and that needs
+     * nothing of it (the job's emulated run). A run that does not call it (emu, a failure first) leaves
+     * it to the caller, which tells by its own record, not by this field (a run may overwrite the
+     * struct). */
     void (*meanwhile)(void *ctx);
     void *meanwhile_ctx;
 } wp_run_timing;

@@ -150,6 +150,11 @@ typedef struct {
      * sleep (the driver's blocking wait) — the HTTP threads may need the cores more than a batch needs
      * the wait's few µs */
     int wait;
+    /* cuda: called once, on the calling thread, once the copies and launches are queued and before the
+     * wait: the caller's own work that needs nothing of the run (a batch's warp jobs' emulated runs).
+     * A backend that does not call it (emu) leaves it to the caller, which tells by its own record. */
+    void (*meanwhile)(void *ctx);
+    void *meanwhile_ctx;
 } wp_launch_io;
 enum { WP_WAIT_DEFAULT = 0, WP_WAIT_SPIN, WP_WAIT_YIELD, WP_WAIT_SLEEP }; /* wp_launch_io.wait */
 

@@ -355,6 +355,7 @@ static int cuda_launch_on(cuda_op *op, const CUfunction *fs, const wp_launch *ls
     const int wait = io && !timed ? io->wait : WP_WAIT_DEFAULT;
     CUevent end = timed ? ln->ev_download : wait == WP_WAIT_SLEEP ? ln->ev_sleep : ln->ev_done;
     if ((r = b->cu.event_record(end, ln->stream)) != CUDA_SUCCESS) return cuda_op_fail(op, err, "cuEventRecord", r);
+    if (io && io->meanwhile) io->meanwhile(io->meanwhile_ctx); /* the caller's own work while the device runs */
     if ((r = cuda_event_wait_as(b, end, wait == WP_WAIT_DEFAULT ? b->wait_yield : wait == WP_WAIT_YIELD)) !=
         CUDA_SUCCESS)
         return cuda_op_fail(op, err, "the kernel (cuEventSynchronize)", r);

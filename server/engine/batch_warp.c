@@ -57,6 +57,18 @@ static void grid_image_fill(void *ctx, uint64_t base, void *image) {
     *g->p = wp_warp_params_at(base, g->l, g->items[0]->job, g->lanes);
 }
 
+/* While the device runs the grid: each job's meanwhile hook (wp_run_timing), once. */
+static void grid_meanwhile(void *ctx) {
+    const grid_image *g = ctx;
+    for (int i = 0; i < g->n; i++) {
+        wp_run_timing *t = g->items[i]->t;
+        if (!t || !t->meanwhile) continue;
+        void (*f)(void *) = t->meanwhile;
+        t->meanwhile = NULL;
+        f(t->meanwhile_ctx);
+    }
+}
+
 /* One upload, one launch, one download for every job (or none: zero-copy, wp_launch_io.fill); their
  * results copied out of the downloaded out | src. */
 static int run_grid(warp_item *const *items, int n, wp_err *err) {
@@ -90,7 +102,9 @@ static int run_grid(warp_item *const *items, int n, wp_err *err) {
                            .fill_ctx = &g,
                            .image_len = l.total,
                            .zero_copy_ok = true,
-                           .wait = lead->handed ? lead->runner_wait : WP_WAIT_DEFAULT};
+                           .wait = lead->handed ? lead->runner_wait : WP_WAIT_DEFAULT,
+                           .meanwhile = grid_meanwhile,
+                           .meanwhile_ctx = &g};
         for (int i = 0; i < n; i++) /* timed when any job wants it (wp_run_timing.untimed unset) */
             if (items[i]->t && !items[i]->t->untimed) io.untimed = false;
         rc = wp_backend_launch_io(lead->be, fns, &launch, 1, &io, &t, err);
