@@ -164,14 +164,15 @@ template <class Run> __device__ __forceinline__ void wp_resident_serve(const wp_
  * lane, so that a job of up to 31 words is there at the look that sees its header (a thread's loads
  * from host memory go one after another, the lanes' at once). True once the header is new (not `last`,
  * not 0) and every word line it names below 31 carries its number (a look that caught the host while
- * it wrote is made again); h the header, v the lane's line. False once the idle or life time is spent. */
+ * it wrote is made again); v the lane's line (lane 0's: the header). False once the idle or life time
+ * is spent. */
 __device__ __forceinline__ bool wp_data_resident_watch(const uint4 *box, unsigned last, unsigned long long born,
                                                        unsigned long long idle_from, unsigned long long idle_us,
-                                                       unsigned long long life_us, uint4 &h, uint4 &v) {
+                                                       unsigned long long life_us, uint4 &v) {
     const unsigned lane = threadIdx.x;
     for (;;) {
         v = wp_line_load(box + (lane == 0 ? WP_DRES_HEAD : WP_DRES_IN + lane - 1));
-        h = wp_line_from(v, 0);
+        const uint4 h = wp_line_from(v, 0);
         if (h.x != last && h.x != 0) {
             const unsigned words = WP_DRES_WORDS(h.y);
             if (h.x == WP_RESIDENT_STOP || __all_sync(0xffffffffu, lane == 0 || lane > words || v.x == h.x))
@@ -189,8 +190,8 @@ __device__ __forceinline__ bool wp_data_resident_wait(const wp_data_params &p, c
                                                       uint4 *pre) {
     __shared__ int s_got;
     if (threadIdx.x < WP_WARP_SIZE) {
-        uint4 v, hv;
-        const bool got = wp_data_resident_watch(box, last, born, idle_from, p.n, p.groups, hv, v);
+        uint4 v;
+        const bool got = wp_data_resident_watch(box, last, born, idle_from, p.n, p.groups, v);
         pre[threadIdx.x] = v;
         if (threadIdx.x == 0) s_got = got;
     }
