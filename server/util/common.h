@@ -47,7 +47,7 @@ uint64_t wp_mem_available(void);
  * bytes copied. A copy, not snprintf("%s"): request paths use it (inline: no call into this file). */
 static inline size_t wp_copy_cut(char *dst, size_t cap, const char *src) {
     if (!cap) return 0;
-    const char *nul = memchr(src, 0, cap - 1);
+    const char *nul = (const char *)memchr(src, 0, cap - 1); /* the cast: C++ (nvcc) includes this too */
     const size_t n = nul ? (size_t)(nul - src) : cap - 1;
     memcpy(dst, src, n);
     dst[n] = 0;

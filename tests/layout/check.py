@@ -15,7 +15,10 @@ Checks, each one a test:
              counting as its .c file's (stats.h's wp_stat_acc is stats.c's: the compiler leaves no
              symbol of it, and data.c calling it while stats.c calls data.c is a circle);
   up         calls from a lower layer to a higher one (from the objects), only those a README lists;
-  sizes      no file over 700 lines and no function over 80, apart from the tables named in SIZE_EXEMPT.
+  sizes      no file over 700 lines and no function over 80, apart from the tables named in SIZE_EXEMPT;
+  c++        every C header a .cu program includes (kernels/expr.h, and what it includes) compiles as
+             C++ (g++ -fsyntax-only): nvcc reads them so, and a plain C idiom such as a void pointer
+             taken as a char pointer broke the GPU machine's ops_gpu_check once, unseen here.
 Prints one line per failure and a last line "layout: N passed, N failed".
 """
 import collections
@@ -243,6 +246,27 @@ def check_sizes(files):
     check(True, "sizes")
 
 
+def check_cplusplus():
+    """The .h files that .cu programs (tests/, bench/) include by name compile as C++17."""
+    headers = set()
+    for cu in glob.glob("tests/**/*.cu", recursive=True) + glob.glob("bench/**/*.cu", recursive=True):
+        for name in re.findall(r'^\s*#\s*include\s+"([^"]+\.h)"', open(cu).read(), re.M):
+            for base in (os.path.dirname(cu), ".", "server", "kernels"):
+                if os.path.isfile(os.path.join(base, name)):
+                    headers.add(os.path.normpath(os.path.join(base, name)))
+                    break
+    gxx = subprocess.run(["sh", "-c", "command -v g++"], capture_output=True, text=True).stdout.strip()
+    if not gxx:
+        print("layout: c++ check SKIPPED (no g++)")
+        return
+    for h in sorted(headers):
+        r = subprocess.run([gxx, "-std=c++17", "-fsyntax-only", "-x", "c++", "-D_GNU_SOURCE", "-I.", "-Iserver",
+                            "-Ikernels", "-Itemplates", h], capture_output=True, text=True)
+        first = next((line for line in r.stderr.splitlines() if "error" in line), r.stderr.strip()[:200])
+        check(r.returncode == 0, f"{h} does not compile as C++ (a .cu program includes it): {first}")
+    check(bool(headers), "headers that .cu programs include found (kernels/expr.h, ...)")
+
+
 def main():
     os.chdir(ROOT)
     objdir = None
@@ -254,6 +278,7 @@ def main():
     if objdir:
         check_calls(objdir, calls_up, files)
     check_sizes(files)
+    check_cplusplus()
     print(f"layout: {passed} passed, {failed} failed")
     return 1 if failed else 0
 
