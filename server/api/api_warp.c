@@ -296,10 +296,20 @@ static void emu_run(void *ctx) {
     r->emu_rc = wp_backend_run_warp(r->app->emu, NULL, r->spec, &r->w->job, &r->emu.r, &r->emu_t, &r->emu_err);
 }
 
-/* On cuda: the emulator's run set to go while the device works (wp_run_timing.meanwhile). */
+/* A job whose emulation goes while the device works has at most this many values (one warp's): its
+ * emulation (~0.5 us) then fits in the device's round trip, and a batch's leader or runner, which does
+ * it holding the device's stream, does a few of them, not a 1024-lane job's 150-300 us. */
+#define EMU_MEANWHILE_VALUES 32
+
+/* On cuda, before the device's run. An untimed job of one warp's values: the emulator's run set to go
+ * while the device works (wp_run_timing.meanwhile); a profiled one: run now, as before, so that the
+ * timed steps' host time holds none of it; a larger one: after the device's run (emu_after). */
 static void emu_meanwhile(wp_app *app, const wp_spec *spec, const warp_input *w, warp_runs *r) {
     r->app = app, r->spec = spec, r->w = w;
-    r->dev_t.meanwhile = emu_run, r->dev_t.meanwhile_ctx = r;
+    if (!r->dev_t.untimed)
+        emu_run(r);
+    else if ((long)w->n * w->elems <= EMU_MEANWHILE_VALUES)
+        r->dev_t.meanwhile = emu_run, r->dev_t.meanwhile_ctx = r;
 }
 
 /* After the device's run (rc): the emulator's, when the run did not call it; -1 with err when either
@@ -326,8 +336,7 @@ static void warp_ran(wp_app *app, wp_backend *be, const wp_spec *spec, const war
                               (rt->untimed ? rt->device_us : rt->kernel_us) / 1e6);
 }
 
-/* The runs. On cuda the emulator's goes while the device works on a job alone (the wait of a lone job at
- * one connection), else after the device's run. */
+/* The runs. On cuda the emulator's goes while the device works (emu_meanwhile), else after its run. */
 static int warp_run(wp_app *app, wp_backend *be, const wp_spec *spec, const warp_input *w, const wp_ready_kernel *rk,
                     bool may_defer, bool profile, warp_runs *r, wp_err *err) {
     if (wp_backend_on_host(be)) {
@@ -497,6 +506,8 @@ static void hand_finish(void *app, const wp_req *req, wp_resp *resp, void *ctx) 
     (void)app, (void)req;
     warp_call *c = ctx;
     c->hand_wait_us = wp_batch_warp_own_us(&c->runs.dev_t, wp_us_since(c->t_hand_ns));
+    /* the emulator's run, when the runner did not do it while the device worked (rc > 0: to a worker) */
+    if (c->hand_rc <= 0 && emu_after(&c->runs, c->hand_rc, &c->err)) c->hand_rc = -1;
     call_reply(c, resp, c->hand_rc);
 }
 
@@ -507,12 +518,11 @@ static bool hand_park(void *ctx) {
     return true;
 }
 
-/* On the runner, once the device's run is done (its emulated run with it, or now): the run counted,
- * the connection unparked. */
+/* On the runner, once the device's run is done (the emulated run with it, when it was set to go then):
+ * the run counted, the connection unparked. */
 static void hand_done(void *ctx, int rc, const wp_err *err) {
     warp_call *c = ctx;
     if (rc < 0) c->err = *err;
-    if (rc <= 0 && emu_after(&c->runs, rc, &c->err)) rc = -1; /* rc > 0: a worker runs it all again */
     c->hand_rc = rc;
     if (rc == 0) warp_ran(c->app, c->be, &c->spec, &c->runs);
     wp_req_unpark(c->req); /* c is the HTTP thread's from here on */
@@ -528,7 +538,7 @@ static int try_hand(wp_app *app, warp_call *c) {
     if (rc) return rc;
     if (!c->hand_room && !(c->hand_room = wp_req_room(c->req, wp_batch_hand_warp_room()))) return 1;
     if (warp_runs_open(c->be, &c->w, c->profile, &c->runs, &c->err)) return -1;
-    emu_meanwhile(app, &c->spec, &c->w, &c->runs); /* on the runner, while the device works */
+    emu_meanwhile(app, &c->spec, &c->w, &c->runs); /* a small job's: on the runner, while the device works */
     c->t_hand_ns = wp_now_ns();
     const wp_batch_hand_hooks hooks = {.park = hand_park, .done = hand_done, .ctx = c};
     if (wp_batch_hand_warp(app, c->be, c->rk.fn, &c->spec, &c->w.job, &c->runs.dev.r, &c->runs.dev_t,

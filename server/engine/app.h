@@ -102,10 +102,10 @@ int wp_app_kernel_peek(wp_app *app, const wp_spec *s, wp_backend *b, wp_ready_ke
  * GPU job goes to a worker); always; never. Asked once per request, by the handler, before any upload;
  * wp_app_kernel_peek itself refuses a GPU job only under never. Any thread. */
 bool wp_app_may_run_inline(const wp_app *app, const wp_backend *b);
-/* Whether a GPU job run on its HTTP thread (no_wait) has no one to batch with: under --inline-gpu idle
- * it runs there only as the one request in flight, so its batch is itself (wp_batcher_run_alone). Any
- * thread. */
-bool wp_app_inline_alone(const wp_app *app, bool no_wait);
+/* Whether a job on b run on its HTTP thread (no_wait) has no one to batch with: a GPU's under
+ * --inline-gpu idle runs there only as the one request in flight, so its batch is itself
+ * (wp_batcher_run_alone); the emulator's may run there beside others. Any thread. */
+bool wp_app_inline_alone(const wp_app *app, const wp_backend *b, bool no_wait);
 /* Whether a GPU job on the HTTP thread would be deferred to a worker whatever its body says (a daemon
  * with GPUs, --inline-gpu never or other requests in flight): a handler called with may_defer asks
  * first and defers before it parses, so a busy HTTP thread parses each such job once, not twice. Any

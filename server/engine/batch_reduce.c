@@ -549,8 +549,8 @@ int wp_batch_run_reduce(wp_app *app, wp_backend *be, wp_batch_reduce *j, wp_err 
     if (rc > 0) {
         rc = run_alone(app, be, j, untimed_ok, err);
     } else if (rc == 0) {
-        j->size = wp_app_inline_alone(app, bj.no_wait) ? wp_batcher_run_alone(app->batcher, &bj)
-                                                       : wp_batcher_submit(app->batcher, &bj);
+        j->size = wp_app_inline_alone(app, be, bj.no_wait) ? wp_batcher_run_alone(app->batcher, &bj)
+                                                           : wp_batcher_submit(app->batcher, &bj);
         rc = it.rc;
         if (rc < 0) *err = it.err;
         j->queue_us = wp_batch_reduce_own_us(j, wp_us_since(bj.t_queued_ns));

@@ -57,10 +57,13 @@ static void grid_image_fill(void *ctx, uint64_t base, void *image) {
     *g->p = wp_warp_params_at(base, g->l, g->items[0]->job, g->lanes);
 }
 
-/* While the device runs the grid: each job's meanwhile hook (wp_run_timing), once. */
+/* While the device runs the grid: the meanwhile hooks (wp_run_timing) of its first few jobs, each once; a
+ * later job's caller does that work itself (a hook holds the stream while it runs, and the batch's
+ * answers wait for all of them). */
+#define GRID_MEANWHILE_JOBS 8
 static void grid_meanwhile(void *ctx) {
     const grid_image *g = ctx;
-    for (int i = 0; i < g->n; i++) {
+    for (int i = 0; i < g->n && i < GRID_MEANWHILE_JOBS; i++) {
         wp_run_timing *t = g->items[i]->t;
         if (!t || !t->meanwhile) continue;
         void (*f)(void *) = t->meanwhile;
@@ -193,7 +196,7 @@ int wp_batch_run_warp(wp_app *app, wp_backend *be, void *fn, const wp_spec *s, c
     if (alone(app, be, fn, s, job)) return wp_backend_run_warp(be, fn, s, job, res, t, err);
     warp_item it = {.app = app, .be = be, .fn = fn, .spec = s, .job = job, .res = res, .t = t, .mem = app->batch_mem};
     wp_batch_job bj = {.owner = be, .run = warp_batch, .payload = &it, .no_wait = no_wait, .t_entry_ns = wp_now_ns()};
-    if (wp_app_inline_alone(app, no_wait)) {
+    if (wp_app_inline_alone(app, be, no_wait)) {
         *size = wp_batcher_run_alone(app->batcher, &bj); /* no key, no queue */
     } else {
         if (warp_key(bj.key, sizeof bj.key, s, job, no_wait)) return wp_backend_run_warp(be, fn, s, job, res, t, err);

@@ -103,7 +103,9 @@ bool wp_app_may_run_inline(const wp_app *app, const wp_backend *b) {
            wp_backend_lane_free((wp_backend *)b);
 }
 
-bool wp_app_inline_alone(const wp_app *app, bool no_wait) { return no_wait && app->inline_gpu == WP_INLINE_IDLE; }
+bool wp_app_inline_alone(const wp_app *app, const wp_backend *b, bool no_wait) {
+    return no_wait && !wp_backend_on_host(b) && app->inline_gpu == WP_INLINE_IDLE;
+}
 
 bool wp_app_hands_gpu_jobs(const wp_app *app) {
     return app->cuda && app->batcher && wp_batcher_runners(app->batcher) > 0;

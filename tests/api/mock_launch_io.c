@@ -27,6 +27,7 @@ typedef struct {
     unsigned seed;
     size_t len;
     uint64_t param; /* what a launch's parameter would be: set by fill, as the batch runs set theirs */
+    int meanwhile_calls, meanwhile_after_fill; /* wp_launch_io.meanwhile: calls, and those after fill */
 } image_ctx;
 
 static unsigned char pattern(unsigned seed, size_t i) { return (unsigned char)(i * 7u + seed * 13u + (i >> 8)); }
@@ -58,6 +59,13 @@ typedef struct {
     int launches;
 } run_shape;
 
+/* wp_launch_io.meanwhile: counted, and whether the image was built by then (the run is queued). */
+static void meanwhile(void *ctx) {
+    image_ctx *c = ctx;
+    c->meanwhile_calls++;
+    c->meanwhile_after_fill += c->calls == 1;
+}
+
 /* One run of shape s with a fresh seed: 0 and the context, or -1. */
 static int run(wp_backend *be, void *fn, wp_buf *buf, const run_shape *s, unsigned seed, image_ctx *c,
                unsigned char *dst, wp_run_timing *t, wp_err *err) {
@@ -74,7 +82,9 @@ static int run(wp_backend *be, void *fn, wp_buf *buf, const run_shape *s, unsign
                        .fill = fill,
                        .fill_ctx = c,
                        .image_len = s->image_len,
-                       .zero_copy_ok = s->zero_copy_ok};
+                       .zero_copy_ok = s->zero_copy_ok,
+                       .meanwhile = meanwhile,
+                       .meanwhile_ctx = c};
     return wp_backend_launch_io(be, fns, &launch, s->launches, &io, t, err);
 }
 
@@ -93,6 +103,12 @@ static void check_run(wp_backend *be, void *fn, wp_buf *buf, const char *what, c
     int rc = run(be, fn, buf, s, seed, &c, dst, &t, &err);
     CHECKF(rc == 0, "%s: %s", what, err.msg);
     CHECKF(c.calls == 1, "fill called %d times", c.calls);
+    /* the backend's own launch (cuda) calls meanwhile once, after the image; backend.c's path with no
+     * launch leaves it to the caller */
+    const int want_meanwhile = s->launches > 0 ? 1 : 0;
+    CHECKF(c.meanwhile_calls == want_meanwhile && c.meanwhile_after_fill == want_meanwhile,
+           "meanwhile called %d times (%d after the image), want %d", c.meanwhile_calls, c.meanwhile_after_fill,
+           want_meanwhile);
     CHECKF((c.base == wp_buf_addr(buf)) == !zero_copy, "fill's base %#llx, the buffer's %#llx",
            (unsigned long long)c.base, (unsigned long long)wp_buf_addr(buf));
     CHECKF(zero_copy_runs(be) - z0 == (zero_copy ? 1u : 0u), "zero-copy runs %llu -> %llu", (unsigned long long)z0,

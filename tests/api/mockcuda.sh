@@ -243,20 +243,6 @@ for mode in never always; do
       done
       check "bursts: every request 200" '[ $burst_ok = 1 ]'
       check "bursts: warpd_batches_total and warpd_batched_jobs_total grow, some batch > 1" '[ $batched = 1 ]'
-      # Handed warp jobs, alone and in bursts (a runner's batch of several as one grid): the emulated
-      # run, which the runner does while the device works, says which lanes are defined in each.
-      code=$(post /v1/warp "$wm")
-      check "handed warp: the emulated lanes' reasons" '[ "$code" = 200 ] && lanes_ok'
-      wb0=$(metric 'warpd_batched_jobs_total '); cpids=()
-      for i in $(seq 16); do
-        curl -s -o "$tmp/wburst.$i" -H 'Content-Type: application/json' --data-binary "$wm" "$url/v1/warp" &
-        cpids+=($!)
-      done
-      wait "${cpids[@]}"
-      wburst_ok=1
-      for i in $(seq 16); do lanes_ok "$tmp/wburst.$i" || wburst_ok=0; done
-      check "handed warp bursts: the emulated lanes' reasons in every answer (batched jobs $wb0 -> $(metric 'warpd_batched_jobs_total '))" \
-        '[ $wburst_ok = 1 ]'
       # After the bursts (the batch kernel built), a handed job's answer is written on its HTTP thread
       # once the runner is done: its timing holds the hand-off (the runners' queue and the way back)
       # beside the stages, all within total_us, and Server-Timing names it runner.
@@ -281,6 +267,22 @@ sys.exit(0 if ok else 1)
 PY'
       done
     fi
+    # Warp jobs, alone and in bursts of 16 (handed to the runners under never, on the HTTP threads under
+    # always; batches of several as one grid): the emulated run, which a small job's batch does while the
+    # device works (its first eight jobs) and the rest on their own threads, says which lanes are
+    # defined in each answer.
+    code=$(post /v1/warp "$wm")
+    check "inline-gpu $mode, warp: the emulated lanes' reasons" '[ "$code" = 200 ] && lanes_ok'
+    wb0=$(metric 'warpd_batched_jobs_total '); cpids=()
+    for i in $(seq 16); do
+      curl -s -o "$tmp/wburst.$i" -H 'Content-Type: application/json' --data-binary "$wm" "$url/v1/warp" &
+      cpids+=($!)
+    done
+    wait "${cpids[@]}"
+    wburst_ok=1
+    for i in $(seq 16); do lanes_ok "$tmp/wburst.$i" || wburst_ok=0; done
+    check "inline-gpu $mode, warp bursts: the emulated lanes' reasons in every answer (batched jobs $wb0 -> $(metric 'warpd_batched_jobs_total '))" \
+      '[ $wburst_ok = 1 ]'
     stop "inline-gpu $mode daemon"
   fi
 done
