@@ -43,6 +43,10 @@ typedef struct {
     void *meanwhile_ctx;
 } wp_run_timing;
 
+/* t->meanwhile called and cleared, when set (t may be NULL): by the code that waits for the device, once
+ * the job is on its way and before the wait (backend/meanwhile.c). Threads: the run's. */
+void wp_run_meanwhile(wp_run_timing *t);
+
 /* CUDA: NULL with *err (and a reason in err->msg) when libcuda or a device is missing. */
 wp_backend *wp_backend_cuda_open(int device_ordinal, wp_err *err); /* with WP_CUDA_STREAMS_DEFAULT streams */
 /* The same with a pool of `streams` streams (1..64): that many jobs run on the device at once. */

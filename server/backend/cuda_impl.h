@@ -190,14 +190,6 @@ typedef struct {
     wp_run_timing *t; /* a warp job's: its meanwhile hook, called once the job is posted */
 } cuda_resident_job;
 
-/* t->meanwhile (backend.h) called and cleared, when set (t may be NULL): once the job is on its way to
- * the device, before the wait. Threads: the run's. */
-static inline void cuda_meanwhile(wp_run_timing *t) {
-    if (!t || !t->meanwhile) return;
-    void (*f)(void *) = t->meanwhile;
-    t->meanwhile = NULL;
-    f(t->meanwhile_ctx);
-}
 /* An untimed job through the resident kernel of fn (f: its function in op's context), launched when
  * it is not there: 0 done (the answer filled in), 1 not taken (another job holds the resident, or the
  * kernel left without it: run it as usual; op still open), -1 failed (err; op ended by cuda_op_fail). */

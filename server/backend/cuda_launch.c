@@ -146,7 +146,7 @@ static int cuda_run_warp_on(cuda_op *op, cuda_fn *fn, const wp_warp_job *job, wp
     if (!zero_copy) CU_TRY(b->cu.memcpy_dtoh_async(h, ln->scratch, l.download, ln->stream), "cuMemcpyDtoHAsync");
     CUevent end = timed ? ln->ev_download : ln->ev_done;
     CU_TRY(b->cu.event_record(end, ln->stream), "cuEventRecord");
-    cuda_meanwhile(t); /* the caller's own work while the device runs */
+    wp_run_meanwhile(t); /* the caller's own work while the device runs */
     CU_TRY(cuda_event_wait(b, end), "the warp run (cuEventSynchronize)");
     float upload_ms = 0, kernel_ms = 0, download_ms = 0;
     if (t && timed) {

@@ -151,7 +151,7 @@ static int resident_job(cuda_backend *b, cuda_resident *r, const void *fn, CUfun
         }
         const int st = ask_poll(r, a);
         if (st == WP_RESIDENT_DONE) return 0;
-        if (spins == 1) cuda_meanwhile(a->t); /* the caller's own work while the resident runs */
+        if (spins == 1) wp_run_meanwhile(a->t); /* the caller's own work while the resident runs */
         const bool look = spins % RESIDENT_QUERY_EVERY == 0;
         if (st == WP_RESIDENT_GONE || (look && b->cu.event_query(r->ev_end) != CUDA_ERROR_NOT_READY)) {
             *call = "the resident kernel's end (cuEventSynchronize)";

@@ -63,13 +63,7 @@ static void grid_image_fill(void *ctx, uint64_t base, void *image) {
 #define GRID_MEANWHILE_JOBS 8
 static void grid_meanwhile(void *ctx) {
     const grid_image *g = ctx;
-    for (int i = 0; i < g->n && i < GRID_MEANWHILE_JOBS; i++) {
-        wp_run_timing *t = g->items[i]->t;
-        if (!t || !t->meanwhile) continue;
-        void (*f)(void *) = t->meanwhile;
-        t->meanwhile = NULL;
-        f(t->meanwhile_ctx);
-    }
+    for (int i = 0; i < g->n && i < GRID_MEANWHILE_JOBS; i++) wp_run_meanwhile(g->items[i]->t);
 }
 
 /* One upload, one launch, one download for every job (or none: zero-copy, wp_launch_io.fill); their
