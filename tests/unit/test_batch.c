@@ -235,20 +235,12 @@ static void no_wait_leader(void) {
     wp_batcher_close(bt);
 }
 
-typedef struct {
-    wp_batcher *bt;
-    wp_batch_job job;
-    payload p;
-    int size;
-    bool returned;
-} alone_call;
-
+/* A submitter's job through wp_batcher_run_alone; its size (not 0 once it returned) set under mu. */
 static void *alone_main(void *arg) {
-    alone_call *a = arg;
+    submitter *a = arg;
     const int size = wp_batcher_run_alone(a->bt, &a->job);
     pthread_mutex_lock(&mu);
     a->size = size;
-    a->returned = true;
     pthread_mutex_unlock(&mu);
     return NULL;
 }
@@ -268,7 +260,7 @@ static void run_alone(void) {
     wait_at_gate(1);
     start(&s[1], &th[1], bt, &owner, "k", 1, false);
     wait_waiting(bt, 1);
-    alone_call a = {.bt = bt};
+    submitter a = {.bt = bt};
     a.job = (wp_batch_job){.owner = &owner, .run = run, .payload = &a.p, .no_wait = true, .t_entry_ns = wp_now_ns()};
     snprintf(a.job.key, sizeof a.job.key, "k");
     pthread_t ta;
@@ -277,7 +269,7 @@ static void run_alone(void) {
     for (int i = 0; i < 5000 && !returned; i++) {
         nanosleep(&(struct timespec){0, 1000000}, NULL);
         pthread_mutex_lock(&mu);
-        returned = a.returned;
+        returned = a.size != 0;
         pthread_mutex_unlock(&mu);
     }
     pthread_mutex_lock(&mu);
