@@ -276,6 +276,12 @@ typedef struct {
     bool emu_ran;
     int emu_rc;
     wp_err emu_err;
+    /* written by the same hook after the emulator's run: the answer's parts that the device's run does
+     * not decide ("defined" and "undefined_reason", then "lane_pred" to "cache", from pre_split) */
+    wp_backend *be;
+    const wp_ready_kernel *rk;
+    wp_jtext pre;
+    size_t pre_split;
 } warp_runs;
 
 /* The runs' results, allocated. */
@@ -296,6 +302,30 @@ static void emu_run(void *ctx) {
     r->emu_rc = wp_backend_run_warp(r->app->emu, NULL, r->spec, &r->w->job, &r->emu.r, &r->emu_t, &r->emu_err);
 }
 
+static void put_tail(wp_jtext *o, const wp_spec *spec, const warp_input *w, const warp_runs *r, wp_backend *be,
+                     const wp_ready_kernel *rk);
+
+/* The answer's parts that the device's run does not decide, into r->pre (left empty when an allocation
+ * fails: the answer then writes them as usual). */
+static void pre_write(warp_runs *r) {
+    wp_jtext *t = &r->pre;
+    wp_jtext_room(t, 1024 + 3 * warp_lanes_room(r->w)); /* never grown: a failure is remembered */
+    warp_lanes_put(t, r->spec, r->w, &r->emu, &r->emu, WARP_L_DEFINED, WARP_L_SOURCE);
+    r->pre_split = t->n;
+    put_tail(t, r->spec, r->w, r, r->be, r->rk);
+    if (t->failed) {
+        free(t->p);
+        *t = (wp_jtext){0};
+    }
+}
+
+/* The hook: the emulator's run, then the answer's parts it decides (the device still working). */
+static void emu_run_and_write(void *ctx) {
+    warp_runs *r = ctx;
+    emu_run(r);
+    if (r->emu_rc == 0) pre_write(r);
+}
+
 /* A job whose emulation goes while the device works has at most this many values (one warp's): its
  * emulation (~0.5 us) then fits in the device's round trip, and a batch's leader or runner, which does
  * it holding the device's stream, does a few of them, not a 1024-lane job's 150-300 us. */
@@ -304,12 +334,13 @@ static void emu_run(void *ctx) {
 /* On cuda, before the device's run. An untimed job of one warp's values: the emulator's run set to go
  * while the device works (wp_run_timing.meanwhile); a profiled one: run now, as before, so that the
  * timed steps' host time holds none of it; a larger one: after the device's run (emu_after). */
-static void emu_meanwhile(wp_app *app, const wp_spec *spec, const warp_input *w, warp_runs *r) {
-    r->app = app, r->spec = spec, r->w = w;
+static void emu_meanwhile(wp_app *app, wp_backend *be, const wp_spec *spec, const warp_input *w,
+                          const wp_ready_kernel *rk, warp_runs *r) {
+    r->app = app, r->be = be, r->spec = spec, r->w = w, r->rk = rk;
     if (!r->dev_t.untimed)
         emu_run(r);
     else if ((long)w->n * w->elems <= EMU_MEANWHILE_VALUES)
-        r->dev_t.meanwhile = emu_run, r->dev_t.meanwhile_ctx = r;
+        r->dev_t.meanwhile = emu_run_and_write, r->dev_t.meanwhile_ctx = r;
 }
 
 /* After the device's run (rc): the emulator's, when the run did not call it; -1 with err when either
@@ -343,13 +374,37 @@ static int warp_run(wp_app *app, wp_backend *be, const wp_spec *spec, const warp
         if (warp_run_emu(app, be, spec, w, may_defer, profile, r, err)) return -1;
     } else {
         if (warp_runs_open(be, w, profile, r, err)) return -1;
-        emu_meanwhile(app, spec, w, r);
+        emu_meanwhile(app, be, spec, w, rk, r);
         const int rc =
             wp_batch_run_warp(app, be, rk->fn, spec, &w->job, &r->dev.r, &r->dev_t, may_defer, &r->batch_size, err);
         if (emu_after(r, rc, err)) return -1;
     }
     warp_ran(app, be, spec, r);
     return 0;
+}
+
+/* From "lane_pred" to "cache": the input's lists, the spec, where it ran and the kernel. */
+static void put_tail(wp_jtext *o, const wp_spec *spec, const warp_input *w, const warp_runs *r, wp_backend *be,
+                     const wp_ready_kernel *rk) {
+    warp_lanes_put(o, spec, w, &r->emu, &r->emu, WARP_L_LANE_PRED, WARP_L_LISTS);
+    add_spec_fields(o, spec);
+    wp_jtext_qnum(o, WP_JKEY("lanes"), w->n);
+    if (w->elems > 1) wp_jtext_qnum(o, WP_JKEY("elems"), w->elems);
+    wp_jtext_qstr(o, WP_JKEY("backend"), wp_backend_name(be));
+    wp_jtext_qstr(o, WP_JKEY("device"), wp_backend_facts(be)->name);
+    if (rk->kernel) {
+        wp_jtext_qstr(o, WP_JKEY("key"), rk->key_text);
+        wp_jtext_qstr(o, WP_JKEY("hash"), rk->hash);
+        wp_jtext_qstr(o, WP_JKEY("cache"), wp_source_name(rk->source));
+    } else {
+        wp_jtext_qstr(o, WP_JKEY("cache"), "none");
+    }
+}
+
+/* A part pre_write wrote, after the lists before it (with the ',' a pair needs, as wp_jtext_qkey puts it). */
+static void put_part(wp_jtext *o, const char *text, size_t n) {
+    if (n && text[0] != ',') wp_jtext_add(o, ",", 1);
+    wp_jtext_add(o, text, n);
 }
 
 /* The 200 answer as text (the bytes a cJSON tree of it printed): the lanes, the spec, where it ran,
@@ -360,19 +415,15 @@ static char *warp_answer(const wp_spec *spec, const warp_input *w, const warp_ru
     wp_jtext o = {0};
     wp_jtext_room(&o, 1024 + warp_lanes_room(w)); /* a failure is remembered */
     wp_jtext_open(&o, '{');
-    warp_lanes_put(&o, spec, w, r->on_cuda ? &r->dev : &r->emu, &r->emu);
-    add_spec_fields(&o, spec);
-    wp_jtext_qnum(&o, WP_JKEY("lanes"), w->n);
-    if (w->elems > 1) wp_jtext_qnum(&o, WP_JKEY("elems"), w->elems);
-    wp_jtext_qstr(&o, WP_JKEY("backend"), wp_backend_name(be));
-    wp_jtext_qstr(&o, WP_JKEY("device"), wp_backend_facts(be)->name);
-    if (rk->kernel) {
-        wp_jtext_qstr(&o, WP_JKEY("key"), rk->key_text);
-        wp_jtext_qstr(&o, WP_JKEY("hash"), rk->hash);
-        wp_jtext_qstr(&o, WP_JKEY("cache"), wp_source_name(rk->source));
-    } else {
-        wp_jtext_qstr(&o, WP_JKEY("cache"), "none");
-    }
+    const warp_output *val = r->on_cuda ? &r->dev : &r->emu;
+    const bool pre = r->pre.n > 0; /* written while the device worked (pre_write) */
+    warp_lanes_put(&o, spec, w, val, &r->emu, WARP_L_OUTPUT, pre ? WARP_L_DEFINED : WARP_L_SOURCE);
+    if (pre) put_part(&o, r->pre.p, r->pre_split);
+    warp_lanes_put(&o, spec, w, val, &r->emu, WARP_L_SOURCE, WARP_L_LANE_PRED);
+    if (pre)
+        put_part(&o, r->pre.p + r->pre_split, r->pre.n - r->pre_split);
+    else
+        put_tail(&o, spec, w, r, be, rk);
     wp_jtext_qobj(&o, WP_JKEY("batch"));
     wp_jtext_qnum(&o, WP_JKEY("size"), r->batch_size);
     wp_jtext_close(&o, '}');
@@ -443,6 +494,7 @@ static void call_free(wp_app *app, warp_call *c) {
     wp_app_kernel_put(app, &c->rk);
     output_free(&c->runs.emu);
     output_free(&c->runs.dev);
+    free(c->runs.pre.p);
     input_free(&c->w);
     wp_spec_free(&c->spec);
     cJSON_Delete(c->body);
@@ -538,7 +590,7 @@ static int try_hand(wp_app *app, warp_call *c) {
     if (rc) return rc;
     if (!c->hand_room && !(c->hand_room = wp_req_room(c->req, wp_batch_hand_warp_room()))) return 1;
     if (warp_runs_open(c->be, &c->w, c->profile, &c->runs, &c->err)) return -1;
-    emu_meanwhile(app, &c->spec, &c->w, &c->runs); /* a small job's: on the runner, while the device works */
+    emu_meanwhile(app, c->be, &c->spec, &c->w, &c->rk, &c->runs); /* a small job's: on the runner, meanwhile */
     c->t_hand_ns = wp_now_ns();
     const wp_batch_hand_hooks hooks = {.park = hand_park, .done = hand_done, .ctx = c};
     if (wp_batch_hand_warp(app, c->be, c->rk.fn, &c->spec, &c->w.job, &c->runs.dev.r, &c->runs.dev_t,

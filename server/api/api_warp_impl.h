@@ -25,9 +25,22 @@ typedef struct {
     wp_warp_result r;
 } warp_output;
 
-/* The answer's lists from "output" on, into the open object o (val: the run reported, emu: the
- * emulator's, which says which lanes are defined). */
-void warp_lanes_put(wp_jtext *o, const wp_spec *s, const warp_input *w, const warp_output *val, const warp_output *emu);
+/* The answer's lane lists, in their order. Output, source_lane and pred are the reported run's; the
+ * others are decided before the device's run ends (the emulator's run and the input). */
+enum {
+    WARP_L_OUTPUT,
+    WARP_L_DEFINED,
+    WARP_L_WHY, /* undefined_reason */
+    WARP_L_SOURCE,
+    WARP_L_PRED,
+    WARP_L_LANE_PRED,
+    WARP_L_INPUT,
+    WARP_L_LISTS
+};
+/* The answer's lists in [from, to) that the family has, into the open object o (val: the run reported,
+ * emu: the emulator's, which says which lanes are defined). */
+void warp_lanes_put(wp_jtext *o, const wp_spec *s, const warp_input *w, const warp_output *val, const warp_output *emu,
+                    int from, int to);
 /* The room one of those lists takes at most: an answer of about 1 KiB more, taken at once, is never
  * grown (a grown answer is a realloc and a copy). */
 size_t warp_lanes_room(const warp_input *w);

@@ -95,8 +95,6 @@ typedef struct {
     bool all_defined;       /* every lane's every value: defined and undefined_reason are runs */
 } lane_ctx;
 
-enum { L_OUT, L_DEF, L_WHY, L_SRC, L_PRED, L_LANE_PRED, L_INPUT, N_LISTS };
-
 /* A lane's undefined_reason: null when defined (a reason's name is a short identifier: no escapes). */
 static char *put_why(char *d, lane_defined ld) {
     if (ld.all) return put_tri(d, -1);
@@ -155,25 +153,25 @@ static char *put_run(char *d, const char *run32, int n) {
 /* List k's entries, lane by lane, at d; returns their end. A loop a list: the list's kind is decided
  * once, not once an entry. */
 static char *put_entries(char *d, int k, const lane_ctx *c) {
-    if (k == L_OUT || k == L_INPUT) return put_value_list(d, c, k == L_INPUT);
-    if (c->all_defined && (k == L_DEF || k == L_WHY))
-        return put_run(d, k == L_DEF ? RUN32("true") : RUN32("null"), c->w->n);
+    if (k == WARP_L_OUTPUT || k == WARP_L_INPUT) return put_value_list(d, c, k == WARP_L_INPUT);
+    if (c->all_defined && (k == WARP_L_DEFINED || k == WARP_L_WHY))
+        return put_run(d, k == WARP_L_DEFINED ? RUN32("true") : RUN32("null"), c->w->n);
     for (int i = 0; i < c->w->n; i++) {
         if (i) *d++ = ',';
         switch (k) {
-        case L_DEF:
+        case WARP_L_DEFINED:
             d = put_tri(d, c->ld[i].all);
             break;
-        case L_WHY:
+        case WARP_L_WHY:
             d = put_why(d, c->ld[i]);
             break;
-        case L_SRC:
+        case WARP_L_SOURCE:
             d = put_src(d, i, c);
             break;
-        case L_PRED:
+        case WARP_L_PRED:
             d = put_tri(d, !c->ld[i].all ? -1 : c->val->src[i] != 0);
             break;
-        default: /* L_LANE_PRED */
+        default: /* WARP_L_LANE_PRED */
             d = put_lane_pred(d, i, c);
             break;
         }
@@ -181,20 +179,21 @@ static char *put_entries(char *d, int k, const lane_ctx *c) {
     return d;
 }
 
-void warp_lanes_put(wp_jtext *o, const wp_spec *s, const warp_input *w, const warp_output *val,
-                    const warp_output *emu) {
+void warp_lanes_put(wp_jtext *o, const wp_spec *s, const warp_input *w, const warp_output *val, const warp_output *emu,
+                    int from, int to) {
 #define NAME(k)                                                                                                        \
     { WP_JKEY(k) }
     static const struct {
         const char *q;
         size_t n;
-    } names[N_LISTS] = {NAME("output"),    NAME("defined"), NAME("undefined_reason"), NAME("source_lane"), NAME("pred"),
-                        NAME("lane_pred"), NAME("input")};
+    } names[WARP_L_LISTS] = {NAME("output"),      NAME("defined"), NAME("undefined_reason"),
+                             NAME("source_lane"), NAME("pred"),    NAME("lane_pred"),
+                             NAME("input")};
 #undef NAME
-    const bool want[N_LISTS] = {true, true, true, is_shuffle(s->family), s->family->out == WP_OUT_MASK_PRED,
-                                (s->family->flags & WP_F_PRED) != 0,
-                                /* the input as the kernel saw it (after generation and rounding), for diagrams */
-                                !(s->family->flags & WP_F_NO_INPUT)};
+    const bool want[WARP_L_LISTS] = {true, true, true, is_shuffle(s->family), s->family->out == WP_OUT_MASK_PRED,
+                                     (s->family->flags & WP_F_PRED) != 0,
+                                     /* the input as the kernel saw it (after generation and rounding), for diagrams */
+                                     !(s->family->flags & WP_F_NO_INPUT)};
     const int elems = s->family->out == WP_OUT_VALUE ? w->elems : 1;
     lane_defined ld[WP_MAX_LANES];
     bool all = true;
@@ -204,7 +203,7 @@ void warp_lanes_put(wp_jtext *o, const wp_spec *s, const warp_input *w, const wa
     }
     const lane_ctx c = {.s = s, .w = w, .val = val, .emu = emu, .ld = ld, .elems = elems, .all_defined = all};
     const size_t room = warp_lanes_room(w);
-    for (int k = 0; k < N_LISTS; k++) {
+    for (int k = from; k < to && k < WARP_L_LISTS; k++) {
         if (!want[k]) continue;
         wp_jtext_qkey(o, names[k].q, names[k].n);
         char *const d0 = wp_jtext_room(o, room), *d = d0;

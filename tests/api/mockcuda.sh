@@ -40,6 +40,11 @@ a = json.load(open(sys.argv[1])); u = a["undefined_reason"]; d = a["defined"]
 ok = u[31] == "not_member" and u[30] == "src_not_member" and u[:30] == [None] * 30
 sys.exit(0 if ok and d == [r is None for r in u] and a["timing"]["emulate_us"] > 0 else 1)' "${1:-$tmp/body}"
 }
+# Two warp answers' text before "batch" but for the device's lists (the mock's plain launch computes
+# nothing): the emulated lists, the input, the spec, where it ran and the kernel are the same bytes,
+# whether written while the device worked or all after its run (a profiled job's).
+head_text() { sed -E 's/"(output|source_lane)":\[[^]]*\],//g; s/,"batch".*//' "$1"; }
+same_head() { [ "$(head_text "$1")" = "$(head_text "$2")" ] && grep -q '"defined":\[.*"input":\[' "$1"; }
 metric() { # the value of an exposition line that starts with $1 (0 when absent)
   curl -s "$url/metrics" | awk -v m="$1" 'index($0, m) == 1 { v = $NF } END { print (v == "" ? 0 : v) + 0 }'
 }
@@ -283,6 +288,10 @@ PY'
     for i in $(seq 16); do lanes_ok "$tmp/wburst.$i" || wburst_ok=0; done
     check "inline-gpu $mode, warp bursts: the emulated lanes' reasons in every answer (batched jobs $wb0 -> $(metric 'warpd_batched_jobs_total '))" \
       '[ $wburst_ok = 1 ]'
+    post /v1/warp "${wm%\}},\"profile\":true}" >/dev/null; cp "$tmp/body" "$tmp/wref"
+    heads_ok=1
+    for i in $(seq 16); do same_head "$tmp/wburst.$i" "$tmp/wref" || heads_ok=0; done
+    check "inline-gpu $mode, warp bursts: each answer's emulated lists, spec and kernel are a profiled job's bytes" '[ $heads_ok = 1 ]'
     stop "inline-gpu $mode daemon"
   fi
 done
@@ -597,6 +606,9 @@ if start "cuda on the mock, --resident-us 1000000" --resident-us 1000000 --inlin
   code=$(post /v1/warp "$wm"); r16=$(runs)
   check "warp on cuda, the resident's next job: the same ($r15 -> $r16)" \
     '[ "$code" = 200 ] && [ "${r16%/*}" = $((${r15%/*} + 1)) ] && lanes_ok'
+  cp "$tmp/body" "$tmp/wlone"; post /v1/warp "${wm%\}},\"profile\":true}" >/dev/null
+  check "warp on cuda through the resident: the answer's emulated lists, spec and kernel are a profiled job's bytes" \
+    'same_head "$tmp/wlone" "$tmp/body"'
   stop "resident daemon (SIGTERM with a resident on the device)"
 fi
 # a resident that ends without a word, or never answers: residents go off, each job still answers 200
