@@ -611,6 +611,17 @@ if start "cuda on the mock, --resident-us 1000000" --resident-us 1000000 --inlin
     'same_head "$tmp/wlone" "$tmp/body"'
   stop "resident daemon (SIGTERM with a resident on the device)"
 fi
+# A lone warp job on its HTTP thread (--inline-gpu idle, no resident: a plain launch) has the answer's
+# parts that the device's run does not decide written while the device works: the same bytes as a
+# profiled job's, written after its run.
+if start "cuda on the mock, a lone warp job without a resident" --resident-us 0; then
+  post /v1/warp "$wm" >/dev/null # compiled on a worker
+  code=$(post /v1/warp "$wm"); cp "$tmp/body" "$tmp/wplain"
+  post /v1/warp "${wm%\}},\"profile\":true}" >/dev/null
+  check "a lone warp job: its emulated lists, spec and kernel are a profiled job's bytes" \
+    '[ "$code" = 200 ] && grep -q "\"cache\":\"memory\"" "$tmp/wplain" && lanes_ok "$tmp/wplain" && same_head "$tmp/wplain" "$tmp/body"'
+  stop "lone-warp daemon"
+fi
 # a resident that ends without a word, or never answers: residents go off, each job still answers 200
 for mode in silent deaf; do
   export MOCKCUDA_RESIDENT=$mode
