@@ -66,6 +66,7 @@ static void req_free(wp_app *app, reduce_req *q) {
     reduce_input_free(app, &q->in);
     reduce_input_free(app, &q->in2);
     free(q->fast.host);
+    free(q->pre.p);
     wp_spec_free(&q->spec);
     cJSON_Delete(q->body);
 }
@@ -477,39 +478,81 @@ static int add_check(reduce_req *q, wp_jtext *o) {
     return 0;
 }
 
+/* From "family" to "count" (and "empty"): the job as asked. */
+static void put_head(wp_jtext *o, const reduce_req *q) {
+    const wp_spec *s = &q->spec;
+    const wp_family *f = q->f;
+    wp_jtext_qstr(o, WP_JKEY("family"), f->name);
+    wp_jtext_qstr(o, WP_JKEY("type"), wp_type_name(s->type));
+    if (f->flags & WP_F_OP) wp_jtext_qstr(o, WP_JKEY("op"), s->op.text);
+    if (s->data.map.expr) wp_jtext_qstr(o, WP_JKEY("map"), s->data.map.text);
+    if (f->flags & WP_F_SCAN) wp_jtext_qbool(o, WP_JKEY("exclusive"), s->data.exclusive);
+    if (f->flags & WP_F_WIDTH_GROUP) wp_jtext_qnum(o, WP_JKEY("width"), s->width);
+    if (f->flags & WP_F_RADIUS) wp_jtext_qnum(o, WP_JKEY("radius"), s->data.radius);
+    wp_jtext_qnum(o, WP_JKEY("count"), (double)q->in.count);
+    if (!q->in.count && f->data_out == WP_DATA_VALUE) wp_jtext_qbool(o, WP_JKEY("empty"), true);
+}
+
+/* From "accumulate" to "input_buffer": where it ran, how, and the kernel. */
+static void put_facts(wp_jtext *o, const reduce_req *q) {
+    const wp_reduce_result *r = &q->job.res;
+    const wp_spec *s = &q->spec;
+    if (q->f->flags & WP_F_ACCUM && (s->type == WP_F16 || s->type == WP_BF16) && !s->data.stat)
+        wp_jtext_qstr(o, WP_JKEY("accumulate"), s->data.native ? "native" : "f32");
+    wp_jtext_qstr(o, WP_JKEY("backend"), wp_backend_name(q->be));
+    wp_jtext_qstr(o, WP_JKEY("device"), wp_backend_facts(q->be)->name);
+    wp_jtext_qstr(o, WP_JKEY("strategy"), wp_strategy_name(r->strategy));
+    wp_jtext_qbool(o, WP_JKEY("deterministic"), r->deterministic);
+    wp_jtext_qnum(o, WP_JKEY("block"), r->block);
+    wp_jtext_qnum(o, WP_JKEY("grid"), r->grid);
+    wp_jtext_qstr(o, WP_JKEY("key"), r->key_text);
+    if (r->hash[0]) wp_jtext_qstr(o, WP_JKEY("hash"), r->hash);
+    wp_jtext_qstr(o, WP_JKEY("cache"), r->compiled ? wp_source_name(r->source) : "none");
+    if (q->in.held) wp_jtext_qstr(o, WP_JKEY("input_buffer"), q->binfo.id);
+}
+
+/* The hook while the device runs a job alone (wp_batch_reduce.meanwhile): put_head and put_facts into
+ * q->pre, which respond splices (left empty when an allocation fails: respond writes them then). */
+static void pre_write(void *ctx) {
+    reduce_req *q = ctx;
+    wp_jtext *t = &q->pre;
+    if (t->p) return; /* once */
+    put_head(t, q);
+    q->pre_split = t->n;
+    put_facts(t, q);
+    if (t->failed) {
+        free(t->p);
+        *t = (wp_jtext){0};
+    }
+}
+
+/* A job that answers one value (a sum, an argmin; not a statistic) and no "check", untimed: its answer's
+ * parts are written while the device runs it. */
+static void pre_arm(reduce_req *q) {
+    const wp_family *f = q->f;
+    if (q->job.untimed && !q->check && !q->spec.data.stat &&
+        (f->data_out == WP_DATA_VALUE || f->data_out == WP_DATA_ARG))
+        q->job.meanwhile = pre_write, q->job.meanwhile_ctx = q;
+}
+
 /* The response of a job that ran, built as text (the bytes a cJSON tree of it printed): 0, or -1
  * with q->err. */
 static int respond(wp_app *app, reduce_req *q, wp_resp *resp) {
-    const wp_reduce_result *r = &q->job.res;
-    const wp_spec *s = &q->spec;
-    const wp_family *f = q->f;
     wp_jtext o = {0};
     wp_jtext_open(&o, '{');
-    wp_jtext_qstr(&o, WP_JKEY("family"), f->name);
-    wp_jtext_qstr(&o, WP_JKEY("type"), wp_type_name(s->type));
-    if (f->flags & WP_F_OP) wp_jtext_qstr(&o, WP_JKEY("op"), s->op.text);
-    if (s->data.map.expr) wp_jtext_qstr(&o, WP_JKEY("map"), s->data.map.text);
-    if (f->flags & WP_F_SCAN) wp_jtext_qbool(&o, WP_JKEY("exclusive"), s->data.exclusive);
-    if (f->flags & WP_F_WIDTH_GROUP) wp_jtext_qnum(&o, WP_JKEY("width"), s->width);
-    if (f->flags & WP_F_RADIUS) wp_jtext_qnum(&o, WP_JKEY("radius"), s->data.radius);
-    wp_jtext_qnum(&o, WP_JKEY("count"), (double)q->in.count);
-    if (!q->in.count && f->data_out == WP_DATA_VALUE) wp_jtext_qbool(&o, WP_JKEY("empty"), true);
+    const bool pre = q->pre.n > 0; /* written while the device ran (pre_write) */
+    if (pre)
+        wp_jtext_add(&o, q->pre.p, q->pre_split);
+    else
+        put_head(&o, q);
     if (add_result(app, q, &o)) {
         free(o.p);
         return -1;
     }
-    if (f->flags & WP_F_ACCUM && (s->type == WP_F16 || s->type == WP_BF16) && !s->data.stat)
-        wp_jtext_qstr(&o, WP_JKEY("accumulate"), s->data.native ? "native" : "f32");
-    wp_jtext_qstr(&o, WP_JKEY("backend"), wp_backend_name(q->be));
-    wp_jtext_qstr(&o, WP_JKEY("device"), wp_backend_facts(q->be)->name);
-    wp_jtext_qstr(&o, WP_JKEY("strategy"), wp_strategy_name(r->strategy));
-    wp_jtext_qbool(&o, WP_JKEY("deterministic"), r->deterministic);
-    wp_jtext_qnum(&o, WP_JKEY("block"), r->block);
-    wp_jtext_qnum(&o, WP_JKEY("grid"), r->grid);
-    wp_jtext_qstr(&o, WP_JKEY("key"), r->key_text);
-    if (r->hash[0]) wp_jtext_qstr(&o, WP_JKEY("hash"), r->hash);
-    wp_jtext_qstr(&o, WP_JKEY("cache"), r->compiled ? wp_source_name(r->source) : "none");
-    if (q->in.held) wp_jtext_qstr(&o, WP_JKEY("input_buffer"), q->binfo.id);
+    if (pre)
+        wp_jtext_add(&o, q->pre.p + q->pre_split, q->pre.n - q->pre_split); /* from its ',' on */
+    else
+        put_facts(&o, q);
     if (q->check && add_check(q, &o)) {
         free(o.p);
         return -1;
@@ -600,7 +643,10 @@ static bool handle(wp_app *app, const wp_req *req, wp_resp *resp, bool scan, raw
         if (reduce_hand(app, &q, answer, req_free) == 0) return true; /* parked until the runner is done */
         rc = 1;                                                       /* not handed: to a worker after all */
     }
-    if (rc == 0) rc = wp_batch_run_reduce(app, q.be, &q.job, &q.err);
+    if (rc == 0) {
+        pre_arm(&q);
+        rc = wp_batch_run_reduce(app, q.be, &q.job, &q.err);
+    }
     ok = answer(app, &q, resp, rc);
     req_free(app, &q);
     return ok;

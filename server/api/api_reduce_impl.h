@@ -7,6 +7,7 @@
 #include "api.h"
 #include "engine/bykey.h"
 #include "kernels/hist.h"
+#include "util/jsonout.h"
 
 #define WP_REDUCE_INLINE_MAX (64u << 10) /* bytes of input (or of body) a job may have to run on the HTTP thread */
 
@@ -138,6 +139,10 @@ typedef struct {
     uint64_t t_hand_ns;  /* when it was handed */
     double hand_wait_us; /* the hand-off's share: the runners' queue and the way back, not the run */
     wp_app *app;         /* handed: what the HTTP thread answers with once the runner is done */
+    /* a job alone on its thread: the answer's parts that its result does not decide, written while the
+     * device runs it (wp_batch_reduce.meanwhile): from "family" to "count", then from "backend" on */
+    wp_jtext pre;
+    size_t pre_split;
 } reduce_req;
 
 /* After the run (rc as wp_batch_run_reduce's): the answer, an error or a deferral into resp.

@@ -83,6 +83,8 @@ typedef struct {
     void *image;                  /* host: at least image_len and answer_at + answer_len bytes */
     void (*fill)(void *ctx, uint64_t base, void *image); /* writes the image for a base, first */
     void *fill_ctx;
+    void (*meanwhile)(void *ctx); /* may be NULL: the caller's own work once the job is posted (wp_run_timing) */
+    void *meanwhile_ctx;
 } wp_resident_image;
 /* Whether im may go to b's resident now (as wp_backend_cuda_resident_fits): residents on, the image
  * and its answer within the mailbox, total within the resident's buffer. Any thread: a hint. */

@@ -187,7 +187,7 @@ typedef struct {
     const wp_warp_job *warp;
     wp_warp_result *res;
     const wp_resident_image *image;
-    wp_run_timing *t; /* a warp job's: its meanwhile hook, called once the job is posted */
+    wp_run_timing *t; /* its meanwhile hook (a warp job's, or an image's), called once the job is posted */
 } cuda_resident_job;
 
 /* An untimed job through the resident kernel of fn (f: its function in op's context), launched when

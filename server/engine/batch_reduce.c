@@ -223,16 +223,15 @@ static bool plain_access(reduce_item *const *items, int n) {
     return true;
 }
 
-/* A job's results out of the downloaded image, as wp_reduce_run gives them. */
-static void item_results(reduce_item *it, const unsigned char *h, const wp_ready_kernel *rk, double kernel_us) {
+/* What a job's result says before its run: the strategy, the launch's shape and the kernel (the batch's
+ * rk); its values zero. */
+static void item_facts(reduce_item *it, const wp_ready_kernel *rk) {
     const wp_spec *s = &it->sized;
-    const wp_family *f = s->family;
     wp_batch_reduce *j = it->j;
     wp_reduce_result *r = &j->res;
-    const wp_type t = s->type, acc = wp_data_acc_type(s);
     memset(r, 0, sizeof *r);
     r->index = -1;
-    r->acc_type = acc;
+    r->acc_type = wp_data_acc_type(s);
     r->strategy = s->data.strategy;
     r->deterministic = wp_data_deterministic(s);
     r->count = j->job.n;
@@ -248,6 +247,16 @@ static void item_results(reduce_item *it, const unsigned char *h, const wp_ready
     r->cache_us = rk->cache_us;
     r->compile_ms = rk->compile_ms;
     r->load_us = rk->load_us;
+}
+
+/* A job's results out of the downloaded image, as wp_reduce_run gives them. */
+static void item_results(reduce_item *it, const unsigned char *h, const wp_ready_kernel *rk, double kernel_us) {
+    const wp_spec *s = &it->sized;
+    const wp_family *f = s->family;
+    wp_batch_reduce *j = it->j;
+    wp_reduce_result *r = &j->res;
+    const wp_type t = s->type, acc = wp_data_acc_type(s);
+    item_facts(it, rk);
     r->kernel_us = kernel_us;
     uint64_t ident = 0;
     bool has_ident = (f->flags & WP_F_OP) && wp_op_identity(&s->op, acc, &ident);
@@ -292,6 +301,12 @@ static int batch_kernel(reduce_item *lead, bool cuda, int n, wp_ready_kernel *rk
     return rc;
 }
 
+/* The job's meanwhile hook (wp_batch_reduce), for a batch of it alone on its own thread; else NULL. */
+typedef void meanwhile_fn(void *ctx);
+static meanwhile_fn *own_meanwhile(reduce_item *const *items, int n) {
+    return n == 1 && !items[0]->handed ? items[0]->j->meanwhile : NULL;
+}
+
 /* One upload, one launch, one download. */
 static int run_grid(reduce_item *const *items, int n, const wp_ready_kernel *rk, wp_err *err) {
     reduce_item *lead = items[0];
@@ -322,7 +337,9 @@ static int run_grid(reduce_item *const *items, int n, const wp_ready_kernel *rk,
                            .fill_ctx = &g,
                            .image_len = l.download_end, /* the scratch past it: in buf, on the device */
                            .zero_copy_ok = plain_access(items, n),
-                           .wait = lead->handed ? lead->app->runner_wait : WP_WAIT_DEFAULT};
+                           .wait = lead->handed ? lead->app->runner_wait : WP_WAIT_DEFAULT,
+                           .meanwhile = own_meanwhile(items, n),
+                           .meanwhile_ctx = lead->j->meanwhile_ctx};
         for (int i = 0; i < n; i++) io.untimed &= items[i]->untimed_ok;
         rc = wp_backend_launch_io(lead->be, fns, &launch, l.blocks ? 1 : 0, &io, &t, err);
         wp_batch_mem_put(lead->app->batch_mem, buf, rc == 0);
@@ -376,7 +393,9 @@ static int run_resident(reduce_item *const *items, const wp_ready_kernel *rk, wp
                             .answer_at = answer_at(lead),
                             .answer_len = answer_len(lead),
                             .fill = resident_image_fill,
-                            .fill_ctx = &g};
+                            .fill_ctx = &g,
+                            .meanwhile = own_meanwhile(items, 1),
+                            .meanwhile_ctx = lead->j->meanwhile_ctx};
     if (!wp_backend_cuda_resident_image_fits(lead->be, &im)) return 1;
     wp_spec rs;
     if (wp_spec_copy(&rs, &lead->sized)) return 1;
@@ -437,6 +456,7 @@ static void reduce_batch(wp_batch_job *const *jobs, int n) {
     if (got == 0 && cuda) {
         wp_err err = {0};
         for (int i = 0; i < n; i++) wp_backend_job_enter(lead->be); /* the device's load, for placement */
+        if (own_meanwhile(items, n)) item_facts(lead, &rk);         /* what the hook may read */
         int rc = resident_ok(items, n) ? run_resident(items, &rk, &err) : 1;
         if (rc > 0) rc = run_grid(items, n, &rk, &err);
         for (int i = 0; i < n; i++) wp_backend_job_leave(lead->be);

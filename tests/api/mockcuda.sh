@@ -611,16 +611,27 @@ if start "cuda on the mock, --resident-us 1000000" --resident-us 1000000 --inlin
     'same_head "$tmp/wlone" "$tmp/body"'
   stop "resident daemon (SIGTERM with a resident on the device)"
 fi
-# A lone warp job on its HTTP thread (--inline-gpu idle, no resident: a plain launch) has the answer's
-# parts that the device's run does not decide written while the device works: the same bytes as a
-# profiled job's, written after its run.
-if start "cuda on the mock, a lone warp job without a resident" --resident-us 0; then
+# A lone job on its HTTP thread (--inline-gpu idle, no resident: a plain launch) has the answer's parts
+# that the device's run does not decide written while the device works: the same bytes as a profiled
+# job's, written after its run (a reduce's: but for the value, which the mock's launch does not compute).
+reduce_text() { sed -E 's/"value":[^,]*,//; s/,"batch".*//' "$1"; }
+if start "cuda on the mock, lone jobs without a resident" --resident-us 0; then
   post /v1/warp "$wm" >/dev/null # compiled on a worker
   code=$(post /v1/warp "$wm"); cp "$tmp/body" "$tmp/wplain"
   post /v1/warp "${wm%\}},\"profile\":true}" >/dev/null
   check "a lone warp job: its emulated lists, spec and kernel are a profiled job's bytes" \
     '[ "$code" = 200 ] && grep -q "\"cache\":\"memory\"" "$tmp/wplain" && lanes_ok "$tmp/wplain" && same_head "$tmp/wplain" "$tmp/body"'
-  stop "lone-warp daemon"
+  for body in "$REDUCE" '{"family":"argmax","type":"f32","data":[1.5,-2,3.25]}'; do
+    for _ in $(seq 100); do # until the batched kernel, built in the background, runs it
+      code=$(post /v1/reduce "$body"); grep -q '/batch"' "$tmp/body" && break; sleep 0.05
+    done
+    cp "$tmp/body" "$tmp/rplain"
+    post /v1/reduce "${body%\}},\"profile\":true}" >/dev/null
+    check "a lone reduce ($body) by the batched kernel: all but its value are a profiled job's bytes" \
+      '[ "$code" = 200 ] && grep -q "/batch\"" "$tmp/rplain" && grep -q "\"value\":" "$tmp/rplain" &&
+       [ "$(reduce_text "$tmp/rplain")" = "$(reduce_text "$tmp/body")" ] || { cat "$tmp/rplain"; echo; cat "$tmp/body"; false; }'
+  done
+  stop "lone-jobs daemon"
 fi
 # a resident that ends without a word, or never answers: residents go off, each job still answers 200
 for mode in silent deaf; do
