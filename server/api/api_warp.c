@@ -302,8 +302,8 @@ static void emu_run(void *ctx) {
     r->emu_rc = wp_backend_run_warp(r->app->emu, NULL, r->spec, &r->w->job, &r->emu.r, &r->emu_t, &r->emu_err);
 }
 
-static void put_tail(wp_jtext *o, const wp_spec *spec, const warp_input *w, const warp_runs *r, wp_backend *be,
-                     const wp_ready_kernel *rk);
+static void put_fields(wp_jtext *o, const wp_spec *spec, const warp_input *w, wp_backend *be,
+                       const wp_ready_kernel *rk);
 
 /* The answer's parts that the device's run does not decide, into r->pre (left empty when an allocation
  * fails: the answer then writes them as usual). */
@@ -312,7 +312,8 @@ static void pre_write(warp_runs *r) {
     wp_jtext_room(t, 1024 + 3 * warp_lanes_room(r->w)); /* never grown: a failure is remembered */
     warp_lanes_put(t, r->spec, r->w, &r->emu, &r->emu, WARP_L_DEFINED, WARP_L_SOURCE);
     r->pre_split = t->n;
-    put_tail(t, r->spec, r->w, r, r->be, r->rk);
+    warp_lanes_put(t, r->spec, r->w, &r->emu, &r->emu, WARP_L_LANE_PRED, WARP_L_LISTS);
+    put_fields(t, r->spec, r->w, r->be, r->rk);
     if (t->failed) {
         free(t->p);
         *t = (wp_jtext){0};
@@ -396,10 +397,9 @@ static int warp_run(wp_app *app, wp_backend *be, const wp_spec *spec, const warp
     return 0;
 }
 
-/* From "lane_pred" to "cache": the input's lists, the spec, where it ran and the kernel. */
-static void put_tail(wp_jtext *o, const wp_spec *spec, const warp_input *w, const warp_runs *r, wp_backend *be,
-                     const wp_ready_kernel *rk) {
-    warp_lanes_put(o, spec, w, &r->emu, &r->emu, WARP_L_LANE_PRED, WARP_L_LISTS);
+/* After the lists, to "cache": the spec, where it ran and the kernel. */
+static void put_fields(wp_jtext *o, const wp_spec *spec, const warp_input *w, wp_backend *be,
+                       const wp_ready_kernel *rk) {
     add_spec_fields(o, spec);
     wp_jtext_qnum(o, WP_JKEY("lanes"), w->n);
     if (w->elems > 1) wp_jtext_qnum(o, WP_JKEY("elems"), w->elems);
@@ -429,14 +429,15 @@ static char *warp_answer(const wp_spec *spec, const warp_input *w, const warp_ru
     wp_jtext_room(&o, 1024 + warp_lanes_room(w)); /* a failure is remembered */
     wp_jtext_open(&o, '{');
     const warp_output *val = r->on_cuda ? &r->dev : &r->emu;
-    const bool pre = r->pre.n > 0; /* written while the device worked (pre_write) */
-    warp_lanes_put(&o, spec, w, val, &r->emu, WARP_L_OUTPUT, pre ? WARP_L_DEFINED : WARP_L_SOURCE);
-    if (pre) put_part(&o, r->pre.p, r->pre_split);
-    warp_lanes_put(&o, spec, w, val, &r->emu, WARP_L_SOURCE, WARP_L_LANE_PRED);
-    if (pre)
+    if (r->pre.n > 0) { /* the rest written while the device worked (pre_write) */
+        warp_lanes_put(&o, spec, w, val, &r->emu, WARP_L_OUTPUT, WARP_L_DEFINED);
+        put_part(&o, r->pre.p, r->pre_split);
+        warp_lanes_put(&o, spec, w, val, &r->emu, WARP_L_SOURCE, WARP_L_LANE_PRED);
         put_part(&o, r->pre.p + r->pre_split, r->pre.n - r->pre_split);
-    else
-        put_tail(&o, spec, w, r, be, rk);
+    } else {
+        warp_lanes_put(&o, spec, w, val, &r->emu, WARP_L_OUTPUT, WARP_L_LISTS);
+        put_fields(&o, spec, w, be, rk);
+    }
     wp_jtext_qobj(&o, WP_JKEY("batch"));
     wp_jtext_qnum(&o, WP_JKEY("size"), r->batch_size);
     wp_jtext_close(&o, '}');

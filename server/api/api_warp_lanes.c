@@ -197,7 +197,8 @@ void warp_lanes_put(wp_jtext *o, const wp_spec *s, const warp_input *w, const wa
     const int elems = s->family->out == WP_OUT_VALUE ? w->elems : 1;
     lane_defined ld[WP_MAX_LANES];
     bool all = true;
-    for (int i = 0; i < w->n; i++) {
+    const bool by_lane = from < WARP_L_LANE_PRED && to > WARP_L_DEFINED; /* defined to pred read ld */
+    for (int i = 0; by_lane && i < w->n; i++) {
         ld[i] = lane_defined_of(&emu->why[(size_t)i * w->elems], elems);
         all &= ld[i].all;
     }

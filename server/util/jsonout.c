@@ -79,10 +79,12 @@ static bool near_equal(double a, double b) {
 /* cJSON 1.7.15 (Debian 12's): NaN and infinities as null; else %1.15g unless that reads back to
  * another double, then %1.17g. */
 static bool put_number(out_buf *b, double d) {
-    char t[32];
+    if (!reserve(b, 32)) return true; /* remembered */
+    char *t = b->p + b->n;            /* written in place: a small answer's dozen numbers, no copy each */
     int n;
     if (isnan(d) || isinf(d)) {
-        put(b, "null", 4);
+        memcpy(t, "null", 4);
+        b->n += 4;
         return true;
     }
     if (d == 0)
@@ -96,7 +98,7 @@ static bool put_number(out_buf *b, double d) {
         if (end == t || !near_equal(back, d)) n = snprintf(t, 26, "%1.17g", d);
     }
     if (n < 0 || n > 25) return false; /* as cJSON: it prints into 26 bytes */
-    put(b, t, (size_t)n);
+    b->n += (size_t)n;
     return true;
 }
 
