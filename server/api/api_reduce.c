@@ -527,7 +527,8 @@ static void pre_write(void *ctx) {
 }
 
 /* A job that answers one value (a sum, an argmin; not a statistic) and no "check", untimed: its answer's
- * parts are written while the device runs it. */
+ * parts are written while the device runs it, when it runs alone on its own thread (the engine calls the
+ * hook only then: an HTTP thread's, a worker's or an --inline-gpu always leader's own wait). */
 static void pre_arm(reduce_req *q) {
     const wp_family *f = q->f;
     if (q->job.untimed && !q->check && !q->spec.data.stat &&

@@ -77,9 +77,10 @@ typedef struct {
     double device_us; /* cuda, batched: the batch's round trip on the host's clock (wp_run_timing) */
     double queue_us;  /* batched: its time in the batcher outside the kernel's lookup and the device's run: the
                        * entry, the wait in the batch queue, the batch's bookkeeping */
-    /* in (may be NULL): the caller's own work while the device runs the job, called at most once, on its
-     * thread, when a batch of the job alone runs there (not handed); res's facts (strategy, deterministic,
-     * block, grid, the kernel's key, hash and source) are set by then, its values not */
+    /* in (may be NULL): the caller's own work while the device runs the job, on its thread, when a batch
+     * of the job alone runs there (not handed); res's facts (strategy, deterministic, block, grid, the
+     * kernel's key, hash and source) are set by then, its values not. Called once a wait: twice when a
+     * resident did not take the job and a launch ran it, so a second call must do nothing. */
     void (*meanwhile)(void *ctx);
     void *meanwhile_ctx;
 } wp_batch_reduce;

@@ -42,9 +42,13 @@ sys.exit(0 if ok and d == [r is None for r in u] and a["timing"]["emulate_us"] >
 }
 # Two warp answers' text before "batch" but for the device's lists (the mock's plain launch computes
 # nothing): the emulated lists, the input, the spec, where it ran and the kernel are the same bytes,
-# whether written while the device worked or all after its run (a profiled job's).
+# however the answer was written (a lone job's parts while the device worked, a profiled job's all after
+# its run, a handed or batched job's by its own thread after the run).
 head_text() { sed -E 's/"(output|source_lane)":\[[^]]*\],//g; s/,"batch".*//' "$1"; }
 same_head() { [ "$(head_text "$1")" = "$(head_text "$2")" ] && grep -q '"defined":\[.*"input":\[' "$1"; }
+reduce_text() { sed -E 's/"value":[^,]*,//; s/,"batch".*//' "$1"; } # a reduce's, but for its value
+# POST body to path: the answer in "$tmp/body", the headers in "$tmp/head"; prints the status
+post_head() { curl -s -D "$tmp/head" -o "$tmp/body" -w '%{http_code}' -H 'Content-Type: application/json' --data-binary "$2" "$url$1"; }
 metric() { # the value of an exposition line that starts with $1 (0 when absent)
   curl -s "$url/metrics" | awk -v m="$1" 'index($0, m) == 1 { v = $NF } END { print (v == "" ? 0 : v) + 0 }'
 }
@@ -586,6 +590,9 @@ if start "cuda on the mock, --resident-us 1000000" --resident-us 1000000 --inlin
   check "resident: lone reduces ask for the batched kernel's resident build; then one runs there ($r8 -> $r9)" \
     '[ $got = 0 ] && [ "${r9#*/}" -gt "${r8#*/}" ] && grep -q "/batch\"" "$tmp/body" &&
      [ "$(tr -d "\n" <"$tmp/body" | grep -o "\"value\":[^,]*")" = "$plain" ]'
+  cp "$tmp/body" "$tmp/rres"; post /v1/reduce "${REDUCE%\}},\"profile\":true}" >/dev/null
+  check "resident: the reduce's answer but for its value is a profiled job's bytes" \
+    '[ "$(reduce_text "$tmp/rres")" = "$(reduce_text "$tmp/body")" ]'
   three_more reduces reduce "$REDUCE"; r10=$(runs)
   code=$(post /v1/reduce "${REDUCE%\}},\"profile\":true}"); r11=$(runs)
   check "resident: a profiled reduce does not use it ($r10 -> $r11)" '[ "$code" = 200 ] && [ "$r11" = "$r10" ]'
@@ -614,21 +621,21 @@ fi
 # A lone job on its HTTP thread (--inline-gpu idle, no resident: a plain launch) has the answer's parts
 # that the device's run does not decide written while the device works: the same bytes as a profiled
 # job's, written after its run (a reduce's: but for the value, which the mock's launch does not compute).
-reduce_text() { sed -E 's/"value":[^,]*,//; s/,"batch".*//' "$1"; }
 if start "cuda on the mock, lone jobs without a resident" --resident-us 0; then
   post /v1/warp "$wm" >/dev/null # compiled on a worker
-  code=$(post /v1/warp "$wm"); cp "$tmp/body" "$tmp/wplain"
+  code=$(post_head /v1/warp "$wm"); cp "$tmp/body" "$tmp/wplain"; cp "$tmp/head" "$tmp/wplain.head"
   post /v1/warp "${wm%\}},\"profile\":true}" >/dev/null
-  check "a lone warp job: its emulated lists, spec and kernel are a profiled job's bytes" \
-    '[ "$code" = 200 ] && grep -q "\"cache\":\"memory\"" "$tmp/wplain" && lanes_ok "$tmp/wplain" && same_head "$tmp/wplain" "$tmp/body"'
+  check "a lone warp job, run on its HTTP thread: its emulated lists, spec and kernel are a profiled job's bytes" \
+    '[ "$code" = 200 ] && grep -q "\"cache\":\"memory\"" "$tmp/wplain" && ! grep -qi "runner;dur" "$tmp/wplain.head" &&
+     lanes_ok "$tmp/wplain" && same_head "$tmp/wplain" "$tmp/body"'
   for body in "$REDUCE" '{"family":"argmax","type":"f32","data":[1.5,-2,3.25]}'; do
     for _ in $(seq 100); do # until the batched kernel, built in the background, runs it
-      code=$(post /v1/reduce "$body"); grep -q '/batch"' "$tmp/body" && break; sleep 0.05
+      code=$(post_head /v1/reduce "$body"); grep -q '/batch"' "$tmp/body" && break; sleep 0.05
     done
-    cp "$tmp/body" "$tmp/rplain"
+    cp "$tmp/body" "$tmp/rplain"; cp "$tmp/head" "$tmp/rplain.head"
     post /v1/reduce "${body%\}},\"profile\":true}" >/dev/null
-    check "a lone reduce ($body) by the batched kernel: all but its value are a profiled job's bytes" \
-      '[ "$code" = 200 ] && grep -q "/batch\"" "$tmp/rplain" && grep -q "\"value\":" "$tmp/rplain" &&
+    check "a lone reduce ($body) by the batched kernel on its HTTP thread: all but its value are a profiled job's bytes" \
+      '[ "$code" = 200 ] && grep -q "/batch\"" "$tmp/rplain" && grep -q "\"value\":" "$tmp/rplain" && ! grep -qi "runner;dur" "$tmp/rplain.head" &&
        [ "$(reduce_text "$tmp/rplain")" = "$(reduce_text "$tmp/body")" ] || { cat "$tmp/rplain"; echo; cat "$tmp/body"; false; }'
   done
   stop "lone-jobs daemon"
