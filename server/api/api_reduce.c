@@ -516,7 +516,6 @@ static void put_facts(wp_jtext *o, const reduce_req *q) {
 static void pre_write(void *ctx) {
     reduce_req *q = ctx;
     wp_jtext *t = &q->pre;
-    if (t->p) return; /* once */
     put_head(t, q);
     q->pre_split = t->n;
     put_facts(t, q);

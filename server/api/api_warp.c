@@ -334,24 +334,18 @@ static void emu_run_and_write(void *ctx) {
 
 /* On cuda, before the device's run. An untimed job of one warp's values: the emulator's run set to go
  * while the device works (wp_run_timing.meanwhile); a profiled one: run now, as before, so that the
- * timed steps' host time holds none of it; a larger one: after the device's run (emu_after). */
+ * timed steps' host time holds none of it; a larger one: after the device's run (emu_after).
+ * alone: a job that runs alone on its HTTP thread (wp_app_inline_alone), which waits for the device
+ * anyway: the hook writes the answer's parts too. Not a handed job's: its runner, which does the hooks
+ * of a batch's first jobs while the device runs, would answer the batch later (reqab on the H200, tiny
+ * warp at 256 connections: 0.54-0.56x health with them against 0.60-0.64x without). */
 static void emu_meanwhile(wp_app *app, wp_backend *be, const wp_spec *spec, const warp_input *w,
-                          const wp_ready_kernel *rk, warp_runs *r) {
+                          const wp_ready_kernel *rk, bool alone, warp_runs *r) {
     r->app = app, r->be = be, r->spec = spec, r->w = w, r->rk = rk;
     if (!r->dev_t.untimed)
         emu_run(r);
     else if ((long)w->n * w->elems <= EMU_MEANWHILE_VALUES)
-        r->dev_t.meanwhile = emu_run, r->dev_t.meanwhile_ctx = r;
-}
-
-/* The same for a job that runs alone on its HTTP thread (wp_app_inline_alone), which waits for the
- * device anyway: the hook writes the answer's parts too. Not a handed job's: its runner, which does the
- * hooks of a batch's first jobs while the device runs, would answer the batch later (reqab on the H200,
- * tiny warp at 256 connections: 0.54-0.56x health with them against 0.60-0.64x without). */
-static void emu_meanwhile_alone(wp_app *app, wp_backend *be, const wp_spec *spec, const warp_input *w,
-                                const wp_ready_kernel *rk, warp_runs *r) {
-    emu_meanwhile(app, be, spec, w, rk, r);
-    if (r->dev_t.meanwhile) r->dev_t.meanwhile = emu_run_and_write;
+        r->dev_t.meanwhile = alone ? emu_run_and_write : emu_run, r->dev_t.meanwhile_ctx = r;
 }
 
 /* After the device's run (rc): the emulator's, when the run did not call it; -1 with err when either
@@ -385,10 +379,7 @@ static int warp_run(wp_app *app, wp_backend *be, const wp_spec *spec, const warp
         if (warp_run_emu(app, be, spec, w, may_defer, profile, r, err)) return -1;
     } else {
         if (warp_runs_open(be, w, profile, r, err)) return -1;
-        if (wp_app_inline_alone(app, be, may_defer))
-            emu_meanwhile_alone(app, be, spec, w, rk, r);
-        else
-            emu_meanwhile(app, be, spec, w, rk, r);
+        emu_meanwhile(app, be, spec, w, rk, wp_app_inline_alone(app, be, may_defer), r);
         const int rc =
             wp_batch_run_warp(app, be, rk->fn, spec, &w->job, &r->dev.r, &r->dev_t, may_defer, &r->batch_size, err);
         if (emu_after(r, rc, err)) return -1;
@@ -604,7 +595,7 @@ static int try_hand(wp_app *app, warp_call *c) {
     if (rc) return rc;
     if (!c->hand_room && !(c->hand_room = wp_req_room(c->req, wp_batch_hand_warp_room()))) return 1;
     if (warp_runs_open(c->be, &c->w, c->profile, &c->runs, &c->err)) return -1;
-    emu_meanwhile(app, c->be, &c->spec, &c->w, &c->rk, &c->runs); /* a small job's: on the runner, meanwhile */
+    emu_meanwhile(app, c->be, &c->spec, &c->w, &c->rk, false, &c->runs); /* a small job's: on the runner */
     c->t_hand_ns = wp_now_ns();
     const wp_batch_hand_hooks hooks = {.park = hand_park, .done = hand_done, .ctx = c};
     if (wp_batch_hand_warp(app, c->be, c->rk.fn, &c->spec, &c->w.job, &c->runs.dev.r, &c->runs.dev_t,

@@ -33,7 +33,7 @@ typedef struct {
     double queue_us;  /* a batched run's time in the batcher outside the device's run: its entry, its wait
                        * in the batch queue, the batch's bookkeeping (for a timed run also the host's side
                        * of the launch, outside its timed steps) (the batcher's) */
-    /* Set on the way in, for a warp job on cuda (or a reduce image's, cuda_launch.c): called once, on the
+    /* Set on the way in, for a warp job on cuda (or a reduce image's, wp_resident_image): called once, on the
      * thread that runs the job (or its batch: a runner's for a handed job), while the device works on it
      * (after its post or launch, before the wait), then cleared. For work the caller would do after the
      * run anyway and that needs nothing of it (the job's emulated run, the answer's parts the run does
@@ -83,9 +83,8 @@ typedef struct {
     void *image;                  /* host: at least image_len and answer_at + answer_len bytes */
     void (*fill)(void *ctx, uint64_t base, void *image); /* writes the image for a base, first */
     void *fill_ctx;
-    void (*meanwhile)(void *ctx); /* may be NULL: the caller's own work once the job is posted (wp_run_timing),
-                                   * called even when the resident then does not take the job */
-    void *meanwhile_ctx;
+    wp_run_timing *hook; /* may be NULL: its meanwhile, the caller's own work once the job is posted (called
+                          * and cleared even when the resident then does not take the job) */
 } wp_resident_image;
 /* Whether im may go to b's resident now (as wp_backend_cuda_resident_fits): residents on, the image
  * and its answer within the mailbox, total within the resident's buffer. Any thread: a hint. */

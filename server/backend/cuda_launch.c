@@ -187,8 +187,7 @@ static int cuda_run_resident(cuda_backend *b, cuda_fn *fn, const cuda_resident_j
 int cuda_run_resident_image(wp_backend *base, void *fnp, const wp_resident_image *im, double *device_us, wp_err *err) {
     cuda_backend *b = (cuda_backend *)base;
     if (!fnp || !cuda_resident_image_fits(b, im)) return 1;
-    wp_run_timing t = {.meanwhile = im->meanwhile, .meanwhile_ctx = im->meanwhile_ctx}; /* its hook alone */
-    const cuda_resident_job j = {.image = im, .t = &t};
+    const cuda_resident_job j = {.image = im, .t = im->hook};
     return cuda_run_resident(b, fnp, &j, device_us, err);
 }
 

@@ -79,8 +79,8 @@ typedef struct {
                        * entry, the wait in the batch queue, the batch's bookkeeping */
     /* in (may be NULL): the caller's own work while the device runs the job, on its thread, when a batch
      * of the job alone runs there (not handed); res's facts (strategy, deterministic, block, grid, the
-     * kernel's key, hash and source) are set by then, its values not. Called once a wait: twice when a
-     * resident did not take the job and a launch ran it, so a second call must do nothing. */
+     * kernel's key, hash and source) are set by then, its values not. Called at most once (a resident
+     * that did not take the job, then a launch, call it once between them). */
     void (*meanwhile)(void *ctx);
     void *meanwhile_ctx;
 } wp_batch_reduce;

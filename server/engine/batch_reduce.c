@@ -301,14 +301,11 @@ static int batch_kernel(reduce_item *lead, bool cuda, int n, wp_ready_kernel *rk
     return rc;
 }
 
-/* The job's meanwhile hook (wp_batch_reduce), for a batch of it alone on its own thread; else NULL. */
-typedef void meanwhile_fn(void *ctx);
-static meanwhile_fn *own_meanwhile(reduce_item *const *items, int n) {
-    return n == 1 && !items[0]->handed ? items[0]->j->meanwhile : NULL;
-}
+/* hook's meanwhile (wp_run_meanwhile: called once, then cleared), from a launch's wait */
+static void run_hook(void *hook) { wp_run_meanwhile(hook); }
 
-/* One upload, one launch, one download. */
-static int run_grid(reduce_item *const *items, int n, const wp_ready_kernel *rk, wp_err *err) {
+/* One upload, one launch, one download; hook: the job's meanwhile hook, for a batch of it alone. */
+static int run_grid(reduce_item *const *items, int n, const wp_ready_kernel *rk, wp_run_timing *hook, wp_err *err) {
     reduce_item *lead = items[0];
     batch_layout l = layout_for(items, n);
     unsigned char *h = malloc(l.download_end > 0 ? l.download_end : 1);
@@ -338,8 +335,8 @@ static int run_grid(reduce_item *const *items, int n, const wp_ready_kernel *rk,
                            .image_len = l.download_end, /* the scratch past it: in buf, on the device */
                            .zero_copy_ok = plain_access(items, n),
                            .wait = lead->handed ? lead->app->runner_wait : WP_WAIT_DEFAULT,
-                           .meanwhile = own_meanwhile(items, n),
-                           .meanwhile_ctx = lead->j->meanwhile_ctx};
+                           .meanwhile = run_hook,
+                           .meanwhile_ctx = hook};
         for (int i = 0; i < n; i++) io.untimed &= items[i]->untimed_ok;
         rc = wp_backend_launch_io(lead->be, fns, &launch, l.blocks ? 1 : 0, &io, &t, err);
         wp_batch_mem_put(lead->app->batch_mem, buf, rc == 0);
@@ -378,7 +375,7 @@ static size_t answer_len(const reduce_item *it) {
 /* A batch of one through the device's resident of the batched kernel's resident build, when that is in
  * memory (else the background builder is asked for it, as batch_warp.c does): 0 done, 1 not taken. The
  * lookup's time is the device's (device_us). */
-static int run_resident(reduce_item *const *items, const wp_ready_kernel *rk, wp_err *err) {
+static int run_resident(reduce_item *const *items, const wp_ready_kernel *rk, wp_run_timing *hook, wp_err *err) {
     reduce_item *lead = items[0];
     const uint64_t t0 = wp_now_ns();
     batch_layout l = layout_for(items, 1);
@@ -394,8 +391,7 @@ static int run_resident(reduce_item *const *items, const wp_ready_kernel *rk, wp
                             .answer_len = answer_len(lead),
                             .fill = resident_image_fill,
                             .fill_ctx = &g,
-                            .meanwhile = own_meanwhile(items, 1),
-                            .meanwhile_ctx = lead->j->meanwhile_ctx};
+                            .hook = hook};
     if (!wp_backend_cuda_resident_image_fits(lead->be, &im)) return 1;
     wp_spec rs;
     if (wp_spec_copy(&rs, &lead->sized)) return 1;
@@ -456,9 +452,15 @@ static void reduce_batch(wp_batch_job *const *jobs, int n) {
     if (got == 0 && cuda) {
         wp_err err = {0};
         for (int i = 0; i < n; i++) wp_backend_job_enter(lead->be); /* the device's load, for placement */
-        if (own_meanwhile(items, n)) item_facts(lead, &rk);         /* what the hook may read */
-        int rc = resident_ok(items, n) ? run_resident(items, &rk, &err) : 1;
-        if (rc > 0) rc = run_grid(items, n, &rk, &err);
+        /* a batch of a job alone on its own thread: its meanwhile hook, once, through the resident's wait
+         * or, where the resident did not take it, the launch's; its result's facts set for it first */
+        wp_run_timing hook = {0};
+        if (n == 1 && !lead->handed && lead->j->meanwhile) {
+            hook = (wp_run_timing){.meanwhile = lead->j->meanwhile, .meanwhile_ctx = lead->j->meanwhile_ctx};
+            item_facts(lead, &rk);
+        }
+        int rc = resident_ok(items, n) ? run_resident(items, &rk, &hook, &err) : 1;
+        if (rc > 0) rc = run_grid(items, n, &rk, &hook, &err);
         for (int i = 0; i < n; i++) wp_backend_job_leave(lead->be);
         for (int i = 0; i < n; i++) {
             items[i]->rc = rc;
