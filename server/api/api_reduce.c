@@ -539,6 +539,7 @@ static void pre_arm(reduce_req *q) {
  * with q->err. */
 static int respond(wp_app *app, reduce_req *q, wp_resp *resp) {
     wp_jtext o = {0};
+    o.p = wp_req_take_text(q->req, &o.cap); /* the call's last answer's buffer: no malloc */
     wp_jtext_open(&o, '{');
     const bool pre = q->pre.n > 0; /* written while the device ran (pre_write) */
     if (pre)
@@ -563,8 +564,9 @@ static int respond(wp_app *app, reduce_req *q, wp_resp *resp) {
     add_timing(&o, q);
     wp_jtext_close(&o, '}');
     size_t n = 0;
+    const size_t cap = o.cap;
     char *text = wp_jtext_take(&o, &n);
-    wp_resp_json_text(resp, 200, text, n);
+    wp_resp_json_text_kept(resp, 200, text, n, cap);
     return 0;
 }
 

@@ -109,6 +109,7 @@ static void call_free(wp_http *h, wp_call *c) {
 
 void http_call_destroy(wp_call *c) {
     free(c->room);
+    free(c->text);
     free(c);
 }
 
@@ -315,6 +316,16 @@ void *wp_req_room(const wp_req *req, size_t bytes) {
         c->room_size = c->room ? bytes : 0;
     }
     return c->room;
+}
+
+char *wp_req_take_text(const wp_req *req, size_t *cap) {
+    *cap = 0;
+    if (!req->conn) return NULL;
+    wp_call *c = call_of(req);
+    char *t = c->text;
+    *cap = t ? c->text_cap : 0;
+    c->text = NULL, c->text_cap = 0;
+    return t;
 }
 
 void wp_req_unpark(const wp_req *req) {

@@ -60,6 +60,7 @@ typedef struct {
     int status;
     char *body; /* malloc'd; http.c frees it */
     size_t body_len;
+    size_t body_cap;          /* body's size when the call may keep it for its next answer, else 0 */
     const char *content_type; /* static string */
     char retry_after[16];     /* "" or seconds, for 503 */
     char location[128];       /* "" or a Location header */
@@ -98,6 +99,9 @@ void wp_resp_json(wp_resp *r, int status, cJSON *obj);
 /* The same for an answer already JSON text (jsonout.h's wp_jtext_take): takes ownership of text (n
  * bytes, malloc'd); NULL (out of memory) gives the 500 wp_resp_json gives. */
 void wp_resp_json_text(wp_resp *r, int status, char *text, size_t n);
+/* The same for text in a buffer of cap bytes (from wp_req_take_text, grown or not): once the answer is
+ * sent, the request's call keeps a small one for its next answer instead of freeing it. */
+void wp_resp_json_text_kept(wp_resp *r, int status, char *text, size_t n, size_t cap);
 /* {"error":{"code":..., "message":..., "field":...}} with e->status (500 if 0). */
 void wp_resp_error(wp_resp *r, const wp_err *e);
 /* Plain bytes (copied). */
@@ -141,6 +145,12 @@ void wp_req_on_end(const wp_req *req, void (*release)(void *ctx), void *ctx);
  * all a request needs. NULL when the request is not an HTTP thread's that may park (!req->may_defer)
  * or there is no memory. Threads: the handler, on the HTTP thread. */
 void *wp_req_room(const wp_req *req, size_t bytes);
+
+/* The buffer of the call's last small answer (malloc'd, *cap bytes), taken: an answer written into it
+ * and given to wp_resp_json_text_kept costs no malloc and no free a request. A call made on one HTTP
+ * thread serves that thread's next requests, so it is memory the thread wrote a moment ago. NULL (*cap
+ * 0) when the call has none yet, or the request has no connection. Threads: the handler's. */
+char *wp_req_take_text(const wp_req *req, size_t *cap);
 
 /* A route's streaming hooks. When a request to the route announces its length (Content-Length, not
  * 0) and its Content-Type is application/octet-stream, the body is not gathered in memory:

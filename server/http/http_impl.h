@@ -54,6 +54,8 @@ typedef struct wp_call {
     /* last: kept when a call is reused (wp_req_room's), freed with the call */
     void *room;
     size_t room_size;
+    char *text; /* the last small answer's buffer, kept for the next one (wp_req_take_text) */
+    size_t text_cap;
 } wp_call;
 
 struct wp_http {

@@ -1,6 +1,7 @@
 /* http_resp.c — responses: what handlers fill (wp_resp_json, wp_resp_error, wp_resp_bytes), the query
  * arguments they read, and the hand-over of a finished response to libmicrohttpd with its headers.
- * Owns: nothing but the bytes of a wp_resp until they are sent. */
+ * Owns: nothing but the bytes of a wp_resp until they are sent (a small answer's buffer then goes to its
+ * call, http.c's, for the call's next answer). */
 #include "http_impl.h"
 #include "util/jsonout.h"
 
@@ -9,6 +10,8 @@
 #include <string.h>
 
 static const char json_type[] = "application/json";
+/* The largest answer buffer a call keeps for its next answer (wp_req_take_text): a thread keeps 32 calls. */
+#define HTTP_TEXT_KEPT_MAX (16u * 1024u)
 
 /* ---------- responses ---------- */
 
@@ -18,6 +21,7 @@ void http_resp_set(wp_resp *r, int status, const char *content_type, char *body,
     r->content_type = content_type;
     r->body = body;
     r->body_len = n;
+    r->body_cap = 0;
 }
 
 void wp_resp_json(wp_resp *r, int status, cJSON *obj) {
@@ -39,6 +43,11 @@ void wp_resp_json_text(wp_resp *r, int status, char *text, size_t n) {
         return;
     }
     http_resp_set(r, status, json_type, text, n);
+}
+
+void wp_resp_json_text_kept(wp_resp *r, int status, char *text, size_t n, size_t cap) {
+    wp_resp_json_text(r, status, text, n);
+    if (text) r->body_cap = cap;
 }
 
 void wp_resp_error(wp_resp *r, const wp_err *e) {
@@ -124,9 +133,17 @@ enum MHD_Result http_send_resp(wp_http *h, wp_call *c, const char *allow) {
     wp_resp *r = &c->resp;
     if (r->status == 0) http_resp_fail(r, 500, "internal", "", "the handler set no response");
     wp_reqlog_respond(&c->rec, r); /* the request id into an error body */
-    struct MHD_Response *mr = r->body ? MHD_create_response_from_buffer(r->body_len, r->body, MHD_RESPMEM_MUST_FREE)
+    /* a small answer's buffer stays the call's, for its next answer: libmicrohttpd reads it until the
+     * request completes, and the next answer is written after that */
+    const bool keep = r->body && r->body_cap >= r->body_len && r->body_cap <= HTTP_TEXT_KEPT_MAX;
+    struct MHD_Response *mr = r->body ? MHD_create_response_from_buffer(
+                                            r->body_len, r->body, keep ? MHD_RESPMEM_PERSISTENT : MHD_RESPMEM_MUST_FREE)
                                       : MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
     if (!mr) return MHD_NO; /* c->resp.body is still ours: freed when the request completes */
+    if (keep) {
+        free(c->text); /* one the handler did not take */
+        c->text = r->body, c->text_cap = r->body_cap;
+    }
     r->body = NULL;
     const char *type = r->content_type ? r->content_type : json_type;
     MHD_add_response_header(mr, MHD_HTTP_HEADER_CONTENT_TYPE, type);

@@ -27,6 +27,8 @@ check="$BUILD/asan/tests/api/obs_check"
 
 if warpd_start "$BUILD/asan/warpd" "$tmp" --backend emu --access-log "$tmp/access.log" --log-level debug; then
   "$check" "http://127.0.0.1:$port" "$tmp/access.log" "$tmp/err" >"$tmp/r" 2>&1; cat "$tmp/r"; count "$tmp/r" obs_check
+  # answers of every size, one after another on kept-alive connections (a call keeps its answer's buffer)
+  python3 tests/api/keepalive.py "http://127.0.0.1:$port" >"$tmp/ka" 2>&1; cat "$tmp/ka"; count "$tmp/ka" keepalive.py
   # logrotate: the file moved away, SIGHUP opens a new one; later lines go there
   mv "$tmp/access.log" "$tmp/access.log.1"; kill -HUP $pid
   for _ in $(seq 100); do [ -e "$tmp/access.log" ] && break; sleep 0.05; done
