@@ -60,7 +60,8 @@ typedef struct {
     int status;
     char *body; /* malloc'd; http.c frees it */
     size_t body_len;
-    size_t body_cap;          /* body's size when the call may keep it for its next answer, else 0 */
+    size_t body_cap; /* body's size when the call may keep it for its next answer: set by wp_resp_json_text_kept
+                        only, cleared by http_resp_set; kept only with a 200 JSON answer */
     const char *content_type; /* static string */
     char retry_after[16];     /* "" or seconds, for 503 */
     char location[128];       /* "" or a Location header */
@@ -149,7 +150,8 @@ void *wp_req_room(const wp_req *req, size_t bytes);
 /* The buffer of the call's last small answer (malloc'd, *cap bytes), taken: an answer written into it
  * and given to wp_resp_json_text_kept costs no malloc and no free a request. A call made on one HTTP
  * thread serves that thread's next requests, so it is memory the thread wrote a moment ago. NULL (*cap
- * 0) when the call has none yet, or the request has no connection. Threads: the handler's. */
+ * 0) when the call has none yet, or the request has no connection. req: the handler's own, not a copy
+ * (as wp_req_room's). Threads: the handler's. */
 char *wp_req_take_text(const wp_req *req, size_t *cap);
 
 /* A route's streaming hooks. When a request to the route announces its length (Content-Length, not

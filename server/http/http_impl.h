@@ -103,11 +103,12 @@ struct wp_http {
 /* http_resp.c */
 void http_resp_set(wp_resp *r, int status, const char *content_type, char *body, size_t n);
 void http_resp_fail(wp_resp *r, int status, const char *code, const char *field, const char *msg);
-/* Hands c->resp to libmicrohttpd (which frees the body) and counts it. allow: Allow header or NULL. */
+/* Hands c->resp to libmicrohttpd (which frees the body, or leaves a small kept answer's to c: c->text) and
+ * counts it. allow: Allow header or NULL. */
 enum MHD_Result http_send_resp(wp_http *h, wp_call *c, const char *allow);
 
 /* http.c */
-void http_call_destroy(wp_call *c); /* an idle call freed, its room with it */
+void http_call_destroy(wp_call *c); /* an idle call freed, its room and kept text with it */
 void http_resume(wp_call *c);       /* c done: its connection back to its daemon (any thread) */
 void *http_worker_main(void *arg);  /* a worker thread of h (arg) */
 /* libmicrohttpd's callbacks, cls the wp_http (MHD_OPTION_NOTIFY_CONNECTION, the access handler,

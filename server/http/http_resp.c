@@ -10,7 +10,8 @@
 #include <string.h>
 
 static const char json_type[] = "application/json";
-/* The largest answer buffer a call keeps for its next answer (wp_req_take_text): a thread keeps 32 calls. */
+/* The largest answer buffer a call keeps for its next answer (wp_req_take_text): each HTTP thread keeps up
+ * to 32 idle calls, the server 64 more. */
 #define HTTP_TEXT_KEPT_MAX (16u * 1024u)
 
 /* ---------- responses ---------- */
@@ -135,7 +136,8 @@ enum MHD_Result http_send_resp(wp_http *h, wp_call *c, const char *allow) {
     wp_reqlog_respond(&c->rec, r); /* the request id into an error body */
     /* a small answer's buffer stays the call's, for its next answer: libmicrohttpd reads it until the
      * request completes, and the next answer is written after that */
-    const bool keep = r->body && r->body_cap >= r->body_len && r->body_cap <= HTTP_TEXT_KEPT_MAX;
+    const bool keep = r->body && r->body_cap >= r->body_len && r->body_cap <= HTTP_TEXT_KEPT_MAX && r->status == 200 &&
+                      r->content_type == json_type; /* as wp_resp_json_text_kept set it */
     struct MHD_Response *mr = r->body ? MHD_create_response_from_buffer(
                                             r->body_len, r->body, keep ? MHD_RESPMEM_PERSISTENT : MHD_RESPMEM_MUST_FREE)
                                       : MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);

@@ -7,7 +7,7 @@ the same connection and on others: warp jobs from 1 lane to 1,024 (an answer ove
 reduces, refusals and health, interleaved over four connections. Every answer must be whole and right:
 its length, its JSON, its values.
 
-Usage: keepalive.py BASE_URL [ROUNDS] [--no-values]. --no-values: the device's values are not checked
+Usage: keepalive.py BASE_URL [ROUNDS [SEED]] [--no-values]. --no-values: the device's values are not checked
 (the stand-in driver's launch computes none), only what the emulator and the request decide. Prints "!! ..." for each failure, then "keepalive: N passed,
 N failed"; exits 1 on any failure.
 """
@@ -86,7 +86,7 @@ def main():
     url = urlparse(sys.argv[1])
     args = [a for a in sys.argv[2:] if a != "--no-values"]
     rounds = int(args[0]) if args else 40
-    rng = random.Random(7)
+    rng = random.Random(int(args[1]) if len(args) > 1 else 7)
     conns = [http.client.HTTPConnection(url.hostname, url.port, timeout=30) for _ in range(4)]
     steps = [warp, warp, reduce, refused, health]
     for _ in range(rounds):

@@ -198,12 +198,15 @@ PY'
   check "timing: the same with \"profile\": true is timed: kernel_us a number ($got)" '[ "$code" = 200 ] && [ "$got" = "v v v n" ]'
   # answers of every size on kept-alive connections (a call keeps its answer's buffer), from two clients
   # at once: lone jobs and handed ones
-  python3 tests/api/keepalive.py "$url" 30 --no-values >"$tmp/ka1" 2>&1 &
-  python3 tests/api/keepalive.py "$url" 30 --no-values >"$tmp/ka2" 2>&1; wait $!
+  h0=$(metric warpd_http_handed_total)
+  python3 tests/api/keepalive.py "$url" 40 1 --no-values >"$tmp/ka1" 2>&1 &
+  python3 tests/api/keepalive.py "$url" 40 2 --no-values >"$tmp/ka2" 2>&1; wait $!
+  h1=$(metric warpd_http_handed_total)
   for k in ka1 ka2; do
     check "$(tail -n 1 "$tmp/$k")" 'grep -q "keepalive: [1-9][0-9]* passed, 0 failed" "$tmp/$k"'
     grep '^!!' "$tmp/$k" | head -n 5
   done
+  echo "   (jobs handed to the runners meanwhile: $((h1 - h0)))"
   stop "idle daemon"
 fi
 
