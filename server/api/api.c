@@ -12,6 +12,18 @@ bool wp_api_defer_unparsed(wp_app *app, const wp_req *req) {
            !wp_json_find_top_key(req->body, req->body_len, "backend", NULL, &at, NULL, 0);
 }
 
+void wp_api_text_begin(wp_jtext *o, const wp_req *req) {
+    *o = (wp_jtext){0};
+    o->p = wp_req_take_text(req, &o->cap); /* no malloc a request */
+}
+
+void wp_api_text_answer(wp_jtext *o, wp_resp *resp) {
+    const size_t cap = o->cap; /* before the take clears it */
+    size_t n = 0;
+    char *text = wp_jtext_take(o, &n);
+    wp_resp_json_text_kept(resp, 200, text, n, cap);
+}
+
 cJSON *wp_api_parse_body(wp_app *app, const wp_req *req, wp_err *err) {
     if (!req->body || !req->body_len) {
         WP_FAIL(err, 400, "bad_json", "body", "the request body is empty; send a JSON object");

@@ -6,6 +6,14 @@
 
 #include "engine/app.h"
 #include "http/http.h"
+#include "util/jsonout.h"
+
+/* A job's 200 answer written as text (jsonout.h), in the buffer of the call's last answer when it has
+ * one (wp_req_take_text): begun by wp_api_text_begin, sent by wp_api_text_answer, which gives the
+ * buffer back to the call for its next answer (a 500 when the text could not be built). Threads: the
+ * handler's. */
+void wp_api_text_begin(wp_jtext *o, const wp_req *req);
+void wp_api_text_answer(wp_jtext *o, wp_resp *resp);
 
 /* Parses the request body as JSON with the depth limit; 400 "bad_json" / "too_deep". */
 cJSON *wp_api_parse_body(wp_app *app, const wp_req *req, wp_err *err);

@@ -538,8 +538,8 @@ static void pre_arm(reduce_req *q) {
 /* The response of a job that ran, built as text (the bytes a cJSON tree of it printed): 0, or -1
  * with q->err. */
 static int respond(wp_app *app, reduce_req *q, wp_resp *resp) {
-    wp_jtext o = {0};
-    o.p = wp_req_take_text(q->req, &o.cap); /* the call's last answer's buffer: no malloc */
+    wp_jtext o;
+    wp_api_text_begin(&o, q->req);
     wp_jtext_open(&o, '{');
     const bool pre = q->pre.n > 0; /* written while the device ran (pre_write) */
     if (pre)
@@ -563,10 +563,7 @@ static int respond(wp_app *app, reduce_req *q, wp_resp *resp) {
     wp_jtext_close(&o, '}');
     add_timing(&o, q);
     wp_jtext_close(&o, '}');
-    size_t n = 0;
-    const size_t cap = o.cap;
-    char *text = wp_jtext_take(&o, &n);
-    wp_resp_json_text_kept(resp, 200, text, n, cap);
+    wp_api_text_answer(&o, resp);
     return 0;
 }
 

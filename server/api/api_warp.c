@@ -412,13 +412,12 @@ static void put_part(wp_jtext *o, const char *text, size_t n) {
 }
 
 /* The 200 answer as text (the bytes a cJSON tree of it printed): the lanes, the spec, where it ran,
- * the kernel, the batch and the timings, in the call's last answer's buffer when it has one (*cap: the
- * buffer's size, for wp_resp_json_text_kept). NULL when out of memory. */
-static char *warp_answer(const wp_spec *spec, const warp_input *w, const warp_runs *r, wp_backend *be,
-                         const wp_ready_kernel *rk, double parse_us, double hand_wait_us, const wp_req *req,
-                         size_t *len, size_t *cap) {
-    wp_jtext o = {0};
-    o.p = wp_req_take_text(req, &o.cap);          /* the call's last answer's buffer: no malloc */
+ * the kernel, the batch and the timings, into resp (a 500 when out of memory). */
+static void warp_answer(const wp_spec *spec, const warp_input *w, const warp_runs *r, wp_backend *be,
+                        const wp_ready_kernel *rk, double parse_us, double hand_wait_us, const wp_req *req,
+                        wp_resp *resp) {
+    wp_jtext o;
+    wp_api_text_begin(&o, req);
     wp_jtext_room(&o, 1024 + warp_lanes_room(w)); /* a failure is remembered */
     wp_jtext_open(&o, '{');
     const warp_output *val = r->on_cuda ? &r->dev : &r->emu;
@@ -453,8 +452,7 @@ static char *warp_answer(const wp_spec *spec, const warp_input *w, const warp_ru
     wp_jtext_qnum(&o, WP_JKEY("total_us"), wp_us_since(req->t_start_ns));
     wp_jtext_close(&o, '}');
     wp_jtext_close(&o, '}');
-    *cap = o.cap;
-    return wp_jtext_take(&o, len);
+    wp_api_text_answer(&o, resp);
 }
 
 /* The same stages for the Server-Timing header (http_resp.c adds arrival, hand-off, answer, total). */
@@ -538,10 +536,7 @@ static void call_reply(warp_call *c, wp_resp *resp, int rc) {
     } else {
         if (c->t_hand_ns) wp_resp_stage(resp, "runner", c->hand_wait_us);
         note_stages(resp, &c->runs, &c->rk, c->parse_us);
-        size_t n = 0, cap = 0;
-        char *text =
-            warp_answer(&c->spec, &c->w, &c->runs, c->be, &c->rk, c->parse_us, c->hand_wait_us, c->req, &n, &cap);
-        wp_resp_json_text_kept(resp, 200, text, n, cap);
+        warp_answer(&c->spec, &c->w, &c->runs, c->be, &c->rk, c->parse_us, c->hand_wait_us, c->req, resp);
         wp_resp_note_kernel(resp, wp_backend_name(c->be), c->rk.kernel ? wp_source_name(c->rk.source) : "none",
                             c->spec.family->name, c->rk.kernel ? c->rk.hash : NULL);
     }

@@ -7,9 +7,9 @@ the same connection and on others: warp jobs from 1 lane to 1,024 (an answer ove
 reduces, refusals and health, interleaved over four connections. Every answer must be whole and right:
 its length, its JSON, its values.
 
-Usage: keepalive.py BASE_URL [ROUNDS [SEED]] [--no-values]. --no-values: the device's values are not checked
-(the stand-in driver's launch computes none), only what the emulator and the request decide. Prints "!! ..." for each failure, then "keepalive: N passed,
-N failed"; exits 1 on any failure.
+Usage: keepalive.py BASE_URL [ROUNDS [SEED]] [--no-values]. --no-values: the device's values are not
+checked (the stand-in driver's launch computes none), only what the emulator and the request decide.
+Prints "!! ..." for each failure, then "keepalive: N passed, N failed"; exits 1 on any failure.
 """
 import http.client
 import json
