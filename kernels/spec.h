@@ -57,12 +57,16 @@ int wp_spec_validate(wp_spec *s, wp_err *err); /* checks a filled-in spec agains
 int wp_spec_data_from_json(const cJSON *obj, wp_spec *out, wp_err *err);
 void wp_spec_free(wp_spec *s);
 int wp_spec_copy(wp_spec *dst, const wp_spec *src);
-/* s with the block its family picks for n (block_for) when the request named none (block_auto): s
- * itself, or a shallow copy in *sized (sharing s's operator and map) with that block. */
+/* In place: s's block, the one its family picks for n (block_for) when the request named none
+ * (block_auto); else s as it was. */
+static inline void wp_spec_size_block(wp_spec *s, uint64_t n) {
+    if (s->data.block_auto && s->family->block_for) s->data.block = s->family->block_for(s, n);
+}
+/* s with that block: s itself, or a shallow copy in *sized (sharing s's operator and map) with it. */
 static inline const wp_spec *wp_spec_sized(const wp_spec *s, uint64_t n, wp_spec *sized) {
     if (!s->data.block_auto || !s->family->block_for) return s;
     *sized = *s;
-    sized->data.block = s->family->block_for(s, n);
+    wp_spec_size_block(sized, n);
     return sized;
 }
 

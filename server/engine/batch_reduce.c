@@ -538,8 +538,7 @@ static int item_make(wp_app *app, wp_backend *be, wp_batch_reduce *j, bool untim
     bj->no_wait = j->job.memory_only;
     if (wp_spec_copy(&it->sized, j->job.spec)) return WP_FAIL(err, 500, "out_of_memory", "", "out of memory");
     const wp_family *f = it->sized.family;
-    if (it->sized.data.block_auto && f->block_for) /* the block for n, as wp_spec_sized picks it, in place */
-        it->sized.data.block = f->block_for(&it->sized, j->job.n);
+    wp_spec_size_block(&it->sized, j->job.n); /* in place: no second copy of the spec */
     f->plan(&it->sized, j->job.n, j->job.groups, &it->plan);
     char spec_key[WP_SPEC_KEY_MAX];
     if (wp_spec_key_text(&it->sized, spec_key, sizeof spec_key) < 0) return 1;
